@@ -1,0 +1,1108 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""Cython hot paths of Kafka's record formats: varints, murmur2, v2 record batches.
+
+The twin ``kproto/_codec_py.py`` holds the reference implementation, the docstrings and
+the format drawings; this module must give the same results and raise the same exception
+types (tests/test_codec_differential.py). Import through ``kproto.codec``.
+
+Per-record work happens here in C: record batches are decoded in one loop into Record
+objects or straight into Arrow-layout column buffers, and built by appending into one
+growing C buffer. CRC-32C comes from the ``crc32c`` package (hardware instructions, GIL
+released for large buffers); compression from ``kproto.compression`` (cramjam).
+
+Legacy message sets (magic 0 and 1) are not a hot path: they are handed to the twin's
+code, with this module's Record and Batch classes, so that they have one implementation.
+"""
+
+cimport cython
+from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
+from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_Resize
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.list cimport PyList_Append
+from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
+from cpython.unicode cimport PyUnicode_DecodeUTF8
+from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
+from libc.string cimport memcpy, memset
+
+import zlib
+
+from crc32c import crc32c as _crc32c
+
+from kproto import _codec_py as _twin
+from kproto import compression
+from kproto.errors import CorruptRecordError, UnsupportedCompressionTypeError
+
+cdef extern from "Python.h":
+    const char* PyUnicode_AsUTF8AndSize(object s, Py_ssize_t* size) except NULL
+    bint PyBytes_CheckExact(object o)
+    bint PyByteArray_Check(object o)
+    bint PyMemoryView_Check(object o)
+    bint PyUnicode_Check(object o)
+
+__all__ = _twin.__all__
+
+# Byte positions in a v2 batch header (see the drawing in _codec_py.py).
+cdef enum:
+    BASE_OFFSET = 0
+    LENGTH = BASE_OFFSET + 8
+    LEADER_EPOCH = LENGTH + 4
+    MAGIC = LEADER_EPOCH + 4
+    CRC = MAGIC + 1
+    ATTRIBUTES = CRC + 4
+    LAST_OFFSET_DELTA = ATTRIBUTES + 2
+    BASE_TIMESTAMP = LAST_OFFSET_DELTA + 4
+    MAX_TIMESTAMP = BASE_TIMESTAMP + 8
+    PRODUCER_ID = MAX_TIMESTAMP + 8
+    PRODUCER_EPOCH = PRODUCER_ID + 8
+    BASE_SEQUENCE = PRODUCER_EPOCH + 2
+    RECORDS_COUNT = BASE_SEQUENCE + 4
+    V2_HEADER = RECORDS_COUNT + 4
+    LOG_OVERHEAD = LEADER_EPOCH
+    V2_MIN_LENGTH = V2_HEADER - LOG_OVERHEAD
+
+cdef enum:
+    CODEC_MASK = 0x07
+    TIMESTAMP_TYPE_BIT = 0x08
+    TRANSACTIONAL_BIT = 0x10
+    CONTROL_BIT = 0x20
+    DELETE_HORIZON_BIT = 0x40
+
+cdef tuple _EMPTY = ()
+cdef int64_t INT32_MAX = 2147483647
+
+
+cdef inline object _corrupt(str message, object first=None, object last=None):
+    return CorruptRecordError(message, first, last)
+
+
+# ---------------------------------------------------------------------------
+# big-endian helpers
+# ---------------------------------------------------------------------------
+
+cdef inline int64_t _ld64(const uint8_t* p) noexcept nogil:
+    return <int64_t>(
+        (<uint64_t>p[0] << 56) | (<uint64_t>p[1] << 48) | (<uint64_t>p[2] << 40) | (<uint64_t>p[3] << 32)
+        | (<uint64_t>p[4] << 24) | (<uint64_t>p[5] << 16) | (<uint64_t>p[6] << 8) | <uint64_t>p[7])
+
+cdef inline int32_t _ld32(const uint8_t* p) noexcept nogil:
+    return <int32_t>((<uint32_t>p[0] << 24) | (<uint32_t>p[1] << 16) | (<uint32_t>p[2] << 8) | <uint32_t>p[3])
+
+cdef inline int16_t _ld16(const uint8_t* p) noexcept nogil:
+    return <int16_t>((<uint32_t>p[0] << 8) | <uint32_t>p[1])
+
+cdef inline void _st64(uint8_t* p, int64_t v) noexcept nogil:
+    cdef uint64_t u = <uint64_t>v
+    cdef int i
+    for i in range(8):
+        p[7 - i] = <uint8_t>(u >> (8 * i))
+
+cdef inline void _st32(uint8_t* p, int64_t v) noexcept nogil:
+    cdef uint32_t u = <uint32_t>v
+    p[0] = <uint8_t>(u >> 24)
+    p[1] = <uint8_t>(u >> 16)
+    p[2] = <uint8_t>(u >> 8)
+    p[3] = <uint8_t>u
+
+cdef inline void _st16(uint8_t* p, int64_t v) noexcept nogil:
+    p[0] = <uint8_t>(<uint32_t>v >> 8)
+    p[1] = <uint8_t>v
+
+
+# ---------------------------------------------------------------------------
+# varints
+# ---------------------------------------------------------------------------
+
+cdef inline int _read_unsigned(const uint8_t* p, Py_ssize_t* pos, Py_ssize_t end, int max_bytes, int bits, uint64_t* out) except -1:
+    cdef Py_ssize_t i = pos[0]
+    cdef uint64_t result = 0
+    cdef uint64_t b
+    cdef int shift = 0
+    cdef int n
+    for n in range(max_bytes):
+        if i >= end:
+            raise _corrupt("truncated varint")
+        b = p[i]
+        i += 1
+        if n == max_bytes - 1 and (b >> (bits - shift)):
+            raise _corrupt(f"varint wider than {bits} bits")
+        result |= (b & 0x7F) << shift
+        if not (b & 0x80):
+            pos[0] = i
+            out[0] = result
+            return 0
+        shift += 7
+    raise _corrupt(f"varint longer than {max_bytes} bytes")
+
+
+cdef inline int _read_varint(const uint8_t* p, Py_ssize_t* pos, Py_ssize_t end, int32_t* out) except -1:
+    cdef uint64_t z
+    cdef Py_ssize_t i = pos[0]
+    # One- and two-byte varints are most of them (lengths, small deltas): take them first.
+    if i < end and p[i] < 0x80:
+        z = p[i]
+        pos[0] = i + 1
+    elif i + 1 < end and p[i + 1] < 0x80:
+        z = (p[i] & 0x7F) | (<uint64_t>p[i + 1] << 7)
+        pos[0] = i + 2
+    else:
+        _read_unsigned(p, pos, end, 5, 32, &z)
+    out[0] = <int32_t>((z >> 1) ^ (-(<int64_t>(z & 1))))
+    return 0
+
+
+cdef inline int _read_varlong(const uint8_t* p, Py_ssize_t* pos, Py_ssize_t end, int64_t* out) except -1:
+    cdef uint64_t z
+    cdef Py_ssize_t i = pos[0]
+    if i < end and p[i] < 0x80:
+        z = p[i]
+        pos[0] = i + 1
+    elif i + 1 < end and p[i + 1] < 0x80:
+        z = (p[i] & 0x7F) | (<uint64_t>p[i + 1] << 7)
+        pos[0] = i + 2
+    else:
+        _read_unsigned(p, pos, end, 10, 64, &z)
+    out[0] = <int64_t>((z >> 1) ^ (-(<int64_t>(z & 1))))
+    return 0
+
+
+cdef inline int _uvarint_size(uint64_t z) noexcept nogil:
+    cdef int n = 1
+    while z > 0x7F:
+        z >>= 7
+        n += 1
+    return n
+
+
+cdef inline int _varint_size(int64_t v) noexcept nogil:
+    return _uvarint_size((<uint64_t>v << 1) ^ <uint64_t>(v >> 63))
+
+
+cdef inline uint8_t* _write_uvarint(uint8_t* p, uint64_t z) noexcept nogil:
+    while z > 0x7F:
+        p[0] = <uint8_t>((z & 0x7F) | 0x80)
+        p += 1
+        z >>= 7
+    p[0] = <uint8_t>z
+    return p + 1
+
+
+cdef inline uint8_t* _write_varint(uint8_t* p, int64_t v) noexcept nogil:
+    return _write_uvarint(p, (<uint64_t>v << 1) ^ <uint64_t>(v >> 63))
+
+
+@cython.final
+cdef class _View:
+    """A borrowed C view of any bytes-like object, released when dropped."""
+    cdef Py_buffer view
+    cdef const uint8_t* ptr
+    cdef Py_ssize_t size
+    cdef bint held
+
+    def __cinit__(self, object obj):
+        PyObject_GetBuffer(obj, &self.view, PyBUF_SIMPLE)
+        self.held = True
+        self.ptr = <const uint8_t*>self.view.buf
+        self.size = self.view.len
+
+    def __dealloc__(self):
+        if self.held:
+            PyBuffer_Release(&self.view)
+
+
+def encode_uvarint(long long value):
+    if value < 0 or value > 0xFFFFFFFF:
+        raise OverflowError(f"unsigned varint out of range: {value}")
+    cdef uint8_t tmp[10]
+    cdef uint8_t* end = _write_uvarint(tmp, <uint64_t>value)
+    return PyBytes_FromStringAndSize(<char*>tmp, end - tmp)
+
+
+def decode_uvarint(buf, Py_ssize_t pos=0):
+    cdef _View v = _View(buf)
+    cdef uint64_t z
+    if pos < 0:
+        raise _corrupt("negative position")
+    _read_unsigned(v.ptr, &pos, v.size, 5, 32, &z)
+    return z, pos
+
+
+def encode_varint(long long value):
+    if value < -2147483648 or value > 2147483647:
+        raise OverflowError(f"varint out of range: {value}")
+    cdef uint8_t tmp[10]
+    cdef uint8_t* end = _write_varint(tmp, value)
+    return PyBytes_FromStringAndSize(<char*>tmp, end - tmp)
+
+
+def decode_varint(buf, Py_ssize_t pos=0):
+    cdef _View v = _View(buf)
+    cdef uint64_t z
+    if pos < 0:
+        raise _corrupt("negative position")
+    _read_unsigned(v.ptr, &pos, v.size, 5, 32, &z)
+    return <int32_t>((z >> 1) ^ (-(<int64_t>(z & 1)))), pos
+
+
+def encode_varlong(value):
+    cdef long long v
+    try:
+        v = value
+    except OverflowError:
+        raise OverflowError(f"varlong out of range: {value}") from None
+    cdef uint8_t tmp[10]
+    cdef uint8_t* end = _write_varint(tmp, v)
+    return PyBytes_FromStringAndSize(<char*>tmp, end - tmp)
+
+
+def decode_varlong(buf, Py_ssize_t pos=0):
+    cdef _View v = _View(buf)
+    cdef uint64_t z
+    if pos < 0:
+        raise _corrupt("negative position")
+    _read_unsigned(v.ptr, &pos, v.size, 10, 64, &z)
+    return <int64_t>((z >> 1) ^ (-(<int64_t>(z & 1)))), pos
+
+
+def size_of_varint(long long value):
+    if value < -2147483648 or value > 2147483647:
+        raise OverflowError(f"varint out of range: {value}")
+    return _varint_size(value)
+
+
+def size_of_varlong(value):
+    cdef long long v
+    try:
+        v = value
+    except OverflowError:
+        raise OverflowError(f"varlong out of range: {value}") from None
+    return _varint_size(v)
+
+
+# ---------------------------------------------------------------------------
+# checksums and hashing
+# ---------------------------------------------------------------------------
+
+def crc32c(data, crc=0):
+    return _crc32c(data, crc)
+
+
+def crc32(data, crc=0):
+    return zlib.crc32(data, crc)
+
+
+cdef inline int32_t _murmur2(const uint8_t* data, Py_ssize_t length) noexcept nogil:
+    cdef uint32_t m = 0x5BD1E995
+    cdef uint32_t h = 0x9747B28C
+    h ^= <uint32_t>length
+    cdef uint32_t k
+    cdef Py_ssize_t whole = length & ~3
+    cdef Py_ssize_t i = 0
+    while i < whole:
+        k = data[i] | (<uint32_t>data[i + 1] << 8) | (<uint32_t>data[i + 2] << 16) | (<uint32_t>data[i + 3] << 24)
+        k *= m
+        k ^= k >> 24
+        k *= m
+        h *= m
+        h ^= k
+        i += 4
+    cdef int tail = length & 3
+    if tail == 3:
+        h ^= <uint32_t>data[whole + 2] << 16
+    if tail >= 2:
+        h ^= <uint32_t>data[whole + 1] << 8
+    if tail >= 1:
+        h ^= data[whole]
+        h *= m
+    h ^= h >> 13
+    h *= m
+    h ^= h >> 15
+    return <int32_t>h
+
+
+def murmur2(data):
+    cdef _View v = _View(data)
+    return _murmur2(v.ptr, v.size)
+
+
+def murmur2_partition(key, long long num_partitions):
+    if num_partitions <= 0:
+        raise ValueError(f"num_partitions must be positive, got {num_partitions}")
+    cdef _View v = _View(key)
+    return (_murmur2(v.ptr, v.size) & 0x7FFFFFFF) % num_partitions
+
+
+# ---------------------------------------------------------------------------
+# records and batches
+# ---------------------------------------------------------------------------
+
+# Not tracked by the cyclic GC: a record holds only ints, bytes, None and a tuple of
+# (str, bytes) pairs, so it cannot be part of a cycle; tracking a million of them made the
+# collector run a fifth of the decode time.
+@cython.freelist(256)
+@cython.no_gc
+@cython.final
+cdef class Record:
+    """One decoded record (offset, timestamp, timestamp_type, key, value, headers); see ``_codec_py.Record``."""
+    cdef readonly int64_t offset
+    cdef readonly int64_t timestamp
+    cdef readonly int timestamp_type
+    cdef readonly object key
+    cdef readonly object value
+    cdef readonly tuple headers
+
+    def __init__(self, int64_t offset, int64_t timestamp, int timestamp_type, key, value, headers=()):
+        if not (key is None or isinstance(key, bytes)) or not (value is None or isinstance(value, bytes)):
+            raise TypeError("key and value must be bytes or None")
+        self.offset = offset
+        self.timestamp = timestamp
+        self.timestamp_type = timestamp_type
+        self.key = key
+        self.value = value
+        self.headers = headers
+
+    def __eq__(self, other):
+        if not hasattr(other, "timestamp_type") or not hasattr(other, "headers"):
+            return NotImplemented
+        return (self.offset, self.timestamp, self.timestamp_type, self.key, self.value, self.headers) == (
+            other.offset, other.timestamp, other.timestamp_type, other.key, other.value, other.headers)
+
+    __hash__ = None
+
+    def __repr__(self):
+        return (
+            f"Record(offset={self.offset!r}, timestamp={self.timestamp!r}, timestamp_type={self.timestamp_type!r}, "
+            f"key={self.key!r}, value={self.value!r}, headers={self.headers!r})"
+        )
+
+
+
+
+cdef class Batch:
+    """One batch of a record set, its records decoded on demand; see ``_codec_py.Batch``."""
+    cdef public int64_t base_offset
+    cdef public int32_t last_offset_delta
+    cdef public Py_ssize_t size
+    cdef public int magic
+    cdef public uint32_t crc
+    cdef public int attributes
+    cdef public int32_t partition_leader_epoch
+    cdef public int64_t base_timestamp
+    cdef public int64_t max_timestamp
+    cdef public int64_t producer_id
+    cdef public int producer_epoch
+    cdef public int32_t base_sequence
+    cdef public int32_t records_count
+    cdef public object _buf
+    cdef public Py_ssize_t _start
+    cdef public object _legacy
+
+    @property
+    def last_offset(self):
+        return self.base_offset + self.last_offset_delta
+
+    @property
+    def next_offset(self):
+        return self.base_offset + self.last_offset_delta + 1
+
+    @property
+    def compression(self):
+        return self.attributes & CODEC_MASK
+
+    @property
+    def timestamp_type(self):
+        if self.magic == 0:
+            return -1
+        return 1 if self.attributes & TIMESTAMP_TYPE_BIT else 0
+
+    @property
+    def is_transactional(self):
+        return self.magic == 2 and bool(self.attributes & TRANSACTIONAL_BIT)
+
+    @property
+    def is_control(self):
+        return self.magic == 2 and bool(self.attributes & CONTROL_BIT)
+
+    @property
+    def has_delete_horizon(self):
+        return self.magic == 2 and bool(self.attributes & DELETE_HORIZON_BIT)
+
+    def records(self):
+        if self._legacy is not None:
+            return list(self._legacy)
+        cdef list out = []
+        _decode_v2(self, -1, out, None)
+        return out
+
+    def __iter__(self):
+        return iter(self.records())
+
+    def __repr__(self):
+        return f"Batch(magic={self.magic}, base_offset={self.base_offset}, last_offset={self.last_offset}, records_count={self.records_count}, size={self.size})"
+
+
+
+
+# Column buffers for decode_columnar, filled from the decode loop below.
+
+@cython.final
+cdef class _Growable:
+    """A bytearray filled from C: grows by doubling, trimmed to its length at the end."""
+    cdef bytearray buf
+    cdef Py_ssize_t used
+    cdef Py_ssize_t cap
+
+    def __cinit__(self, Py_ssize_t cap):
+        if cap < 64:
+            cap = 64
+        self.buf = bytearray(cap)
+        self.cap = cap
+        self.used = 0
+
+    cdef inline uint8_t* reserve(self, Py_ssize_t n) except NULL:
+        cdef Py_ssize_t need = self.used + n
+        cdef Py_ssize_t cap = self.cap
+        if need > cap:
+            while cap < need:
+                cap *= 2
+            PyByteArray_Resize(self.buf, cap)
+            self.cap = cap
+        return <uint8_t*>PyByteArray_AS_STRING(self.buf) + self.used
+
+    cdef inline int append(self, const void* src, Py_ssize_t n) except -1:
+        cdef uint8_t* dst = self.reserve(n)
+        memcpy(dst, src, n)
+        self.used += n
+        return 0
+
+    cdef bytearray finish(self):
+        PyByteArray_Resize(self.buf, self.used)
+        self.cap = self.used
+        return self.buf
+
+
+@cython.final
+cdef class _BinCol:
+    """An Arrow binary column: int32 offsets, data, validity bitmap (LSB first)."""
+    cdef _Growable offsets
+    cdef _Growable data
+    cdef _Growable validity
+    cdef Py_ssize_t n
+    cdef Py_ssize_t nulls
+
+    def __cinit__(self, Py_ssize_t rows, Py_ssize_t data_cap):
+        self.offsets = _Growable(4 * (rows + 1))
+        self.data = _Growable(data_cap)
+        self.validity = _Growable(rows // 8 + 1)
+        cdef int32_t zero = 0
+        self.offsets.append(&zero, 4)
+        self.n = 0
+        self.nulls = 0
+
+    cdef inline int add(self, const uint8_t* p, Py_ssize_t n) except -1:
+        cdef uint8_t* bits
+        if self.n % 8 == 0:
+            bits = self.validity.reserve(1)
+            bits[0] = 0
+            self.validity.used += 1
+        if n < 0:
+            self.nulls += 1
+        else:
+            self.data.append(p, n)
+            (<uint8_t*>PyByteArray_AS_STRING(self.validity.buf))[self.validity.used - 1] |= <uint8_t>(1 << (self.n % 8))
+            if self.data.used > INT32_MAX:
+                raise OverflowError("record set too large for int32 Arrow offsets: decode it in parts")
+        cdef int32_t end = <int32_t>self.data.used
+        self.offsets.append(&end, 4)
+        self.n += 1
+        return 0
+
+
+@cython.final
+cdef class _Columns:
+    cdef _BinCol keys, values, hkeys, hvals
+    cdef _Growable offsets, timestamps, ts_types, header_offsets
+    cdef Py_ssize_t count
+    cdef int32_t nheaders
+
+    def __cinit__(self, Py_ssize_t rows, Py_ssize_t data_cap):
+        self.keys = _BinCol(rows, data_cap // 8)
+        self.values = _BinCol(rows, data_cap)
+        self.hkeys = _BinCol(0, 64)
+        self.hvals = _BinCol(0, 64)
+        self.offsets = _Growable(8 * rows)
+        self.timestamps = _Growable(8 * rows)
+        self.ts_types = _Growable(rows)
+        self.header_offsets = _Growable(4 * (rows + 1))
+        cdef int32_t zero = 0
+        self.header_offsets.append(&zero, 4)
+        self.count = 0
+        self.nheaders = 0
+
+    cdef inline int add_record(self, int64_t offset, int64_t timestamp, int ts_type, const uint8_t* key, Py_ssize_t klen, const uint8_t* value, Py_ssize_t vlen, int32_t nheaders) except -1:
+        cdef int8_t t = <int8_t>ts_type
+        self.offsets.append(&offset, 8)
+        self.timestamps.append(&timestamp, 8)
+        self.ts_types.append(&t, 1)
+        self.keys.add(key, klen)
+        self.values.add(value, vlen)
+        self.nheaders += nheaders
+        self.header_offsets.append(&self.nheaders, 4)
+        self.count += 1
+        return 0
+
+    cdef int add_object(self, Record r) except -1:
+        cdef _View kv, vv
+        cdef const uint8_t* kp = NULL
+        cdef const uint8_t* vp = NULL
+        cdef Py_ssize_t kn = -1, vn = -1
+        cdef bytes hk
+        if r.key is not None:
+            kv = _View(r.key)
+            kp, kn = kv.ptr, kv.size
+        if r.value is not None:
+            vv = _View(r.value)
+            vp, vn = vv.ptr, vv.size
+        self.add_record(r.offset, r.timestamp, r.timestamp_type, kp, kn, vp, vn, 0)
+        return 0
+
+
+cdef object _payload(Batch batch):
+    # The record bytes of a v2 batch: a view of the input, or the decompressed bytes.
+    view = memoryview(batch._buf)[batch._start + V2_HEADER: batch._start + batch.size]
+    cdef int codec = batch.attributes & CODEC_MASK
+    if codec == 0:
+        return view
+    try:
+        return compression.decompress(codec, view, magic=2)
+    except CorruptRecordError as exc:
+        raise _corrupt(f"cannot decompress batch: {exc}", batch.base_offset, batch.base_offset + batch.last_offset_delta) from None
+
+
+
+
+cdef int _decode_v2(Batch batch, int64_t fetch_offset, list out, _Columns cols) except -1:
+    """Decode a v2 batch's records with offset >= fetch_offset into ``out`` or ``cols``."""
+    cdef _View v = _View(_payload(batch))
+    cdef const uint8_t* p = v.ptr
+    cdef Py_ssize_t end = v.size
+    cdef Py_ssize_t pos = 0, rec_end
+    cdef int32_t length, off_delta, klen, vlen, count, hklen, hvlen, i, h
+    cdef int64_t ts_delta, offset, timestamp
+    cdef bint log_append = batch.attributes & TIMESTAMP_TYPE_BIT
+    cdef int ts_type = 1 if log_append else 0
+    cdef int64_t base_offset = batch.base_offset
+    cdef int64_t base_ts = batch.base_timestamp
+    cdef int64_t max_ts = batch.max_timestamp
+    cdef object key, value, headers, hkey, hval
+    cdef list hs
+    cdef Record rec
+    cdef Py_ssize_t key_pos, value_pos
+    try:
+        for i in range(batch.records_count):
+            _read_varint(p, &pos, end, &length)
+            if length < 0 or length > end - pos:
+                raise _corrupt("record length runs past the batch")
+            rec_end = pos + length
+            pos += 1  # record attributes: unused
+            _read_varlong(p, &pos, end, &ts_delta)
+            _read_varint(p, &pos, end, &off_delta)
+            _read_varint(p, &pos, end, &klen)
+            if klen < -1 or klen > rec_end - pos:
+                raise _corrupt("bad key length")
+            key_pos = pos
+            if klen > 0:
+                pos += klen
+            _read_varint(p, &pos, end, &vlen)
+            if vlen < -1 or vlen > rec_end - pos:
+                raise _corrupt("bad value length")
+            value_pos = pos
+            if vlen > 0:
+                pos += vlen
+            _read_varint(p, &pos, end, &count)
+            if count < 0:
+                raise _corrupt("negative header count")
+            offset = base_offset + off_delta
+            timestamp = max_ts if log_append else base_ts + ts_delta
+            if cols is not None:
+                # Columnar: copy straight into the column buffers.
+                for h in range(count):
+                    _read_varint(p, &pos, end, &hklen)
+                    if hklen < 0 or hklen > rec_end - pos:
+                        raise _corrupt("bad header key length")
+                    _check_utf8(p + pos, hklen)
+                    if offset >= fetch_offset:
+                        cols.hkeys.add(p + pos, hklen)
+                    pos += hklen
+                    _read_varint(p, &pos, end, &hvlen)
+                    if hvlen < -1 or hvlen > rec_end - pos:
+                        raise _corrupt("bad header value length")
+                    if offset >= fetch_offset:
+                        cols.hvals.add(p + pos, hvlen)
+                    if hvlen > 0:
+                        pos += hvlen
+                if pos != rec_end:
+                    raise _corrupt("record length does not match its fields")
+                if offset >= fetch_offset:
+                    cols.add_record(offset, timestamp, ts_type, p + key_pos, klen, p + value_pos, vlen, count)
+                continue
+            headers = _EMPTY
+            if count:
+                hs = []
+                for h in range(count):
+                    _read_varint(p, &pos, end, &hklen)
+                    if hklen < 0 or hklen > rec_end - pos:
+                        raise _corrupt("bad header key length")
+                    try:
+                        hkey = PyUnicode_DecodeUTF8(<const char*>(p + pos), hklen, NULL)
+                    except UnicodeDecodeError:
+                        raise _corrupt("header key is not UTF-8") from None
+                    pos += hklen
+                    _read_varint(p, &pos, end, &hvlen)
+                    if hvlen < -1 or hvlen > rec_end - pos:
+                        raise _corrupt("bad header value length")
+                    if hvlen < 0:
+                        hval = None
+                    else:
+                        hval = PyBytes_FromStringAndSize(<const char*>(p + pos), hvlen)
+                        pos += hvlen
+                    hs.append((hkey, hval))
+                headers = tuple(hs)
+            if pos != rec_end:
+                raise _corrupt("record length does not match its fields")
+            if offset < fetch_offset:
+                continue
+            rec = Record.__new__(Record)
+            rec.offset = offset
+            rec.timestamp = timestamp
+            rec.timestamp_type = ts_type
+            rec.key = None if klen < 0 else PyBytes_FromStringAndSize(<const char*>(p + key_pos), klen)
+            rec.value = None if vlen < 0 else PyBytes_FromStringAndSize(<const char*>(p + value_pos), vlen)
+            rec.headers = headers
+            PyList_Append(out, rec)
+    except CorruptRecordError as exc:
+        if exc.first_offset is None:
+            raise _corrupt(str(exc.args[0]), batch.base_offset, batch.base_offset + batch.last_offset_delta) from None
+        raise
+    if pos != end:
+        raise _corrupt("bytes left after the last record of the batch", batch.base_offset, batch.base_offset + batch.last_offset_delta)
+    return 0
+
+
+cdef int _check_utf8(const uint8_t* p, Py_ssize_t n) except -1:
+    # Plain ASCII (nearly every header key) needs no decoder call.
+    cdef Py_ssize_t i
+    for i in range(n):
+        if p[i] >= 0x80:
+            try:
+                PyUnicode_DecodeUTF8(<const char*>p, n, NULL)
+            except UnicodeDecodeError:
+                raise _corrupt("header key is not UTF-8") from None
+            return 0
+    return 0
+
+
+cdef Batch _read_v2_header(object buf, const uint8_t* p, Py_ssize_t start, Py_ssize_t size, bint check_crc):
+    cdef const uint8_t* b = p + start
+    cdef Batch batch = Batch.__new__(Batch)
+    batch.base_offset = _ld64(b + BASE_OFFSET)
+    batch.partition_leader_epoch = _ld32(b + LEADER_EPOCH)
+    batch.magic = b[MAGIC]
+    batch.crc = <uint32_t>_ld32(b + CRC)
+    batch.attributes = _ld16(b + ATTRIBUTES)
+    batch.last_offset_delta = _ld32(b + LAST_OFFSET_DELTA)
+    batch.base_timestamp = _ld64(b + BASE_TIMESTAMP)
+    batch.max_timestamp = _ld64(b + MAX_TIMESTAMP)
+    batch.producer_id = _ld64(b + PRODUCER_ID)
+    batch.producer_epoch = _ld16(b + PRODUCER_EPOCH)
+    batch.base_sequence = _ld32(b + BASE_SEQUENCE)
+    batch.records_count = _ld32(b + RECORDS_COUNT)
+    batch.size = size
+    batch._buf = buf
+    batch._start = start
+    batch._legacy = None
+    if batch.records_count < 0:
+        raise _corrupt(f"negative record count {batch.records_count}", batch.base_offset, batch.base_offset + batch.last_offset_delta)
+    if batch.attributes & CODEC_MASK > 4:
+        raise UnsupportedCompressionTypeError(f"compression codec id {batch.attributes & CODEC_MASK}")
+    if check_crc and _crc32c(memoryview(buf)[start + ATTRIBUTES: start + size]) != batch.crc:
+        raise _corrupt("CRC-32C mismatch", batch.base_offset, batch.base_offset + batch.last_offset_delta)
+    return batch
+
+
+@cython.final
+cdef class _BatchIter:
+    """Walks the batches of a record set; shared by every reader below."""
+    cdef object buf
+    cdef _View view
+    cdef Py_ssize_t pos
+    cdef bint check_crc
+
+    def __cinit__(self, object buf, bint check_crc):
+        self.buf = buf
+        self.view = _View(buf)
+        self.pos = 0
+        self.check_crc = check_crc
+
+    cdef object next_batch(self):
+        """The next whole batch, or None at the end or before a partial batch."""
+        cdef const uint8_t* p = self.view.ptr
+        cdef Py_ssize_t end = self.view.size
+        cdef Py_ssize_t pos = self.pos
+        if end - pos <= LEADER_EPOCH + 4:  # nothing up to and including the magic byte
+            return None
+        cdef int64_t base_offset = _ld64(p + pos)
+        cdef int32_t length = _ld32(p + pos + LENGTH)
+        if length < 0:
+            raise _corrupt(f"negative batch length {length}", base_offset)
+        cdef Py_ssize_t size = <Py_ssize_t>length + LOG_OVERHEAD
+        if size > end - pos:
+            return None
+        cdef int magic = p[pos + MAGIC]
+        if magic == 2:
+            if length < V2_MIN_LENGTH:
+                raise _corrupt(f"batch length {length} below the v2 minimum", base_offset)
+            batch = _read_v2_header(self.buf, p, pos, size, self.check_crc)
+        elif magic == 0 or magic == 1:
+            batch = _twin._read_legacy(self.buf, pos, size, self.check_crc, Record, Batch)
+        else:
+            raise _corrupt(f"unknown magic byte {magic}", base_offset)
+        self.pos = pos + size
+        return batch
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        batch = self.next_batch()
+        if batch is None:
+            raise StopIteration
+        return batch
+
+
+def read_batches(buf, check_crc=True):
+    return _BatchIter(buf, check_crc)
+
+
+def decode_record_set(buf, int64_t fetch_offset=0, check_crc=True):
+    cdef _BatchIter it = _BatchIter(buf, check_crc)
+    cdef list out = []
+    cdef int64_t next_offset = fetch_offset
+    cdef Py_ssize_t consumed = 0
+    cdef Batch batch
+    cdef Record r
+    while True:
+        obj = it.next_batch()
+        if obj is None:
+            break
+        batch = <Batch>obj
+        consumed += batch.size
+        if batch.base_offset + batch.last_offset_delta + 1 > next_offset:
+            next_offset = batch.base_offset + batch.last_offset_delta + 1
+        if (batch.magic == 2 and batch.attributes & CONTROL_BIT) or batch.base_offset + batch.last_offset_delta < fetch_offset:
+            continue
+        if batch._legacy is not None:
+            for r in batch._legacy:
+                if r.offset >= fetch_offset:
+                    out.append(r)
+        else:
+            _decode_v2(batch, fetch_offset, out, None)
+    return out, next_offset, consumed
+
+
+# ---------------------------------------------------------------------------
+# columnar decode
+# ---------------------------------------------------------------------------
+
+def decode_columnar(buf, int64_t fetch_offset=0, check_crc=True):
+    cdef _BatchIter it = _BatchIter(buf, check_crc)
+    cdef Py_ssize_t total = it.view.size
+    # Rows: a record takes at least 7 bytes on the wire; this is a first guess, not a bound.
+    cdef _Columns cols = _Columns(total // 64 + 16, total)
+    cdef int64_t next_offset = fetch_offset
+    cdef Py_ssize_t consumed = 0
+    cdef Batch batch
+    cdef Record r
+    while True:
+        obj = it.next_batch()
+        if obj is None:
+            break
+        batch = <Batch>obj
+        consumed += batch.size
+        if batch.base_offset + batch.last_offset_delta + 1 > next_offset:
+            next_offset = batch.base_offset + batch.last_offset_delta + 1
+        if (batch.magic == 2 and batch.attributes & CONTROL_BIT) or batch.base_offset + batch.last_offset_delta < fetch_offset:
+            continue
+        if batch._legacy is not None:
+            for r in batch._legacy:
+                if r.offset >= fetch_offset:
+                    cols.add_object(r)
+        else:
+            _decode_v2(batch, fetch_offset, None, cols)
+    out = _twin.Columns()
+    out.count = cols.count
+    out.next_offset = next_offset
+    out.whole_bytes = consumed
+    out.offsets = cols.offsets.finish()
+    out.timestamps = cols.timestamps.finish()
+    out.timestamp_types = cols.ts_types.finish()
+    out.key_offsets, out.key_data, out.key_validity, out.key_nulls = cols.keys.offsets.finish(), cols.keys.data.finish(), cols.keys.validity.finish(), cols.keys.nulls
+    out.value_offsets, out.value_data, out.value_validity, out.value_nulls = cols.values.offsets.finish(), cols.values.data.finish(), cols.values.validity.finish(), cols.values.nulls
+    out.header_offsets = cols.header_offsets.finish()
+    out.header_count = cols.nheaders
+    out.header_key_offsets, out.header_key_data = cols.hkeys.offsets.finish(), cols.hkeys.data.finish()
+    out.header_value_offsets, out.header_value_data = cols.hvals.offsets.finish(), cols.hvals.data.finish()
+    out.header_value_validity, out.header_value_nulls = cols.hvals.validity.finish(), cols.hvals.nulls
+    return out
+
+
+Columns = _twin.Columns
+
+
+# ---------------------------------------------------------------------------
+# builder
+# ---------------------------------------------------------------------------
+
+cdef inline bint _bytes_view(object obj, str name, const uint8_t** ptr, Py_ssize_t* size, Py_buffer* held) except -1:
+    """Point at the bytes of a key/value (size -1 for None); True when ``held`` must be released."""
+    if obj is None:
+        ptr[0] = NULL
+        size[0] = -1
+    elif PyBytes_CheckExact(obj):
+        ptr[0] = <const uint8_t*>PyBytes_AS_STRING(obj)
+        size[0] = PyBytes_GET_SIZE(obj)
+    elif isinstance(obj, (bytes, bytearray, memoryview)):
+        PyObject_GetBuffer(obj, held, PyBUF_SIMPLE)
+        ptr[0] = <const uint8_t*>held.buf
+        size[0] = held.len
+        return True
+    else:
+        raise TypeError(f"{name} must be bytes-like or None, not {type(obj).__name__}")
+    return False
+
+
+cdef class BatchBuilder:
+    """Builds one record batch or legacy message set; see ``_codec_py.BatchBuilder``."""
+    cdef readonly int magic
+    cdef readonly int compression
+    cdef readonly object compression_level
+    cdef public int64_t base_offset
+    cdef public int64_t producer_id
+    cdef public int producer_epoch
+    cdef public int32_t base_sequence
+    cdef readonly bint is_transactional
+    cdef readonly bint is_control
+    cdef public int32_t partition_leader_epoch
+    cdef readonly int timestamp_type
+    cdef public Py_ssize_t max_bytes
+    cdef uint8_t* body
+    cdef Py_ssize_t used
+    cdef Py_ssize_t cap
+    cdef int32_t count
+    cdef int64_t last_delta
+    cdef int64_t first_ts
+    cdef int64_t max_ts
+    cdef object _legacy  # the twin's builder, for magic 0/1
+
+    def __init__(self, int magic=2, int compression=0, compression_level=None, *, int64_t base_offset=0,
+                 int64_t producer_id=-1, int producer_epoch=-1, int32_t base_sequence=-1,
+                 bint is_transactional=False, bint is_control=False, int32_t partition_leader_epoch=-1,
+                 int timestamp_type=0, Py_ssize_t max_bytes=0):
+        if magic != 2:
+            self._legacy = _twin.BatchBuilder(
+                magic, compression, compression_level, base_offset=base_offset, producer_id=producer_id,
+                producer_epoch=producer_epoch, base_sequence=base_sequence, is_transactional=is_transactional,
+                is_control=is_control, partition_leader_epoch=partition_leader_epoch,
+                timestamp_type=timestamp_type, max_bytes=max_bytes)
+        if not 0 <= compression <= 4:
+            raise UnsupportedCompressionTypeError(f"compression codec id {compression}")
+        if timestamp_type not in (0, 1):
+            raise ValueError(f"bad timestamp_type {timestamp_type} for magic {magic}")
+        self.magic = magic
+        self.compression = compression
+        self.compression_level = compression_level
+        self.base_offset = base_offset
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
+        self.base_sequence = base_sequence
+        self.is_transactional = is_transactional
+        self.is_control = is_control
+        self.partition_leader_epoch = partition_leader_epoch
+        self.timestamp_type = timestamp_type
+        self.max_bytes = max_bytes
+        self.used = 0
+        self.count = 0
+        self.last_delta = -1
+        self.first_ts = -1
+        self.max_ts = -1
+
+    def __dealloc__(self):
+        PyMem_Free(self.body)
+
+    @property
+    def record_count(self):
+        if self._legacy is not None:
+            return self._legacy.record_count
+        return self.count
+
+    def size_in_bytes(self):
+        if self._legacy is not None:
+            return self._legacy.size_in_bytes()
+        return V2_HEADER + self.used
+
+    cdef uint8_t* _reserve(self, Py_ssize_t n) except NULL:
+        cdef Py_ssize_t need = self.used + n
+        cdef Py_ssize_t cap = self.cap
+        cdef uint8_t* grown
+        if need > cap:
+            cap = cap * 2 if cap else 1024
+            while cap < need:
+                cap *= 2
+            grown = <uint8_t*>PyMem_Realloc(self.body, cap)
+            if grown == NULL:
+                raise MemoryError()
+            self.body = grown
+            self.cap = cap
+        return self.body + self.used
+
+    def append(self, int64_t timestamp, key, value, headers=None, int64_t offset_delta=-1):
+        if self._legacy is not None:
+            return self._legacy.append(timestamp, key, value, headers, offset_delta)
+        cdef Py_buffer kbuf, vbuf
+        cdef const uint8_t* kp
+        cdef const uint8_t* vp
+        cdef Py_ssize_t klen, vlen
+        cdef bint kheld = _bytes_view(key, "key", &kp, &klen, &kbuf)
+        cdef bint vheld = False
+        try:
+            vheld = _bytes_view(value, "value", &vp, &vlen, &vbuf)
+            return self._append(timestamp, kp, klen, vp, vlen, headers, offset_delta)
+        finally:
+            if vheld:
+                PyBuffer_Release(&vbuf)
+            if kheld:
+                PyBuffer_Release(&kbuf)
+
+    cdef int64_t _append(self, int64_t timestamp, const uint8_t* kp, Py_ssize_t klen, const uint8_t* vp,
+                         Py_ssize_t vlen, object headers, int64_t offset_delta) except -2:
+        if offset_delta < 0:
+            offset_delta = self.last_delta + 1
+        elif offset_delta <= self.last_delta:
+            raise ValueError(f"offset_delta {offset_delta} does not increase (last {self.last_delta})")
+        if offset_delta > INT32_MAX:
+            raise OverflowError(f"varint out of range: {offset_delta}")
+        cdef int64_t base_ts = timestamp if self.count == 0 else self.first_ts
+        cdef Py_ssize_t nheaders = 0
+        cdef Py_ssize_t body_len = 1 + _varint_size(timestamp - base_ts) + _varint_size(offset_delta)
+        body_len += (_varint_size(klen) + klen) if klen >= 0 else 1
+        body_len += (_varint_size(vlen) + vlen) if vlen >= 0 else 1
+        cdef list prepared = None
+        cdef Py_ssize_t hklen, hvlen
+        cdef const char* hkp
+        if headers:
+            prepared = []
+            for hkey, hval in headers:
+                if not PyUnicode_Check(hkey):
+                    raise TypeError(f"header key must be str, not {type(hkey).__name__}")
+                if hval is not None and not isinstance(hval, (bytes, bytearray, memoryview)):
+                    raise TypeError(f"header value must be bytes-like or None, not {type(hval).__name__}")
+                hkp = PyUnicode_AsUTF8AndSize(hkey, &hklen)
+                hval = None if hval is None else bytes(hval)
+                hvlen = -1 if hval is None else PyBytes_GET_SIZE(hval)
+                body_len += _varint_size(hklen) + hklen + ((_varint_size(hvlen) + hvlen) if hvlen >= 0 else 1)
+                prepared.append((hkey, hval))
+            nheaders = len(prepared)
+        body_len += _varint_size(nheaders)
+        if body_len > INT32_MAX:
+            raise OverflowError("record too large for a varint length")
+        cdef Py_ssize_t total = _varint_size(body_len) + body_len
+        if self.max_bytes > 0 and self.count and V2_HEADER + self.used + total > self.max_bytes:
+            return -1
+        cdef uint8_t* w = self._reserve(total)
+        w = _write_varint(w, body_len)
+        w[0] = 0
+        w += 1
+        w = _write_varint(w, timestamp - base_ts)
+        w = _write_varint(w, offset_delta)
+        if klen < 0:
+            w = _write_varint(w, -1)
+        else:
+            w = _write_varint(w, klen)
+            memcpy(w, kp, klen)
+            w += klen
+        if vlen < 0:
+            w = _write_varint(w, -1)
+        else:
+            w = _write_varint(w, vlen)
+            memcpy(w, vp, vlen)
+            w += vlen
+        w = _write_varint(w, nheaders)
+        if nheaders:
+            for hkey, hval in prepared:
+                hkp = PyUnicode_AsUTF8AndSize(hkey, &hklen)
+                w = _write_varint(w, hklen)
+                memcpy(w, hkp, hklen)
+                w += hklen
+                if hval is None:
+                    w = _write_varint(w, -1)
+                else:
+                    hvlen = PyBytes_GET_SIZE(hval)
+                    w = _write_varint(w, hvlen)
+                    memcpy(w, PyBytes_AS_STRING(hval), hvlen)
+                    w += hvlen
+        self.used += total
+        if self.count == 0:
+            self.first_ts = timestamp
+            self.max_ts = timestamp
+        elif timestamp > self.max_ts:
+            self.max_ts = timestamp
+        self.count += 1
+        self.last_delta = offset_delta
+        return offset_delta
+
+    def build(self):
+        if self._legacy is not None:
+            return self._legacy.build()
+        cdef object payload = None
+        cdef int codec = self.compression
+        cdef const uint8_t* pp = self.body
+        cdef Py_ssize_t plen = self.used
+        if codec and self.count:
+            packed = compression.compress(codec, PyBytes_FromStringAndSize(<char*>self.body, self.used), self.compression_level)
+            if len(packed) < plen:
+                payload = packed
+                pp = <const uint8_t*>PyBytes_AS_STRING(payload)
+                plen = PyBytes_GET_SIZE(payload)
+            else:
+                codec = 0
+        cdef int attributes = codec
+        if self.timestamp_type:
+            attributes |= TIMESTAMP_TYPE_BIT
+        if self.is_transactional:
+            attributes |= TRANSACTIONAL_BIT
+        if self.is_control:
+            attributes |= CONTROL_BIT
+        out = PyBytes_FromStringAndSize(NULL, V2_HEADER + plen)
+        cdef uint8_t* b = <uint8_t*>PyBytes_AS_STRING(out)
+        _st64(b + BASE_OFFSET, self.base_offset)
+        _st32(b + LENGTH, V2_HEADER - LOG_OVERHEAD + plen)
+        _st32(b + LEADER_EPOCH, self.partition_leader_epoch)
+        b[MAGIC] = 2
+        _st16(b + ATTRIBUTES, attributes)
+        _st32(b + LAST_OFFSET_DELTA, self.last_delta if self.last_delta > 0 else 0)
+        _st64(b + BASE_TIMESTAMP, self.first_ts)
+        _st64(b + MAX_TIMESTAMP, self.max_ts)
+        _st64(b + PRODUCER_ID, self.producer_id)
+        _st16(b + PRODUCER_EPOCH, self.producer_epoch)
+        _st32(b + BASE_SEQUENCE, self.base_sequence)
+        _st32(b + RECORDS_COUNT, self.count)
+        if plen:
+            memcpy(b + V2_HEADER, pp, plen)
+        _st32(b + CRC, _crc32c(memoryview(out)[ATTRIBUTES:]))
+        return out
+
+
+for _name in ("encode_uvarint", "decode_uvarint", "encode_varint", "decode_varint", "encode_varlong",
+              "decode_varlong", "size_of_varint", "size_of_varlong", "crc32c", "crc32", "murmur2",
+              "murmur2_partition", "read_batches", "decode_record_set", "decode_columnar"):
+    globals()[_name].__doc__ = getattr(_twin, _name).__doc__
+del _name

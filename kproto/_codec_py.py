@@ -1,0 +1,998 @@
+"""The pure-Python twin of ``kproto._codec``: Kafka's record formats without a compiler.
+
+Same functions, same classes, same results and same exceptions as the Cython module; a
+differential test (tests/test_codec_differential.py) holds them to it. This module is
+the readable reference and carries the docstrings; ``kproto.codec`` picks which of the
+two is used. Do not import this module directly.
+
+Formats (Kafka's documentation, "Message Format" / "Record Batch", and the protocol guide):
+
+Record batch, magic 2 (all big-endian; batchLength counts the bytes after itself)::
+
+    0  baseOffset i64         27 baseTimestamp i64
+    8  batchLength i32        35 maxTimestamp i64
+    12 partitionLeaderEpoch   43 producerId i64
+    16 magic i8 (= 2)         51 producerEpoch i16
+    17 crc u32 (CRC-32C over  53 baseSequence i32
+       bytes 21..end)         57 recordsCount i32
+    21 attributes i16         61 records (compressed as one blob when bits 0-2 != 0)
+    23 lastOffsetDelta i32
+
+    attributes: bits 0-2 codec, bit 3 timestamp type (1 = LogAppendTime), bit 4
+    transactional, bit 5 control, bit 6 delete horizon set (KIP-534).
+
+Record: length varint, attributes i8, timestampDelta varlong, offsetDelta varint,
+keyLength varint (-1 = null), key, valueLength varint, value, headerCount varint,
+then per header keyLength varint, key (UTF-8), valueLength varint (-1 = null), value.
+All signed varints are protobuf zigzag.
+
+Legacy message, magic 0 and 1 (a "message set" is a run of these)::
+
+    offset i64, messageSize i32, crc u32 (CRC-32 over magic..end), magic i8,
+    attributes i8, [timestamp i64 when magic 1], key bytes (i32 length, -1 = null),
+    value bytes (i32 length)
+
+A compressed legacy message is a wrapper whose value is a compressed message set. With
+magic 1 the inner offsets are relative (0..n-1) and the wrapper carries the absolute
+offset of the last inner message; with magic 0 inner offsets are absolute.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from crc32c import crc32c as _crc32c
+
+from kproto import compression
+from kproto.errors import CorruptRecordError, UnsupportedCompressionTypeError
+
+__all__ = [
+    "encode_varint",
+    "decode_varint",
+    "encode_varlong",
+    "decode_varlong",
+    "encode_uvarint",
+    "decode_uvarint",
+    "size_of_varint",
+    "size_of_varlong",
+    "crc32c",
+    "crc32",
+    "murmur2",
+    "murmur2_partition",
+    "Record",
+    "Batch",
+    "BatchBuilder",
+    "read_batches",
+    "decode_record_set",
+    "decode_columnar",
+    "Columns",
+]
+
+# Byte positions in a v2 batch header, each derived from the one before.
+_BASE_OFFSET = 0
+_LENGTH = _BASE_OFFSET + 8
+_LEADER_EPOCH = _LENGTH + 4
+_MAGIC = _LEADER_EPOCH + 4
+_CRC = _MAGIC + 1
+_ATTRIBUTES = _CRC + 4
+_LAST_OFFSET_DELTA = _ATTRIBUTES + 2
+_BASE_TIMESTAMP = _LAST_OFFSET_DELTA + 4
+_MAX_TIMESTAMP = _BASE_TIMESTAMP + 8
+_PRODUCER_ID = _MAX_TIMESTAMP + 8
+_PRODUCER_EPOCH = _PRODUCER_ID + 8
+_BASE_SEQUENCE = _PRODUCER_EPOCH + 2
+_RECORDS_COUNT = _BASE_SEQUENCE + 4
+_V2_HEADER = _RECORDS_COUNT + 4  # 61
+_LOG_OVERHEAD = _LEADER_EPOCH  # offset + length: 12 bytes before what batchLength counts
+_V2_MIN_LENGTH = _V2_HEADER - _LOG_OVERHEAD  # 49
+
+_CODEC_MASK = 0x07
+_TIMESTAMP_TYPE_BIT = 0x08
+_TRANSACTIONAL_BIT = 0x10
+_CONTROL_BIT = 0x20
+_DELETE_HORIZON_BIT = 0x40
+
+# Legacy message layout after offset and size: crc u32, magic i8, attributes i8.
+_LEGACY_MAGIC = _LOG_OVERHEAD + 4  # 16, the same place as in v2
+_LEGACY_ATTRIBUTES = _LEGACY_MAGIC + 1
+_LEGACY_V0_MIN_SIZE = 4 + 1 + 1 + 4 + 4  # crc, magic, attributes, key length, value length
+_LEGACY_V1_MIN_SIZE = _LEGACY_V0_MIN_SIZE + 8  # + timestamp
+
+_i8 = struct.Struct(">b")
+_i16 = struct.Struct(">h")
+_i32 = struct.Struct(">i")
+_u32 = struct.Struct(">I")
+_i64 = struct.Struct(">q")
+_v2_header = struct.Struct(">qiibIhiqqqhii")
+_legacy_head = struct.Struct(">qiIbb")  # offset, size, crc, magic, attributes
+_EMPTY: tuple = ()
+
+_INT32_MIN, _INT32_MAX = -(1 << 31), (1 << 31) - 1
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
+
+
+def _corrupt(message: str, first: int | None = None, last: int | None = None) -> CorruptRecordError:
+    return CorruptRecordError(message, first, last)
+
+
+# ---------------------------------------------------------------------------
+# varints
+# ---------------------------------------------------------------------------
+
+
+def encode_uvarint(value: int) -> bytes:
+    """Encode an unsigned 32-bit integer as a base-128 varint (compact lengths, tags).
+
+    Raises:
+        OverflowError: ``value`` is negative or needs more than 32 bits.
+    """
+    if value < 0 or value > 0xFFFFFFFF:
+        raise OverflowError(f"unsigned varint out of range: {value}")
+    out = bytearray()
+    while value > 0x7F:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def _decode_unsigned(buf: Any, pos: int, max_bytes: int, bits: int) -> tuple[int, int]:
+    end = len(buf)
+    result = 0
+    shift = 0
+    for i in range(max_bytes):
+        if pos >= end:
+            raise _corrupt("truncated varint")
+        b = buf[pos]
+        pos += 1
+        if i == max_bytes - 1 and b >> (bits - shift):
+            raise _corrupt(f"varint wider than {bits} bits")
+        result |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return result, pos
+        shift += 7
+    raise _corrupt(f"varint longer than {max_bytes} bytes")
+
+
+def decode_uvarint(buf: Any, pos: int = 0) -> tuple[int, int]:
+    """Decode an unsigned 32-bit varint at ``buf[pos]``.
+
+    Returns:
+        ``(value, position after it)``.
+
+    Raises:
+        CorruptRecordError: the varint is truncated, longer than 5 bytes or wider than 32 bits.
+    """
+    return _decode_unsigned(buf, pos, 5, 32)
+
+
+def encode_varint(value: int) -> bytes:
+    """Encode a signed 32-bit integer as a zigzag varint.
+
+    Raises:
+        OverflowError: ``value`` does not fit in 32 signed bits.
+    """
+    if value < _INT32_MIN or value > _INT32_MAX:
+        raise OverflowError(f"varint out of range: {value}")
+    return encode_uvarint(((value << 1) ^ (value >> 31)) & 0xFFFFFFFF)
+
+
+def decode_varint(buf: Any, pos: int = 0) -> tuple[int, int]:
+    """Decode a signed 32-bit zigzag varint at ``buf[pos]``.
+
+    Returns:
+        ``(value, position after it)``.
+
+    Raises:
+        CorruptRecordError: truncated, longer than 5 bytes or wider than 32 bits.
+    """
+    z, pos = _decode_unsigned(buf, pos, 5, 32)
+    return (z >> 1) ^ -(z & 1), pos
+
+
+def encode_varlong(value: int) -> bytes:
+    """Encode a signed 64-bit integer as a zigzag varlong.
+
+    Raises:
+        OverflowError: ``value`` does not fit in 64 signed bits.
+    """
+    if value < _INT64_MIN or value > _INT64_MAX:
+        raise OverflowError(f"varlong out of range: {value}")
+    z = ((value << 1) ^ (value >> 63)) & 0xFFFFFFFFFFFFFFFF
+    out = bytearray()
+    while z > 0x7F:
+        out.append((z & 0x7F) | 0x80)
+        z >>= 7
+    out.append(z)
+    return bytes(out)
+
+
+def decode_varlong(buf: Any, pos: int = 0) -> tuple[int, int]:
+    """Decode a signed 64-bit zigzag varlong at ``buf[pos]``.
+
+    Returns:
+        ``(value, position after it)``.
+
+    Raises:
+        CorruptRecordError: truncated, longer than 10 bytes or wider than 64 bits.
+    """
+    z, pos = _decode_unsigned(buf, pos, 10, 64)
+    return (z >> 1) ^ -(z & 1), pos
+
+
+def size_of_varint(value: int) -> int:
+    """Return how many bytes :func:`encode_varint` writes for ``value``."""
+    return len(encode_varint(value))
+
+
+def size_of_varlong(value: int) -> int:
+    """Return how many bytes :func:`encode_varlong` writes for ``value``."""
+    return len(encode_varlong(value))
+
+
+# ---------------------------------------------------------------------------
+# checksums and hashing
+# ---------------------------------------------------------------------------
+
+
+def crc32c(data: Any, crc: int = 0) -> int:
+    """CRC-32C (Castagnoli) of ``data``, continuing from ``crc``; the v2 batch checksum."""
+    return _crc32c(data, crc)
+
+
+def crc32(data: Any, crc: int = 0) -> int:
+    """CRC-32 (IEEE) of ``data``, continuing from ``crc``; the legacy message checksum."""
+    return zlib.crc32(data, crc)
+
+
+def murmur2(data: Any) -> int:
+    """Kafka's murmur2 hash of ``data``, as the signed 32-bit int Java's ``Utils.murmur2`` returns."""
+    data = bytes(data)
+    length = len(data)
+    m = 0x5BD1E995
+    h = (0x9747B28C ^ length) & 0xFFFFFFFF
+    whole = length & ~3
+    for i in range(0, whole, 4):
+        k = data[i] | (data[i + 1] << 8) | (data[i + 2] << 16) | (data[i + 3] << 24)
+        k = (k * m) & 0xFFFFFFFF
+        k ^= k >> 24
+        k = (k * m) & 0xFFFFFFFF
+        h = ((h * m) & 0xFFFFFFFF) ^ k
+    tail = length & 3
+    if tail == 3:
+        h ^= data[whole + 2] << 16
+    if tail >= 2:
+        h ^= data[whole + 1] << 8
+    if tail >= 1:
+        h ^= data[whole]
+        h = (h * m) & 0xFFFFFFFF
+    h ^= h >> 13
+    h = (h * m) & 0xFFFFFFFF
+    h ^= h >> 15
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
+def murmur2_partition(key: Any, num_partitions: int) -> int:
+    """The partition the Java client's default partitioner picks for a non-null key.
+
+    ``(murmur2(key) & 0x7fffffff) % num_partitions``, byte for byte as Java and librdkafka's
+    ``murmur2_random`` partitioner.
+
+    Raises:
+        ValueError: ``num_partitions`` is not positive.
+    """
+    if num_partitions <= 0:
+        raise ValueError(f"num_partitions must be positive, got {num_partitions}")
+    return (murmur2(key) & 0x7FFFFFFF) % num_partitions
+
+
+# ---------------------------------------------------------------------------
+# records and batches
+# ---------------------------------------------------------------------------
+
+
+class Record:
+    """One decoded record.
+
+    Attributes:
+        offset: absolute offset in the partition.
+        timestamp: milliseconds since the epoch (-1 when the format has none).
+        timestamp_type: 0 CreateTime, 1 LogAppendTime, -1 none (magic 0).
+        key: bytes or None.
+        value: bytes or None.
+        headers: tuple of ``(key: str, value: bytes | None)`` in wire order.
+    """
+
+    __slots__ = ("offset", "timestamp", "timestamp_type", "key", "value", "headers")
+
+    def __init__(self, offset: int, timestamp: int, timestamp_type: int, key: bytes | None, value: bytes | None, headers: tuple = ()):
+        self.offset = offset
+        self.timestamp = timestamp
+        self.timestamp_type = timestamp_type
+        self.key = key
+        self.value = value
+        self.headers = headers
+
+    def __eq__(self, other: object) -> bool:
+        if not hasattr(other, "timestamp_type") or not hasattr(other, "headers"):
+            return NotImplemented
+        return _record_tuple(self) == _record_tuple(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return (
+            f"Record(offset={self.offset!r}, timestamp={self.timestamp!r}, timestamp_type={self.timestamp_type!r}, "
+            f"key={self.key!r}, value={self.value!r}, headers={self.headers!r})"
+        )
+
+
+def _record_tuple(r: Any) -> tuple:
+    return (r.offset, r.timestamp, r.timestamp_type, r.key, r.value, r.headers)
+
+
+class Batch:
+    """One batch of a record set: a v2 record batch, or one legacy (magic 0/1) message.
+
+    Built by :func:`read_batches`; the header fields are read at once (and the CRC checked
+    when asked), the records are decoded (and decompressed) only when :meth:`records` is
+    called. A legacy compressed wrapper is one Batch whose records are its inner messages.
+
+    Attributes:
+        base_offset, last_offset, next_offset: first and last offsets the batch covers
+            (records may have gaps after compaction; an empty batch still covers them),
+            and ``last_offset + 1``.
+        size: bytes the batch occupies in the record set.
+        magic, crc, attributes, compression, timestamp_type, is_transactional, is_control,
+        has_delete_horizon, partition_leader_epoch, last_offset_delta, base_timestamp,
+        max_timestamp, producer_id, producer_epoch, base_sequence, records_count: the
+            header fields (legacy messages: the wrapper's, with -1 for the v2-only ones).
+    """
+
+    __slots__ = (
+        "base_offset", "last_offset_delta", "size", "magic", "crc", "attributes",
+        "partition_leader_epoch", "base_timestamp", "max_timestamp", "producer_id",
+        "producer_epoch", "base_sequence", "records_count", "_buf", "_start", "_legacy",
+    )
+
+    @property
+    def last_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta
+
+    @property
+    def next_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta + 1
+
+    @property
+    def compression(self) -> int:
+        return self.attributes & _CODEC_MASK
+
+    @property
+    def timestamp_type(self) -> int:
+        if self.magic == 0:
+            return -1
+        return 1 if self.attributes & _TIMESTAMP_TYPE_BIT else 0
+
+    @property
+    def is_transactional(self) -> bool:
+        return self.magic == 2 and bool(self.attributes & _TRANSACTIONAL_BIT)
+
+    @property
+    def is_control(self) -> bool:
+        return self.magic == 2 and bool(self.attributes & _CONTROL_BIT)
+
+    @property
+    def has_delete_horizon(self) -> bool:
+        return self.magic == 2 and bool(self.attributes & _DELETE_HORIZON_BIT)
+
+    def records(self) -> list[Record]:
+        """Decode every record of the batch.
+
+        Raises:
+            CorruptRecordError: the records do not parse (carries this batch's offsets).
+            UnsupportedCompressionTypeError: an unknown codec, or zstd below magic 2.
+        """
+        if self._legacy is not None:
+            return list(self._legacy)
+        out: list[Record] = []
+        _decode_v2_records(self, -1, out)
+        return out
+
+    def __iter__(self) -> Iterator[Record]:
+        return iter(self.records())
+
+    def __repr__(self) -> str:
+        return f"Batch(magic={self.magic}, base_offset={self.base_offset}, last_offset={self.last_offset}, records_count={self.records_count}, size={self.size})"
+
+
+def _batch_payload(batch: Batch) -> bytes | memoryview:
+    """The record bytes of a v2 batch, decompressed."""
+    view = memoryview(batch._buf)[batch._start + _V2_HEADER : batch._start + batch.size]
+    codec = batch.attributes & _CODEC_MASK
+    if codec == 0:
+        return view
+    try:
+        return compression.decompress(codec, view, magic=2)
+    except CorruptRecordError as exc:
+        raise _corrupt(f"cannot decompress batch: {exc}", batch.base_offset, batch.last_offset) from None
+
+
+def _decode_v2_records(batch: Batch, fetch_offset: int, out: list) -> None:
+    """Append the batch's records with offset >= fetch_offset to ``out``."""
+    data = _batch_payload(batch)
+    first, last = batch.base_offset, batch.last_offset
+    end = len(data)
+    pos = 0
+    log_append = batch.attributes & _TIMESTAMP_TYPE_BIT
+    ts_type = 1 if log_append else 0
+    base_offset = batch.base_offset
+    base_ts = batch.base_timestamp
+    max_ts = batch.max_timestamp
+    try:
+        for _ in range(batch.records_count):
+            length, pos = decode_varint(data, pos)
+            if length < 0 or pos + length > end:
+                raise _corrupt("record length runs past the batch", first, last)
+            rec_end = pos + length
+            pos += 1  # record attributes: unused
+            ts_delta, pos = decode_varlong(data, pos)
+            off_delta, pos = decode_varint(data, pos)
+            klen, pos = decode_varint(data, pos)
+            if klen < -1 or pos + klen > rec_end:
+                raise _corrupt("bad key length", first, last)
+            key = None if klen < 0 else bytes(data[pos : pos + klen])
+            pos += max(klen, 0)
+            vlen, pos = decode_varint(data, pos)
+            if vlen < -1 or pos + vlen > rec_end:
+                raise _corrupt("bad value length", first, last)
+            value = None if vlen < 0 else bytes(data[pos : pos + vlen])
+            pos += max(vlen, 0)
+            count, pos = decode_varint(data, pos)
+            if count < 0:
+                raise _corrupt("negative header count", first, last)
+            headers: tuple = _EMPTY
+            if count:
+                hs = []
+                for _h in range(count):
+                    hklen, pos = decode_varint(data, pos)
+                    if hklen < 0 or pos + hklen > rec_end:
+                        raise _corrupt("bad header key length", first, last)
+                    try:
+                        hkey = bytes(data[pos : pos + hklen]).decode("utf-8")
+                    except UnicodeDecodeError:
+                        raise _corrupt("header key is not UTF-8", first, last) from None
+                    pos += hklen
+                    hvlen, pos = decode_varint(data, pos)
+                    if hvlen < -1 or pos + hvlen > rec_end:
+                        raise _corrupt("bad header value length", first, last)
+                    hval = None if hvlen < 0 else bytes(data[pos : pos + hvlen])
+                    pos += max(hvlen, 0)
+                    hs.append((hkey, hval))
+                headers = tuple(hs)
+            if pos != rec_end:
+                raise _corrupt("record length does not match its fields", first, last)
+            offset = base_offset + off_delta
+            if offset >= fetch_offset:
+                out.append(Record(offset, max_ts if log_append else base_ts + ts_delta, ts_type, key, value, headers))
+    except CorruptRecordError as exc:
+        if exc.first_offset is None:
+            raise _corrupt(str(exc.args[0]), first, last) from None
+        raise
+    if pos != end:
+        raise _corrupt("bytes left after the last record of the batch", first, last)
+
+
+def _read_v2_header(buf: Any, start: int, size: int, check_crc: bool) -> Batch:
+    (base_offset, _length, leader_epoch, magic, crc, attributes, last_delta, base_ts, max_ts,
+     pid, epoch, base_seq, count) = _v2_header.unpack_from(buf, start)
+    batch = Batch()
+    batch.base_offset = base_offset
+    batch.last_offset_delta = last_delta
+    batch.size = size
+    batch.magic = magic
+    batch.crc = crc
+    batch.attributes = attributes
+    batch.partition_leader_epoch = leader_epoch
+    batch.base_timestamp = base_ts
+    batch.max_timestamp = max_ts
+    batch.producer_id = pid
+    batch.producer_epoch = epoch
+    batch.base_sequence = base_seq
+    batch.records_count = count
+    batch._buf = buf
+    batch._start = start
+    batch._legacy = None
+    if count < 0:
+        raise _corrupt(f"negative record count {count}", base_offset, batch.last_offset)
+    if attributes & _CODEC_MASK > compression.ZSTD:
+        raise UnsupportedCompressionTypeError(f"compression codec id {attributes & _CODEC_MASK}")
+    if check_crc and _crc32c(memoryview(buf)[start + _ATTRIBUTES : start + size]) != crc:
+        raise _corrupt("CRC-32C mismatch", base_offset, batch.last_offset)
+    return batch
+
+
+def _read_legacy(buf: Any, start: int, size: int, check_crc: bool, record_cls: type = Record, batch_cls: type = Batch) -> Any:
+    """Read one legacy message (magic 0/1) as a batch; a compressed wrapper is read whole.
+
+    ``record_cls`` and ``batch_cls`` let the Cython codec reuse this code with its own
+    classes: legacy formats are not a hot path, so they have one implementation.
+    """
+    offset, msg_size, crc, magic, attributes = _legacy_head.unpack_from(buf, start)
+    if msg_size < (_LEGACY_V0_MIN_SIZE if magic == 0 else _LEGACY_V1_MIN_SIZE):
+        raise _corrupt(f"legacy message size {msg_size} too small", offset, offset)
+    end = start + size
+    if check_crc and zlib.crc32(memoryview(buf)[start + _LEGACY_MAGIC : end]) != crc:
+        raise _corrupt("CRC-32 mismatch", offset, offset)
+    pos = start + _LEGACY_ATTRIBUTES + 1
+    timestamp = -1
+    if magic == 1:
+        (timestamp,) = _i64.unpack_from(buf, pos)
+        pos += 8
+    key, pos = _legacy_bytes(buf, pos, end, offset)
+    value, pos = _legacy_bytes(buf, pos, end, offset)
+    if pos != end:
+        raise _corrupt("legacy message size does not match its fields", offset, offset)
+    batch = batch_cls()
+    batch.size = size
+    batch.magic = magic
+    batch.crc = crc
+    batch.attributes = attributes
+    batch.partition_leader_epoch = -1
+    batch.max_timestamp = timestamp
+    batch.producer_id = -1
+    batch.producer_epoch = -1
+    batch.base_sequence = -1
+    batch._buf = buf
+    batch._start = start
+    codec = attributes & _CODEC_MASK
+    ts_type = -1 if magic == 0 else (1 if attributes & _TIMESTAMP_TYPE_BIT else 0)
+    if codec == 0:
+        batch.base_offset = offset
+        batch.last_offset_delta = 0
+        batch.base_timestamp = timestamp
+        batch.records_count = 1
+        batch._legacy = (record_cls(offset, timestamp, ts_type, key, value, _EMPTY),)
+        return batch
+    if codec > compression.LZ4:
+        raise UnsupportedCompressionTypeError(f"compression codec id {codec} in a magic {magic} message")
+    if value is None:
+        raise _corrupt("compressed legacy wrapper has a null value", offset, offset)
+    try:
+        inner_buf = compression.decompress(codec, value, magic=magic)
+    except CorruptRecordError as exc:
+        raise _corrupt(f"cannot decompress legacy wrapper: {exc}", offset, offset) from None
+    inner: list[tuple] = []
+    ipos = 0
+    iend = len(inner_buf)
+    while iend - ipos >= _LOG_OVERHEAD:
+        (isize,) = _i32.unpack_from(inner_buf, ipos + 8)
+        if isize < _LEGACY_V0_MIN_SIZE or iend - ipos - _LOG_OVERHEAD < isize:
+            raise _corrupt("truncated message inside a compressed wrapper", offset, offset)
+        msg = _read_legacy(inner_buf, ipos, isize + _LOG_OVERHEAD, check_crc, record_cls, batch_cls)
+        if msg.magic != magic:
+            raise _corrupt("inner message magic differs from its wrapper", offset, offset)
+        if msg.attributes & _CODEC_MASK:
+            raise _corrupt("compressed message nested inside a compressed wrapper", offset, offset)
+        inner.append((msg.base_offset, msg._legacy[0]))
+        ipos += isize + _LOG_OVERHEAD
+    if ipos != iend or not inner:
+        raise _corrupt("compressed wrapper holds a partial or empty message set", offset, offset)
+    records = []
+    shift = offset - inner[-1][0] if magic == 1 else 0
+    for rel, r in inner:
+        ts = r.timestamp
+        if ts_type == 1:
+            ts = timestamp
+        records.append(record_cls(rel + shift, ts, ts_type, r.key, r.value, _EMPTY))
+    batch.base_offset = records[0].offset
+    batch.last_offset_delta = records[-1].offset - records[0].offset
+    batch.base_timestamp = records[0].timestamp
+    batch.records_count = len(records)
+    batch._legacy = tuple(records)
+    return batch
+
+
+def _legacy_bytes(buf: Any, pos: int, end: int, offset: int) -> tuple[bytes | None, int]:
+    if end - pos < 4:
+        raise _corrupt("truncated legacy message", offset, offset)
+    (n,) = _i32.unpack_from(buf, pos)
+    pos += 4
+    if n == -1:
+        return None, pos
+    if n < 0 or end - pos < n:
+        raise _corrupt("bad length in legacy message", offset, offset)
+    return bytes(buf[pos : pos + n]), pos + n
+
+
+def read_batches(buf: Any, check_crc: bool = True) -> Iterator[Batch]:
+    """Iterate over the batches of a record set (a Fetch response's ``records``, a segment).
+
+    A partial batch at the end (a fetch may cut the last one) ends the iteration quietly;
+    ``sum(b.size for b in batches)`` tells how many bytes were whole.
+
+    Args:
+        buf: bytes-like record set.
+        check_crc: verify each batch's CRC as it is read.
+
+    Raises:
+        CorruptRecordError: a batch's header, length or CRC is bad (carries its offsets
+            when they could be read); magic above 2.
+        UnsupportedCompressionTypeError: a codec id above 4.
+    """
+    end = len(buf)
+    pos = 0
+    while end - pos > _LEGACY_MAGIC:
+        (base_offset, length) = struct.unpack_from(">qi", buf, pos)
+        if length < 0:
+            raise _corrupt(f"negative batch length {length}", base_offset)
+        size = length + _LOG_OVERHEAD
+        if size > end - pos:
+            return
+        magic = buf[pos + _MAGIC]
+        if magic == 2:
+            if length < _V2_MIN_LENGTH:
+                raise _corrupt(f"batch length {length} below the v2 minimum", base_offset)
+            yield _read_v2_header(buf, pos, size, check_crc)
+        elif magic in (0, 1):
+            yield _read_legacy(buf, pos, size, check_crc)
+        else:
+            raise _corrupt(f"unknown magic byte {magic}", base_offset)
+        pos += size
+
+
+def decode_record_set(buf: Any, fetch_offset: int = 0, check_crc: bool = True) -> tuple[list[Record], int, int]:
+    """Decode every data record of a record set in one call: the consumer's hot path.
+
+    Control batches (transaction markers) are skipped, records below ``fetch_offset``
+    dropped, and a partial batch at the end ignored.
+
+    Returns:
+        ``(records, next_offset, whole_bytes)``: the records; the offset after the last
+        whole batch (or ``fetch_offset`` when there was none; empty batches left by
+        compaction advance it too); how many bytes of ``buf`` were whole batches.
+
+    Raises:
+        CorruptRecordError: as :func:`read_batches` and :meth:`Batch.records`.
+    """
+    out: list[Record] = []
+    next_offset = fetch_offset
+    consumed = 0
+    for batch in read_batches(buf, check_crc):
+        consumed += batch.size
+        next_offset = max(next_offset, batch.next_offset)
+        if batch.is_control or batch.last_offset < fetch_offset:
+            continue
+        if batch._legacy is not None:
+            out.extend(r for r in batch._legacy if r.offset >= fetch_offset)
+        else:
+            _decode_v2_records(batch, fetch_offset, out)
+    return out, next_offset, consumed
+
+
+# ---------------------------------------------------------------------------
+# builder
+# ---------------------------------------------------------------------------
+
+
+def _check_bytes(name: str, v: Any) -> bytes | None:
+    if v is None:
+        return None
+    if isinstance(v, bytes):
+        return v
+    if isinstance(v, (bytearray, memoryview)):
+        return bytes(v)
+    raise TypeError(f"{name} must be bytes-like or None, not {type(v).__name__}")
+
+
+class BatchBuilder:
+    """Builds one record batch (magic 2) or one legacy message set (magic 0/1).
+
+    Args:
+        magic: 2, or 0/1 for brokers older than 0.11.
+        compression: codec id (see :mod:`kproto.compression`).
+        compression_level: codec level, or None for the codec's default.
+        base_offset: the batch's first offset (0 from producers; the broker assigns).
+        producer_id, producer_epoch, base_sequence: idempotence fields (-1: none).
+        is_transactional, is_control: the attribute bits (control batches are written
+            by brokers: transaction markers).
+        partition_leader_epoch: -1 from producers.
+        timestamp_type: 0 CreateTime; 1 LogAppendTime (brokers only).
+        max_bytes: when > 0, :meth:`append` refuses a record that would take the batch's
+            estimated size past it (the first record is always accepted).
+
+    Raises:
+        ValueError: a field is out of range, or v2-only fields with magic 0/1.
+        UnsupportedCompressionTypeError: unknown codec, or zstd below magic 2.
+    """
+
+    def __init__(
+        self,
+        magic: int = 2,
+        compression: int = 0,
+        compression_level: int | None = None,
+        *,
+        base_offset: int = 0,
+        producer_id: int = -1,
+        producer_epoch: int = -1,
+        base_sequence: int = -1,
+        is_transactional: bool = False,
+        is_control: bool = False,
+        partition_leader_epoch: int = -1,
+        timestamp_type: int = 0,
+        max_bytes: int = 0,
+    ):
+        if magic not in (0, 1, 2):
+            raise ValueError(f"magic must be 0, 1 or 2, not {magic}")
+        if not 0 <= compression <= 4:
+            raise UnsupportedCompressionTypeError(f"compression codec id {compression}")
+        if compression == 4 and magic < 2:
+            raise UnsupportedCompressionTypeError("zstd needs magic 2 (Kafka 2.1+)")
+        if magic < 2 and (producer_id != -1 or is_transactional or is_control or base_sequence != -1):
+            raise ValueError("producer ids, transactions and control batches need magic 2")
+        if timestamp_type not in (0, 1) or (magic == 0 and timestamp_type):
+            raise ValueError(f"bad timestamp_type {timestamp_type} for magic {magic}")
+        self.magic = magic
+        self.compression = compression
+        self.compression_level = compression_level
+        self.base_offset = base_offset
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
+        self.base_sequence = base_sequence
+        self.is_transactional = is_transactional
+        self.is_control = is_control
+        self.partition_leader_epoch = partition_leader_epoch
+        self.timestamp_type = timestamp_type
+        self.max_bytes = max_bytes
+        self._body = bytearray()
+        self._count = 0
+        self._last_delta = -1
+        self._first_ts = -1
+        self._max_ts = -1
+
+    @property
+    def record_count(self) -> int:
+        """How many records were appended."""
+        return self._count
+
+    def size_in_bytes(self) -> int:
+        """The batch's size so far, before compression."""
+        return (_V2_HEADER if self.magic == 2 else 0) + len(self._body)
+
+    def append(self, timestamp: int, key: Any, value: Any, headers: Sequence[tuple[str, Any]] | None = None, offset_delta: int = -1) -> int:
+        """Add a record.
+
+        Args:
+            timestamp: milliseconds since the epoch (ignored by magic 0).
+            key, value: bytes-like or None.
+            headers: ``(str, bytes | None)`` pairs (magic 2 only).
+            offset_delta: the record's offset relative to the batch's; -1 for the next one.
+                Deltas must increase (compaction leaves gaps; the builder keeps them).
+
+        Returns:
+            the record's offset delta, or -1 when ``max_bytes`` would be exceeded (nothing
+            is added then).
+
+        Raises:
+            TypeError: key, value or a header has the wrong type.
+            ValueError: headers with magic 0/1, or a delta that does not increase.
+        """
+        key = _check_bytes("key", key)
+        value = _check_bytes("value", value)
+        if offset_delta < 0:
+            offset_delta = self._last_delta + 1
+        elif offset_delta <= self._last_delta:
+            raise ValueError(f"offset_delta {offset_delta} does not increase (last {self._last_delta})")
+        if self.magic == 2:
+            rec = self._encode_v2(timestamp, key, value, headers, offset_delta)
+        else:
+            if headers:
+                raise ValueError(f"record headers need magic 2, the batch has magic {self.magic}")
+            # Inner offsets of a magic 1 wrapper are relative; everywhere else absolute.
+            inner_relative = self.compression and self.magic == 1
+            rec = _encode_legacy(self.magic, 0, self.timestamp_type, offset_delta if inner_relative else self.base_offset + offset_delta, timestamp, key, value)
+        if self.max_bytes > 0 and self._count and self.size_in_bytes() + len(rec) > self.max_bytes:
+            return -1
+        self._body += rec
+        if self._count == 0:
+            self._first_ts = timestamp
+            self._max_ts = timestamp
+        elif timestamp > self._max_ts:
+            self._max_ts = timestamp
+        self._count += 1
+        self._last_delta = offset_delta
+        return offset_delta
+
+    def _encode_v2(self, timestamp: int, key: bytes | None, value: bytes | None, headers: Any, offset_delta: int) -> bytes:
+        base_ts = timestamp if self._count == 0 else self._first_ts
+        body = bytearray(b"\x00")
+        body += encode_varlong(timestamp - base_ts)
+        body += encode_varint(offset_delta)
+        for part in (key, value):
+            if part is None:
+                body += b"\x01"  # zigzag(-1)
+            else:
+                body += encode_varint(len(part))
+                body += part
+        if headers:
+            body += encode_varint(len(headers))
+            for hkey, hval in headers:
+                if not isinstance(hkey, str):
+                    raise TypeError(f"header key must be str, not {type(hkey).__name__}")
+                hk = hkey.encode("utf-8")
+                body += encode_varint(len(hk))
+                body += hk
+                hval = _check_bytes("header value", hval)
+                if hval is None:
+                    body += b"\x01"
+                else:
+                    body += encode_varint(len(hval))
+                    body += hval
+        else:
+            body += b"\x00"
+        return encode_varint(len(body)) + bytes(body)
+
+    def build(self) -> bytes:
+        """Return the finished batch (or legacy message set).
+
+        Compression is skipped when it would not make the payload smaller, as the Java
+        and librdkafka producers do (for magic 2 the codec bits then say "none").
+        """
+        if self.magic < 2:
+            return self._build_legacy()
+        payload = bytes(self._body)
+        codec = self.compression
+        if codec and self._count:
+            packed = compression.compress(codec, payload, self.compression_level)
+            if len(packed) < len(payload):
+                payload = packed
+            else:
+                codec = 0
+        attributes = codec
+        if self.timestamp_type:
+            attributes |= _TIMESTAMP_TYPE_BIT
+        if self.is_transactional:
+            attributes |= _TRANSACTIONAL_BIT
+        if self.is_control:
+            attributes |= _CONTROL_BIT
+        length = _V2_HEADER - _LOG_OVERHEAD + len(payload)
+        head = bytearray(_v2_header.pack(
+            self.base_offset, length, self.partition_leader_epoch, 2, 0, attributes,
+            max(self._last_delta, 0), self._first_ts, self._max_ts, self.producer_id,
+            self.producer_epoch, self.base_sequence, self._count,
+        ))
+        head += payload
+        _u32.pack_into(head, _CRC, _crc32c(memoryview(head)[_ATTRIBUTES:]))
+        return bytes(head)
+
+    def _build_legacy(self) -> bytes:
+        if not self.compression or not self._count:
+            return bytes(self._body)
+        packed = compression.compress(self.compression, bytes(self._body), self.compression_level, magic=self.magic)
+        # The wrapper's offset is the absolute offset of the last inner message.
+        wrapper_ts = self._max_ts if self.magic == 1 else -1
+        return _encode_legacy(self.magic, self.compression, self.timestamp_type, self.base_offset + self._last_delta, wrapper_ts, None, packed)
+
+
+def _encode_legacy(magic: int, codec: int, ts_type: int, offset: int, timestamp: int, key: bytes | None, value: bytes | None) -> bytes:
+    attributes = codec | (_TIMESTAMP_TYPE_BIT if ts_type else 0)
+    body = bytearray(_i8.pack(magic) + _i8.pack(attributes))
+    if magic == 1:
+        body += _i64.pack(timestamp)
+    for part in (key, value):
+        if part is None:
+            body += _i32.pack(-1)
+        else:
+            body += _i32.pack(len(part))
+            body += part
+    return _i64.pack(offset) + _i32.pack(len(body) + 4) + _u32.pack(zlib.crc32(body)) + bytes(body)
+
+
+# ---------------------------------------------------------------------------
+# columnar decode
+# ---------------------------------------------------------------------------
+
+
+class Columns:
+    """A record set decoded into flat, Arrow-layout buffers (no per-record objects).
+
+    Every buffer is a ``bytearray``, little-endian and laid out as Arrow expects, so
+    ``pyarrow.Array.from_buffers`` can wrap them without a copy:
+
+    Attributes:
+        count: number of records.
+        next_offset, whole_bytes: as :func:`decode_record_set` returns.
+        offsets, timestamps: int64 × count.
+        timestamp_types: int8 × count.
+        key_offsets, value_offsets: int32 × (count + 1) into ``key_data`` / ``value_data``.
+        key_validity, value_validity: validity bitmaps (bit i set = not null, LSB first).
+        key_nulls, value_nulls: how many keys / values are null.
+        header_offsets: int32 × (count + 1): record i's headers are entries
+            ``header_offsets[i] .. header_offsets[i+1]``.
+        header_count: number of header entries.
+        header_key_offsets, header_key_data: the header keys (UTF-8, as on the wire).
+        header_value_offsets, header_value_data, header_value_validity, header_value_nulls:
+            the header values.
+    """
+
+    __slots__ = (
+        "count", "next_offset", "whole_bytes", "offsets", "timestamps", "timestamp_types",
+        "key_offsets", "key_data", "key_validity", "key_nulls",
+        "value_offsets", "value_data", "value_validity", "value_nulls",
+        "header_offsets", "header_count", "header_key_offsets", "header_key_data",
+        "header_value_offsets", "header_value_data", "header_value_validity", "header_value_nulls",
+    )
+
+    def __repr__(self) -> str:
+        return f"Columns(count={self.count}, next_offset={self.next_offset}, whole_bytes={self.whole_bytes})"
+
+
+class _BinaryColumn:
+    """An Arrow binary column being filled: offsets, data, validity bitmap."""
+
+    def __init__(self) -> None:
+        self.offsets = bytearray(struct.pack("<i", 0))
+        self.data = bytearray()
+        self.validity = bytearray()
+        self.n = 0
+        self.nulls = 0
+
+    def add(self, value: bytes | None) -> None:
+        if self.n % 8 == 0:
+            self.validity.append(0)
+        if value is None:
+            self.nulls += 1
+        else:
+            self.data += value
+            self.validity[-1] |= 1 << (self.n % 8)
+            if len(self.data) > _INT32_MAX:
+                raise OverflowError("record set too large for int32 Arrow offsets: decode it in parts")
+        self.offsets += struct.pack("<i", len(self.data))
+        self.n += 1
+
+
+def decode_columnar(buf: Any, fetch_offset: int = 0, check_crc: bool = True) -> Columns:
+    """Decode a record set into :class:`Columns`, the analytics (Spark/Arrow) path.
+
+    Same selection as :func:`decode_record_set`: control batches skipped, records below
+    ``fetch_offset`` dropped, a partial trailing batch ignored. Header keys must be UTF-8,
+    as on the row path.
+
+    Raises:
+        CorruptRecordError: as :func:`decode_record_set`.
+    """
+    records, next_offset, consumed = decode_record_set(buf, fetch_offset, check_crc)
+    keys, values, hkeys, hvals = _BinaryColumn(), _BinaryColumn(), _BinaryColumn(), _BinaryColumn()
+    offsets = bytearray()
+    timestamps = bytearray()
+    ts_types = bytearray()
+    header_offsets = bytearray(struct.pack("<i", 0))
+    nheaders = 0
+    for r in records:
+        offsets += struct.pack("<q", r.offset)
+        timestamps += struct.pack("<q", r.timestamp)
+        ts_types += struct.pack("<b", r.timestamp_type)
+        keys.add(r.key)
+        values.add(r.value)
+        for hk, hv in r.headers:
+            hkeys.add(hk.encode("utf-8"))
+            hvals.add(hv)
+        nheaders += len(r.headers)
+        header_offsets += struct.pack("<i", nheaders)
+    cols = Columns()
+    cols.count = len(records)
+    cols.next_offset = next_offset
+    cols.whole_bytes = consumed
+    cols.offsets = offsets
+    cols.timestamps = timestamps
+    cols.timestamp_types = ts_types
+    cols.key_offsets, cols.key_data, cols.key_validity, cols.key_nulls = keys.offsets, keys.data, keys.validity, keys.nulls
+    cols.value_offsets, cols.value_data, cols.value_validity, cols.value_nulls = values.offsets, values.data, values.validity, values.nulls
+    cols.header_offsets = header_offsets
+    cols.header_count = nheaders
+    cols.header_key_offsets, cols.header_key_data = hkeys.offsets, hkeys.data
+    cols.header_value_offsets, cols.header_value_data = hvals.offsets, hvals.data
+    cols.header_value_validity, cols.header_value_nulls = hvals.validity, hvals.nulls
+    return cols

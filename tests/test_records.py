@@ -1,0 +1,363 @@
+"""Record batches and record sets: the format facts and edge cases of the codec checklist.
+
+Every test runs on both backends (the Cython extension and the pure-Python twin).
+"""
+
+import struct
+
+import pytest
+
+from kproto import _codec_py
+from kproto.errors import CorruptRecordError, UnsupportedCompressionTypeError
+from kproto.records import ControlType, TimestampType, build_control_batch, parse_control_record
+
+pytestmark = pytest.mark.codec
+
+try:
+    from kproto import _codec as _codec_cy
+except ImportError:  # the purepy env, or no compiler
+    _codec_cy = None
+
+BACKENDS = [pytest.param(_codec_py, id="python")]
+if _codec_cy is not None:
+    BACKENDS.append(pytest.param(_codec_cy, id="cython"))
+
+
+@pytest.fixture(params=BACKENDS)
+def codec(request):
+    return request.param
+
+
+def build(codec, records, **kwargs):
+    builder = codec.BatchBuilder(kwargs.pop("magic", 2), kwargs.pop("compression", 0), **kwargs)
+    for rec in records:
+        builder.append(*rec)
+    return builder.build()
+
+
+def patch_v2(raw, **fields):
+    """Rewrite v2 header fields and fix the CRC, to make batches a builder would not."""
+    positions = {"last_offset_delta": (23, ">i"), "records_count": (57, ">i"), "attributes": (21, ">h"),
+                 "base_timestamp": (27, ">q"), "max_timestamp": (35, ">q")}
+    out = bytearray(raw)
+    for name, value in fields.items():
+        pos, fmt = positions[name]
+        struct.pack_into(fmt, out, pos, value)
+    struct.pack_into(">I", out, 17, _codec_py.crc32c(bytes(out[21:])))
+    return bytes(out)
+
+
+# --- varints ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("value, encoded", [
+    (0, b"\x00"), (-1, b"\x01"), (1, b"\x02"), (63, b"\x7e"), (-64, b"\x7f"), (64, b"\x80\x01"),
+    (2**31 - 1, b"\xfe\xff\xff\xff\x0f"), (-(2**31), b"\xff\xff\xff\xff\x0f"),
+])
+def test_varint_known_encodings(codec, value, encoded):
+    assert codec.encode_varint(value) == encoded
+    assert codec.decode_varint(encoded) == (value, len(encoded))
+    assert codec.size_of_varint(value) == len(encoded)
+
+
+def test_varlong_extremes(codec):
+    for value in (2**63 - 1, -(2**63)):
+        encoded = codec.encode_varlong(value)
+        assert len(encoded) == 10
+        assert codec.decode_varlong(encoded) == (value, 10)
+
+
+@pytest.mark.parametrize("name, buf", [
+    ("decode_varint", b""),                          # empty
+    ("decode_varint", b"\x80\x80"),                  # truncated
+    ("decode_varint", b"\x80\x80\x80\x80\x80\x01"),  # six bytes: overlong
+    ("decode_varint", b"\xff\xff\xff\xff\x1f"),      # 33 bits
+    ("decode_varlong", b"\xff" * 9 + b"\x02"),       # 65 bits
+    ("decode_varlong", b"\x80" * 10 + b"\x01"),      # eleven bytes
+    ("decode_uvarint", b"\xff\xff\xff\xff\x10"),     # 33 bits
+])
+def test_bad_varints_are_corrupt_records(codec, name, buf):
+    with pytest.raises(CorruptRecordError):
+        getattr(codec, name)(buf)
+
+
+def test_varint_encoders_refuse_out_of_range(codec):
+    for fn, value in ((codec.encode_varint, 2**31), (codec.encode_varlong, 2**63), (codec.encode_uvarint, -1)):
+        with pytest.raises(OverflowError):
+            fn(value)
+
+
+# --- v2 batches ------------------------------------------------------------------------
+
+def test_every_batch_and_record_field_round_trips(codec):
+    raw = build(codec, [(1_000, b"k", b"v", [("a", b"1"), ("b", None)]), (1_005, None, None, None)],
+                base_offset=100, producer_id=7, producer_epoch=3, base_sequence=42,
+                is_transactional=True, partition_leader_epoch=9)
+    (batch,) = codec.read_batches(raw)
+    assert (batch.base_offset, batch.last_offset, batch.next_offset, batch.last_offset_delta) == (100, 101, 102, 1)
+    assert (batch.magic, batch.size, batch.records_count) == (2, len(raw), 2)
+    assert (batch.producer_id, batch.producer_epoch, batch.base_sequence) == (7, 3, 42)
+    assert batch.is_transactional and not batch.is_control and not batch.has_delete_horizon
+    assert (batch.partition_leader_epoch, batch.base_timestamp, batch.max_timestamp) == (9, 1_000, 1_005)
+    assert batch.timestamp_type == TimestampType.CREATE_TIME
+    r0, r1 = batch.records()
+    assert (r0.offset, r0.timestamp, r0.key, r0.value, r0.headers) == (100, 1_000, b"k", b"v", (("a", b"1"), ("b", None)))
+    assert (r1.offset, r1.timestamp, r1.key, r1.value, r1.headers) == (101, 1_005, None, None, ())
+
+
+def test_log_append_time_uses_max_timestamp(codec):
+    raw = build(codec, [(10, b"a", b"1"), (20, b"b", b"2")], timestamp_type=1)
+    raw = patch_v2(raw, max_timestamp=99)
+    records, _, _ = codec.decode_record_set(raw)
+    assert [(r.timestamp, r.timestamp_type) for r in records] == [(99, 1), (99, 1)]
+
+
+def test_partial_trailing_batch_stops_quietly(codec):
+    one = build(codec, [(1, b"k", b"v")])
+    two = build(codec, [(2, b"k", b"w")], base_offset=1)
+    for cut in range(len(two)):
+        records, next_offset, whole = codec.decode_record_set(one + two[:cut])
+        assert [r.offset for r in records] == [0]
+        assert (next_offset, whole) == (1, len(one))
+    assert [b.base_offset for b in codec.read_batches(one + two + two[:30])] == [0, 1]
+
+
+def test_empty_compacted_batch_still_advances_next_offset(codec):
+    # Compaction can leave a batch with no records that still covers offsets 10..14.
+    empty = patch_v2(build(codec, [], base_offset=10), last_offset_delta=4, records_count=0)
+    after = build(codec, [(1, b"k", b"v")], base_offset=15)
+    records, next_offset, _ = codec.decode_record_set(empty)
+    assert (records, next_offset) == ([], 15)
+    records, next_offset, _ = codec.decode_record_set(empty + after)
+    assert [r.offset for r in records] == [15] and next_offset == 16
+
+
+def test_offset_gaps_and_fetch_offset(codec):
+    builder = codec.BatchBuilder(base_offset=100)
+    for delta in (0, 3, 7):
+        builder.append(1, b"k%d" % delta, b"v", None, delta)
+    raw = builder.build()
+    records, next_offset, _ = codec.decode_record_set(raw, 103)
+    assert [r.offset for r in records] == [103, 107] and next_offset == 108
+    records, next_offset, _ = codec.decode_record_set(raw, 200)
+    assert records == [] and next_offset == 200
+
+
+def test_offset_deltas_must_increase(codec):
+    builder = codec.BatchBuilder()
+    builder.append(1, None, b"v", None, 5)
+    with pytest.raises(ValueError):
+        builder.append(1, None, b"v", None, 5)
+
+
+def test_crc_mismatch_carries_the_offset_range(codec):
+    raw = bytearray(build(codec, [(1, b"k", b"v"), (2, b"k", b"v")], base_offset=50))
+    raw[-2] ^= 0xFF  # the last value byte (the header count follows it)
+    with pytest.raises(CorruptRecordError) as info:
+        codec.decode_record_set(bytes(raw))
+    assert (info.value.first_offset, info.value.last_offset) == (50, 51)
+    records, _, _ = codec.decode_record_set(bytes(raw), 0, False)
+    assert records[1].value == b"\x89"  # the flipped byte, read without the check
+
+
+@pytest.mark.parametrize("magic", [3, 99])
+def test_unknown_magic_is_corrupt(codec, magic):
+    raw = bytearray(build(codec, [(1, b"k", b"v")], base_offset=8))
+    raw[16] = magic
+    with pytest.raises(CorruptRecordError) as info:
+        list(codec.read_batches(bytes(raw)))
+    assert info.value.first_offset == 8
+
+
+def test_batch_length_below_v2_minimum_is_corrupt(codec):
+    raw = bytearray(build(codec, [(1, b"k", b"v")]))
+    struct.pack_into(">i", raw, 8, 48)
+    with pytest.raises(CorruptRecordError):
+        list(codec.read_batches(bytes(raw)))
+
+
+def test_record_count_larger_than_the_records_is_corrupt(codec):
+    raw = patch_v2(build(codec, [(1, b"k", b"v")]), records_count=2)
+    with pytest.raises(CorruptRecordError):
+        codec.decode_record_set(raw)
+
+
+def test_bytes_after_the_last_record_are_corrupt(codec):
+    raw = build(codec, [(1, b"k", b"v"), (1, b"k", b"v")])
+    with pytest.raises(CorruptRecordError):
+        codec.decode_record_set(patch_v2(raw, records_count=1))
+
+
+def test_unsupported_codec_ids(codec):
+    raw = patch_v2(build(codec, [(1, b"k", b"v")]), attributes=5)
+    with pytest.raises(UnsupportedCompressionTypeError):
+        list(codec.read_batches(raw))
+    with pytest.raises(UnsupportedCompressionTypeError):
+        codec.BatchBuilder(2, 6)
+    with pytest.raises(UnsupportedCompressionTypeError):
+        codec.BatchBuilder(1, 4)  # zstd needs magic 2
+
+
+@pytest.mark.parametrize("compression", [1, 2, 3, 4])
+def test_compression_round_trips_and_falls_back_when_it_does_not_shrink(codec, compression):
+    many = [(i, b"key-%d" % i, b"value " * 20, [("h", b"x")]) for i in range(50)]
+    raw = build(codec, many, compression=compression)
+    (batch,) = codec.read_batches(raw)
+    assert batch.compression == compression
+    assert [r.key for r in batch.records()] == [r[1] for r in many]
+    tiny = build(codec, [(1, None, b"x")], compression=compression)
+    assert next(iter(codec.read_batches(tiny))).compression == 0
+
+
+def test_max_bytes_refuses_a_record_that_does_not_fit(codec):
+    builder = codec.BatchBuilder(max_bytes=200)
+    assert builder.append(1, None, b"x" * 150) == 0  # the first record always goes in
+    assert builder.append(1, None, b"x" * 150) == -1
+    assert builder.record_count == 1
+
+
+def test_builder_type_errors(codec):
+    builder = codec.BatchBuilder()
+    for bad in ("str", 1, ["b"]):
+        with pytest.raises(TypeError):
+            builder.append(1, bad, None)
+    with pytest.raises(TypeError):
+        builder.append(1, None, None, [(b"bytes-key", b"v")])
+    assert builder.record_count == 0
+
+
+def test_bytearray_and_memoryview_keys(codec):
+    raw = build(codec, [(1, bytearray(b"k"), memoryview(b"v"), [("h", bytearray(b"x"))])])
+    (rec,) = codec.decode_record_set(raw)[0]
+    assert (rec.key, rec.value, rec.headers) == (b"k", b"v", (("h", b"x"),))
+
+
+def test_header_key_must_be_utf8(codec):
+    raw = build(codec, [(1, None, b"v", [("\u00e9", b"x")])])
+    bad = raw.replace("\u00e9".encode(), b"\xff\xfe")
+    struct.pack_into(">I", bad := bytearray(bad), 17, _codec_py.crc32c(bytes(bad[21:])))
+    with pytest.raises(CorruptRecordError):
+        codec.decode_record_set(bytes(bad))
+    with pytest.raises(CorruptRecordError):
+        codec.decode_columnar(bytes(bad))
+
+
+# --- control batches -------------------------------------------------------------------
+
+def test_control_batches_are_read_but_never_returned_as_data(codec):
+    data = build(codec, [(1, b"k", b"v")], base_offset=0, producer_id=5, producer_epoch=0,
+                 base_sequence=0, is_transactional=True)
+    marker = build_control_batch(ControlType.COMMIT, producer_id=5, producer_epoch=0, timestamp=2,
+                                 coordinator_epoch=3, base_offset=1)
+    (batch,) = codec.read_batches(marker)
+    assert batch.is_control and batch.is_transactional
+    (rec,) = batch.records()
+    assert parse_control_record(rec) == (0, ControlType.COMMIT)
+    records, next_offset, _ = codec.decode_record_set(data + marker)
+    assert [r.offset for r in records] == [0] and next_offset == 2
+    assert codec.decode_columnar(data + marker).count == 1
+
+
+def test_control_record_with_short_key_is_corrupt(codec):
+    with pytest.raises(CorruptRecordError):
+        parse_control_record(codec.Record(0, 0, 0, b"\x00", None))
+
+
+# --- legacy message sets ---------------------------------------------------------------
+
+@pytest.mark.parametrize("magic", [0, 1])
+@pytest.mark.parametrize("compression", [0, 1, 2, 3])
+def test_legacy_round_trip(codec, magic, compression):
+    raw = build(codec, [(1_000 + i, b"k%d" % i, b"v" * 30) for i in range(5)], magic=magic,
+                compression=compression, base_offset=40)
+    records, next_offset, whole = codec.decode_record_set(raw)
+    assert [r.offset for r in records] == [40, 41, 42, 43, 44]
+    assert [r.key for r in records] == [b"k0", b"k1", b"k2", b"k3", b"k4"]
+    expected_ts = [1_000 + i for i in range(5)] if magic else [-1] * 5
+    assert [r.timestamp for r in records] == expected_ts
+    assert {r.timestamp_type for r in records} == ({0} if magic else {-1})
+    assert (next_offset, whole) == (45, len(raw))
+    assert [r.offset for r in codec.decode_record_set(raw, 43)[0]] == [43, 44]
+
+
+def test_legacy_v1_wrapper_offsets_are_relative_and_log_append_time_overrides(codec):
+    raw = build(codec, [(10, None, b"a"), (20, None, b"b")], magic=1, compression=1, base_offset=7,
+                timestamp_type=1)
+    records, _, _ = codec.decode_record_set(raw)
+    assert [(r.offset, r.timestamp, r.timestamp_type) for r in records] == [(7, 20, 1), (8, 20, 1)]
+
+
+def test_legacy_headers_are_refused(codec):
+    with pytest.raises(ValueError):
+        codec.BatchBuilder(1).append(1, None, b"v", [("h", b"x")])
+
+
+def _legacy_message(magic, attributes, offset, key, value, timestamp=0):
+    body = struct.pack(">bb", magic, attributes)
+    if magic == 1:
+        body += struct.pack(">q", timestamp)
+    for part in (key, value):
+        body += struct.pack(">i", -1) if part is None else struct.pack(">i", len(part)) + part
+    return struct.pack(">qiI", offset, len(body) + 4, _codec_py.crc32(body)) + body
+
+
+def test_legacy_wrapper_with_null_value_is_corrupt(codec):
+    with pytest.raises(CorruptRecordError):
+        codec.decode_record_set(_legacy_message(1, 1, 0, None, None))
+
+
+def test_legacy_double_compression_is_corrupt(codec):
+    from kproto import compression
+    inner = _legacy_message(1, 1, 0, None, compression.compress(1, _legacy_message(1, 0, 0, None, b"x")))
+    outer = _legacy_message(1, 1, 0, None, compression.compress(1, inner))
+    with pytest.raises(CorruptRecordError):
+        codec.decode_record_set(outer)
+
+
+def test_legacy_crc_is_checked(codec):
+    raw = bytearray(_legacy_message(1, 0, 3, b"k", b"v"))
+    raw[-1] ^= 1
+    with pytest.raises(CorruptRecordError) as info:
+        codec.decode_record_set(bytes(raw))
+    assert info.value.first_offset == 3
+
+
+# --- columnar --------------------------------------------------------------------------
+
+def test_columns_match_the_records(codec):
+    recs = [(1, b"k1", b"v1", [("a", b"x"), ("b", None)]), (2, None, b"", None), (3, b"", None, [("c", b"yy")])]
+    raw = build(codec, recs, base_offset=5)
+    cols = codec.decode_columnar(raw, 6)
+    assert (cols.count, cols.next_offset, cols.whole_bytes) == (2, 8, len(raw))
+    assert struct.unpack("<2q", cols.offsets) == (6, 7)
+    assert struct.unpack("<2q", cols.timestamps) == (2, 3)
+    assert struct.unpack("<3i", cols.key_offsets) == (0, 0, 0) and cols.key_validity[0] & 3 == 0b10
+    assert struct.unpack("<3i", cols.value_offsets) == (0, 0, 0) and cols.value_validity[0] & 3 == 0b01
+    assert (cols.key_nulls, cols.value_nulls) == (1, 1)
+    assert struct.unpack("<3i", cols.header_offsets) == (0, 0, 1)
+    assert bytes(cols.header_key_data) == b"c" and bytes(cols.header_value_data) == b"yy"
+
+
+def test_columns_wrap_into_arrow_without_copying(codec):
+    pa = pytest.importorskip("pyarrow")
+    raw = build(codec, [(i, None if i % 3 == 0 else b"k%d" % i, b"v" * i, [("h", b"%d" % i)] if i % 2 else None) for i in range(20)])
+    cols = codec.decode_columnar(raw)
+    n = cols.count
+    keys = pa.Array.from_buffers(pa.binary(), n, [pa.py_buffer(cols.key_validity), pa.py_buffer(cols.key_offsets), pa.py_buffer(cols.key_data)], cols.key_nulls)
+    values = pa.Array.from_buffers(pa.binary(), n, [pa.py_buffer(cols.value_validity), pa.py_buffer(cols.value_offsets), pa.py_buffer(cols.value_data)], cols.value_nulls)
+    hkeys = pa.Array.from_buffers(pa.string(), cols.header_count, [None, pa.py_buffer(cols.header_key_offsets), pa.py_buffer(cols.header_key_data)])
+    hvals = pa.Array.from_buffers(pa.binary(), cols.header_count, [pa.py_buffer(cols.header_value_validity), pa.py_buffer(cols.header_value_offsets), pa.py_buffer(cols.header_value_data)], cols.header_value_nulls)
+    headers = pa.ListArray.from_arrays(pa.Array.from_buffers(pa.int32(), n + 1, [None, pa.py_buffer(cols.header_offsets)]),
+                                       pa.StructArray.from_arrays([hkeys, hvals], ["key", "value"]))
+    keys.validate(full=True)
+    values.validate(full=True)
+    headers.validate(full=True)
+    records, _, _ = codec.decode_record_set(raw)
+    assert keys.to_pylist() == [r.key for r in records]
+    assert values.to_pylist() == [r.value for r in records]
+    assert headers.to_pylist() == [[{"key": k, "value": v} for k, v in r.headers] for r in records]
+    assert pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(cols.offsets)]).to_pylist() == [r.offset for r in records]
+
+
+def test_murmur2_partition_requires_partitions(codec):
+    with pytest.raises(ValueError):
+        codec.murmur2_partition(b"k", 0)
