@@ -19,10 +19,12 @@ from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_Resize
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.list cimport PyList_Append
+from cpython.ref cimport Py_INCREF
+from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
-from libc.string cimport memcpy, memset
+from libc.string cimport memcmp, memcpy, memset
 
 import zlib
 
@@ -593,8 +595,8 @@ cdef int _decode_v2(Batch batch, int64_t fetch_offset, list out, _Columns cols) 
     cdef int64_t base_offset = batch.base_offset
     cdef int64_t base_ts = batch.base_timestamp
     cdef int64_t max_ts = batch.max_timestamp
-    cdef object key, value, headers, hkey, hval
-    cdef list hs
+    cdef object key, value, headers, hkey, hval, pair
+    cdef _HeaderKeys keys = _HeaderKeys()
     cdef Record rec
     cdef Py_ssize_t key_pos, value_pos
     try:
@@ -647,15 +649,12 @@ cdef int _decode_v2(Batch batch, int64_t fetch_offset, list out, _Columns cols) 
                 continue
             headers = _EMPTY
             if count:
-                hs = []
+                headers = PyTuple_New(count)
                 for h in range(count):
                     _read_varint(p, &pos, end, &hklen)
                     if hklen < 0 or hklen > rec_end - pos:
                         raise _corrupt("bad header key length")
-                    try:
-                        hkey = PyUnicode_DecodeUTF8(<const char*>(p + pos), hklen, NULL)
-                    except UnicodeDecodeError:
-                        raise _corrupt("header key is not UTF-8") from None
+                    hkey = keys.get(p + pos, hklen)
                     pos += hklen
                     _read_varint(p, &pos, end, &hvlen)
                     if hvlen < -1 or hvlen > rec_end - pos:
@@ -665,8 +664,9 @@ cdef int _decode_v2(Batch batch, int64_t fetch_offset, list out, _Columns cols) 
                     else:
                         hval = PyBytes_FromStringAndSize(<const char*>(p + pos), hvlen)
                         pos += hvlen
-                    hs.append((hkey, hval))
-                headers = tuple(hs)
+                    pair = (hkey, hval)
+                    Py_INCREF(pair)
+                    PyTuple_SET_ITEM(headers, h, pair)
             if pos != rec_end:
                 raise _corrupt("record length does not match its fields")
             if offset < fetch_offset:
@@ -686,6 +686,30 @@ cdef int _decode_v2(Batch batch, int64_t fetch_offset, list out, _Columns cols) 
     if pos != end:
         raise _corrupt("bytes left after the last record of the batch", batch.base_offset, batch.base_offset + batch.last_offset_delta)
     return 0
+
+
+@cython.final
+cdef class _HeaderKeys:
+    """The header-key strings of one batch, reused: records of a batch repeat their keys."""
+    cdef list strs
+
+    def __cinit__(self):
+        self.strs = []
+
+    cdef object get(self, const uint8_t* p, Py_ssize_t n):
+        cdef const char* known
+        cdef Py_ssize_t known_n
+        for s in self.strs:
+            known = PyUnicode_AsUTF8AndSize(s, &known_n)
+            if known_n == n and memcmp(known, p, n) == 0:
+                return s
+        try:
+            s = PyUnicode_DecodeUTF8(<const char*>p, n, NULL)
+        except UnicodeDecodeError:
+            raise _corrupt("header key is not UTF-8") from None
+        if len(self.strs) < 16:
+            self.strs.append(s)
+        return s
 
 
 cdef int _check_utf8(const uint8_t* p, Py_ssize_t n) except -1:
