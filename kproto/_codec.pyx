@@ -807,9 +807,13 @@ def read_batches(buf, check_crc=True):
     return _BatchIter(buf, check_crc)
 
 
-def decode_record_set(buf, int64_t fetch_offset=0, check_crc=True):
+cdef tuple _decode_set(object buf, int64_t fetch_offset, bint check_crc, list out, _Columns cols):
+    """Decode the data records of a record set into ``out`` or ``cols``.
+
+    Returns (next_offset, whole_bytes); control batches and records below fetch_offset
+    are skipped and a partial trailing batch ignored, as decode_record_set documents.
+    """
     cdef _BatchIter it = _BatchIter(buf, check_crc)
-    cdef list out = []
     cdef int64_t next_offset = fetch_offset
     cdef Py_ssize_t consumed = 0
     cdef Batch batch
@@ -824,12 +828,22 @@ def decode_record_set(buf, int64_t fetch_offset=0, check_crc=True):
             next_offset = batch.base_offset + batch.last_offset_delta + 1
         if (batch.magic == 2 and batch.attributes & CONTROL_BIT) or batch.base_offset + batch.last_offset_delta < fetch_offset:
             continue
-        if batch._legacy is not None:
-            for r in batch._legacy:
-                if r.offset >= fetch_offset:
-                    out.append(r)
-        else:
-            _decode_v2(batch, fetch_offset, out, None)
+        if batch._legacy is None:
+            _decode_v2(batch, fetch_offset, out, cols)
+            continue
+        for r in batch._legacy:
+            if r.offset < fetch_offset:
+                continue
+            if cols is None:
+                out.append(r)
+            else:
+                cols.add_object(r)
+    return next_offset, consumed
+
+
+def decode_record_set(buf, int64_t fetch_offset=0, check_crc=True):
+    cdef list out = []
+    next_offset, consumed = _decode_set(buf, fetch_offset, check_crc, out, None)
     return out, next_offset, consumed
 
 
@@ -838,30 +852,10 @@ def decode_record_set(buf, int64_t fetch_offset=0, check_crc=True):
 # ---------------------------------------------------------------------------
 
 def decode_columnar(buf, int64_t fetch_offset=0, check_crc=True):
-    cdef _BatchIter it = _BatchIter(buf, check_crc)
-    cdef Py_ssize_t total = it.view.size
-    # Rows: a record takes at least 7 bytes on the wire; this is a first guess, not a bound.
+    cdef Py_ssize_t total = memoryview(buf).nbytes
+    # Rows: a first guess (a record of this shape is ~64 bytes on the wire), not a bound.
     cdef _Columns cols = _Columns(total // 64 + 16, total)
-    cdef int64_t next_offset = fetch_offset
-    cdef Py_ssize_t consumed = 0
-    cdef Batch batch
-    cdef Record r
-    while True:
-        obj = it.next_batch()
-        if obj is None:
-            break
-        batch = <Batch>obj
-        consumed += batch.size
-        if batch.base_offset + batch.last_offset_delta + 1 > next_offset:
-            next_offset = batch.base_offset + batch.last_offset_delta + 1
-        if (batch.magic == 2 and batch.attributes & CONTROL_BIT) or batch.base_offset + batch.last_offset_delta < fetch_offset:
-            continue
-        if batch._legacy is not None:
-            for r in batch._legacy:
-                if r.offset >= fetch_offset:
-                    cols.add_object(r)
-        else:
-            _decode_v2(batch, fetch_offset, None, cols)
+    next_offset, consumed = _decode_set(buf, fetch_offset, check_crc, None, cols)
     out = _twin.Columns()
     out.count = cols.count
     out.next_offset = next_offset

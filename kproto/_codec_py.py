@@ -580,6 +580,8 @@ def _read_legacy(buf: Any, start: int, size: int, check_crc: bool, record_cls: t
         ipos += isize + _LOG_OVERHEAD
     if ipos != iend or not inner:
         raise _corrupt("compressed wrapper holds a partial or empty message set", offset, offset)
+    if any(b[0] <= a[0] for a, b in zip(inner, inner[1:])) or inner[-1][0] - inner[0][0] > _INT32_MAX:
+        raise _corrupt("offsets inside a compressed wrapper do not increase within an int32 span", offset, offset)
     records = []
     shift = offset - inner[-1][0] if magic == 1 else 0
     for rel, r in inner:

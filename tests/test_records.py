@@ -361,3 +361,14 @@ def test_columns_wrap_into_arrow_without_copying(codec):
 def test_murmur2_partition_requires_partitions(codec):
     with pytest.raises(ValueError):
         codec.murmur2_partition(b"k", 0)
+
+
+@pytest.mark.parametrize("inner_offsets", [(0, 2**31 + 5), (3, 3), (5, 2)])
+def test_legacy_inner_offsets_must_increase_within_int32(codec, inner_offsets):
+    """Found by the differential test: a mutated v0 wrapper overflowed the extension's
+    int32 last_offset_delta while the twin accepted it."""
+    from kproto import compression
+    inner = b"".join(_legacy_message(0, 0, o, None, b"x") for o in inner_offsets)
+    wrapper = _legacy_message(0, 1, 0, None, compression.compress(1, inner, magic=0))
+    with pytest.raises(CorruptRecordError):
+        codec.decode_record_set(wrapper)
