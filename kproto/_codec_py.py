@@ -39,6 +39,7 @@ offset of the last inner message; with magic 0 inner offsets are absolute.
 
 from __future__ import annotations
 
+import itertools
 import struct
 import zlib
 from collections.abc import Iterator, Sequence
@@ -580,7 +581,7 @@ def _read_legacy(buf: Any, start: int, size: int, check_crc: bool, record_cls: t
         ipos += isize + _LOG_OVERHEAD
     if ipos != iend or not inner:
         raise _corrupt("compressed wrapper holds a partial or empty message set", offset, offset)
-    if any(b[0] <= a[0] for a, b in zip(inner, inner[1:])) or inner[-1][0] - inner[0][0] > _INT32_MAX:
+    if any(b[0] <= a[0] for a, b in itertools.pairwise(inner)) or inner[-1][0] - inner[0][0] > _INT32_MAX:
         raise _corrupt("offsets inside a compressed wrapper do not increase within an int32 span", offset, offset)
     records = []
     shift = offset - inner[-1][0] if magic == 1 else 0
