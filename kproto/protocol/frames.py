@@ -1,0 +1,389 @@
+"""Whole frames: size prefix, request and response headers, and a sans-I/O frame reader.
+
+This is where peer bytes enter kproto's protocol layer, for both roles: a client calls
+:func:`encode_request` and :func:`decode_response`, a broker :func:`decode_request` and
+:func:`encode_response`; :class:`FrameReader` cuts a byte stream into frames for either.
+Nothing here touches a socket or a clock.
+
+Facts (Kafka protocol guide, "Common Request and Response Structure"; RequestHeader.json,
+ResponseHeader.json):
+
+* Every message on the wire is ``INT32 size`` followed by ``size`` bytes (the frame).
+* Request header v0: ``api_key INT16, api_version INT16, correlation_id INT32``. v1 adds
+  ``client_id NULLABLE_STRING``; v2 adds TAGGED_FIELDS. ``client_id`` stays a non-compact
+  NULLABLE_STRING even in v2, so a broker can read it before knowing the version.
+* Response header v0: ``correlation_id INT32``; v1 adds TAGGED_FIELDS.
+* A flexible API version uses request header v2 and response header v1, others v1 and v0.
+  Exceptions: ApiVersions responses always use header v0, so a client can read one whatever
+  version the broker chose (KIP-511); ControlledShutdown v0 requests use header v0 (that API
+  is broker-internal and not in the table, but the rule lives here).
+* After SaslHandshake v0 the SASL tokens travel as bare size-prefixed frames without any
+  header (the io layer handles that; v1 wraps them in SaslAuthenticate instead).
+
+Errors: garbage from a peer raises :class:`~kproto.errors.ProtocolError` (the connection is
+unusable). A request for an API key or version the table lacks raises its subclass
+:class:`UnsupportedApiVersionError` instead, carrying the header, so a broker can still
+answer (Kafka answers an unknown ApiVersions version with a v0 body, KIP-511).
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any, NamedTuple
+
+from kproto.errors import ProtocolError
+from kproto.protocol.messages import APIS, REQUESTS, RESPONSES, ApiKey
+from kproto.protocol.schema import Message, join_parts
+from kproto.protocol.types import NULLABLE_STRING, TAGGED_FIELDS, write_tagged_fields
+
+__all__ = [
+    "DEFAULT_MAX_FRAME_SIZE",
+    "RequestHeader",
+    "UnsupportedApiVersionError",
+    "request_header_version",
+    "response_header_version",
+    "encode_request",
+    "decode_request",
+    "encode_response",
+    "decode_response",
+    "frame",
+    "FrameReader",
+]
+
+#: Kafka's ``socket.request.max.bytes`` default (100 MiB): the largest frame accepted.
+DEFAULT_MAX_FRAME_SIZE = 100 * 1024 * 1024
+
+_CONTROLLED_SHUTDOWN = 7
+
+_SIZE = struct.Struct(">i")
+_REQ_HEAD = struct.Struct(">hhi")
+_PACK_H = struct.Struct(">h").pack
+_UNPACK_H = struct.Struct(">h").unpack_from
+
+# Per API key: (message class, codec, lowest version, highest version, first flexible
+# version), read from the table once so the per-frame path does plain int comparisons.
+_REQUEST_INFO = {k: (c, c._codec, c.VERSIONS.lo, c.VERSIONS.hi, c.FLEXIBLE.lo if c.FLEXIBLE else 1 << 16)
+                 for k, c in REQUESTS.items()}
+_RESPONSE_INFO = {k: (c, c._codec, c.VERSIONS.lo, c.VERSIONS.hi, c.FLEXIBLE.lo if c.FLEXIBLE else 1 << 16)
+                  for k, c in RESPONSES.items()}
+
+
+class RequestHeader(NamedTuple):
+    """A decoded request header (a named tuple: cheap on the broker's hot path).
+
+    Attributes:
+        api_key: the API key.
+        api_version: the API version.
+        correlation_id: echoed in the response.
+        client_id: the client's id; None in header v0 or when the client sent null.
+        tagged_fields: ``{tag: bytes}`` of header v2 tagged fields, or None.
+    """
+
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None = None
+    tagged_fields: dict[int, bytes] | None = None
+
+
+class UnsupportedApiVersionError(ProtocolError):
+    """A request names an API key or version that the table does not have.
+
+    The body was not parsed. Kafka answers with UNSUPPORTED_VERSION (code 35); for an
+    ApiVersions request it answers in the v0 body format with its supported ranges (KIP-511).
+
+    Attributes:
+        api_key: the requested API key.
+        api_version: the requested version.
+        correlation_id: the request's correlation id, for the answer.
+        client_id: the client id if it could be read, else None.
+        known_api: True when only the version is unknown.
+    """
+
+    def __init__(self, api_key: int, api_version: int, correlation_id: int, client_id: str | None, known_api: bool):
+        what = f"version {api_version} of API key {api_key}" if known_api else f"API key {api_key}"
+        super().__init__(f"unsupported request: {what}")
+        self.api_key = api_key
+        self.api_version = api_version
+        self.correlation_id = correlation_id
+        self.client_id = client_id
+        self.known_api = known_api
+
+    def __reduce__(self) -> tuple[Any, ...]:  # keep the fields across pickling
+        return (type(self), (self.api_key, self.api_version, self.correlation_id, self.client_id, self.known_api))
+
+
+def _api(api_key: int) -> Any:
+    try:
+        return APIS[api_key]
+    except KeyError:
+        raise ValueError(f"API key {api_key} is not in kproto's schema table") from None
+
+
+def request_header_version(api_key: int, api_version: int) -> int:
+    """Return the request header version (0, 1 or 2) for an API version.
+
+    Raises:
+        ValueError: the API key is not in the table (ControlledShutdown aside).
+    """
+    if api_key == _CONTROLLED_SHUTDOWN:
+        return 0 if api_version == 0 else (2 if api_version >= 3 else 1)
+    return 2 if api_version in _api(api_key).flexible else 1
+
+
+def response_header_version(api_key: int, api_version: int) -> int:
+    """Return the response header version (0 or 1): ApiVersions is always 0.
+
+    Raises:
+        ValueError: the API key is not in the table.
+    """
+    if api_key == ApiKey.API_VERSIONS:
+        return 0
+    return 1 if api_version in _api(api_key).flexible else 0
+
+
+def frame(payload: bytes) -> bytes:
+    """Prefix ``payload`` with its INT32 size."""
+    return _SIZE.pack(len(payload)) + payload
+
+
+def _finish(parts: list[Any]) -> bytes:
+    # parts[0] is a placeholder for the size prefix: one join, one copy of the records.
+    try:
+        parts[0] = _SIZE.pack(sum(map(len, parts)))
+    except TypeError:
+        pass  # a non-bytes value: join_parts names the problem
+    return join_parts(parts)
+
+
+def encode_request(
+    api_key: int,
+    api_version: int,
+    correlation_id: int,
+    client_id: str | None,
+    body: Message,
+    *,
+    header_tagged_fields: dict[int, bytes] | None = None,
+) -> bytes:
+    """Encode a request frame, **including** its 4-byte size prefix, ready to send.
+
+    Args:
+        api_key: the API key; must match ``body``'s class.
+        api_version: the version to encode.
+        correlation_id: the id the response will echo.
+        client_id: the client id (dropped in header v0).
+        body: the request body, e.g. a :class:`~kproto.protocol.messages.ProduceRequest`.
+        header_tagged_fields: raw tagged fields for header v2 (rarely needed).
+
+    Raises:
+        ValueError: unknown API key or version (a :class:`~kproto.protocol.schema.EncodeError`
+            when ``body`` cannot be encoded).
+    """
+    info = _REQUEST_INFO.get(api_key)
+    if info is None:
+        raise ValueError(f"API key {api_key} is not in kproto's schema table")
+    codec, flex = info[1], api_version >= info[4]
+    parts: list[Any] = [b"", _REQ_HEAD.pack(api_key, api_version, correlation_id)]
+    if client_id is None:
+        parts.append(b"\xff\xff")
+    else:
+        cid = client_id.encode()
+        parts.append(_PACK_H(len(cid)))
+        parts.append(cid)
+    if flex:
+        if header_tagged_fields:
+            write_tagged_fields(parts.append, None, header_tagged_fields)
+        else:
+            parts.append(b"\x00")
+    codec.encode_into(body, api_version, parts.append)
+    return _finish(parts)
+
+
+def encode_response(api_key: int, api_version: int, correlation_id: int, body: Message) -> bytes:
+    """Encode a response frame, **including** its 4-byte size prefix, ready to send.
+
+    Raises:
+        ValueError: unknown API key or version (a :class:`~kproto.protocol.schema.EncodeError`
+            when ``body`` cannot be encoded).
+    """
+    info = _RESPONSE_INFO.get(api_key)
+    if info is None:
+        raise ValueError(f"API key {api_key} is not in kproto's schema table")
+    parts: list[Any] = [b"", _SIZE.pack(correlation_id)]
+    if api_version >= info[4] and api_key != ApiKey.API_VERSIONS:
+        parts.append(b"\x00")  # response header v1: empty tagged fields
+    info[1].encode_into(body, api_version, parts.append)
+    return _finish(parts)
+
+
+def _as_bytes(data: Any) -> bytes:
+    # Decoders slice records out of this object as memoryviews: it must be immutable.
+    return data if type(data) is bytes else bytes(data)
+
+
+def decode_request(data: Any) -> tuple[RequestHeader, Message]:
+    """Decode a request frame (the bytes after the size prefix): the broker's entry point.
+
+    Returns:
+        ``(header, body)``.
+
+    Raises:
+        UnsupportedApiVersionError: the API key or version is not in the table; the body
+            was not read, the header fields needed to answer are on the exception.
+        ProtocolError: anything else malformed: the connection should be closed.
+    """
+    b = _as_bytes(data)
+    if len(b) < _REQ_HEAD.size:
+        raise ProtocolError(f"request frame of {len(b)} bytes is shorter than a request header")
+    api_key, api_version, correlation_id = _REQ_HEAD.unpack_from(b, 0)
+    info = _REQUEST_INFO.get(api_key)
+    if info is None or not info[2] <= api_version <= info[3]:
+        client_id = None
+        if api_key != _CONTROLLED_SHUTDOWN or api_version > 0:
+            try:  # every header from v1 on starts with the same client_id
+                client_id, _ = NULLABLE_STRING.read(b, _REQ_HEAD.size)
+            except ProtocolError:
+                pass
+        raise UnsupportedApiVersionError(api_key, api_version, correlation_id, client_id, info is not None)
+    # client_id: a classic NULLABLE_STRING in header v1 and v2 alike
+    pos = _REQ_HEAD.size + 2
+    if pos > len(b):
+        raise ProtocolError("request header truncated in client_id")
+    (n,) = _UNPACK_H(b, _REQ_HEAD.size)
+    if n >= 0:
+        if pos + n > len(b):
+            raise ProtocolError("request header truncated in client_id")
+        client_id = b[pos : pos + n].decode("utf-8", "replace")
+        pos += n
+    elif n == -1:
+        client_id = None
+    else:
+        raise ProtocolError(f"request header: invalid client_id length {n}")
+    tags = None
+    if api_version >= info[4]:
+        if pos < len(b) and b[pos] == 0:
+            pos += 1
+        else:
+            tags, pos = TAGGED_FIELDS.read(b, pos)
+    body, pos = info[1].decode_from(b, pos, api_version)
+    if pos != len(b):
+        raise ProtocolError(f"{len(b) - pos} trailing bytes after {info[0].__name__} v{api_version}")
+    return RequestHeader(api_key, api_version, correlation_id, client_id, tags or None), body
+
+
+def decode_response(api_key: int, api_version: int, data: Any) -> tuple[int, Message]:
+    """Decode a response frame (the bytes after the size prefix): the client's entry point.
+
+    The caller knows ``api_key`` and ``api_version`` from the request it sent with the
+    correlation id (check the returned one). Response header tagged fields are skipped.
+
+    ApiVersions: a broker that does not support the requested version answers in the v0
+    body format (KIP-511). As Java's ``ApiVersionsResponse.parse`` does, when a v1+ body
+    does not parse, it is parsed again as v0; the v0 body's ``error_code`` then says
+    UNSUPPORTED_VERSION and ``api_keys`` holds the broker's ApiVersions range.
+
+    Returns:
+        ``(correlation_id, body)``; records in the body are memoryviews into ``data``
+        (or into a private copy of it when it is not ``bytes``).
+
+    Raises:
+        ProtocolError: the frame is malformed for this API version.
+        ValueError: the API key or version is not in the table (our misuse).
+    """
+    info = _RESPONSE_INFO.get(api_key)
+    if info is None:
+        raise ValueError(f"API key {api_key} is not in kproto's schema table")
+    cls, codec = info[0], info[1]
+    if not info[2] <= api_version <= info[3]:
+        raise ValueError(f"{cls.__name__} has no version {api_version}")
+    b = _as_bytes(data)
+    if len(b) < 4:
+        raise ProtocolError(f"response frame of {len(b)} bytes is shorter than a response header")
+    (correlation_id,) = _SIZE.unpack_from(b, 0)
+    pos = 4
+    try:
+        if api_version >= info[4] and api_key != ApiKey.API_VERSIONS:
+            if pos < len(b) and b[pos] == 0:
+                pos += 1
+            else:
+                _, pos = TAGGED_FIELDS.read(b, pos)
+        body, pos = codec.decode_from(b, pos, api_version)
+        if pos != len(b):
+            raise ProtocolError(f"{len(b) - pos} trailing bytes after {cls.__name__} v{api_version}")
+    except ProtocolError:
+        if api_key != ApiKey.API_VERSIONS or api_version == 0:
+            raise
+        body = codec.decode(b[4:], 0)  # the KIP-511 fallback; raises if v0 fails too
+    return correlation_id, body
+
+
+class FrameReader:
+    """Cut a received byte stream into frames (h11-style, no I/O).
+
+    Feed it whatever the transport delivered with :meth:`receive_data`, then call
+    :meth:`next_frame` until it returns None. Frames come out as ``bytes`` without the
+    size prefix, ready for :func:`decode_request` / :func:`decode_response`.
+
+    Args:
+        max_frame_size: largest acceptable frame size; a larger size prefix raises
+            :class:`~kproto.errors.ProtocolError` (a peer sending garbage, or an HTTP or
+            TLS client on a plaintext Kafka port, must not make us buffer gigabytes).
+    """
+
+    def __init__(self, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> None:
+        self.max_frame_size = max_frame_size
+        self._buf = bytearray()
+        self._start = 0  # consumed prefix of _buf, dropped lazily to avoid O(n^2) copying
+        self._eof = False
+
+    @property
+    def buffered(self) -> int:
+        """Bytes received but not yet returned as frames."""
+        return len(self._buf) - self._start
+
+    @property
+    def at_eof(self) -> bool:
+        """True once :meth:`receive_data` got ``b""`` (the peer closed)."""
+        return self._eof
+
+    def receive_data(self, data: bytes) -> None:
+        """Add received bytes; ``b""`` means the peer closed the connection.
+
+        Raises:
+            RuntimeError: data after end of stream (our misuse).
+        """
+        if data:
+            if self._eof:
+                raise RuntimeError("received data after end of stream")
+            self._buf += data
+        else:
+            self._eof = True
+
+    def next_frame(self) -> bytes | None:
+        """Return the next complete frame, or None if more data is needed.
+
+        Raises:
+            ProtocolError: a negative or oversized frame size, or the stream ended in
+                the middle of a frame. The reader is unusable afterwards.
+        """
+        buf, start = self._buf, self._start
+        avail = len(buf) - start
+        if avail >= 4:
+            (size,) = _SIZE.unpack_from(buf, start)
+            if size < 0 or size > self.max_frame_size:
+                raise ProtocolError(f"frame size {size} outside 0..{self.max_frame_size}")
+            end = start + 4 + size
+            if end <= len(buf):
+                out = bytes(buf[start + 4 : end])
+                if end == len(buf):
+                    buf.clear()
+                    self._start = 0
+                elif end > 65536 and end * 2 > len(buf):
+                    del buf[:end]
+                    self._start = 0
+                else:
+                    self._start = end
+                return out
+        if self._eof and avail:
+            raise ProtocolError(f"connection closed inside a frame ({avail} bytes pending)")
+        return None

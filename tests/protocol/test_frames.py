@@ -1,0 +1,234 @@
+"""Tests of kproto.protocol.frames: headers, size prefixes, the broker and client entry points."""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kproto.errors import ProtocolError
+from kproto.protocol import (
+    ApiKey,
+    FrameReader,
+    RequestHeader,
+    UnsupportedApiVersionError,
+    decode_request,
+    decode_response,
+    encode_request,
+    encode_response,
+    frame,
+    request_header_version,
+    response_header_version,
+)
+from kproto.protocol import messages as m
+from kproto.protocol.schema import EncodeError
+from tests.protocol.table_strategies import populated
+
+
+class Pair:
+    """A client role and a broker role joined in memory (h11's ConnectionPair idea).
+
+    ``exchange`` sends a request from the client through a FrameReader on the broker side,
+    answers it there and brings the response back through the client's FrameReader, so
+    every frame crosses both entry points.
+    """
+
+    def __init__(self) -> None:
+        self.to_broker = FrameReader()
+        self.to_client = FrameReader()
+        self.next_id = 0
+
+    def exchange(self, version: int, request: m.Message, response: m.Message, client_id: str | None = "c"):
+        self.next_id += 1
+        api_key = request.API_KEY
+        self.to_broker.receive_data(encode_request(api_key, version, self.next_id, client_id, request))
+        header, got = decode_request(self.to_broker.next_frame())
+        assert self.to_broker.next_frame() is None
+        self.to_client.receive_data(encode_response(api_key, version, header.correlation_id, response))
+        corr, answer = decode_response(api_key, version, self.to_client.next_frame())
+        return header, got, corr, answer
+
+
+@pytest.mark.parametrize("api", m.TABLE, ids=lambda a: a.name)
+def test_every_api_through_a_client_broker_pair(api) -> None:
+    pair = Pair()
+    req_cls, resp_cls = m.REQUESTS[api.key], m.RESPONSES[api.key]
+    for version in api.versions:
+        req, resp = populated(req_cls, version), populated(resp_cls, version)
+        header, got, corr, answer = pair.exchange(version, req, resp)
+        assert header == RequestHeader(api.key, version, pair.next_id, "c")
+        assert got == req and answer == resp and corr == pair.next_id
+
+
+def test_request_header_v1() -> None:
+    wire = encode_request(ApiKey.HEARTBEAT, 3, 0x01020304, "cli", m.HeartbeatRequest(group_id="g"))
+    size, = struct.unpack_from(">i", wire)
+    assert size == len(wire) - 4
+    assert wire[4:17] == b"\x00\x0c\x00\x03\x01\x02\x03\x04\x00\x03cli"
+    assert wire[17:] == m.HeartbeatRequest(group_id="g").encode(3)
+
+
+def test_request_header_v2_keeps_a_classic_client_id_and_adds_tags() -> None:
+    wire = encode_request(ApiKey.HEARTBEAT, 4, 7, "cli", m.HeartbeatRequest(group_id="g"))
+    assert wire[4:17] == b"\x00\x0c\x00\x04\x00\x00\x00\x07\x00\x03cli"
+    assert wire[17:18] == b"\x00"  # empty tagged fields
+    header, _ = decode_request(wire[4:])
+    assert header.client_id == "cli" and header.tagged_fields is None
+
+
+def test_request_header_v2_tagged_fields_round_trip() -> None:
+    wire = encode_request(18, 3, 7, None, m.ApiVersionsRequest(), header_tagged_fields={5: b"xy"})
+    header, body = decode_request(wire[4:])
+    assert header.client_id is None and header.tagged_fields == {5: b"xy"}
+    assert body == m.ApiVersionsRequest()
+
+
+def test_request_header_v0_for_controlled_shutdown_v0() -> None:
+    assert request_header_version(7, 0) == 0
+    assert request_header_version(7, 1) == 1
+    assert request_header_version(ApiKey.PRODUCE, 8) == 1
+    assert request_header_version(ApiKey.PRODUCE, 9) == 2
+
+
+def test_response_headers() -> None:
+    assert response_header_version(ApiKey.METADATA, 8) == 0
+    assert response_header_version(ApiKey.METADATA, 9) == 1
+    v0 = encode_response(ApiKey.METADATA, 8, 5, m.MetadataResponse())
+    v1 = encode_response(ApiKey.METADATA, 9, 5, m.MetadataResponse())
+    assert v0[4:8] == v1[4:8] == b"\x00\x00\x00\x05"
+    assert v1[8:9] == b"\x00"  # response header v1: tagged fields
+    assert v0[8:] == m.MetadataResponse().encode(8)
+    assert v1[9:] == m.MetadataResponse().encode(9)
+
+
+@pytest.mark.parametrize("version", [0, 1, 2, 3, 4])
+def test_api_versions_response_always_uses_header_v0(version: int) -> None:
+    assert response_header_version(ApiKey.API_VERSIONS, version) == 0
+    body = m.ApiVersionsResponse(api_keys=[m.ApiVersionsResponse.ApiVersion(api_key=0, min_version=3, max_version=11)])
+    wire = encode_response(ApiKey.API_VERSIONS, version, 9, body)
+    assert wire[8:] == body.encode(version)  # no tag byte after the correlation id
+    assert decode_response(ApiKey.API_VERSIONS, version, wire[4:]) == (9, body)
+
+
+def test_api_versions_v0_fallback_for_an_unsupported_version() -> None:
+    """KIP-511: the broker answers a version it lacks with a v0 body; the client reparses."""
+    answer = m.ApiVersionsResponse(error_code=35, api_keys=[
+        m.ApiVersionsResponse.ApiVersion(api_key=18, min_version=0, max_version=2)])
+    wire = encode_response(ApiKey.API_VERSIONS, 0, 3, answer)
+    corr, got = decode_response(ApiKey.API_VERSIONS, 4, wire[4:])
+    assert corr == 3 and got.error_code == 35 and got.api_keys == answer.api_keys
+
+
+def test_unknown_api_version_is_reported_with_its_header() -> None:
+    wire = encode_request(18, 3, 42, "librdkafka", m.ApiVersionsRequest())
+    raw = bytearray(wire[4:])
+    raw[2:4] = (77).to_bytes(2, "big")
+    with pytest.raises(UnsupportedApiVersionError) as info:
+        decode_request(bytes(raw))
+    e = info.value
+    assert (e.api_key, e.api_version, e.correlation_id, e.client_id, e.known_api) == (18, 77, 42, "librdkafka", True)
+    assert isinstance(e, ProtocolError)
+    import pickle
+
+    again = pickle.loads(pickle.dumps(e))
+    assert (again.api_version, again.correlation_id, again.client_id) == (77, 42, "librdkafka")
+
+
+def test_unknown_api_key_is_reported() -> None:
+    with pytest.raises(UnsupportedApiVersionError) as info:
+        decode_request(b"\x03\xe7\x00\x00\x00\x00\x00\x01\xff\xff")
+    assert info.value.api_key == 999 and not info.value.known_api and info.value.client_id is None
+
+
+@pytest.mark.parametrize("data", [b"", b"\x00\x12", b"\x00\x12\x00\x03\x00\x00\x00", b"\x00\x12\x00\x03\x00\x00\x00\x01\x00"])
+def test_short_request_frames(data: bytes) -> None:
+    with pytest.raises(ProtocolError):
+        decode_request(data)
+
+
+def test_short_response_frames() -> None:
+    with pytest.raises(ProtocolError):
+        decode_response(ApiKey.METADATA, 1, b"\x00\x00")
+    with pytest.raises(ProtocolError):
+        decode_response(ApiKey.METADATA, 1, b"\x00\x00\x00\x01")
+
+
+def test_our_misuse_is_a_value_error() -> None:
+    with pytest.raises(EncodeError):
+        encode_request(ApiKey.SASL_AUTHENTICATE, 1, 1, None, m.SaslAuthenticateRequest(auth_bytes="str"))
+    with pytest.raises(ValueError):
+        encode_request(999, 0, 1, None, m.ApiVersionsRequest())
+    with pytest.raises(ValueError):
+        encode_request(ApiKey.PRODUCE, 99, 1, None, m.ProduceRequest())
+    with pytest.raises(ValueError):
+        decode_response(ApiKey.PRODUCE, 99, b"\x00\x00\x00\x01")
+    with pytest.raises(ValueError):
+        request_header_version(999, 0)
+
+
+# ---------------------------------------------------------------------------
+# FrameReader
+# ---------------------------------------------------------------------------
+
+
+@settings(max_examples=50, deadline=None)
+@given(payloads=st.lists(st.binary(max_size=300), max_size=8), cuts=st.lists(st.integers(1, 50), max_size=40))
+def test_frame_reader_reassembles_any_split(payloads: list[bytes], cuts: list[int]) -> None:
+    stream = b"".join(frame(p) for p in payloads)
+    reader = FrameReader()
+    got, pos = [], 0
+    for n in cuts + [len(stream)]:
+        reader.receive_data(stream[pos : pos + n])
+        pos += n
+        while (f := reader.next_frame()) is not None:
+            got.append(f)
+        if pos >= len(stream):
+            break
+    assert got == payloads
+    assert reader.buffered == 0
+
+
+def test_frame_reader_limits() -> None:
+    reader = FrameReader(max_frame_size=10)
+    reader.receive_data(frame(b"x" * 10))
+    assert reader.next_frame() == b"x" * 10
+    reader.receive_data(frame(b"x" * 11))
+    with pytest.raises(ProtocolError, match="frame size 11"):
+        reader.next_frame()
+    negative = FrameReader()
+    negative.receive_data(b"\xff\xff\xff\xfe")
+    with pytest.raises(ProtocolError):
+        negative.next_frame()
+
+
+def test_frame_reader_rejects_http_on_a_kafka_port() -> None:
+    reader = FrameReader()
+    reader.receive_data(b"GET / HTTP/1.1\r\n\r\n")
+    with pytest.raises(ProtocolError):
+        reader.next_frame()
+
+
+def test_frame_reader_end_of_stream() -> None:
+    reader = FrameReader()
+    reader.receive_data(frame(b"ab") + b"\x00\x00")
+    reader.receive_data(b"")
+    assert reader.at_eof
+    assert reader.next_frame() == b"ab"
+    with pytest.raises(ProtocolError, match="closed inside a frame"):
+        reader.next_frame()
+    with pytest.raises(RuntimeError):
+        reader.receive_data(b"more")
+    clean = FrameReader()
+    clean.receive_data(b"")
+    assert clean.next_frame() is None
+
+
+def test_frame_reader_many_frames_in_one_buffer() -> None:
+    reader = FrameReader()
+    reader.receive_data(b"".join(frame(bytes([i % 256]) * 100) for i in range(2000)))
+    frames = []
+    while (f := reader.next_frame()) is not None:
+        frames.append(f)
+    assert frames == [bytes([i % 256]) * 100 for i in range(2000)]
