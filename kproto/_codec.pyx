@@ -16,7 +16,7 @@ code, with this module's Record and Batch classes, so that they have one impleme
 
 cimport cython
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
-from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_Resize
+from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_FromStringAndSize, PyByteArray_Resize
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.list cimport PyList_Append
 from cpython.ref cimport Py_INCREF
@@ -71,6 +71,8 @@ cdef enum:
 
 cdef tuple _EMPTY = ()
 cdef int64_t INT32_MAX = 2147483647
+cdef int64_t INT64_MAX = 0x7FFFFFFFFFFFFFFF
+cdef int64_t INT64_MIN = -INT64_MAX - 1
 
 
 cdef inline object _corrupt(str message, object first=None, object last=None):
@@ -284,8 +286,8 @@ def size_of_varlong(value):
 # checksums and hashing
 # ---------------------------------------------------------------------------
 
-def crc32c(data, crc=0):
-    return _crc32c(data, crc)
+# The crc32c package's own function: no wrapper between the caller and the hardware CRC.
+crc32c = _crc32c
 
 
 def crc32(data, crc=0):
@@ -448,33 +450,39 @@ cdef class Batch:
 
 @cython.final
 cdef class _Growable:
-    """A bytearray filled from C: grows by doubling, trimmed to its length at the end."""
+    """A bytearray filled from C through a raw pointer; trimmed to its length at the end.
+
+    Callers ``ensure`` room once (per batch, from the batch header's bounds) and then
+    write without further checks; the pointer is only valid until the next ``ensure``.
+    """
     cdef bytearray buf
+    cdef uint8_t* ptr
     cdef Py_ssize_t used
     cdef Py_ssize_t cap
 
     def __cinit__(self, Py_ssize_t cap):
         if cap < 64:
             cap = 64
-        self.buf = bytearray(cap)
+        # Uninitialised storage: every byte up to ``used`` is written before it is read.
+        self.buf = PyByteArray_FromStringAndSize(NULL, cap)
+        self.ptr = <uint8_t*>PyByteArray_AS_STRING(self.buf)
         self.cap = cap
         self.used = 0
 
-    cdef inline uint8_t* reserve(self, Py_ssize_t n) except NULL:
+    cdef inline int ensure(self, Py_ssize_t n) except -1:
         cdef Py_ssize_t need = self.used + n
         cdef Py_ssize_t cap = self.cap
         if need > cap:
             while cap < need:
                 cap *= 2
             PyByteArray_Resize(self.buf, cap)
+            self.ptr = <uint8_t*>PyByteArray_AS_STRING(self.buf)
             self.cap = cap
-        return <uint8_t*>PyByteArray_AS_STRING(self.buf) + self.used
-
-    cdef inline int append(self, const void* src, Py_ssize_t n) except -1:
-        cdef uint8_t* dst = self.reserve(n)
-        memcpy(dst, src, n)
-        self.used += n
         return 0
+
+    cdef inline void put(self, const void* src, Py_ssize_t n) noexcept:
+        memcpy(self.ptr + self.used, src, n)
+        self.used += n
 
     cdef bytearray finish(self):
         PyByteArray_Resize(self.buf, self.used)
@@ -496,25 +504,31 @@ cdef class _BinCol:
         self.data = _Growable(data_cap)
         self.validity = _Growable(rows // 8 + 1)
         cdef int32_t zero = 0
-        self.offsets.append(&zero, 4)
+        self.offsets.put(&zero, 4)
         self.n = 0
         self.nulls = 0
 
+    cdef inline int ensure(self, Py_ssize_t rows, Py_ssize_t data) except -1:
+        self.offsets.ensure(4 * rows)
+        self.data.ensure(data)
+        self.validity.ensure(rows // 8 + 1)
+        return 0
+
     cdef inline int add(self, const uint8_t* p, Py_ssize_t n) except -1:
-        cdef uint8_t* bits
-        if self.n % 8 == 0:
-            bits = self.validity.reserve(1)
-            bits[0] = 0
-            self.validity.used += 1
+        """Append a value (n < 0: null); room must have been ensured."""
+        cdef _Growable validity = self.validity
+        if self.n & 7 == 0:
+            validity.ptr[validity.used] = 0
+            validity.used += 1
         if n < 0:
             self.nulls += 1
         else:
-            self.data.append(p, n)
-            (<uint8_t*>PyByteArray_AS_STRING(self.validity.buf))[self.validity.used - 1] |= <uint8_t>(1 << (self.n % 8))
+            self.data.put(p, n)
+            validity.ptr[validity.used - 1] |= <uint8_t>(1 << (self.n & 7))
             if self.data.used > INT32_MAX:
                 raise OverflowError("record set too large for int32 Arrow offsets: decode it in parts")
         cdef int32_t end = <int32_t>self.data.used
-        self.offsets.append(&end, 4)
+        self.offsets.put(&end, 4)
         self.n += 1
         return 0
 
@@ -536,19 +550,37 @@ cdef class _Columns:
         self.ts_types = _Growable(rows)
         self.header_offsets = _Growable(4 * (rows + 1))
         cdef int32_t zero = 0
-        self.header_offsets.append(&zero, 4)
+        self.header_offsets.put(&zero, 4)
         self.count = 0
         self.nheaders = 0
 
+    cdef int ensure(self, Py_ssize_t rows, Py_ssize_t data) except -1:
+        """Room for ``rows`` more records whose keys and values total at most ``data`` bytes."""
+        self.offsets.ensure(8 * rows)
+        self.timestamps.ensure(8 * rows)
+        self.ts_types.ensure(rows)
+        self.header_offsets.ensure(4 * rows)
+        self.keys.ensure(rows, data)
+        self.values.ensure(rows, data)
+        return 0
+
+    cdef inline int add_header(self, const uint8_t* key, Py_ssize_t klen, const uint8_t* value, Py_ssize_t vlen) except -1:
+        self.hkeys.ensure(1, klen)
+        self.hkeys.add(key, klen)
+        self.hvals.ensure(1, vlen if vlen > 0 else 0)
+        self.hvals.add(value, vlen)
+        return 0
+
     cdef inline int add_record(self, int64_t offset, int64_t timestamp, int ts_type, const uint8_t* key, Py_ssize_t klen, const uint8_t* value, Py_ssize_t vlen, int32_t nheaders) except -1:
+        """Append a record; room must have been ensured."""
         cdef int8_t t = <int8_t>ts_type
-        self.offsets.append(&offset, 8)
-        self.timestamps.append(&timestamp, 8)
-        self.ts_types.append(&t, 1)
+        self.offsets.put(&offset, 8)
+        self.timestamps.put(&timestamp, 8)
+        self.ts_types.put(&t, 1)
         self.keys.add(key, klen)
         self.values.add(value, vlen)
         self.nheaders += nheaders
-        self.header_offsets.append(&self.nheaders, 4)
+        self.header_offsets.put(&self.nheaders, 4)
         self.count += 1
         return 0
 
@@ -557,13 +589,13 @@ cdef class _Columns:
         cdef const uint8_t* kp = NULL
         cdef const uint8_t* vp = NULL
         cdef Py_ssize_t kn = -1, vn = -1
-        cdef bytes hk
         if r.key is not None:
             kv = _View(r.key)
             kp, kn = kv.ptr, kv.size
         if r.value is not None:
             vv = _View(r.value)
             vp, vn = vv.ptr, vv.size
+        self.ensure(1, (kn if kn > 0 else 0) + (vn if vn > 0 else 0))
         self.add_record(r.offset, r.timestamp, r.timestamp_type, kp, kn, vp, vn, 0)
         return 0
 
@@ -597,8 +629,12 @@ cdef int _decode_v2(Batch batch, int64_t fetch_offset, list out, _Columns cols) 
     cdef int64_t max_ts = batch.max_timestamp
     cdef object key, value, headers, hkey, hval, pair
     cdef _HeaderKeys keys = _HeaderKeys()
+    if cols is not None:
+        # A record takes at least 7 bytes, and its keys and values fit in the payload:
+        # bounds for the whole batch, so the loop below writes without checks.
+        cols.ensure(min(<Py_ssize_t>batch.records_count, end // 7 + 1), end)
     cdef Record rec
-    cdef Py_ssize_t key_pos, value_pos
+    cdef Py_ssize_t key_pos, value_pos, hkey_pos
     try:
         for i in range(batch.records_count):
             _read_varint(p, &pos, end, &length)
@@ -621,10 +657,19 @@ cdef int _decode_v2(Batch batch, int64_t fetch_offset, list out, _Columns cols) 
             if vlen > 0:
                 pos += vlen
             _read_varint(p, &pos, end, &count)
-            if count < 0:
-                raise _corrupt("negative header count")
+            # A header takes at least 2 bytes (two length varints): a larger count is a lie,
+            # and must be caught before anything is sized by it.
+            if count < 0 or count > (rec_end - pos) // 2:
+                raise _corrupt("bad header count")
+            if (off_delta > 0 and base_offset > INT64_MAX - off_delta) or (off_delta < 0 and base_offset < INT64_MIN - off_delta):
+                raise _corrupt("record offset or timestamp overflows 64 bits")
             offset = base_offset + off_delta
-            timestamp = max_ts if log_append else base_ts + ts_delta
+            if log_append:
+                timestamp = max_ts
+            elif (ts_delta > 0 and base_ts > INT64_MAX - ts_delta) or (ts_delta < 0 and base_ts < INT64_MIN - ts_delta):
+                raise _corrupt("record offset or timestamp overflows 64 bits")
+            else:
+                timestamp = base_ts + ts_delta
             if cols is not None:
                 # Columnar: copy straight into the column buffers.
                 for h in range(count):
@@ -632,14 +677,13 @@ cdef int _decode_v2(Batch batch, int64_t fetch_offset, list out, _Columns cols) 
                     if hklen < 0 or hklen > rec_end - pos:
                         raise _corrupt("bad header key length")
                     _check_utf8(p + pos, hklen)
-                    if offset >= fetch_offset:
-                        cols.hkeys.add(p + pos, hklen)
+                    hkey_pos = pos
                     pos += hklen
                     _read_varint(p, &pos, end, &hvlen)
                     if hvlen < -1 or hvlen > rec_end - pos:
                         raise _corrupt("bad header value length")
                     if offset >= fetch_offset:
-                        cols.hvals.add(p + pos, hvlen)
+                        cols.add_header(p + hkey_pos, hklen, p + pos, hvlen)
                     if hvlen > 0:
                         pos += hvlen
                 if pos != rec_end:
@@ -746,6 +790,9 @@ cdef Batch _read_v2_header(object buf, const uint8_t* p, Py_ssize_t start, Py_ss
     batch._legacy = None
     if batch.records_count < 0:
         raise _corrupt(f"negative record count {batch.records_count}", batch.base_offset, batch.base_offset + batch.last_offset_delta)
+    if ((batch.last_offset_delta >= 0 and batch.base_offset > INT64_MAX - 1 - batch.last_offset_delta)
+            or (batch.last_offset_delta < 0 and batch.base_offset < INT64_MIN - 1 - batch.last_offset_delta)):
+        raise _corrupt("batch offsets overflow 64 bits", batch.base_offset)
     if batch.attributes & CODEC_MASK > 4:
         raise UnsupportedCompressionTypeError(f"compression codec id {batch.attributes & CODEC_MASK}")
     if check_crc and _crc32c(memoryview(buf)[start + ATTRIBUTES: start + size]) != batch.crc:
@@ -1120,7 +1167,7 @@ cdef class BatchBuilder:
 
 
 for _name in ("encode_uvarint", "decode_uvarint", "encode_varint", "decode_varint", "encode_varlong",
-              "decode_varlong", "size_of_varint", "size_of_varlong", "crc32c", "crc32", "murmur2",
+              "decode_varlong", "size_of_varint", "size_of_varlong", "crc32", "murmur2",
               "murmur2_partition", "read_batches", "decode_record_set", "decode_columnar"):
     globals()[_name].__doc__ = getattr(_twin, _name).__doc__
 del _name

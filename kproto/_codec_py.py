@@ -239,9 +239,9 @@ def size_of_varlong(value: int) -> int:
 # ---------------------------------------------------------------------------
 
 
-def crc32c(data: Any, crc: int = 0) -> int:
-    """CRC-32C (Castagnoli) of ``data``, continuing from ``crc``; the v2 batch checksum."""
-    return _crc32c(data, crc)
+# CRC-32C (Castagnoli), the v2 batch checksum: the crc32c package's own function, in both
+# backends, so that nothing stands between a caller and the hardware instruction.
+crc32c = _crc32c
 
 
 def crc32(data: Any, crc: int = 0) -> int:
@@ -452,8 +452,9 @@ def _decode_v2_records(batch: Batch, fetch_offset: int, out: list) -> None:
             value = None if vlen < 0 else bytes(data[pos : pos + vlen])
             pos += max(vlen, 0)
             count, pos = decode_varint(data, pos)
-            if count < 0:
-                raise _corrupt("negative header count", first, last)
+            # A header takes at least 2 bytes (two length varints): a larger count is a lie.
+            if count < 0 or count > (rec_end - pos) // 2:
+                raise _corrupt("bad header count", first, last)
             headers: tuple = _EMPTY
             if count:
                 hs = []
@@ -476,8 +477,11 @@ def _decode_v2_records(batch: Batch, fetch_offset: int, out: list) -> None:
             if pos != rec_end:
                 raise _corrupt("record length does not match its fields", first, last)
             offset = base_offset + off_delta
+            timestamp = max_ts if log_append else base_ts + ts_delta
+            if not (_INT64_MIN <= offset <= _INT64_MAX and _INT64_MIN <= timestamp <= _INT64_MAX):
+                raise _corrupt("record offset or timestamp overflows 64 bits", first, last)
             if offset >= fetch_offset:
-                out.append(Record(offset, max_ts if log_append else base_ts + ts_delta, ts_type, key, value, headers))
+                out.append(Record(offset, timestamp, ts_type, key, value, headers))
     except CorruptRecordError as exc:
         if exc.first_offset is None:
             raise _corrupt(str(exc.args[0]), first, last) from None
@@ -508,6 +512,8 @@ def _read_v2_header(buf: Any, start: int, size: int, check_crc: bool) -> Batch:
     batch._legacy = None
     if count < 0:
         raise _corrupt(f"negative record count {count}", base_offset, batch.last_offset)
+    if not _INT64_MIN <= base_offset + last_delta + 1 <= _INT64_MAX:
+        raise _corrupt("batch offsets overflow 64 bits", base_offset)
     if attributes & _CODEC_MASK > compression.ZSTD:
         raise UnsupportedCompressionTypeError(f"compression codec id {attributes & _CODEC_MASK}")
     if check_crc and _crc32c(memoryview(buf)[start + _ATTRIBUTES : start + size]) != crc:
@@ -550,6 +556,8 @@ def _read_legacy(buf: Any, start: int, size: int, check_crc: bool, record_cls: t
     batch._start = start
     codec = attributes & _CODEC_MASK
     ts_type = -1 if magic == 0 else (1 if attributes & _TIMESTAMP_TYPE_BIT else 0)
+    if offset == _INT64_MAX:
+        raise _corrupt("message offset leaves no next offset", offset)
     if codec == 0:
         batch.base_offset = offset
         batch.last_offset_delta = 0
@@ -584,7 +592,12 @@ def _read_legacy(buf: Any, start: int, size: int, check_crc: bool, record_cls: t
     if any(b[0] <= a[0] for a, b in itertools.pairwise(inner)) or inner[-1][0] - inner[0][0] > _INT32_MAX:
         raise _corrupt("offsets inside a compressed wrapper do not increase within an int32 span", offset, offset)
     records = []
+    # Java (AbstractLegacyRecordBatch): a magic 1 wrapper's inner offsets are relative,
+    # made absolute by wrapper offset - last inner offset, unless that is negative: a
+    # wrapper a producer wrote (offset 0, not yet assigned) keeps its relative offsets.
     shift = offset - inner[-1][0] if magic == 1 else 0
+    if shift < 0:
+        shift = 0
     for rel, r in inner:
         ts = r.timestamp
         if ts_type == 1:

@@ -372,3 +372,13 @@ def test_legacy_inner_offsets_must_increase_within_int32(codec, inner_offsets):
     wrapper = _legacy_message(0, 1, 0, None, compression.compress(1, inner, magic=0))
     with pytest.raises(CorruptRecordError):
         codec.decode_record_set(wrapper)
+
+
+@pytest.mark.parametrize("base_offset", [2**63 - 1, -(2**63)])
+def test_batch_offsets_that_overflow_64_bits_are_corrupt(codec, base_offset):
+    raw = bytearray(build(codec, [(1, b"k", b"v"), (2, b"k", b"v")]))
+    struct.pack_into(">q", raw, 0, base_offset)
+    struct.pack_into(">i", raw, 23, 1 if base_offset > 0 else -2)
+    struct.pack_into(">I", raw, 17, _codec_py.crc32c(bytes(raw[21:])))
+    with pytest.raises(CorruptRecordError):
+        codec.decode_record_set(bytes(raw))
