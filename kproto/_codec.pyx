@@ -607,7 +607,7 @@ cdef object _payload(Batch batch):
     if codec == 0:
         return view
     try:
-        return compression.decompress(codec, view, magic=2)
+        return compression.decompress_view(codec, view, magic=2)
     except CorruptRecordError as exc:
         raise _corrupt(f"cannot decompress batch: {exc}", batch.base_offset, batch.base_offset + batch.last_offset_delta) from None
 

@@ -416,7 +416,7 @@ def _batch_payload(batch: Batch) -> bytes | memoryview:
     if codec == 0:
         return view
     try:
-        return compression.decompress(codec, view, magic=2)
+        return memoryview(compression.decompress_view(codec, view, magic=2))
     except CorruptRecordError as exc:
         raise _corrupt(f"cannot decompress batch: {exc}", batch.base_offset, batch.last_offset) from None
 

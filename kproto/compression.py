@@ -63,6 +63,7 @@ __all__ = [
     "codec_name",
     "compress",
     "decompress",
+    "decompress_view",
 ]
 
 NONE, GZIP, SNAPPY, LZ4, ZSTD = 0, 1, 2, 3, 4
@@ -207,10 +208,26 @@ def decompress(
             exceed ``max_size``. No offsets are set; the record codec adds them.
         UnsupportedCompressionTypeError: codec not 0 to 4, or zstd with magic < 2.
     """
+    out = decompress_view(codec, data, magic=magic, max_size=max_size)
+    return out if type(out) is bytes else bytes(out)
+
+
+def decompress_view(
+    codec: int,
+    data: bytes | bytearray | memoryview,
+    *,
+    magic: int = 2,
+    max_size: int = DEFAULT_MAX_DECOMPRESSED,
+) -> bytes | bytearray | memoryview:
+    """:func:`decompress` without the final copy into ``bytes``: the record codec's path.
+
+    Returns a read-only-by-convention bytes-like object (``bytes``, a ``bytearray`` or
+    a cramjam buffer); same arguments, checks and errors as :func:`decompress`.
+    """
     if codec == NONE:
         if len(data) > max_size:
             raise _too_large("none", max_size)
-        return bytes(data)
+        return data
     if codec == GZIP:
         return _gzip_decompress(data, max_size)
     if codec == SNAPPY:
@@ -264,6 +281,14 @@ def _view(data) -> memoryview:
     return view
 
 
+def _one_shot(decompress_fn, view: memoryview, what: str):
+    """Run cramjam's one-shot decompressor, only where the format bounds the output."""
+    try:
+        return decompress_fn(view)
+    except _DecompressionError as exc:
+        raise CorruptRecordError(f"{what} data does not decompress: {exc}") from None
+
+
 def _decompress_into(into, data, guess: int, max_size: int, what: str) -> bytes:
     """Run a cramjam ``*_into`` decompressor with a growing, bounded output buffer.
 
@@ -282,9 +307,8 @@ def _decompress_into(into, data, guess: int, max_size: int, what: str) -> bytes:
                 raise _too_large(what, max_size) from None
             size = min(max(size * 4, _MIN_GUESS), max_size)
             continue
-        if written == size:
-            return bytes(out)
-        return bytes(memoryview(out)[:written])
+        del out[written:]  # shrinks in place: no copy
+        return out
 
 
 # ---------------------------------------------------------------------------
@@ -294,6 +318,8 @@ def _decompress_into(into, data, guess: int, max_size: int, what: str) -> bytes:
 # 10-byte header + 2-byte empty deflate stream + CRC32 + ISIZE.
 _GZIP_MIN_MEMBER = 20
 # Deflate cannot expand more than 1032:1, so larger ISIZE hints are lies.
+# LZ4 cannot either beyond 255:1 (a match adds at most 255 bytes per input byte).
+_LZ4_MAX_RATIO = 255
 _DEFLATE_MAX_RATIO = 1032
 
 
@@ -306,6 +332,10 @@ def _gzip_decompress(data, max_size: int) -> bytes:
     # ISIZE (input size mod 2**32) of the last member: exact for Kafka's one-member
     # payloads, a low guess for several members (then the buffer grows).
     isize = int.from_bytes(view[n - 4 :], "little")
+    if n * _DEFLATE_MAX_RATIO <= max_size:
+        # Deflate's worst case cannot exceed the cap: the one-shot decoder is safe, and
+        # faster than the bounded path.
+        return _one_shot(cramjam.gzip.decompress, view, "gzip")
     guess = max(min(isize, n * _DEFLATE_MAX_RATIO), 1)
     return _decompress_into(cramjam.gzip.decompress_into, view, guess, max_size, "gzip")
 
@@ -462,6 +492,9 @@ def _lz4_decompress(data, magic: int, max_size: int) -> bytes:
         if content_size > max_size:
             raise _too_large("lz4", max_size)
         guess = content_size
+    if len(view) * _LZ4_MAX_RATIO <= max_size:
+        # LZ4's worst case cannot exceed the cap: the one-shot decoder is safe and faster.
+        return _one_shot(cramjam.lz4.decompress, view, "lz4")
     return _decompress_into(cramjam.lz4.decompress_into, view, guess, max_size, "lz4")
 
 

@@ -689,3 +689,14 @@ def test_kafka_python_zstd(data):
     _need_kafka_python("has_zstd", "zstandard")
     assert decompress(ZSTD, kafka_codec.zstd_encode(data)) == data
     assert kafka_codec.zstd_decode(compress(ZSTD, data)) == data
+
+
+@pytest.mark.parametrize("codec", [compression.GZIP, compression.SNAPPY, compression.LZ4, compression.ZSTD])
+def test_decompress_view_gives_the_same_bytes_without_the_copy(codec):
+    data = b"kafka record payload " * 5000
+    packed = compression.compress(codec, data)
+    assert bytes(compression.decompress_view(codec, packed)) == data == compression.decompress(codec, packed)
+    # Small caps force the bounded path; large ones allow the one-shot decoder for lz4/gzip.
+    assert bytes(compression.decompress_view(codec, packed, max_size=len(data))) == data
+    with pytest.raises(CorruptRecordError):
+        compression.decompress_view(codec, packed[: len(packed) // 2] + b"\x00" * 7)
