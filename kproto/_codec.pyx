@@ -1032,6 +1032,13 @@ cdef class BatchBuilder:
     def append(self, int64_t timestamp, key, value, headers=None, int64_t offset_delta=-1):
         if self._legacy is not None:
             return self._legacy.append(timestamp, key, value, headers, offset_delta)
+        # The common case, bytes or None: no buffers to acquire and release.
+        if (key is None or PyBytes_CheckExact(key)) and (value is None or PyBytes_CheckExact(value)):
+            return self._append(
+                timestamp,
+                NULL if key is None else <const uint8_t*>PyBytes_AS_STRING(key), -1 if key is None else PyBytes_GET_SIZE(key),
+                NULL if value is None else <const uint8_t*>PyBytes_AS_STRING(value), -1 if value is None else PyBytes_GET_SIZE(value),
+                headers, offset_delta)
         cdef Py_buffer kbuf, vbuf
         cdef const uint8_t* kp
         cdef const uint8_t* vp
