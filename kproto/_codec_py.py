@@ -132,11 +132,15 @@ def encode_uvarint(value: int) -> bytes:
     """
     if value < 0 or value > 0xFFFFFFFF:
         raise OverflowError(f"unsigned varint out of range: {value}")
+    return _encode_unsigned(value)
+
+
+def _encode_unsigned(z: int) -> bytes:
     out = bytearray()
-    while value > 0x7F:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
+    while z > 0x7F:
+        out.append((z & 0x7F) | 0x80)
+        z >>= 7
+    out.append(z)
     return bytes(out)
 
 
@@ -202,13 +206,7 @@ def encode_varlong(value: int) -> bytes:
     """
     if value < _INT64_MIN or value > _INT64_MAX:
         raise OverflowError(f"varlong out of range: {value}")
-    z = ((value << 1) ^ (value >> 63)) & 0xFFFFFFFFFFFFFFFF
-    out = bytearray()
-    while z > 0x7F:
-        out.append((z & 0x7F) | 0x80)
-        z >>= 7
-    out.append(z)
-    return bytes(out)
+    return _encode_unsigned(((value << 1) ^ (value >> 63)) & 0xFFFFFFFFFFFFFFFF)
 
 
 def decode_varlong(buf: Any, pos: int = 0) -> tuple[int, int]:
