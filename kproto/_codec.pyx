@@ -21,10 +21,10 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes
 from cpython.list cimport PyList_Append
 from cpython.ref cimport Py_INCREF
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
-from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
+from cpython.mem cimport PyMem_Free, PyMem_Realloc
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
-from libc.string cimport memcmp, memcpy, memset
+from libc.string cimport memcmp, memcpy
 
 import zlib
 
@@ -37,8 +37,6 @@ from kproto.errors import CorruptRecordError, UnsupportedCompressionTypeError
 cdef extern from "Python.h":
     const char* PyUnicode_AsUTF8AndSize(object s, Py_ssize_t* size) except NULL
     bint PyBytes_CheckExact(object o)
-    bint PyByteArray_Check(object o)
-    bint PyMemoryView_Check(object o)
     bint PyUnicode_Check(object o)
 
 __all__ = _twin.__all__
