@@ -1,0 +1,67 @@
+"""Metadata v0-12.
+
+Behaviour: one broker, leader of every partition, replicas and ISR of one. A null topic
+list (v1+) or an empty one at v0 means every topic. Unknown topics are created when
+both ``auto.create.topics.enable`` and the request allow it (v4+), with
+``num.partitions``, and described at once (Kafka says LEADER_NOT_AVAILABLE until the
+new leader is elected; here it already is, so clients save a retry).
+Version notes: topic ids from v10, leader epochs from v7, v12 may ask by topic id.
+Not implemented: authorized operations are reported as "not asked" (INT32_MIN).
+"""
+
+from kproto.errors import InvalidTopicError, UnknownTopicIdError, UnknownTopicOrPartitionError
+from kproto.protocol import ApiKey
+from kproto.protocol.messages import MetadataResponse
+from minibroker.handlers import handles
+from minibroker.state import validate_topic_name
+
+Topic_ = MetadataResponse.MetadataResponseTopic
+Partition_ = MetadataResponse.MetadataResponsePartition
+
+
+def _describe(state, topic):
+    node = state.node_id
+    return Topic_(
+        error_code=0, name=topic.name, topic_id=topic.topic_id, is_internal=False,
+        partitions=[
+            Partition_(error_code=0, partition_index=i, leader_id=node, leader_epoch=topic.leader_epoch,
+                       replica_nodes=[node], isr_nodes=[node], offline_replicas=[])
+            for i in range(len(topic.partitions))
+        ],
+    )
+
+
+@handles(ApiKey.METADATA, 0, 12)
+async def handle(state, header, request):
+    version = header.api_version
+    wanted = request.topics
+    if wanted is None or (version == 0 and not wanted):
+        topics = [_describe(state, t) for t in state.topics.values()]
+    else:
+        allow = request.allow_auto_topic_creation and state.config["auto.create.topics.enable"]
+        topics = []
+        for asked in wanted:
+            name = asked.name
+            if name is None:  # v10+: by topic id
+                topic = state.topic_by_id(asked.topic_id)
+                if topic is None:
+                    topics.append(Topic_(error_code=UnknownTopicIdError.code, name=None, topic_id=asked.topic_id))
+                else:
+                    topics.append(_describe(state, topic))
+                continue
+            topic = state.topics.get(name)
+            if topic is not None:
+                topics.append(_describe(state, topic))
+            elif validate_topic_name(name) is not None:
+                topics.append(Topic_(error_code=InvalidTopicError.code, name=name))
+            elif allow:
+                created = state.create_topic(name, state.config["num.partitions"])
+                topics.append(_describe(state, created))
+            else:
+                topics.append(Topic_(error_code=UnknownTopicOrPartitionError.code, name=name))
+    return MetadataResponse(
+        brokers=[MetadataResponse.MetadataResponseBroker(node_id=state.node_id, host=state.host, port=state.port)],
+        cluster_id=state.config["cluster.id"],
+        controller_id=state.node_id,
+        topics=topics,
+    )

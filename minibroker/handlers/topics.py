@@ -1,0 +1,74 @@
+"""CreateTopics v0-7 and DeleteTopics v0-6.
+
+Behaviour: names are checked as Kafka does; -1 partitions or replication factor take
+``num.partitions`` / ``default.replication.factor`` (KIP-464); a replication factor
+above the number of brokers (one) is INVALID_REPLICATION_FACTOR; ``validate_only``
+checks without creating. Topic configs are stored as given.
+Not implemented yet: manual replica assignments beyond one broker, config validation,
+DeleteTopics by topic id is supported from v6 (by name too).
+"""
+
+from kproto.errors import (
+    InvalidPartitionsError,
+    InvalidReplicationFactorError,
+    InvalidRequestError,
+    InvalidTopicError,
+    TopicAlreadyExistsError,
+    UnknownTopicIdError,
+    UnknownTopicOrPartitionError,
+)
+from kproto.protocol import ApiKey
+from kproto.protocol.messages import CreateTopicsResponse, DeleteTopicsResponse
+from minibroker.handlers import handles
+from minibroker.state import validate_topic_name
+
+BROKERS = 1
+
+
+def _check_create(state, t):
+    """(error_code, message, partitions) for one CreatableTopic."""
+    why = validate_topic_name(t.name)
+    if why:
+        return InvalidTopicError.code, why, 0
+    if t.name in state.topics:
+        return TopicAlreadyExistsError.code, f"topic {t.name!r} already exists", 0
+    if t.assignments:
+        return InvalidRequestError.code, "manual replica assignments are not supported by minibroker yet", 0
+    partitions = state.config["num.partitions"] if t.num_partitions == -1 else t.num_partitions
+    replication = state.config["default.replication.factor"] if t.replication_factor == -1 else t.replication_factor
+    if partitions <= 0:
+        return InvalidPartitionsError.code, f"number of partitions must be positive, got {partitions}", 0
+    if replication <= 0 or replication > BROKERS:
+        return InvalidReplicationFactorError.code, f"replication factor {replication} with {BROKERS} broker(s)", 0
+    return 0, None, partitions
+
+
+@handles(ApiKey.CREATE_TOPICS, 0, 7)
+async def create_topics(state, header, request):
+    results = []
+    for t in request.topics:
+        code, message, partitions = _check_create(state, t)
+        result = CreateTopicsResponse.CreatableTopicResult(name=t.name, error_code=code, error_message=message)
+        if code == 0:
+            result.num_partitions = partitions
+            result.replication_factor = BROKERS
+            if not request.validate_only:
+                topic = state.create_topic(t.name, partitions, {c.name: c.value for c in t.configs})
+                result.topic_id = topic.topic_id
+        results.append(result)
+    return CreateTopicsResponse(topics=results)
+
+
+@handles(ApiKey.DELETE_TOPICS, 0, 6)
+async def delete_topics(state, header, request):
+    wanted = [(name, None) for name in request.topic_names] if header.api_version < 6 else [(t.name, t.topic_id) for t in request.topics]
+    results = []
+    for name, topic_id in wanted:
+        topic = state.topics.get(name) if name is not None else state.topic_by_id(topic_id)
+        if topic is None:
+            code = UnknownTopicOrPartitionError.code if name is not None else UnknownTopicIdError.code
+            results.append(DeleteTopicsResponse.DeletableTopicResult(name=name, topic_id=topic_id, error_code=code))
+            continue
+        del state.topics[topic.name]
+        results.append(DeleteTopicsResponse.DeletableTopicResult(name=topic.name, topic_id=topic.topic_id, error_code=0))
+    return DeleteTopicsResponse(responses=results)

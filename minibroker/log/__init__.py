@@ -1,0 +1,5 @@
+"""Partition logs: where minibroker keeps record batches."""
+
+from minibroker.log.partition import PartitionLog
+
+__all__ = ["PartitionLog"]

@@ -1,0 +1,211 @@
+"""minibroker's protocol behaviour, checked with exact requests over a real socket:
+ordering, long polls, size limits, and what happens to bad input."""
+
+import random
+import struct
+import threading
+import time
+
+import pytest
+
+from kproto.errors import (
+    CorruptMessageError,
+    InvalidTopicError,
+    MessageTooLargeError,
+    UnsupportedVersionError,
+)
+from kproto.protocol import ApiKey
+from kproto.protocol.messages import (
+    ApiVersionsRequest,
+    ApiVersionsResponse,
+    FetchRequest,
+    MetadataRequest,
+    ProduceRequest,
+)
+from kproto.records import BatchBuilder, decode_record_set
+from minibroker import MiniBroker
+from tests.minibroker.conftest import size_prefixed
+
+
+def batch(*values, ts=1_000):
+    builder = BatchBuilder()
+    for v in values:
+        builder.append(ts, None, v)
+    return builder.build()
+
+
+def produce(client, topic, records, acks=1, version=9):
+    request = ProduceRequest(acks=acks, timeout_ms=5000, topic_data=[ProduceRequest.TopicProduceData(
+        name=topic, partition_data=[ProduceRequest.PartitionProduceData(index=0, records=records)])])
+    if acks == 0:
+        client.send(ApiKey.PRODUCE, version, request)
+        return None
+    return client.request(ApiKey.PRODUCE, version, request).responses[0].partition_responses[0]
+
+
+def fetch_request(topic, offset, max_wait_ms=0, min_bytes=1, partition_max_bytes=1 << 20, max_bytes=1 << 24):
+    return FetchRequest(max_wait_ms=max_wait_ms, min_bytes=min_bytes, max_bytes=max_bytes, topics=[FetchRequest.FetchTopic(
+        topic=topic, partitions=[FetchRequest.FetchPartition(partition=0, fetch_offset=offset, partition_max_bytes=partition_max_bytes)])])
+
+
+def create(client, topic):
+    client.request(ApiKey.METADATA, 9, MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=topic)]))
+
+
+def test_start_is_ready_and_stop_is_idempotent():
+    broker = MiniBroker().start()
+    try:
+        assert broker.port > 0
+        assert broker.bootstrap_servers == f"127.0.0.1:{broker.port}"
+    finally:
+        broker.stop()
+    broker.stop()
+    # The same port can be bound again at once.
+    with MiniBroker(port=broker.port) as again:
+        assert again.port == broker.port
+
+
+def test_unknown_config_key_names_the_closest():
+    with pytest.raises(ValueError, match="num.partitions"):
+        MiniBroker(config={"num.partition": 3})
+
+
+def test_api_versions_advertises_the_handlers(raw):
+    response = raw().request(ApiKey.API_VERSIONS, 3, ApiVersionsRequest(client_software_name="t", client_software_version="1"))
+    keys = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
+    assert keys[ApiKey.PRODUCE] == (3, 11) and keys[ApiKey.FETCH] == (4, 17) and keys[ApiKey.API_VERSIONS] == (0, 4)
+
+
+def test_unknown_api_versions_version_gets_the_v0_answer(raw):
+    client = raw()
+    # ApiVersions v99: header v2 but a body nobody can parse; the broker answers in v0.
+    client.send_raw(size_prefixed(struct.pack(">hhi", ApiKey.API_VERSIONS, 99, 7) + b"\x00\x01x\x00garbage"))
+    frame = client.receive_frame()
+    (correlation_id,) = struct.unpack_from(">i", frame)
+    body = ApiVersionsResponse.decode(frame[4:], 0)
+    assert correlation_id == 7 and body.error_code == UnsupportedVersionError.code
+    assert any(k.api_key == ApiKey.API_VERSIONS for k in body.api_keys)
+
+
+def test_metadata_auto_creates_and_rejects_bad_names(raw):
+    client = raw()
+    response = client.request(ApiKey.METADATA, 12, MetadataRequest(topics=[
+        MetadataRequest.MetadataRequestTopic(name="fresh"), MetadataRequest.MetadataRequestTopic(name="bad name!")]))
+    fresh, bad = response.topics
+    assert fresh.error_code == 0 and len(fresh.partitions) == 1 and fresh.topic_id.int != 0
+    assert bad.error_code == InvalidTopicError.code
+    everything = client.request(ApiKey.METADATA, 12, MetadataRequest(topics=None))
+    assert [t.name for t in everything.topics] == ["fresh"]
+
+
+def test_produce_validates_before_appending(raw):
+    client = raw()
+    create(client, "t")
+    good = batch(b"a", b"b")
+    assert (produce(client, "t", good).error_code, produce(client, "t", good).base_offset) == (0, 2)
+    corrupt = bytearray(good)
+    corrupt[-3] ^= 0xFF
+    assert produce(client, "t", bytes(corrupt)).error_code == CorruptMessageError.code
+    big = batch(b"x" * 2_000_000)
+    assert produce(client, "t", big).error_code == MessageTooLargeError.code
+    response = client.request(ApiKey.FETCH, 12, fetch_request("t", 0))
+    records, next_offset, _ = decode_record_set(response.responses[0].partitions[0].records)
+    assert [r.value for r in records] == [b"a", b"b", b"a", b"b"] and next_offset == 4
+
+
+def test_acks_zero_gets_no_response(raw):
+    client = raw()
+    create(client, "quiet")
+    produce(client, "quiet", batch(b"fire-and-forget"), acks=0)
+    # The next answer on the connection belongs to the next request.
+    response = client.request(ApiKey.FETCH, 12, fetch_request("quiet", 0))
+    assert response.responses[0].partitions[0].high_watermark == 1
+
+
+def test_fetch_returns_a_whole_batch_even_above_max_bytes(raw):
+    client = raw()
+    create(client, "big")
+    produce(client, "big", batch(b"y" * 50_000))
+    response = client.request(ApiKey.FETCH, 12, fetch_request("big", 0, partition_max_bytes=100, max_bytes=100))
+    assert len(decode_record_set(response.responses[0].partitions[0].records)[0]) == 1
+
+
+def test_long_poll_is_woken_by_produce_and_keeps_order(raw):
+    waiting, producing = raw(), raw()
+    create(producing, "poll")
+    started = time.monotonic()
+    waiting.send(ApiKey.FETCH, 12, fetch_request("poll", 0, max_wait_ms=10_000))
+    api_versions_id = waiting.send(ApiKey.API_VERSIONS, 0, ApiVersionsRequest())
+    threading.Timer(0.3, lambda: produce(producing, "poll", batch(b"wake"))).start()
+    _, response = waiting.receive(ApiKey.FETCH, 12)
+    assert time.monotonic() - started < 5, "the produce did not wake the fetch"
+    assert decode_record_set(response.responses[0].partitions[0].records)[0][0].value == b"wake"
+    # The ApiVersions sent behind the fetch is answered after it, never before.
+    correlation_id, _ = waiting.receive(ApiKey.API_VERSIONS, 0)
+    assert correlation_id == api_versions_id
+
+
+def test_long_poll_blocks_only_its_own_connection(raw):
+    waiting, other = raw(), raw()
+    create(other, "idle")
+    waiting.send(ApiKey.FETCH, 12, fetch_request("idle", 0, max_wait_ms=3_000))
+    started = time.monotonic()
+    other.request(ApiKey.API_VERSIONS, 0, ApiVersionsRequest())
+    assert time.monotonic() - started < 1
+    waiting.receive(ApiKey.FETCH, 12)  # times out empty after ~3 s
+
+
+def test_fetch_out_of_range_and_unknown_partition(raw):
+    client = raw()
+    create(client, "r")
+    response = client.request(ApiKey.FETCH, 12, fetch_request("r", 5, max_wait_ms=10_000))
+    assert response.responses[0].partitions[0].error_code == 1  # OFFSET_OUT_OF_RANGE, at once
+    response = client.request(ApiKey.FETCH, 12, fetch_request("nope", 0, max_wait_ms=10_000))
+    assert response.responses[0].partitions[0].error_code == 3  # UNKNOWN_TOPIC_OR_PARTITION
+
+
+@pytest.mark.parametrize("garbage", [
+    b"\x00\x00\x00\x02\x00",                                   # frame shorter than a header
+    size_prefixed(struct.pack(">hhi", 12345, 0, 1)),            # unknown API key
+    size_prefixed(struct.pack(">hhi", ApiKey.METADATA, 99, 1)),  # unknown version
+    size_prefixed(struct.pack(">hhih", ApiKey.METADATA, 9, 1, 5) + b"ab"),  # truncated header
+    b"\xff\xff\xff\xff",                                        # negative size
+    struct.pack(">i", 200 * 1024 * 1024),                       # above socket.request.max.bytes
+])
+def test_bad_frames_close_only_their_connection(broker, raw, garbage):
+    bad, good = raw(), raw()
+    create(good, "kept")
+    produce(good, "kept", batch(b"acknowledged"))
+    bad.send_raw(garbage)
+    if garbage[:4] != b"\x00\x00\x00\x02":  # the short one is still waiting for bytes
+        assert bad.is_closed_by_peer()
+    response = good.request(ApiKey.FETCH, 12, fetch_request("kept", 0))
+    assert decode_record_set(response.responses[0].partitions[0].records)[0][0].value == b"acknowledged"
+
+
+def test_random_request_bytes_never_take_the_broker_down(broker, raw):
+    """Fuzz, bounded: random and mutated frames on many connections; the broker keeps
+    serving and keeps acknowledged data."""
+    rng = random.Random(20261122)
+    good = raw()
+    create(good, "safe")
+    produce(good, "safe", batch(b"before"))
+    valid = ProduceRequest(acks=1, timeout_ms=100, topic_data=[ProduceRequest.TopicProduceData(
+        name="safe", partition_data=[ProduceRequest.PartitionProduceData(index=0, records=batch(b"z"))])]).encode(9)
+    header = struct.pack(">hhih", ApiKey.PRODUCE, 9, 1, 1) + b"x\x00"
+    for _ in range(150):
+        client = raw()
+        body = bytearray(header + valid)
+        for _ in range(rng.randrange(1, 6)):
+            body[rng.randrange(len(body))] = rng.randrange(256)
+        if rng.random() < 0.3:
+            body = bytearray(rng.randbytes(rng.randrange(1, 64)))
+        client.send_raw(size_prefixed(bytes(body)))
+        client.sock.settimeout(2)
+        try:
+            client.receive_frame()
+        except (ConnectionResetError, TimeoutError):
+            pass
+        client.close()
+    response = good.request(ApiKey.FETCH, 12, fetch_request("safe", 0))
+    assert decode_record_set(response.responses[0].partitions[0].records)[0][0].value == b"before"
