@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from minibroker.config import BrokerConfig
 from minibroker.log import PartitionLog
+from minibroker.producer_state import ProducerStates
 
 __all__ = ["BrokerState", "Topic", "validate_topic_name"]
 
@@ -53,6 +54,7 @@ class BrokerState:
         self.port = port
         self.topics: dict[str, Topic] = {}
         self._next_producer_id = 1000
+        self.producers = ProducerStates()
         self._data = asyncio.Event()
 
     def create_topic(self, name: str, partitions: int, configs: dict[str, str | None] | None = None) -> Topic:

@@ -5,8 +5,9 @@ other), CRC-checked, not a control batch, with lastOffsetDelta + 1 == record cou
 and at most ``message.max.bytes``. Accepted batches are stored as sent, with the base
 offset and leader epoch written in (both outside the CRC). acks=0 gets no response;
 acks 1 and -1 (all) are the same with one replica.
-Not implemented yet: idempotent sequence checks (producer id, epoch and sequence are
-stored but not checked), transactions, LogAppendTime topics, timestamp bounds.
+Idempotent producers: sequences are checked per producer id, epoch and partition, with
+the last 5 batches remembered (see :mod:`minibroker.producer_state`).
+Not implemented yet: transactions, LogAppendTime topics, timestamp bounds.
 """
 
 from kproto.errors import (
@@ -55,9 +56,20 @@ def _append(state, topic, index, records):
         batch.records()  # every record must parse before the batch is acknowledged
     except KafkaCodeError as exc:
         return (CorruptMessageError.code if isinstance(exc, CorruptRecordError) else exc.code), -1, str(exc)
+    idempotent = batch.producer_id >= 0
+    partition_key = (topic.topic_id, index)
+    if idempotent:
+        if batch.base_sequence < 0:
+            return InvalidRecordError.code, -1, "an idempotent batch needs a base sequence"
+        code, duplicate_of = state.producers.check(
+            partition_key, batch.producer_id, batch.producer_epoch, batch.base_sequence, batch.records_count)
+        if code or duplicate_of >= 0:
+            return code, duplicate_of, None  # a retry already written: its first offset again
     base = topic.partitions[index].append(
         data, last_offset_delta=batch.last_offset_delta, max_timestamp=batch.max_timestamp, leader_epoch=topic.leader_epoch
     )
+    if idempotent:
+        state.producers.record(partition_key, batch.producer_id, batch.producer_epoch, batch.base_sequence, batch.records_count, base)
     return 0, base, None
 
 

@@ -1,0 +1,203 @@
+"""The ``python -m minibroker`` command: run one broker in the foreground until stopped.
+
+Usage::
+
+    python -m minibroker --port 9092 [--host 127.0.0.1]
+        [--advertised-host H] [--advertised-port P]
+        [--config server.properties] [--override key=value ...]
+
+Settings come from Kafka's own ``server.properties`` format (``--config``), then from
+``--override`` (which wins). Only the keys minibroker implements are accepted
+(:data:`minibroker.config.DEFAULTS`); any other key stops the command with exit code 2
+and a message naming the closest known key. As Kafka's ``ConfigDef`` does, values are
+stripped of surrounding whitespace before they are parsed.
+
+Once the broker accepts connections, exactly one line goes to stdout, flushed, so that
+scripts can wait for it::
+
+    minibroker listening on HOST:PORT
+
+(HOST:PORT is the advertised address, the one clients bootstrap from.) Logs go to stderr.
+SIGINT (Ctrl-C) and SIGTERM stop the broker cleanly, with exit code 0.
+
+Exit codes: 0 stopped by a signal; 1 the broker could not start (e.g. the port is
+taken); 2 bad usage, an unreadable config file, or an unknown or invalid config key.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import re
+import signal
+import sys
+from collections.abc import Iterable, Sequence
+
+from minibroker.broker import MiniBroker
+
+__all__ = ["load_config", "main", "parse_properties"]
+
+log = logging.getLogger("minibroker")
+
+# Java's single-character escapes (java.util.Properties.load); any other "\x" is "x".
+_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
+_SEPARATORS = "=:"
+_WHITESPACE = " \t\f"
+
+
+def _logical_lines(text: str) -> Iterable[str]:
+    """Join continued natural lines into logical lines; drop blank and comment lines.
+
+    Facts (``java.util.Properties.load``): a natural line ends at ``\\n``, ``\\r`` or
+    ``\\r\\n``. A line whose first non-whitespace character is ``#`` or ``!`` is a
+    comment, and a comment never continues. A line ending in an odd number of
+    backslashes continues on the next one, whose leading whitespace is dropped.
+    """
+    pending: str | None = None
+    for natural in re.split(r"\r\n|\r|\n", text):
+        line = natural.lstrip(_WHITESPACE)
+        if pending is None and (not line or line[0] in "#!"):
+            continue
+        trailing = len(line) - len(line.rstrip("\\"))
+        continued = trailing % 2 == 1
+        if continued:
+            line = line[:-1]
+        pending = line if pending is None else pending + line
+        if not continued:
+            yield pending
+            pending = None
+    if pending is not None:  # the file ended on a continuation backslash
+        yield pending
+
+
+def _unescape(text: str) -> str:
+    out: list[str] = []
+    i = 0
+    while i < len(text):
+        char = text[i]
+        if char != "\\" or i + 1 == len(text):
+            out.append(char)
+            i += 1
+            continue
+        following = text[i + 1]
+        if following == "u":
+            digits = text[i + 2:i + 6]
+            if len(digits) != 4 or any(c not in "0123456789abcdefABCDEF" for c in digits):
+                raise ValueError(f"malformed \\uxxxx escape in {text!r}")
+            out.append(chr(int(digits, 16)))
+            i += 6
+        else:
+            out.append(_ESCAPES.get(following, following))
+            i += 2
+    return "".join(out)
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """Parse Java properties text (Kafka's ``server.properties``) into a dict.
+
+    ``key=value``, ``key: value`` and ``key value`` all work; whitespace around the
+    separator is ignored, as are blank lines and ``#`` / ``!`` comment lines. A trailing
+    backslash continues a line. Escapes (``\\=``, ``\\:``, ``\\ ``, ``\\t``, ``\\uXXXX``...)
+    are decoded as Java decodes them. A later duplicate key wins. Values keep any
+    trailing whitespace, as in Java.
+
+    Raises:
+        ValueError: a malformed ``\\uXXXX`` escape.
+    """
+    result: dict[str, str] = {}
+    for line in _logical_lines(text):
+        # The key runs to the first unescaped separator or whitespace.
+        i = 0
+        while i < len(line) and line[i] not in _SEPARATORS and line[i] not in _WHITESPACE:
+            i += 2 if line[i] == "\\" else 1
+        key = line[:i]
+        rest = line[i:].lstrip(_WHITESPACE)
+        if rest and rest[0] in _SEPARATORS:
+            rest = rest[1:].lstrip(_WHITESPACE)
+        result[_unescape(key)] = _unescape(rest)
+    return result
+
+
+def load_config(path: str | None, overrides: Sequence[tuple[str, str]] = ()) -> dict[str, str]:
+    """Settings from a properties file (if any), then overrides; values stripped.
+
+    Keys are not checked here: :class:`~minibroker.config.BrokerConfig` does that.
+
+    Raises:
+        OSError: the file cannot be read.
+        ValueError: the file is malformed.
+    """
+    settings: dict[str, str] = {}
+    if path is not None:
+        with open(path, encoding="utf-8") as f:
+            settings.update(parse_properties(f.read()))
+    settings.update(overrides)
+    return {key.strip(): value.strip() for key, value in settings.items()}
+
+
+def _override(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"expected key=value, not {text!r}")
+    return key.strip(), value
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m minibroker",
+        description="Run a minibroker (an in-memory Kafka-compatible broker) until SIGINT or SIGTERM.",
+    )
+    parser.add_argument("--port", type=int, default=9092, help="port to bind; 0 picks a free one (default: 9092)")
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
+    parser.add_argument("--advertised-host", help="host that Metadata tells clients (default: --host)")
+    parser.add_argument("--advertised-port", type=int, help="port that Metadata tells clients (default: the bound port)")
+    parser.add_argument("--config", metavar="FILE", help="a Kafka server.properties file")
+    parser.add_argument("--override", metavar="KEY=VALUE", type=_override, action="append", default=[],
+                        help="a broker setting that wins over --config (repeatable)")
+    return parser
+
+
+async def _serve(broker: MiniBroker) -> None:
+    """Run ``broker`` in this loop until SIGINT or SIGTERM."""
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        try:
+            loop.add_signal_handler(signum, stop.set)
+        except (NotImplementedError, RuntimeError):  # e.g. Windows: Ctrl-C raises KeyboardInterrupt
+            pass
+    await broker.start_async()
+    try:
+        print(f"minibroker listening on {broker.bootstrap_servers}", flush=True)
+        await stop.wait()
+        log.info("stopping")
+    finally:
+        await broker.stop_async()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command with ``argv`` (default: ``sys.argv[1:]``); return the exit code."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        settings = load_config(args.config, args.override)
+        broker = MiniBroker(args.port, args.host, settings,
+                            advertised_host=args.advertised_host, advertised_port=args.advertised_port)
+    except (OSError, ValueError) as exc:
+        print(f"{parser.prog}: error: {exc}", file=sys.stderr)
+        return 2
+    try:
+        asyncio.run(_serve(broker))
+    except KeyboardInterrupt:  # a signal before the handlers were installed
+        return 0
+    except OSError as exc:
+        print(f"{parser.prog}: error: cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

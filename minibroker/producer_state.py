@@ -1,0 +1,88 @@
+"""Idempotent producers: per producer id, epoch and partition, which sequences were written.
+
+Facts (KIP-98, KIP-360, Java's ``ProducerStateManager``; franz-go's kfake notes what
+Kafka and Redpanda do at the edges):
+
+- Each batch of an idempotent producer carries (producer id, epoch, base sequence);
+  its last sequence is base + lastOffsetDelta, wrapping after 2**31 - 1 to 0.
+- The broker remembers the last 5 batches per producer and partition (a producer keeps
+  at most 5 requests in flight). A retry of one of them is a duplicate: it is answered
+  with the offset it got the first time and not written again.
+- A duplicate older than those 5 gets DUPLICATE_SEQUENCE_NUMBER, which clients treat as
+  success; a batch that does not follow the last one gets OUT_OF_ORDER_SEQUENCE_NUMBER;
+  an older epoch gets INVALID_PRODUCER_EPOCH; a newer epoch must start at sequence 0.
+- The first batch seen from a producer on a partition is accepted whatever its
+  sequence: the broker may have lost its state (e.g. after retention), not the producer.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+from kproto.errors import (
+    DuplicateSequenceNumberError,
+    InvalidProducerEpochError,
+    OutOfOrderSequenceNumberError,
+)
+
+__all__ = ["ProducerStates", "CACHED_BATCHES"]
+
+CACHED_BATCHES = 5
+_SEQ_MOD = 1 << 31
+
+
+def _next(seq: int) -> int:
+    return (seq + 1) % _SEQ_MOD
+
+
+@dataclass
+class _Producer:
+    epoch: int
+    # (first sequence, last sequence, base offset) of the latest batches, oldest first.
+    batches: deque = field(default_factory=lambda: deque(maxlen=CACHED_BATCHES))
+
+
+class ProducerStates:
+    """Sequence bookkeeping for every (partition, producer id) that wrote to this broker."""
+
+    def __init__(self) -> None:
+        self._producers: dict[tuple[object, int, int], _Producer] = {}
+
+    def check(self, partition_key: tuple[object, int], producer_id: int, epoch: int, first_seq: int, count: int) -> tuple[int, int]:
+        """Decide on a batch before it is written.
+
+        Returns:
+            ``(error_code, base_offset)``: ``(0, -1)`` to append it, ``(0, offset)`` for
+            a duplicate already written at ``offset``, or a Kafka error code and -1.
+        """
+        state = self._producers.get((*partition_key, producer_id))
+        if state is None:
+            return 0, -1
+        if epoch < state.epoch:
+            return InvalidProducerEpochError.code, -1
+        last_seq = (first_seq + count - 1) % _SEQ_MOD
+        if epoch > state.epoch:
+            return (0, -1) if first_seq == 0 else (OutOfOrderSequenceNumberError.code, -1)
+        for first, last, base_offset in state.batches:
+            if first == first_seq and last == last_seq:
+                return 0, base_offset
+        if state.batches and first_seq == _next(state.batches[-1][1]):
+            return 0, -1
+        oldest = state.batches[0][0] if state.batches else None
+        if oldest is not None and _is_before(first_seq, oldest):
+            return DuplicateSequenceNumberError.code, -1
+        return OutOfOrderSequenceNumberError.code, -1
+
+    def record(self, partition_key: tuple[object, int], producer_id: int, epoch: int, first_seq: int, count: int, base_offset: int) -> None:
+        """Remember a batch that was written."""
+        key = (*partition_key, producer_id)
+        state = self._producers.get(key)
+        if state is None or epoch > state.epoch:
+            state = self._producers[key] = _Producer(epoch)
+        state.batches.append((first_seq, (first_seq + count - 1) % _SEQ_MOD, base_offset))
+
+
+def _is_before(seq: int, reference: int) -> bool:
+    """Whether ``seq`` comes before ``reference`` in wrapping sequence order."""
+    return 0 < (reference - seq) % _SEQ_MOD < _SEQ_MOD // 2

@@ -1,0 +1,222 @@
+"""The ``python -m minibroker`` command, run as a real subprocess, and its properties parser."""
+
+from __future__ import annotations
+
+import os
+import queue
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from minibroker.__main__ import load_config, main, parse_properties
+
+ROOT = Path(__file__).resolve().parents[2]
+READY = "minibroker listening on "
+TIMEOUT = 10.0
+
+kafka = pytest.importorskip("kafka")
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def _readline(stream, timeout: float) -> str:
+    """One line from ``stream``, or "" at EOF; raises TimeoutError after ``timeout`` s."""
+    lines: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=lambda: lines.put(stream.readline()), daemon=True).start()
+    try:
+        return lines.get(timeout=timeout)
+    except queue.Empty:
+        raise TimeoutError(f"no line within {timeout} s") from None
+
+
+@contextmanager
+def run_cli(tmp_path: Path, *args: str) -> Iterator[tuple[subprocess.Popen, str]]:
+    """Start the command, wait for its ready line, yield (process, bootstrap servers).
+
+    The process is always killed on the way out; its stderr is in ``tmp_path/stderr``.
+    """
+    with open(tmp_path / "stderr", "wb") as stderr:
+        proc = subprocess.Popen([sys.executable, "-m", "minibroker", "--host", "127.0.0.1", *args],
+                                cwd=ROOT, env=_env(), stdout=subprocess.PIPE, stderr=stderr, text=True)
+    try:
+        line = _readline(proc.stdout, TIMEOUT)
+        assert line.startswith(READY), (line, (tmp_path / "stderr").read_text())
+        yield proc, line[len(READY):].strip()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(timeout=TIMEOUT)
+        proc.stdout.close()
+
+
+def run_to_exit(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "minibroker", "--host", "127.0.0.1", *args],
+                          cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=TIMEOUT)
+
+
+# -- the command -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_serves_clients_and_stops_cleanly_on_signal(tmp_path, signum):
+    with run_cli(tmp_path, "--port", "0") as (proc, bootstrap):
+        host, port = bootstrap.rsplit(":", 1)
+        assert host == "127.0.0.1" and int(port) > 0
+
+        producer = kafka.KafkaProducer(bootstrap_servers=bootstrap, request_timeout_ms=5000, max_block_ms=5000)
+        try:
+            for i in range(5):
+                producer.send("cli", key=b"k%d" % i, value=b"v%d" % i, partition=0)
+            producer.flush(timeout=TIMEOUT)
+        finally:
+            producer.close(timeout=TIMEOUT)
+
+        consumer = kafka.KafkaConsumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest",
+                                       consumer_timeout_ms=5000, request_timeout_ms=5000)
+        try:
+            consumer.assign([kafka.TopicPartition("cli", 0)])
+            got = []
+            for message in consumer:
+                got.append((message.offset, message.key, message.value))
+                if len(got) == 5:
+                    break
+        finally:
+            consumer.close()
+        assert got == [(i, b"k%d" % i, b"v%d" % i) for i in range(5)]
+
+        proc.send_signal(signum)
+        assert proc.wait(timeout=5) == 0
+        assert proc.stdout.read() == ""  # the ready line is the only line on stdout
+    assert "minibroker listening on 127.0.0.1:" in (tmp_path / "stderr").read_text()
+
+
+def test_advertised_address_is_the_ready_line(tmp_path):
+    with run_cli(tmp_path, "--port", "0", "--advertised-host", "localhost", "--advertised-port", "19092") as (proc, bootstrap):
+        assert bootstrap == "localhost:19092"
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=5) == 0
+
+
+def test_config_file_and_override(tmp_path):
+    # The file disables auto-creation and the override enables it again: overrides win.
+    config = tmp_path / "server.properties"
+    config.write_text("# minibroker test\nnum.partitions=3\nauto.create.topics.enable = false\n")
+    with run_cli(tmp_path, "--port", "0", "--config", str(config),
+                 "--override", "auto.create.topics.enable=true") as (proc, bootstrap):
+        producer = kafka.KafkaProducer(bootstrap_servers=bootstrap, request_timeout_ms=5000, max_block_ms=5000)
+        try:
+            assert producer.partitions_for("auto-created") == {0, 1, 2}  # asks Metadata to create it
+        finally:
+            producer.close(timeout=TIMEOUT)
+        consumer = kafka.KafkaConsumer(bootstrap_servers=bootstrap, request_timeout_ms=5000)
+        try:
+            assert consumer.partitions_for_topic("auto-created") == {0, 1, 2}
+        finally:
+            consumer.close()
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=5) == 0
+
+
+def test_unknown_key_in_file_exits_2_naming_the_closest_key(tmp_path):
+    config = tmp_path / "server.properties"
+    config.write_text("num.partition=3\n")
+    result = run_to_exit(tmp_path, "--port", "0", "--config", str(config))
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert "'num.partition'" in result.stderr and "'num.partitions'" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_unknown_override_exits_2(tmp_path):
+    result = run_to_exit(tmp_path, "--port", "0", "--override", "auto.create.topic.enable=true")
+    assert result.returncode == 2
+    assert "'auto.create.topics.enable'" in result.stderr
+
+
+def test_port_in_use_exits_1(tmp_path):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        result = run_to_exit(tmp_path, "--port", str(taken.getsockname()[1]))
+    assert result.returncode == 1
+    assert "cannot listen on 127.0.0.1:" in result.stderr
+    assert result.stdout == ""
+
+
+def test_bad_value_and_missing_file_exit_2(tmp_path, capsys):
+    assert main(["--port", "0", "--override", "num.partitions=many"]) == 2
+    assert "num.partitions" in capsys.readouterr().err
+    assert main(["--port", "0", "--config", str(tmp_path / "absent.properties")]) == 2
+    assert "absent.properties" in capsys.readouterr().err
+
+
+def test_override_without_equals_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["--override", "num.partitions"])
+    assert exc.value.code == 2
+    assert "key=value" in capsys.readouterr().err
+
+
+# -- the properties parser ---------------------------------------------------------------
+
+
+def test_properties_separators_comments_and_blank_lines():
+    text = (
+        "# a comment\n"
+        "! another comment\n"
+        "\n"
+        "   \t\n"
+        "a=1\n"
+        "b: 2\n"
+        "c 3\n"
+        "  d   =   4\n"
+        "e:f=g\n"
+        "empty=\n"
+        "bare\n"
+        "   # an indented comment = not a key\n"
+    )
+    assert parse_properties(text) == {"a": "1", "b": "2", "c": "3", "d": "4", "e": "f=g", "empty": "", "bare": ""}
+
+
+def test_properties_continuation_lines():
+    text = "list=a,\\\n    b,\\\n\tc\nnext=1\n"
+    assert parse_properties(text) == {"list": "a,b,c", "next": "1"}
+
+
+def test_properties_continuation_rules():
+    # An escaped backslash does not continue; a comment never continues; a continued
+    # line may look like a comment; a blank line ends a continuation; CRLF and CR work.
+    assert parse_properties("path=c:\\\\dir\\\\\nx=1") == {"path": "c:\\dir\\", "x": "1"}
+    assert parse_properties("# comment \\\nx=1") == {"x": "1"}
+    assert parse_properties("x=a\\\n#b\n") == {"x": "a#b"}
+    assert parse_properties("x=a\\\n\ny=2") == {"x": "a", "y": "2"}
+    assert parse_properties("a=1\r\nb=2\\\r  3\rc=4") == {"a": "1", "b": "23", "c": "4"}
+    assert parse_properties("x=end\\") == {"x": "end"}
+
+
+def test_properties_whitespace_and_escapes():
+    assert parse_properties("  key  =  value with spaces  ") == {"key": "value with spaces  "}
+    assert parse_properties("a\\=b\\:c\\ d = v") == {"a=b:c d": "v"}
+    assert parse_properties("k=\\t\\n\\u0041\\q") == {"k": "\t\nAq"}
+    assert parse_properties("dup=1\ndup=2") == {"dup": "2"}
+    with pytest.raises(ValueError, match="uxxxx"):
+        parse_properties("k=\\u12")
+
+
+def test_load_config_overrides_win_and_values_are_stripped(tmp_path):
+    config = tmp_path / "server.properties"
+    config.write_text("num.partitions = 3  \nbroker.id=1\n")
+    assert load_config(str(config), [("broker.id", " 7 ")]) == {"num.partitions": "3", "broker.id": "7"}
+    assert load_config(None) == {}

@@ -1,0 +1,89 @@
+"""Idempotent produce: sequences per producer id, epoch and partition (KIP-98)."""
+
+import pytest
+
+from kproto.errors import (
+    DuplicateSequenceNumberError,
+    InvalidProducerEpochError,
+    InvalidRecordError,
+    OutOfOrderSequenceNumberError,
+)
+from kproto.protocol import ApiKey
+from kproto.protocol.messages import (
+    FetchRequest,
+    InitProducerIdRequest,
+    MetadataRequest,
+    ProduceRequest,
+)
+from kproto.records import BatchBuilder, decode_record_set
+
+
+@pytest.fixture
+def client(raw):
+    c = raw()
+    c.request(ApiKey.METADATA, 9, MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name="idem")]))
+    return c
+
+
+def send(client, pid, epoch, seq, n=1):
+    builder = BatchBuilder(producer_id=pid, producer_epoch=epoch, base_sequence=seq)
+    for i in range(n):
+        builder.append(1, None, b"%d-%d-%d" % (epoch, seq, i))
+    request = ProduceRequest(acks=-1, timeout_ms=1000, topic_data=[ProduceRequest.TopicProduceData(
+        name="idem", partition_data=[ProduceRequest.PartitionProduceData(index=0, records=builder.build())])])
+    p = client.request(ApiKey.PRODUCE, 9, request).responses[0].partition_responses[0]
+    return p.error_code, p.base_offset
+
+
+def log_values(client):
+    request = FetchRequest(max_wait_ms=0, min_bytes=0, max_bytes=1 << 20, topics=[FetchRequest.FetchTopic(
+        topic="idem", partitions=[FetchRequest.FetchPartition(partition=0, fetch_offset=0, partition_max_bytes=1 << 20)])])
+    records = client.request(ApiKey.FETCH, 12, request).responses[0].partitions[0].records
+    return [r.value for r in decode_record_set(records)[0]] if records else []
+
+
+def test_init_producer_id_hands_out_new_ids(client):
+    a = client.request(ApiKey.INIT_PRODUCER_ID, 4, InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=1000))
+    b = client.request(ApiKey.INIT_PRODUCER_ID, 4, InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=1000))
+    assert (a.error_code, a.producer_epoch) == (0, 0) and b.producer_id != a.producer_id
+
+
+def test_a_retried_batch_is_written_once_and_answered_with_its_offset(client):
+    assert send(client, 7, 0, 0, n=2) == (0, 0)
+    assert send(client, 7, 0, 2) == (0, 2)
+    assert send(client, 7, 0, 0, n=2) == (0, 0)  # the retry of the first batch
+    assert log_values(client) == [b"0-0-0", b"0-0-1", b"0-2-0"]
+
+
+def test_a_gap_is_out_of_order(client):
+    send(client, 7, 0, 0)
+    assert send(client, 7, 0, 5)[0] == OutOfOrderSequenceNumberError.code
+    assert send(client, 7, 0, 1) == (0, 1)
+
+
+def test_old_epochs_are_fenced_and_new_epochs_start_at_zero(client):
+    send(client, 7, 1, 0)
+    assert send(client, 7, 0, 1)[0] == InvalidProducerEpochError.code
+    assert send(client, 7, 2, 3)[0] == OutOfOrderSequenceNumberError.code
+    assert send(client, 7, 2, 0) == (0, 1)
+
+
+def test_a_duplicate_older_than_the_cache(client):
+    for seq in range(7):
+        send(client, 7, 0, seq)
+    assert send(client, 7, 0, 0)[0] == DuplicateSequenceNumberError.code
+    assert send(client, 7, 0, 3) == (0, 3)  # still among the last five
+
+
+def test_first_batch_of_an_unknown_producer_is_accepted_at_any_sequence(client):
+    assert send(client, 9, 0, 41) == (0, 0)
+    assert send(client, 9, 0, 42) == (0, 1)
+
+
+def test_sequences_wrap_after_int32_max(client):
+    assert send(client, 7, 0, 2**31 - 1, n=2)[0] == 0  # last sequence wraps to 0
+    assert send(client, 7, 0, 1) == (0, 2)
+
+
+def test_idempotent_batch_without_sequence_is_invalid(client):
+    assert send(client, 7, 0, -1)[0] == InvalidRecordError.code
