@@ -91,7 +91,7 @@ class Server:
     async def _answer(self, frame) -> bytes | None:
         """The response frame for one request frame, or None when none is due."""
         try:
-            header, request = decode_request(frame)
+            header, request = decode_request(frame, strict=False)  # lenient as Kafka: see decode_request
         except UnsupportedApiVersionError as exc:
             if exc.api_key == ApiKey.API_VERSIONS:
                 return encode_response(ApiKey.API_VERSIONS, 0, exc.correlation_id, api_versions_response(UnsupportedVersionError.code))

@@ -221,8 +221,12 @@ def _as_bytes(data: Any) -> bytes:
     return data if type(data) is bytes else bytes(data)
 
 
-def decode_request(data: Any) -> tuple[RequestHeader, Message]:
+def decode_request(data: Any, *, strict: bool = True) -> tuple[RequestHeader, Message]:
     """Decode a request frame (the bytes after the size prefix): the broker's entry point.
+
+    With ``strict=False``, bytes after the last field of the body are ignored, as Kafka's
+    own broker does: librdkafka's all-topics Metadata v12 request carries three such
+    bytes, and a broker that refused them could not serve it.
 
     Returns:
         ``(header, body)``.
@@ -266,7 +270,7 @@ def decode_request(data: Any) -> tuple[RequestHeader, Message]:
         else:
             tags, pos = TAGGED_FIELDS.read(b, pos)
     body, pos = info[1].decode_from(b, pos, api_version)
-    if pos != len(b):
+    if strict and pos != len(b):
         raise ProtocolError(f"{len(b) - pos} trailing bytes after {info[0].__name__} v{api_version}")
     return RequestHeader(api_key, api_version, correlation_id, client_id, tags or None), body
 

@@ -39,6 +39,8 @@ def supported_versions() -> list[tuple[int, int, int]]:
 # Importing the modules registers their handlers.
 from minibroker.handlers import (  # noqa: E402,F401
     api_versions,
+    cluster,
+    configs,
     fetch,
     list_offsets,
     metadata,

@@ -7,9 +7,16 @@ offset and leader epoch written in (both outside the CRC). acks=0 gets no respon
 acks 1 and -1 (all) are the same with one replica.
 Idempotent producers: sequences are checked per producer id, epoch and partition, with
 the last 5 batches remembered (see :mod:`minibroker.producer_state`).
-Not implemented yet: transactions, LogAppendTime topics, timestamp bounds.
+Topic configs: ``max.message.bytes`` (else the broker's ``message.max.bytes``),
+``message.timestamp.type=LogAppendTime`` (the broker stamps the batch, CRC recomputed),
+``min.insync.replicas`` > 1 with acks=all -> NOT_ENOUGH_REPLICAS (one replica).
+Not implemented yet: transactions, timestamp bounds, broker-side recompression.
 """
 
+import struct
+import time
+
+from kproto.codec import crc32c
 from kproto.errors import (
     CorruptMessageError,
     CorruptRecordError,
@@ -17,15 +24,34 @@ from kproto.errors import (
     InvalidRequiredAcksError,
     KafkaCodeError,
     MessageTooLargeError,
+    NotEnoughReplicasError,
     UnknownTopicOrPartitionError,
 )
 from kproto.protocol import ApiKey
 from kproto.protocol.messages import ProduceResponse
 from kproto.records import read_batches
 from minibroker.handlers import handles
+from minibroker.topic_configs import effective
+
+# v2 batch header positions (see kproto/_codec_py.py) and the timestamp-type bit.
+_CRC, _ATTRIBUTES, _MAX_TIMESTAMP = 17, 21, 35
+_LOG_APPEND_TIME = 0x08
 
 PartitionResponse = ProduceResponse.PartitionProduceResponse
 TopicResponse = ProduceResponse.TopicProduceResponse
+
+
+def set_log_append_time(batch: bytes, now_ms: int) -> bytes:
+    """The batch with the LogAppendTime bit set and ``now_ms`` as its max timestamp.
+
+    Both lie inside the CRC-32C, so it is computed again (Kafka does the same).
+    """
+    out = bytearray(batch)
+    (attributes,) = struct.unpack_from(">h", out, _ATTRIBUTES)
+    struct.pack_into(">h", out, _ATTRIBUTES, attributes | _LOG_APPEND_TIME)
+    struct.pack_into(">q", out, _MAX_TIMESTAMP, now_ms)
+    struct.pack_into(">I", out, _CRC, crc32c(memoryview(out)[_ATTRIBUTES:]))
+    return bytes(out)
 
 
 def _append(state, topic, index, records):
@@ -34,8 +60,9 @@ def _append(state, topic, index, records):
         return UnknownTopicOrPartitionError.code, -1, None
     if records is None or len(records) == 0:
         return InvalidRecordError.code, -1, "no record batch"
-    if len(records) > state.config["message.max.bytes"]:
-        return MessageTooLargeError.code, -1, f"batch of {len(records)} bytes is above message.max.bytes"
+    limit = int(effective(topic.configs, "max.message.bytes")) if "max.message.bytes" in topic.configs else state.config["message.max.bytes"]
+    if len(records) > limit:
+        return MessageTooLargeError.code, -1, f"batch of {len(records)} bytes is above the limit of {limit}"
     data = bytes(records)
     try:
         batches = list(read_batches(data))
@@ -65,8 +92,12 @@ def _append(state, topic, index, records):
             partition_key, batch.producer_id, batch.producer_epoch, batch.base_sequence, batch.records_count)
         if code or duplicate_of >= 0:
             return code, duplicate_of, None  # a retry already written: its first offset again
+    max_timestamp = batch.max_timestamp
+    if effective(topic.configs, "message.timestamp.type") == "LogAppendTime":
+        max_timestamp = int(time.time() * 1000)
+        data = set_log_append_time(data, max_timestamp)
     base = topic.partitions[index].append(
-        data, last_offset_delta=batch.last_offset_delta, max_timestamp=batch.max_timestamp, leader_epoch=topic.leader_epoch
+        data, last_offset_delta=batch.last_offset_delta, max_timestamp=max_timestamp, leader_epoch=topic.leader_epoch
     )
     if idempotent:
         state.producers.record(partition_key, batch.producer_id, batch.producer_epoch, batch.base_sequence, batch.records_count, base)
@@ -87,6 +118,9 @@ async def handle(state, header, request):
         for p in topic_data.partition_data:
             if error is not None:
                 code, base, message = error, -1, None
+            elif request.acks == -1 and topic is not None and int(effective(topic.configs, "min.insync.replicas")) > 1:
+                # One replica can never satisfy acks=all with a larger minimum: Kafka's answer.
+                code, base, message = NotEnoughReplicasError.code, -1, "min.insync.replicas exceeds the one in-sync replica"
             else:
                 code, base, message = _append(state, topic, p.index, p.records)
                 appended |= code == 0

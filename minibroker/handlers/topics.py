@@ -1,14 +1,16 @@
-"""CreateTopics v0-7 and DeleteTopics v0-6.
+"""CreateTopics v0-7, DeleteTopics v0-6 and CreatePartitions v0-3.
 
 Behaviour: names are checked as Kafka does; -1 partitions or replication factor take
 ``num.partitions`` / ``default.replication.factor`` (KIP-464); a replication factor
 above the number of brokers (one) is INVALID_REPLICATION_FACTOR; ``validate_only``
-checks without creating. Topic configs are stored as given.
-Not implemented yet: manual replica assignments beyond one broker, config validation,
-DeleteTopics by topic id is supported from v6 (by name too).
+checks without creating. Topic configs are validated against Kafka's names and types
+(:mod:`minibroker.topic_configs`). DeleteTopics takes names, or from v6 topic ids.
+CreatePartitions only grows a topic (INVALID_PARTITIONS otherwise).
+Not implemented yet: manual replica assignments beyond one broker.
 """
 
 from kproto.errors import (
+    InvalidConfigError,
     InvalidPartitionsError,
     InvalidReplicationFactorError,
     InvalidRequestError,
@@ -18,9 +20,15 @@ from kproto.errors import (
     UnknownTopicOrPartitionError,
 )
 from kproto.protocol import ApiKey
-from kproto.protocol.messages import CreateTopicsResponse, DeleteTopicsResponse
+from kproto.protocol.messages import (
+    CreatePartitionsResponse,
+    CreateTopicsResponse,
+    DeleteTopicsResponse,
+)
 from minibroker.handlers import handles
+from minibroker.log import PartitionLog
 from minibroker.state import validate_topic_name
+from minibroker.topic_configs import validate
 
 BROKERS = 1
 
@@ -40,6 +48,9 @@ def _check_create(state, t):
         return InvalidPartitionsError.code, f"number of partitions must be positive, got {partitions}", 0
     if replication <= 0 or replication > BROKERS:
         return InvalidReplicationFactorError.code, f"replication factor {replication} with {BROKERS} broker(s)", 0
+    for c in t.configs:
+        if why := validate(c.name, c.value):
+            return InvalidConfigError.code, why, 0
     return 0, None, partitions
 
 
@@ -72,3 +83,21 @@ async def delete_topics(state, header, request):
         del state.topics[topic.name]
         results.append(DeleteTopicsResponse.DeletableTopicResult(name=topic.name, topic_id=topic.topic_id, error_code=0))
     return DeleteTopicsResponse(responses=results)
+
+
+@handles(ApiKey.CREATE_PARTITIONS, 0, 3)
+async def create_partitions(state, header, request):
+    results = []
+    for t in request.topics:
+        topic = state.topics.get(t.name)
+        code, message = 0, None
+        if topic is None:
+            code, message = UnknownTopicOrPartitionError.code, f"topic {t.name!r} does not exist"
+        elif t.count <= len(topic.partitions):
+            code, message = InvalidPartitionsError.code, f"topic has {len(topic.partitions)} partitions; the count can only grow"
+        elif t.assignments:
+            code, message = InvalidRequestError.code, "manual replica assignments are not supported by minibroker yet"
+        elif not request.validate_only:
+            topic.partitions.extend(PartitionLog() for _ in range(t.count - len(topic.partitions)))
+        results.append(CreatePartitionsResponse.CreatePartitionsTopicResult(name=t.name, error_code=code, error_message=message))
+    return CreatePartitionsResponse(results=results)

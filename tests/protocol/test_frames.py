@@ -232,3 +232,16 @@ def test_frame_reader_many_frames_in_one_buffer() -> None:
     while (f := reader.next_frame()) is not None:
         frames.append(f)
     assert frames == [bytes([i % 256]) * 100 for i in range(2000)]
+
+
+def test_trailing_request_bytes_are_refused_unless_lenient():
+    """librdkafka's all-topics Metadata v12 request ends with three bytes the schema does
+    not have (captured from confluent-kafka 2.16); Kafka's broker ignores them."""
+    from kproto.errors import ProtocolError
+    from kproto.protocol import decode_request
+
+    frame = bytes.fromhex("0003000c00000005000772646b61666b610000000000010000")
+    with pytest.raises(ProtocolError, match="trailing"):
+        decode_request(frame)
+    header, body = decode_request(frame, strict=False)
+    assert (header.api_version, header.client_id, body.topics) == (12, "rdkafka", None)
