@@ -1,5 +1,16 @@
-"""Partition logs: where minibroker keeps record batches."""
+"""Partition logs: where minibroker keeps record batches, in memory or in Kafka's layout.
 
+- :mod:`~minibroker.log.partition`: :class:`PartitionLog`, one partition's segments, with
+  appends, reads, retention, DeleteRecords, flushing and recovery;
+- :mod:`~minibroker.log.segment`: one segment (``.log`` + indexes) and its reads;
+- :mod:`~minibroker.log.index`: the ``.index`` and ``.timeindex`` files;
+- :mod:`~minibroker.log.cleaner`: compaction;
+- :mod:`~minibroker.log.config`: :class:`LogConfig`, the settings under Kafka's names.
+"""
+
+from minibroker.log.cleaner import CleanerStats
+from minibroker.log.config import LogConfig
 from minibroker.log.partition import PartitionLog
+from minibroker.log.segment import LogSegment, LogSlice
 
-__all__ = ["PartitionLog"]
+__all__ = ["PartitionLog", "LogConfig", "LogSegment", "LogSlice", "CleanerStats"]

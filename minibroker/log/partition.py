@@ -1,67 +1,238 @@
-"""One partition's log, in memory: record batches kept as the bytes producers sent.
+"""One partition's log: record batches in segments, in memory or in Kafka's on-disk layout.
 
 Theory of operation: a Produce batch is validated by the handler, then appended here
 with its base offset and partition leader epoch written into the header. Both fields lie
 outside the CRC-32C (which covers attributes to the end), so the checksum stays valid
-and nothing is re-encoded. Fetch hands back slices of the same bytes.
+and nothing is re-encoded. Fetch hands back the same bytes.
 
-Only the in-memory form exists so far: on-disk segments in Kafka's layout (``.log``,
-``.index``, ``.timeindex``), retention, compaction and recovery are later steps.
+The log is a list of segments (:mod:`minibroker.log.segment`), each named by its base
+offset; the last is the active one, the only one appended to. ``PartitionLog()`` keeps
+them in memory; ``PartitionLog(directory)`` keeps them as Kafka does, in a partition
+directory (``<topic>-<partition>/``) of ``NNN.log``, ``NNN.index`` and ``NNN.timeindex``
+files that Kafka's tools read (see :mod:`minibroker.log.index` for the formats). Both
+modes share every rule: rolling, retention, DeleteRecords, compaction.
+
+Durability: what survives what
+------------------------------
+
+``append`` writes the batch to the ``.log`` with ``pwrite`` before it returns, so the
+bytes are in the operating system's page cache at once. Then:
+
+- **This process crashes or is killed** (an exception, ``SIGKILL``, the OOM killer): every
+  append that returned survives, whatever the flush policy. The kernel owns the page
+  cache and writes it back later; no fsync is needed for this case. An append cut short
+  by the kill leaves a partial batch at the end of the active segment, which the next
+  open cuts off.
+- **The machine crashes or loses power**: only what was fsynced survives for sure.
+  ``flush()`` fsyncs; ``flush_interval_messages = N`` fsyncs after every N appended
+  records, so up to N - 1 acknowledged records can be lost (N = 1: none are); the default
+  (Long.MAX, Kafka's) never fsyncs on append and relies on the kernel's writeback
+  (typically within ~30 s) and on rolls: a segment is fsynced, with its indexes and the
+  directory, when it stops being active, so every segment but the active one is durable.
+  Whatever the kernel wrote back may be torn at the end (a partial batch, zeros); the next
+  open keeps the longest valid prefix. Kafka makes the same trade: with one replica and
+  no fsync it loses what the page cache held; with replicas it relies on them instead.
+
+Opening a directory (recovery)
+------------------------------
+
+Every open recovers, since nothing records a clean shutdown: leftovers of an interrupted
+compaction are completed or dropped (see :mod:`minibroker.log.cleaner`), index files
+without a ``.log`` are removed, the indexes of each inactive segment are checked cheaply
+(sizes, order, bounds, the last entry pointing at a batch) and rebuilt from the ``.log``
+if wrong or missing, and the active segment is read whole: every batch's length, CRC and
+offsets are checked, the file is cut after the last good batch, and its indexes are
+rebuilt. Appends then continue at the offset after that batch.
+
+The log start offset (moved by retention and DeleteRecords) is kept in
+``log-start-offset-checkpoint`` in the partition directory, in the text format of Kafka's
+log-directory-wide file of that name (version 0, one entry: ``topic partition offset``).
+
+Not implemented: ``.txnindex`` (no transactions yet), leader-epoch-checkpoint and
+partition.metadata (the broker's business), preallocated index files.
 """
 
 from __future__ import annotations
 
 import bisect
-import struct
-from dataclasses import dataclass
+import logging
+import os
+import re
+import time
+from collections.abc import Callable
+from pathlib import Path
 
+from kproto.errors import OffsetOutOfRangeError
 from kproto.records import decode_record_set
+from minibroker.log.cleaner import CleanerStats, clean, complete_swaps
+from minibroker.log.config import LogConfig
+from minibroker.log.index import IndexCorrupt
+from minibroker.log.segment import (
+    INDEX_SUFFIX,
+    LOG_SUFFIX,
+    TIME_INDEX_SUFFIX,
+    LogSegment,
+    LogSlice,
+    segment_name,
+)
 
-__all__ = ["PartitionLog", "StoredBatch"]
+__all__ = ["PartitionLog", "CHECKPOINT_FILE"]
 
-_BASE_OFFSET = struct.Struct(">q")
-_LEADER_EPOCH = struct.Struct(">i")
+log = logging.getLogger(__name__)
+
+CHECKPOINT_FILE = "log-start-offset-checkpoint"
+
+_SEGMENT_FILE = re.compile(r"^(\d{20})(\.log|\.index|\.timeindex)(\.cleaned|\.swap|\.deleted)?$")
+
+_BASE_OFFSET_AT = 0
 _LEADER_EPOCH_AT = 12
 
 
-@dataclass(frozen=True, slots=True)
-class StoredBatch:
-    """A batch in the log: its offsets, largest timestamp and bytes."""
+def _wall_clock_ms() -> int:
+    return time.time_ns() // 1_000_000
 
-    base_offset: int
-    last_offset: int
-    max_timestamp: int
-    data: bytes
+
+def _fsync_dir(directory: Path) -> None:
+    # A new, renamed or deleted file is durable only once its directory is fsynced.
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 class PartitionLog:
     """The batches of one partition, with Kafka's offsets bookkeeping.
 
     With one replica the high watermark is the log end offset: a batch is committed
-    as soon as it is appended.
+    as soon as it is appended. Not thread-safe: the broker drives it from its event loop.
+
+    Args:
+        directory: the partition directory (created if missing); None keeps the log in
+            memory.
+        config: segment, retention, flush and cleanup settings (Kafka's defaults).
+        clock: milliseconds since the epoch, for time-based rolling of batches without
+            timestamps and for retention and compaction when no ``now_ms`` is given.
+
+    Attributes:
+        log_start_offset: the first offset a consumer may fetch.
+        log_end_offset: the offset the next appended record gets.
     """
 
-    def __init__(self) -> None:
-        self._batches: list[StoredBatch] = []
-        self._last_offsets: list[int] = []  # for bisect: last offset of each batch
+    def __init__(
+        self,
+        directory: str | os.PathLike[str] | None = None,
+        *,
+        config: LogConfig | None = None,
+        clock: Callable[[], int] | None = None,
+    ) -> None:
+        self.config = config if config is not None else LogConfig()
+        self.directory = Path(directory) if directory is not None else None
+        self._clock = clock if clock is not None else _wall_clock_ms
+        self._segments: list[LogSegment] = []
+        self._bases: list[int] = []  # for bisect: base offset of each segment
         self.log_start_offset = 0
         self.log_end_offset = 0
+        self._recovery_point = 0  # offsets below are fsynced (or the log is in memory)
+        self._closed = False
+        if self.directory is None:
+            self._add_segment(self._new_segment(0))
+        else:
+            self._load()
+
+    # -- facts ----------------------------------------------------------------------------
 
     @property
     def high_watermark(self) -> int:
         return self.log_end_offset
 
+    @property
+    def segments(self) -> tuple[LogSegment, ...]:
+        """The segments, oldest first; the last is the active one."""
+        return tuple(self._segments)
+
+    @property
+    def size_in_bytes(self) -> int:
+        return sum(s.size for s in self._segments)
+
+    @property
+    def recovery_point(self) -> int:
+        """Offsets below this are fsynced (all of them for a log in memory)."""
+        return self.log_end_offset if self.directory is None else self._recovery_point
+
+    # -- writing --------------------------------------------------------------------------
+
     def append(self, batch: bytes, *, last_offset_delta: int, max_timestamp: int, leader_epoch: int) -> int:
         """Append one validated v2 batch; returns the base offset it was given."""
         base = self.log_end_offset
         data = bytearray(batch)
-        _BASE_OFFSET.pack_into(data, 0, base)
-        _LEADER_EPOCH.pack_into(data, _LEADER_EPOCH_AT, leader_epoch)
-        stored = StoredBatch(base, base + last_offset_delta, max_timestamp, bytes(data))
-        self._batches.append(stored)
-        self._last_offsets.append(stored.last_offset)
-        self.log_end_offset = stored.last_offset + 1
+        data[_BASE_OFFSET_AT : _BASE_OFFSET_AT + 8] = base.to_bytes(8, "big", signed=True)
+        data[_LEADER_EPOCH_AT : _LEADER_EPOCH_AT + 4] = leader_epoch.to_bytes(4, "big", signed=True)
+        last = base + last_offset_delta
+        segment = self._segments[-1]
+        now = self._clock()
+        if segment.should_roll(
+            batch_size=len(data), max_timestamp=max_timestamp, last_offset=last, now_ms=now,
+            segment_bytes=self.config.segment_bytes, segment_ms=self.config.segment_ms,
+        ):
+            segment = self.roll(now_ms=now)
+        segment.append(data, last_offset=last, max_timestamp=max_timestamp)
+        self.log_end_offset = last + 1
+        if self.log_end_offset - self._recovery_point >= self.config.flush_interval_messages:
+            self.flush()
         return base
+
+    def roll(self, *, now_ms: int | None = None) -> LogSegment:
+        """Start a new active segment at the log end offset (a no-op on an empty one).
+
+        The old segment gets its final time index entry and, on disk, is fsynced with its
+        indexes before the new files appear: every inactive segment is durable.
+        """
+        active = self._segments[-1]
+        if active.size == 0:
+            return active
+        now = self._clock() if now_ms is None else now_ms
+        active.on_become_inactive()
+        if self.directory is not None:
+            active.flush()
+            self._recovery_point = max(self._recovery_point, self.log_end_offset)
+        segment = self._new_segment(self.log_end_offset, now)
+        self._add_segment(segment)
+        if self.directory is not None:
+            _fsync_dir(self.directory)
+        return segment
+
+    def flush(self) -> None:
+        """fsync everything appended so far (see the module docstring for what it buys)."""
+        if self.directory is not None and self._recovery_point < self.log_end_offset:
+            # Inactive segments were fsynced when they rolled; only the active one is dirty.
+            self._segments[-1].flush()
+        self._recovery_point = self.log_end_offset
+
+    # -- reading --------------------------------------------------------------------------
+
+    def read_slices(self, offset: int, max_bytes: int, *, at_least_one: bool = True) -> list[LogSlice]:
+        """Like :meth:`read`, as ``(source, position, length)`` runs for ``os.sendfile``.
+
+        One slice per segment touched; a slice of a segment on disk holds its open file,
+        which stays valid even if retention or compaction deletes the segment meanwhile.
+        """
+        if offset >= self.log_end_offset:
+            return []
+        i = max(bisect.bisect_right(self._bases, offset) - 1, 0)
+        out: list[LogSlice] = []
+        total = 0
+        for segment in self._segments[i:]:
+            found = segment.read_range(offset, max_bytes - total, take_first=at_least_one and not out)
+            if found is None:
+                continue  # nothing at or after offset here (a gap left by compaction)
+            position, length, stopped = found
+            if length:
+                out.append(segment.slice(position, length))
+                total += length
+            if stopped:
+                break
+        return out
 
     def read(self, offset: int, max_bytes: int, *, at_least_one: bool = True) -> bytes:
         """Whole batches from the one holding ``offset``, up to ``max_bytes``.
@@ -69,35 +240,244 @@ class PartitionLog:
         With ``at_least_one`` the first batch comes even when it is larger than
         ``max_bytes`` (KIP-74). Clients drop the records before ``offset``.
         """
-        i = bisect.bisect_left(self._last_offsets, offset)
-        out: list[bytes] = []
-        size = 0
-        for stored in self._batches[i:]:
-            if (out or not at_least_one) and size + len(stored.data) > max_bytes:
-                break
-            out.append(stored.data)
-            size += len(stored.data)
-        return b"".join(out)
+        return b"".join(s.tobytes() for s in self.read_slices(offset, max_bytes, at_least_one=at_least_one))
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
-        """The first record whose timestamp is >= ``timestamp``: ``(offset, timestamp)``."""
-        for stored in self._batches:
-            if stored.max_timestamp < timestamp:
+        """The first record whose timestamp is >= ``timestamp``: ``(offset, timestamp)``.
+
+        Kafka's lookup: the first segment whose largest timestamp reaches it, then that
+        segment's time and offset indexes; records below the log start offset do not count.
+        """
+        for segment in self._segments:
+            if segment.size == 0 or segment.max_timestamp < timestamp:
                 continue
-            for record in decode_record_set(stored.data)[0]:
-                if record.timestamp >= timestamp:
-                    return record.offset, record.timestamp
+            found = segment.find_timestamp(timestamp, self.log_start_offset)
+            if found is not None:
+                return found
         return None
 
     def max_timestamp_offset(self) -> tuple[int, int] | None:
         """The record with the largest timestamp (ListOffsets -3, KIP-734)."""
         best = None
-        for stored in self._batches:
-            if best is None or stored.max_timestamp > best.max_timestamp:
-                best = stored
+        for segment in self._segments:
+            if segment.size and (best is None or segment.max_timestamp > best.max_timestamp):
+                best = segment
         if best is None:
             return None
-        for record in decode_record_set(best.data)[0]:
-            if record.timestamp == best.max_timestamp:
-                return record.offset, record.timestamp
-        return best.last_offset, best.max_timestamp
+        info = best.translate(best.offset_of_max_timestamp)
+        if info is not None:
+            for record in decode_record_set(best.batch_bytes(info))[0]:
+                if record.timestamp == best.max_timestamp:
+                    return record.offset, record.timestamp
+        return best.offset_of_max_timestamp, best.max_timestamp
+
+    # -- retention ------------------------------------------------------------------------
+
+    def apply_retention(self, now_ms: int | None = None) -> int:
+        """Delete old inactive segments; returns how many went.
+
+        Kafka's ``deleteOldSegments``, oldest first, never the active segment: with
+        ``cleanup_policy`` "delete", segments whose largest timestamp is more than
+        ``retention_ms`` before ``now_ms``, then segments while the log stays above
+        ``retention_bytes`` without them; with any policy, segments wholly below the log
+        start offset. The log start offset then moves up to the first remaining segment.
+        """
+        now = self._clock() if now_ms is None else now_ms
+        deleted = self._delete_oldest_while(lambda s, nxt: nxt.base_offset <= self.log_start_offset)
+        if self.config.delete:
+            if self.config.retention_ms >= 0:
+                deleted += self._delete_oldest_while(lambda s, nxt: now - s.largest_timestamp > self.config.retention_ms)
+            if self.config.retention_bytes >= 0:
+                excess = self.size_in_bytes - self.config.retention_bytes
+
+                def too_big(s: LogSegment, nxt: LogSegment) -> bool:
+                    nonlocal excess
+                    if excess - s.size < 0:
+                        return False
+                    excess -= s.size
+                    return True
+
+                deleted += self._delete_oldest_while(too_big)
+        return deleted
+
+    def delete_records(self, before_offset: int) -> int:
+        """DeleteRecords: move the log start offset up to ``before_offset``.
+
+        Segments wholly below it are deleted; the rest of the data stays until retention
+        or compaction reaches it, but is no longer served. Returns the new log start offset
+        (the API's ``low_watermark``); a lower ``before_offset`` changes nothing.
+
+        Args:
+            before_offset: the new log start offset; -1 means the high watermark.
+
+        Raises:
+            OffsetOutOfRangeError: ``before_offset`` is above the high watermark (or below -1).
+        """
+        if before_offset == -1:
+            before_offset = self.high_watermark
+        if not 0 <= before_offset <= self.high_watermark:
+            raise OffsetOutOfRangeError(f"offset {before_offset} is outside [0, {self.high_watermark}]")
+        if before_offset > self.log_start_offset:
+            self.log_start_offset = before_offset
+            # Durable before any file goes: a reopened log must not serve deleted records.
+            self._write_checkpoint()
+            self._delete_oldest_while(lambda s, nxt: nxt.base_offset <= self.log_start_offset)
+        return self.log_start_offset
+
+    def _delete_oldest_while(self, predicate: Callable[[LogSegment, LogSegment], bool]) -> int:
+        count = 0
+        while len(self._segments) > 1 and predicate(self._segments[0], self._segments[1]):
+            segment = self._segments.pop(0)
+            self._bases.pop(0)
+            segment.delete()
+            count += 1
+        if count:
+            if self._segments[0].base_offset > self.log_start_offset:
+                self.log_start_offset = self._segments[0].base_offset
+                self._write_checkpoint()
+            if self.directory is not None:
+                _fsync_dir(self.directory)
+        return count
+
+    # -- compaction -----------------------------------------------------------------------
+
+    def compact(self, now_ms: int | None = None) -> CleanerStats:
+        """Compact the inactive segments (``cleanup_policy`` "compact"); see
+        :func:`minibroker.log.cleaner.clean`. A log without that policy is left alone."""
+        if not self.config.compact:
+            return CleanerStats()
+        return clean(self, self._clock() if now_ms is None else now_ms)
+
+    def _replace_segments(self, old: list[LogSegment], new: LogSegment | None) -> None:
+        """Swap consecutive inactive segments for their cleaned replacement (in memory;
+        the cleaner has already done the files)."""
+        first = self._segments.index(old[0])
+        assert self._segments[first : first + len(old)] == old and first + len(old) < len(self._segments)
+        self._segments[first : first + len(old)] = [new] if new is not None else []
+        self._bases = [s.base_offset for s in self._segments]
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Flush and close the files (a log in memory just stays as it is)."""
+        if self._closed or self.directory is None:
+            return
+        self._closed = True
+        # As Kafka's LogSegment.close: the active segment's largest timestamp goes last
+        # into its time index too.
+        self._segments[-1].on_become_inactive()
+        self._segments[-1].flush()
+        self._recovery_point = self.log_end_offset
+        for segment in self._segments:
+            segment.close()
+
+    def __enter__(self) -> PartitionLog:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        where = str(self.directory) if self.directory is not None else "memory"
+        return (f"PartitionLog({where!r}, log_start_offset={self.log_start_offset}, "
+                f"log_end_offset={self.log_end_offset}, segments={len(self._segments)})")
+
+    # -- internals ------------------------------------------------------------------------
+
+    def _new_segment(self, base_offset: int, now_ms: int | None = None, suffix: str = "") -> LogSegment:
+        return LogSegment.create(
+            self.directory, base_offset, index_interval_bytes=self.config.index_interval_bytes,
+            now_ms=self._clock() if now_ms is None else now_ms, suffix=suffix,
+        )
+
+    def _add_segment(self, segment: LogSegment) -> None:
+        self._segments.append(segment)
+        self._bases.append(segment.base_offset)
+
+    def _load(self) -> None:
+        directory = self.directory
+        assert directory is not None
+        if not directory.is_dir():
+            directory.mkdir(parents=True)
+            _fsync_dir(directory.parent)
+        complete_swaps(directory, self.config)
+        bases = _tidy_directory(directory)
+        checkpoint = self._read_checkpoint()
+        now = self._clock()
+        if not bases:
+            self._add_segment(self._new_segment(checkpoint or 0, now))
+            _fsync_dir(directory)
+        for i, base in enumerate(bases):
+            segment = LogSegment.open(directory, base, index_interval_bytes=self.config.index_interval_bytes, now_ms=now)
+            if i + 1 < len(bases):
+                try:
+                    segment.load_indexes(offset_limit=bases[i + 1])
+                except IndexCorrupt as exc:
+                    log.warning("rebuilding the indexes of %s: %s", segment.path, exc)
+                    segment.recover()
+                    segment.next_offset = max(segment.next_offset, bases[i + 1])
+            else:
+                segment.recover()
+                # Whatever recovery kept is made durable now, so the flush policy counts
+                # from a clean slate.
+                segment.flush()
+            self._add_segment(segment)
+        self.log_end_offset = self._segments[-1].next_offset
+        self.log_start_offset = min(max(self._segments[0].base_offset, checkpoint or 0), self.log_end_offset)
+        self._recovery_point = self.log_end_offset
+
+    def _read_checkpoint(self) -> int | None:
+        assert self.directory is not None
+        try:
+            lines = (self.directory / CHECKPOINT_FILE).read_text().split("\n")
+            if lines[0].strip() != "0" or int(lines[1]) != 1:
+                raise ValueError("unknown version or entry count")
+            return int(lines[2].split()[-1])
+        except FileNotFoundError:
+            return None
+        except (ValueError, IndexError) as exc:
+            log.warning("ignoring %s: %s", self.directory / CHECKPOINT_FILE, exc)
+            return None
+
+    def _write_checkpoint(self) -> None:
+        if self.directory is None:
+            return
+        topic, _, partition = self.directory.name.rpartition("-")
+        if not topic or not partition.isdigit():
+            topic, partition = self.directory.name, "0"
+        path = self.directory / CHECKPOINT_FILE
+        tmp = path.with_name(path.name + ".tmp")
+        with open(tmp, "w") as f:
+            f.write(f"0\n1\n{topic} {partition} {self.log_start_offset}\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+        _fsync_dir(self.directory)
+
+
+def _tidy_directory(directory: Path) -> list[int]:
+    """Remove leftovers and orphans; return the base offsets of the segments, sorted.
+
+    Leftovers: ``.cleaned`` (a compaction that did not finish: its originals are intact),
+    ``.deleted``, and ``.swap`` index files whose ``.log.swap`` is gone (never committed).
+    Orphans: index files whose ``.log`` is gone (a deletion cut short).
+    """
+    logs: set[int] = set()
+    others: list[tuple[Path, int, str]] = []
+    for path in directory.iterdir():
+        m = _SEGMENT_FILE.match(path.name)
+        if m is None:
+            continue
+        base, kind, suffix = int(m.group(1)), m.group(2), m.group(3)
+        if suffix:
+            log.warning("removing leftover %s", path)
+            path.unlink()
+        elif kind == LOG_SUFFIX:
+            logs.add(base)
+        else:
+            others.append((path, base, kind))
+    for path, base, kind in others:
+        if base not in logs and kind in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+            log.warning("removing %s: its log %s%s is gone", path, segment_name(base), LOG_SUFFIX)
+            path.unlink()
+    return sorted(logs)

@@ -1,0 +1,294 @@
+"""Log compaction (``cleanup.policy=compact``): keep the last record of every key.
+
+Theory of operation (Kafka's ``Cleaner``, simplified to one pass over the whole log):
+
+1. The *cleanable* range is every inactive segment; the active one is never read or
+   touched, so a key whose newest value is in the active segment keeps its older values
+   until that segment rolls (as in Kafka, whose offset map stops at the first uncleanable
+   offset).
+2. An offset map ``key -> last offset`` is built over the cleanable range.
+3. Segments are grouped, oldest first, while their summed size stays within
+   ``segment_bytes`` and their offsets within an i32 of the first base offset (Kafka's
+   ``groupSegmentsBySize``); each group becomes one segment named after its first.
+4. Each batch is filtered. A record is kept when it is its key's last occurrence, unless
+   it is a tombstone (null value) older than ``delete_retention_ms``. Records without a
+   key are dropped (on a compacted topic the produce handler must reject them with
+   INVALID_RECORD, as Kafka does; this module only cleans). A batch that keeps every
+   record is copied byte for byte; one that keeps some is rebuilt with
+   :class:`~kproto.records.BatchBuilder`, same base offset, compression, producer id,
+   epoch, base sequence, transactional flag and leader epoch, each record at its own
+   offset (``offset_delta``), and the original lastOffsetDelta, so the batch still spans
+   the same offsets and the producer's last sequence survives (Kafka's
+   ``buildRetainedRecordsInto`` / ``overrideLastOffset``). A batch that keeps nothing is
+   dropped, unless it is the last batch of a producer id (its sequence numbers must
+   survive, Kafka's RETAIN_EMPTY) or the last batch of its group: then an empty batch,
+   only a header with the same base offset and lastOffsetDelta (Kafka's
+   ``writeEmptyHeader``), keeps the offsets advancing. Offsets never change; compaction
+   leaves gaps, which consumers skip.
+5. Control batches and legacy (magic 0/1) messages are copied unchanged: transaction
+   markers have no cleaning rules until transactions exist, and minibroker writes only v2.
+
+Tombstones: Kafka 3.1+ (KIP-534) starts a tombstone's ``delete.retention.ms`` at the first
+cleaning that sees it, stored in the batch's base timestamp with the delete-horizon
+attribute bit. Here the clock starts at the tombstone's own timestamp: stateless and
+simpler, at the price that a tombstone produced with an old timestamp goes sooner.
+
+Swapping files (crash safety, as Kafka's ``.cleaned`` / ``.swap`` suffixes): a group is
+written to ``NNN.log.cleaned`` (+ ``.index.cleaned``, ``.timeindex.cleaned``) and fsynced;
+the three are renamed to ``.swap``, the ``.log`` last, and the directory is fsynced: the
+``.log.swap`` name is the commit point. Then the group's other segments are deleted and
+the ``.swap`` files renamed over the first one's. On open, ``.cleaned`` files are deleted
+(the originals are intact) and a ``.log.swap`` is completed by :func:`complete_swaps`.
+Readers holding slices of replaced segments keep reading the old files.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from kproto.codec import crc32c
+from kproto.records import Batch, BatchBuilder, Record
+from minibroker.log.config import INT32_MAX, LogConfig
+from minibroker.log.segment import (
+    INDEX_SUFFIX,
+    LOG_SUFFIX,
+    TIME_INDEX_SUFFIX,
+    LogSegment,
+    segment_name,
+)
+
+if TYPE_CHECKING:
+    from minibroker.log.partition import PartitionLog
+
+__all__ = ["CleanerStats", "clean", "complete_swaps", "empty_batch"]
+
+log = logging.getLogger(__name__)
+
+CLEANED = ".cleaned"
+SWAP = ".swap"
+
+# v2 header (see minibroker.log.segment): the CRC at 17 covers attributes (21) to the end.
+_V2_HEADER = struct.Struct(">qiibIhiqqqhii")
+_CRC_AT = 17
+_ATTRIBUTES_AT = 21
+_LAST_OFFSET_DELTA_AT = 23
+_MAX_TIMESTAMP_AT = 35
+_I32 = struct.Struct(">i")
+_U32 = struct.Struct(">I")
+_I64 = struct.Struct(">q")
+_TIMESTAMP_TYPE_BIT = 0x08
+_TRANSACTIONAL_BIT = 0x10
+_CONTROL_BIT = 0x20
+_LOG_SWAP = re.compile(r"^(\d{20})\.log\.swap$")
+
+
+@dataclass(slots=True)
+class CleanerStats:
+    """What one :func:`clean` did."""
+
+    groups: int = 0
+    segments_cleaned: int = 0
+    batches_read: int = 0
+    records_read: int = 0
+    records_kept: int = 0
+    tombstones_removed: int = 0
+    empty_batches_kept: int = 0
+    bytes_before: int = 0
+    bytes_after: int = 0
+
+
+def empty_batch(batch: Batch) -> bytes:
+    """A header-only copy of a v2 batch: same offsets, producer fields and timestamp
+    type, no records, no compression (Kafka's ``DefaultRecordBatch.writeEmptyHeader``,
+    which uses the max timestamp as both timestamps)."""
+    attributes = (
+        (_TIMESTAMP_TYPE_BIT if batch.timestamp_type == 1 else 0)
+        | (_TRANSACTIONAL_BIT if batch.is_transactional else 0)
+        | (_CONTROL_BIT if batch.is_control else 0)
+    )
+    head = bytearray(_V2_HEADER.pack(
+        batch.base_offset, _V2_HEADER.size - 12, batch.partition_leader_epoch, 2, 0, attributes,
+        batch.last_offset_delta, batch.max_timestamp, batch.max_timestamp, batch.producer_id,
+        batch.producer_epoch, batch.base_sequence, 0,
+    ))
+    _U32.pack_into(head, _CRC_AT, crc32c(bytes(head[_ATTRIBUTES_AT:])))
+    return bytes(head)
+
+
+def _rebuilt(batch: Batch, kept: list[Record]) -> bytes:
+    builder = BatchBuilder(
+        2, batch.compression, base_offset=batch.base_offset, producer_id=batch.producer_id,
+        producer_epoch=batch.producer_epoch, base_sequence=batch.base_sequence,
+        is_transactional=batch.is_transactional, partition_leader_epoch=batch.partition_leader_epoch,
+        timestamp_type=batch.timestamp_type if batch.timestamp_type in (0, 1) else 0,
+    )
+    for record in kept:
+        builder.append(record.timestamp, record.key, record.value, record.headers or None,
+                       offset_delta=record.offset - batch.base_offset)
+    data = bytearray(builder.build())
+    # The builder ends the batch at its last record; the original end must stay, so that
+    # offsets keep advancing past dropped records and the last sequence number survives.
+    _I32.pack_into(data, _LAST_OFFSET_DELTA_AT, batch.last_offset_delta)
+    _U32.pack_into(data, _CRC_AT, crc32c(bytes(data[_ATTRIBUTES_AT:])))
+    return bytes(data)
+
+
+def _group(log_: PartitionLog, segment_bytes: int) -> list[list[LogSegment]]:
+    segments = list(log_.segments)
+    groups: list[list[LogSegment]] = []
+    for i, segment in enumerate(segments[:-1]):
+        end = segments[i + 1].base_offset  # the next segment bounds this one's offsets
+        if groups:
+            current = groups[-1]
+            if (sum(s.size for s in current) + segment.size <= segment_bytes
+                    and end - 1 - current[0].base_offset <= INT32_MAX):
+                current.append(segment)
+                continue
+        groups.append([segment])
+    return groups
+
+
+def _batches(group: list[LogSegment]) -> Iterator[tuple[LogSegment, int, Batch]]:
+    for segment in group:
+        for position, batch in segment.scan():
+            yield segment, position, batch
+
+
+def clean(log_: PartitionLog, now_ms: int) -> CleanerStats:
+    """Compact every inactive segment of ``log_`` (see the module docstring).
+
+    The log's offsets, log start offset and active segment are unchanged.
+    """
+    stats = CleanerStats()
+    config = log_.config
+    if len(log_.segments) < 2:
+        return stats
+    cleanable = list(log_.segments[:-1])
+
+    latest: dict[bytes, int] = {}
+    for _, _, batch in _batches(cleanable):
+        if batch.magic >= 2 and not batch.is_control:
+            for record in batch.records():
+                if record.key is not None:
+                    latest[record.key] = record.offset
+    # The last batch of each producer id anywhere in the log (active segment included):
+    # it carries the producer's last sequence number and must not vanish.
+    last_of_producer: dict[int, int] = {}
+    for _, _, batch in _batches(list(log_.segments)):
+        if batch.producer_id >= 0:
+            last_of_producer[batch.producer_id] = batch.last_offset
+
+    def keep(record: Record) -> bool:
+        if record.key is None or latest.get(record.key) != record.offset:
+            return False
+        if record.value is None and now_ms - record.timestamp > config.delete_retention_ms:
+            stats.tombstones_removed += 1
+            return False
+        return True
+
+    for group in _group(log_, config.segment_bytes):
+        stats.groups += 1
+        stats.segments_cleaned += len(group)
+        stats.bytes_before += sum(s.size for s in group)
+        cleaned = log_._new_segment(group[0].base_offset, now_ms, suffix=CLEANED if log_.directory else "")
+        try:
+            batches = _batches(group)
+            current = next(batches, None)
+            while current is not None:
+                following = next(batches, None)
+                segment, position, batch = current
+                stats.batches_read += 1
+                out, max_ts = _filter(segment, position, batch, keep, stats,
+                                      retain_empty=following is None or last_of_producer.get(batch.producer_id) == batch.last_offset)
+                if out is not None:
+                    cleaned.append(out, last_offset=batch.last_offset, max_timestamp=max_ts)
+                current = following
+            cleaned.on_become_inactive()
+            if log_.directory is not None:
+                cleaned.flush()
+        except BaseException:
+            cleaned.delete()  # nothing committed: the originals stay
+            raise
+        stats.bytes_after += cleaned.size
+        if log_.directory is not None:
+            _swap_in(log_.directory, group, cleaned)
+        log_._replace_segments(group, cleaned)
+    return stats
+
+
+def _filter(segment: LogSegment, position: int, batch: Batch, keep, stats: CleanerStats, *, retain_empty: bool) -> tuple[bytes | None, int]:
+    """One batch after cleaning: (bytes or None when dropped, its max timestamp)."""
+    if batch.magic < 2 or batch.is_control:
+        return segment.pread(position, batch.size), batch.max_timestamp
+    records = batch.records()
+    stats.records_read += len(records)
+    kept = [r for r in records if keep(r)]
+    stats.records_kept += len(kept)
+    if len(kept) == len(records):
+        return segment.pread(position, batch.size), batch.max_timestamp
+    if kept:
+        data = _rebuilt(batch, kept)
+        return data, _I64.unpack_from(data, _MAX_TIMESTAMP_AT)[0]
+    if retain_empty:
+        stats.empty_batches_kept += 1
+        return empty_batch(batch), batch.max_timestamp
+    return None, -1
+
+
+def _fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _swap_in(directory: Path, group: list[LogSegment], cleaned: LogSegment) -> None:
+    try:
+        cleaned.rename(CLEANED, SWAP)  # the .log goes last: its new name is the commit
+    except BaseException:
+        cleaned.delete()  # not committed: the originals stay
+        raise
+    _fsync_dir(directory)  # committed: from here a crash is completed by complete_swaps
+    for old in group[1:]:
+        old.delete()
+    # The first old segment's files are replaced by the renames below; its open
+    # descriptors (and any LogSlice on them) keep the old bytes readable.
+    group[0].offset_index.close()
+    group[0].time_index.close()
+    cleaned.rename(SWAP, "")
+    _fsync_dir(directory)
+
+
+def complete_swaps(directory: Path, config: LogConfig) -> int:
+    """Finish compactions that committed (a ``.log.swap`` exists) before a crash.
+
+    Each swap segment is recovered (its indexes rebuilt if missing), the old segments
+    whose base offsets fall in its offset range are deleted, and it takes its final name.
+    Returns how many were completed. ``.cleaned`` leftovers are the caller's to delete.
+    """
+    done = 0
+    swaps = sorted(int(m.group(1)) for p in directory.iterdir() if (m := _LOG_SWAP.match(p.name)))
+    for base in swaps:
+        segment = LogSegment.open(directory, base, index_interval_bytes=config.index_interval_bytes, now_ms=0, suffix=SWAP)
+        segment.recover()
+        end = max(segment.next_offset, base + 1)
+        for path in directory.iterdir():
+            name = path.name
+            if name.endswith(LOG_SUFFIX) and name[:20].isdigit() and base < int(name[:20]) < end:
+                for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+                    (directory / f"{name[:20]}{suffix}").unlink(missing_ok=True)
+        segment.rename(SWAP, "")
+        segment.close()
+        log.warning("completed the compaction of %s%s", segment_name(base), LOG_SUFFIX)
+        done += 1
+    if done:
+        _fsync_dir(directory)
+    return done

@@ -1,0 +1,653 @@
+"""One log segment: a ``.log`` of record batches and its ``.index`` and ``.timeindex``.
+
+A segment holds the batches from its base offset up to the next segment's. Its files are
+named by the base offset in 20 digits, in the partition directory (Kafka's
+``LogFileUtils``)::
+
+    00000000000000000000.log         the batches, byte for byte as Produce stored them and
+                                     Fetch returns them (no framing of our own)
+    00000000000000000000.index       offset index   (see minibroker.log.index)
+    00000000000000000000.timeindex   time index
+
+A segment without a directory keeps the same bytes in a ``bytearray`` and the same
+indexes in memory only: one code path for both modes.
+
+Theory of operation (Kafka's ``LogSegment``):
+
+- ``append`` writes a whole batch at the end and, when more than
+  ``index.interval.bytes`` were written since the last index entry, adds an offset index
+  entry ``(last offset of this batch, its position)`` and a time index entry (largest
+  timestamp so far, last offset of the batch that holds it).
+- ``translate(offset)``: the offset index gives a batch start at or before the offset;
+  batch headers are walked from there (12 to 43 bytes read per batch) to the first batch
+  whose last offset reaches it. Reads never load a whole segment.
+- ``read_range``: from that batch, whole batches up to a byte budget; the end is found
+  from the indexed positions (batch boundaries) and a short walk, so a 1 MiB read of
+  small batches does not parse every header.
+- ``recover``: validate every batch (length, CRC, increasing offsets), cut the file after
+  the last good one, and rebuild both indexes from what remains.
+- The ``.log`` is written with ``os.pwrite`` (no user-space buffer): once ``append``
+  returns, the bytes are in the OS page cache and survive the death of this process.
+
+Reads for ``os.sendfile`` get :class:`LogSlice` objects holding the segment's
+:class:`SegmentFile`; the file descriptor stays open as long as a slice refers to it, so
+a segment deleted by retention or replaced by compaction in the meantime is still read
+whole (the job Kafka's ``file.delete.delay.ms`` does, done by reference counting).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import struct
+from collections.abc import Iterator
+from pathlib import Path
+from typing import NamedTuple
+
+from kproto.errors import KafkaError
+from kproto.records import Batch, decode_record_set, read_batches
+from minibroker.log.config import INT32_MAX
+from minibroker.log.index import IndexCorrupt, OffsetIndex, TimeIndex
+
+__all__ = [
+    "LogSegment",
+    "LogSlice",
+    "SegmentFile",
+    "BatchInfo",
+    "segment_name",
+    "LOG_SUFFIX",
+    "INDEX_SUFFIX",
+    "TIME_INDEX_SUFFIX",
+]
+
+log = logging.getLogger(__name__)
+
+LOG_SUFFIX = ".log"
+INDEX_SUFFIX = ".index"
+TIME_INDEX_SUFFIX = ".timeindex"
+
+# Record batch v2 header, the fields a walk needs (Kafka's DefaultRecordBatch):
+#   baseOffset i64 @0, batchLength i32 @8, partitionLeaderEpoch i32 @12, magic i8 @16,
+#   crc u32 @17, attributes i16 @21, lastOffsetDelta i32 @23, baseTimestamp i64 @27,
+#   maxTimestamp i64 @35 (then producerId, producerEpoch, baseSequence, recordsCount: 61).
+# A legacy message (magic 0/1, Kafka's LegacyRecord) shares the first 17 bytes:
+#   offset i64 @0 (a compressed wrapper's is its last inner offset), size i32 @8,
+#   crc u32 @12, magic i8 @16, attributes i8 @17, timestamp i64 @18 (magic 1 only).
+_LOG_OVERHEAD = struct.Struct(">qi")  # offset, length: 12 bytes not counted in length
+_V2_HEAD = struct.Struct(">qiibIhiqq")
+_LEGACY_TIMESTAMP = struct.Struct(">q")
+_LEGACY_TIMESTAMP_AT = 18
+_MAGIC_AT = 16
+_HEAD_READ = _V2_HEAD.size  # 43: enough for either layout
+
+_SCAN_CHUNK = 4 << 20  # recovery and compaction read segments in 4 MiB chunks
+
+
+def segment_name(base_offset: int) -> str:
+    """The file stem of a segment: its base offset in 20 digits."""
+    return f"{base_offset:020d}"
+
+
+class BatchInfo(NamedTuple):
+    """Where a batch is and what its header says (read without decoding records)."""
+
+    position: int
+    size: int
+    last_offset: int
+    max_timestamp: int
+
+
+class SegmentFile:
+    """An open ``.log`` file descriptor, closed when closed or no longer referenced.
+
+    :class:`LogSlice` objects keep a reference, so that a segment deleted while a read of it
+    is in flight (``os.sendfile`` on another thread, say) keeps its bytes until the read
+    ends: POSIX keeps an unlinked file while a descriptor is open, and a descriptor number
+    is never reused while this object lives.
+    """
+
+    __slots__ = ("path", "_fd")
+
+    def __init__(self, path: Path, fd: int):
+        self.path = path
+        self._fd: int | None = fd
+
+    def fileno(self) -> int:
+        if self._fd is None:
+            raise ValueError(f"{self.path} is closed")
+        return self._fd
+
+    @property
+    def closed(self) -> bool:
+        return self._fd is None
+
+    def close(self) -> None:
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            os.close(fd)
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # pragma: no cover - interpreter shutdown
+            pass
+
+    def __repr__(self) -> str:
+        return f"SegmentFile({str(self.path)!r}, fd={self._fd})"
+
+
+class LogSlice(NamedTuple):
+    """A run of whole batches: ``length`` bytes at ``position`` of ``source``.
+
+    ``source`` is a :class:`SegmentFile` for a log on disk (``os.sendfile(out,
+    source.fileno(), position, length)``) or ``bytes`` for a log in memory (then
+    ``position`` is 0 and ``length`` is ``len(source)``).
+    """
+
+    source: SegmentFile | bytes
+    position: int
+    length: int
+
+    def tobytes(self) -> bytes:
+        if isinstance(self.source, bytes):
+            return self.source[self.position : self.position + self.length]
+        return _pread_exact(self.source.fileno(), self.length, self.position)
+
+
+def _pread_exact(fd: int, length: int, position: int) -> bytes:
+    data = os.pread(fd, length, position)
+    if len(data) == length:
+        return data
+    # Short reads happen only at end of file for regular files; loop for the rest.
+    parts = [data]
+    got = len(data)
+    while got < length:
+        more = os.pread(fd, length - got, position + got)
+        if not more:
+            raise OSError(f"file ended {length - got} bytes early at position {position + got}")
+        parts.append(more)
+        got += len(more)
+    return b"".join(parts)
+
+
+class _FileStore:
+    """A segment's ``.log`` on disk."""
+
+    def __init__(self, path: Path, *, create: bool):
+        # O_EXCL: a new segment never silently reuses (and truncates) a file of that name.
+        flags = os.O_RDWR | (os.O_CREAT | os.O_EXCL if create else 0)
+        fd = os.open(path, flags, 0o644)
+        self.file = SegmentFile(path, fd)
+        self.size = os.fstat(fd).st_size
+
+    @property
+    def path(self) -> Path:
+        return self.file.path
+
+    def append(self, data: bytes | bytearray) -> int:
+        position = self.size
+        view = memoryview(data)
+        fd = self.file.fileno()
+        at = position
+        while view:
+            written = os.pwrite(fd, view, at)
+            view = view[written:]
+            at += written
+        self.size = at
+        return position
+
+    def pread(self, position: int, length: int) -> bytes:
+        return os.pread(self.file.fileno(), length, position)
+
+    def slice(self, position: int, length: int) -> LogSlice:
+        return LogSlice(self.file, position, length)
+
+    def truncate(self, size: int) -> None:
+        os.ftruncate(self.file.fileno(), size)
+        self.size = size
+
+    def flush(self) -> None:
+        os.fsync(self.file.fileno())
+
+    def mtime_ms(self) -> int:
+        return int(os.stat(self.path).st_mtime * 1000)
+
+    def close(self) -> None:
+        self.file.close()
+
+    def rename(self, path: Path) -> None:
+        os.replace(self.file.path, path)
+        self.file.path = path
+
+    def unlink(self) -> None:
+        # The descriptor is not closed here: a LogSlice may still be reading it. It closes
+        # when the last reference to the SegmentFile goes.
+        try:
+            os.unlink(self.file.path)
+        except FileNotFoundError:
+            pass
+
+
+class _MemoryStore:
+    """A segment's bytes in memory."""
+
+    def __init__(self, created_ms: int):
+        self._buf = bytearray()
+        self._created_ms = created_ms
+
+    @property
+    def size(self) -> int:
+        return len(self._buf)
+
+    def append(self, data: bytes | bytearray) -> int:
+        position = len(self._buf)
+        self._buf += data
+        return position
+
+    def pread(self, position: int, length: int) -> bytes:
+        return bytes(self._buf[position : position + length])
+
+    def slice(self, position: int, length: int) -> LogSlice:
+        return LogSlice(self.pread(position, length), 0, length)
+
+    def truncate(self, size: int) -> None:
+        del self._buf[size:]
+
+    def flush(self) -> None:
+        pass
+
+    def mtime_ms(self) -> int:
+        return self._created_ms
+
+    def close(self) -> None:
+        pass
+
+    def unlink(self) -> None:
+        self._buf = bytearray()
+
+
+def _parse_head(head: bytes, position: int) -> BatchInfo:
+    """Read a batch header (v2 or legacy) at the start of ``head``."""
+    offset, length = _LOG_OVERHEAD.unpack_from(head, 0)
+    size = length + _LOG_OVERHEAD.size
+    magic = head[_MAGIC_AT]
+    if magic >= 2:
+        _, _, _, _, _, _, delta, _, max_ts = _V2_HEAD.unpack_from(head, 0)
+        return BatchInfo(position, size, offset + delta, max_ts)
+    timestamp = _LEGACY_TIMESTAMP.unpack_from(head, _LEGACY_TIMESTAMP_AT)[0] if magic == 1 else -1
+    return BatchInfo(position, size, offset, timestamp)
+
+
+class LogSegment:
+    """One segment of a partition log, on disk or in memory.
+
+    Build one with :meth:`create` or :meth:`open`; the partition log owns it. Not
+    thread-safe: the broker drives logs from its event loop.
+
+    Attributes:
+        base_offset: the first offset this segment may hold; names its files.
+        next_offset: the offset after its last batch (for a segment loaded from disk and
+            not recovered, the next segment's base offset).
+        max_timestamp: the largest batch max timestamp (-1: none yet).
+        offset_of_max_timestamp: the last offset of the first batch that reached it.
+        first_batch_timestamp: the first batch's max timestamp, for time-based rolling.
+        created_ms: when this object was created (Kafka: segment creation or load time).
+    """
+
+    def __init__(
+        self,
+        base_offset: int,
+        store: _FileStore | _MemoryStore,
+        offset_index: OffsetIndex,
+        time_index: TimeIndex,
+        *,
+        index_interval_bytes: int,
+        created_ms: int,
+    ):
+        self.base_offset = base_offset
+        self._store = store
+        self.offset_index = offset_index
+        self.time_index = time_index
+        self.index_interval_bytes = index_interval_bytes
+        self.created_ms = created_ms
+        self.next_offset = base_offset
+        self.max_timestamp = -1
+        self.offset_of_max_timestamp = base_offset
+        self.first_batch_timestamp: int | None = None
+        # Position of the batch that got the last index entry: Kafka's
+        # bytesSinceLastIndexEntry is "current position minus this".
+        self._last_indexed_position = 0
+
+    # -- construction -------------------------------------------------------------------
+
+    @classmethod
+    def create(
+        cls,
+        directory: Path | None,
+        base_offset: int,
+        *,
+        index_interval_bytes: int,
+        now_ms: int,
+        suffix: str = "",
+    ) -> LogSegment:
+        """A new, empty segment; on disk its three files are created (empty).
+
+        Args:
+            suffix: appended to each file name (``".cleaned"`` while the cleaner writes).
+        """
+        if directory is None:
+            return cls(
+                base_offset, _MemoryStore(now_ms), OffsetIndex(base_offset), TimeIndex(base_offset),
+                index_interval_bytes=index_interval_bytes, created_ms=now_ms,
+            )
+        stem = directory / segment_name(base_offset)
+        store = _FileStore(Path(f"{stem}{LOG_SUFFIX}{suffix}"), create=True)
+        offset_index = OffsetIndex(base_offset, Path(f"{stem}{INDEX_SUFFIX}{suffix}"))
+        time_index = TimeIndex(base_offset, Path(f"{stem}{TIME_INDEX_SUFFIX}{suffix}"))
+        offset_index.reset()
+        time_index.reset()
+        return cls(base_offset, store, offset_index, time_index, index_interval_bytes=index_interval_bytes, created_ms=now_ms)
+
+    @classmethod
+    def open(
+        cls, directory: Path, base_offset: int, *, index_interval_bytes: int, now_ms: int, suffix: str = ""
+    ) -> LogSegment:
+        """An existing segment's files, not yet checked: call :meth:`load_indexes` or :meth:`recover`."""
+        stem = directory / segment_name(base_offset)
+        store = _FileStore(Path(f"{stem}{LOG_SUFFIX}{suffix}"), create=False)
+        offset_index = OffsetIndex(base_offset, Path(f"{stem}{INDEX_SUFFIX}{suffix}"))
+        time_index = TimeIndex(base_offset, Path(f"{stem}{TIME_INDEX_SUFFIX}{suffix}"))
+        return cls(base_offset, store, offset_index, time_index, index_interval_bytes=index_interval_bytes, created_ms=now_ms)
+
+    # -- facts ----------------------------------------------------------------------------
+
+    @property
+    def size(self) -> int:
+        """Bytes of whole batches in the segment."""
+        return self._store.size
+
+    @property
+    def on_disk(self) -> bool:
+        return isinstance(self._store, _FileStore)
+
+    @property
+    def path(self) -> Path | None:
+        """The ``.log`` file, or None in memory."""
+        return self._store.path if isinstance(self._store, _FileStore) else None
+
+    @property
+    def largest_timestamp(self) -> int:
+        """For retention: the largest record timestamp, else the file's mtime (Kafka's rule)."""
+        return self.max_timestamp if self.max_timestamp >= 0 else self._store.mtime_ms()
+
+    def can_hold(self, last_offset: int) -> bool:
+        """Whether ``last_offset`` fits the indexes' i32 relative offsets."""
+        return 0 <= last_offset - self.base_offset <= INT32_MAX
+
+    # -- writing --------------------------------------------------------------------------
+
+    def should_roll(self, *, batch_size: int, max_timestamp: int, last_offset: int, now_ms: int, segment_bytes: int, segment_ms: int) -> bool:
+        """Kafka's ``LogSegment.shouldRoll`` (without roll jitter or full preallocated indexes).
+
+        The size rule applies only to a non-empty segment, so one batch larger than
+        ``segment_bytes`` still finds a home (Kafka gets there by replacing an empty
+        active segment with a new one at the same offset).
+        """
+        if self.size == 0:
+            return not self.can_hold(last_offset)
+        if self.size > segment_bytes - batch_size:
+            return True
+        if self.first_batch_timestamp is not None and self.first_batch_timestamp >= 0:
+            waited = max_timestamp - self.first_batch_timestamp
+        else:
+            waited = now_ms - self.created_ms
+        return waited > segment_ms or not self.can_hold(last_offset)
+
+    def append(self, data: bytes | bytearray, *, last_offset: int, max_timestamp: int) -> int:
+        """Write one whole batch at the end; returns its position.
+
+        Raises:
+            ValueError: the batch's offsets go backwards or do not fit this segment.
+        """
+        if last_offset < self.next_offset or not self.can_hold(last_offset):
+            raise ValueError(f"batch ending at offset {last_offset} does not fit segment {self.base_offset} (next {self.next_offset})")
+        position = self._store.append(data)
+        if position == 0:
+            self.first_batch_timestamp = max_timestamp
+        self._note_batch(position, len(data), last_offset, max_timestamp)
+        self.next_offset = last_offset + 1
+        return position
+
+    def _note_batch(self, position: int, size: int, last_offset: int, max_timestamp: int) -> None:
+        # Kafka updates the max timestamp before the index entry, so the time entry made
+        # at this batch counts it.
+        if max_timestamp > self.max_timestamp:
+            self.max_timestamp = max_timestamp
+            self.offset_of_max_timestamp = last_offset
+        if position - self._last_indexed_position > self.index_interval_bytes:
+            self.offset_index.append(last_offset, position)
+            self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
+            self._last_indexed_position = position
+
+    def on_become_inactive(self) -> None:
+        """Record the segment's largest timestamp as the last time index entry (Kafka's
+        ``onBecomeInactiveSegment``), so its age is known on reopen without reading it."""
+        self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
+
+    def flush(self) -> None:
+        """fsync the ``.log`` and both indexes."""
+        self._store.flush()
+        self.offset_index.flush()
+        self.time_index.flush()
+
+    # -- reading --------------------------------------------------------------------------
+
+    def pread(self, position: int, length: int) -> bytes:
+        return self._store.pread(position, length)
+
+    def slice(self, position: int, length: int) -> LogSlice:
+        return self._store.slice(position, length)
+
+    def batches(self, position: int = 0) -> Iterator[BatchInfo]:
+        """Walk batch headers from ``position`` (a batch start) to the end."""
+        end = self._store.size
+        while end - position >= _LOG_OVERHEAD.size + 5:
+            info = _parse_head(self._store.pread(position, _HEAD_READ), position)
+            if info.size <= _LOG_OVERHEAD.size or position + info.size > end:
+                return  # only whole batches are ever written; stop rather than loop
+            yield info
+            position += info.size
+
+    def translate(self, offset: int) -> BatchInfo | None:
+        """The first batch whose last offset is at or above ``offset``, or None."""
+        _, position = self.offset_index.lookup(offset)
+        for info in self.batches(position):
+            if info.last_offset >= offset:
+                return info
+        return None
+
+    def read_range(self, offset: int, budget: int, *, take_first: bool) -> tuple[int, int, bool] | None:
+        """Whole batches from the one holding ``offset``, within ``budget`` bytes.
+
+        Returns:
+            ``(position, length, stopped)``, where ``stopped`` says the budget ended the
+            range before the end of the segment; None when no batch reaches ``offset``.
+            With ``take_first`` the first batch is included whatever its size (KIP-74).
+        """
+        first = self.translate(offset)
+        if first is None:
+            return None
+        start, size = first.position, self._store.size
+        if budget >= size - start:
+            return start, size - start, False
+        limit = start + max(budget, 0)
+        # Indexed positions are batch starts: jump to the last one within the budget,
+        # then walk the few batches after it.
+        end = max(start, self.offset_index.position_at_or_below(limit))
+        for info in self.batches(end):
+            if info.position + info.size > limit:
+                break
+            end = info.position + info.size
+        if end == start and take_first:
+            end = start + first.size
+        return start, end - start, True
+
+    def batch_bytes(self, info: BatchInfo) -> bytes:
+        return self._store.pread(info.position, info.size)
+
+    def find_timestamp(self, timestamp: int, start_offset: int) -> tuple[int, int] | None:
+        """The first record at or after ``start_offset`` with a timestamp >= ``timestamp``.
+
+        Kafka's ``findOffsetByTimestamp``: the time index names an offset before which
+        every timestamp is smaller, the offset index turns it into a position, and the
+        batches from there are checked by their max timestamp before any is decoded.
+        """
+        _, indexed_offset = self.time_index.lookup(timestamp)
+        _, position = self.offset_index.lookup(max(indexed_offset, start_offset))
+        for info in self.batches(position):
+            if info.max_timestamp < timestamp or info.last_offset < start_offset:
+                continue
+            for record in decode_record_set(self.batch_bytes(info), start_offset)[0]:
+                if record.timestamp >= timestamp:
+                    return record.offset, record.timestamp
+        return None
+
+    def scan(self) -> Iterator[tuple[int, Batch]]:
+        """Every valid batch, decoded header and CRC checked, with its position.
+
+        Stops quietly at the first batch that is torn, corrupt or out of order; the
+        position after the last one yielded is then :attr:`valid_bytes`.
+        """
+        self.valid_bytes = 0
+        end = self._store.size
+        position = 0
+        want = _SCAN_CHUNK
+        next_offset = self.base_offset
+        while position < end:
+            chunk = self._store.pread(position, min(want, end - position))
+            consumed = 0
+            try:
+                for batch in read_batches(chunk, True):
+                    first = batch.base_offset if batch.magic >= 2 else batch.last_offset
+                    if first < next_offset or batch.last_offset < first or not self.can_hold(batch.last_offset):
+                        log.warning("%s: batch at byte %d has offsets %d-%d after %d; the valid log ends there",
+                                    self.path, position + consumed, first, batch.last_offset, next_offset)
+                        return
+                    yield position + consumed, batch
+                    consumed += batch.size
+                    next_offset = batch.last_offset + 1
+                    self.valid_bytes = position + consumed
+            except (KafkaError, ValueError, struct.error) as exc:
+                log.warning("%s: invalid batch at byte %d (%s); the valid log ends there", self.path, position + consumed, exc)
+                return
+            if consumed:
+                position += consumed
+                want = _SCAN_CHUNK
+                continue
+            # No whole batch in the chunk: a batch larger than the chunk, or a torn tail.
+            if len(chunk) < _LOG_OVERHEAD.size:
+                return
+            _, length = _LOG_OVERHEAD.unpack_from(chunk, 0)
+            size = length + _LOG_OVERHEAD.size
+            if length < 0 or size > end - position or size <= len(chunk):
+                return
+            want = size
+
+    # -- recovery -------------------------------------------------------------------------
+
+    def recover(self) -> int:
+        """Validate every batch, cut the log after the last good one, rebuild both indexes.
+
+        Kafka's ``LogSegment.recover``: the same index rules as :meth:`append`, and the
+        largest timestamp appended last to the time index.
+
+        Returns:
+            how many bytes were cut off the end.
+        """
+        offset_entries: list[tuple[int, int]] = []
+        time_entries: list[tuple[int, int]] = []
+        self.max_timestamp, self.offset_of_max_timestamp = -1, self.base_offset
+        self.first_batch_timestamp = None
+        self.next_offset = self.base_offset
+        last_indexed = 0
+        for position, batch in self.scan():
+            if position == 0:
+                self.first_batch_timestamp = batch.max_timestamp
+            if batch.max_timestamp > self.max_timestamp:
+                self.max_timestamp, self.offset_of_max_timestamp = batch.max_timestamp, batch.last_offset
+            if position - last_indexed > self.index_interval_bytes:
+                offset_entries.append((batch.last_offset, position))
+                if not time_entries or self.max_timestamp > time_entries[-1][0]:
+                    time_entries.append((self.max_timestamp, self.offset_of_max_timestamp))
+                last_indexed = position
+            self.next_offset = batch.last_offset + 1
+        if self.max_timestamp >= 0 and (not time_entries or self.max_timestamp > time_entries[-1][0]):
+            time_entries.append((self.max_timestamp, self.offset_of_max_timestamp))
+        truncated = self._store.size - self.valid_bytes
+        if truncated:
+            log.warning("%s: cut %d bytes of torn or invalid data after byte %d", self.path, truncated, self.valid_bytes)
+            self._store.truncate(self.valid_bytes)
+        self.offset_index.reset(offset_entries)
+        self.time_index.reset(time_entries)
+        self._last_indexed_position = last_indexed
+        return truncated
+
+    def load_indexes(self, *, offset_limit: int) -> None:
+        """Load both index files of an inactive segment and check them against its log.
+
+        Only cheap checks: entry sizes, order, bounds, and that the last offset index entry
+        points at a batch ending at its offset. ``offset_limit`` is the next segment's base.
+
+        Raises:
+            IndexCorrupt: the caller rebuilds with :meth:`recover`.
+        """
+        self.offset_index.load(log_size=self.size)
+        if len(self.offset_index):
+            offset, position = self.offset_index.last_entry()
+            head = self._store.pread(position, _HEAD_READ)
+            if len(head) < _HEAD_READ or _parse_head(head, position).last_offset != offset:
+                raise IndexCorrupt(f"{self.offset_index.path}: last entry ({offset}, {position}) is not a batch")
+        elif self.size > 2 * self.index_interval_bytes:
+            # Possible only with very large batches; rebuilding is the cheaper doubt.
+            raise IndexCorrupt(f"{self.offset_index.path} is empty for {self.size} bytes of log")
+        self.time_index.load(offset_limit=offset_limit)
+        if not len(self.time_index) and self.size:
+            # A rolled segment's time index ends with its largest timestamp.
+            raise IndexCorrupt(f"{self.time_index.path} is empty for a non-empty segment")
+        self.max_timestamp, self.offset_of_max_timestamp = self.time_index.last_entry()
+        self.next_offset = offset_limit
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the files (the segment stays on disk)."""
+        self._store.close()
+        self.offset_index.close()
+        self.time_index.close()
+
+    def delete(self) -> None:
+        """Remove the segment's files: the ``.log`` first, so a crash halfway leaves only
+        index files, which the next open deletes as orphans."""
+        self._store.unlink()
+        self.offset_index.unlink()
+        self.time_index.unlink()
+
+    def rename(self, old_suffix: str, new_suffix: str) -> None:
+        """Change the suffix of all three files: indexes first, the ``.log`` last, so
+        the ``.log``'s name is the commit point (see the cleaner's swap protocol)."""
+        assert isinstance(self._store, _FileStore)
+        for index in (self.offset_index, self.time_index):
+            assert index.path is not None
+            index.rename(_with_suffix(index.path, old_suffix, new_suffix))
+        self._store.rename(_with_suffix(self._store.path, old_suffix, new_suffix))
+
+    def __repr__(self) -> str:
+        return f"LogSegment(base_offset={self.base_offset}, size={self.size}, next_offset={self.next_offset})"
+
+
+def _with_suffix(path: Path, old: str, new: str) -> Path:
+    name = path.name
+    if old:
+        assert name.endswith(old), (name, old)
+        name = name[: -len(old)]
+    return path.with_name(name + new)
