@@ -152,6 +152,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
     parser.add_argument("--advertised-host", help="host that Metadata tells clients (default: --host)")
     parser.add_argument("--advertised-port", type=int, help="port that Metadata tells clients (default: the bound port)")
+    parser.add_argument("--data-dir", metavar="DIR",
+                        help="keep the logs here, in Kafka's layout (default: in memory; same as log.dirs)")
     parser.add_argument("--config", metavar="FILE", help="a Kafka server.properties file")
     parser.add_argument("--override", metavar="KEY=VALUE", type=_override, action="append", default=[],
                         help="a broker setting that wins over --config (repeatable)")
@@ -184,7 +186,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         settings = load_config(args.config, args.override)
-        broker = MiniBroker(args.port, args.host, settings,
+        broker = MiniBroker(port=args.port, host=args.host, data_dir=args.data_dir, config=settings,
                             advertised_host=args.advertised_host, advertised_port=args.advertised_port)
     except (OSError, ValueError) as exc:
         print(f"{parser.prog}: error: {exc}", file=sys.stderr)

@@ -14,6 +14,7 @@ Async users run it in their own loop::
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 from collections.abc import Mapping
 from typing import Any
@@ -30,6 +31,10 @@ class MiniBroker:
     Args:
         port: port to bind; 0 picks a free one (see :attr:`bootstrap_servers`).
         host: address to bind, 127.0.0.1 by default.
+        data_dir: where to keep the logs, in Kafka's on-disk layout (the same as
+            ``config={"log.dirs": ...}``, which may name several); None keeps everything
+            in memory. A broker started again on the same directory finds its topics,
+            ids, configs and records.
         config: broker settings under Kafka's names (see :mod:`minibroker.config`).
         advertised_host, advertised_port: what Metadata tells clients to connect to,
             when it differs from the bind address (e.g. bound to 0.0.0.0).
@@ -38,9 +43,15 @@ class MiniBroker:
         ValueError: an unknown or invalid config key.
     """
 
-    def __init__(self, port: int = 0, host: str = "127.0.0.1", config: Mapping[str, Any] | None = None,
-                 *, advertised_host: str | None = None, advertised_port: int | None = None):
-        self._server = Server(BrokerConfig(config), host, port, advertised_host, advertised_port)
+    def __init__(self, port: int = 0, host: str = "127.0.0.1", data_dir: str | os.PathLike | None = None,
+                 config: Mapping[str, Any] | None = None, *, advertised_host: str | None = None,
+                 advertised_port: int | None = None):
+        settings = dict(config or {})
+        if data_dir is not None:
+            if settings.get("log.dirs"):
+                raise ValueError("give data_dir or config['log.dirs'], not both")
+            settings["log.dirs"] = os.fspath(data_dir)
+        self._server = Server(BrokerConfig(settings), host, port, advertised_host, advertised_port)
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stopped: asyncio.Event | None = None

@@ -21,6 +21,19 @@ DEFAULTS: dict[str, tuple[Any, type, str]] = {
     "message.max.bytes": (1048588, int, "Largest record batch a Produce may append (MESSAGE_TOO_LARGE above)."),
     "socket.request.max.bytes": (104857600, int, "Largest request frame; a larger one closes the connection."),
     "cluster.id": ("minibroker-cluster", str, "Cluster id reported in Metadata (minibroker's own default)."),
+    "log.dirs": ("", str, "Comma-separated directories for the partition logs; empty keeps everything in memory (minibroker's default)."),
+    "log.segment.bytes": (1073741824, int, "Size at which a segment is rolled."),
+    "log.roll.ms": (604800000, int, "Age at which a segment is rolled."),
+    "log.retention.ms": (604800000, int, "How long segments are kept (-1: forever)."),
+    "log.retention.bytes": (-1, int, "Largest partition size before the oldest segments go (-1: no limit)."),
+    "log.retention.check.interval.ms": (300000, int, "How often retention and compaction run."),
+    "log.flush.interval.messages": (2**63 - 1, int, "fsync after this many records (default: leave it to the OS)."),
+    "log.index.interval.bytes": (4096, int, "Log bytes between offset index entries."),
+    "log.cleanup.policy": ("delete", str, "Default cleanup.policy of topics: delete, compact or both."),
+    "log.cleaner.delete.retention.ms": (86400000, int, "Default delete.retention.ms: how long tombstones are kept."),
+    "group.initial.rebalance.delay.ms": (0, int, "How long a new group's first rebalance waits for more members. Kafka's default is 3000; minibroker uses 0 so that tests do not wait 3 s for every new group."),
+    "group.min.session.timeout.ms": (6000, int, "Smallest session.timeout.ms a member may ask for (INVALID_SESSION_TIMEOUT below)."),
+    "group.max.session.timeout.ms": (1800000, int, "Largest session.timeout.ms a member may ask for (INVALID_SESSION_TIMEOUT above)."),
 }
 
 

@@ -43,6 +43,7 @@ class Server:
         self.state: BrokerState | None = None
         self._server: asyncio.base_events.Server | None = None
         self._connections: set[asyncio.Task] = set()
+        self._maintenance: asyncio.Task | None = None
 
     async def start(self) -> None:
         self._server = await asyncio.start_server(self._serve, self.host, self.port)
@@ -50,6 +51,7 @@ class Server:
         host = self._advertised[0] or self.host
         port = self._advertised[1] or self.port
         self.state = BrokerState(self.config, host, port)
+        self._maintenance = asyncio.create_task(self._maintain())
         log.info("minibroker listening on %s:%d (advertised %s:%d)", self.host, self.port, host, port)
 
     async def stop(self) -> None:
@@ -60,6 +62,20 @@ class Server:
             await asyncio.gather(*self._connections, return_exceptions=True)
             await self._server.wait_closed()
             self._server = None
+            self._maintenance.cancel()
+            await asyncio.gather(self._maintenance, return_exceptions=True)
+            self.state.groups.close()  # cancels group timers, answers held joins and syncs
+            self.state.close()
+
+    async def _maintain(self) -> None:
+        """Retention and compaction, every ``log.retention.check.interval.ms``."""
+        interval = self.config["log.retention.check.interval.ms"] / 1000
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                self.state.maintain()
+            except Exception:  # one failing partition must not stop the others' upkeep for good
+                log.exception("log maintenance failed")
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()

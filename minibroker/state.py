@@ -13,8 +13,10 @@ import uuid
 from dataclasses import dataclass, field
 
 from minibroker.config import BrokerConfig
+from minibroker.coordinator import GroupCoordinator
 from minibroker.log import PartitionLog
 from minibroker.producer_state import ProducerStates
+from minibroker.storage import Storage, StoredTopic
 
 __all__ = ["BrokerState", "Topic", "validate_topic_name"]
 
@@ -55,12 +57,57 @@ class BrokerState:
         self.topics: dict[str, Topic] = {}
         self._next_producer_id = 1000
         self.producers = ProducerStates()
+        self.groups = GroupCoordinator(config)  # classic groups and committed offsets
         self._data = asyncio.Event()
+        dirs = [d.strip() for d in config["log.dirs"].split(",") if d.strip()]
+        self.storage = Storage(config, dirs)
+        for stored in self.storage.load_topics():
+            self.topics[stored.name] = Topic(stored.name, stored.topic_id, [], stored.configs)
+            self._open_partitions(self.topics[stored.name], stored.partitions)
+
+    def _open_partitions(self, topic: Topic, count: int) -> None:
+        for index in range(len(topic.partitions), count):
+            topic.partitions.append(self.storage.open_partition(topic.name, topic.topic_id, index, topic.configs))
+
+    def _save_topics(self) -> None:
+        self.storage.save_topics(StoredTopic(t.name, t.topic_id, len(t.partitions), t.configs) for t in self.topics.values())
 
     def create_topic(self, name: str, partitions: int, configs: dict[str, str | None] | None = None) -> Topic:
-        topic = Topic(name, uuid.uuid4(), [PartitionLog() for _ in range(partitions)], dict(configs or {}))
+        topic = Topic(name, uuid.uuid4(), [], dict(configs or {}))
+        self._open_partitions(topic, partitions)
         self.topics[name] = topic
+        self._save_topics()
         return topic
+
+    def delete_topic(self, topic: Topic) -> None:
+        del self.topics[topic.name]
+        self._save_topics()
+        self.storage.delete_partitions(topic.name, topic.partitions)
+
+    def add_partitions(self, topic: Topic, count: int) -> None:
+        self._open_partitions(topic, count)
+        self._save_topics()
+
+    def set_topic_configs(self, topic: Topic, configs: dict[str, str | None]) -> None:
+        """Replace a topic's configs; its logs take the new log settings at once."""
+        topic.configs = configs
+        for log in topic.partitions:
+            log.config = self.storage.log_config(configs)
+        self._save_topics()
+
+    def maintain(self) -> None:
+        """Retention, then compaction, on every partition (``log.retention.check.interval.ms``)."""
+        for topic in list(self.topics.values()):
+            for log in topic.partitions:
+                if log.config.delete:
+                    log.apply_retention()
+                if log.config.compact:
+                    log.compact()
+
+    def close(self) -> None:
+        for topic in self.topics.values():
+            for log in topic.partitions:
+                log.close()
 
     def topic_by_id(self, topic_id: uuid.UUID) -> Topic | None:
         for topic in self.topics.values():

@@ -96,7 +96,7 @@ def _alter(state, resource, new_configs, validate_only):
     if error is not None:
         return InvalidConfigError.code, error
     if not validate_only:
-        topic.configs = configs
+        state.set_topic_configs(topic, configs)
     return 0, None
 
 

@@ -7,7 +7,8 @@ offset and leader epoch written in (both outside the CRC). acks=0 gets no respon
 acks 1 and -1 (all) are the same with one replica.
 Idempotent producers: sequences are checked per producer id, epoch and partition, with
 the last 5 batches remembered (see :mod:`minibroker.producer_state`).
-Topic configs: ``max.message.bytes`` (else the broker's ``message.max.bytes``),
+Topic configs: ``cleanup.policy=compact`` refuses records without a key (INVALID_RECORD),
+``max.message.bytes`` (else the broker's ``message.max.bytes``),
 ``message.timestamp.type=LogAppendTime`` (the broker stamps the batch, CRC recomputed),
 ``min.insync.replicas`` > 1 with acks=all -> NOT_ENOUGH_REPLICAS (one replica).
 Not implemented yet: transactions, timestamp bounds, broker-side recompression.
@@ -80,9 +81,11 @@ def _append(state, topic, index, records):
     if batch.records_count <= 0 or batch.records_count != batch.last_offset_delta + 1:
         return InvalidRecordError.code, -1, "record count does not match lastOffsetDelta"
     try:
-        batch.records()  # every record must parse before the batch is acknowledged
+        records = batch.records()  # every record must parse before the batch is acknowledged
     except KafkaCodeError as exc:
         return (CorruptMessageError.code if isinstance(exc, CorruptRecordError) else exc.code), -1, str(exc)
+    if "compact" in effective(topic.configs, "cleanup.policy") and any(r.key is None for r in records):
+        return InvalidRecordError.code, -1, "a compacted topic only takes records with a key"
     idempotent = batch.producer_id >= 0
     partition_key = (topic.topic_id, index)
     if idempotent:

@@ -26,7 +26,6 @@ from kproto.protocol.messages import (
     DeleteTopicsResponse,
 )
 from minibroker.handlers import handles
-from minibroker.log import PartitionLog
 from minibroker.state import validate_topic_name
 from minibroker.topic_configs import validate
 
@@ -80,7 +79,7 @@ async def delete_topics(state, header, request):
             code = UnknownTopicOrPartitionError.code if name is not None else UnknownTopicIdError.code
             results.append(DeleteTopicsResponse.DeletableTopicResult(name=name, topic_id=topic_id, error_code=code))
             continue
-        del state.topics[topic.name]
+        state.delete_topic(topic)
         results.append(DeleteTopicsResponse.DeletableTopicResult(name=topic.name, topic_id=topic.topic_id, error_code=0))
     return DeleteTopicsResponse(responses=results)
 
@@ -98,6 +97,6 @@ async def create_partitions(state, header, request):
         elif t.assignments:
             code, message = InvalidRequestError.code, "manual replica assignments are not supported by minibroker yet"
         elif not request.validate_only:
-            topic.partitions.extend(PartitionLog() for _ in range(t.count - len(topic.partitions)))
+            state.add_partitions(topic, t.count)
         results.append(CreatePartitionsResponse.CreatePartitionsTopicResult(name=t.name, error_code=code, error_message=message))
     return CreatePartitionsResponse(results=results)

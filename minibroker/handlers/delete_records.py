@@ -1,0 +1,32 @@
+"""DeleteRecords v0-2.
+
+Behaviour: moves a partition's log start offset forward to the given offset (-1: the
+high watermark), deleting whole segments that fall below it; the answer is the new low
+watermark. An offset above the high watermark is OFFSET_OUT_OF_RANGE.
+"""
+
+from kproto.errors import OffsetOutOfRangeError, UnknownTopicOrPartitionError
+from kproto.protocol import ApiKey
+from kproto.protocol.messages import DeleteRecordsResponse
+from minibroker.handlers import handles
+
+
+@handles(ApiKey.DELETE_RECORDS, 0, 2)
+async def handle(state, header, request):
+    topics = []
+    for asked in request.topics:
+        topic = state.topics.get(asked.name)
+        partitions = []
+        for p in asked.partitions:
+            code, low = 0, -1
+            if topic is None or not 0 <= p.partition_index < len(topic.partitions):
+                code = UnknownTopicOrPartitionError.code
+            else:
+                try:
+                    low = topic.partitions[p.partition_index].delete_records(p.offset)
+                except OffsetOutOfRangeError:
+                    code = OffsetOutOfRangeError.code
+            partitions.append(DeleteRecordsResponse.DeleteRecordsPartitionResult(
+                partition_index=p.partition_index, low_watermark=low, error_code=code))
+        topics.append(DeleteRecordsResponse.DeleteRecordsTopicResult(name=asked.name, partitions=partitions))
+    return DeleteRecordsResponse(topics=topics)

@@ -1,0 +1,216 @@
+"""FindCoordinator v0-6, JoinGroup v0-9, Heartbeat v0-4, LeaveGroup v0-5, SyncGroup v0-5,
+DescribeGroups v0-5, ListGroups v0-5 and DeleteGroups v0-2: classic consumer groups.
+
+Behaviour: this broker coordinates every group. The decisions live in
+:mod:`minibroker.coordinator.groups`; these handlers translate. JoinGroup and SyncGroup
+answers are held until the rebalance completes or the leader's assignment arrives,
+which holds back the member's own connection only. Group ids must be non-empty for
+JoinGroup, SyncGroup, Heartbeat and LeaveGroup (INVALID_GROUP_ID), as in Kafka.
+DescribeGroups reports an unknown group as Dead with no error, as Kafka does; member
+metadata and assignments are shown only while the group is Stable. Only Empty groups
+can be deleted (NON_EMPTY_GROUP otherwise); deleting drops their committed offsets.
+Version notes: FindCoordinator v1 adds key_type (KIP-98), v4 batched coordinator_keys
+(KIP-699). JoinGroup v1 rebalance_timeout_ms (KIP-62; v0 uses the session timeout),
+v4 MEMBER_ID_REQUIRED (KIP-394), v5 group_instance_id (KIP-345), v7 protocol_type in
+the response (KIP-559), v9 skip_assignment (KIP-814; always false here). SyncGroup v5
+echoes protocol type and name, and a mismatch is INCONSISTENT_GROUP_PROTOCOL.
+LeaveGroup v3 batches members by member id or instance id. ListGroups v4 filters by
+state (KIP-518), v5 by type (KIP-848; every group here is "classic").
+Not implemented: transaction coordinators (key_type 1 gets COORDINATOR_NOT_AVAILABLE),
+share groups (key_type 2 gets INVALID_REQUEST), ``group.max.size``, authorized
+operations (reported as "not asked"), the member's client_host (the server does not
+pass the peer address to handlers: reported as ""), and the reason strings (v8+/v5+),
+which are accepted and dropped.
+"""
+
+from kproto.errors import (
+    CoordinatorNotAvailableError,
+    InvalidGroupIdError,
+    InvalidRequestError,
+)
+from kproto.protocol import ApiKey
+from kproto.protocol.messages import (
+    DeleteGroupsResponse,
+    DescribeGroupsResponse,
+    FindCoordinatorResponse,
+    HeartbeatResponse,
+    JoinGroupResponse,
+    LeaveGroupResponse,
+    ListGroupsResponse,
+    SyncGroupResponse,
+)
+from minibroker.coordinator import GroupState
+from minibroker.handlers import handles
+
+GROUP_KEY, TRANSACTION_KEY = 0, 1
+
+
+def _coordinator_for(state, key_type, key):
+    """(error_code, error_message, node_id, host, port) for one FindCoordinator key."""
+    if key_type == GROUP_KEY:
+        return 0, None, state.node_id, state.host, state.port
+    if key_type == TRANSACTION_KEY:
+        return CoordinatorNotAvailableError.code, "minibroker has no transaction coordinator yet", -1, "", -1
+    return InvalidRequestError.code, f"unsupported coordinator key type {key_type}", -1, "", -1
+
+
+@handles(ApiKey.FIND_COORDINATOR, 0, 6)
+async def find_coordinator(state, header, request):
+    key_type = request.key_type if header.api_version >= 1 else GROUP_KEY
+    if header.api_version >= 4:
+        coordinators = []
+        for key in request.coordinator_keys:
+            code, message, node, host, port = _coordinator_for(state, key_type, key)
+            coordinators.append(FindCoordinatorResponse.Coordinator(
+                key=key, node_id=node, host=host, port=port, error_code=code, error_message=message))
+        return FindCoordinatorResponse(coordinators=coordinators)
+    code, message, node, host, port = _coordinator_for(state, key_type, request.key)
+    return FindCoordinatorResponse(error_code=code, error_message=message, node_id=node, host=host, port=port)
+
+
+@handles(ApiKey.JOIN_GROUP, 0, 9)
+async def join_group(state, header, request):
+    version = header.api_version
+    if not request.group_id:
+        result_code, result = InvalidGroupIdError.code, None
+    else:
+        result = await state.groups.join(
+            request.group_id,
+            member_id=request.member_id,
+            group_instance_id=request.group_instance_id if version >= 5 else None,
+            client_id=header.client_id or "",
+            client_host="",
+            session_timeout_ms=request.session_timeout_ms,
+            rebalance_timeout_ms=request.rebalance_timeout_ms if version >= 1 else request.session_timeout_ms,
+            protocol_type=request.protocol_type,
+            protocols=[(p.name, p.metadata) for p in request.protocols],
+            require_known_member_id=version >= 4,
+        )
+        result_code = result.error_code
+    if result is None or result_code != 0:
+        return JoinGroupResponse(
+            error_code=result_code, generation_id=-1,
+            protocol_name=None if version >= 7 else "",
+            member_id=result.member_id if result is not None else request.member_id,
+        )
+    return JoinGroupResponse(
+        error_code=0,
+        generation_id=result.generation_id,
+        protocol_type=result.protocol_type,
+        protocol_name=result.protocol_name,
+        leader=result.leader_id,
+        member_id=result.member_id,
+        members=[
+            JoinGroupResponse.JoinGroupResponseMember(
+                member_id=m.member_id, group_instance_id=m.group_instance_id, metadata=m.metadata)
+            for m in result.members
+        ],
+    )
+
+
+@handles(ApiKey.SYNC_GROUP, 0, 5)
+async def sync_group(state, header, request):
+    version = header.api_version
+    if not request.group_id:
+        return SyncGroupResponse(error_code=InvalidGroupIdError.code, assignment=b"")
+    result = await state.groups.sync(
+        request.group_id,
+        member_id=request.member_id,
+        group_instance_id=request.group_instance_id if version >= 3 else None,
+        generation_id=request.generation_id,
+        protocol_type=request.protocol_type if version >= 5 else None,
+        protocol_name=request.protocol_name if version >= 5 else None,
+        assignments={a.member_id: bytes(a.assignment) for a in request.assignments},
+    )
+    return SyncGroupResponse(
+        error_code=result.error_code, assignment=result.assignment,
+        protocol_type=result.protocol_type, protocol_name=result.protocol_name,
+    )
+
+
+@handles(ApiKey.HEARTBEAT, 0, 4)
+async def heartbeat(state, header, request):
+    if not request.group_id:
+        return HeartbeatResponse(error_code=InvalidGroupIdError.code)
+    code = state.groups.heartbeat(
+        request.group_id, member_id=request.member_id,
+        group_instance_id=request.group_instance_id if header.api_version >= 3 else None,
+        generation_id=request.generation_id,
+    )
+    return HeartbeatResponse(error_code=code)
+
+
+@handles(ApiKey.LEAVE_GROUP, 0, 5)
+async def leave_group(state, header, request):
+    version = header.api_version
+    if version < 3:
+        leaving = [(request.member_id, None)]
+    else:
+        leaving = [(m.member_id, m.group_instance_id) for m in request.members]
+    if not request.group_id:
+        codes = [InvalidGroupIdError.code] * len(leaving)
+    else:
+        codes = [state.groups.leave(request.group_id, member_id=member_id, group_instance_id=instance_id)
+                 for member_id, instance_id in leaving]
+    if version < 3:
+        return LeaveGroupResponse(error_code=codes[0])
+    if not request.group_id:
+        return LeaveGroupResponse(error_code=InvalidGroupIdError.code)
+    return LeaveGroupResponse(error_code=0, members=[
+        LeaveGroupResponse.MemberResponse(member_id=member_id, group_instance_id=instance_id, error_code=code)
+        for (member_id, instance_id), code in zip(leaving, codes)
+    ])
+
+
+def _describe(state, group_id):
+    Described = DescribeGroupsResponse.DescribedGroup
+    group = state.groups.get(group_id)
+    if group is None:
+        return Described(error_code=0, group_id=group_id, group_state=GroupState.Dead.value,
+                         protocol_type="", protocol_data="", members=[])
+    stable = group.state is GroupState.Stable
+    return Described(
+        error_code=0, group_id=group_id, group_state=group.state.value,
+        protocol_type=group.protocol_type or "",
+        protocol_data=(group.protocol_name or "") if stable else "",
+        members=[
+            DescribeGroupsResponse.DescribedGroupMember(
+                member_id=m.member_id, group_instance_id=m.group_instance_id,
+                client_id=m.client_id, client_host=m.client_host,
+                member_metadata=m.metadata(group.protocol_name) if stable else b"",
+                member_assignment=m.assignment if stable else b"",
+            )
+            for m in group.members.values()
+        ],
+    )
+
+
+@handles(ApiKey.DESCRIBE_GROUPS, 0, 5)
+async def describe_groups(state, header, request):
+    return DescribeGroupsResponse(groups=[_describe(state, group_id) for group_id in request.groups])
+
+
+@handles(ApiKey.LIST_GROUPS, 0, 5)
+async def list_groups(state, header, request):
+    version = header.api_version
+    states = {s.lower() for s in request.states_filter} if version >= 4 else set()
+    types = {t.lower() for t in request.types_filter} if version >= 5 else set()
+    listed = []
+    for group in state.groups.groups.values():
+        if states and group.state.value.lower() not in states:
+            continue
+        if types and "classic" not in types:
+            continue
+        listed.append(ListGroupsResponse.ListedGroup(
+            group_id=group.group_id, protocol_type=group.protocol_type or "",
+            group_state=group.state.value, group_type="classic",
+        ))
+    return ListGroupsResponse(error_code=0, groups=listed)
+
+
+@handles(ApiKey.DELETE_GROUPS, 0, 2)
+async def delete_groups(state, header, request):
+    return DeleteGroupsResponse(results=[
+        DeleteGroupsResponse.DeletableGroupResult(group_id=group_id, error_code=state.groups.delete_group(group_id))
+        for group_id in request.groups_names
+    ])

@@ -1,0 +1,149 @@
+"""OffsetCommit v0-9, OffsetFetch v0-9 and OffsetDelete v0: committed offsets of groups.
+
+Behaviour: offsets live in :class:`minibroker.coordinator.OffsetStore`, in memory. An
+OffsetCommit with generation -1 and no member id is a simple consumer's commit, accepted
+while the group has no members (an unknown group is then created Empty, as Kafka does);
+any other commit must come from a current member of the current generation
+(UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID, ILLEGAL_GENERATION), and is refused with
+REBALANCE_IN_PROGRESS while the group waits for its leader's assignment (members may
+still commit while the group is PreparingRebalance: that is how they hand over cleanly).
+Unknown topics or partitions get UNKNOWN_TOPIC_OR_PARTITION, metadata over 4096 bytes
+(Kafka's ``offset.metadata.max.bytes``) OFFSET_METADATA_TOO_LARGE; the metadata string
+round-trips. OffsetFetch answers -1 (with empty metadata and no error) for partitions
+without a commit, and every committed partition for null topics. OffsetDelete refuses
+topics that a member of a non-empty ``consumer`` group subscribes to
+(GROUP_SUBSCRIBED_TO_TOPIC, read from the members' subscriptions; unreadable ones count
+as subscribed to everything), and non-empty groups of other protocol types
+(NON_EMPTY_GROUP).
+Version notes: OffsetCommit v1 generation and member id, v1 only commit_timestamp, v2-4
+retention_time_ms (ignored, as Kafka does since KIP-211), v6 leader epoch (KIP-320), v7
+group_instance_id (KIP-345). OffsetFetch v2 null topics = all and a top-level error, v5
+leader epoch, v7 require_stable (KIP-447: nothing is unstable without transactions),
+v8 several groups (KIP-709), v9 member id and epoch (KIP-848; not checked for classic
+groups, as in Kafka).
+Not implemented: offset expiry (``offsets.retention.minutes``), persistence to
+``__consumer_offsets``.
+"""
+
+import time
+
+from kproto.errors import (
+    GroupIdNotFoundError,
+    GroupSubscribedToTopicError,
+    NonEmptyGroupError,
+    OffsetMetadataTooLargeError,
+    UnknownTopicOrPartitionError,
+)
+from kproto.protocol import ApiKey
+from kproto.protocol.messages import OffsetCommitResponse, OffsetDeleteResponse, OffsetFetchResponse
+from minibroker.coordinator import CommittedOffset, GroupState
+from minibroker.handlers import handles
+
+MAX_METADATA_BYTES = 4096  # Kafka's offset.metadata.max.bytes default
+
+
+def _has_partition(state, topic_name, partition):
+    topic = state.topics.get(topic_name)
+    return topic is not None and 0 <= partition < len(topic.partitions)
+
+
+@handles(ApiKey.OFFSET_COMMIT, 0, 9)
+async def offset_commit(state, header, request):
+    version = header.api_version
+    now_ms = int(time.time() * 1000)
+    codes = {}  # (topic, partition) -> error code decided before the group is asked
+    valid = []
+    for t in request.topics:
+        for p in t.partitions:
+            key = (t.name, p.partition_index)
+            if not _has_partition(state, t.name, p.partition_index):
+                codes[key] = UnknownTopicOrPartitionError.code
+            elif p.committed_metadata is not None and len(p.committed_metadata.encode()) > MAX_METADATA_BYTES:
+                codes[key] = OffsetMetadataTooLargeError.code
+            else:
+                stamp = p.commit_timestamp if version == 1 and p.commit_timestamp >= 0 else now_ms
+                valid.append((t.name, p.partition_index, CommittedOffset(
+                    offset=p.committed_offset, leader_epoch=p.committed_leader_epoch,
+                    metadata=p.committed_metadata, commit_timestamp=stamp)))
+    if valid:
+        group_code = state.groups.commit_offsets(
+            request.group_id,
+            member_id=request.member_id,
+            group_instance_id=request.group_instance_id if version >= 7 else None,
+            generation_id=request.generation_id_or_member_epoch,
+            offsets=valid,
+        )
+        for name, partition, _ in valid:
+            codes[(name, partition)] = group_code
+    return OffsetCommitResponse(topics=[
+        OffsetCommitResponse.OffsetCommitResponseTopic(name=t.name, partitions=[
+            OffsetCommitResponse.OffsetCommitResponsePartition(
+                partition_index=p.partition_index, error_code=codes[(t.name, p.partition_index)])
+            for p in t.partitions
+        ])
+        for t in request.topics
+    ])
+
+
+def _fetch_group(state, group_id, topics):
+    """[(topic, [(partition, CommittedOffset | None)])] for one group; topics None = all committed."""
+    if topics is None:
+        by_topic = {}
+        for (name, partition), committed in state.groups.offsets.committed(group_id).items():
+            by_topic.setdefault(name, []).append((partition, committed))
+        return [(name, sorted(parts, key=lambda x: x[0])) for name, parts in by_topic.items()]
+    offsets = state.groups.offsets
+    return [(t.name, [(i, offsets.get(group_id, t.name, i)) for i in t.partition_indexes]) for t in topics]
+
+
+def _partition_fields(partition, committed):
+    if committed is None:
+        return dict(partition_index=partition, committed_offset=-1, committed_leader_epoch=-1, metadata="", error_code=0)
+    return dict(partition_index=partition, committed_offset=committed.offset,
+                committed_leader_epoch=committed.leader_epoch, metadata=committed.metadata, error_code=0)
+
+
+@handles(ApiKey.OFFSET_FETCH, 0, 9)
+async def offset_fetch(state, header, request):
+    if header.api_version >= 8:
+        R = OffsetFetchResponse
+        return R(groups=[
+            R.OffsetFetchResponseGroup(group_id=g.group_id, error_code=0, topics=[
+                R.OffsetFetchResponseTopics(name=name, partitions=[
+                    R.OffsetFetchResponsePartitions(**_partition_fields(i, c)) for i, c in parts])
+                for name, parts in _fetch_group(state, g.group_id, g.topics)
+            ])
+            for g in request.groups
+        ])
+    return OffsetFetchResponse(error_code=0, topics=[
+        OffsetFetchResponse.OffsetFetchResponseTopic(name=name, partitions=[
+            OffsetFetchResponse.OffsetFetchResponsePartition(**_partition_fields(i, c)) for i, c in parts])
+        for name, parts in _fetch_group(state, request.group_id, request.topics)
+    ])
+
+
+@handles(ApiKey.OFFSET_DELETE, 0, 0)
+async def offset_delete(state, header, request):
+    group = state.groups.get(request.group_id)
+    if group is None or group.state is GroupState.Dead:
+        return OffsetDeleteResponse(error_code=GroupIdNotFoundError.code, topics=[])
+    subscribed = set()  # an Empty group subscribes to nothing
+    if group.state is not GroupState.Empty:
+        if group.protocol_type != "consumer":
+            return OffsetDeleteResponse(error_code=NonEmptyGroupError.code, topics=[])
+        subscribed = group.subscribed_topics()  # None: unknown, so every topic counts
+    topics = []
+    for t in request.topics:
+        partitions = []
+        for p in t.partitions:
+            if not _has_partition(state, t.name, p.partition_index):
+                code = UnknownTopicOrPartitionError.code
+            elif subscribed is None or t.name in subscribed:
+                code = GroupSubscribedToTopicError.code
+            else:
+                state.groups.offsets.delete(request.group_id, t.name, p.partition_index)
+                code = 0
+            partitions.append(OffsetDeleteResponse.OffsetDeleteResponsePartition(
+                partition_index=p.partition_index, error_code=code))
+        topics.append(OffsetDeleteResponse.OffsetDeleteResponseTopic(name=t.name, partitions=partitions))
+    return OffsetDeleteResponse(error_code=0, topics=topics)
