@@ -127,7 +127,34 @@ class _IndexFile:
                 pass
 
 
-class OffsetIndex:
+class _Index:
+    """What both index files share: the segment's base offset and the file's lifecycle."""
+
+    def __init__(self, base_offset: int, path: Path | None):
+        self.base_offset = base_offset
+        self._file = _IndexFile(path)
+
+    @property
+    def path(self) -> Path | None:
+        return self._file.path
+
+    def create(self) -> None:
+        self._file.create()
+
+    def flush(self) -> None:
+        self._file.flush()
+
+    def close(self) -> None:
+        self._file.close()
+
+    def rename(self, path: Path) -> None:
+        self._file.rename(path)
+
+    def unlink(self) -> None:
+        self._file.unlink()
+
+
+class OffsetIndex(_Index):
     """Offset -> file position of one segment (``NNN.index``).
 
     Args:
@@ -138,14 +165,9 @@ class OffsetIndex:
     entry_size = _OFFSET_ENTRY.size
 
     def __init__(self, base_offset: int, path: Path | None = None):
-        self.base_offset = base_offset
-        self._file = _IndexFile(path)
+        super().__init__(base_offset, path)
         self._relative = array("i")
         self._positions = array("i")
-
-    @property
-    def path(self) -> Path | None:
-        return self._file.path
 
     def __len__(self) -> int:
         return len(self._relative)
@@ -219,23 +241,8 @@ class OffsetIndex:
             pairs.append(p)
         self._file.replace_all(_to_disk(pairs))
 
-    def create(self) -> None:
-        self._file.create()
 
-    def flush(self) -> None:
-        self._file.flush()
-
-    def close(self) -> None:
-        self._file.close()
-
-    def rename(self, path: Path) -> None:
-        self._file.rename(path)
-
-    def unlink(self) -> None:
-        self._file.unlink()
-
-
-class TimeIndex:
+class TimeIndex(_Index):
     """Timestamp -> offset of one segment (``NNN.timeindex``).
 
     Args:
@@ -246,14 +253,9 @@ class TimeIndex:
     entry_size = _TIME_ENTRY.size
 
     def __init__(self, base_offset: int, path: Path | None = None):
-        self.base_offset = base_offset
-        self._file = _IndexFile(path)
+        super().__init__(base_offset, path)
         self._timestamps = array("q")
         self._relative = array("i")
-
-    @property
-    def path(self) -> Path | None:
-        return self._file.path
 
     def __len__(self) -> int:
         return len(self._timestamps)
@@ -324,17 +326,3 @@ class TimeIndex:
             out += _TIME_ENTRY.pack(timestamp, offset - self.base_offset)
         self._file.replace_all(bytes(out))
 
-    def create(self) -> None:
-        self._file.create()
-
-    def flush(self) -> None:
-        self._file.flush()
-
-    def close(self) -> None:
-        self._file.close()
-
-    def rename(self, path: Path) -> None:
-        self._file.rename(path)
-
-    def unlink(self) -> None:
-        self._file.unlink()
