@@ -34,6 +34,8 @@ DEFAULTS: dict[str, tuple[Any, type, str]] = {
     "group.initial.rebalance.delay.ms": (0, int, "How long a new group's first rebalance waits for more members. Kafka's default is 3000; minibroker uses 0 so that tests do not wait 3 s for every new group."),
     "group.min.session.timeout.ms": (6000, int, "Smallest session.timeout.ms a member may ask for (INVALID_SESSION_TIMEOUT below)."),
     "group.max.session.timeout.ms": (1800000, int, "Largest session.timeout.ms a member may ask for (INVALID_SESSION_TIMEOUT above)."),
+    "offsets.topic.num.partitions": (50, int, "Partitions of __consumer_offsets, created on the first offset commit; fixed once it exists."),
+    "offsets.topic.segment.bytes": (104857600, int, "segment.bytes of __consumer_offsets (compacted, so old commits are cleaned once segments roll)."),
 }
 
 

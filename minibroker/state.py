@@ -1,24 +1,35 @@
-"""The broker's state: topics, their partition logs and ids, producer ids.
+"""The broker's state: topics, their partition logs and ids, producer ids, groups.
 
 Handlers read and change it; the server owns one. No I/O here: the only asynchronous
 piece is :meth:`BrokerState.wait_for_data`, which long-polled fetches await and every
-append wakes.
+append wakes. Committed offsets are written to the internal ``__consumer_offsets`` topic,
+created on the first commit as Kafka does, and read back when the state is built.
 """
 
 from __future__ import annotations
 
 import asyncio
 import re
+import time
 import uuid
 from dataclasses import dataclass, field
 
 from minibroker.config import BrokerConfig
 from minibroker.coordinator import GroupCoordinator
+from minibroker.coordinator.offsets import OffsetEntry
+from minibroker.coordinator.offsets_log import (
+    OFFSETS_TOPIC,
+    offsets_batch,
+    partition_for,
+    read_offset_records,
+)
 from minibroker.log import PartitionLog
 from minibroker.producer_state import ProducerStates
 from minibroker.storage import Storage, StoredTopic
 
-__all__ = ["BrokerState", "Topic", "validate_topic_name"]
+__all__ = ["INTERNAL_TOPICS", "BrokerState", "Topic", "validate_topic_name"]
+
+INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC})  # written by the broker only
 
 _LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
 _MAX_NAME = 249
@@ -57,13 +68,16 @@ class BrokerState:
         self.topics: dict[str, Topic] = {}
         self._next_producer_id = 1000
         self.producers = ProducerStates()
-        self.groups = GroupCoordinator(config)  # classic groups and committed offsets
+        self.groups = GroupCoordinator(config, journal=self._write_offsets)  # classic groups and committed offsets
         self._data = asyncio.Event()
         dirs = [d.strip() for d in config["log.dirs"].split(",") if d.strip()]
         self.storage = Storage(config, dirs)
         for stored in self.storage.load_topics():
             self.topics[stored.name] = Topic(stored.name, stored.topic_id, [], stored.configs)
             self._open_partitions(self.topics[stored.name], stored.partitions)
+        if OFFSETS_TOPIC in self.topics:
+            for log in self.topics[OFFSETS_TOPIC].partitions:
+                self.groups.load_offsets(read_offset_records(log.read, log.log_start_offset, log.log_end_offset))
 
     def _open_partitions(self, topic: Topic, count: int) -> None:
         for index in range(len(topic.partitions), count):
@@ -80,9 +94,31 @@ class BrokerState:
         return topic
 
     def delete_topic(self, topic: Topic) -> None:
+        """Delete a topic, its logs and every group's committed offsets for it."""
+        self.groups.offsets.delete_topic(topic.name)
         del self.topics[topic.name]
         self._save_topics()
         self.storage.delete_partitions(topic.name, topic.partitions)
+
+    def offsets_topic(self) -> Topic:
+        """``__consumer_offsets``, created compacted on first use (as Kafka does)."""
+        topic = self.topics.get(OFFSETS_TOPIC)
+        if topic is None:
+            topic = self.create_topic(OFFSETS_TOPIC, self.config["offsets.topic.num.partitions"], {
+                "cleanup.policy": "compact",
+                "segment.bytes": str(self.config["offsets.topic.segment.bytes"]),
+            })
+        return topic
+
+    def _write_offsets(self, group_id: str, entries: list[OffsetEntry]) -> None:
+        """The offset store's journal: one batch on the group's partition of the offsets topic."""
+        topic = self.offsets_topic()
+        now_ms = int(time.time() * 1000)
+        builder = offsets_batch(entries, now_ms)
+        topic.partitions[partition_for(group_id, len(topic.partitions))].append(
+            builder.build(), last_offset_delta=builder.record_count - 1, max_timestamp=now_ms,
+            leader_epoch=topic.leader_epoch)
+        self.data_arrived()
 
     def add_partitions(self, topic: Topic, count: int) -> None:
         self._open_partitions(topic, count)

@@ -21,10 +21,11 @@ from kproto.errors import (
     GroupIdNotFoundError,
     IllegalGenerationError,
     NonEmptyGroupError,
+    NotCoordinatorError,
     UnknownMemberIdError,
 )
 from minibroker.coordinator.groups import Group, GroupConfig, GroupState, JoinResult, SyncResult
-from minibroker.coordinator.offsets import CommittedOffset, OffsetStore
+from minibroker.coordinator.offsets import CommittedOffset, Journal, OffsetEntry, OffsetStore
 
 __all__ = ["GroupCoordinator"]
 
@@ -45,9 +46,12 @@ class GroupCoordinator:
         config: broker settings; reads ``group.initial.rebalance.delay.ms``,
             ``group.min.session.timeout.ms`` and ``group.max.session.timeout.ms``.
         clock: monotonic seconds; injectable for tests.
+        journal: where committed offsets are written before they count (see
+            :class:`~minibroker.coordinator.offsets.OffsetStore`); None keeps them in memory.
     """
 
-    def __init__(self, config: Mapping[str, Any] | Any, *, clock: Callable[[], float] = time.monotonic):
+    def __init__(self, config: Mapping[str, Any] | Any, *, clock: Callable[[], float] = time.monotonic,
+                 journal: Journal | None = None):
         self.group_config = GroupConfig(
             initial_rebalance_delay_ms=config["group.initial.rebalance.delay.ms"],
             min_session_timeout_ms=config["group.min.session.timeout.ms"],
@@ -55,12 +59,19 @@ class GroupCoordinator:
         )
         self.clock = clock
         self.groups: dict[str, Group] = {}
-        self.offsets = OffsetStore()
+        self.offsets = OffsetStore(journal)
         self._timers: dict[str, asyncio.TimerHandle] = {}
         self._seen: dict[str, tuple] = {}  # what was last logged of each group
 
     def get(self, group_id: str) -> Group | None:
         return self.groups.get(group_id)
+
+    def load_offsets(self, entries: Iterable[OffsetEntry]) -> None:
+        """Offsets read back on start; their groups come back Empty, as in Kafka."""
+        self.offsets.replay(entries)
+        for group_id in self.offsets.groups():
+            if group_id not in self.groups:
+                self._create(group_id)
 
     def _create(self, group_id: str) -> Group:
         group = self.groups[group_id] = Group(group_id, self.group_config)
@@ -125,8 +136,12 @@ class GroupCoordinator:
                                      generation_id=generation_id, now=self.clock())
         self._rearm(group)
         if code == 0:
-            for topic, partition, committed in offsets:
-                self.offsets.commit(group_id, topic, partition, committed)
+            try:
+                self.offsets.commit(group_id, offsets)
+            except OSError:
+                # Kafka answers NOT_COORDINATOR when the offsets log cannot be written.
+                log.exception("group %r: could not write its offsets", group_id)
+                return NotCoordinatorError.code
         return code
 
     def delete_group(self, group_id: str) -> int:

@@ -1,17 +1,18 @@
 """Committed offsets: per group, topic and partition, with metadata and leader epoch.
 
-In memory for now. Every change goes through :meth:`OffsetStore.commit` or one of the
-two deletes, so persisting to a ``__consumer_offsets`` log later means appending one
-record there (key: group, topic, partition; value: :class:`CommittedOffset`, or a
-tombstone for a delete) and replaying the log into a fresh store on start.
+The store is a map in memory with an optional journal: every change (commits of one
+OffsetCommit, deletions) is handed to the journal first, as a list of entries, then
+applied. The broker's journal appends them to ``__consumer_offsets``
+(:mod:`minibroker.coordinator.offsets_log`) and :meth:`OffsetStore.replay` reads them
+back on start. Journal first: if the write fails, memory still agrees with the log.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-__all__ = ["CommittedOffset", "OffsetStore"]
+__all__ = ["CommittedOffset", "Journal", "OffsetEntry", "OffsetStore"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -20,18 +21,30 @@ class CommittedOffset:
 
     offset: int
     leader_epoch: int = -1
-    metadata: str | None = ""
+    metadata: str = ""
     commit_timestamp: int = -1  # ms since the epoch, when the broker accepted the commit
 
 
+# (group, topic, partition, the commit or None for a deletion)
+OffsetEntry = tuple[str, str, int, "CommittedOffset | None"]
+# Called with a group and its changed entries: one group per call.
+Journal = Callable[[str, "list[OffsetEntry]"], None]
+
+
 class OffsetStore:
-    """group -> (topic, partition) -> :class:`CommittedOffset`."""
+    """group -> (topic, partition) -> :class:`CommittedOffset`.
 
-    def __init__(self) -> None:
+    Args:
+        journal: called with every change before it is applied; None keeps nothing.
+    """
+
+    def __init__(self, journal: Journal | None = None) -> None:
         self._groups: dict[str, dict[tuple[str, int], CommittedOffset]] = {}
+        self._journal = journal
 
-    def commit(self, group_id: str, topic: str, partition: int, committed: CommittedOffset) -> None:
-        self._groups.setdefault(group_id, {})[(topic, partition)] = committed
+    def commit(self, group_id: str, offsets: Iterable[tuple[str, int, CommittedOffset]]) -> None:
+        """Commit several partitions of one group at once (one journal write)."""
+        self._change(group_id, [(group_id, topic, partition, c) for topic, partition, c in offsets])
 
     def get(self, group_id: str, topic: str, partition: int) -> CommittedOffset | None:
         return self._groups.get(group_id, {}).get((topic, partition))
@@ -47,9 +60,37 @@ class OffsetStore:
         return [g for g, offsets in self._groups.items() if offsets]
 
     def delete(self, group_id: str, topic: str, partition: int) -> None:
+        if (topic, partition) in self._groups.get(group_id, {}):
+            self._change(group_id, [(group_id, topic, partition, None)])
+
+    def delete_group(self, group_id: str) -> None:
+        self._change(group_id, [(group_id, t, p, None) for t, p in self._groups.get(group_id, {})])
+
+    def delete_topic(self, topic: str) -> None:
+        """Forget a deleted topic's offsets in every group, as Kafka does."""
+        for group_id, offsets in list(self._groups.items()):
+            self._change(group_id, [(group_id, t, p, None) for t, p in offsets if t == topic])
+
+    def replay(self, entries: Iterable[OffsetEntry]) -> None:
+        """Apply entries read back from the journal (without writing them again)."""
+        for entry in entries:
+            self._apply(entry)
+
+    def _change(self, group_id: str, entries: list[OffsetEntry]) -> None:
+        if not entries:
+            return
+        if self._journal is not None:
+            self._journal(group_id, entries)
+        for entry in entries:
+            self._apply(entry)
+
+    def _apply(self, entry: OffsetEntry) -> None:
+        group_id, topic, partition, committed = entry
+        if committed is not None:
+            self._groups.setdefault(group_id, {})[(topic, partition)] = committed
+            return
         offsets = self._groups.get(group_id)
         if offsets is not None:
             offsets.pop((topic, partition), None)
-
-    def delete_group(self, group_id: str) -> None:
-        self._groups.pop(group_id, None)
+            if not offsets:
+                del self._groups[group_id]

@@ -1,6 +1,8 @@
 """OffsetCommit v0-9, OffsetFetch v0-9 and OffsetDelete v0: committed offsets of groups.
 
-Behaviour: offsets live in :class:`minibroker.coordinator.OffsetStore`, in memory. An
+Behaviour: offsets live in :class:`minibroker.coordinator.OffsetStore`, which writes every
+change to the compacted ``__consumer_offsets`` topic (created on the first commit) before
+it counts, and reads them back on start, so commits survive a restart. An
 OffsetCommit with generation -1 and no member id is a simple consumer's commit, accepted
 while the group has no members (an unknown group is then created Empty, as Kafka does);
 any other commit must come from a current member of the current generation
@@ -9,7 +11,7 @@ REBALANCE_IN_PROGRESS while the group waits for its leader's assignment (members
 still commit while the group is PreparingRebalance: that is how they hand over cleanly).
 Unknown topics or partitions get UNKNOWN_TOPIC_OR_PARTITION, metadata over 4096 bytes
 (Kafka's ``offset.metadata.max.bytes``) OFFSET_METADATA_TOO_LARGE; the metadata string
-round-trips. OffsetFetch answers -1 (with empty metadata and no error) for partitions
+round-trips (null metadata is stored as "", as Kafka does). OffsetFetch answers -1 (with empty metadata and no error) for partitions
 without a commit, and every committed partition for null topics. OffsetDelete refuses
 topics that a member of a non-empty ``consumer`` group subscribes to
 (GROUP_SUBSCRIBED_TO_TOPIC, read from the members' subscriptions; unreadable ones count
@@ -21,8 +23,8 @@ group_instance_id (KIP-345). OffsetFetch v2 null topics = all and a top-level er
 leader epoch, v7 require_stable (KIP-447: nothing is unstable without transactions),
 v8 several groups (KIP-709), v9 member id and epoch (KIP-848; not checked for classic
 groups, as in Kafka).
-Not implemented: offset expiry (``offsets.retention.minutes``), persistence to
-``__consumer_offsets``.
+Not implemented: offset expiry (``offsets.retention.minutes``): commits are kept until
+their group or topic is deleted.
 """
 
 import time
@@ -64,7 +66,7 @@ async def offset_commit(state, header, request):
                 stamp = p.commit_timestamp if version == 1 and p.commit_timestamp >= 0 else now_ms
                 valid.append((t.name, p.partition_index, CommittedOffset(
                     offset=p.committed_offset, leader_epoch=p.committed_leader_epoch,
-                    metadata=p.committed_metadata, commit_timestamp=stamp)))
+                    metadata=p.committed_metadata or "", commit_timestamp=stamp)))
     if valid:
         group_code = state.groups.commit_offsets(
             request.group_id,

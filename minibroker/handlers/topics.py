@@ -6,6 +6,9 @@ above the number of brokers (one) is INVALID_REPLICATION_FACTOR; ``validate_only
 checks without creating. Topic configs are validated against Kafka's names and types
 (:mod:`minibroker.topic_configs`). DeleteTopics takes names, or from v6 topic ids.
 CreatePartitions only grows a topic (INVALID_PARTITIONS otherwise).
+Internal topics (``__consumer_offsets``) belong to the broker: creating, deleting or
+growing one is INVALID_TOPIC_EXCEPTION (Kafka's own kafka-topics tool refuses to delete
+them too), since the committed offsets they hold would be lost or misplaced.
 Not implemented yet: manual replica assignments beyond one broker.
 """
 
@@ -26,10 +29,14 @@ from kproto.protocol.messages import (
     DeleteTopicsResponse,
 )
 from minibroker.handlers import handles
-from minibroker.state import validate_topic_name
+from minibroker.state import INTERNAL_TOPICS, validate_topic_name
 from minibroker.topic_configs import validate
 
 BROKERS = 1
+
+
+def _internal(name):
+    return f"{name} is internal to the broker; clients may read it, not manage it"
 
 
 def _check_create(state, t):
@@ -37,6 +44,8 @@ def _check_create(state, t):
     why = validate_topic_name(t.name)
     if why:
         return InvalidTopicError.code, why, 0
+    if t.name in INTERNAL_TOPICS:
+        return InvalidTopicError.code, _internal(t.name), 0
     if t.name in state.topics:
         return TopicAlreadyExistsError.code, f"topic {t.name!r} already exists", 0
     if t.assignments:
@@ -79,6 +88,10 @@ async def delete_topics(state, header, request):
             code = UnknownTopicOrPartitionError.code if name is not None else UnknownTopicIdError.code
             results.append(DeleteTopicsResponse.DeletableTopicResult(name=name, topic_id=topic_id, error_code=code))
             continue
+        if topic.name in INTERNAL_TOPICS:
+            results.append(DeleteTopicsResponse.DeletableTopicResult(
+                name=topic.name, topic_id=topic.topic_id, error_code=InvalidTopicError.code, error_message=_internal(topic.name)))
+            continue
         state.delete_topic(topic)
         results.append(DeleteTopicsResponse.DeletableTopicResult(name=topic.name, topic_id=topic.topic_id, error_code=0))
     return DeleteTopicsResponse(responses=results)
@@ -92,6 +105,8 @@ async def create_partitions(state, header, request):
         code, message = 0, None
         if topic is None:
             code, message = UnknownTopicOrPartitionError.code, f"topic {t.name!r} does not exist"
+        elif t.name in INTERNAL_TOPICS:
+            code, message = InvalidTopicError.code, _internal(t.name)
         elif t.count <= len(topic.partitions):
             code, message = InvalidPartitionsError.code, f"topic has {len(topic.partitions)} partitions; the count can only grow"
         elif t.assignments:

@@ -332,13 +332,40 @@ def test_subscribed_topics_come_from_consumer_subscriptions():
 def test_offset_store():
     store = OffsetStore()
     assert store.get("g", "t", 0) is None and not store.has_offsets("g")
-    store.commit("g", "t", 0, CommittedOffset(offset=5, metadata="m", leader_epoch=2))
-    store.commit("g", "t", 1, CommittedOffset(offset=7))
+    store.commit("g", [("t", 0, CommittedOffset(offset=5, metadata="m", leader_epoch=2)), ("t", 1, CommittedOffset(offset=7))])
     assert store.get("g", "t", 0).metadata == "m" and list(store.committed("g")) == [("t", 0), ("t", 1)]
     store.delete("g", "t", 0)
     assert list(store.committed("g")) == [("t", 1)]
     store.delete_group("g")
     assert not store.has_offsets("g") and list(store.groups()) == []
+
+
+def test_offset_store_journals_every_change_before_applying_it_and_replays_it():
+    written = []
+    store = OffsetStore(lambda group, entries: written.append((group, entries)))
+    one, two = CommittedOffset(offset=1), CommittedOffset(offset=2)
+    store.commit("g", [("t", 0, one), ("u", 0, two)])
+    store.commit("h", [("t", 0, two)])
+    store.delete("g", "nothing-there", 0)  # no change, nothing written
+    store.delete_topic("t")
+    store.delete_group("g")
+    assert written == [
+        ("g", [("g", "t", 0, one), ("g", "u", 0, two)]),
+        ("h", [("h", "t", 0, two)]),
+        ("g", [("g", "t", 0, None)]),
+        ("h", [("h", "t", 0, None)]),
+        ("g", [("g", "u", 0, None)]),
+    ]
+    replayed = OffsetStore()
+    replayed.replay(entry for _, entries in written[:2] for entry in entries)
+    assert replayed.committed("g") == {("t", 0): one, ("u", 0): two} and replayed.get("h", "t", 0) == two
+
+    def failing(group, entries):
+        raise OSError("disk full")
+    store = OffsetStore(failing)
+    with pytest.raises(OSError):
+        store.commit("g", [("t", 0, one)])
+    assert not store.has_offsets("g")  # memory still agrees with the log
 
 
 def test_coordinator_holds_joins_and_its_timer_evicts_members_that_do_not_rejoin():

@@ -495,7 +495,7 @@ def test_offset_commit_checks_the_member_generation_and_partitions(raw):
     assert commit(member, 1, metadata=None) == 0
     fetched = c.request(ApiKey.OFFSET_FETCH, 7, OffsetFetchRequest(group_id="g", topics=None))
     assert [(t.name, p.partition_index, p.committed_offset, p.committed_leader_epoch, p.metadata)
-            for t in fetched.topics for p in t.partitions] == [("t", 0, 7, 3, None)]
+            for t in fetched.topics for p in t.partitions] == [("t", 0, 7, 3, "")]  # null metadata is kept as "", as Kafka
     deleted = c.request(ApiKey.OFFSET_DELETE, 0, OffsetDeleteRequest(group_id="g", topics=[
         OffsetDeleteRequest.OffsetDeleteRequestTopic(name="t", partitions=[
             OffsetDeleteRequest.OffsetDeleteRequestPartition(partition_index=0)])]))
