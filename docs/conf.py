@@ -7,6 +7,7 @@ import sys
 # type hints, and the extension is held to the same API by tests.
 os.environ.setdefault("KPROTO_NO_EXTENSIONS", "1")
 sys.path.insert(0, os.path.abspath(".."))
+sys.path.insert(0, os.path.abspath("_ext"))
 
 project = "kproto"
 author = "the kproto developers"
@@ -14,7 +15,7 @@ copyright = "2026, the kproto developers"
 release = "0.1.0.dev0"
 
 # No intersphinx: builds run offline (CI reaches only package registries).
-extensions = ["sphinx.ext.autodoc", "sphinx.ext.napoleon"]
+extensions = ["sphinx.ext.autodoc", "sphinx.ext.napoleon", "config_table"]
 autodoc_member_order = "bysource"
 autodoc_typehints = "description"
 napoleon_google_docstring = True

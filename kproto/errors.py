@@ -10,8 +10,14 @@ The tree, split by who is to blame::
     │   │                           carries the offset range of the bad batch when known
     │   ├── UnsupportedCompressionTypeError   code 76
     │   └── ... one class per code in the table below
-    └── ProtocolError               a peer broke the wire protocol (garbled frame,
-                                    truncated response): the connection is unusable
+    ├── ProtocolError               a peer broke the wire protocol (garbled frame,
+    │                               truncated response): the connection is unusable
+    ├── KafkaConnectionError        a broker could not be reached or the connection
+    │   │                           dropped (retriable)
+    │   └── NoBrokersAvailableError none of bootstrap.servers answered
+    ├── KafkaTimeoutError           a request or an operation ran out of time (retriable)
+    ├── ConfigError                 a client config key or value is wrong (also a ValueError)
+    └── ClientClosedError           the client was closed
 
 Classes for Kafka codes are declared once, below, each with its code, Kafka's NAME and
 whether a retry can succeed; ``for_code(code)`` returns the class for a code (an
@@ -31,6 +37,11 @@ __all__ = [
     "KafkaError",
     "KafkaCodeError",
     "ProtocolError",
+    "KafkaConnectionError",
+    "NoBrokersAvailableError",
+    "KafkaTimeoutError",
+    "ConfigError",
+    "ClientClosedError",
     "CorruptRecordError",
     "for_code",
     # One class per Kafka error code, in code order.
@@ -179,6 +190,30 @@ class KafkaError(Exception):
 
 class ProtocolError(KafkaError):
     """A peer sent bytes that break the Kafka wire protocol (not a record payload)."""
+
+
+class KafkaConnectionError(KafkaError):
+    """A broker could not be reached, or the connection to it was lost."""
+
+    retriable = True
+
+
+class NoBrokersAvailableError(KafkaConnectionError):
+    """None of the bootstrap servers could be reached."""
+
+
+class KafkaTimeoutError(KafkaError):
+    """A request or an operation did not complete in the time allowed."""
+
+    retriable = True
+
+
+class ConfigError(KafkaError, ValueError):
+    """A client configuration key is unknown, or its value is not valid."""
+
+
+class ClientClosedError(KafkaError):
+    """The client was closed; it cannot be used any more."""
 
 
 _BY_CODE: dict[int, type[KafkaCodeError]] = {}

@@ -1,0 +1,264 @@
+"""Client configuration: Kafka's key names, the Java client's defaults, one table.
+
+Every client takes its settings as a dict with Kafka's names (``{"linger.ms": 5}``) or as
+keyword arguments with dots as underscores (``linger_ms=5``), or both (keywords win).
+Values are checked and converted here, once: ``"5"`` and ``5`` are the same, ``acks``
+accepts ``"all"``/``-1``/``0``/``1``, booleans accept ``"true"``/``"false"``. A key the
+client does not know is a :class:`~kproto.errors.ConfigError` naming the closest one;
+a key that belongs to another kind of client (``linger.ms`` given to a consumer) is an
+error too, so that a misplaced setting never silently does nothing.
+
+:data:`CONFIGS` is the table: the documentation's configuration reference is built from
+it.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kproto.errors import ConfigError
+
+__all__ = ["CONFIGS", "ClientConfig", "ConfigKey"]
+
+PRODUCER, CONSUMER, ADMIN = "producer", "consumer", "admin"
+ALL = frozenset({PRODUCER, CONSUMER, ADMIN})
+
+
+def _bool(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    raise ValueError("expected true or false")
+
+
+def _int(value: Any) -> int:
+    if isinstance(value, bool):
+        raise ValueError("expected an integer")
+    if isinstance(value, float) and not value.is_integer():
+        raise ValueError("expected an integer")
+    return int(value)
+
+
+def _non_negative(value: Any) -> int:
+    n = _int(value)
+    if n < 0:
+        raise ValueError("must be >= 0")
+    return n
+
+
+def _positive(value: Any) -> int:
+    n = _int(value)
+    if n <= 0:
+        raise ValueError("must be > 0")
+    return n
+
+
+def _str(value: Any) -> str:
+    if not isinstance(value, str):
+        raise ValueError("expected a string")
+    return value
+
+
+def _optional_str(value: Any) -> str | None:
+    return None if value is None else _str(value)
+
+
+def _one_of(*choices: str) -> Callable[[Any], str]:
+    def check(value: Any) -> str:
+        text = str(value).lower()
+        if text not in choices:
+            raise ValueError(f"expected one of {', '.join(choices)}")
+        return text
+    return check
+
+
+def _acks(value: Any) -> int:
+    text = str(value).lower()
+    if text in ("all", "-1"):
+        return -1
+    if text in ("0", "1"):
+        return int(text)
+    raise ValueError("expected all, -1, 0 or 1")
+
+
+def _servers(value: Any) -> str:
+    if isinstance(value, (list, tuple)):
+        value = ",".join(value)
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError("expected host:port[,host:port...]")
+    return value
+
+
+def _strategies(value: Any) -> tuple[str, ...]:
+    items = value.split(",") if isinstance(value, str) else list(value)
+    known = ("range", "roundrobin", "cooperative-sticky")
+    out = []
+    for item in items:
+        name = item.strip().lower() if isinstance(item, str) else item
+        if isinstance(name, str) and name not in known:
+            raise ValueError(f"unknown assignor {item!r}; known: {', '.join(known)}")
+        out.append(name)
+    if not out:
+        raise ValueError("at least one assignor is needed")
+    return tuple(out)
+
+
+def _callable_or_none(value: Any) -> Any:
+    if value is not None and not callable(value):
+        raise ValueError("expected a callable or None")
+    return value
+
+
+def _plaintext(value: Any) -> str:
+    text = str(value).upper()
+    if text != "PLAINTEXT":
+        raise ValueError("only PLAINTEXT is supported so far (SSL and SASL are not yet)")
+    return text
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigKey:
+    """One setting: its Kafka name, default, parser, which clients take it, and its meaning."""
+
+    name: str
+    default: Any
+    parse: Callable[[Any], Any]
+    clients: frozenset[str]
+    doc: str
+    defaults_by_client: tuple[tuple[str, Any], ...] = ()  # where Java's default differs per client
+
+    def default_for(self, client: str) -> Any:
+        return dict(self.defaults_by_client).get(client, self.default)
+
+
+def _key(name: str, default: Any, parse: Callable[[Any], Any], clients: frozenset[str] | str, doc: str,
+         **by_client: Any) -> ConfigKey:
+    clients = frozenset({clients}) if isinstance(clients, str) else clients
+    return ConfigKey(name, default, parse, clients, doc, tuple(by_client.items()))
+
+
+_KEYS = [
+    # -- every client ---------------------------------------------------------------------
+    _key("bootstrap.servers", None, _servers, ALL, "host:port pairs to learn the cluster from (required)."),
+    _key("client.id", "kproto", _str, ALL, "Sent with every request; shows in broker logs and quotas."),
+    _key("request.timeout.ms", 30000, _positive, ALL, "How long one request may wait for its response."),
+    _key("default.api.timeout.ms", 60000, _positive, ALL - {PRODUCER},
+         "Bound of blocking calls that take no timeout argument."),
+    _key("socket.connection.setup.timeout.ms", 10000, _positive, ALL, "How long connecting to a broker may take."),
+    _key("metadata.max.age.ms", 300000, _non_negative, ALL, "Metadata older than this is refreshed."),
+    _key("reconnect.backoff.ms", 50, _non_negative, ALL, "First wait before reconnecting to a broker."),
+    _key("reconnect.backoff.max.ms", 1000, _non_negative, ALL, "Largest wait between reconnects (doubling)."),
+    _key("retry.backoff.ms", 100, _non_negative, ALL, "Wait before retrying a failed request."),
+    _key("retry.backoff.max.ms", 1000, _non_negative, ALL, "Largest wait between retries (doubling)."),
+    _key("send.buffer.bytes", 131072, _int, ALL, "SO_SNDBUF of sockets (-1: the OS default)."),
+    _key("receive.buffer.bytes", 32768, _int, ALL, "SO_RCVBUF of sockets (-1: the OS default).",
+         consumer=65536, admin=65536),
+    _key("connections.max.idle.ms", 540000, _int, ALL, "Close connections idle this long.", admin=300000),
+    _key("security.protocol", "PLAINTEXT", _plaintext, ALL, "PLAINTEXT only, for now."),
+    # -- producer -------------------------------------------------------------------------
+    _key("acks", -1, _acks, PRODUCER, "Acknowledgements: all (-1), 1 or 0."),
+    _key("batch.size", 16384, _non_negative, PRODUCER, "Largest batch per partition, in bytes before compression."),
+    _key("linger.ms", 5, _non_negative, PRODUCER, "How long a batch may wait for more records (Kafka 4.0's default)."),
+    _key("buffer.memory", 33554432, _positive, PRODUCER, "Memory for unsent records; send blocks when full."),
+    _key("max.block.ms", 60000, _non_negative, PRODUCER, "How long send and flush may block (metadata, memory)."),
+    _key("max.request.size", 1048576, _positive, PRODUCER, "Largest record or request the producer sends."),
+    _key("compression.type", "none", _one_of("none", "gzip", "snappy", "lz4", "zstd"), PRODUCER,
+         "Codec of produced batches."),
+    _key("compression.gzip.level", -1, _int, PRODUCER, "gzip level 1-9 (-1: the codec's default)."),
+    _key("compression.lz4.level", 9, _int, PRODUCER, "lz4 level 1-17."),
+    _key("compression.zstd.level", 3, _int, PRODUCER, "zstd level -131072 to 22."),
+    _key("enable.idempotence", True, _bool, PRODUCER, "Exactly-once per partition: producer id and sequences."),
+    _key("max.in.flight.requests.per.connection", 5, _positive, PRODUCER,
+         "Unanswered Produce requests per broker (at most 5 with idempotence)."),
+    _key("retries", 2147483647, _non_negative, PRODUCER, "Retries of a failed batch, within delivery.timeout.ms."),
+    _key("delivery.timeout.ms", 120000, _positive, PRODUCER, "Bound on the time from send to success or failure."),
+    _key("partitioner.class", None, _callable_or_none, PRODUCER,
+         "None: Java's default (murmur2 of keys, sticky batches for null keys); or "
+         "\"round_robin\"; or a callable (key, partitions, topic) -> partition."),
+    _key("partitioner.ignore.keys", False, _bool, PRODUCER, "Spread keyed records like null-keyed ones."),
+    _key("key.serializer", None, _callable_or_none, PRODUCER, "Callable turning keys into bytes."),
+    _key("value.serializer", None, _callable_or_none, PRODUCER, "Callable turning values into bytes."),
+    _key("transactional.id", None, _optional_str, PRODUCER, "Transactions: not supported yet (must stay None)."),
+    _key("allow.auto.create.topics", True, _bool, frozenset({PRODUCER, CONSUMER}),
+         "Let the broker create unknown topics when asked for their metadata."),
+    # -- consumer -------------------------------------------------------------------------
+    _key("group.id", None, _optional_str, CONSUMER, "Consumer group; None for assign()-only use without commits."),
+    _key("group.instance.id", None, _optional_str, CONSUMER, "Static membership id (KIP-345)."),
+    _key("enable.auto.commit", True, _bool, CONSUMER, "Commit consumed positions in the background."),
+    _key("auto.commit.interval.ms", 5000, _non_negative, CONSUMER, "How often auto-commit runs."),
+    _key("auto.offset.reset", "latest", _one_of("earliest", "latest", "none"), CONSUMER,
+         "Where to start without a valid committed offset."),
+    _key("session.timeout.ms", 45000, _positive, CONSUMER, "A member silent this long leaves the group."),
+    _key("heartbeat.interval.ms", 3000, _positive, CONSUMER, "How often members heartbeat."),
+    _key("max.poll.interval.ms", 300000, _positive, CONSUMER, "Longest time between polls before leaving the group."),
+    _key("max.poll.records", 500, _positive, CONSUMER, "Most records one poll returns."),
+    _key("fetch.min.bytes", 1, _non_negative, CONSUMER, "A fetch waits for this many bytes..."),
+    _key("fetch.max.wait.ms", 500, _non_negative, CONSUMER, "...or this long."),
+    _key("fetch.max.bytes", 52428800, _positive, CONSUMER, "Most bytes one fetch response holds."),
+    _key("max.partition.fetch.bytes", 1048576, _positive, CONSUMER, "Most bytes per partition per fetch."),
+    _key("isolation.level", "read_uncommitted", _one_of("read_uncommitted", "read_committed"), CONSUMER,
+         "read_committed skips aborted transactions' records."),
+    _key("partition.assignment.strategy", ("range", "cooperative-sticky"), _strategies, CONSUMER,
+         "Assignors, in preference order: range, roundrobin, cooperative-sticky."),
+    _key("exclude.internal.topics", True, _bool, CONSUMER, "Patterns never match internal topics."),
+    _key("check.crcs", True, _bool, CONSUMER, "Verify record batch CRCs."),
+    _key("client.rack", "", _str, CONSUMER, "The consumer's rack, for fetching from the closest replica."),
+    _key("key.deserializer", None, _callable_or_none, CONSUMER, "Callable turning key bytes into objects."),
+    _key("value.deserializer", None, _callable_or_none, CONSUMER, "Callable turning value bytes into objects."),
+]
+
+CONFIGS: dict[str, ConfigKey] = {k.name: k for k in _KEYS}
+
+
+class ClientConfig(Mapping[str, Any]):
+    """Validated settings of one client (``producer``, ``consumer`` or ``admin``).
+
+    Args:
+        client: which kind of client.
+        config: settings with Kafka's names.
+        **kwargs: settings with dots written as underscores; they override ``config``.
+
+    Raises:
+        ConfigError: an unknown key, a key of another kind of client, a bad value, or a
+            missing ``bootstrap.servers``.
+    """
+
+    def __init__(self, client: str, config: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
+        self.client = client
+        given = dict(config or {})
+        given.update({name.replace("_", "."): value for name, value in kwargs.items()})
+        self._values = {k.name: k.default_for(client) for k in _KEYS if client in k.clients}
+        for name, value in given.items():
+            key = CONFIGS.get(name)
+            if key is None or client not in key.clients:
+                raise ConfigError(self._unknown(name, key))
+            try:
+                self._values[name] = key.parse(value)
+            except (TypeError, ValueError) as exc:
+                raise ConfigError(f"{name}={value!r}: {exc}") from None
+        if self._values["bootstrap.servers"] is None:
+            raise ConfigError("bootstrap.servers is required, e.g. \"127.0.0.1:9092\"")
+
+    def _unknown(self, name: str, key: ConfigKey | None) -> str:
+        if key is not None:
+            return f"{name} is a {'/'.join(sorted(key.clients))} setting; a {self.client} does not take it"
+        mine = [k.name for k in _KEYS if self.client in k.clients]
+        close = difflib.get_close_matches(name, mine, n=1, cutoff=0.6)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        return f"unknown {self.client} config {name!r}{hint}"
+
+    def __getitem__(self, name: str) -> Any:
+        return self._values[name]
+
+    def __iter__(self):
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __repr__(self) -> str:
+        return f"ClientConfig({self.client!r}, {self._values!r})"

@@ -1,0 +1,304 @@
+"""What a client knows of the cluster: brokers, topics, leaders, and a connection to each.
+
+:class:`Cluster` bootstraps from ``bootstrap.servers`` (each tried in turn until one
+answers Metadata), then keeps a metadata cache that callers refresh when a broker says
+it is stale (NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION, ...) and that expires
+after ``metadata.max.age.ms``. Connections are opened lazily, one per broker, and
+reopened after a failure no sooner than the reconnect backoff allows
+(``reconnect.backoff.ms`` doubling up to ``reconnect.backoff.max.ms``, as Java does).
+Concurrent refreshes share one Metadata request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import time
+import uuid
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from kproto.errors import (
+    ClientClosedError,
+    KafkaConnectionError,
+    KafkaError,
+    KafkaTimeoutError,
+    NoBrokersAvailableError,
+)
+from kproto.io.connection import Connection
+from kproto.protocol.messages import MetadataRequest
+
+__all__ = ["BrokerInfo", "Cluster", "PartitionInfo", "TopicInfo", "parse_bootstrap_servers"]
+
+log = logging.getLogger("kproto.cluster")
+
+_NO_TOPIC_ID = uuid.UUID(int=0)
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerInfo:
+    node_id: int
+    host: str
+    port: int
+    rack: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionInfo:
+    partition: int
+    leader: int  # -1 while there is none
+    leader_epoch: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    error_code: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class TopicInfo:
+    name: str
+    topic_id: uuid.UUID | None
+    is_internal: bool
+    partitions: dict[int, PartitionInfo] = field(default_factory=dict)
+    error_code: int = 0
+
+
+def parse_bootstrap_servers(value: str | Iterable[str]) -> list[tuple[str, int]]:
+    """``"a:9092,b:9093"`` (or a list of them) as ``[(host, port)]``; port 9092 if omitted.
+
+    Raises:
+        ValueError: an empty list or a bad port.
+    """
+    items = value.split(",") if isinstance(value, str) else list(value)
+    servers = []
+    for item in (i.strip() for i in items):
+        if not item:
+            continue
+        if item.startswith("["):  # [IPv6]:port or [IPv6]
+            host, _, rest = item[1:].partition("]")
+            port = rest.removeprefix(":") or "9092"
+        elif item.count(":") == 1:
+            host, port = item.split(":")
+        else:  # a host without a port, or a bare IPv6 address
+            host, port = item, "9092"
+        if not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise ValueError(f"bad bootstrap server {item!r}: expected host:port")
+        servers.append((host, int(port)))
+    if not servers:
+        raise ValueError("bootstrap.servers is empty")
+    return servers
+
+
+class Cluster:
+    """Brokers, topic metadata and connections for one client.
+
+    Args:
+        config: the client's settings; reads ``bootstrap.servers``, ``client.id``,
+            ``request.timeout.ms``, ``socket.connection.setup.timeout.ms``,
+            ``metadata.max.age.ms``, ``reconnect.backoff.ms``,
+            ``reconnect.backoff.max.ms``, ``retry.backoff.ms``, ``send.buffer.bytes``,
+            ``receive.buffer.bytes``.
+        allow_auto_topic_creation: ask brokers to create topics named in Metadata.
+    """
+
+    def __init__(self, config: Mapping[str, Any], *, allow_auto_topic_creation: bool = False) -> None:
+        self.config = config
+        self.bootstrap = parse_bootstrap_servers(config["bootstrap.servers"])
+        self.allow_auto_topic_creation = allow_auto_topic_creation
+        self.brokers: dict[int, BrokerInfo] = {}
+        self.topics: dict[str, TopicInfo] = {}
+        self.cluster_id: str | None = None
+        self.controller_id = -1
+        self.updated_at = 0.0  # monotonic time of the last full answer
+        self._connections: dict[int, Connection] = {}
+        self._opening: dict[int, asyncio.Task] = {}
+        self._failures: dict[int, tuple[int, float]] = {}  # node -> (failures in a row, when the last was)
+        self._bootstrap_connection: Connection | None = None
+        self._refresh: asyncio.Task | None = None
+        self._wanted: set[str] = set()  # topics the client cares about (refreshed together)
+        self._closed = False
+
+    # -- connections ----------------------------------------------------------------------
+
+    def _new_connection(self, host: str, port: int, node_id: int) -> Connection:
+        c = self.config
+        return Connection(
+            host, port, node_id=node_id, client_id=c["client.id"], request_timeout_ms=c["request.timeout.ms"],
+            connect_timeout_ms=c["socket.connection.setup.timeout.ms"],
+            send_buffer_bytes=c["send.buffer.bytes"], receive_buffer_bytes=c["receive.buffer.bytes"],
+        )
+
+    def _backoff(self, node_id: int) -> float:
+        """Seconds to wait before connecting to ``node_id`` again (0 if it may go now)."""
+        failures, at = self._failures.get(node_id, (0, 0.0))
+        if not failures:
+            return 0.0
+        base = self.config["reconnect.backoff.ms"] * 2 ** (failures - 1)
+        delay = min(base, self.config["reconnect.backoff.max.ms"]) * random.uniform(0.8, 1.2) / 1000  # jitter: Java's 20 %
+        return max(0.0, at + delay - time.monotonic())
+
+    async def connection(self, node_id: int) -> Connection:
+        """An open connection to broker ``node_id`` (opened, or reopened after a backoff).
+
+        Raises:
+            KafkaConnectionError: the broker is unknown or cannot be reached.
+        """
+        self._check_open()
+        conn = self._connections.get(node_id)
+        if conn is not None and not conn.closed:
+            return conn
+        task = self._opening.get(node_id)
+        if task is None:
+            task = self._opening[node_id] = asyncio.get_running_loop().create_task(self._open(node_id))
+            task.add_done_callback(lambda _: self._opening.pop(node_id, None))
+        return await asyncio.shield(task)
+
+    async def _open(self, node_id: int) -> Connection:
+        broker = self.brokers.get(node_id)
+        if broker is None:
+            raise KafkaConnectionError(f"broker {node_id} is not in the cluster's metadata")
+        await asyncio.sleep(self._backoff(node_id))
+        conn = self._new_connection(broker.host, broker.port, node_id)
+        try:
+            await conn.open()
+        except (KafkaConnectionError, KafkaTimeoutError):
+            failures = self._failures.get(node_id, (0, 0.0))[0] + 1
+            self._failures[node_id] = (failures, time.monotonic())
+            raise
+        self._failures.pop(node_id, None)
+        self._connections[node_id] = conn
+        return conn
+
+    async def any_connection(self) -> Connection:
+        """A connection to some broker: an open one with the fewest requests in flight."""
+        self._check_open()
+        ready = [c for c in self._connections.values() if not c.closed]
+        if ready:
+            return min(ready, key=lambda c: c.in_flight)
+        errors = []
+        for node_id in random.sample(list(self.brokers), len(self.brokers)):
+            try:
+                return await self.connection(node_id)
+            except KafkaError as exc:
+                errors.append(exc)
+        return await self._bootstrap_any(errors)
+
+    async def _bootstrap_any(self, errors: list[BaseException]) -> Connection:
+        conn = self._bootstrap_connection
+        if conn is not None and not conn.closed:
+            return conn
+        for host, port in self.bootstrap:
+            conn = self._new_connection(host, port, -1)
+            try:
+                await conn.open()
+            except KafkaError as exc:
+                errors.append(exc)
+                continue
+            self._bootstrap_connection = conn
+            return conn
+        servers = ",".join(f"{h}:{p}" for h, p in self.bootstrap)
+        raise NoBrokersAvailableError(f"no broker of {servers} could be reached: {errors[-1] if errors else 'none tried'}")
+
+    async def request(self, node_id: int | None, body: Any, **kwargs: Any) -> Any:
+        """Send ``body`` to broker ``node_id`` (None: any broker) and return the response."""
+        conn = await (self.any_connection() if node_id is None else self.connection(node_id))
+        return await conn.request(body, **kwargs)
+
+    # -- metadata -------------------------------------------------------------------------
+
+    def want(self, topics: Iterable[str]) -> None:
+        """Remember topics to keep in the cache (refreshes ask for all of them)."""
+        self._wanted.update(topics)
+
+    @property
+    def stale(self) -> bool:
+        return time.monotonic() - self.updated_at > self.config["metadata.max.age.ms"] / 1000
+
+    async def refresh(self, topics: Iterable[str] | None = (), *, all_topics: bool = False) -> None:
+        """Ask a broker for metadata of ``topics`` plus every wanted topic (or all topics).
+
+        Concurrent calls share one request when it covers what they asked for.
+        """
+        self._check_open()
+        names = set(topics or ()) | self._wanted
+        running = self._refresh
+        if running is not None and not running.done() and (running.all_topics or names <= running.names):
+            return await asyncio.shield(running)
+        task = asyncio.get_running_loop().create_task(self._fetch_metadata(None if all_topics else sorted(names)))
+        task.names, task.all_topics = names, all_topics
+        self._refresh = task
+        await asyncio.shield(task)
+
+    async def _fetch_metadata(self, names: list[str] | None) -> None:
+        request = MetadataRequest(
+            topics=None if names is None else [MetadataRequest.MetadataRequestTopic(name=n) for n in names],
+            allow_auto_topic_creation=self.allow_auto_topic_creation,
+        )
+        deadline = time.monotonic() + self.config["request.timeout.ms"] / 1000
+        while True:
+            conn = await self.any_connection()
+            try:
+                response = await conn.request(request, min_version=1, max_version=12)
+                break
+            except KafkaConnectionError:
+                if time.monotonic() > deadline:
+                    raise
+                await asyncio.sleep(self.config["retry.backoff.ms"] / 1000)
+        self._apply(response, full=names is None)
+
+    def _apply(self, response: Any, *, full: bool) -> None:
+        self.brokers = {b.node_id: BrokerInfo(b.node_id, b.host, b.port, b.rack) for b in response.brokers}
+        self.cluster_id = response.cluster_id
+        self.controller_id = response.controller_id
+        for node_id in list(self._connections):
+            broker = self.brokers.get(node_id)
+            conn = self._connections[node_id]
+            if broker is None or (broker.host, broker.port) != (conn.host, conn.port):
+                asyncio.get_running_loop().create_task(conn.close())  # gone or moved
+                del self._connections[node_id]
+        seen = {}
+        for t in response.topics:
+            topic_id = t.topic_id if t.topic_id and t.topic_id != _NO_TOPIC_ID else None
+            partitions = {p.partition_index: PartitionInfo(
+                p.partition_index, p.leader_id, p.leader_epoch, tuple(p.replica_nodes), tuple(p.isr_nodes), p.error_code)
+                for p in t.partitions}
+            seen[t.name] = TopicInfo(t.name, topic_id, bool(t.is_internal), partitions, t.error_code)
+        if full:
+            self.topics = seen
+        else:
+            self.topics.update(seen)
+        self.updated_at = time.monotonic()
+
+    def leader(self, topic: str, partition: int) -> int:
+        """The leader's node id of a partition, or -1 when unknown."""
+        info = self.topics.get(topic)
+        p = info.partitions.get(partition) if info is not None else None
+        return p.leader if p is not None else -1
+
+    def partitions_for(self, topic: str) -> int | None:
+        """How many partitions ``topic`` has, or None when it is unknown (or in error)."""
+        info = self.topics.get(topic)
+        if info is None or info.error_code or not info.partitions:
+            return None
+        return len(info.partitions)
+
+    # -- closing --------------------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ClientClosedError("the client is closed")
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        tasks = [t for t in (*self._opening.values(), self._refresh) if t is not None and not t.done()]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        conns = list(self._connections.values())
+        if self._bootstrap_connection is not None:
+            conns.append(self._bootstrap_connection)
+        self._connections.clear()
+        await asyncio.gather(*(c.close() for c in conns), return_exceptions=True)

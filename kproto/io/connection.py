@@ -1,0 +1,298 @@
+"""One asyncio TCP connection to one broker: pipelined requests, version negotiation.
+
+Theory of operation. :meth:`Connection.open` connects and sends ApiVersions first (v3;
+an old broker answers UNSUPPORTED_VERSION in a v0 body and we ask again at its highest
+version, as KIP-511 intends). From then on :meth:`Connection.request` picks, for each
+API, the highest version both sides support within the caller's bounds, writes the
+frame at once (requests are pipelined: many may be in flight) and awaits the response,
+which one reader task matches by correlation id. A broker answers a connection's
+requests in order, so an out-of-order or unknown correlation id means the stream is
+broken: the connection fails every pending request and closes.
+
+Failures are typed: :class:`~kproto.errors.KafkaConnectionError` when the socket fails
+(connect, write or read; every in-flight request gets it), :class:`~kproto.errors.KafkaTimeoutError`
+when one request outlives ``request.timeout.ms`` (the connection is closed too, as
+Java's client does, since a late answer would arrive out of step), and
+:class:`~kproto.errors.UnsupportedVersionError` when the broker and kproto share no
+version of an API.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+from collections import deque
+from typing import Any
+
+from kproto.errors import (
+    ClientClosedError,
+    KafkaConnectionError,
+    KafkaTimeoutError,
+    ProtocolError,
+    UnsupportedVersionError,
+    for_code,
+)
+from kproto.protocol import APIS, ApiKey, FrameReader, Message, decode_response, encode_request
+from kproto.protocol.messages import REQUESTS, ApiVersionsRequest
+
+__all__ = ["Connection"]
+
+log = logging.getLogger("kproto.connection")
+
+_KEY_OF = {cls: key for key, cls in REQUESTS.items()}
+_API_VERSIONS_FIRST = 3  # the version asked first; KIP-511's fallback covers older brokers
+
+SOFTWARE_NAME = "kproto"
+
+
+def _software_version() -> str:
+    from kproto import __version__  # late: kproto/__init__ imports the clients
+
+    return __version__
+
+
+class Connection:
+    """A connection to the broker at ``host:port``.
+
+    Args:
+        host, port: where to connect.
+        client_id: sent in every request header (``client.id``).
+        request_timeout_ms: how long one request may wait for its response.
+        connect_timeout_ms: how long the TCP connect and ApiVersions may take.
+        max_frame_size: the largest response frame accepted.
+        node_id: the broker's node id if known (-1 for a bootstrap server); for messages.
+        send_buffer_bytes, receive_buffer_bytes: SO_SNDBUF / SO_RCVBUF (-1: the OS's).
+
+    Attributes:
+        api_versions: what the broker offers, ``{api_key: (min_version, max_version)}``,
+            known once :meth:`open` returned.
+    """
+
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        *,
+        client_id: str = "kproto",
+        request_timeout_ms: int = 30000,
+        connect_timeout_ms: int = 10000,
+        max_frame_size: int = 100 * 1024 * 1024,
+        node_id: int = -1,
+        send_buffer_bytes: int = -1,
+        receive_buffer_bytes: int = -1,
+    ) -> None:
+        self.host = host
+        self.port = port
+        self.node_id = node_id
+        self.client_id = client_id
+        self.request_timeout = request_timeout_ms / 1000
+        self.connect_timeout = connect_timeout_ms / 1000
+        self._buffers = (send_buffer_bytes, receive_buffer_bytes)
+        self._frames = FrameReader(max_frame_size=max_frame_size)
+        self._writer: asyncio.StreamWriter | None = None
+        self._reader_task: asyncio.Task | None = None
+        self._pending: deque[tuple[int, int, int, asyncio.Future]] = deque()  # (correlation id, key, version, future)
+        self._next_correlation_id = 0
+        self._closed = False
+        self._failure: BaseException | None = None
+        self.api_versions: dict[int, tuple[int, int]] = {}  # the broker's: key -> (min, max)
+
+    def __repr__(self) -> str:
+        return f"<Connection node {self.node_id} {self.host}:{self.port}{' closed' if self.closed else ''}>"
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def in_flight(self) -> int:
+        """Requests sent and not yet answered."""
+        return len(self._pending)
+
+    # -- life cycle -----------------------------------------------------------------------
+
+    async def open(self) -> None:
+        """Connect and negotiate API versions.
+
+        Raises:
+            KafkaConnectionError: the broker cannot be reached, or it closed the connection.
+            KafkaTimeoutError: no connection or no ApiVersions answer within ``connect_timeout_ms``.
+        """
+        try:
+            reader, writer = await asyncio.wait_for(asyncio.open_connection(self.host, self.port), self.connect_timeout)
+        except asyncio.TimeoutError:
+            raise KafkaTimeoutError(f"connecting to {self.host}:{self.port} took over {self.connect_timeout:g} s") from None
+        except OSError as exc:
+            raise KafkaConnectionError(f"cannot connect to {self.host}:{self.port}: {exc}") from exc
+        self._writer = writer
+        sock = writer.get_extra_info("socket")
+        if sock is not None:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # requests are small and latency-bound
+            for option, size in zip((socket.SO_SNDBUF, socket.SO_RCVBUF), self._buffers):
+                if size > 0:
+                    sock.setsockopt(socket.SOL_SOCKET, option, size)
+        self._reader_task = asyncio.get_running_loop().create_task(self._read_loop(reader))
+        try:
+            await asyncio.wait_for(self._negotiate(), self.connect_timeout)
+        except BaseException as exc:
+            await self.close()
+            if isinstance(exc, asyncio.TimeoutError):
+                raise KafkaTimeoutError(f"{self.host}:{self.port} did not answer ApiVersions") from None
+            raise
+
+    async def _negotiate(self) -> None:
+        request = ApiVersionsRequest(client_software_name=SOFTWARE_NAME, client_software_version=_software_version())
+        response = await self._send(ApiKey.API_VERSIONS, _API_VERSIONS_FIRST, request)
+        if response.error_code == UnsupportedVersionError.code:
+            # KIP-511: the broker answered in v0 with the versions it has; ask again in its highest.
+            theirs = {k.api_key: k.max_version for k in response.api_keys}.get(ApiKey.API_VERSIONS, 0)
+            response = await self._send(ApiKey.API_VERSIONS, min(theirs, _API_VERSIONS_FIRST), request)
+        if response.error_code:
+            raise for_code(response.error_code)(f"ApiVersions from {self.host}:{self.port}")
+        self.api_versions = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
+
+    async def close(self) -> None:
+        """Close the socket; requests still in flight fail with :class:`ClientClosedError`."""
+        if self._closed:
+            return
+        self._fail(ClientClosedError(f"connection to {self.host}:{self.port} closed"))
+        if self._reader_task is not None and self._reader_task is not asyncio.current_task():
+            self._reader_task.cancel()
+            await asyncio.gather(self._reader_task, return_exceptions=True)
+        if self._writer is not None:
+            self._writer.close()
+            try:
+                await self._writer.wait_closed()
+            except (OSError, asyncio.CancelledError):
+                pass
+
+    # -- requests -------------------------------------------------------------------------
+
+    def version_for(self, api_key: int, min_version: int = 0, max_version: int | None = None) -> int:
+        """The highest version of ``api_key`` that kproto, the caller and the broker share.
+
+        Raises:
+            UnsupportedVersionError: there is none.
+        """
+        ours = APIS[api_key].versions
+        theirs = self.api_versions.get(api_key)
+        hi = ours.hi if max_version is None else min(ours.hi, max_version)
+        lo = max(ours.lo, min_version)
+        if theirs is not None:
+            lo, hi = max(lo, theirs[0]), min(hi, theirs[1])
+        if theirs is None or lo > hi:
+            name = APIS[api_key].name
+            offered = f"{theirs[0]}-{theirs[1]}" if theirs else "none"
+            raise UnsupportedVersionError(
+                f"{self.host}:{self.port} offers {name} versions {offered}; kproto needs {max(ours.lo, min_version)}-{hi}")
+        return hi
+
+    async def request(
+        self,
+        body: Message,
+        *,
+        min_version: int = 0,
+        max_version: int | None = None,
+        expect_response: bool = True,
+        timeout: float | None = None,
+    ) -> Any:
+        """Send ``body`` at the best shared version and return the decoded response.
+
+        ``expect_response=False`` is for Produce with acks=0, which the broker does not
+        answer: the call returns None once the frame is written. ``timeout`` (seconds)
+        overrides ``request.timeout.ms`` for requests that wait on purpose (a held
+        JoinGroup, a long-polled Fetch).
+        """
+        api_key = _KEY_OF[type(body)]
+        version = self.version_for(api_key, min_version, max_version)
+        return await self._send(api_key, version, body, expect_response, timeout)
+
+    async def request_versioned(self, body: Message, version: int, *, timeout: float | None = None) -> Any:
+        """Send ``body`` at exactly ``version`` (the caller already chose it)."""
+        return await self._send(_KEY_OF[type(body)], version, body, True, timeout)
+
+    async def _send(self, api_key: int, version: int, body: Message, expect_response: bool = True,
+                    timeout: float | None = None) -> Any:
+        if self._closed:
+            raise self._failure if isinstance(self._failure, KafkaConnectionError) else ClientClosedError(
+                f"connection to {self.host}:{self.port} is closed")
+        self._next_correlation_id = (self._next_correlation_id + 1) & 0x7FFFFFFF
+        correlation_id = self._next_correlation_id
+        data = encode_request(api_key, version, correlation_id, self.client_id, body)
+        future = None
+        if expect_response:
+            future = asyncio.get_running_loop().create_future()
+            self._pending.append((correlation_id, api_key, version, future))
+        try:
+            self._writer.write(data)
+            if self._writer.transport.get_write_buffer_size() > 1 << 20:
+                await self._writer.drain()  # back-pressure only when the kernel buffer is full
+        except (OSError, RuntimeError) as exc:
+            error = KafkaConnectionError(f"writing to {self.host}:{self.port} failed: {exc}")
+            self._fail(error)
+            raise error from exc
+        if future is None:
+            return None
+        wait = self.request_timeout if timeout is None else timeout
+        try:
+            return await asyncio.wait_for(asyncio.shield(future), wait)
+        except asyncio.TimeoutError:
+            error = KafkaTimeoutError(
+                f"{APIS[api_key].name} v{version} to {self.host}:{self.port} got no response in {wait:g} s")
+            self._fail(error)
+            await self.close()
+            raise error from None
+
+    # -- the reader -----------------------------------------------------------------------
+
+    async def _read_loop(self, reader: asyncio.StreamReader) -> None:
+        frames = self._frames
+        try:
+            while True:
+                data = await reader.read(256 * 1024)
+                frames.receive_data(data)
+                while (frame := frames.next_frame()) is not None:
+                    self._dispatch(frame)
+                if not data:
+                    raise KafkaConnectionError(f"{self.host}:{self.port} closed the connection")
+        except asyncio.CancelledError:
+            raise
+        except KafkaConnectionError as exc:
+            self._fail(exc)
+        except (OSError, ProtocolError) as exc:
+            self._fail(KafkaConnectionError(f"connection to {self.host}:{self.port} failed: {exc}"))
+        finally:
+            if self._writer is not None and self._closed:
+                self._writer.close()
+
+    def _dispatch(self, frame: bytes) -> None:
+        if not self._pending:
+            raise ProtocolError(f"{self.host}:{self.port} sent a response nobody asked for")
+        correlation_id, api_key, version, future = self._pending.popleft()
+        got = int.from_bytes(frame[:4], "big", signed=True)
+        if got != correlation_id:
+            raise ProtocolError(f"{self.host}:{self.port} answered correlation id {got}, expected {correlation_id}")
+        if future.done():
+            return  # its caller gave up (cancelled)
+        try:
+            _, response = decode_response(api_key, version, frame)
+        except ProtocolError as exc:
+            future.set_exception(exc)
+            raise
+        future.set_result(response)
+
+    def _fail(self, error: BaseException) -> None:
+        """Mark the connection broken and fail everything in flight with ``error``."""
+        if not self._closed:
+            self._closed = True
+            self._failure = error
+            if not isinstance(error, ClientClosedError):
+                log.debug("%r: %s", self, error)
+        while self._pending:
+            future = self._pending.popleft()[3]
+            if not future.done():
+                future.set_exception(error)
+                future.exception()  # retrieved: nobody may be awaiting it any more
+        if self._writer is not None:
+            self._writer.close()
