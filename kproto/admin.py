@@ -1,0 +1,572 @@
+"""The admin client: topics, partitions, configs, groups and their offsets, the cluster.
+
+:class:`AIOAdminClient` is the implementation (native asyncio); :class:`AdminClient` is
+the same client for threads, running it on a background loop. Both take Kafka's admin
+client settings (:mod:`kproto.config`).
+
+Errors. An operation on several items (topics, groups, partitions) sends one request
+per broker that must answer and collects one result per item. When every item
+succeeded it returns them; when one failed it raises that item's typed error
+(``TopicAlreadyExistsError``, ``GroupNotEmptyError``...) with ``.results`` holding every
+item's outcome (a result, or the exception), so nothing about the others is lost.
+Retriable failures (a coordinator that moved, a leader election) are retried with
+``retry.backoff.ms`` until ``default.api.timeout.ms``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from kproto._loop import LoopThread, blocking
+from kproto.config import ClientConfig
+from kproto.errors import (
+    KafkaCodeError,
+    KafkaConnectionError,
+    KafkaError,
+    NotControllerError,
+    UnknownTopicOrPartitionError,
+    for_code,
+)
+from kproto.io import BrokerInfo, Cluster, PartitionInfo
+from kproto.protocol import ApiKey
+from kproto.protocol.messages import (
+    AlterConfigsRequest,
+    CreatePartitionsRequest,
+    CreateTopicsRequest,
+    DeleteGroupsRequest,
+    DeleteRecordsRequest,
+    DeleteTopicsRequest,
+    DescribeClusterRequest,
+    DescribeConfigsRequest,
+    DescribeGroupsRequest,
+    FindCoordinatorRequest,
+    IncrementalAlterConfigsRequest,
+    ListGroupsRequest,
+    ListOffsetsRequest,
+    OffsetCommitRequest,
+    OffsetDeleteRequest,
+    OffsetFetchRequest,
+)
+from kproto.structs import OffsetAndMetadata, TopicPartition
+
+__all__ = [
+    "AIOAdminClient",
+    "AdminClient",
+    "ClusterDescription",
+    "ConfigEntry",
+    "ConfigResource",
+    "GroupDescription",
+    "GroupListing",
+    "ListedOffset",
+    "MemberDescription",
+    "NewTopic",
+    "OffsetSpec",
+    "TopicDescription",
+]
+
+K = TypeVar("K")
+
+TOPIC, BROKER = 2, 4  # Kafka's ConfigResource types
+_OPERATIONS = {"set": 0, "delete": 1, "append": 2, "subtract": 3}
+_SPECIAL_TIMESTAMPS = {"latest": -1, "earliest": -2, "max_timestamp": -3}
+
+
+# -- what goes in ---------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class NewTopic:
+    """A topic to create; -1 partitions or replication factor take the broker's defaults."""
+
+    name: str
+    num_partitions: int = -1
+    replication_factor: int = -1
+    configs: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigResource:
+    """A topic (``ConfigResource.topic("t")``) or a broker (``ConfigResource.broker(0)``)."""
+
+    type: int
+    name: str
+
+    @classmethod
+    def topic(cls, name: str) -> ConfigResource:
+        return cls(TOPIC, name)
+
+    @classmethod
+    def broker(cls, node_id: int | str = "") -> ConfigResource:
+        return cls(BROKER, str(node_id))
+
+
+OffsetSpec = int | str  # "earliest", "latest", "max_timestamp", or a timestamp in ms
+
+
+# -- what comes out --------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class TopicDescription:
+    name: str
+    topic_id: uuid.UUID | None
+    is_internal: bool
+    partitions: list[PartitionInfo]
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigEntry:
+    name: str
+    value: str | None
+    source: int  # Kafka's ConfigSource: 1 dynamic topic, 4 static broker, 5 default...
+    is_default: bool
+    read_only: bool
+    is_sensitive: bool
+    synonyms: tuple[tuple[str, str | None, int], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class GroupListing:
+    group_id: str
+    protocol_type: str
+    state: str
+
+
+@dataclass(frozen=True, slots=True)
+class MemberDescription:
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    metadata: bytes
+    assignment: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class GroupDescription:
+    group_id: str
+    state: str
+    protocol_type: str
+    protocol: str
+    members: list[MemberDescription]
+    coordinator: int
+
+
+@dataclass(frozen=True, slots=True)
+class ListedOffset:
+    offset: int
+    timestamp: int
+    leader_epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterDescription:
+    cluster_id: str | None
+    controller_id: int
+    brokers: list[BrokerInfo]
+
+
+# -- helpers ---------------------------------------------------------------------------------
+
+def _outcome(results: dict[K, Any]) -> dict[K, Any]:
+    """``results`` if no value is an exception, else raise the first with all attached."""
+    for value in results.values():
+        if isinstance(value, BaseException):
+            value.results = results
+            raise value
+    return results
+
+
+def _error(code: int, message: str | None = None, item: Any = None) -> KafkaCodeError | None:
+    if not code:
+        return None
+    detail = message or (f"{item}" if item is not None else "")
+    return for_code(code)(detail)
+
+
+def _by_topic(partitions: Iterable[TopicPartition]) -> dict[str, list[int]]:
+    out: dict[str, list[int]] = {}
+    for tp in partitions:
+        out.setdefault(tp.topic, []).append(tp.partition)
+    return out
+
+
+class AIOAdminClient:
+    """The admin client for asyncio code.
+
+    Args:
+        config: Kafka admin client settings (``bootstrap.servers`` is required).
+        **kwargs: the same, with dots written as underscores.
+
+    Use ``async with AIOAdminClient(...) as admin:`` or call :meth:`close`.
+    """
+
+    def __init__(self, config: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
+        self.config = ClientConfig("admin", config, **kwargs)
+        self._cluster = Cluster(self.config)
+
+    async def __aenter__(self) -> AIOAdminClient:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        """Close every connection. Idempotent."""
+        await self._cluster.close()
+
+    # -- plumbing -------------------------------------------------------------------------
+
+    async def _retrying(self, attempt: Callable[[], Awaitable[K]]) -> K:
+        """Run ``attempt`` until it does not raise a retriable error, within the API timeout."""
+        deadline = time.monotonic() + self.config["default.api.timeout.ms"] / 1000
+        backoff = self.config["retry.backoff.ms"] / 1000
+        while True:
+            try:
+                return await attempt()
+            except KafkaError as exc:
+                if not exc.retriable or time.monotonic() + backoff > deadline:
+                    raise
+                if isinstance(exc, (KafkaConnectionError, NotControllerError)) or getattr(exc, "code", 0) in (14, 15, 16):
+                    await self._cluster.refresh()  # the broker we relied on may have moved
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, self.config["retry.backoff.max.ms"] / 1000)
+
+    async def _controller(self):
+        if self._cluster.controller_id < 0:
+            await self._cluster.refresh()
+        if self._cluster.controller_id in self._cluster.brokers:
+            return await self._cluster.connection(self._cluster.controller_id)
+        return await self._cluster.any_connection()
+
+    async def _coordinator(self, group_id: str) -> int:
+        async def find() -> int:
+            conn = await self._cluster.any_connection()
+            version = conn.version_for(ApiKey.FIND_COORDINATOR, max_version=5)
+            if version >= 4:
+                response = await conn.request_versioned(FindCoordinatorRequest(key_type=0, coordinator_keys=[group_id]), version)
+                c = response.coordinators[0]
+                code, message, node = c.error_code, c.error_message, c.node_id
+            else:
+                response = await conn.request_versioned(FindCoordinatorRequest(key=group_id, key_type=0), version)
+                code, message, node = response.error_code, response.error_message, response.node_id
+            if code:
+                raise for_code(code)(message or f"finding the coordinator of group {group_id!r}")
+            if node not in self._cluster.brokers:
+                await self._cluster.refresh()
+            return node
+        return await self._retrying(find)
+
+    async def _leaders(self, partitions: Iterable[TopicPartition]) -> dict[int, list[TopicPartition]]:
+        partitions = list(partitions)
+        topics = {tp.topic for tp in partitions}
+        await self._cluster.refresh(topics)
+        by_leader: dict[int, list[TopicPartition]] = {}
+        for tp in partitions:
+            by_leader.setdefault(self._cluster.leader(tp.topic, tp.partition), []).append(tp)
+        return by_leader
+
+    # -- topics ---------------------------------------------------------------------------
+
+    async def create_topics(self, topics: Iterable[NewTopic], *, validate_only: bool = False,
+                            timeout_ms: int | None = None) -> dict[str, uuid.UUID | None]:
+        """Create topics; returns each one's topic id (None with ``validate_only`` or old brokers)."""
+        topics = list(topics)
+        request = CreateTopicsRequest(
+            topics=[CreateTopicsRequest.CreatableTopic(
+                name=t.name, num_partitions=t.num_partitions, replication_factor=t.replication_factor, assignments=[],
+                configs=[CreateTopicsRequest.CreatableTopicConfig(name=k, value=v) for k, v in t.configs.items()])
+                for t in topics],
+            timeout_ms=self.config["request.timeout.ms"] if timeout_ms is None else timeout_ms,
+            validate_only=validate_only,
+        )
+        conn = await self._controller()
+        response = await conn.request(request, max_version=7)
+        results: dict[str, Any] = {}
+        for r in response.topics:
+            error = _error(r.error_code, r.error_message, r.name)
+            results[r.name] = error or (r.topic_id if r.topic_id and r.topic_id.int else None)
+        return _outcome(results)
+
+    async def delete_topics(self, topics: Iterable[str], *, timeout_ms: int | None = None) -> dict[str, None]:
+        """Delete topics by name."""
+        names = list(topics)
+        conn = await self._controller()
+        version = conn.version_for(ApiKey.DELETE_TOPICS, max_version=6)
+        timeout = self.config["request.timeout.ms"] if timeout_ms is None else timeout_ms
+        if version >= 6:
+            request = DeleteTopicsRequest(topics=[DeleteTopicsRequest.DeleteTopicState(name=n) for n in names], timeout_ms=timeout)
+        else:
+            request = DeleteTopicsRequest(topic_names=names, timeout_ms=timeout)
+        response = await conn.request_versioned(request, version)
+        return _outcome({r.name: _error(r.error_code, r.error_message, r.name) for r in response.responses})
+
+    async def list_topics(self, *, include_internal: bool = False) -> list[str]:
+        """Names of every topic, sorted."""
+        await self._cluster.refresh(all_topics=True)
+        return sorted(n for n, t in self._cluster.topics.items() if include_internal or not t.is_internal)
+
+    async def describe_topics(self, topics: Iterable[str]) -> dict[str, TopicDescription]:
+        """Partitions (leader, replicas, ISR, leader epoch), topic id and internal flag of topics."""
+        names = list(topics)
+        await self._cluster.refresh(names)
+        results: dict[str, Any] = {}
+        for name in names:
+            info = self._cluster.topics.get(name)
+            if info is None or info.error_code:
+                results[name] = _error(info.error_code if info else UnknownTopicOrPartitionError.code, None, name)
+            else:
+                results[name] = TopicDescription(name, info.topic_id, info.is_internal,
+                                                 [info.partitions[i] for i in sorted(info.partitions)])
+        return _outcome(results)
+
+    async def create_partitions(self, counts: Mapping[str, int], *, validate_only: bool = False) -> dict[str, None]:
+        """Grow topics to the given partition counts."""
+        request = CreatePartitionsRequest(
+            topics=[CreatePartitionsRequest.CreatePartitionsTopic(name=n, count=c, assignments=None) for n, c in counts.items()],
+            timeout_ms=self.config["request.timeout.ms"], validate_only=validate_only)
+        response = await (await self._controller()).request(request, max_version=3)
+        return _outcome({r.name: _error(r.error_code, r.error_message, r.name) for r in response.results})
+
+    # -- configs --------------------------------------------------------------------------
+
+    async def describe_configs(self, resources: Iterable[ConfigResource], *, include_synonyms: bool = False
+                               ) -> dict[ConfigResource, dict[str, ConfigEntry]]:
+        """Every config of topics and brokers, with its source (and synonyms if asked)."""
+        resources = list(resources)
+        request = DescribeConfigsRequest(resources=[
+            DescribeConfigsRequest.DescribeConfigsResource(resource_type=r.type, resource_name=r.name, configuration_keys=None)
+            for r in resources], include_synonyms=include_synonyms)
+        response = await self._retrying(lambda: self._cluster.request(None, request, max_version=4))
+        results: dict[ConfigResource, Any] = {}
+        for r in response.results:
+            resource = ConfigResource(r.resource_type, r.resource_name)
+            results[resource] = _error(r.error_code, r.error_message, resource) or {
+                c.name: ConfigEntry(
+                    c.name, c.value, c.config_source, bool(c.is_default) or c.config_source == 5, c.read_only, c.is_sensitive,
+                    tuple((s.name, s.value, s.source) for s in (c.synonyms or ())))
+                for c in r.configs}
+        return _outcome(results)
+
+    async def alter_configs(self, configs: Mapping[ConfigResource, Mapping[str, str | None]], *,
+                            validate_only: bool = False) -> dict[ConfigResource, None]:
+        """Replace whole config sets (keys left out return to their defaults), as AlterConfigs does."""
+        request = AlterConfigsRequest(resources=[
+            AlterConfigsRequest.AlterConfigsResource(resource_type=r.type, resource_name=r.name, configs=[
+                AlterConfigsRequest.AlterableConfig(name=k, value=v) for k, v in values.items()])
+            for r, values in configs.items()], validate_only=validate_only)
+        response = await self._cluster.request(None, request, max_version=2)
+        return _outcome({ConfigResource(r.resource_type, r.resource_name): _error(r.error_code, r.error_message)
+                         for r in response.responses})
+
+    async def incremental_alter_configs(
+        self, changes: Mapping[ConfigResource, Iterable[tuple[str, str, str | None]]], *, validate_only: bool = False,
+    ) -> dict[ConfigResource, None]:
+        """Change single keys: ``{resource: [(name, "set"|"delete"|"append"|"subtract", value)]}``."""
+        request = IncrementalAlterConfigsRequest(resources=[
+            IncrementalAlterConfigsRequest.AlterConfigsResource(resource_type=r.type, resource_name=r.name, configs=[
+                IncrementalAlterConfigsRequest.AlterableConfig(name=name, config_operation=_OPERATIONS[op], value=value)
+                for name, op, value in ops])
+            for r, ops in changes.items()], validate_only=validate_only)
+        response = await self._cluster.request(None, request, max_version=1)
+        return _outcome({ConfigResource(r.resource_type, r.resource_name): _error(r.error_code, r.error_message)
+                         for r in response.responses})
+
+    # -- groups ---------------------------------------------------------------------------
+
+    async def list_groups(self, *, states: Iterable[str] | None = None) -> list[GroupListing]:
+        """Every group of every broker (optionally only those in ``states``)."""
+        await self._cluster.refresh()
+        listings = []
+        wanted = list(states) if states is not None else []
+        for node_id in list(self._cluster.brokers):
+            conn = await self._cluster.connection(node_id)
+            version = conn.version_for(ApiKey.LIST_GROUPS, max_version=4)
+            response = await conn.request_versioned(ListGroupsRequest(states_filter=wanted), version)
+            if response.error_code:
+                raise for_code(response.error_code)(f"ListGroups on broker {node_id}")
+            listings += [GroupListing(g.group_id, g.protocol_type, g.group_state or "")
+                         for g in response.groups if version >= 4 or not wanted or g.group_state in wanted]
+        return sorted(listings, key=lambda g: g.group_id)
+
+    async def describe_groups(self, group_ids: Iterable[str]) -> dict[str, GroupDescription]:
+        """State, protocol and members (ids, hosts, raw metadata and assignments) of groups."""
+        results: dict[str, Any] = {}
+        for group_id in group_ids:
+            node = await self._coordinator(group_id)
+            response = await self._cluster.request(node, DescribeGroupsRequest(groups=[group_id]), max_version=5)
+            g = response.groups[0]
+            results[group_id] = _error(g.error_code, None, group_id) or GroupDescription(
+                g.group_id, g.group_state, g.protocol_type, g.protocol_data,
+                [MemberDescription(m.member_id, m.group_instance_id, m.client_id, m.client_host,
+                                   bytes(m.member_metadata), bytes(m.member_assignment)) for m in g.members],
+                node)
+        return _outcome(results)
+
+    async def delete_groups(self, group_ids: Iterable[str]) -> dict[str, None]:
+        """Delete empty groups and their committed offsets."""
+        results: dict[str, Any] = {}
+        for group_id in group_ids:
+            node = await self._coordinator(group_id)
+            response = await self._cluster.request(node, DeleteGroupsRequest(groups_names=[group_id]), max_version=2)
+            results[group_id] = _error(response.results[0].error_code, None, group_id)
+        return _outcome(results)
+
+    async def list_group_offsets(self, group_id: str, partitions: Iterable[TopicPartition] | None = None
+                                 ) -> dict[TopicPartition, OffsetAndMetadata]:
+        """A group's committed offsets (all of them, or of ``partitions``; -1 where none)."""
+        wanted = None if partitions is None else [
+            OffsetFetchRequest.OffsetFetchRequestTopic(name=t, partition_indexes=p) for t, p in _by_topic(partitions).items()]
+        node = await self._coordinator(group_id)
+        response = await self._cluster.request(node, OffsetFetchRequest(group_id=group_id, topics=wanted),
+                                               min_version=2, max_version=7)
+        if response.error_code:
+            raise for_code(response.error_code)(f"offsets of group {group_id!r}")
+        results: dict[TopicPartition, Any] = {}
+        for t in response.topics:
+            for p in t.partitions:
+                tp = TopicPartition(t.name, p.partition_index)
+                results[tp] = _error(p.error_code, None, tp) or OffsetAndMetadata(
+                    p.committed_offset, p.metadata or "", p.committed_leader_epoch)
+        return _outcome(results)
+
+    async def alter_group_offsets(self, group_id: str, offsets: Mapping[TopicPartition, int | OffsetAndMetadata]
+                                  ) -> dict[TopicPartition, None]:
+        """Set a group's committed offsets (the group must have no active members)."""
+        topics = {}
+        for tp, value in offsets.items():
+            value = value if isinstance(value, OffsetAndMetadata) else OffsetAndMetadata(value)
+            topics.setdefault(tp.topic, []).append(OffsetCommitRequest.OffsetCommitRequestPartition(
+                partition_index=tp.partition, committed_offset=value.offset,
+                committed_leader_epoch=value.leader_epoch, committed_metadata=value.metadata))
+        request = OffsetCommitRequest(group_id=group_id, generation_id_or_member_epoch=-1, member_id="",
+                                      topics=[OffsetCommitRequest.OffsetCommitRequestTopic(name=t, partitions=p)
+                                              for t, p in topics.items()])
+        node = await self._coordinator(group_id)
+        response = await self._cluster.request(node, request, min_version=2, max_version=8)
+        return _outcome({TopicPartition(t.name, p.partition_index): _error(p.error_code, None, t.name)
+                         for t in response.topics for p in t.partitions})
+
+    async def delete_group_offsets(self, group_id: str, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, None]:
+        """Delete committed offsets of partitions the group no longer consumes."""
+        request = OffsetDeleteRequest(group_id=group_id, topics=[
+            OffsetDeleteRequest.OffsetDeleteRequestTopic(name=t, partitions=[
+                OffsetDeleteRequest.OffsetDeleteRequestPartition(partition_index=p) for p in ps])
+            for t, ps in _by_topic(partitions).items()])
+        node = await self._coordinator(group_id)
+        response = await self._cluster.request(node, request)
+        if response.error_code:
+            raise for_code(response.error_code)(f"deleting offsets of group {group_id!r}")
+        return _outcome({TopicPartition(t.name, p.partition_index): _error(p.error_code, None, t.name)
+                         for t in response.topics for p in t.partitions})
+
+    # -- partitions' offsets and records --------------------------------------------------
+
+    async def list_offsets(self, specs: Mapping[TopicPartition, OffsetSpec], *,
+                           isolation_level: str = "read_uncommitted") -> dict[TopicPartition, ListedOffset]:
+        """Offsets by spec: ``"earliest"``, ``"latest"``, ``"max_timestamp"`` or a timestamp (ms).
+
+        A timestamp gives the first offset whose timestamp is at or after it (offset -1
+        when there is none).
+        """
+        timestamps = {tp: _SPECIAL_TIMESTAMPS[s] if isinstance(s, str) else int(s) for tp, s in specs.items()}
+        results: dict[TopicPartition, Any] = {}
+        for leader, tps in (await self._leaders(timestamps)).items():
+            if leader < 0:
+                for tp in tps:
+                    results[tp] = UnknownTopicOrPartitionError(f"{tp.topic}-{tp.partition} has no leader")
+                continue
+            request = ListOffsetsRequest(
+                replica_id=-1, isolation_level=1 if isolation_level == "read_committed" else 0,
+                topics=[ListOffsetsRequest.ListOffsetsTopic(name=t, partitions=[
+                    ListOffsetsRequest.ListOffsetsPartition(partition_index=p, timestamp=timestamps[TopicPartition(t, p)])
+                    for p in ps]) for t, ps in _by_topic(tps).items()])
+            min_version = 7 if -3 in timestamps.values() else 1
+            response = await self._cluster.request(leader, request, min_version=min_version, max_version=8)
+            for t in response.topics:
+                for p in t.partitions:
+                    tp = TopicPartition(t.name, p.partition_index)
+                    results[tp] = _error(p.error_code, None, tp) or ListedOffset(p.offset, p.timestamp, p.leader_epoch)
+        return _outcome(results)
+
+    async def delete_records(self, before: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
+        """Delete records before the given offsets (-1: the high watermark); returns the new low watermarks."""
+        results: dict[TopicPartition, Any] = {}
+        for leader, tps in (await self._leaders(before)).items():
+            if leader < 0:
+                for tp in tps:
+                    results[tp] = UnknownTopicOrPartitionError(f"{tp.topic}-{tp.partition} has no leader")
+                continue
+            request = DeleteRecordsRequest(topics=[DeleteRecordsRequest.DeleteRecordsTopic(name=t, partitions=[
+                DeleteRecordsRequest.DeleteRecordsPartition(partition_index=p, offset=before[TopicPartition(t, p)])
+                for p in ps]) for t, ps in _by_topic(tps).items()], timeout_ms=self.config["request.timeout.ms"])
+            response = await self._cluster.request(leader, request, max_version=2)
+            for t in response.topics:
+                for p in t.partitions:
+                    tp = TopicPartition(t.name, p.partition_index)
+                    results[tp] = _error(p.error_code, None, tp) or p.low_watermark
+        return _outcome(results)
+
+    # -- cluster --------------------------------------------------------------------------
+
+    async def describe_cluster(self) -> ClusterDescription:
+        """Cluster id, controller and brokers."""
+        conn = await self._cluster.any_connection()
+        try:
+            version = conn.version_for(ApiKey.DESCRIBE_CLUSTER, max_version=1)
+        except KafkaCodeError:  # brokers before 2.8 have no DescribeCluster: Metadata says the same
+            await self._cluster.refresh()
+            c = self._cluster
+            return ClusterDescription(c.cluster_id, c.controller_id, sorted(c.brokers.values(), key=lambda b: b.node_id))
+        response = await conn.request_versioned(DescribeClusterRequest(), version)
+        if response.error_code:
+            raise for_code(response.error_code)(response.error_message or "DescribeCluster")
+        return ClusterDescription(response.cluster_id, response.controller_id, sorted(
+            (BrokerInfo(b.broker_id, b.host, b.port, b.rack) for b in response.brokers), key=lambda b: b.node_id))
+
+
+class AdminClient:
+    """The admin client for threads: :class:`AIOAdminClient` on a background loop.
+
+    Every method blocks until done and has the same arguments, results and errors as
+    its :class:`AIOAdminClient` namesake. Use ``with AdminClient(...) as admin:`` or call
+    :meth:`close`.
+    """
+
+    def __init__(self, config: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
+        self._core = AIOAdminClient(config, **kwargs)  # validates the config before a thread starts
+        self.config = self._core.config
+        self._loop = LoopThread("kproto-admin")
+
+    def __enter__(self) -> AdminClient:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close every connection and stop the background loop. Idempotent."""
+        if not self._loop.loop.is_closed():
+            self._loop.run(self._core.close())
+            self._loop.stop()
+
+    create_topics = blocking(AIOAdminClient.create_topics)
+    delete_topics = blocking(AIOAdminClient.delete_topics)
+    list_topics = blocking(AIOAdminClient.list_topics)
+    describe_topics = blocking(AIOAdminClient.describe_topics)
+    create_partitions = blocking(AIOAdminClient.create_partitions)
+    describe_configs = blocking(AIOAdminClient.describe_configs)
+    alter_configs = blocking(AIOAdminClient.alter_configs)
+    incremental_alter_configs = blocking(AIOAdminClient.incremental_alter_configs)
+    list_groups = blocking(AIOAdminClient.list_groups)
+    describe_groups = blocking(AIOAdminClient.describe_groups)
+    delete_groups = blocking(AIOAdminClient.delete_groups)
+    list_group_offsets = blocking(AIOAdminClient.list_group_offsets)
+    alter_group_offsets = blocking(AIOAdminClient.alter_group_offsets)
+    delete_group_offsets = blocking(AIOAdminClient.delete_group_offsets)
+    list_offsets = blocking(AIOAdminClient.list_offsets)
+    delete_records = blocking(AIOAdminClient.delete_records)
+    describe_cluster = blocking(AIOAdminClient.describe_cluster)
