@@ -44,7 +44,6 @@ from kproto.protocol.messages import (
     DescribeClusterRequest,
     DescribeConfigsRequest,
     DescribeGroupsRequest,
-    FindCoordinatorRequest,
     IncrementalAlterConfigsRequest,
     ListGroupsRequest,
     ListOffsetsRequest,
@@ -243,22 +242,7 @@ class AIOAdminClient:
         return await self._cluster.any_connection()
 
     async def _coordinator(self, group_id: str) -> int:
-        async def find() -> int:
-            conn = await self._cluster.any_connection()
-            version = conn.version_for(ApiKey.FIND_COORDINATOR, max_version=5)
-            if version >= 4:
-                response = await conn.request_versioned(FindCoordinatorRequest(key_type=0, coordinator_keys=[group_id]), version)
-                c = response.coordinators[0]
-                code, message, node = c.error_code, c.error_message, c.node_id
-            else:
-                response = await conn.request_versioned(FindCoordinatorRequest(key=group_id, key_type=0), version)
-                code, message, node = response.error_code, response.error_message, response.node_id
-            if code:
-                raise for_code(code)(message or f"finding the coordinator of group {group_id!r}")
-            if node not in self._cluster.brokers:
-                await self._cluster.refresh()
-            return node
-        return await self._retrying(find)
+        return await self._retrying(lambda: self._cluster.find_coordinator(group_id))
 
     async def _leaders(self, partitions: Iterable[TopicPartition]) -> dict[int, list[TopicPartition]]:
         partitions = list(partitions)

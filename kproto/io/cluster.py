@@ -26,9 +26,11 @@ from kproto.errors import (
     KafkaError,
     KafkaTimeoutError,
     NoBrokersAvailableError,
+    for_code,
 )
 from kproto.io.connection import Connection
-from kproto.protocol.messages import MetadataRequest
+from kproto.protocol import ApiKey
+from kproto.protocol.messages import FindCoordinatorRequest, MetadataRequest
 
 __all__ = ["BrokerInfo", "Cluster", "PartitionInfo", "TopicInfo", "parse_bootstrap_servers"]
 
@@ -204,6 +206,28 @@ class Cluster:
         """Send ``body`` to broker ``node_id`` (None: any broker) and return the response."""
         conn = await (self.any_connection() if node_id is None else self.connection(node_id))
         return await conn.request(body, **kwargs)
+
+    async def find_coordinator(self, key: str, key_type: int = 0) -> int:
+        """The node id of the coordinator of a group (``key_type`` 0) or transactional id (1).
+
+        Raises:
+            KafkaCodeError: the broker's answer (COORDINATOR_NOT_AVAILABLE is retriable).
+        """
+        conn = await self.any_connection()
+        version = conn.version_for(ApiKey.FIND_COORDINATOR, max_version=5)
+        if version >= 4:  # KIP-699: batched keys
+            response = await conn.request_versioned(FindCoordinatorRequest(key_type=key_type, coordinator_keys=[key]), version)
+            c = response.coordinators[0]
+            code, message, node, host, port = c.error_code, c.error_message, c.node_id, c.host, c.port
+        else:
+            response = await conn.request_versioned(FindCoordinatorRequest(key=key, key_type=key_type), version)
+            code, message = response.error_code, response.error_message
+            node, host, port = response.node_id, response.host, response.port
+        if code:
+            raise for_code(code)(message or f"finding the coordinator of {key!r}")
+        if node not in self.brokers:
+            self.brokers[node] = BrokerInfo(node, host, port)  # newer than our metadata
+        return node
 
     # -- metadata -------------------------------------------------------------------------
 
