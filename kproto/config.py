@@ -113,6 +113,12 @@ def _callable_or_none(value: Any) -> Any:
     return value
 
 
+def _partitioner(value: Any) -> Any:
+    if value is None or value == "round_robin" or callable(value):
+        return value
+    raise ValueError("expected None (Java's default), \"round_robin\" or a callable")
+
+
 def _plaintext(value: Any) -> str:
     text = str(value).upper()
     if text != "PLAINTEXT":
@@ -176,7 +182,7 @@ _KEYS = [
          "Unanswered Produce requests per broker (at most 5 with idempotence)."),
     _key("retries", 2147483647, _non_negative, PRODUCER, "Retries of a failed batch, within delivery.timeout.ms."),
     _key("delivery.timeout.ms", 120000, _positive, PRODUCER, "Bound on the time from send to success or failure."),
-    _key("partitioner.class", None, _callable_or_none, PRODUCER,
+    _key("partitioner.class", None, _partitioner, PRODUCER,
          "None: Java's default (murmur2 of keys, sticky batches for null keys); or "
          "\"round_robin\"; or a callable (key, partitions, topic) -> partition."),
     _key("partitioner.ignore.keys", False, _bool, PRODUCER, "Spread keyed records like null-keyed ones."),
@@ -231,6 +237,7 @@ class ClientConfig(Mapping[str, Any]):
         self.client = client
         given = dict(config or {})
         given.update({name.replace("_", "."): value for name, value in kwargs.items()})
+        self.explicit = frozenset(given)  # keys the user set (some defaults depend on them)
         self._values = {k.name: k.default_for(client) for k in _KEYS if client in k.clients}
         for name, value in given.items():
             key = CONFIGS.get(name)

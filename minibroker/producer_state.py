@@ -13,12 +13,17 @@ Kafka and Redpanda do at the edges):
   an older epoch gets INVALID_PRODUCER_EPOCH; a newer epoch must start at sequence 0.
 - The first batch seen from a producer on a partition is accepted whatever its
   sequence: the broker may have lost its state (e.g. after retention), not the producer.
+- On start the state is rebuilt from the batches in the logs (Kafka does the same, from
+  its snapshots and the log after them), so a retry that crosses a broker restart is
+  still recognised as a duplicate.
 """
 
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from kproto.errors import (
     DuplicateSequenceNumberError,
@@ -81,6 +86,18 @@ class ProducerStates:
         if state is None or epoch > state.epoch:
             state = self._producers[key] = _Producer(epoch)
         state.batches.append((first_seq, (first_seq + count - 1) % _SEQ_MOD, base_offset))
+
+
+    def rebuild(self, partition_key: tuple[object, int], batches: Iterable[Any]) -> int:
+        """Replay a partition's batches (oldest first); returns the highest producer id seen (-1 if none)."""
+        highest = -1
+        for batch in batches:
+            if batch.producer_id < 0 or batch.is_control:
+                continue
+            self.record(partition_key, batch.producer_id, batch.producer_epoch, batch.base_sequence,
+                        batch.last_offset_delta + 1, batch.base_offset)
+            highest = max(highest, batch.producer_id)
+        return highest
 
 
 def _is_before(seq: int, reference: int) -> bool:

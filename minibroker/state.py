@@ -12,8 +12,10 @@ import asyncio
 import re
 import time
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from kproto.records import Batch, read_batches
 from minibroker.config import BrokerConfig
 from minibroker.coordinator import GroupCoordinator
 from minibroker.coordinator.offsets import OffsetEntry
@@ -48,6 +50,19 @@ def validate_topic_name(name: str | None) -> str | None:
     return None
 
 
+def _batches(log: PartitionLog) -> Iterator[Batch]:
+    """Every batch of a log, oldest first (headers are what callers read)."""
+    offset = log.log_start_offset
+    while offset < log.log_end_offset:
+        last = None
+        for batch in read_batches(log.read(offset, 1 << 20), check_crc=False):  # recovery checked them
+            last = batch
+            yield batch
+        if last is None:
+            return
+        offset = last.base_offset + last.last_offset_delta + 1
+
+
 @dataclass
 class Topic:
     name: str
@@ -75,6 +90,10 @@ class BrokerState:
         for stored in self.storage.load_topics():
             self.topics[stored.name] = Topic(stored.name, stored.topic_id, [], stored.configs)
             self._open_partitions(self.topics[stored.name], stored.partitions)
+        for topic in self.topics.values():  # idempotence must survive a restart, as must producer ids
+            for index, log in enumerate(topic.partitions):
+                highest = self.producers.rebuild((topic.topic_id, index), _batches(log))
+                self._next_producer_id = max(self._next_producer_id, highest)
         if OFFSETS_TOPIC in self.topics:
             for log in self.topics[OFFSETS_TOPIC].partitions:
                 self.groups.load_offsets(read_offset_records(log.read, log.log_start_offset, log.log_end_offset))

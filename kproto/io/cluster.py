@@ -117,6 +117,7 @@ class Cluster:
         self._opening: dict[int, asyncio.Task] = {}
         self._failures: dict[int, tuple[int, float]] = {}  # node -> (failures in a row, when the last was)
         self._bootstrap_connection: Connection | None = None
+        self._bootstrap_lock: asyncio.Lock | None = None
         self._refresh: asyncio.Task | None = None
         self._wanted: set[str] = set()  # topics the client cares about (refreshed together)
         self._closed = False
@@ -187,6 +188,12 @@ class Cluster:
         return await self._bootstrap_any(errors)
 
     async def _bootstrap_any(self, errors: list[BaseException]) -> Connection:
+        if self._bootstrap_lock is None:
+            self._bootstrap_lock = asyncio.Lock()
+        async with self._bootstrap_lock:  # concurrent callers share one bootstrap connection
+            return await self._bootstrap_locked(errors)
+
+    async def _bootstrap_locked(self, errors: list[BaseException]) -> Connection:
         conn = self._bootstrap_connection
         if conn is not None and not conn.closed:
             return conn

@@ -16,6 +16,8 @@ from kproto.protocol.messages import (
     ProduceRequest,
 )
 from kproto.records import BatchBuilder, decode_record_set
+from minibroker import MiniBroker
+from tests.minibroker.conftest import RawClient
 
 
 @pytest.fixture
@@ -87,3 +89,28 @@ def test_sequences_wrap_after_int32_max(client):
 
 def test_idempotent_batch_without_sequence_is_invalid(client):
     assert send(client, 7, 0, -1)[0] == InvalidRecordError.code
+
+
+def test_a_retry_across_a_restart_is_still_a_duplicate_and_ids_are_not_reused(tmp_path):
+    """The producer state is rebuilt from the logs on start (as Kafka does), and new
+    producer ids start above every id in them."""
+    def init(c):
+        return c.request(ApiKey.INIT_PRODUCER_ID, 4, InitProducerIdRequest(
+            transactional_id=None, transaction_timeout_ms=1000)).producer_id
+
+    with MiniBroker(data_dir=tmp_path) as broker:
+        port = broker.port
+        c = RawClient(port)
+        c.request(ApiKey.METADATA, 9, MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name="idem")]))
+        pid = init(c)
+        assert send(c, pid, 0, 0, n=3) == (0, 0)
+        assert send(c, pid, 0, 3, n=2) == (0, 3)
+        c.close()
+    with MiniBroker(port=port, data_dir=tmp_path) as broker:
+        c = RawClient(port)
+        assert send(c, pid, 0, 3, n=2) == (0, 3)  # the ack was lost, the retry comes after the restart
+        assert send(c, pid, 0, 7) == (OutOfOrderSequenceNumberError.code, -1)
+        assert send(c, pid, 0, 5) == (0, 5)
+        assert log_values(c) == [b"0-0-0", b"0-0-1", b"0-0-2", b"0-3-0", b"0-3-1", b"0-5-0"]
+        assert init(c) > pid
+        c.close()

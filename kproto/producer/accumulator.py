@@ -1,0 +1,231 @@
+"""The record accumulator: records appended into one open batch per partition.
+
+``append`` is the per-record path and runs on the caller's thread (a sync producer's user
+thread, or the asyncio producer's loop): it picks the sticky partition when asked,
+appends to the partition's open :class:`~kproto.records.BatchBuilder` (the Cython codec
+encodes the record at once, so no per-record object is kept) and returns a
+:class:`~kproto.producer.futures.RecordFuture`. A batch closes when the next record would
+take it past ``batch.size``; the sender takes closed batches, and open ones once they
+are ``linger.ms`` old or a flush asks for them.
+
+Each partition's queue is in send order: retried batches go back to its head, before
+any batch not yet sent, in sequence order (the broker needs an idempotent producer's
+sequences in order). One lock guards everything here; the sender holds it only to look
+at and take batches. Memory is accounted as the bytes of unsettled batches, against
+``buffer.memory``.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from kproto.producer.futures import BatchResult, RecordFuture
+from kproto.producer.partitioner import Partitioner
+from kproto.records import BatchBuilder
+
+__all__ = ["ProducerBatch", "RecordAccumulator"]
+
+
+class ProducerBatch:
+    """One batch of one partition, from its first record until it is settled."""
+
+    __slots__ = ("topic", "partition", "builder", "result", "created", "deadline", "closed", "attempts",
+                 "next_attempt", "stamp", "base_sequence", "data", "size")
+
+    def __init__(self, topic: str, partition: int, builder: BatchBuilder, now: float, delivery_timeout: float) -> None:
+        self.topic = topic
+        self.partition = partition
+        self.builder = builder
+        self.result = BatchResult(topic, partition)
+        self.created = now
+        self.deadline = now + delivery_timeout
+        self.closed = False
+        self.attempts = 0
+        self.next_attempt = 0.0
+        self.stamp: tuple[int, int] | None = None  # (producer id, epoch) its sequence belongs to
+        self.base_sequence = -1
+        self.data: bytes | None = None  # built at the first send
+        self.size = 0  # bytes held against buffer.memory
+
+    @property
+    def record_count(self) -> int:
+        return self.builder.record_count
+
+    def __repr__(self) -> str:
+        return f"<ProducerBatch {self.topic}-{self.partition} {self.record_count} records>"
+
+
+class RecordAccumulator:
+    """Open and waiting batches of every partition.
+
+    Args:
+        batch_size: ``batch.size``.
+        linger: ``linger.ms`` in seconds.
+        buffer_memory: ``buffer.memory``.
+        compression, compression_level: the codec id and level of new batches.
+        delivery_timeout: ``delivery.timeout.ms`` in seconds.
+        partitioner: resolves the sticky partition.
+        wake: called (from any thread) when a batch becomes sendable without waiting.
+        freed: called (on the sender's loop) after a batch settles and frees memory.
+    """
+
+    def __init__(self, *, batch_size: int, linger: float, buffer_memory: int, compression: int,
+                 compression_level: int | None, delivery_timeout: float, partitioner: Partitioner,
+                 wake: Callable[[], None], freed: Callable[[], None] = lambda: None) -> None:
+        self.batch_size = batch_size
+        self.linger = linger
+        self.buffer_memory = buffer_memory
+        self.compression = compression
+        self.compression_level = compression_level
+        self.delivery_timeout = delivery_timeout
+        self.partitioner = partitioner
+        self._wake = wake
+        self._freed = freed
+        self.lock = threading.Lock()
+        self.space = threading.Condition(self.lock)  # notified when memory is freed or batches settle
+        self.queues: dict[tuple[str, int], deque[ProducerBatch]] = {}
+        self.used = 0
+        self.unsettled = 0  # batches not yet settled: flush waits for 0
+        self.flushing = 0  # > 0 while a flush wants every open batch sent now
+        self._idle = True  # no open batch anywhere: the next append starts a linger clock
+
+    # -- the per-record path ----------------------------------------------------------------
+
+    def append(self, topic: str, partition: int, partitions: int, timestamp: int, key: Any, value: Any,
+               headers: Sequence[tuple[str, Any]] | None) -> RecordFuture | None:
+        """Append one record; None when ``buffer.memory`` has no room for it (nothing added).
+
+        ``partition`` -1 means the topic's sticky partition.
+        """
+        with self.lock:
+            if self.used >= self.buffer_memory:
+                return None
+            if partition < 0:
+                partition = self.partitioner.sticky(topic, partitions)
+                batch = self._open_batch(topic, partition)
+                if batch is None or (index := self._try_append(batch, timestamp, key, value, headers)) < 0:
+                    # KIP-480: a new batch means a new sticky partition.
+                    partition = self.partitioner.next_sticky(topic, partitions)
+                    batch = self._open_batch(topic, partition)
+                    if batch is None or (index := self._try_append(batch, timestamp, key, value, headers)) < 0:
+                        batch = self._new_batch(topic, partition)
+                        index = self._try_append(batch, timestamp, key, value, headers)
+            else:
+                batch = self._open_batch(topic, partition)
+                if batch is None or (index := self._try_append(batch, timestamp, key, value, headers)) < 0:
+                    batch = self._new_batch(topic, partition)
+                    index = self._try_append(batch, timestamp, key, value, headers)
+            wake = self._idle
+            self._idle = False
+        if wake:
+            self._wake()  # start the linger clock
+        return RecordFuture(batch.result, index, timestamp)
+
+    def _open_batch(self, topic: str, partition: int) -> ProducerBatch | None:
+        queue = self.queues.get((topic, partition))
+        if queue:
+            batch = queue[-1]
+            if not batch.closed:
+                return batch
+        return None
+
+    def _try_append(self, batch: ProducerBatch, timestamp: int, key: Any, value: Any, headers: Any) -> int:
+        before = batch.builder.size_in_bytes()
+        index = batch.builder.append(timestamp, key, value, headers)
+        if index < 0:
+            batch.closed = True
+            self._wake()  # a full batch need not linger
+            return -1
+        grown = batch.builder.size_in_bytes() - before
+        batch.size += grown
+        self.used += grown
+        return index
+
+    def _new_batch(self, topic: str, partition: int) -> ProducerBatch:
+        builder = BatchBuilder(compression=self.compression, compression_level=self.compression_level,
+                               max_bytes=self.batch_size)
+        batch = ProducerBatch(topic, partition, builder, time.monotonic(), self.delivery_timeout)
+        self.queues.setdefault((topic, partition), deque()).append(batch)
+        self.unsettled += 1
+        return batch
+
+    # -- the sender's side ----------------------------------------------------------------
+
+    def ready(self, now: float) -> tuple[list[ProducerBatch], float | None]:
+        """The head batch of every partition that may be sent now, and when to look again.
+
+        A head batch is ready when it is closed, ``linger.ms`` old, flushed, or a retry
+        whose backoff passed. The second value is the earliest time a waiting head batch
+        becomes ready (None: nothing waits).
+        """
+        ready = []
+        soonest = None
+        with self.lock:
+            idle = True
+            for queue in self.queues.values():
+                if not queue:
+                    continue
+                batch = queue[0]
+                if not batch.closed:
+                    idle = False
+                if batch.attempts and batch.next_attempt > now:
+                    at = batch.next_attempt
+                elif batch.closed or len(queue) > 1 or self.flushing or now >= batch.created + self.linger:
+                    ready.append(batch)
+                    continue
+                else:
+                    at = batch.created + self.linger
+                soonest = at if soonest is None else min(soonest, at)
+            self._idle = idle
+        return ready, soonest
+
+    def take(self, batch: ProducerBatch) -> None:
+        """Remove a head batch that is being sent (it closes: later records open a new one)."""
+        with self.lock:
+            queue = self.queues[(batch.topic, batch.partition)]
+            assert queue[0] is batch
+            queue.popleft()
+            batch.closed = True
+            if not queue:
+                del self.queues[(batch.topic, batch.partition)]
+
+    def requeue(self, batch: ProducerBatch) -> None:
+        """Put a batch to retry back at its partition's head, in sequence order."""
+        with self.lock:
+            queue = self.queues.setdefault((batch.topic, batch.partition), deque())
+            i = 0
+            while i < len(queue) and queue[i].stamp is not None and queue[i].base_sequence < batch.base_sequence:
+                i += 1
+            queue.insert(i, batch)
+
+    def settle(self, batch: ProducerBatch, base_offset: int, log_append_time: int = -1,
+               error: BaseException | None = None) -> None:
+        """Settle a batch (success or failure) and free its memory."""
+        with self.lock:
+            self.used -= batch.size
+            self.unsettled -= 1
+            self.space.notify_all()
+        batch.result.complete(base_offset, log_append_time, error)
+        self._freed()
+
+    def expired(self, now: float) -> list[ProducerBatch]:
+        """Remove and return batches waiting in queues past ``delivery.timeout.ms``."""
+        out = []
+        with self.lock:
+            for key, queue in list(self.queues.items()):
+                while queue and queue[0].deadline <= now:
+                    out.append(queue.popleft())
+                if not queue:
+                    del self.queues[key]
+        return out
+
+    def abort_all(self) -> list[ProducerBatch]:
+        """Remove and return every batch still queued (for a close that gives up)."""
+        with self.lock:
+            out = [b for queue in self.queues.values() for b in queue]
+            self.queues.clear()
+        return out

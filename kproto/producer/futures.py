@@ -1,0 +1,174 @@
+"""What ``send`` returns: one future per record, cheap because it leans on its batch.
+
+A producer sends records in batches, and a batch succeeds or fails as a whole, so the
+state lives on :class:`BatchResult` (one lock, one outcome, one base offset) and each
+:class:`RecordFuture` holds only its batch and its index in it. RecordFuture is a real
+:class:`concurrent.futures.Future` (``result()``, ``add_done_callback()``,
+``concurrent.futures.wait()`` and ``asyncio.wrap_future()`` all work) whose state
+attributes are read from the batch instead of being stored per record; creating one
+costs a small object rather than a lock and a condition. It is also awaitable, which is
+what the asyncio producer hands out.
+
+Completion runs on the producer's loop thread: :meth:`BatchResult.complete` records the
+outcome, wakes threads blocked in ``result()``, then runs callbacks of the records that
+registered any (records nobody watches cost nothing at completion).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import threading
+from concurrent.futures._base import FINISHED, PENDING
+from typing import Any, NamedTuple
+
+__all__ = ["BatchResult", "RecordFuture", "RecordMetadata"]
+
+log = logging.getLogger("kproto.producer")
+
+
+class RecordMetadata(NamedTuple):
+    """Where a record was written. ``offset`` is -1 with acks=0 (the broker does not say)."""
+
+    topic: str
+    partition: int
+    offset: int
+    timestamp: int  # CreateTime as sent, or the broker's LogAppendTime
+
+
+class BatchResult:
+    """The outcome of one batch, shared by its records' futures."""
+
+    __slots__ = ("topic", "partition", "base_offset", "log_append_time", "error", "done", "_condition",
+                 "_watched", "_waiter")
+
+    def __init__(self, topic: str, partition: int) -> None:
+        self.topic = topic
+        self.partition = partition
+        self.base_offset = -1
+        self.log_append_time = -1
+        self.error: BaseException | None = None
+        self.done = False
+        self._condition = threading.Condition()
+        self._watched: list[RecordFuture] | None = None  # records with callbacks or waiters
+        self._waiter: asyncio.Future | None = None  # for awaiting records, on the producer's loop
+
+    def watch(self, record: RecordFuture) -> None:
+        if self._watched is None:
+            self._watched = [record]
+        else:
+            self._watched.append(record)
+
+    def complete(self, base_offset: int, log_append_time: int = -1, error: BaseException | None = None) -> None:
+        """Settle the batch (called once, on the producer's loop)."""
+        with self._condition:
+            self.base_offset = base_offset
+            self.log_append_time = log_append_time
+            self.error = error
+            self.done = True
+            self._condition.notify_all()
+            watched, self._watched = self._watched, None
+        if self._waiter is not None:
+            _wake(self._waiter)
+        for record in watched or ():
+            record._settled()
+
+    def wait_async(self) -> asyncio.Future:
+        """A future of the running loop that settles with the batch."""
+        if self._waiter is None:
+            self._waiter = asyncio.get_running_loop().create_future()
+            if self.done:
+                self._waiter.set_result(None)
+        return self._waiter
+
+
+def _wake(waiter: asyncio.Future) -> None:
+    loop = waiter.get_loop()
+    try:
+        here = asyncio.get_running_loop() is loop
+    except RuntimeError:
+        here = False
+    if here:
+        if not waiter.done():
+            waiter.set_result(None)
+    else:  # awaited from another loop than the producer's (a sync producer's future)
+        loop.call_soon_threadsafe(lambda: waiter.done() or waiter.set_result(None))
+
+
+class RecordFuture(concurrent.futures.Future):
+    """The future of one sent record: resolves to :class:`RecordMetadata` or raises why not.
+
+    It cannot be cancelled (the record may already be on the wire) and only the producer
+    settles it.
+    """
+
+    def __init__(self, batch: BatchResult, index: int, timestamp: int) -> None:  # no super(): see the module doc
+        self._batch = batch
+        self._index = index
+        self._timestamp = timestamp
+
+    # concurrent.futures.Future keeps these as attributes; here they derive from the batch.
+    @property
+    def _condition(self) -> threading.Condition:
+        return self._batch._condition
+
+    @property
+    def _state(self) -> str:
+        return FINISHED if self._batch.done else PENDING
+
+    @property
+    def _exception(self) -> BaseException | None:
+        return self._batch.error
+
+    @property
+    def _result(self) -> RecordMetadata:
+        b = self._batch
+        offset = b.base_offset + self._index if b.base_offset >= 0 else -1
+        timestamp = b.log_append_time if b.log_append_time >= 0 else self._timestamp
+        return RecordMetadata(b.topic, b.partition, offset, timestamp)
+
+    @property
+    def _waiters(self) -> list:
+        return self._watchers()[0]
+
+    @property
+    def _done_callbacks(self) -> list:
+        return self._watchers()[1]
+
+    def _watchers(self) -> tuple[list, list]:
+        # Called with the batch's condition held (Future's methods take it first).
+        lists = self.__dict__.get("_lists")
+        if lists is None:
+            lists = self.__dict__["_lists"] = ([], [])
+            self._batch.watch(self)
+        return lists
+
+    def _settled(self) -> None:
+        waiters, callbacks = self.__dict__["_lists"]
+        for waiter in waiters:
+            if self._batch.error is None:
+                waiter.add_result(self)
+            else:
+                waiter.add_exception(self)
+        for callback in callbacks:
+            try:
+                callback(self)
+            except Exception:  # a user's callback must not stop the others
+                log.exception("exception in a delivery callback of %r", self)
+
+    def cancel(self) -> bool:
+        return False
+
+    def set_running_or_notify_cancel(self) -> bool:
+        return not self._batch.done
+
+    def set_result(self, result: Any) -> None:
+        raise RuntimeError("only the producer settles a RecordFuture")
+
+    set_exception = set_result
+
+    def __await__(self):
+        if not self._batch.done:
+            yield from self._batch.wait_async().__await__()
+        return self.result()

@@ -1,0 +1,394 @@
+"""The producer: :class:`AIOProducer` for asyncio, :class:`Producer` for threads.
+
+Both share the per-record path (:meth:`AIOProducer._append`: serialize, partition,
+append into the Cython batch builder) and one asyncio sender; the sync face runs the
+sender on a background loop and appends from the caller's thread directly, so a
+``send`` crosses no thread boundary unless it must wait (for a topic's metadata, or for
+``buffer.memory``), which it does for at most ``max.block.ms``.
+
+Settings are Kafka's with Java's defaults (acks=all, idempotence on, linger.ms=5). As in
+Java, idempotence that was not asked for explicitly turns itself off when other settings
+contradict it (acks other than all, retries=0, more than 5 requests in flight); asked
+for explicitly, the contradiction is a :class:`~kproto.errors.ConfigError`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from kproto._loop import LoopThread
+from kproto.compression import codec_id
+from kproto.config import ClientConfig
+from kproto.errors import (
+    ClientClosedError,
+    ConfigError,
+    KafkaTimeoutError,
+    MessageTooLargeError,
+    for_code,
+)
+from kproto.io import Cluster
+from kproto.producer.accumulator import RecordAccumulator
+from kproto.producer.futures import RecordFuture, RecordMetadata
+from kproto.producer.partitioner import make_partitioner
+from kproto.producer.sender import Sender
+
+__all__ = ["AIOProducer", "Producer", "RecordMetadata"]
+
+Headers = Sequence[tuple[str, Any]] | Mapping[str, Any] | None
+DeliveryCallback = Callable[[BaseException | None, RecordMetadata | None], None]
+
+_RECORD_OVERHEAD = 70  # a v2 batch header plus a record's framing: enough for the size check
+
+
+def _resolve_idempotence(config: ClientConfig) -> bool:
+    conflicts = []
+    if config["acks"] != -1:
+        conflicts.append("acks must be all")
+    if config["retries"] == 0:
+        conflicts.append("retries must be > 0")
+    if config["max.in.flight.requests.per.connection"] > 5:
+        conflicts.append("max.in.flight.requests.per.connection must be <= 5")
+    if not config["enable.idempotence"]:
+        return False
+    if conflicts and "enable.idempotence" in config.explicit:
+        raise ConfigError(f"enable.idempotence=true needs: {'; '.join(conflicts)}")
+    return not conflicts
+
+
+def _on_delivery(future: RecordFuture, callback: DeliveryCallback) -> None:
+    def call(f: RecordFuture) -> None:
+        error = f.exception()
+        callback(error, None if error is not None else f.result())
+    future.add_done_callback(call)
+
+
+class _Waiting:
+    """A record that could not be appended at once (no metadata or no memory yet).
+
+    Awaiting it gives the record's :class:`RecordMetadata`; the producer appends waiting
+    records in the order they were sent.
+    """
+
+    __slots__ = ("args", "appended")
+
+    def __init__(self, args: tuple, appended: asyncio.Future) -> None:
+        self.args = args
+        self.appended = appended  # -> the RecordFuture once appended
+
+    def __await__(self):
+        record = yield from self.appended.__await__()
+        return (yield from record.__await__())
+
+
+class AIOProducer:
+    """The producer for asyncio code.
+
+    Args:
+        config: Kafka producer settings (``bootstrap.servers`` is required).
+        **kwargs: the same, with dots written as underscores.
+
+    Use ``async with AIOProducer(...) as producer:`` or call :meth:`close`.
+    """
+
+    def __init__(self, config: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
+        self.config = c = ClientConfig("producer", config, **kwargs)
+        if c["transactional.id"] is not None:
+            raise ConfigError("transactional.id: transactions are not supported yet")
+        self.idempotent = _resolve_idempotence(c)
+        self._cluster = Cluster(c, allow_auto_topic_creation=c["allow.auto.create.topics"])
+        self._partitioner = make_partitioner(c["partitioner.class"], c["partitioner.ignore.keys"])
+        codec = codec_id(c["compression.type"])
+        level = {1: c["compression.gzip.level"], 3: c["compression.lz4.level"], 4: c["compression.zstd.level"]}.get(codec)
+        self._acc = RecordAccumulator(
+            batch_size=c["batch.size"], linger=c["linger.ms"] / 1000, buffer_memory=c["buffer.memory"],
+            compression=codec, compression_level=None if level == -1 else level,
+            delivery_timeout=c["delivery.timeout.ms"] / 1000, partitioner=self._partitioner,
+            wake=self._wake, freed=self._freed)
+        self._key_serializer = c["key.serializer"]
+        self._value_serializer = c["value.serializer"]
+        self._max_request_size = c["max.request.size"]
+        self._max_block = c["max.block.ms"] / 1000
+        self._sender: Sender | None = None
+        self._waiting: deque[_Waiting] = deque()
+        self._waiting_task: asyncio.Task | None = None
+        self._space: asyncio.Event | None = None
+        self._closed = False
+
+    async def __aenter__(self) -> AIOProducer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    async def start(self) -> None:
+        """Start the sender (done by the first send too) and learn the cluster."""
+        self._start()
+        await self._cluster.refresh()
+
+    def _start(self) -> None:
+        if self._sender is None:
+            if self._closed:
+                raise ClientClosedError("the producer is closed")
+            self._space = asyncio.Event()
+            self._sender = Sender(self.config, self._cluster, self._acc, idempotent=self.idempotent)
+
+    def _wake(self) -> None:
+        if self._sender is not None:
+            self._sender.wake()
+
+    def _freed(self) -> None:
+        if self._space is not None:
+            self._space.set()
+
+    # -- the per-record path ----------------------------------------------------------------
+
+    def _append(self, topic: str, value: Any, key: Any, partition: int | None, timestamp_ms: int | None,
+                headers: Headers) -> RecordFuture | None:
+        """Serialize, partition and append one record; None if it must wait (see the module doc)."""
+        if self._closed:
+            raise ClientClosedError("the producer is closed")
+        if key is not None and self._key_serializer is not None:
+            key = self._key_serializer(key)
+        if value is not None and self._value_serializer is not None:
+            value = self._value_serializer(value)
+        partitions = self._cluster.partitions_for(topic)
+        if partitions is None:
+            return None
+        if partition is None:
+            partition = self._partitioner.partition(topic, key, partitions)
+        elif not 0 <= partition < partitions:
+            raise ValueError(f"partition {partition} is not in [0, {partitions}) of topic {topic!r}")
+        if headers is not None and isinstance(headers, Mapping):
+            headers = list(headers.items())
+        size = _RECORD_OVERHEAD + (len(key) if key is not None else 0) + (len(value) if value is not None else 0)
+        if size > self._max_request_size:
+            raise MessageTooLargeError(f"a record of about {size} bytes is over max.request.size={self._max_request_size}")
+        if timestamp_ms is None:
+            timestamp_ms = int(time.time() * 1000)
+        return self._acc.append(topic, partition, partitions, timestamp_ms, key, value, headers)
+
+    def send(self, topic: str, value: Any = None, key: Any = None, *, partition: int | None = None,
+             timestamp_ms: int | None = None, headers: Headers = None,
+             on_delivery: DeliveryCallback | None = None) -> Any:
+        """Queue a record; returns an awaitable of its :class:`RecordMetadata`.
+
+        The record is appended at once when the topic's partitions are known and memory
+        allows (the awaitable is then a :class:`~kproto.producer.futures.RecordFuture`);
+        otherwise it waits, in order behind other waiting records, up to ``max.block.ms``.
+        Awaiting is optional: queued records are sent either way. ``on_delivery(error,
+        metadata)`` is called on the event loop when the record is settled.
+
+        Raises:
+            TypeError: key or value is not bytes and there is no serializer for it.
+            MessageTooLargeError: the record alone is over ``max.request.size``.
+            ClientClosedError: the producer is closed.
+        """
+        self._start()
+        record = None if self._waiting else self._append(topic, value, key, partition, timestamp_ms, headers)
+        if record is None:
+            waiting = _Waiting((topic, value, key, partition, timestamp_ms, headers, on_delivery),
+                               asyncio.get_running_loop().create_future())
+            self._waiting.append(waiting)
+            if self._waiting_task is None or self._waiting_task.done():
+                self._waiting_task = asyncio.get_running_loop().create_task(self._append_waiting())
+            return waiting
+        if on_delivery is not None:
+            _on_delivery(record, on_delivery)
+        return record
+
+    async def send_and_wait(self, topic: str, value: Any = None, key: Any = None, **kwargs: Any) -> RecordMetadata:
+        """:meth:`send` and wait for the record's metadata."""
+        return await self.send(topic, value, key, **kwargs)
+
+    async def _append_waiting(self) -> None:
+        while self._waiting:
+            waiting = self._waiting[0]
+            topic, value, key, partition, timestamp_ms, headers, on_delivery = waiting.args
+            try:
+                deadline = time.monotonic() + self._max_block
+                while (record := self._append(topic, value, key, partition, timestamp_ms, headers)) is None:
+                    await self._wait_for_room(topic, deadline)
+            except BaseException as exc:
+                self._waiting.popleft()
+                if not waiting.appended.done():
+                    waiting.appended.set_exception(exc)
+                    waiting.appended.exception()  # retrieved: the sender may never await it
+                if isinstance(exc, asyncio.CancelledError):
+                    raise
+                continue
+            self._waiting.popleft()
+            if on_delivery is not None:
+                _on_delivery(record, on_delivery)
+            waiting.appended.set_result(record)
+
+    async def _wait_for_room(self, topic: str, deadline: float) -> None:
+        """Wait for ``topic``'s metadata or for memory, until ``deadline``."""
+        left = deadline - time.monotonic()
+        if left <= 0:
+            what = "memory (buffer.memory)" if self._cluster.partitions_for(topic) else f"metadata of topic {topic!r}"
+            raise KafkaTimeoutError(f"waited {self._max_block * 1000:.0f} ms (max.block.ms) for {what}")
+        if self._cluster.partitions_for(topic) is None:
+            await self._fetch_metadata(topic, deadline)
+        else:
+            self._space.clear()
+            try:
+                await asyncio.wait_for(self._space.wait(), left)
+            except asyncio.TimeoutError:
+                pass
+
+    async def _fetch_metadata(self, topic: str, deadline: float) -> None:
+        self._cluster.want([topic])
+        await asyncio.wait_for(self._cluster.refresh([topic]), max(deadline - time.monotonic(), 0.001))
+        info = self._cluster.topics.get(topic)
+        if info is not None and info.error_code and not for_code(info.error_code).retriable:
+            raise for_code(info.error_code)(f"topic {topic!r}")
+        if self._cluster.partitions_for(topic) is None:
+            await asyncio.sleep(min(self.config["retry.backoff.ms"] / 1000, max(deadline - time.monotonic(), 0)))
+
+    async def _prepare(self, topic: str) -> None:
+        """Make sure ``topic``'s metadata is known (waits up to ``max.block.ms``)."""
+        deadline = time.monotonic() + self._max_block
+        while self._cluster.partitions_for(topic) is None:
+            if time.monotonic() >= deadline:
+                raise KafkaTimeoutError(f"topic {topic!r} not in the metadata after {self._max_block * 1000:.0f} ms (max.block.ms)")
+            try:
+                await self._fetch_metadata(topic, deadline)
+            except asyncio.TimeoutError:
+                pass
+
+    async def partitions_for(self, topic: str) -> list[int]:
+        """The partition ids of ``topic`` (fetching its metadata if needed)."""
+        await self._prepare(topic)
+        return sorted(self._cluster.topics[topic].partitions)
+
+    # -- flush and close ----------------------------------------------------------------------
+
+    async def flush(self, timeout: float | None = None) -> None:
+        """Send every queued record now and wait until all are settled.
+
+        Raises:
+            KafkaTimeoutError: ``timeout`` seconds passed first.
+        """
+        if self._sender is None:
+            return
+        deadline = None if timeout is None else time.monotonic() + timeout
+        self._acc.flushing += 1
+        try:
+            self._sender.wake()
+            while self._waiting or self._acc.unsettled:
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    raise KafkaTimeoutError(f"flush: {self._acc.unsettled} batches still unsettled after {timeout:g} s")
+                self._space.clear()
+                try:
+                    await asyncio.wait_for(self._space.wait(), left if left is not None else 1.0)
+                except asyncio.TimeoutError:
+                    pass
+        finally:
+            self._acc.flushing -= 1
+
+    async def close(self, timeout: float | None = None) -> None:
+        """Send what is queued (waiting up to ``timeout`` seconds), then close. Idempotent.
+
+        Records still unsent after the timeout fail with :class:`~kproto.errors.KafkaTimeoutError`.
+        """
+        if self._closed:
+            return
+        deadline = None if timeout is None else time.monotonic() + timeout
+        try:
+            if self._sender is not None:
+                try:
+                    await self.flush(timeout)
+                except KafkaTimeoutError:
+                    pass
+        finally:
+            self._closed = True
+            if self._waiting_task is not None:
+                self._waiting_task.cancel()
+                await asyncio.gather(self._waiting_task, return_exceptions=True)
+            if self._sender is not None:
+                left = None if deadline is None else max(deadline - time.monotonic(), 0)
+                await self._sender.close(left)
+            await self._cluster.close()
+
+
+class Producer:
+    """The producer for threads: :class:`AIOProducer`'s engine on a background loop.
+
+    ``send`` appends from the calling thread and returns a
+    :class:`concurrent.futures.Future` (a :class:`~kproto.producer.futures.RecordFuture`)
+    of the record's :class:`RecordMetadata`; it blocks only while it must wait for a
+    topic's metadata or for memory, up to ``max.block.ms``. Delivery callbacks run on the
+    background loop's thread: keep them short and do not call the producer's blocking
+    methods from them.
+
+    Args:
+        config: Kafka producer settings (``bootstrap.servers`` is required).
+        **kwargs: the same, with dots written as underscores.
+    """
+
+    def __init__(self, config: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
+        self._core = AIOProducer(config, **kwargs)
+        self.config = self._core.config
+        self._loop = LoopThread("kproto-producer")
+        try:
+            self._loop.run(self._core.start(), timeout=self._core._max_block)
+        except BaseException:
+            self._loop.run(self._core.close(0))
+            self._loop.stop()
+            raise
+
+    def __enter__(self) -> Producer:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def send(self, topic: str, value: Any = None, key: Any = None, *, partition: int | None = None,
+             timestamp_ms: int | None = None, headers: Headers = None,
+             on_delivery: DeliveryCallback | None = None) -> RecordFuture:
+        """Queue a record; see :meth:`AIOProducer.send`. Returns a future of its metadata."""
+        core = self._core
+        record = core._append(topic, value, key, partition, timestamp_ms, headers)
+        if record is None:
+            record = self._append_blocking(topic, value, key, partition, timestamp_ms, headers)
+        if on_delivery is not None:
+            _on_delivery(record, on_delivery)
+        return record
+
+    def _append_blocking(self, *args: Any) -> RecordFuture:
+        core, topic = self._core, args[0]
+        deadline = time.monotonic() + core._max_block
+        while (record := core._append(*args)) is None:
+            left = deadline - time.monotonic()
+            if core._cluster.partitions_for(topic) is None:
+                self._loop.run(core._prepare(topic))  # bounded by max.block.ms itself
+                continue
+            with core._acc.space:
+                if left <= 0:
+                    raise KafkaTimeoutError(f"waited {core._max_block * 1000:.0f} ms (max.block.ms) for memory (buffer.memory)")
+                if core._acc.used >= core._acc.buffer_memory:
+                    core._acc.space.wait(min(left, 0.2))
+        return record
+
+    def partitions_for(self, topic: str) -> list[int]:
+        """The partition ids of ``topic``."""
+        return self._loop.run(self._core.partitions_for(topic))
+
+    def flush(self, timeout: float | None = None) -> None:
+        """Send every queued record now and wait until all are settled (see :meth:`AIOProducer.flush`)."""
+        self._loop.run(self._core.flush(timeout))
+
+    def close(self, timeout: float | None = None) -> None:
+        """Send what is queued, then close and stop the background loop. Idempotent."""
+        if not self._loop.loop.is_closed():
+            try:
+                self._loop.run(self._core.close(timeout))
+            finally:
+                self._loop.stop()
+

@@ -1,0 +1,313 @@
+"""The sender: takes ready batches, sends Produce requests, retries, settles futures.
+
+Theory of operation. One asyncio task loops: it asks the accumulator for ready head
+batches, routes each to its partition's leader (refreshing metadata for the ones
+without), packs one request per broker (one batch per partition, up to
+``max.request.size``, at most ``max.in.flight.requests.per.connection`` requests in flight
+per broker, none to a broker that asked to be throttled), and sleeps until a batch
+becomes ready, a response frees a slot, or the linger or a retry backoff ends.
+
+Idempotence (on by default, as in Java): the sender gets a producer id and epoch with
+InitProducerId and stamps each batch, when first sent, with the partition's next
+sequence number. Retried batches keep their sequence and go back to the head of their
+queue in sequence order, so the broker sees them in order; OUT_OF_ORDER_SEQUENCE for a
+batch after an earlier failed one is such a retry. When sequences cannot be repaired
+(UNKNOWN_PRODUCER_ID, an epoch the broker fenced, a gap the broker does not know, or a
+batch that failed for good after it was sent), the sender gets a new producer id and
+epoch, restarts every partition's sequences at 0, and restamps batches as they are
+sent again — Java's KIP-360 recovery for producers without transactions.
+
+Failures: retriable errors (connection loss, NOT_LEADER_OR_FOLLOWER, REQUEST_TIMED_OUT,
+NOT_ENOUGH_REPLICAS, ...) retry after ``retry.backoff.ms`` doubling to
+``retry.backoff.max.ms``, while ``retries`` and ``delivery.timeout.ms`` allow; anything
+else fails the batch's records with the broker's typed error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import struct
+import time
+from typing import Any
+
+from kproto.codec import crc32c
+from kproto.errors import (
+    DuplicateSequenceNumberError,
+    InvalidProducerEpochError,
+    KafkaError,
+    KafkaTimeoutError,
+    OutOfOrderSequenceNumberError,
+    ProducerFencedError,
+    UnknownProducerIdError,
+    for_code,
+)
+from kproto.io import Cluster
+from kproto.producer.accumulator import ProducerBatch, RecordAccumulator
+from kproto.protocol.messages import InitProducerIdRequest, ProduceRequest
+
+__all__ = ["Sender", "stamp_producer"]
+
+log = logging.getLogger("kproto.producer")
+
+# v2 batch header positions: the producer fields and the CRC that covers them.
+_CRC_AT, _ATTRIBUTES_AT, _PRODUCER_AT = 17, 21, 43
+_PRODUCER = struct.Struct(">qhi")
+_SEQUENCE_LIMIT = 1 << 31
+_RESET = {UnknownProducerIdError.code, InvalidProducerEpochError.code, ProducerFencedError.code}
+
+
+def stamp_producer(data: bytes, producer_id: int, epoch: int, base_sequence: int) -> bytes:
+    """A built v2 batch with other producer fields (they lie under the CRC: recomputed)."""
+    out = bytearray(data)
+    _PRODUCER.pack_into(out, _PRODUCER_AT, producer_id, epoch, base_sequence)
+    struct.pack_into(">I", out, _CRC_AT, crc32c(memoryview(out)[_ATTRIBUTES_AT:]))
+    return bytes(out)
+
+
+class Sender:
+    """Drives one producer's accumulator over one cluster; see the module docstring."""
+
+    def __init__(self, config: Any, cluster: Cluster, accumulator: RecordAccumulator, *, idempotent: bool) -> None:
+        self.config = config
+        self.cluster = cluster
+        self.acc = accumulator
+        self.idempotent = idempotent
+        self.acks = config["acks"]
+        self.max_in_flight = config["max.in.flight.requests.per.connection"]
+        self.max_request_size = config["max.request.size"]
+        self.retries = config["retries"]
+        self.backoff = config["retry.backoff.ms"] / 1000
+        self.backoff_max = config["retry.backoff.max.ms"] / 1000
+        self.producer_id = -1
+        self.producer_epoch = -1
+        self._reset_needed = False
+        self._sequences: dict[tuple[str, int], int] = {}  # next sequence to stamp
+        self._in_flight: dict[int, int] = {}  # node -> requests in flight
+        self._partitions_in_flight: dict[tuple[str, int], int] = {}
+        self._throttled_until: dict[int, float] = {}
+        self._requests: set[asyncio.Task] = set()
+        self._event = asyncio.Event()
+        self._loop = asyncio.get_running_loop()
+        self._closing = False
+        self._refreshing: asyncio.Task | None = None
+        self.task = self._loop.create_task(self._run())
+
+    # -- waking -----------------------------------------------------------------------------
+
+    def wake(self) -> None:
+        """Look at the accumulator again soon; callable from any thread."""
+        try:
+            here = asyncio.get_running_loop() is self._loop
+        except RuntimeError:
+            here = False
+        if here:
+            self._event.set()
+        elif not self._loop.is_closed():
+            self._loop.call_soon_threadsafe(self._event.set)
+
+    async def close(self, timeout: float | None) -> None:
+        """Send what is queued (within ``timeout`` seconds), then stop; the rest fails."""
+        self._closing = True
+        self.wake()
+        try:
+            await asyncio.wait_for(asyncio.shield(self.task), timeout)
+        except asyncio.TimeoutError:
+            pass
+        finally:
+            self.task.cancel()
+            await asyncio.gather(self.task, return_exceptions=True)
+            for task in list(self._requests):
+                task.cancel()
+            await asyncio.gather(*self._requests, return_exceptions=True)
+            for batch in self.acc.abort_all():
+                self.acc.settle(batch, -1, error=KafkaTimeoutError("the producer was closed before the record was sent"))
+
+    # -- the loop ---------------------------------------------------------------------------
+
+    async def _run(self) -> None:
+        while not (self._closing and self.acc.unsettled == 0):
+            self._event.clear()
+            try:
+                wait = await self._step()
+            except asyncio.CancelledError:
+                raise
+            except KafkaError as exc:  # e.g. no broker reachable for InitProducerId: try again later
+                log.warning("producer: %s", exc)
+                wait = self.backoff
+            if self._closing and self.acc.unsettled == 0:
+                break
+            try:
+                await asyncio.wait_for(self._event.wait(), wait)
+            except asyncio.TimeoutError:
+                pass
+
+    async def _step(self) -> float | None:
+        """Send what can go now; return how long to sleep at most (None: until woken)."""
+        now = time.monotonic()
+        for batch in self.acc.expired(now):
+            self._fail(batch, KafkaTimeoutError(
+                f"{batch.record_count} records for {batch.topic}-{batch.partition} expired after "
+                f"{self.config['delivery.timeout.ms']} ms (delivery.timeout.ms)"))
+        if self.idempotent and (self.producer_id < 0 or self._reset_needed):
+            if any(self._partitions_in_flight.values()):
+                return None  # a new producer id waits until nothing is in flight under the old one
+            await self._init_producer_id()
+        ready, soonest = self.acc.ready(now)
+        by_node: dict[int, list[ProducerBatch]] = {}
+        sizes: dict[int, int] = {}
+        missing = set()
+        for batch in ready:
+            tp = (batch.topic, batch.partition)
+            if self.idempotent and self._partitions_in_flight.get(tp, 0) >= self.max_in_flight:
+                continue
+            if batch.attempts and self._partitions_in_flight.get(tp, 0):
+                continue  # a retry goes alone, after what is in flight, so order holds
+            node = self.cluster.leader(batch.topic, batch.partition)
+            if node < 0:
+                missing.add(batch.topic)
+                continue
+            if self._in_flight.get(node, 0) >= self.max_in_flight or self._throttled_until.get(node, 0) > now:
+                continue
+            size = len(batch.data) if batch.data is not None else batch.builder.size_in_bytes()
+            if node in by_node and sizes[node] + size > self.max_request_size:
+                continue
+            by_node.setdefault(node, []).append(batch)
+            sizes[node] = sizes.get(node, 0) + size
+        if missing or self.cluster.stale:
+            self._refresh(missing)
+        for node, batches in by_node.items():
+            for batch in batches:
+                self.acc.take(batch)
+                self._prepare(batch)
+            self._in_flight[node] = self._in_flight.get(node, 0) + 1
+            task = self._loop.create_task(self._send(node, batches))
+            self._requests.add(task)
+            task.add_done_callback(self._requests.discard)
+        if by_node:
+            return 0.0  # the next batches of those partitions may be ready already
+        throttled = [t for t in self._throttled_until.values() if t > now]
+        wakes = [t for t in (soonest, min(throttled, default=None)) if t is not None]
+        if missing:
+            wakes.append(now + self.backoff)
+        return max(min(wakes) - time.monotonic(), 0.0) if wakes else None
+
+    def _refresh(self, topics: set[str]) -> None:
+        if self._refreshing is None or self._refreshing.done():
+            self._refreshing = self._loop.create_task(self._refresh_now(topics))
+
+    async def _refresh_now(self, topics: set[str]) -> None:
+        try:
+            await self.cluster.refresh(topics)
+        except KafkaError as exc:
+            log.info("producer: metadata refresh failed: %s", exc)
+        self._event.set()
+
+    async def _init_producer_id(self) -> None:
+        response = await self.cluster.request(None, InitProducerIdRequest(
+            transactional_id=None, transaction_timeout_ms=60000), max_version=4)
+        if response.error_code:
+            raise for_code(response.error_code)("InitProducerId")
+        if self.producer_id >= 0:
+            log.info("producer: sequences reset; producer id %d epoch %d -> %d epoch %d", self.producer_id,
+                     self.producer_epoch, response.producer_id, response.producer_epoch)
+        self.producer_id, self.producer_epoch = response.producer_id, response.producer_epoch
+        self._sequences.clear()
+        self._reset_needed = False
+
+    def _prepare(self, batch: ProducerBatch) -> None:
+        """Build (first send) or restamp (after a producer id change) a batch's bytes."""
+        batch.attempts += 1
+        if not self.idempotent:
+            if batch.data is None:
+                batch.data = batch.builder.build()
+            return
+        stamp = (self.producer_id, self.producer_epoch)
+        if batch.stamp == stamp:
+            return
+        tp = (batch.topic, batch.partition)
+        sequence = self._sequences.get(tp, 0)
+        self._sequences[tp] = (sequence + batch.record_count) % _SEQUENCE_LIMIT
+        batch.stamp, batch.base_sequence = stamp, sequence
+        if batch.data is None:
+            b = batch.builder
+            b.producer_id, b.producer_epoch, b.base_sequence = self.producer_id, self.producer_epoch, sequence
+            batch.data = b.build()
+        else:
+            batch.data = stamp_producer(batch.data, self.producer_id, self.producer_epoch, sequence)
+
+    # -- one request ------------------------------------------------------------------------
+
+    async def _send(self, node: int, batches: list[ProducerBatch]) -> None:
+        for b in batches:
+            tp = (b.topic, b.partition)
+            self._partitions_in_flight[tp] = self._partitions_in_flight.get(tp, 0) + 1
+        topics: dict[str, list] = {}
+        for b in batches:
+            topics.setdefault(b.topic, []).append(ProduceRequest.PartitionProduceData(index=b.partition, records=b.data))
+        request = ProduceRequest(transactional_id=None, acks=self.acks, timeout_ms=self.config["request.timeout.ms"],
+                                 topic_data=[ProduceRequest.TopicProduceData(name=t, partition_data=p)
+                                             for t, p in topics.items()])
+        try:
+            conn = await self.cluster.connection(node)
+            response = await conn.request(request, min_version=3, max_version=11, expect_response=self.acks != 0)
+        except KafkaError as exc:
+            self._refresh({b.topic for b in batches})
+            for b in batches:
+                self._retry_or_fail(b, exc)
+            return
+        finally:
+            self._in_flight[node] -= 1
+            for b in batches:
+                self._partitions_in_flight[(b.topic, b.partition)] -= 1
+            self._event.set()
+        if response is None:  # acks=0: nothing to learn
+            for b in batches:
+                self.acc.settle(b, -1)
+            return
+        if response.throttle_time_ms > 0:
+            self._throttled_until[node] = time.monotonic() + response.throttle_time_ms / 1000
+        by_partition = {(t.name, p.index): p for t in response.responses for p in t.partition_responses}
+        for b in batches:
+            p = by_partition.get((b.topic, b.partition))
+            if p is None:
+                self._fail(b, KafkaError(f"the broker did not answer for {b.topic}-{b.partition}"))
+            else:
+                self._handle(b, p)
+
+    def _handle(self, batch: ProducerBatch, p: Any) -> None:
+        code = p.error_code
+        if code == 0 or code == DuplicateSequenceNumberError.code:
+            self.acc.settle(batch, p.base_offset if code == 0 else -1, p.log_append_time_ms)
+            return
+        error = for_code(code)(p.error_message or f"producing to {batch.topic}-{batch.partition}")
+        if self.idempotent and code in _RESET:
+            self._reset_needed = True
+            self._retry_or_fail(batch, error, force_retriable=True)
+        elif self.idempotent and code == OutOfOrderSequenceNumberError.code:
+            # After an earlier batch failed this is a retry in waiting; otherwise the broker
+            # lost our sequence and only a new producer id repairs it.
+            self._reset_needed = self._reset_needed or not self._earlier_pending(batch)
+            self._retry_or_fail(batch, error, force_retriable=True)
+        else:
+            if code in (3, 6):  # UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER: routing moved
+                self._refresh({batch.topic})
+            self._retry_or_fail(batch, error)
+
+    def _earlier_pending(self, batch: ProducerBatch) -> bool:
+        queue = self.acc.queues.get((batch.topic, batch.partition)) or ()
+        return any(b.stamp == batch.stamp and b.base_sequence < batch.base_sequence for b in queue)
+
+    def _retry_or_fail(self, batch: ProducerBatch, error: KafkaError, *, force_retriable: bool = False) -> None:
+        now = time.monotonic()
+        if (error.retriable or force_retriable) and batch.attempts <= self.retries and now < batch.deadline:
+            batch.next_attempt = now + min(self.backoff * 2 ** (batch.attempts - 1), self.backoff_max)
+            self.acc.requeue(batch)
+            self._event.set()
+        else:
+            self._fail(batch, error)
+
+    def _fail(self, batch: ProducerBatch, error: BaseException) -> None:
+        if self.idempotent and batch.stamp is not None:
+            self._reset_needed = True  # its sequence will never be written: later ones would wait forever
+        self.acc.settle(batch, -1, error=error)
