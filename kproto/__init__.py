@@ -1,10 +1,23 @@
 """kproto: a Kafka toolkit for Python with a Cython codec at its core.
 
-The public API fits on this screen; see the documentation for each name.
+The clients for threads are here (``from kproto import Producer, AdminClient``); their
+asyncio twins are in :mod:`kproto.aio`. The public API fits on this screen; see the
+documentation for each name.
 """
 
+from kproto.admin import AdminClient
 from kproto.codec import codec_backend
+from kproto.producer import Producer, RecordMetadata
+from kproto.structs import OffsetAndMetadata, TopicPartition
 
-__all__ = ["codec_backend", "__version__"]
+__all__ = [
+    "AdminClient",
+    "OffsetAndMetadata",
+    "Producer",
+    "RecordMetadata",
+    "TopicPartition",
+    "codec_backend",
+    "__version__",
+]
 
 __version__ = "0.1.0.dev0"
