@@ -2,7 +2,7 @@
 
 Usage::
 
-    python -m minibroker --port 9092 [--host 127.0.0.1]
+    python -m minibroker [--port 9092] [--host 127.0.0.1]
         [--advertised-host H] [--advertised-port P]
         [--config server.properties] [--override key=value ...]
 
@@ -11,6 +11,13 @@ Settings come from Kafka's own ``server.properties`` format (``--config``), then
 (:data:`minibroker.config.DEFAULTS`); any other key stops the command with exit code 2
 and a message naming the closest known key. As Kafka's ``ConfigDef`` does, values are
 stripped of surrounding whitespace before they are parsed.
+
+Where to listen: the ``listeners`` and ``advertised.listeners`` settings, in Kafka's
+syntax. The address flags win over the parts of those keys that they name, as
+:class:`~minibroker.MiniBroker`'s arguments do; with neither ``--port`` nor
+``listeners`` the broker takes Kafka's port, 9092, on 127.0.0.1. For example,
+``listeners=PLAINTEXT://0.0.0.0:9092`` with ``advertised.listeners=PLAINTEXT://127.0.0.1:9092``
+serves every interface and sends clients to loopback.
 
 Once the broker accepts connections, exactly one line goes to stdout, flushed, so that
 scripts can wait for it::
@@ -148,10 +155,13 @@ def _parser() -> argparse.ArgumentParser:
         prog="python -m minibroker",
         description="Run a minibroker (an in-memory Kafka-compatible broker) until SIGINT or SIGTERM.",
     )
-    parser.add_argument("--port", type=int, default=9092, help="port to bind; 0 picks a free one (default: 9092)")
-    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
-    parser.add_argument("--advertised-host", help="host that Metadata tells clients (default: --host)")
-    parser.add_argument("--advertised-port", type=int, help="port that Metadata tells clients (default: the bound port)")
+    parser.add_argument("--port", type=int,
+                        help="port to bind; 0 picks a free one (default: the port of listeners, else 9092)")
+    parser.add_argument("--host", help="address to bind (default: the host of listeners, else 127.0.0.1)")
+    parser.add_argument("--advertised-host",
+                        help="host that Metadata tells clients (default: that of advertised.listeners, else the bind host)")
+    parser.add_argument("--advertised-port", type=int,
+                        help="port that Metadata tells clients (default: that of advertised.listeners, else the bound port)")
     parser.add_argument("--data-dir", metavar="DIR",
                         help="keep the logs here, in Kafka's layout (default: in memory; same as log.dirs)")
     parser.add_argument("--config", metavar="FILE", help="a Kafka server.properties file")
@@ -186,7 +196,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         settings = load_config(args.config, args.override)
-        broker = MiniBroker(port=args.port, host=args.host, data_dir=args.data_dir, config=settings,
+        port = args.port
+        if port is None and "listeners" not in settings:
+            port = 9092  # Kafka's port, where tools look by default; MiniBroker's own is ephemeral
+        broker = MiniBroker(port=port, host=args.host, data_dir=args.data_dir, config=settings,
                             advertised_host=args.advertised_host, advertised_port=args.advertised_port)
     except (OSError, ValueError) as exc:
         print(f"{parser.prog}: error: {exc}", file=sys.stderr)
@@ -196,7 +209,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:  # a signal before the handlers were installed
         return 0
     except OSError as exc:
-        print(f"{parser.prog}: error: cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr)
+        print(f"{parser.prog}: error: cannot listen on {broker.host}:{broker.port}: {exc}", file=sys.stderr)
         return 1
     return 0
 

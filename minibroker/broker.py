@@ -9,41 +9,78 @@ Async users run it in their own loop::
 
     async with MiniBroker() as broker:
         ...
+
+Where it listens comes from Kafka's ``listeners`` and ``advertised.listeners`` configs,
+or from the ``host``, ``port``, ``advertised_host`` and ``advertised_port`` arguments,
+which are shorthands for their parts (see :class:`MiniBroker`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import socket
 import threading
 from collections.abc import Mapping
 from typing import Any
 
-from minibroker.config import BrokerConfig
+from minibroker.config import DEFAULTS, BrokerConfig, Listener, parse_listener
 from minibroker.server import Server
 
 __all__ = ["MiniBroker"]
 
 
+def _apply_arguments(settings: dict[str, Any], host: str | None, port: int | None,
+                     advertised_host: str | None, advertised_port: int | None) -> None:
+    """Write the address arguments that are given into ``listeners`` / ``advertised.listeners``.
+
+    Rewriting the keys, rather than passing the arguments around them, keeps one source
+    of truth: DescribeConfigs then reports the listeners the broker really uses. A key
+    left empty stays so, for :class:`BrokerConfig` to refuse.
+    """
+    listeners = parse_listener("listeners", str(settings.get("listeners", DEFAULTS["listeners"][0])))
+    if listeners is not None and (host is not None or port is not None):
+        listeners = Listener(listeners.host if host is None else host, listeners.port if port is None else port)
+        settings["listeners"] = str(listeners)
+    # advertised.listeners defaults to listeners, so that is what a lone argument edits.
+    advertised = parse_listener("advertised.listeners", str(settings.get("advertised.listeners", ""))) or listeners
+    if advertised is not None and (advertised_host is not None or advertised_port is not None):
+        advertised = Listener(advertised.host if advertised_host is None else advertised_host,
+                              advertised.port if advertised_port is None else advertised_port)
+        settings["advertised.listeners"] = str(advertised)
+
+
 class MiniBroker:
-    """A single-node broker, in memory, listening on ``host:port`` (0: an ephemeral port).
+    """A single-node broker, in memory unless given a ``data_dir``, on one PLAINTEXT listener.
+
+    Where it listens follows one rule: an address argument that is given wins over the
+    same part of the config key, and what neither gives takes the key's default. So
+    ``host`` and ``port`` replace the host and port of ``listeners`` (default
+    ``PLAINTEXT://127.0.0.1:0``: loopback, a free port), and ``advertised_host`` and
+    ``advertised_port`` those of ``advertised.listeners``, which defaults to
+    ``listeners``. An advertised port of 0 (or none) is the bound port; an empty
+    advertised host is this machine's canonical name (``socket.getfqdn()``), as in Kafka.
 
     Args:
-        port: port to bind; 0 picks a free one (see :attr:`bootstrap_servers`).
-        host: address to bind, 127.0.0.1 by default.
+        port: port to bind; 0 picks a free one (see :attr:`port` once started).
+        host: address to bind. 0.0.0.0 binds every interface and then needs an
+            advertised host that clients can reach; "" binds every interface too, and is
+            advertised as this machine's name.
         data_dir: where to keep the logs, in Kafka's on-disk layout (the same as
             ``config={"log.dirs": ...}``, which may name several); None keeps everything
             in memory. A broker started again on the same directory finds its topics,
             ids, configs and records.
         config: broker settings under Kafka's names (see :mod:`minibroker.config`).
-        advertised_host, advertised_port: what Metadata tells clients to connect to,
-            when it differs from the bind address (e.g. bound to 0.0.0.0).
+        advertised_host, advertised_port: what Metadata and DescribeCluster tell clients
+            to connect to, when it differs from the bind address (e.g. bound to 0.0.0.0
+            behind a port mapping).
 
     Raises:
-        ValueError: an unknown or invalid config key.
+        ValueError: an unknown or invalid config key, e.g. two listeners, an SSL or SASL
+            listener, or an advertised 0.0.0.0.
     """
 
-    def __init__(self, port: int = 0, host: str = "127.0.0.1", data_dir: str | os.PathLike | None = None,
+    def __init__(self, port: int | None = None, host: str | None = None, data_dir: str | os.PathLike | None = None,
                  config: Mapping[str, Any] | None = None, *, advertised_host: str | None = None,
                  advertised_port: int | None = None):
         settings = dict(config or {})
@@ -51,22 +88,33 @@ class MiniBroker:
             if settings.get("log.dirs"):
                 raise ValueError("give data_dir or config['log.dirs'], not both")
             settings["log.dirs"] = os.fspath(data_dir)
-        self._server = Server(BrokerConfig(settings), host, port, advertised_host, advertised_port)
+        _apply_arguments(settings, host, port, advertised_host, advertised_port)
+        broker_config = BrokerConfig(settings)
+        bind, advertised = broker_config.listener, broker_config.advertised_listener
+        self._server = Server(broker_config, bind.host or "0.0.0.0", bind.port,
+                              advertised.host or socket.getfqdn(), advertised.port)
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stopped: asyncio.Event | None = None
 
     @property
+    def host(self) -> str:
+        """The address bound (or to bind)."""
+        return self._server.host
+
+    @property
     def port(self) -> int:
+        """The port bound; before :meth:`start`, the one asked for (0: any free one)."""
         return self._server.port
 
     @property
     def bootstrap_servers(self) -> str:
-        """``host:port`` for a client's ``bootstrap.servers``."""
+        """``host:port`` for a client's ``bootstrap.servers``: the advertised address."""
         state = self._server.state
         if state is None:
             raise RuntimeError("the broker is not started")
-        return f"{state.host}:{state.port}"
+        host = f"[{state.host}]" if ":" in state.host else state.host
+        return f"{host}:{state.port}"
 
     # -- in a running event loop -------------------------------------------------------
 

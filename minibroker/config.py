@@ -2,15 +2,28 @@
 
 Only the keys minibroker implements are accepted; any other key is an error that names
 the closest known key, so a typo never silently does nothing.
+
+Listeners. ``listeners`` and ``advertised.listeners`` take Kafka's syntax,
+``NAME://host:port``, with one listener, named ``PLAINTEXT`` (SSL and SASL are not
+supported yet). Facts, from Kafka's ``KafkaConfig`` and ``BrokerServer``:
+
+- an empty host (``PLAINTEXT://:9092``) binds every interface, and is advertised as
+  this machine's canonical host name; an IPv6 host goes in brackets (``[::1]``);
+- ``advertised.listeners`` defaults to ``listeners``, and may not advertise the
+  non-routable meta-address 0.0.0.0;
+- an advertised port of 0 means the bound port. minibroker also accepts an advertised
+  listener without a port, with the same meaning.
 """
 
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["BrokerConfig", "DEFAULTS"]
+__all__ = ["BrokerConfig", "DEFAULTS", "Listener", "parse_listener"]
 
 # name -> (default, type, doc). Defaults are Kafka's unless said otherwise.
 DEFAULTS: dict[str, tuple[Any, type, str]] = {
@@ -20,6 +33,8 @@ DEFAULTS: dict[str, tuple[Any, type, str]] = {
     "auto.create.topics.enable": (True, bool, "Create unknown topics asked for in Metadata."),
     "message.max.bytes": (1048588, int, "Largest record batch a Produce may append (MESSAGE_TOO_LARGE above)."),
     "socket.request.max.bytes": (104857600, int, "Largest request frame; a larger one closes the connection."),
+    "listeners": ("PLAINTEXT://127.0.0.1:0", str, "The one listener to bind, as PLAINTEXT://host:port; an empty host binds every interface, port 0 a free port. Kafka's default is PLAINTEXT://:9092; minibroker's is loopback and an ephemeral port."),
+    "advertised.listeners": ("", str, "The listener that Metadata and DescribeCluster tell clients, as PLAINTEXT://host:port; port 0 (or none) is the bound port. Empty: the same as listeners."),
     "cluster.id": ("minibroker-cluster", str, "Cluster id reported in Metadata (minibroker's own default)."),
     "log.dirs": ("", str, "Comma-separated directories for the partition logs; empty keeps everything in memory (minibroker's default)."),
     "log.segment.bytes": (1073741824, int, "Size at which a segment is rolled."),
@@ -39,6 +54,66 @@ DEFAULTS: dict[str, tuple[Any, type, str]] = {
 }
 
 
+# Kafka's security protocols that need TLS or SASL on the connection.
+_SECURED = frozenset({"SSL", "SASL_PLAINTEXT", "SASL_SSL"})
+# Kafka's EndPoint syntax, but an IPv6 host must be in brackets, which keeps the port
+# optional (an advertised listener may leave it to the bound port) without ambiguity.
+_LISTENER = re.compile(r"(?P<name>[A-Za-z0-9_]+)://(?:\[(?P<ipv6>[0-9a-fA-F:.%]*)\]|(?P<host>[0-9a-zA-Z\-%._]*))"
+                       r"(?::(?P<port>-?[0-9]+))?")
+# Addresses that mean "every interface": a client cannot connect to them.
+_META_ADDRESSES = frozenset({"0.0.0.0", "::"})
+
+
+@dataclass(frozen=True, slots=True)
+class Listener:
+    """One ``listeners`` / ``advertised.listeners`` entry: ``PLAINTEXT://host:port``.
+
+    Attributes:
+        host: an address or name; "" binds every interface and is advertised as this
+            machine's canonical host name.
+        port: 0 binds a free port; for an advertised listener, 0 or None is the bound port.
+    """
+
+    host: str
+    port: int | None
+
+    def __str__(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"PLAINTEXT://{host}" if self.port is None else f"PLAINTEXT://{host}:{self.port}"
+
+
+def parse_listener(key: str, value: str) -> Listener | None:
+    """The one listener in ``value``, in Kafka's syntax; None when ``value`` is empty.
+
+    Args:
+        key: the config key that holds ``value``, named in errors.
+        value: e.g. ``PLAINTEXT://127.0.0.1:9092``, ``PLAINTEXT://:9092`` or
+            ``PLAINTEXT://[::1]:0``; the listener name is case-insensitive, as in Kafka.
+
+    Raises:
+        ValueError: more than one listener, SSL or SASL, a listener name other than
+            PLAINTEXT, a malformed listener, or a port above 65535.
+    """
+    items = [item.strip() for item in value.split(",") if item.strip()]
+    if not items:
+        return None
+    if len(items) > 1:
+        raise ValueError(f"{key}: minibroker serves one listener, not {len(items)} ({value!r})")
+    match = _LISTENER.fullmatch(items[0])
+    if match is None:
+        raise ValueError(f"{key} must look like PLAINTEXT://host:port, not {items[0]!r}")
+    name = match["name"].upper()
+    if name in _SECURED:
+        raise ValueError(f"{key}: minibroker supports only PLAINTEXT listeners; {name} (TLS or SASL) is not supported yet")
+    if name != "PLAINTEXT":
+        raise ValueError(f"{key}: the listener must be named PLAINTEXT, not {match['name']!r} "
+                         "(minibroker has no listener.security.protocol.map)")
+    port = None if match["port"] is None else int(match["port"])
+    if port is not None and not 0 <= port <= 65535:
+        raise ValueError(f"{key}: port {port} is not between 0 and 65535")
+    return Listener(match["host"] if match["ipv6"] is None else match["ipv6"], port)
+
+
 def _coerce(name: str, value: Any, kind: type) -> Any:
     if kind is bool and isinstance(value, str):
         if value.lower() in ("true", "false"):
@@ -51,16 +126,43 @@ def _coerce(name: str, value: Any, kind: type) -> Any:
 
 
 class BrokerConfig:
-    """Validated broker settings; read them as ``config["num.partitions"]``."""
+    """Validated broker settings; read them as ``config["num.partitions"]``.
+
+    Args:
+        values: settings under Kafka's names; the others keep their defaults.
+
+    Attributes:
+        listener: where to bind, from ``listeners``.
+        advertised_listener: what to tell clients, from ``advertised.listeners``, else
+            ``listener``.
+
+    Raises:
+        ValueError: an unknown key (naming the closest known one) or an invalid value,
+            naming its key.
+    """
 
     def __init__(self, values: Mapping[str, Any] | None = None):
+        values = dict(values or {})
         self._values = {name: default for name, (default, _, _) in DEFAULTS.items()}
-        for name, value in (values or {}).items():
+        for name, value in values.items():
             if name not in DEFAULTS:
                 close = difflib.get_close_matches(name, list(DEFAULTS), n=1)
                 hint = f"; did you mean {close[0]!r}?" if close else ""
                 raise ValueError(f"unknown or not yet supported broker config {name!r}{hint}")
             self._values[name] = _coerce(name, value, DEFAULTS[name][1])
+        self._given = frozenset(values)
+        listener = parse_listener("listeners", self._values["listeners"])
+        if listener is None or listener.port is None:
+            raise ValueError("listeners must name a host and port, as PLAINTEXT://host:port (port 0 picks a free one)")
+        self.listener: Listener = listener
+        self.advertised_listener: Listener = parse_listener("advertised.listeners", self._values["advertised.listeners"]) or listener
+        if self.advertised_listener.host in _META_ADDRESSES:
+            raise ValueError(f"advertised.listeners cannot use the non-routable meta-address {self.advertised_listener.host} "
+                             "(it defaults to listeners); advertise an address clients can reach, such as 127.0.0.1")
 
     def __getitem__(self, name: str) -> Any:
         return self._values[name]
+
+    def is_set(self, name: str) -> bool:
+        """Whether ``name`` was given, even as its default (Kafka's STATIC_BROKER_CONFIG)."""
+        return name in self._given

@@ -1,6 +1,7 @@
 """DescribeCluster v0-1 and OffsetForLeaderEpoch v0-4.
 
-Behaviour: one broker, which is also the controller. Every partition has had one leader
+Behaviour: one broker, which is also the controller, listed at its advertised address
+(``advertised.listeners``), as in Metadata. Every partition has had one leader
 epoch (the topic's, 0), so OffsetForLeaderEpoch answers the log end offset for that
 epoch and for any older one (-1 offsets for an epoch from the future, as Kafka does).
 A ``current_leader_epoch`` (v2+) other than ours is fenced: FENCED_LEADER_EPOCH when

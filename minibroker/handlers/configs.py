@@ -1,12 +1,26 @@
 """DescribeConfigs v0-4, AlterConfigs v0-2, IncrementalAlterConfigs v0-1.
 
 Behaviour: topic configs (Kafka's names, see :mod:`minibroker.topic_configs`) are
-validated, stored and described with their defaults; broker configs are described
-(read-only: minibroker has no dynamic broker configs). AlterConfigs replaces a topic's
-whole set, IncrementalAlterConfigs applies SET / DELETE / APPEND / SUBTRACT.
+validated, stored and described; broker configs (every key of
+:data:`minibroker.config.DEFAULTS`, ``listeners`` and the ``log.*`` keys among them) are
+described read-only: minibroker has no dynamic broker configs. AlterConfigs replaces a
+topic's whole set, IncrementalAlterConfigs applies SET / DELETE / APPEND / SUBTRACT.
 ``validate_only`` checks without changing anything.
-Not implemented: synonyms beyond the config itself, BROKER_LOGGER resources, configs
-that are stored but not yet acted on (see ``topic_configs.ENFORCED``).
+
+Synonyms, as Kafka's ``ConfigHelper`` builds them (KIP-226): a config's synonyms run
+from the setting in force to the fallback, and the first one gives its value and
+source. A topic config has its own setting (TOPIC_CONFIG) if any, then its broker
+synonym (``retention.ms`` -> ``log.retention.ms``), as set in the broker's config
+(STATIC_BROKER_CONFIG) and as its default (DEFAULT_CONFIG). So a topic without its own
+``retention.ms`` reports the broker's ``log.retention.ms``, which is what its log
+uses. A broker config has its static setting, then its default. Synonyms are listed
+only when ``include_synonyms`` (v1+) asks, documentation only when
+``include_documentation`` (v3+) does, as in Kafka.
+Version notes: ``is_default`` is v0 only; v1+ has ``config_source`` instead.
+Not implemented: BROKER_LOGGER resources, configs that are stored but not yet acted on
+(see ``topic_configs.ENFORCED``), broker synonyms that minibroker has no broker config
+for (Kafka's ``compression.type``, ``min.insync.replicas``,
+``log.message.timestamp.type``...): those topic configs fall back to Kafka's defaults.
 """
 
 from kproto.errors import InvalidConfigError, InvalidRequestError, UnknownTopicOrPartitionError
@@ -17,6 +31,7 @@ from kproto.protocol.messages import (
     IncrementalAlterConfigsResponse,
 )
 from minibroker.config import DEFAULTS as BROKER_DEFAULTS
+from minibroker.config import BrokerConfig
 from minibroker.handlers import handles
 from minibroker.topic_configs import TOPIC_CONFIGS, ConfigType, validate
 
@@ -25,36 +40,68 @@ SOURCE_TOPIC, SOURCE_STATIC_BROKER, SOURCE_DEFAULT = 1, 4, 5
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 _BROKER_TYPES = {bool: ConfigType.BOOLEAN, int: ConfigType.LONG, str: ConfigType.STRING}
 
+# Topic config -> the broker config that gives its default (Kafka's
+# ServerTopicConfigSynonyms), for the broker configs minibroker has.
+_BROKER_SYNONYMS = {
+    "cleanup.policy": "log.cleanup.policy",
+    "delete.retention.ms": "log.cleaner.delete.retention.ms",
+    "flush.messages": "log.flush.interval.messages",
+    "index.interval.bytes": "log.index.interval.bytes",
+    "max.message.bytes": "message.max.bytes",
+    "retention.bytes": "log.retention.bytes",
+    "retention.ms": "log.retention.ms",
+    "segment.bytes": "log.segment.bytes",
+    "segment.ms": "log.roll.ms",
+}
+
 Entry = DescribeConfigsResponse.DescribeConfigsResourceResult
+Synonym = DescribeConfigsResponse.DescribeConfigsSynonym
 
 
-def _topic_entries(topic, keys, version):
+def _text(value, kind):
+    return str(value).lower() if kind is bool else str(value)
+
+
+def _broker_synonyms(config: BrokerConfig, name: str) -> list:
+    default, kind, _ = BROKER_DEFAULTS[name]
+    synonyms = [Synonym(name=name, value=_text(default, kind), source=SOURCE_DEFAULT)]
+    if config.is_set(name):
+        synonyms.insert(0, Synonym(name=name, value=_text(config[name], kind), source=SOURCE_STATIC_BROKER))
+    return synonyms
+
+
+def _entry(name, synonyms, fallback, read_only, config_type, doc, request, version):
+    """One described config, its value and source taken from the first synonym."""
+    value, source = (synonyms[0].value, synonyms[0].source) if synonyms else (fallback, SOURCE_DEFAULT)
+    entry = Entry(name=name, value=value, read_only=read_only, config_source=source, is_sensitive=False,
+                  synonyms=synonyms if version >= 1 and request.include_synonyms else [],
+                  config_type=config_type, documentation=doc if version >= 3 and request.include_documentation else None)
+    if version == 0:
+        entry.is_default = source == SOURCE_DEFAULT
+    return entry
+
+
+def _topic_entries(state, topic, keys, request, version):
     out = []
     for name, config in TOPIC_CONFIGS.items():
         if keys is not None and name not in keys:
             continue
-        is_set = topic.configs.get(name) is not None
-        entry = Entry(name=name, value=topic.configs[name] if is_set else config.default, read_only=False,
-                      config_source=SOURCE_TOPIC if is_set else SOURCE_DEFAULT, is_sensitive=False,
-                      config_type=config.type, documentation=config.doc)
-        if version == 0:
-            entry.is_default = not is_set
-        out.append(entry)
+        synonyms = []
+        if topic.configs.get(name) is not None:
+            synonyms.append(Synonym(name=name, value=topic.configs[name], source=SOURCE_TOPIC))
+        if name in _BROKER_SYNONYMS:
+            synonyms += _broker_synonyms(state.config, _BROKER_SYNONYMS[name])
+        out.append(_entry(name, synonyms, config.default, False, config.type, config.doc, request, version))
     return out
 
 
-def _broker_entries(state, keys, version):
+def _broker_entries(state, keys, request, version):
     out = []
-    for name, (default, kind, doc) in BROKER_DEFAULTS.items():
+    for name, (_, kind, doc) in BROKER_DEFAULTS.items():
         if keys is not None and name not in keys:
             continue
-        value = state.config[name]
-        entry = Entry(name=name, value=str(value).lower() if kind is bool else str(value), read_only=True,
-                      config_source=SOURCE_STATIC_BROKER if value != default else SOURCE_DEFAULT, is_sensitive=False,
-                      config_type=_BROKER_TYPES[kind], documentation=doc)
-        if version == 0:
-            entry.is_default = value == default
-        out.append(entry)
+        synonyms = _broker_synonyms(state.config, name)
+        out.append(_entry(name, synonyms, None, True, _BROKER_TYPES[kind], doc, request, version))
     return out
 
 
@@ -71,9 +118,9 @@ async def describe_configs(state, header, request):
                 result.error_code = UnknownTopicOrPartitionError.code
                 result.error_message = f"topic {resource.resource_name!r} does not exist"
             else:
-                result.configs = _topic_entries(topic, keys, header.api_version)
+                result.configs = _topic_entries(state, topic, keys, request, header.api_version)
         elif resource.resource_type == BROKER and resource.resource_name in ("", str(state.node_id)):
-            result.configs = _broker_entries(state, keys, header.api_version)
+            result.configs = _broker_entries(state, keys, request, header.api_version)
         else:
             result.error_code = InvalidRequestError.code
             result.error_message = f"unknown resource type {resource.resource_type} / name {resource.resource_name!r}"

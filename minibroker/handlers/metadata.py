@@ -1,6 +1,7 @@
 """Metadata v0-12.
 
-Behaviour: one broker, leader of every partition, replicas and ISR of one. A null topic
+Behaviour: one broker, listed at its advertised address (``advertised.listeners``, not
+the bind address), leader of every partition, replicas and ISR of one. A null topic
 list (v1+) or an empty one at v0 means every topic. Unknown topics are created when
 both ``auto.create.topics.enable`` and the request allow it (v4+), with
 ``num.partitions``, and described at once (Kafka says LEADER_NOT_AVAILABLE until the

@@ -8,11 +8,16 @@ from kproto.errors import FencedLeaderEpochError, NotEnoughReplicasError, Unknow
 from kproto.protocol import ApiKey
 from kproto.protocol.messages import (
     CreateTopicsRequest,
+    DescribeConfigsRequest,
     MetadataRequest,
     OffsetForLeaderEpochRequest,
     ProduceRequest,
 )
 from kproto.records import BatchBuilder
+from minibroker import MiniBroker
+from minibroker.config import DEFAULTS as BROKER_DEFAULTS
+from minibroker.handlers.configs import _BROKER_SYNONYMS
+from minibroker.topic_configs import TOPIC_CONFIGS
 
 ck = pytest.importorskip("confluent_kafka")
 from confluent_kafka.admin import (  # noqa: E402
@@ -20,6 +25,7 @@ from confluent_kafka.admin import (  # noqa: E402
     AlterConfigOpType,
     ConfigEntry,
     ConfigResource,
+    ConfigSource,
     NewPartitions,
     NewTopic,
 )
@@ -172,3 +178,108 @@ def test_offset_for_leader_epoch(raw):
     assert ask(5) == (0, -1, -1)
     assert ask(0, current=3)[0] == UnknownLeaderEpochError.code
     assert FencedLeaderEpochError.code != UnknownLeaderEpochError.code
+
+
+# -- DescribeConfigs: broker configs, and the broker synonyms of topic configs --------------
+
+
+def test_broker_configs_include_listeners_and_the_log_keys(admin, broker):
+    (configs,) = wait(admin.describe_configs([ConfigResource("broker", "0")])).values()
+    assert set(BROKER_DEFAULTS) <= set(configs)
+    assert configs["listeners"].value == "PLAINTEXT://127.0.0.1:0"
+    assert configs["listeners"].source == ConfigSource.DEFAULT_CONFIG.value
+    assert configs["advertised.listeners"].value == ""  # unset: the same as listeners
+    assert configs["log.retention.ms"].value == "604800000" and configs["log.retention.ms"].is_read_only
+    assert configs["log.cleanup.policy"].value == "delete"
+
+
+def test_broker_configs_given_at_start_are_static(tmp_path):
+    settings = {"listeners": "PLAINTEXT://127.0.0.1:0", "advertised.listeners": "PLAINTEXT://localhost:0",
+                "log.retention.ms": 604800000}  # set, even to its default: Kafka says STATIC_BROKER_CONFIG
+    with MiniBroker(config=settings, data_dir=tmp_path) as broker:
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+        (configs,) = wait(admin.describe_configs([ConfigResource("broker", "0")])).values()
+    for name in ("listeners", "advertised.listeners", "log.retention.ms", "log.dirs"):
+        assert configs[name].source == ConfigSource.STATIC_BROKER_CONFIG.value, name
+    assert configs["advertised.listeners"].value == "PLAINTEXT://localhost:0"
+    assert configs["log.dirs"].value == str(tmp_path)
+    assert configs["num.partitions"].source == ConfigSource.DEFAULT_CONFIG.value
+
+
+def test_broker_synonyms_name_configs_of_both_tables_with_the_same_default():
+    for topic_name, broker_name in _BROKER_SYNONYMS.items():
+        default, kind, _ = BROKER_DEFAULTS[broker_name]
+        assert TOPIC_CONFIGS[topic_name].default == str(default), topic_name
+
+
+def test_topic_configs_take_their_value_from_the_broker_synonym():
+    with MiniBroker(config={"log.retention.ms": 3600000, "message.max.bytes": 2000000}) as broker:
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+        wait(admin.create_topics([NewTopic("inherits", 1, 1, config={"segment.ms": "60000"})]))
+        configs = topic_configs(admin, "inherits")
+    retention = configs["retention.ms"]
+    assert retention.value == "3600000"  # what the topic's log uses, not Kafka's default
+    assert retention.source == ConfigSource.STATIC_BROKER_CONFIG.value
+    assert "log.retention.ms" in retention.synonyms  # librdkafka asks for synonyms
+    assert configs["max.message.bytes"].value == "2000000"
+    assert configs["segment.ms"].value == "60000" and configs["segment.ms"].source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value
+    assert configs["cleanup.policy"].source == ConfigSource.DEFAULT_CONFIG.value
+
+
+def test_topic_config_synonyms_with_kafka_python():
+    kafka = pytest.importorskip("kafka")
+    from kafka.admin import ConfigResource as KConfigResource
+    from kafka.admin import ConfigResourceType
+    from kafka.admin import NewTopic as KNewTopic
+
+    with MiniBroker(config={"log.retention.ms": 3600000}) as broker:
+        admin = kafka.KafkaAdminClient(bootstrap_servers=broker.bootstrap_servers)
+        try:
+            admin.create_topics([KNewTopic("syn", 1, 1, topic_configs={"segment.ms": "60000"})])
+            resource = [KConfigResource(ConfigResourceType.TOPIC, "syn")]
+            described = admin.describe_configs(resource, include_synonyms=True, config_filter="all")["topic"]["syn"]
+            plain = admin.describe_configs(resource, config_filter="all")["topic"]["syn"]
+            brokers = admin.describe_configs([KConfigResource(ConfigResourceType.BROKER, "0")],
+                                             include_synonyms=True, config_filter="all")["broker"]["0"]
+        finally:
+            admin.close()
+
+    def synonyms(config):
+        return [(s["name"], s["value"], s["source"]) for s in config["synonyms"]]
+
+    # From the setting in force to the fallback, as Kafka's ConfigHelper lists them.
+    assert described["retention.ms"]["config_source"] == "STATIC_BROKER_CONFIG"
+    assert synonyms(described["retention.ms"]) == [
+        ("log.retention.ms", "3600000", "STATIC_BROKER_CONFIG"), ("log.retention.ms", "604800000", "DEFAULT_CONFIG")]
+    assert described["segment.ms"]["config_source"] == "DYNAMIC_TOPIC_CONFIG"
+    assert synonyms(described["segment.ms"]) == [
+        ("segment.ms", "60000", "DYNAMIC_TOPIC_CONFIG"), ("log.roll.ms", "604800000", "DEFAULT_CONFIG")]
+    assert synonyms(described["max.message.bytes"]) == [("message.max.bytes", "1048588", "DEFAULT_CONFIG")]
+    assert synonyms(described["min.insync.replicas"]) == []  # minibroker has no broker min.insync.replicas
+    assert described["min.insync.replicas"]["config_source"] == "DEFAULT_CONFIG"
+    assert all(not config.get("synonyms") for config in plain.values())  # only when asked for
+    assert plain["retention.ms"]["value"] == "3600000"
+    assert synonyms(brokers["log.retention.ms"]) == [
+        ("log.retention.ms", "3600000", "STATIC_BROKER_CONFIG"), ("log.retention.ms", "604800000", "DEFAULT_CONFIG")]
+    assert synonyms(brokers["listeners"]) == [("listeners", "PLAINTEXT://127.0.0.1:0", "DEFAULT_CONFIG")]
+
+
+def _describe(client, version, resource_type, name, **flags):
+    request = DescribeConfigsRequest(resources=[DescribeConfigsRequest.DescribeConfigsResource(
+        resource_type=resource_type, resource_name=name, configuration_keys=None)], **flags)
+    return {c.name: c for c in client.request(ApiKey.DESCRIBE_CONFIGS, version, request).results[0].configs}
+
+
+def test_describe_configs_versions_and_documentation(raw):
+    client = raw()
+    client.request(ApiKey.CREATE_TOPICS, 5, CreateTopicsRequest(topics=[CreateTopicsRequest.CreatableTopic(
+        name="docs", num_partitions=1, replication_factor=1,
+        configs=[CreateTopicsRequest.CreatableTopicConfig(name="retention.ms", value="1000")])]))
+    v0 = _describe(client, 0, 2, "docs")
+    assert not v0["retention.ms"].is_default and v0["segment.ms"].is_default
+    documented = _describe(client, 3, 4, "0", include_documentation=True)
+    assert "PLAINTEXT://host:port" in documented["listeners"].documentation
+    assert _describe(client, 3, 4, "0")["listeners"].documentation is None  # only when asked, as in Kafka
+    flexible = _describe(client, 4, 2, "docs", include_synonyms=True)
+    assert [(s.name, s.value, s.source) for s in flexible["retention.ms"].synonyms] == [
+        ("retention.ms", "1000", 1), ("log.retention.ms", "604800000", 5)]

@@ -41,14 +41,19 @@ def _readline(stream, timeout: float) -> str:
         raise TimeoutError(f"no line within {timeout} s") from None
 
 
+def _command(args: tuple[str, ...], host: str | None) -> list[str]:
+    return [sys.executable, "-m", "minibroker", *(["--host", host] if host is not None else []), *args]
+
+
 @contextmanager
-def run_cli(tmp_path: Path, *args: str) -> Iterator[tuple[subprocess.Popen, str]]:
+def run_cli(tmp_path: Path, *args: str, host: str | None = "127.0.0.1") -> Iterator[tuple[subprocess.Popen, str]]:
     """Start the command, wait for its ready line, yield (process, bootstrap servers).
 
-    The process is always killed on the way out; its stderr is in ``tmp_path/stderr``.
+    ``host`` is passed as ``--host`` unless None. The process is always killed on the
+    way out; its stderr is in ``tmp_path/stderr``.
     """
     with open(tmp_path / "stderr", "wb") as stderr:
-        proc = subprocess.Popen([sys.executable, "-m", "minibroker", "--host", "127.0.0.1", *args],
+        proc = subprocess.Popen(_command(args, host),
                                 cwd=ROOT, env=_env(), stdout=subprocess.PIPE, stderr=stderr, text=True)
     try:
         line = _readline(proc.stdout, TIMEOUT)
@@ -61,9 +66,8 @@ def run_cli(tmp_path: Path, *args: str) -> Iterator[tuple[subprocess.Popen, str]
         proc.stdout.close()
 
 
-def run_to_exit(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "minibroker", "--host", "127.0.0.1", *args],
-                          cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=TIMEOUT)
+def run_to_exit(tmp_path: Path, *args: str, host: str | None = "127.0.0.1") -> subprocess.CompletedProcess:
+    return subprocess.run(_command(args, host), cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=TIMEOUT)
 
 
 # -- the command -------------------------------------------------------------------------
@@ -127,6 +131,54 @@ def test_config_file_and_override(tmp_path):
             consumer.close()
         proc.send_signal(signal.SIGINT)
         assert proc.wait(timeout=5) == 0
+
+
+def test_listeners_in_the_config_file_replace_the_default_port(tmp_path):
+    # Without --port the command defaults to Kafka's 9092, but only when listeners is unset.
+    config = tmp_path / "server.properties"
+    config.write_text("listeners=PLAINTEXT://127.0.0.1:0\nadvertised.listeners=PLAINTEXT://localhost:0\n")
+    with run_cli(tmp_path, "--config", str(config), host=None) as (proc, bootstrap):
+        host, port = bootstrap.rsplit(":", 1)
+        assert host == "localhost" and int(port) not in (0, 9092)
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=5) == 0
+    assert f"minibroker listening on 127.0.0.1:{port} (advertised localhost:{port})" in (tmp_path / "stderr").read_text()
+
+
+def test_bound_to_every_interface_advertising_loopback(tmp_path):
+    with run_cli(tmp_path, "--override", "listeners=PLAINTEXT://0.0.0.0:0",
+                 "--override", "advertised.listeners=PLAINTEXT://127.0.0.1:0", host=None) as (proc, bootstrap):
+        host, port = bootstrap.rsplit(":", 1)
+        assert host == "127.0.0.1"
+        producer = kafka.KafkaProducer(bootstrap_servers=bootstrap, request_timeout_ms=5000, max_block_ms=5000)
+        try:
+            assert producer.send("everywhere", value=b"v", partition=0).get(TIMEOUT).offset == 0
+        finally:
+            producer.close(timeout=TIMEOUT)
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=5) == 0
+    assert f"minibroker listening on 0.0.0.0:{port} (advertised 127.0.0.1:{port})" in (tmp_path / "stderr").read_text()
+
+
+def test_flags_win_over_the_parts_of_listeners_they_name(tmp_path):
+    # Port 1 cannot be bound here: starting at all shows that --port replaced it.
+    with run_cli(tmp_path, "--port", "0", "--override", "listeners=PLAINTEXT://localhost:1", host=None) as (proc, bootstrap):
+        host, port = bootstrap.rsplit(":", 1)
+        assert host == "localhost" and int(port) > 1
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=5) == 0
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (("--override", "listeners=SSL://127.0.0.1:9093"), "listeners: minibroker supports only PLAINTEXT"),
+    (("--override", "listeners=PLAINTEXT://127.0.0.1:0,PLAINTEXT://127.0.0.1:1"), "listeners: minibroker serves one listener"),
+    (("--host", "0.0.0.0", "--port", "0"), "advertised.listeners cannot use the non-routable meta-address 0.0.0.0"),
+])
+def test_unsupported_listeners_exit_2(tmp_path, args, message):
+    result = run_to_exit(tmp_path, *args, host=None)
+    assert result.returncode == 2
+    assert message in result.stderr
+    assert result.stdout == ""
 
 
 def test_unknown_key_in_file_exits_2_naming_the_closest_key(tmp_path):
