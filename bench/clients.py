@@ -1,7 +1,8 @@
 """kproto's clients side by side with confluent-kafka, aiokafka and kafka-python, one run.
 
-Produce N 100-byte values (acks=1, linger.ms=5, each client's other defaults; one
-partition) and then consume them from the beginning, with every client against the same
+Produce N 100-byte values (acks=1, linger.ms=5, batches of up to 1 MB — librdkafka's
+default, set on the others so every client batches alike; one partition) and then
+consume them from the beginning, with every client against the same
 broker: minibroker in its own process (memory storage), then Tansu. Each measurement
 uses a fresh topic; runs alternate between clients so they share the machine's noise.
 Prints median messages per second and kproto's ratio to each peer.
@@ -27,6 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from broker import create_topic, minibroker_process, tansu_process  # noqa: E402  (bench/broker.py)
 
 VALUE = b"x" * 100
+BATCH = 1_000_000
 _topics = itertools.count()
 
 
@@ -35,7 +37,7 @@ _topics = itertools.count()
 def kproto_sync(bootstrap: str, topic: str, n: int) -> float:
     from kproto.producer import Producer
 
-    with Producer(bootstrap_servers=bootstrap, acks=1, linger_ms=5) as producer:
+    with Producer(bootstrap_servers=bootstrap, acks=1, linger_ms=5, batch_size=BATCH) as producer:
         producer.partitions_for(topic)
         send = producer.send
         start = time.perf_counter()
@@ -49,7 +51,7 @@ def kproto_async(bootstrap: str, topic: str, n: int) -> float:
     from kproto.producer import AIOProducer
 
     async def run() -> float:
-        async with AIOProducer(bootstrap_servers=bootstrap, acks=1, linger_ms=5) as producer:
+        async with AIOProducer(bootstrap_servers=bootstrap, acks=1, linger_ms=5, batch_size=BATCH) as producer:
             await producer.partitions_for(topic)
             send = producer.send
             start = time.perf_counter()
@@ -83,7 +85,7 @@ def aiokafka_produce(bootstrap: str, topic: str, n: int) -> float:
     from aiokafka import AIOKafkaProducer
 
     async def run() -> float:
-        producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks=1, linger_ms=5)
+        producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks=1, linger_ms=5, max_batch_size=BATCH)
         await producer.start()
         try:
             await producer.partitions_for(topic)
@@ -100,7 +102,7 @@ def aiokafka_produce(bootstrap: str, topic: str, n: int) -> float:
 def kafka_python_produce(bootstrap: str, topic: str, n: int) -> float:
     from kafka import KafkaProducer
 
-    producer = KafkaProducer(bootstrap_servers=bootstrap, acks=1, linger_ms=5)
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks=1, linger_ms=5, batch_size=BATCH)
     try:
         producer.partitions_for(topic)
         start = time.perf_counter()
