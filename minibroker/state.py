@@ -29,7 +29,7 @@ from minibroker.log import PartitionLog
 from minibroker.producer_state import ProducerStates
 from minibroker.storage import Storage, StoredTopic
 
-__all__ = ["INTERNAL_TOPICS", "BrokerState", "Topic", "validate_topic_name"]
+__all__ = ["INTERNAL_TOPICS", "OFFSETS_TOPIC", "BrokerState", "Topic", "validate_topic_name"]
 
 INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC})  # written by the broker only
 

@@ -5,7 +5,10 @@ the bind address), leader of every partition, replicas and ISR of one. A null to
 list (v1+) or an empty one at v0 means every topic. Unknown topics are created when
 both ``auto.create.topics.enable`` and the request allow it (v4+), with
 ``num.partitions``, and described at once (Kafka says LEADER_NOT_AVAILABLE until the
-new leader is elected; here it already is, so clients save a retry).
+new leader is elected; here it already is, so clients save a retry). Internal topics
+(``__consumer_offsets``) are flagged ``is_internal``; asking for the offsets topic
+creates it as the broker's own (compacted, ``offsets.topic.num.partitions``), never as
+an ordinary topic.
 Version notes: topic ids from v10, leader epochs from v7, v12 may ask by topic id.
 Not implemented: authorized operations are reported as "not asked" (INT32_MIN).
 """
@@ -14,7 +17,7 @@ from kproto.errors import InvalidTopicError, UnknownTopicIdError, UnknownTopicOr
 from kproto.protocol import ApiKey
 from kproto.protocol.messages import MetadataResponse
 from minibroker.handlers import handles
-from minibroker.state import validate_topic_name
+from minibroker.state import INTERNAL_TOPICS, OFFSETS_TOPIC, validate_topic_name
 
 Topic_ = MetadataResponse.MetadataResponseTopic
 Partition_ = MetadataResponse.MetadataResponsePartition
@@ -23,7 +26,7 @@ Partition_ = MetadataResponse.MetadataResponsePartition
 def _describe(state, topic):
     node = state.node_id
     return Topic_(
-        error_code=0, name=topic.name, topic_id=topic.topic_id, is_internal=False,
+        error_code=0, name=topic.name, topic_id=topic.topic_id, is_internal=topic.name in INTERNAL_TOPICS,
         partitions=[
             Partition_(error_code=0, partition_index=i, leader_id=node, leader_epoch=topic.leader_epoch,
                        replica_nodes=[node], isr_nodes=[node], offline_replicas=[])
@@ -56,7 +59,7 @@ async def handle(state, header, request):
             elif validate_topic_name(name) is not None:
                 topics.append(Topic_(error_code=InvalidTopicError.code, name=name))
             elif allow:
-                created = state.create_topic(name, state.config["num.partitions"])
+                created = state.offsets_topic() if name == OFFSETS_TOPIC else state.create_topic(name, state.config["num.partitions"])
                 topics.append(_describe(state, created))
             else:
                 topics.append(Topic_(error_code=UnknownTopicOrPartitionError.code, name=name))

@@ -6,12 +6,14 @@ import time
 
 import pytest
 
+from kproto.admin import AdminClient
 from kproto.errors import InvalidTopicError
 from kproto.protocol import ApiKey
 from kproto.protocol.messages import (
     CreatePartitionsRequest,
     CreateTopicsRequest,
     DeleteTopicsRequest,
+    MetadataRequest,
 )
 from minibroker import MiniBroker
 from minibroker.coordinator import CommittedOffset
@@ -206,3 +208,14 @@ def test_clients_cannot_create_delete_or_grow_the_offsets_topic(broker, raw):
         CreatePartitionsRequest.CreatePartitionsTopic(name=OFFSETS_TOPIC, count=60, assignments=None)], timeout_ms=1000))
     assert grown.results[0].error_code == InvalidTopicError.code
     assert len(broker._server.state.topics[OFFSETS_TOPIC].partitions) == 50
+
+
+def test_metadata_flags_the_offsets_topic_internal_and_creates_it_as_the_brokers(broker, raw):
+    client = raw()
+    response = client.request(ApiKey.METADATA, 12, MetadataRequest(
+        topics=[MetadataRequest.MetadataRequestTopic(name=OFFSETS_TOPIC)], allow_auto_topic_creation=True))
+    (described,) = response.topics
+    assert described.error_code == 0 and described.is_internal and len(described.partitions) == 50
+    assert broker._server.state.topics[OFFSETS_TOPIC].configs["cleanup.policy"] == "compact"
+    with AdminClient(bootstrap_servers=broker.bootstrap_servers) as admin:  # hides internal topics, as Java's
+        assert OFFSETS_TOPIC not in admin.list_topics() and OFFSETS_TOPIC in admin.list_topics(include_internal=True)
