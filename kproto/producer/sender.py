@@ -146,9 +146,7 @@ class Sender:
         """Send what can go now; return how long to sleep at most (None: until woken)."""
         now = time.monotonic()
         for batch in self.acc.expired(now):
-            self._fail(batch, KafkaTimeoutError(
-                f"{batch.record_count} records for {batch.topic}-{batch.partition} expired after "
-                f"{self.config['delivery.timeout.ms']} ms (delivery.timeout.ms)"))
+            self._fail(batch, self._expired(batch))
         if self.idempotent and (self.producer_id < 0 or self._reset_needed):
             if any(self._partitions_in_flight.values()):
                 return None  # a new producer id waits until nothing is in flight under the old one
@@ -300,12 +298,22 @@ class Sender:
 
     def _retry_or_fail(self, batch: ProducerBatch, error: KafkaError, *, force_retriable: bool = False) -> None:
         now = time.monotonic()
-        if (error.retriable or force_retriable) and batch.attempts <= self.retries and now < batch.deadline:
+        retriable = error.retriable or force_retriable
+        if retriable and batch.attempts <= self.retries and now < batch.deadline:
             batch.next_attempt = now + min(self.backoff * 2 ** (batch.attempts - 1), self.backoff_max)
             self.acc.requeue(batch)
             self._event.set()
+        elif retriable and now >= batch.deadline:
+            self._fail(batch, self._expired(batch, error))
         else:
             self._fail(batch, error)
+
+    def _expired(self, batch: ProducerBatch, cause: BaseException | None = None) -> KafkaTimeoutError:
+        error = KafkaTimeoutError(
+            f"{batch.record_count} records for {batch.topic}-{batch.partition} expired after "
+            f"{self.config['delivery.timeout.ms']} ms (delivery.timeout.ms)" + (f"; last error: {cause}" if cause else ""))
+        error.__cause__ = cause
+        return error
 
     def _fail(self, batch: ProducerBatch, error: BaseException) -> None:
         if self.idempotent and batch.stamp is not None:

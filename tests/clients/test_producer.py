@@ -211,3 +211,26 @@ def test_broker_restart_mid_produce_loses_nothing_and_duplicates_nothing(tmp_pat
         assert values == [b"%d" % i for i in range(total)]
     finally:
         broker.stop()
+
+
+def test_an_unreachable_broker_fails_records_after_delivery_timeout_and_blocks_on_memory():
+    broker = MiniBroker()
+    broker.start()
+    try:
+        producer = Producer(bootstrap_servers=broker.bootstrap_servers, delivery_timeout_ms=800, request_timeout_ms=300,
+                            linger_ms=0, buffer_memory=4096, max_block_ms=400, reconnect_backoff_ms=20)
+        producer.partitions_for("gone")
+        broker.stop()
+        first = producer.send("gone", b"x" * 1000, partition=0)
+        with pytest.raises(KafkaTimeoutError):
+            first.result(10)  # expired: delivery.timeout.ms
+        for _ in range(3):
+            producer.send("gone", b"y" * 1000, partition=0)
+        started = time.monotonic()
+        with pytest.raises(KafkaTimeoutError, match="buffer.memory"):
+            for _ in range(10):
+                producer.send("gone", b"z" * 1000, partition=0)  # memory is full: send blocks, then gives up
+        assert 0.3 < time.monotonic() - started < 5
+        producer.close(0.5)
+    finally:
+        broker.stop()
