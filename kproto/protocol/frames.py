@@ -2,8 +2,9 @@
 
 This is where peer bytes enter kproto's protocol layer, for both roles: a client calls
 :func:`encode_request` and :func:`decode_response`, a broker :func:`decode_request` and
-:func:`encode_response`; :class:`FrameReader` cuts a byte stream into frames for either.
-Nothing here touches a socket or a clock.
+:func:`encode_response` (or :func:`encode_response_parts`, which leaves records unread for
+a broker that sends them from files); :class:`FrameReader` cuts a byte stream into frames
+for either. Nothing here touches a socket or a clock.
 
 Facts (Kafka protocol guide, "Common Request and Response Structure"; RequestHeader.json,
 ResponseHeader.json):
@@ -33,7 +34,7 @@ from typing import Any, NamedTuple
 
 from kproto.errors import ProtocolError
 from kproto.protocol.messages import APIS, REQUESTS, RESPONSES, ApiKey
-from kproto.protocol.schema import Message, join_parts
+from kproto.protocol.schema import EncodeError, Message, join_parts
 from kproto.protocol.types import NULLABLE_STRING, TAGGED_FIELDS, write_tagged_fields
 
 __all__ = [
@@ -45,6 +46,7 @@ __all__ = [
     "encode_request",
     "decode_request",
     "encode_response",
+    "encode_response_parts",
     "decode_response",
     "frame",
     "FrameReader",
@@ -199,13 +201,8 @@ def encode_request(
     return _finish(parts)
 
 
-def encode_response(api_key: int, api_version: int, correlation_id: int, body: Message) -> bytes:
-    """Encode a response frame, **including** its 4-byte size prefix, ready to send.
-
-    Raises:
-        ValueError: unknown API key or version (a :class:`~kproto.protocol.schema.EncodeError`
-            when ``body`` cannot be encoded).
-    """
+def _response_parts(api_key: int, api_version: int, correlation_id: int, body: Message) -> list[Any]:
+    # parts[0] is left for the size prefix (see _finish).
     info = _RESPONSE_INFO.get(api_key)
     if info is None:
         raise ValueError(f"API key {api_key} is not in kproto's schema table")
@@ -213,7 +210,58 @@ def encode_response(api_key: int, api_version: int, correlation_id: int, body: M
     if api_version >= info[4] and api_key != ApiKey.API_VERSIONS:
         parts.append(b"\x00")  # response header v1: empty tagged fields
     info[1].encode_into(body, api_version, parts.append)
-    return _finish(parts)
+    return parts
+
+
+def encode_response(api_key: int, api_version: int, correlation_id: int, body: Message) -> bytes:
+    """Encode a response frame, **including** its 4-byte size prefix, ready to send.
+
+    Raises:
+        ValueError: unknown API key or version (a :class:`~kproto.protocol.schema.EncodeError`
+            when ``body`` cannot be encoded).
+    """
+    return _finish(_response_parts(api_key, api_version, correlation_id, body))
+
+
+_BYTES_LIKE = (bytes, bytearray, memoryview)
+
+
+def encode_response_parts(api_key: int, api_version: int, correlation_id: int, body: Message) -> list[Any]:
+    """Encode a response frame as pieces to send in order, leaving stand-ins for records unread.
+
+    For a broker that sends records straight from files (``os.sendfile``): a records field
+    may hold, instead of bytes, any object whose ``len()`` is the size of the records it
+    stands for. The encoder writes that size as the field's length and passes the object
+    through; here it stays in its place, between ``bytes`` runs holding everything else
+    (size prefix and header included). Sending each piece in order, each stand-in as the
+    bytes it stands for, sends exactly what :func:`encode_response` gives for the same body
+    with those bytes in the records fields.
+
+    Returns:
+        ``bytes`` and stand-in objects, never two ``bytes`` in a row; a body without
+        stand-ins gives one ``bytes``, the whole frame.
+
+    Raises:
+        ValueError: as :func:`encode_response`; a :class:`~kproto.protocol.schema.EncodeError`
+            also for a ``str`` in a bytes or records field.
+    """
+    parts = _response_parts(api_key, api_version, correlation_id, body)
+    parts[0] = _SIZE.pack(sum(map(len, parts)))  # every part has a len(): the encoder took it
+    pieces: list[Any] = []
+    run: list[Any] = []
+    for part in parts:
+        if isinstance(part, _BYTES_LIKE):
+            run.append(part)
+        elif isinstance(part, str):  # has a len(), but is text: the caller's mistake
+            raise EncodeError(f"a bytes or records field holds a str: {part[:40]!r}")
+        else:
+            if run:
+                pieces.append(join_parts(run))
+                run = []
+            pieces.append(part)
+    if run:
+        pieces.append(join_parts(run))
+    return pieces
 
 
 def _as_bytes(data: Any) -> bytes:

@@ -2,16 +2,63 @@
 
 A handler is ``async def handle(state, header, request) -> response | None`` (None:
 no response, as for acks=0 Produce), registered with :func:`handles` for a version
-range. ApiVersions answers from this registry, so what is advertised is exactly what
-is handled.
+range; ``header`` is a :class:`RequestContext`: the request header's fields and the
+peer's address. ApiVersions answers from this registry, so what is advertised is
+exactly what is handled.
 """
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, NamedTuple
 
-__all__ = ["HANDLERS", "handles", "supported_versions"]
+from kproto.protocol import RequestHeader
+
+__all__ = ["HANDLERS", "RequestContext", "client_host", "handles", "supported_versions"]
+
+
+class RequestContext(NamedTuple):
+    """What a handler knows of a request besides its body (Kafka's ``RequestContext``).
+
+    The fields of :class:`~kproto.protocol.RequestHeader`, in its order, then the peer's.
+
+    Attributes:
+        client_host: the client's address as Kafka reports it (DescribeGroups): Java's
+            ``InetAddress.toString()`` of an unresolved address, ``"/127.0.0.1"``; see
+            :func:`client_host`.
+    """
+
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+    tagged_fields: dict[int, bytes] | None
+    client_host: str
+
+    @classmethod
+    def of(cls, header: RequestHeader, client_host: str) -> RequestContext:
+        return cls(*header, client_host)
+
+
+def client_host(peername: Any) -> str:
+    """A socket's peer address as Kafka shows it: ``"/"`` and Java's ``getHostAddress()``.
+
+    Java writes IPv6 without ``::`` shortening or leading zeros (``"/0:0:0:0:0:0:0:1"``)
+    and an IPv4-mapped IPv6 address as the IPv4 one; a link-local scope is left out. An
+    address that is not IP (a Unix socket, or none) gives ``""``.
+    """
+    if not isinstance(peername, tuple) or not peername:
+        return ""
+    try:
+        ip = ipaddress.ip_address(peername[0].partition("%")[0])
+    except ValueError:
+        return ""
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            return f"/{ip.ipv4_mapped}"
+        return "/" + ":".join(f"{int(group, 16):x}" for group in ip.exploded.split(":"))
+    return f"/{ip}"
 
 Handler = Callable[[Any, Any, Any], Awaitable[Any]]
 

@@ -5,7 +5,9 @@ records before it), at least one batch per response even above the size limits
 (KIP-74), then as many as ``partition_max_bytes`` and ``max_bytes`` allow. A request
 that finds fewer than ``min_bytes`` waits up to ``max_wait_ms`` and is woken by any
 produce; an error in any partition answers at once. High watermark, last stable offset
-and log start offset come with every partition.
+and log start offset come with every partition. Records are not read here: each
+partition's are a :class:`~minibroker.log.segment.RecordSlices` over its log, which the
+server sends from the segment files with ``os.sendfile`` (see :mod:`minibroker.server`).
 Version notes: v7+ sessions (KIP-227) are declined (session_id 0, every request is a
 full fetch); v13+ names topics by id; v12+ flexible.
 Not implemented yet: read_committed (no transactions yet, so LSO = HW and there is
@@ -23,6 +25,7 @@ from kproto.errors import (
 from kproto.protocol import ApiKey
 from kproto.protocol.messages import FetchResponse
 from minibroker.handlers import handles
+from minibroker.log.segment import RecordSlices
 
 PartitionData = FetchResponse.PartitionData
 TopicResponse = FetchResponse.FetchableTopicResponse
@@ -54,7 +57,7 @@ def _collect(state, request, by_id):
             # The first batch of the first partition with data comes whatever its size
             # (KIP-74), so a consumer can always make progress; the rest must fit.
             limit = min(p.partition_max_bytes, budget - total)
-            records = log.read(p.fetch_offset, limit, at_least_one=total == 0)
+            records = RecordSlices(log.read_slices(p.fetch_offset, limit, at_least_one=total == 0))
             total += len(records)
             partitions.append(PartitionData(
                 partition_index=p.partition, error_code=0, high_watermark=log.high_watermark,

@@ -7,8 +7,10 @@ answers are held until the rebalance completes or the leader's assignment arrive
 which holds back the member's own connection only. Group ids must be non-empty for
 JoinGroup, SyncGroup, Heartbeat and LeaveGroup (INVALID_GROUP_ID), as in Kafka.
 DescribeGroups reports an unknown group as Dead with no error, as Kafka does; member
-metadata and assignments are shown only while the group is Stable. Only Empty groups
-can be deleted (NON_EMPTY_GROUP otherwise); deleting drops their committed offsets.
+metadata and assignments are shown only while the group is Stable; a member's
+client_host is the address it first joined from, in Kafka's form ("/127.0.0.1"). Only
+Empty groups can be deleted (NON_EMPTY_GROUP otherwise); deleting drops their committed
+offsets.
 Version notes: FindCoordinator v1 adds key_type (KIP-98), v4 batched coordinator_keys
 (KIP-699). JoinGroup v1 rebalance_timeout_ms (KIP-62; v0 uses the session timeout),
 v4 MEMBER_ID_REQUIRED (KIP-394), v5 group_instance_id (KIP-345), v7 protocol_type in
@@ -18,9 +20,8 @@ LeaveGroup v3 batches members by member id or instance id. ListGroups v4 filters
 state (KIP-518), v5 by type (KIP-848; every group here is "classic").
 Not implemented: transaction coordinators (key_type 1 gets COORDINATOR_NOT_AVAILABLE),
 share groups (key_type 2 gets INVALID_REQUEST), ``group.max.size``, authorized
-operations (reported as "not asked"), the member's client_host (the server does not
-pass the peer address to handlers: reported as ""), and the reason strings (v8+/v5+),
-which are accepted and dropped.
+operations (reported as "not asked"), and the reason strings (v8+/v5+), which are
+accepted and dropped.
 """
 
 from kproto.errors import (
@@ -79,7 +80,7 @@ async def join_group(state, header, request):
             member_id=request.member_id,
             group_instance_id=request.group_instance_id if version >= 5 else None,
             client_id=header.client_id or "",
-            client_host="",
+            client_host=header.client_host,
             session_timeout_ms=request.session_timeout_ms,
             rebalance_timeout_ms=request.rebalance_timeout_ms if version >= 1 else request.session_timeout_ms,
             protocol_type=request.protocol_type,

@@ -33,6 +33,8 @@ Reads for ``os.sendfile`` get :class:`LogSlice` objects holding the segment's
 :class:`SegmentFile`; the file descriptor stays open as long as a slice refers to it, so
 a segment deleted by retention or replaced by compaction in the meantime is still read
 whole (the job Kafka's ``file.delete.delay.ms`` does, done by reference counting).
+Fetch answers with :class:`RecordSlices`, a stand-in for the records bytes that the
+protocol encoder measures without reading (Kafka's ``FileRecords`` plays this part).
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from __future__ import annotations
 import logging
 import os
 import struct
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import NamedTuple
 
@@ -52,6 +54,7 @@ from minibroker.log.index import IndexCorrupt, OffsetIndex, TimeIndex
 __all__ = [
     "LogSegment",
     "LogSlice",
+    "RecordSlices",
     "SegmentFile",
     "BatchInfo",
     "segment_name",
@@ -152,6 +155,31 @@ class LogSlice(NamedTuple):
         if isinstance(self.source, bytes):
             return self.source[self.position : self.position + self.length]
         return _pread_exact(self.source.fileno(), self.length, self.position)
+
+
+class RecordSlices:
+    """A records field's value made of log slices, not read yet.
+
+    ``len()`` is the size of the bytes the slices hold, which is all the protocol encoder
+    asks of a records value (:func:`kproto.protocol.frames.encode_response_parts` keeps the
+    object in place), so a broker can send the slices from disk with ``os.sendfile``;
+    :meth:`tobytes` reads them for any other use.
+    """
+
+    __slots__ = ("slices", "_size")
+
+    def __init__(self, slices: Iterable[LogSlice]) -> None:
+        self.slices = tuple(slices)
+        self._size = sum(s.length for s in self.slices)
+
+    def __len__(self) -> int:
+        return self._size
+
+    def tobytes(self) -> bytes:
+        return b"".join(s.tobytes() for s in self.slices)
+
+    def __repr__(self) -> str:
+        return f"RecordSlices({len(self.slices)} slices, {self._size} bytes)"
 
 
 def _pread_exact(fd: int, length: int, position: int) -> bytes:
