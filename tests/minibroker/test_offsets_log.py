@@ -219,3 +219,44 @@ def test_metadata_flags_the_offsets_topic_internal_and_creates_it_as_the_brokers
     assert broker._server.state.topics[OFFSETS_TOPIC].configs["cleanup.policy"] == "compact"
     with AdminClient(bootstrap_servers=broker.bootstrap_servers) as admin:  # hides internal topics, as Java's
         assert OFFSETS_TOPIC not in admin.list_topics() and OFFSETS_TOPIC in admin.list_topics(include_internal=True)
+
+
+def test_confluent_and_aiokafka_commits_survive_a_restart(tmp_path):
+    confluent = pytest.importorskip("confluent_kafka")
+    aiokafka = pytest.importorskip("aiokafka")
+    import asyncio
+
+    with MiniBroker(data_dir=tmp_path) as broker:
+        port, bs = broker.port, broker.bootstrap_servers
+        create(bs, "peers")
+        c = confluent.Consumer({"bootstrap.servers": bs, "group.id": "by-confluent", "enable.auto.commit": False})
+        try:
+            c.commit(offsets=[confluent.TopicPartition("peers", 0, 12)], asynchronous=False)
+        finally:
+            c.close()
+
+        async def aio_commit():
+            consumer = aiokafka.AIOKafkaConsumer(bootstrap_servers=bs, group_id="by-aiokafka", enable_auto_commit=False)
+            await consumer.start()
+            try:
+                consumer.assign([aiokafka.TopicPartition("peers", 1)])  # aiokafka commits only what it consumes
+                await consumer.commit({aiokafka.TopicPartition("peers", 1): 34})
+            finally:
+                await consumer.stop()
+        asyncio.run(aio_commit())
+    with MiniBroker(port=port, data_dir=tmp_path) as broker:
+        c = confluent.Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": "by-confluent"})
+        try:
+            (tp,) = c.committed([confluent.TopicPartition("peers", 0)], timeout=10)
+            assert tp.offset == 12
+        finally:
+            c.close()
+
+        async def aio_committed():
+            consumer = aiokafka.AIOKafkaConsumer(bootstrap_servers=broker.bootstrap_servers, group_id="by-aiokafka")
+            await consumer.start()
+            try:
+                return await consumer.committed(aiokafka.TopicPartition("peers", 1))
+            finally:
+                await consumer.stop()
+        assert asyncio.run(aio_committed()) == 34
