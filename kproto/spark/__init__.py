@@ -1,0 +1,21 @@
+"""Kafka for PySpark, decoded by kproto's codec straight into Arrow.
+
+- :func:`decode_udf` / :func:`register_udfs`: raw record sets in a binary column to
+  ``array<struct<offset, timestamp, timestampType, key, value, headers>>``.
+
+Needs pyspark 4.1+ and pyarrow (``pip install kproto[spark]``).
+"""
+
+from kproto.spark.arrow import DecodeMode
+from kproto.spark.schema import RECORD_TYPE, RECORDS_TYPE, kafka_schema
+from kproto.spark.udf import decode_result_type, decode_udf, register_udfs
+
+__all__ = [
+    "DecodeMode",
+    "RECORD_TYPE",
+    "RECORDS_TYPE",
+    "decode_result_type",
+    "decode_udf",
+    "kafka_schema",
+    "register_udfs",
+]

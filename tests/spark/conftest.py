@@ -1,0 +1,50 @@
+"""One local[2] SparkSession for every Spark test, and its JVM shut down at the end.
+
+Skipped without pyspark (``pip install kproto[spark]``) or without Java. Spark's JVM
+is a child process that outlives ``SparkSession.stop()`` (py4j keeps it for the next
+session), so the fixture also shuts the gateway down and waits for the process: a test
+run leaves no JVM behind.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+
+import pytest
+
+if importlib.util.find_spec("pyspark") is None or shutil.which("java") is None:
+    collect_ignore_glob = ["test_*.py"]
+
+
+@pytest.fixture(scope="session")
+def spark(tmp_path_factory):
+    from pyspark import SparkContext
+    from pyspark.sql import SparkSession
+
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("kproto-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.driver.memory", "1g")
+        .config("spark.sql.streaming.stopTimeout", "10s")
+        .config("spark.sql.warehouse.dir", str(tmp_path_factory.mktemp("warehouse")))
+        .config("spark.driver.extraJavaOptions", f"-Djava.io.tmpdir={tmp_path_factory.mktemp('jvm-tmp')}")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    try:
+        yield session
+    finally:
+        session.stop()
+        gateway = SparkContext._gateway
+        if gateway is not None:
+            process = getattr(gateway, "proc", None)
+            gateway.shutdown()
+            if process is not None:
+                process.stdin.close()  # the gateway server exits when its stdin closes
+                process.wait(30)
+            SparkContext._gateway = None
+            SparkContext._jvm = None
