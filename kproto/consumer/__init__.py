@@ -1,11 +1,29 @@
-"""The consumer: group membership, assignors, the consumer protocol, fetching.
+"""The consumer: :class:`Consumer` (threads) and :class:`AIOConsumer` (asyncio).
 
-Layout: :mod:`~kproto.consumer.protocol` (the consumer protocol's subscription and
-assignment bodies) and :mod:`~kproto.consumer.assignors` (range, roundrobin,
-cooperative-sticky) are sans-I/O.
+Layout, bottom up: :mod:`~kproto.consumer.protocol` (the consumer protocol's subscription
+and assignment bodies) and :mod:`~kproto.consumer.assignors` (range, roundrobin,
+cooperative-sticky) and :mod:`~kproto.consumer.subscription` (what is consumed, and
+positions) are sans-I/O; :mod:`~kproto.consumer.fetcher` fetches and decodes;
+:mod:`~kproto.consumer.consumer` is the client.
 """
 
 from kproto.consumer.assignors import ASSIGNORS, Assignor, GroupMember, RebalanceProtocol
+from kproto.consumer.consumer import AIOConsumer, Consumer
+from kproto.consumer.errors import NoOffsetForPartitionError, RecordDeserializationError
 from kproto.consumer.protocol import Assignment, Subscription
+from kproto.consumer.structs import ConsumerRecord, OffsetAndTimestamp
 
-__all__ = ["ASSIGNORS", "Assignment", "Assignor", "GroupMember", "RebalanceProtocol", "Subscription"]
+__all__ = [
+    "AIOConsumer",
+    "ASSIGNORS",
+    "Assignment",
+    "Assignor",
+    "Consumer",
+    "ConsumerRecord",
+    "GroupMember",
+    "NoOffsetForPartitionError",
+    "OffsetAndTimestamp",
+    "RebalanceProtocol",
+    "RecordDeserializationError",
+    "Subscription",
+]

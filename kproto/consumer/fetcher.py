@@ -1,0 +1,514 @@
+"""Fetching: pipelined Fetch requests, records decoded by the codec as poll drains them,
+and the ListOffsets lookups behind resets, ``end_offsets`` and ``offsets_for_times``.
+
+Theory of operation. One background task plans fetches. A partition is fetchable when it
+is assigned, has a position, is not paused, is not in a fetch already and has fewer than
+two undrained responses buffered; each broker leading fetchable partitions gets one
+Fetch for all of them, and at most one at a time (Java's rule). A response is kept as
+it came, per partition: a :class:`_Chunk` holding the record set's batch headers (read,
+and CRC-checked, when the response arrives) whose records are decoded one batch at a
+time, by one codec call per batch, only when :meth:`Fetcher.drain` needs them. So poll
+decodes about ``max.poll.records`` records, and while the application works on them the
+next Fetch for the same partitions is already on the wire: with one chunk being drained
+and one buffered, the consumer reads ahead by one response per partition.
+
+The next fetch of a partition starts where its last buffered chunk ends (after its last
+whole batch), or at its position when nothing is buffered. Partitions that got records
+go to the back of the fetch order, so with KIP-74's "first partition gets at least one
+batch" each partition takes its turn at the front. A fetch answered after the position
+moved (a seek, a reset, a rebalance) carries an old :attr:`PartitionState.version` and
+is dropped.
+
+Positions while draining: records below the position are skipped (a broker returns whole
+batches), control batches and (read_committed) aborted batches are skipped, and a
+partition's position moves past every batch drained, so it ends past compaction gaps and
+transaction markers, as Java's does.
+
+read_committed (Java's ``CompletedFetch``). The broker returns records up to the last
+stable offset and the aborted transactions overlapping them, ``(producer_id,
+first_offset)``. Walking the batches in order, each aborted transaction whose first
+offset is at or before a batch's last offset marks its producer as aborting; a
+transactional batch of an aborting producer is skipped, and that producer's ABORT
+marker (a control batch) ends it.
+
+Errors per partition: leadership changes (NOT_LEADER_OR_FOLLOWER and friends) refresh
+metadata and retry after ``retry.backoff.ms``; OFFSET_OUT_OF_RANGE resets the position
+per ``auto.offset.reset``, or, with ``none``, raises :class:`~kproto.errors.OffsetOutOfRangeError`
+from poll; a corrupt batch or a failing deserializer raises from poll with the position
+left at the bad record, so that each later poll raises again until the application
+seeks past it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import logging
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from kproto.consumer.errors import RecordDeserializationError, offsets_text
+from kproto.consumer.structs import ConsumerRecord, OffsetAndTimestamp
+from kproto.consumer.subscription import SubscriptionState
+from kproto.errors import (
+    ClientClosedError,
+    KafkaConnectionError,
+    KafkaError,
+    KafkaTimeoutError,
+    OffsetOutOfRangeError,
+    for_code,
+)
+from kproto.io import Cluster
+from kproto.protocol.messages import FetchRequest, ListOffsetsRequest
+from kproto.records import Batch, ControlType, parse_control_record, read_batches
+from kproto.structs import TopicPartition
+
+__all__ = ["Fetcher"]
+
+log = logging.getLogger("kproto.consumer")
+
+_new_record = tuple.__new__
+_EARLIEST, _LATEST = -2, -1  # ListOffsets' special timestamps
+_RESET_TIMESTAMPS = {"earliest": _EARLIEST, "latest": _LATEST}
+# Codes after which the partition's leader is looked up again before the next fetch.
+_STALE_METADATA = frozenset({3, 5, 6, 9, 56, 74, 76, 100, 103})  # UNKNOWN_TOPIC_OR_PARTITION, LEADER_NOT_AVAILABLE,
+# NOT_LEADER_OR_FOLLOWER, REPLICA_NOT_AVAILABLE, KAFKA_STORAGE_ERROR, FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH,
+# UNKNOWN_TOPIC_ID, INCONSISTENT_TOPIC_ID
+_RETRY_LATER = frozenset({-1, 78})  # UNKNOWN_SERVER_ERROR, OFFSET_NOT_AVAILABLE: transient, fetch again
+
+
+class _Chunk:
+    """One partition's share of one Fetch response, decoded a batch at a time."""
+
+    __slots__ = ("tp", "version", "position", "end", "epoch", "batches", "records", "index", "batch_end", "error",
+                 "aborted", "aborting", "key_deserializer", "value_deserializer")
+
+    def __init__(self, tp: TopicPartition, version: int, fetch_offset: int, data: Any, *, check_crcs: bool,
+                 aborted: Iterable[Any] | None, deserializers: tuple[Callable | None, Callable | None]) -> None:
+        self.tp = tp
+        self.version = version
+        self.position = fetch_offset  # where draining stands
+        self.epoch = -1  # leader epoch of the last record drained
+        self.records: list[ConsumerRecord] = []  # the batch being drained
+        self.index = 0
+        self.batch_end = fetch_offset  # where the position goes once those records are drained
+        self.error: BaseException | None = None  # raised once the records before it are drained
+        self.batches: deque[Batch] = deque()
+        try:
+            self.batches.extend(read_batches(data, check_crcs))
+        except KafkaError as exc:  # the batches before the bad one are still good
+            self.error = exc
+        self.end = max(fetch_offset, self.batches[-1].next_offset) if self.batches else fetch_offset
+        if self.error is None and not self.batches and data and len(data):
+            log.debug("%s-%d: no whole batch at offset %d in %d bytes", tp.topic, tp.partition, fetch_offset, len(data))
+        self.aborted = None
+        if aborted is not None:
+            self.aborted = [(a.first_offset, a.producer_id) for a in aborted]
+            heapq.heapify(self.aborted)
+        self.aborting: set[int] = set()
+        self.key_deserializer, self.value_deserializer = deserializers
+
+    @property
+    def exhausted(self) -> bool:
+        """Nothing left to return: done, or stuck at :attr:`error`."""
+        return self.index >= len(self.records) and not self.batches
+
+    def take(self, out: list[ConsumerRecord], limit: int) -> None:
+        """Move up to ``limit`` records to ``out``, advancing :attr:`position`."""
+        while limit > 0:
+            if self.index >= len(self.records) and not self._next_batch():
+                return
+            records, i = self.records, self.index
+            part = records[i:i + limit] if i or len(records) > limit else records
+            out += part
+            self.index = i + len(part)
+            limit -= len(part)
+            last = part[-1]
+            self.epoch = last.leader_epoch
+            if self.index < len(records):
+                self.position = last.offset + 1
+            else:  # past the whole batch, whatever gaps compaction left at its end
+                self.position = max(self.position, self.batch_end)
+
+    def _skip(self, batch: Batch) -> bool:
+        """Whether a batch holds nothing to return (control, or aborted under read_committed)."""
+        aborted = self.aborted
+        if aborted is not None and batch.producer_id >= 0:
+            while aborted and aborted[0][0] <= batch.last_offset:
+                self.aborting.add(heapq.heappop(aborted)[1])
+            if batch.is_control:
+                records = batch.records()
+                if records and parse_control_record(records[0])[1] == ControlType.ABORT:
+                    self.aborting.discard(batch.producer_id)
+                return True
+            if batch.is_transactional and batch.producer_id in self.aborting:
+                return True
+        return batch.is_control
+
+    def _next_batch(self) -> bool:
+        """Decode the next batch with records to return into :attr:`records`."""
+        while self.batches:
+            batch = self.batches[0]
+            try:
+                records = self._decode(batch) if not self._skip(batch) else []
+            except KafkaError as exc:
+                self.error, self.batches = exc, deque()  # the position stays at this batch
+                return False
+            self.batches.popleft()
+            if self.error is not None:  # a deserializer failed part way: nothing after it
+                self.batches.clear()
+            if records:
+                self.records, self.index = records, 0
+                # A deserializer failure cut the batch short: stop right after the last good record.
+                self.batch_end = batch.next_offset if self.error is None else records[-1].offset + 1
+                return True
+            self.position = max(self.position, batch.next_offset)
+        return False
+
+    def _decode(self, batch: Batch) -> list[ConsumerRecord]:
+        topic, partition = self.tp
+        epoch = batch.partition_leader_epoch
+        records = batch.records()
+        if batch.base_offset < self.position:  # the batch holding the fetch offset comes whole
+            position = self.position
+            records = [r for r in records if r.offset >= position]
+        if self.key_deserializer is None and self.value_deserializer is None:
+            return [_new_record(ConsumerRecord, (topic, partition, r.offset, r.timestamp, r.timestamp_type,
+                                                 r.key, r.value, r.headers, epoch)) for r in records]
+        return self._deserialized(records, epoch)
+
+    def _deserialized(self, records: list, epoch: int) -> list[ConsumerRecord]:
+        topic, partition = self.tp
+        kd = self.key_deserializer or _identity
+        vd = self.value_deserializer or _identity
+        out = []
+        for r in records:
+            try:
+                key = None if r.key is None else kd(r.key)
+                value = None if r.value is None else vd(r.value)
+            except Exception as exc:
+                error = RecordDeserializationError(self.tp, r.offset, exc)
+                error.__cause__ = exc
+                if not out:
+                    raise error from exc
+                self.error = error  # raised after the good records before it
+                break
+            out.append(_new_record(ConsumerRecord, (topic, partition, r.offset, r.timestamp, r.timestamp_type,
+                                                    key, value, r.headers, epoch)))
+        return out
+
+
+def _identity(data: bytes) -> bytes:
+    return data
+
+
+class Fetcher:
+    """Fetches records for a consumer's assigned partitions in the background.
+
+    Args:
+        cluster: the consumer's metadata and connections.
+        config: the consumer's settings.
+        subscriptions: its assignment and positions.
+        on_data: called (on the loop) when records or errors arrive for poll.
+        on_stale_metadata: called when a partition's leader must be looked up again.
+    """
+
+    def __init__(self, cluster: Cluster, config: Mapping[str, Any], subscriptions: SubscriptionState, *,
+                 on_data: Callable[[], None], on_stale_metadata: Callable[[], None]) -> None:
+        self._cluster = cluster
+        self._subscriptions = subscriptions
+        self._on_data = on_data
+        self._on_stale_metadata = on_stale_metadata
+        self._read_committed = config["isolation.level"] == "read_committed"
+        self._check_crcs = config["check.crcs"]
+        self._deserializers = (config["key.deserializer"], config["value.deserializer"])
+        self._min_bytes = config["fetch.min.bytes"]
+        self._max_wait_ms = config["fetch.max.wait.ms"]
+        self._max_bytes = config["fetch.max.bytes"]
+        self._partition_max_bytes = config["max.partition.fetch.bytes"]
+        self._rack = config["client.rack"]
+        self._backoff = config["retry.backoff.ms"] / 1000
+        self._timeout = (config["request.timeout.ms"] + self._max_wait_ms) / 1000
+        self._buffered: dict[TopicPartition, deque[_Chunk]] = {}
+        self._errors: dict[TopicPartition, KafkaError] = {}  # raised by the next poll
+        self._failure: Exception | None = None  # unexpected: raised by every poll
+        self._in_flight: set[TopicPartition] = set()
+        self._busy_nodes: set[int] = set()
+        self._resting: dict[int, float] = {}  # node -> monotonic time its backoff ends
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task | None = None
+        self._requests: set[asyncio.Task] = set()
+
+    # -- life cycle -----------------------------------------------------------------------------
+
+    def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._run(), name="kproto-fetcher")
+
+    def wakeup(self) -> None:
+        """Plan again: the assignment, a position, a pause or the metadata changed."""
+        self._wake.set()
+
+    async def close(self) -> None:
+        tasks = [t for t in (self._task, *self._requests) if t is not None]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        self._task = None
+        self._buffered.clear()
+
+    # -- planning -------------------------------------------------------------------------------
+
+    async def _run(self) -> None:
+        while self._failure is None:
+            self._wake.clear()
+            for node, partitions in self._plan().items():
+                self._busy_nodes.add(node)
+                self._in_flight.update(partitions)
+                task = asyncio.get_running_loop().create_task(self._fetch(node, partitions))
+                self._requests.add(task)
+                task.add_done_callback(self._requests.discard)
+            await self._wake.wait()
+
+    def _plan(self) -> dict[int, dict[TopicPartition, int]]:
+        """``{node: {partition: fetch offset}}`` of the fetches to send now."""
+        plan: dict[int, dict[TopicPartition, int]] = {}
+        now = time.monotonic()
+        stale = False
+        subscriptions, cluster = self._subscriptions, self._cluster
+        for tp in subscriptions.fetchable():
+            chunks = self._buffered.get(tp)
+            if tp in self._in_flight or tp in self._errors or (chunks and len(chunks) >= 2):
+                continue
+            node = cluster.leader(tp.topic, tp.partition)
+            if node < 0:
+                stale = True
+                continue
+            if node in self._busy_nodes or self._resting.get(node, 0) > now:
+                continue
+            state = subscriptions.get(tp)
+            plan.setdefault(node, {})[tp] = chunks[-1].end if chunks else state.position
+        if stale:
+            self._on_stale_metadata()
+        return plan
+
+    def _rest(self, node: int) -> None:
+        """No fetch to ``node`` for ``retry.backoff.ms``; then plan again."""
+        self._resting[node] = time.monotonic() + self._backoff
+        asyncio.get_running_loop().call_later(self._backoff, self._wake.set)
+
+    # -- one fetch ------------------------------------------------------------------------------
+
+    async def _fetch(self, node: int, offsets: dict[TopicPartition, int]) -> None:
+        versions = {tp: self._subscriptions.get(tp).version for tp in offsets}
+        by_topic: dict[str, list[Any]] = {}
+        for tp, offset in offsets.items():
+            by_topic.setdefault(tp.topic, []).append(FetchRequest.FetchPartition(
+                partition=tp.partition, fetch_offset=offset, partition_max_bytes=self._partition_max_bytes))
+        request = FetchRequest(
+            replica_id=-1, max_wait_ms=self._max_wait_ms, min_bytes=self._min_bytes, max_bytes=self._max_bytes,
+            isolation_level=1 if self._read_committed else 0, session_id=0, session_epoch=-1,
+            topics=[FetchRequest.FetchTopic(topic=t, partitions=ps) for t, ps in by_topic.items()],
+            rack_id=self._rack)
+        try:
+            response = await self._cluster.request(node, request, min_version=4, max_version=12, timeout=self._timeout)
+            if response.error_code:
+                raise for_code(response.error_code)(f"Fetch from broker {node}")
+            for topic in response.responses:
+                for p in topic.partitions:
+                    tp = TopicPartition(topic.topic, p.partition_index)
+                    if tp in versions:
+                        self._handle(tp, versions[tp], offsets[tp], p)
+        except ClientClosedError:
+            return
+        except KafkaError as exc:
+            log.debug("fetch from broker %d failed: %s", node, exc)
+            self._rest(node)
+            self._on_stale_metadata()
+        except Exception as exc:  # a bug: stop fetching and let poll raise it
+            self._failure = exc
+            self._on_data()
+        finally:
+            self._busy_nodes.discard(node)
+            self._in_flight.difference_update(offsets)
+            self._wake.set()
+
+    def _handle(self, tp: TopicPartition, version: int, offset: int, p: Any) -> None:
+        state = self._subscriptions.get(tp)
+        if state is None or state.version != version:
+            return  # unassigned or moved while in flight
+        code = p.error_code
+        if code == 0:
+            if not p.records:
+                return
+            chunk = _Chunk(tp, version, offset, p.records, check_crcs=self._check_crcs,
+                           aborted=(p.aborted_transactions or ()) if self._read_committed else None,
+                           deserializers=self._deserializers)
+            if chunk.end > offset or chunk.error is not None:
+                self._buffered.setdefault(tp, deque()).append(chunk)
+                self._subscriptions.move_to_end(tp)
+                self._on_data()
+        elif code == OffsetOutOfRangeError.code:
+            if state.position != offset or self._buffered.get(tp):
+                return  # only the offset poll would return next counts
+            if self._subscriptions.default_reset == "none":
+                error = OffsetOutOfRangeError(f"fetch offset out of range: {offsets_text({tp: offset})} "
+                                              f"(log start {p.log_start_offset}, end {p.high_watermark})")
+                error.partitions = {tp: offset}
+                self._errors[tp] = error
+                self._on_data()
+            else:
+                log.info("%s-%d: offset %d out of range; resetting to %s", tp.topic, tp.partition, offset,
+                         self._subscriptions.default_reset)
+                self._subscriptions.request_reset(tp)
+                self._on_data()  # poll looks the new position up
+        elif code in _STALE_METADATA or code in _RETRY_LATER:
+            if code in _STALE_METADATA:
+                self._on_stale_metadata()
+            node = self._cluster.leader(tp.topic, tp.partition)
+            if node >= 0:
+                self._rest(node)
+        else:
+            self._errors[tp] = for_code(code)(f"fetching {tp.topic}-{tp.partition} at offset {offset}")
+            self._on_data()
+
+    # -- draining -------------------------------------------------------------------------------
+
+    def drain(self, max_records: int) -> list[ConsumerRecord]:
+        """Take up to ``max_records`` buffered records, moving positions past them.
+
+        Raises:
+            KafkaError: a partition's fetch error, a corrupt batch or a failing
+                deserializer, when no record could be returned instead (a partition
+                stuck at a bad record raises on every call until it is sought past).
+        """
+        if self._failure is not None:
+            raise self._failure
+        out: list[ConsumerRecord] = []
+        subscriptions = self._subscriptions
+        stuck: BaseException | None = None
+        drained = False
+        for tp in list(self._buffered):
+            if len(out) >= max_records:
+                break
+            state = subscriptions.get(tp)
+            chunks = self._buffered[tp]
+            if state is None:
+                del self._buffered[tp]
+                continue
+            while chunks and len(out) < max_records and not state.paused:
+                chunk = chunks[0]
+                if chunk.version != state.version or chunk.position != state.position:
+                    chunks.popleft()  # the position moved since it was fetched
+                    drained = True
+                    continue
+                chunk.take(out, max_records - len(out))
+                state.position = chunk.position
+                if chunk.epoch >= 0:
+                    state.leader_epoch = chunk.epoch
+                if not chunk.exhausted:
+                    continue
+                if chunk.error is not None:
+                    stuck = stuck or chunk.error
+                    break
+                chunks.popleft()
+                drained = True
+            if not chunks:
+                del self._buffered[tp]
+        if drained:
+            self._wake.set()  # room for the next fetch of these partitions
+        if not out:
+            if self._errors:
+                tp, error = next(iter(self._errors.items()))
+                del self._errors[tp]
+                self._wake.set()
+                raise error
+            if stuck is not None:
+                raise stuck
+        return out
+
+    def forget(self, partitions: Iterable[TopicPartition]) -> None:
+        """Drop what is buffered for ``partitions`` (revoked, or sought elsewhere)."""
+        for tp in partitions:
+            self._buffered.pop(tp, None)
+            self._errors.pop(tp, None)
+        self._wake.set()
+
+    # -- offsets --------------------------------------------------------------------------------
+
+    async def list_offsets(self, timestamps: Mapping[TopicPartition, int], deadline: float
+                           ) -> dict[TopicPartition, OffsetAndTimestamp]:
+        """ListOffsets for each partition (-2 earliest, -1 latest, or a timestamp in ms).
+
+        Offsets honour ``isolation.level`` (latest is the last stable offset under
+        read_committed). A timestamp after every record gives offset -1. Retries
+        leadership errors until ``deadline`` (monotonic).
+
+        Raises:
+            KafkaTimeoutError: not every partition answered by ``deadline``.
+            KafkaCodeError: a partition's non-retriable error.
+        """
+        pending = dict(timestamps)
+        found: dict[TopicPartition, OffsetAndTimestamp] = {}
+        refresh = any(self._cluster.leader(tp.topic, tp.partition) < 0 for tp in pending)
+        while True:
+            retry: KafkaError | None = None
+            try:
+                if refresh:
+                    await self._cluster.refresh({tp.topic for tp in pending})
+                by_leader: dict[int, list[TopicPartition]] = {}
+                for tp in pending:
+                    by_leader.setdefault(self._cluster.leader(tp.topic, tp.partition), []).append(tp)
+                for leader, tps in by_leader.items():
+                    if leader < 0:
+                        retry = KafkaError(f"no leader known for {tps[0].topic}-{tps[0].partition}")
+                    else:
+                        retry = await self._list_offsets_at(leader, {tp: pending[tp] for tp in tps}, found) or retry
+            except (KafkaConnectionError, KafkaTimeoutError) as exc:
+                retry = exc
+            for tp in found:
+                pending.pop(tp, None)
+            if not pending:
+                return found
+            if time.monotonic() + self._backoff > deadline:
+                raise KafkaTimeoutError(f"no offsets for {len(pending)} partition(s) before the timeout: {retry}")
+            await asyncio.sleep(self._backoff)
+            refresh = True  # a leader may have moved
+
+    async def _list_offsets_at(self, leader: int, timestamps: dict[TopicPartition, int],
+                               found: dict[TopicPartition, OffsetAndTimestamp]) -> KafkaError | None:
+        by_topic: dict[str, list[Any]] = {}
+        for tp, ts in timestamps.items():
+            by_topic.setdefault(tp.topic, []).append(
+                ListOffsetsRequest.ListOffsetsPartition(partition_index=tp.partition, timestamp=ts))
+        request = ListOffsetsRequest(
+            replica_id=-1, isolation_level=1 if self._read_committed else 0,
+            topics=[ListOffsetsRequest.ListOffsetsTopic(name=t, partitions=ps) for t, ps in by_topic.items()])
+        response = await self._cluster.request(leader, request, min_version=1, max_version=8)
+        retry = None
+        for t in response.topics:
+            for p in t.partitions:
+                tp = TopicPartition(t.name, p.partition_index)
+                if p.error_code == 0:
+                    found[tp] = OffsetAndTimestamp(p.offset, p.timestamp, p.leader_epoch)
+                    continue
+                error = for_code(p.error_code)(f"ListOffsets for {tp.topic}-{tp.partition}")
+                if not error.retriable:
+                    raise error
+                retry = error
+        return retry
+
+    async def reset_positions(self, deadline: float) -> None:
+        """Look up and set the position of every partition waiting for a reset."""
+        awaiting = self._subscriptions.awaiting_reset()
+        if not awaiting:
+            return
+        versions = {tp: self._subscriptions.state(tp).version for tp in awaiting}
+        offsets = await self.list_offsets({tp: _RESET_TIMESTAMPS[s] for tp, s in awaiting.items()}, deadline)
+        for tp, found in offsets.items():
+            state = self._subscriptions.get(tp)
+            if state is not None and state.version == versions[tp] and state.reset is not None:
+                self._subscriptions.seek(tp, max(found.offset, 0), found.leader_epoch)
+        self.wakeup()

@@ -1,0 +1,43 @@
+"""What the consumer hands back: records, and offsets found by timestamp."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+__all__ = ["ConsumerRecord", "OffsetAndTimestamp"]
+
+
+class ConsumerRecord(NamedTuple):
+    """One record as :meth:`~kproto.consumer.AIOConsumer.poll` returns it.
+
+    A tuple (cheap to build: the consumer makes one per record from the codec's
+    decoded record, nothing more). ``key`` and ``value`` are bytes (or None), or what
+    ``key.deserializer`` / ``value.deserializer`` made of them.
+
+    Attributes:
+        topic, partition, offset: where it is.
+        timestamp: milliseconds since the epoch (-1 when the format has none).
+        timestamp_type: 0 CreateTime, 1 LogAppendTime, -1 none
+            (:class:`kproto.records.TimestampType`).
+        key, value: as produced (and deserialized).
+        headers: ``((key: str, value: bytes | None), ...)`` in produced order.
+        leader_epoch: the partition leader epoch the record was written in (-1 unknown).
+    """
+
+    topic: str
+    partition: int
+    offset: int
+    timestamp: int
+    timestamp_type: int
+    key: object
+    value: object
+    headers: tuple[tuple[str, bytes | None], ...]
+    leader_epoch: int
+
+
+class OffsetAndTimestamp(NamedTuple):
+    """The first offset at or after a timestamp, with that record's timestamp."""
+
+    offset: int
+    timestamp: int
+    leader_epoch: int = -1
