@@ -26,7 +26,7 @@ from kproto.codec import Columns, decode_columnar
 from kproto.errors import CorruptRecordError, KafkaError
 from kproto.spark.schema import ARROW_HEADERS, ARROW_RECORD_FIELDS
 
-__all__ = ["DecodeMode", "record_arrays", "decode_record_sets"]
+__all__ = ["DecodeMode", "decode_record_sets", "record_arrays", "record_batch", "record_struct"]
 
 _INT32_MAX = 2**31 - 1
 _HEADER_ENTRY = ARROW_HEADERS.value_type
@@ -82,6 +82,14 @@ def record_struct(cols: Columns) -> pa.StructArray:
     """The records of ``cols`` as one struct array (the UDF's list element)."""
     arrays = record_arrays(cols)
     return pa.StructArray.from_arrays(list(arrays.values()), fields=[pa.field(k, v) for k, v in ARROW_RECORD_FIELDS.items()])
+
+
+def record_batch(cols: Columns, topic: str, partition: int, schema: pa.Schema) -> pa.RecordBatch:
+    """The records of one partition as a batch of ``schema`` (a :func:`~kproto.spark.schema.arrow_schema`)."""
+    arrays = record_arrays(cols)
+    arrays["topic"] = pa.repeat(pa.scalar(topic, pa.string()), cols.count)
+    arrays["partition"] = pa.repeat(pa.scalar(partition, pa.int32()), cols.count)
+    return pa.RecordBatch.from_arrays([arrays[name] for name in schema.names], schema=schema)
 
 
 # -- stitching many rows' Columns into one ---------------------------------------------------

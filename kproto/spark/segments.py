@@ -43,7 +43,7 @@ from pyspark.sql.types import StructType
 
 from kproto.codec import decode_columnar
 from kproto.errors import CorruptRecordError, KafkaError
-from kproto.spark.arrow import record_arrays
+from kproto.spark.arrow import record_batch
 from kproto.spark.options import check_schema, flag
 from kproto.spark.schema import arrow_schema, kafka_schema
 
@@ -142,11 +142,8 @@ def read_segment(segment: SegmentPartition, include_headers: bool = False, verif
                         raise CorruptRecordError(f"{segment.path}, bytes {start}-{end}: {exc}",
                                                  getattr(exc, "first_offset", None),
                                                  getattr(exc, "last_offset", None)) from exc
-                    arrays = record_arrays(cols)  # copies out of the mapping: safe to unmap later
-                    n = cols.count
-                    arrays["topic"] = pa.repeat(pa.scalar(segment.topic, pa.string()), n)
-                    arrays["partition"] = pa.repeat(pa.scalar(segment.partition, pa.int32()), n)
-                    yield pa.RecordBatch.from_arrays([arrays[name] for name in schema.names], schema=schema)
+                    # cols holds copies, not views of the mapping: safe to unmap after
+                    yield record_batch(cols, segment.topic, segment.partition, schema)
             finally:
                 data.release()
 

@@ -5,12 +5,13 @@ from __future__ import annotations
 from pyspark.sql import SparkSession
 
 from kproto.spark.segments import KafkaLogDataSource
+from kproto.spark.source import KprotoDataSource
 from kproto.spark.udf import register_udfs
 
 __all__ = ["DATA_SOURCES", "register"]
 
-DATA_SOURCES = (KafkaLogDataSource,)
-"""kproto's Python data sources, by format name: ``kafka-log``."""
+DATA_SOURCES = (KprotoDataSource, KafkaLogDataSource)
+"""kproto's Python data sources, by format name: ``kproto`` and ``kafka-log``."""
 
 
 def register(spark: SparkSession) -> None:

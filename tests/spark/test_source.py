@@ -1,0 +1,143 @@
+"""format("kproto") against minibroker: batch reads by offsets and timestamps, and streaming."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kproto import AdminClient, Producer
+from kproto.admin import NewTopic
+from kproto.spark import register
+from kproto.structs import TopicPartition
+from minibroker import MiniBroker
+
+T0 = 1_700_000_000_000
+PARTITIONS = 3
+
+
+@pytest.fixture(scope="module")
+def broker():
+    with MiniBroker() as broker:
+        with AdminClient(bootstrap_servers=broker.bootstrap_servers) as admin:
+            admin.create_topics([NewTopic("orders", PARTITIONS, 1), NewTopic("stream", PARTITIONS, 1),
+                                 NewTopic("trimmed", PARTITIONS, 1)])
+        yield broker
+
+
+def produce(broker, topic: str, per_partition: int, first: int = 0) -> dict:
+    """``per_partition`` records to each partition; returns {(partition, offset): (key, value, headers, ts)}."""
+    sent = {}
+    with Producer(bootstrap_servers=broker.bootstrap_servers, linger_ms=2, compression_type="zstd") as producer:
+        pending = []
+        for i in range(first, first + per_partition):
+            for p in range(PARTITIONS):
+                key = None if i % 9 == 0 else b"k-%d-%d" % (p, i)
+                value = None if i % 11 == 4 else b"order %d of partition %d" % (i, p)
+                headers = [("trace", b"%d" % i)] if i % 2 else []
+                ts = T0 + 1000 * i
+                pending.append((producer.send(topic, value, key, partition=p, timestamp_ms=ts, headers=headers),
+                                (key, value, headers, ts)))
+        producer.flush()
+        for future, record in pending:
+            meta = future.result()
+            sent[(meta.partition, meta.offset)] = record
+    return sent
+
+
+@pytest.fixture(scope="module")
+def orders(spark, broker):
+    register(spark)
+    return produce(broker, "orders", 60)
+
+
+def read(spark, broker, **options):
+    reader = spark.read.format("kproto").option("kafka.bootstrap.servers", broker.bootstrap_servers)
+    for name, value in options.items():
+        reader = reader.option(name, value if isinstance(value, str) else json.dumps(value))
+    return reader.load()
+
+
+def by_position(df) -> dict:
+    out = {}
+    for r in df.collect():
+        headers = [(h.key, bytes(h.value)) for h in r.headers] if "headers" in r else None
+        out[(r.partition, r.offset)] = (None if r.key is None else bytes(r.key),
+                                        None if r.value is None else bytes(r.value), headers,
+                                        int(r.timestamp.timestamp() * 1000) if r.timestamp else None)
+    return out
+
+
+def test_batch_read_of_a_whole_topic_with_headers(spark, broker, orders):
+    df = read(spark, broker, subscribe="orders", includeHeaders="true")
+    assert df.columns == ["key", "value", "topic", "partition", "offset", "timestamp", "timestampType", "headers"]
+    assert df.rdd.getNumPartitions() == PARTITIONS
+    assert by_position(df) == orders
+    assert {r.topic for r in df.select("topic").distinct().collect()} == {"orders"}
+
+
+def test_batch_read_of_offset_ranges_in_sparks_json(spark, broker, orders):
+    df = read(spark, broker, assign={"orders": [0, 1, 2]},
+              startingOffsets={"orders": {"0": 10, "1": -2, "2": 50}},
+              endingOffsets={"orders": {"0": 20, "1": 5, "2": -1}})
+    got = by_position(df)
+    want = [(0, o) for o in range(10, 20)] + [(1, o) for o in range(0, 5)] + [(2, o) for o in range(50, 60)]
+    assert sorted(got) == want
+    assert all(got[k][:2] == orders[k][:2] and got[k][2] is None for k in got)
+
+
+def test_min_partitions_splits_the_ranges(spark, broker, orders):
+    df = read(spark, broker, subscribePattern="ord.*", minPartitions="9")
+    assert df.rdd.getNumPartitions() == 9 and df.count() == len(orders)
+
+
+def test_starting_timestamp_starts_at_the_first_record_at_or_after_it(spark, broker, orders):
+    df = read(spark, broker, subscribe="orders", startingTimestamp=str(T0 + 1000 * 45))
+    assert sorted(by_position(df)) == [(p, o) for p in range(PARTITIONS) for o in range(45, 60)]
+
+
+def test_fail_on_data_loss(spark, broker):
+    produce(broker, "trimmed", 10)
+    with AdminClient(bootstrap_servers=broker.bootstrap_servers) as admin:
+        admin.delete_records({TopicPartition("trimmed", 0): 4})
+    starting = {"trimmed": {"0": 1}}
+    with pytest.raises(Exception, match="offsets 1-3 of trimmed-0 are gone"):
+        read(spark, broker, assign={"trimmed": [0]}, startingOffsets=starting).collect()
+    df = read(spark, broker, assign={"trimmed": [0]}, startingOffsets=starting, failOnDataLoss="false")
+    assert sorted(r.offset for r in df.collect()) == list(range(4, 10))
+
+
+def test_a_refused_option_fails_the_query_with_sparks_message(spark, broker):
+    with pytest.raises(Exception, match="'kafka.group.id' is not supported"):
+        read(spark, broker, subscribe="orders", **{"kafka.group.id": "g"}).collect()
+
+
+def test_streaming_reads_every_record_once_in_capped_micro_batches(spark, broker, tmp_path):
+    sent = produce(broker, "stream", 40)
+    checkpoint = str(tmp_path / "checkpoint")
+
+    def run(**options):
+        stream = (spark.readStream.format("kproto").option("kafka.bootstrap.servers", broker.bootstrap_servers)
+                  .option("subscribe", "stream").option("includeHeaders", "true"))
+        for key, value in options.items():
+            stream = stream.option(key, value)
+        batches = []
+        query = (stream.load().writeStream.foreachBatch(lambda df, _: batches.append(by_position(df)))
+                 .option("checkpointLocation", checkpoint).trigger(availableNow=True).start())
+        try:
+            query.awaitTermination(120)
+        finally:
+            query.stop()
+        got = {k: v for batch in batches for k, v in batch.items()}
+        assert len(got) == sum(map(len, batches))  # no record twice
+        end = query.lastProgress["sources"][0]["endOffset"]
+        return got, [len(b) for b in batches if b], json.loads(end) if isinstance(end, str) else end
+
+    got, sizes, end = run(startingOffsets="earliest", maxOffsetsPerTrigger="50")
+    assert got == sent
+    assert sizes == [48, 48, 24]  # 50 shared by backlog: 16 per partition, then what is left
+    assert end == {"stream": {"0": 40, "1": 40, "2": 40}}
+    more = produce(broker, "stream", 5, first=40)
+    got, sizes, end = run(maxOffsetsPerTrigger="50")  # the checkpoint knows where the first run ended
+    assert got == more and sizes == [15]
+    assert end == {"stream": {"0": 45, "1": 45, "2": 45}}
