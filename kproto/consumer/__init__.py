@@ -3,13 +3,19 @@
 Layout, bottom up: :mod:`~kproto.consumer.protocol` (the consumer protocol's subscription
 and assignment bodies) and :mod:`~kproto.consumer.assignors` (range, roundrobin,
 cooperative-sticky) and :mod:`~kproto.consumer.subscription` (what is consumed, and
-positions) are sans-I/O; :mod:`~kproto.consumer.fetcher` fetches and decodes;
+positions) and :mod:`~kproto.consumer.membership` (a group member's state machine) are
+sans-I/O; :mod:`~kproto.consumer.fetcher` fetches and decodes,
+:mod:`~kproto.consumer.coordinator` talks to the group coordinator, and
 :mod:`~kproto.consumer.consumer` is the client.
 """
 
 from kproto.consumer.assignors import ASSIGNORS, Assignor, GroupMember, RebalanceProtocol
 from kproto.consumer.consumer import AIOConsumer, Consumer
-from kproto.consumer.errors import NoOffsetForPartitionError, RecordDeserializationError
+from kproto.consumer.errors import (
+    CommitFailedError,
+    NoOffsetForPartitionError,
+    RecordDeserializationError,
+)
 from kproto.consumer.protocol import Assignment, Subscription
 from kproto.consumer.structs import ConsumerRecord, OffsetAndTimestamp
 
@@ -18,6 +24,7 @@ __all__ = [
     "ASSIGNORS",
     "Assignment",
     "Assignor",
+    "CommitFailedError",
     "Consumer",
     "ConsumerRecord",
     "GroupMember",

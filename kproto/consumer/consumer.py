@@ -12,6 +12,16 @@ poll with a short timeout never abandons one half way. Calls that move positions
 (:meth:`~AIOConsumer.seek`, :meth:`~AIOConsumer.seek_to_beginning`...) are lazy as in
 Java: they take effect by the next poll.
 
+Groups. With ``group.id``, :meth:`~AIOConsumer.subscribe` joins the group (Java's
+classic protocol; :mod:`~kproto.consumer.membership`, :mod:`~kproto.consumer.coordinator`).
+Heartbeats run in the background; joining, rebalance callbacks and auto-commits happen in
+poll, in the caller's context, as in Java. Eager assignors (range, roundrobin, or any mix
+with them) revoke every partition before a rebalance; with cooperative-sticky alone only
+the partitions that move are revoked, and the others keep being fetched and returned
+while the group rebalances (KIP-429). Before each rebalance and on close, auto-commit
+commits what was consumed. :class:`Consumer` runs callbacks in the thread that called
+poll (or close), so they may call the consumer's blocking methods, ``commit`` included.
+
 Iteration (``for record in consumer`` / ``async for``) polls batches and yields their
 records one by one. A record counts as consumed once yielded: a commit inside the loop
 commits up to it, and after leaving the loop early, the next poll starts each partition
@@ -25,16 +35,29 @@ import concurrent.futures
 import functools
 import inspect
 import logging
+import queue
+import re
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from kproto._loop import LoopThread
 from kproto.config import ClientConfig
+from kproto.consumer.assignors import ASSIGNORS, Assignor, RebalanceProtocol
+from kproto.consumer.coordinator import GroupCoordinator
+from kproto.consumer.errors import NoOffsetForPartitionError
 from kproto.consumer.fetcher import Fetcher
+from kproto.consumer.membership import Membership, MemberState
+from kproto.consumer.protocol import Assignment
 from kproto.consumer.structs import ConsumerRecord, OffsetAndTimestamp
 from kproto.consumer.subscription import SubscriptionState, SubscriptionType
-from kproto.errors import ClientClosedError, KafkaError, KafkaTimeoutError
+from kproto.errors import (
+    ClientClosedError,
+    ConfigError,
+    InvalidGroupIdError,
+    KafkaError,
+    KafkaTimeoutError,
+)
 from kproto.io import Cluster
 from kproto.structs import OffsetAndMetadata, TopicPartition
 
@@ -44,6 +67,29 @@ log = logging.getLogger("kproto.consumer")
 
 _EARLIEST, _LATEST = -2, -1  # ListOffsets' special timestamps
 _SLICE = 0.2  # seconds: how often a blocked sync call lets Ctrl-C in
+
+#: ``on_assign(consumer, partitions)``, ``on_revoke``, ``on_lost``: plain or async functions.
+RebalanceCallback = Callable[[Any, list[TopicPartition]], Any]
+#: ``callback(offsets, error)`` of :meth:`AIOConsumer.commit_async` (error None on success).
+CommitCallback = Callable[[dict[TopicPartition, OffsetAndMetadata], BaseException | None], Any]
+
+
+def _assignors(names: Iterable[Any]) -> list[Assignor]:
+    """``partition.assignment.strategy``: names, or :class:`Assignor` instances as they are."""
+    return [ASSIGNORS[n]() if isinstance(n, str) else n for n in names]
+
+
+def _offsets(offsets: Mapping[TopicPartition, int | OffsetAndMetadata]) -> dict[TopicPartition, OffsetAndMetadata]:
+    return {TopicPartition(*tp): o if isinstance(o, OffsetAndMetadata) else OffsetAndMetadata(o)
+            for tp, o in offsets.items()}
+
+
+async def _call_here(callback: Callable[..., Any], *args: Any) -> Any:
+    """Run a user callback on the loop (awaiting it if it is a coroutine function)."""
+    result = callback(*args)
+    if inspect.isawaitable(result):
+        result = await result
+    return result
 
 
 class AIOConsumer:
@@ -71,6 +117,27 @@ class AIOConsumer:
         self._positions: asyncio.Task | None = None
         self._iteration: _Iteration | None = None
         self._closed = False
+        # Groups: the coordinator (with group.id), the running join, callbacks, auto-commit.
+        group_id = c["group.id"]
+        if not group_id and c["enable.auto.commit"] and "enable.auto.commit" in c.explicit:
+            raise ConfigError("enable.auto.commit=true needs a group.id (commits belong to a group)")
+        self._auto_commit = bool(group_id) and c["enable.auto.commit"]
+        self._auto_commit_interval = c["auto.commit.interval.ms"] / 1000
+        self._next_auto_commit = 0.0
+        self._membership = Membership(
+            group_id, _assignors(c["partition.assignment.strategy"]), session_timeout_ms=c["session.timeout.ms"],
+            rebalance_timeout_ms=c["max.poll.interval.ms"], group_instance_id=c["group.instance.id"],
+            rack_id=c["client.rack"]) if group_id else None
+        self._group: GroupCoordinator | None = None
+        self._join: asyncio.Task | None = None
+        self._callbacks: dict[str, RebalanceCallback | None] = {"assign": None, "revoke": None, "lost": None}
+        self._snapshot: dict[str, int | None] | None = None  # partition counts the last assignment was made for
+        self._matched = False  # a pattern subscription has seen the cluster's topics
+        self._commits: set[asyncio.Task] = set()
+        self._commit_results: list[tuple[CommitCallback, dict, BaseException | None]] = []
+        self._last_poll = time.monotonic()
+        self._face: Any = self  # what callbacks get as their consumer (Consumer sets itself)
+        self._invoke: Callable[..., Any] = _call_here  # how callbacks run (Consumer: in its caller's thread)
 
     async def __aenter__(self) -> AIOConsumer:
         return self
@@ -93,7 +160,12 @@ class AIOConsumer:
             self._fetcher = Fetcher(self._cluster, self.config, self._subscriptions,
                                     on_data=self._event.set, on_stale_metadata=self._metadata_wanted.set)
             self._fetcher.start()
-            self._tasks.append(asyncio.get_running_loop().create_task(self._metadata_loop(), name="kproto-metadata"))
+            loop = asyncio.get_running_loop()
+            self._tasks.append(loop.create_task(self._metadata_loop(), name="kproto-metadata"))
+            if self._membership is not None:
+                self._group = GroupCoordinator(self.config, self._membership, self._cluster, self._event.set)
+                self._tasks.append(loop.create_task(self._group.heartbeat_loop(lambda: self._last_poll),
+                                                    name="kproto-heartbeat"))
         return self._fetcher
 
     def _deadline(self, timeout: float | None) -> float:
@@ -111,13 +183,33 @@ class AIOConsumer:
                 pass
             wanted.clear()
             try:
-                await self._cluster.refresh()
+                await self._cluster.refresh(all_topics=self._subscriptions.type is SubscriptionType.AUTO_PATTERN)
             except (KafkaError, OSError) as exc:
                 log.debug("metadata refresh failed: %s", exc)
                 await asyncio.sleep(backoff)
                 wanted.set()
                 continue
+            self._on_metadata()
             self._fetcher.wakeup()
+
+    def _on_metadata(self) -> None:
+        """After a refresh: a pattern's matches and partition counts may ask for a rebalance."""
+        subscriptions, membership = self._subscriptions, self._membership
+        if subscriptions.type is SubscriptionType.AUTO_PATTERN:
+            if subscriptions.match((n, t.is_internal) for n, t in self._cluster.topics.items()) and self._matched:
+                membership.request_rejoin("the subscription pattern matches other topics now")
+            self._matched = True
+            self._cluster.want(subscriptions.topics)
+            self._event.set()
+        if self._snapshot is not None and membership.state is MemberState.STABLE:
+            if self._metadata_snapshot() != self._snapshot:
+                membership.request_rejoin("partition counts of subscribed topics changed")
+                self._event.set()
+
+    def _metadata_snapshot(self) -> dict[str, int | None]:
+        """Partition counts of the topics a rebalance depends on (the leader watches every member's)."""
+        topics = self._membership.group_topics if self._membership.is_leader else self._subscriptions.topics
+        return {t: self._cluster.partitions_for(t) for t in topics}
 
     def _step_positions(self) -> None:
         """Start looking up missing positions; raise what the last lookup could not resolve."""
@@ -134,8 +226,25 @@ class AIOConsumer:
 
     async def _update_positions(self) -> None:
         deadline = self._deadline(None)
-        for tp in self._subscriptions.missing_positions():
-            self._subscriptions.request_reset(tp)
+        subscriptions = self._subscriptions
+        missing = subscriptions.missing_positions()
+        if missing and self._group is not None:
+            versions = {tp: subscriptions.state(tp).version for tp in missing}
+            committed = await self._group.committed(missing, deadline)
+            missing = []
+            for tp, offset in committed.items():
+                state = subscriptions.get(tp)
+                if state is None or state.version != versions[tp] or state.position is not None:
+                    continue  # moved while we asked
+                if offset is not None:
+                    subscriptions.seek(tp, offset.offset, offset.leader_epoch)
+                else:
+                    missing.append(tp)
+        if missing and subscriptions.default_reset == "none":
+            raise NoOffsetForPartitionError(missing)
+        for tp in missing:
+            subscriptions.request_reset(tp)
+        self._fetcher.wakeup()
         await self._fetcher.reset_positions(deadline)
 
     async def _wait(self, deadline: float | None) -> bool:
@@ -155,8 +264,52 @@ class AIOConsumer:
 
     # -- subscription and assignment -------------------------------------------------------
 
+    def subscribe(self, topics: Iterable[str] | str | re.Pattern[str], *, on_assign: RebalanceCallback | None = None,
+                  on_revoke: RebalanceCallback | None = None, on_lost: RebalanceCallback | None = None) -> None:
+        """Consume ``topics`` (or every topic a compiled pattern matches whole) as a
+        member of ``group.id``; replaces an earlier subscription. Takes effect by the next poll.
+
+        Callbacks get ``(consumer, partitions)`` and run inside poll (or close): on_revoke
+        before partitions go (commit there to hand over cleanly), on_assign once new ones
+        arrive (seek there to choose where they start), on_lost when they were taken away
+        already (the member fell out of the group: committing is no longer possible;
+        defaults to on_revoke). Patterns see topics created later once metadata is
+        refreshed (``metadata.max.age.ms``).
+
+        Raises:
+            InvalidGroupIdError: there is no ``group.id``.
+            RuntimeError: the consumer assigned partitions itself (unsubscribe first).
+        """
+        self._started()
+        if self._membership is None:
+            raise InvalidGroupIdError("subscribe() needs a group.id; use assign() to consume without a group")
+        before = (self._subscriptions.pattern, self._subscriptions.topics)
+        if isinstance(topics, re.Pattern):
+            self._subscriptions.subscribe_pattern(topics)
+            self._matched = False
+            self._metadata_wanted.set()
+        else:
+            topics = [topics] if isinstance(topics, str) else list(topics)
+            self._subscriptions.subscribe(topics)
+            self._cluster.want(topics)
+        self._callbacks = {"assign": on_assign, "revoke": on_revoke, "lost": on_lost}
+        if (self._subscriptions.pattern, self._subscriptions.topics) != before:
+            self._membership.request_rejoin("the subscription changed")
+        self._event.set()
+
+    async def unsubscribe(self) -> None:
+        """Stop consuming: revoke (callbacks run) and leave the group, or drop a manual
+        assignment; positions are forgotten."""
+        fetcher = self._started()
+        if self._subscriptions.auto_assigned:
+            await self._stop_joining()
+            await self._drop(self._subscriptions.assigned(), lost=self._membership.lost)
+            await self._group.leave("the consumer unsubscribed")
+        fetcher.forget(self._subscriptions.assigned())
+        self._subscriptions.unsubscribe()
+
     def assign(self, partitions: Iterable[TopicPartition]) -> None:
-        """Consume exactly ``partitions``, without a group; replaces an earlier ``assign``.
+        """Consume exactly ``partitions``, without group membership; replaces an earlier ``assign``.
 
         Positions of partitions kept stay; new ones start at their committed offset (with
         ``group.id``) or per ``auto.offset.reset``.
@@ -166,21 +319,117 @@ class AIOConsumer:
         """
         fetcher = self._started()
         partitions = [TopicPartition(*tp) for tp in partitions]
+        if self._auto_commit and self._subscriptions.type is SubscriptionType.USER_ASSIGNED:
+            self._commit_in_background(self._consumed(), None)  # Java commits before reassigning
         before = set(self._subscriptions.assigned())
         self._subscriptions.assign(partitions)
         fetcher.forget(before - set(partitions))
         self._cluster.want({tp.topic for tp in partitions})
         self._metadata_wanted.set()
 
-    def unsubscribe(self) -> None:
-        """Drop the manual assignment and every position."""
-        fetcher = self._started()
-        fetcher.forget(self._subscriptions.assigned())
-        self._subscriptions.unsubscribe()
-
     def assignment(self) -> set[TopicPartition]:
         """The partitions assigned to this consumer now."""
         return set(self._subscriptions.assigned())
+
+    def subscription(self) -> set[str]:
+        """The topics subscribed to (for a pattern, those it matches now)."""
+        return set(self._subscriptions.topics)
+
+    # -- rebalancing (in poll) -----------------------------------------------------------
+
+    async def _step_group(self) -> None:
+        """Apply a finished join, hand over lost partitions, and start a join when one is due."""
+        group, membership = self._group, self._membership
+        if group is None or not self._subscriptions.auto_assigned:
+            return
+        if group.failure is not None:
+            raise group.failure
+        join = self._join
+        if join is not None and join.done():
+            self._join = None
+            await self._assigned(join.result())  # a join fails only for good: poll raises it
+        if membership.lost and self._join is None:
+            await self._drop(self._subscriptions.assigned(), lost=True)
+        if self._join is None and membership.rejoin_reason is not None:
+            pattern = self._subscriptions.type is SubscriptionType.AUTO_PATTERN
+            if pattern and not self._matched:
+                self._metadata_wanted.set()  # a pattern joins once it knows what it matches
+                return
+            owned = self._subscriptions.assigned()
+            if membership.protocol is RebalanceProtocol.EAGER:
+                await self._drop(owned, lost=False)
+            else:  # cooperative: commit all (Java's onJoinPrepare), give up what is no longer subscribed
+                await self._commit_before_rebalance()
+                await self._drop([tp for tp in owned if tp.topic not in self._subscriptions.topics], lost=False)
+            self._join = asyncio.get_running_loop().create_task(
+                group.join(self._subscriptions.topics, self._subscriptions.assigned()), name="kproto-join")
+            self._join.add_done_callback(lambda _: self._event.set())
+
+    async def _assigned(self, assignment: Assignment) -> None:
+        """This member's new assignment arrived: keep, revoke and add partitions, then on_assign."""
+        subscriptions, membership = self._subscriptions, self._membership
+        new = list(assignment.partitions)
+        owned = subscriptions.assigned()
+        revoked = [tp for tp in owned if tp not in set(new)]
+        if revoked:  # cooperative (eager members own nothing here): hand these over, then rejoin
+            await self._drop(revoked, lost=False)
+            membership.request_rejoin("partitions were revoked; the group rebalances again to assign them")
+        added = [tp for tp in new if tp not in set(owned)]
+        subscriptions.set_assignment(new)
+        watched = membership.group_topics | subscriptions.topics
+        self._cluster.want(watched)
+        try:  # the snapshot must hold counts as they are now, not "not fetched yet"
+            await self._cluster.refresh(watched)
+        except KafkaError as exc:
+            log.debug("metadata refresh after a rebalance failed: %s", exc)
+        self._snapshot = self._metadata_snapshot()
+        if any(tp.topic not in subscriptions.topics for tp in new):
+            membership.request_rejoin("the assignment holds topics no longer subscribed")
+        self._fetcher.wakeup()
+        log.info("group %r generation %d: assigned %s", membership.group_id, membership.generation_id, added)
+        if self._callbacks["assign"] is not None:
+            await self._invoke(self._callbacks["assign"], self._face, sorted(added))
+
+    async def _drop(self, partitions: list[TopicPartition], *, lost: bool) -> None:
+        """Give up ``partitions``: auto-commit them (unless lost), run on_revoke (or on_lost).
+
+        Committing revoked partitions here, not only before the rebalance, matters to
+        cooperative members: they keep consuming while the group rebalances.
+        """
+        if lost:
+            self._membership.lost = False
+        if not partitions:
+            return
+        if not lost and self._auto_commit and self._membership.generation_id >= 0:
+            consumed = self._consumed()
+            await self._commit_logged({tp: consumed[tp] for tp in partitions if tp in consumed})
+        callback = (self._callbacks["lost"] or self._callbacks["revoke"]) if lost else self._callbacks["revoke"]
+        try:
+            if callback is not None:
+                await self._invoke(callback, self._face, sorted(partitions))
+        finally:
+            gone = set(partitions)
+            self._subscriptions.set_assignment(tp for tp in self._subscriptions.assigned() if tp not in gone)
+            self._fetcher.forget(partitions)
+
+    async def _commit_before_rebalance(self) -> None:
+        """Auto-commit what was consumed while the generation still counts (Java's onJoinPrepare)."""
+        if self._auto_commit and self._membership.generation_id >= 0:
+            await self._commit_logged(self._consumed())
+
+    async def _commit_logged(self, offsets: dict[TopicPartition, OffsetAndMetadata]) -> None:
+        if not offsets:
+            return
+        try:
+            await self._group.commit(offsets, self._deadline(None), as_member=self._subscriptions.auto_assigned)
+        except KafkaError as exc:
+            log.warning("group %r: auto-commit failed: %s", self._membership.group_id, exc)
+
+    async def _stop_joining(self) -> None:
+        join, self._join = self._join, None
+        if join is not None:
+            join.cancel()
+            await asyncio.gather(join, return_exceptions=True)
 
     # -- consuming --------------------------------------------------------------------------
 
@@ -212,8 +461,12 @@ class AIOConsumer:
             raise RuntimeError("subscribe() or assign() before poll()")
         limit = self._max_poll_records if max_records is None else max_records
         deadline = None if timeout is None else time.monotonic() + timeout
+        self._last_poll = time.monotonic()
+        await self._run_commit_callbacks()
+        self._maybe_auto_commit()
         while True:
             self._event.clear()
+            await self._step_group()
             self._step_positions()
             records = fetcher.drain(limit)
             if records or not await self._wait(deadline):
@@ -248,6 +501,101 @@ class AIOConsumer:
             if self._subscriptions.get(tp) is not None:
                 self.seek(tp, OffsetAndMetadata(record.offset, "", record.leader_epoch))
         self._iteration = None
+
+    # -- commits ------------------------------------------------------------------------------
+
+    def _require_group(self) -> GroupCoordinator:
+        self._started()
+        if self._group is None:
+            raise InvalidGroupIdError("committed offsets belong to a group: set group.id")
+        return self._group
+
+    def _consumed(self) -> dict[TopicPartition, OffsetAndMetadata]:
+        """Positions to commit: past every record handed out (by iteration: yielded)."""
+        consumed = self._subscriptions.all_consumed()
+        for tp, record in self._unconsumed().items():
+            if tp in consumed:
+                consumed[tp] = OffsetAndMetadata(record.offset, "", record.leader_epoch)
+        return consumed
+
+    async def commit(self, offsets: Mapping[TopicPartition, int | OffsetAndMetadata] | None = None,
+                     timeout: float | None = None) -> None:
+        """Commit ``offsets`` (default: the position of every assigned partition, i.e. past
+        every record polled) and wait for the coordinator's answer.
+
+        An offset is the next one to consume; give an :class:`~kproto.structs.OffsetAndMetadata`
+        to store metadata with it.
+
+        Raises:
+            InvalidGroupIdError: there is no ``group.id``.
+            CommitFailedError: the group rebalanced without this member.
+            RebalanceInProgressError: the group is rebalancing: poll, then commit again.
+            KafkaTimeoutError: no success within ``timeout`` seconds (None:
+                ``default.api.timeout.ms``), retrying what can be retried.
+        """
+        group = self._require_group()
+        await self._run_commit_callbacks()
+        offsets = self._consumed() if offsets is None else _offsets(offsets)
+        if offsets:
+            await group.commit(offsets, self._deadline(timeout), as_member=self._subscriptions.auto_assigned)
+
+    def commit_async(self, offsets: Mapping[TopicPartition, int | OffsetAndMetadata] | None = None,
+                     callback: CommitCallback | None = None) -> None:
+        """Commit in the background; ``callback(offsets, error)`` runs in a later
+        :meth:`poll`, :meth:`commit` or :meth:`close` (error None on success).
+
+        Raises:
+            InvalidGroupIdError: there is no ``group.id``.
+        """
+        self._require_group()
+        self._commit_in_background(self._consumed() if offsets is None else _offsets(offsets), callback)
+
+    def _commit_in_background(self, offsets: dict[TopicPartition, OffsetAndMetadata],
+                              callback: CommitCallback | None) -> None:
+        if not offsets and callback is None:
+            return
+
+        async def commit() -> None:
+            error = None
+            try:
+                if offsets:
+                    await self._group.commit(offsets, self._deadline(None), as_member=self._subscriptions.auto_assigned)
+            except KafkaError as exc:
+                error = exc
+            if callback is not None:
+                self._commit_results.append((callback, offsets, error))
+                self._event.set()
+            elif error is not None:
+                log.warning("group %r: commit failed: %s", self._membership.group_id, error)
+
+        task = asyncio.get_running_loop().create_task(commit())
+        self._commits.add(task)
+        task.add_done_callback(self._commits.discard)
+
+    async def _run_commit_callbacks(self) -> None:
+        while self._commit_results:
+            callback, offsets, error = self._commit_results.pop(0)
+            await self._invoke(callback, offsets, error)
+
+    def _maybe_auto_commit(self) -> None:
+        """Every ``auto.commit.interval.ms``, commit in the background what earlier polls returned."""
+        if not self._auto_commit or time.monotonic() < self._next_auto_commit:
+            return
+        if self._subscriptions.auto_assigned and self._membership.state is not MemberState.STABLE:
+            return  # rebalancing: the commit before the rebalance covers it
+        self._next_auto_commit = time.monotonic() + self._auto_commit_interval
+        self._commit_in_background(self._consumed(), None)
+
+    async def committed(self, partitions: Iterable[TopicPartition], timeout: float | None = None
+                        ) -> dict[TopicPartition, OffsetAndMetadata | None]:
+        """The group's committed offsets of ``partitions`` (None where there is none).
+
+        Raises:
+            InvalidGroupIdError: there is no ``group.id``.
+            KafkaTimeoutError: no answer within ``timeout`` seconds (None: ``default.api.timeout.ms``).
+        """
+        group = self._require_group()
+        return await group.committed([TopicPartition(*tp) for tp in partitions], self._deadline(timeout))
 
     # -- positions --------------------------------------------------------------------------
 
@@ -356,19 +704,45 @@ class AIOConsumer:
     # -- closing ----------------------------------------------------------------------------
 
     async def close(self) -> None:
-        """Stop fetching and close every connection. Idempotent."""
+        """Leave the group and close every connection. Idempotent.
+
+        With a group: auto-commit commits what was consumed, on_revoke (or on_lost) runs
+        for the partitions held, and a dynamic member sends LeaveGroup (a static one
+        does not: its session timeout ends its membership, so that a restart within it
+        keeps its partitions without a rebalance).
+
+        Raises:
+            Exception: what a rebalance callback raised (the consumer closes all the same).
+        """
         if self._closed:
             return
-        self._closed = True
-        if self._event is not None:
-            self._event.set()  # a poll waiting now raises ClientClosedError
-        tasks = [t for t in (*self._tasks, self._positions) if t is not None]
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        if self._fetcher is not None:
-            await self._fetcher.close()
-        await self._cluster.close()
+        try:
+            if self._group is not None:
+                await self._close_group()
+        finally:
+            self._closed = True
+            if self._event is not None:
+                self._event.set()  # a poll waiting now raises ClientClosedError
+            await self._stop_joining()
+            tasks = [t for t in (*self._tasks, self._positions, *self._commits) if t is not None]
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            if self._fetcher is not None:
+                await self._fetcher.close()
+            if self._group is not None:
+                await self._group.close()
+            await self._cluster.close()
+
+    async def _close_group(self) -> None:
+        await asyncio.gather(*self._commits, return_exceptions=True)
+        await self._run_commit_callbacks()
+        if self._subscriptions.auto_assigned:
+            await self._stop_joining()
+            await self._drop(self._subscriptions.assigned(), lost=self._membership.lost)
+            await self._group.leave("the consumer is closing")
+        elif self._auto_commit:
+            await self._commit_logged(self._consumed())
 
 
 class _Iteration:
@@ -416,6 +790,9 @@ class Consumer:
     def __init__(self, config: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
         self._core = AIOConsumer(config, **kwargs)  # validates the config before a thread starts
         self.config = self._core.config
+        self._callers: list[queue.SimpleQueue] = []  # one per blocked call, innermost last
+        self._core._face = self
+        self._core._invoke = self._invoke_in_caller
         self._loop = LoopThread("kproto-consumer")
 
     def __enter__(self) -> Consumer:
@@ -437,7 +814,8 @@ class Consumer:
                 yield record
 
     def _run(self, coro: Any) -> Any:
-        """Run ``coro`` on the loop and wait for it, letting Ctrl-C in every 200 ms."""
+        """Run ``coro`` on the loop and wait for it, running the callbacks it hands to this
+        thread meanwhile, and letting Ctrl-C in every 200 ms."""
         loop = self._loop.loop
         if loop.is_closed():
             coro.close()
@@ -449,17 +827,40 @@ class Consumer:
         if running is loop:
             coro.close()
             raise RuntimeError("a blocking consumer call was made from the consumer's own loop")
-        future = asyncio.run_coroutine_threadsafe(coro, loop)
-        while True:
+        calls: queue.SimpleQueue = queue.SimpleQueue()
+        self._callers.append(calls)
+        try:
+            future = asyncio.run_coroutine_threadsafe(coro, loop)
+            future.add_done_callback(lambda _: calls.put(None))
+            while True:
+                try:
+                    call = calls.get(timeout=_SLICE)
+                except queue.Empty:
+                    continue
+                except KeyboardInterrupt:
+                    future.cancel()
+                    raise
+                if call is None:
+                    break
+                callback, args, reply = call
+                try:
+                    reply.set_result(callback(*args))
+                except BaseException as exc:  # handed back to the loop, which raises it
+                    reply.set_exception(exc)
             try:
-                return future.result(_SLICE)
-            except concurrent.futures.TimeoutError:
-                continue
+                return future.result()
             except concurrent.futures.CancelledError:
                 raise ClientClosedError("the consumer was closed during the call") from None
-            except KeyboardInterrupt:
-                future.cancel()
-                raise
+        finally:
+            self._callers.pop()
+
+    async def _invoke_in_caller(self, callback: Callable[..., Any], *args: Any) -> Any:
+        """Run a user callback in the thread blocked in :meth:`_run` (the one that polls)."""
+        if not self._callers:
+            return await _call_here(callback, *args)
+        reply: concurrent.futures.Future = concurrent.futures.Future()
+        self._callers[-1].put((callback, args, reply))
+        return await asyncio.wrap_future(reply)
 
     def close(self) -> None:
         """Close the consumer and stop its background loop. Idempotent."""
@@ -467,9 +868,14 @@ class Consumer:
             self._run(self._core.close())
             self._loop.stop()
 
-    assign = _on_loop(AIOConsumer.assign)
+    subscribe = _on_loop(AIOConsumer.subscribe)
     unsubscribe = _on_loop(AIOConsumer.unsubscribe)
+    assign = _on_loop(AIOConsumer.assign)
     assignment = _on_loop(AIOConsumer.assignment)
+    subscription = _on_loop(AIOConsumer.subscription)
+    commit = _on_loop(AIOConsumer.commit)
+    commit_async = _on_loop(AIOConsumer.commit_async)
+    committed = _on_loop(AIOConsumer.committed)
     poll = _on_loop(AIOConsumer.poll)
     position = _on_loop(AIOConsumer.position)
     seek = _on_loop(AIOConsumer.seek)

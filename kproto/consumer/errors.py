@@ -1,9 +1,9 @@
 """Errors only the consumer raises, with no Kafka error code of their own.
 
-Both are :class:`~kproto.errors.KafkaError` subclasses; the others the consumer raises
+All are :class:`~kproto.errors.KafkaError` subclasses; the others the consumer raises
 come from :mod:`kproto.errors` (``OffsetOutOfRangeError`` carries ``.partitions`` when
-``auto.offset.reset`` is ``none``; ``IllegalGenerationError`` and
-``UnknownMemberIdError`` from a commit mean the group moved on without this member).
+``auto.offset.reset`` is ``none``; ``RebalanceInProgressError`` from a commit means:
+poll, which rejoins, then commit again).
 """
 
 from __future__ import annotations
@@ -13,7 +13,17 @@ from collections.abc import Mapping
 from kproto.errors import KafkaError
 from kproto.structs import TopicPartition
 
-__all__ = ["NoOffsetForPartitionError", "RecordDeserializationError"]
+__all__ = ["CommitFailedError", "NoOffsetForPartitionError", "RecordDeserializationError"]
+
+
+class CommitFailedError(KafkaError):
+    """A commit cannot succeed: the group went on without this member.
+
+    Its generation is over (the coordinator answered ILLEGAL_GENERATION or
+    UNKNOWN_MEMBER_ID, chained as the cause, or the member already knew it was out),
+    so its partitions may be consumed by others now; the next poll rejoins. Java's
+    ``CommitFailedException``.
+    """
 
 
 class NoOffsetForPartitionError(KafkaError):
