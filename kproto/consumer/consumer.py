@@ -172,7 +172,8 @@ class AIOConsumer:
         return time.monotonic() + (self._api_timeout if timeout is None else timeout)
 
     async def _metadata_loop(self) -> None:
-        """Refresh metadata every ``metadata.max.age.ms``, or at once when something is stale."""
+        """Refresh metadata every ``metadata.max.age.ms``, or soon when something is stale
+        (but not twice within ``retry.backoff.ms``: a topic without a leader asks each time)."""
         wanted = self._metadata_wanted
         max_age = self.config["metadata.max.age.ms"] / 1000
         backoff = self.config["retry.backoff.ms"] / 1000
@@ -186,11 +187,11 @@ class AIOConsumer:
                 await self._cluster.refresh(all_topics=self._subscriptions.type is SubscriptionType.AUTO_PATTERN)
             except (KafkaError, OSError) as exc:
                 log.debug("metadata refresh failed: %s", exc)
-                await asyncio.sleep(backoff)
                 wanted.set()
-                continue
-            self._on_metadata()
-            self._fetcher.wakeup()
+            else:
+                self._on_metadata()
+                self._fetcher.wakeup()
+            await asyncio.sleep(backoff)
 
     def _on_metadata(self) -> None:
         """After a refresh: a pattern's matches and partition counts may ask for a rebalance."""
