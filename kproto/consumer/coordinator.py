@@ -186,8 +186,9 @@ class GroupCoordinator:
                 self._wakeup()
                 continue
             try:
+                generation = membership.generation_id
                 response = await self._send(ApiKey.HEARTBEAT, membership.heartbeat_request())
-                membership.on_heartbeat(response.error_code)
+                membership.on_heartbeat(response.error_code, generation)
             except ClientClosedError:
                 return
             except KafkaError as exc:
@@ -232,11 +233,15 @@ class GroupCoordinator:
             KafkaCodeError: another error.
         """
         membership = self.membership
-        if as_member and membership.generation_id < 0:
-            raise CommitFailedError(f"group {membership.group_id!r}: this consumer is not in an active generation of "
-                                    "the group (it is rejoining); its partitions may have moved")
 
         async def attempt() -> None:
+            # As Java: a member commits only while STABLE. While it rejoins, its JoinGroup
+            # holds the coordinator connection and the generation is about to change.
+            if as_member and membership.state is not MemberState.STABLE:
+                if membership.generation_id < 0:
+                    raise CommitFailedError(f"group {membership.group_id!r}: this consumer is not in an active "
+                                            "generation of the group; its partitions may have moved")
+                raise RebalanceInProgressError(f"group {membership.group_id!r} is rebalancing: poll, then commit again")
             generation, member_id = (membership.generation_id, membership.member_id) if as_member else (-1, "")
             instance = membership.group_instance_id if as_member else None
             request = OffsetCommitRequest(
@@ -256,8 +261,9 @@ class GroupCoordinator:
             code = codes[0]
             error = for_code(code)(f"committing offsets of group {membership.group_id!r}")
             if code in (IllegalGenerationError.code, UnknownMemberIdError.code):
-                membership.reset(lost=True, keep_member_id=code == IllegalGenerationError.code)
-                self._wakeup()
+                if as_member and membership.is_current(generation):
+                    membership.reset(lost=True, keep_member_id=code == IllegalGenerationError.code)
+                    self._wakeup()
                 raise CommitFailedError(f"group {membership.group_id!r} rebalanced without this member "
                                         "(its partitions may have moved)") from error
             if code == RebalanceInProgressError.code:

@@ -251,14 +251,19 @@ class Membership:
         return HeartbeatRequest(group_id=self.group_id, generation_id=self.generation_id, member_id=self.member_id,
                                 group_instance_id=self.group_instance_id)
 
-    def on_heartbeat(self, error_code: int) -> None:
-        """Apply a Heartbeat answer.
+    def is_current(self, generation_id: int) -> bool:
+        """Whether an answer to a request sent in ``generation_id`` still speaks of this
+        member: it is STABLE in that generation (a rebalance may have started since)."""
+        return self.state is MemberState.STABLE and self.generation_id == generation_id
+
+    def on_heartbeat(self, error_code: int, generation_id: int) -> None:
+        """Apply the answer to a Heartbeat sent in ``generation_id`` (a stale one is ignored).
 
         Raises:
             FencedInstanceIdError: another member took this ``group.instance.id`` (fatal).
             KafkaCodeError: a coordinator error (find it again) or another error.
         """
-        if error_code == 0:
+        if error_code == 0 or not self.is_current(generation_id):
             return
         if error_code == RebalanceInProgressError.code:
             self.request_rejoin("the group is rebalancing")

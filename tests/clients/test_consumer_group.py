@@ -210,12 +210,10 @@ def test_a_member_that_stops_polling_leaves_and_finds_its_partitions_lost(broker
     while time.monotonic() < deadline:
         fast.poll(0.1)
     assert len(fast.assignment()) == 2  # the group moved on
+    with pytest.raises(CommitFailedError):  # before the next poll rejoins, a commit cannot succeed
+        slow.commit({tp: 0 for tp in held})
     poll_until([slow, fast], lambda: balanced([slow, fast], 2))
     assert ("slow", "lost", held) in log.events and ("slow", "revoke", held) not in log.events
-    with pytest.raises(CommitFailedError):  # a commit for a generation long gone
-        log.events.clear()
-        slow._core._membership.generation_id = 1
-        slow.commit({TopicPartition("slow", 0): 0})
     slow.close()
     fast.close()
 
@@ -320,7 +318,8 @@ def test_a_pattern_picks_up_a_topic_created_later(broker, producer):
     poll_until([c], lambda: len(c.assignment()) == 3)
     assert c.subscription() == {"pat-one", "pat-two"}
     fill(producer, "pat-two", 2, 2)
-    got = poll_until([c], lambda: len(got[c]) == 4 if c in got else False, got=(got := {}))
+    got: dict = {}
+    poll_until([c], lambda: len(got.get(c, [])) == 4, got=got)
     c.close()
 
 

@@ -90,17 +90,19 @@ def test_cooperative_members_send_owned_partitions_and_their_generation():
 def test_heartbeat_answers_and_leaving():
     m = membership()
     m.member_id, m.generation_id, m.rejoin_reason, m.state = "me", 3, None, MemberState.STABLE
-    m.on_heartbeat(0)
-    m.on_heartbeat(27)
+    m.on_heartbeat(0, 3)
+    m.on_heartbeat(27, 3)
     assert m.rejoin_reason == "the group is rebalancing" and m.state is MemberState.STABLE
-    m.on_heartbeat(22)  # ILLEGAL_GENERATION: partitions lost, member id kept
+    m.on_heartbeat(22, 2)  # an answer about an older generation: ignored
+    assert not m.lost
+    m.on_heartbeat(22, 3)  # ILLEGAL_GENERATION: partitions lost, member id kept
     assert m.lost and m.member_id == "me" and m.state is MemberState.UNJOINED
     assert m.leave_request(5, "bye").members[0].member_id == "me"
     assert m.leave_request(2, "bye").member_id == "me"
     static = membership(group_instance_id="i-1")
-    static.member_id = "s"
+    static.member_id, static.generation_id, static.state = "s", 1, MemberState.STABLE
     assert static.leave_request(5, "bye") is None and static.min_version(11) == 5
     with pytest.raises(FencedInstanceIdError):
-        static.on_heartbeat(82)
+        static.on_heartbeat(82, 1)
     with pytest.raises(IllegalTransitionError):
         m._move(MemberState.STABLE)

@@ -60,12 +60,14 @@ def test_assigned_partitions_read_byte_equal_and_seek(tansu_broker):
     tp0 = TopicPartition("t-assign", 0)
     with Consumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest", fetch_max_wait_ms=100) as c:
         c.assign([tp0, TopicPartition("t-assign", 1)])
-        got = poll_until([c], lambda: sum(len(v) for v in got.values()) >= 60, got := {})[c]
+        seen: dict = {}
+        got = poll_until([c], lambda: len(seen.get(c, [])) >= 60, seen)[c]
         assert {(r.partition, r.offset): (r.key, r.value, list(r.headers), r.timestamp) for r in got} == written
         assert c.beginning_offsets([tp0]) == {tp0: 0}
         assert c.end_offsets([tp0])[tp0] >= 1  # Tansu: the last batch's base offset + 1
         c.seek(tp0, 25)
-        again = poll_until([c], lambda: len(again.get(c, [])) >= 5, again := {})[c]
+        seen = {}
+        again = poll_until([c], lambda: len(seen.get(c, [])) >= 5, seen)[c]
         assert [r.offset for r in again] == [25, 26, 27, 28, 29]
 
 
@@ -107,6 +109,8 @@ def test_read_committed_skips_transaction_markers(tansu_broker):
     for level in ("read_committed", "read_uncommitted"):
         with Consumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest", isolation_level=level) as c:
             c.assign([tp])
-            got = poll_until([c], lambda: len(got.get(c, [])) >= 3, got := {})[c]
+            seen: dict = {}
+            got = poll_until([c], lambda c=c, seen=seen: len(seen.get(c, [])) >= 3, seen)[c]
             assert [r.value for r in got] == [b"commit-0", b"commit-1", b"commit-2"]  # Tansu kept no aborted records
-            poll_until([c], lambda: c.position(tp) > got[-1].offset + 1, {})  # past the COMMIT marker
+            last = got[-1].offset
+            poll_until([c], lambda c=c, last=last: c.position(tp) > last + 1, {})  # past the COMMIT marker
