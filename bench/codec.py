@@ -13,6 +13,9 @@ kproto / aiokafka next to the goal it should meet:
   "+ touch", also iterates the records and reads ``.key`` and ``.value``. Goal >= 2.5x.
 - the same for one 1 MiB batch of 1 KiB values (uncompressed).
 - columnar: kproto ``decode_columnar`` vs aiokafka's decode above. Goal >= 5x.
+- validate: kproto ``read_batches`` + ``Batch.validate()`` (CRC and every record checked,
+  none built: what minibroker's Produce does) vs aiokafka's decode above, the least a
+  broker built on it could do to check every record. No goal.
 - CRC-32C: ``kproto.codec.crc32c`` vs the ``crc32c`` package, 1 MiB and 100 B. Goal >= 0.9x.
 
 Method: for each case every library's operation is first checked to give the same
@@ -129,6 +132,15 @@ def decode_columnar(buf):
 
     def run():
         return decode(buf)
+    return run
+
+
+def validate_kproto(buf):
+    read_batches = codec.read_batches
+
+    def run():
+        for batch in read_batches(buf):
+            batch.validate()
     return run
 
 
@@ -331,11 +343,13 @@ def main(argv: list[str] | None = None) -> int:
             "aiokafka+touch": decode_peer_touch(AioMemoryRecords, buf),
             "kafka-python+touch": decode_peer_touch(kp_memory.MemoryRecords, buf),
             "columnar": decode_columnar(buf),
+            "validate": validate_kproto(buf),
         })
         aio = n / t["aiokafka"]
         print(row(f"  decode {label}", n / t["kproto"], aio, n / t["kafka-python"], GOALS["decode"]))
         print(row(f"  decode {label} + touch key/value", n / t["kproto+touch"], n / t["aiokafka+touch"], n / t["kafka-python+touch"], GOALS["decode"]))
         print(row(f"  columnar {label} vs aio decode", n / t["columnar"], aio, None, GOALS["columnar"]))
+        print(row(f"  validate {label} vs aio decode", n / t["validate"], aio, None, None))
 
     for cname, buf in batches.items():
         decode_rows(cname, buf, small)

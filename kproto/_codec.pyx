@@ -32,7 +32,7 @@ from crc32c import crc32c as _crc32c
 
 from kproto import _codec_py as _twin
 from kproto import compression
-from kproto.errors import CorruptRecordError, UnsupportedCompressionTypeError
+from kproto.errors import CorruptRecordError, InvalidRecordError, UnsupportedCompressionTypeError
 
 cdef extern from "Python.h":
     const char* PyUnicode_AsUTF8AndSize(object s, Py_ssize_t* size) except NULL
@@ -75,6 +75,10 @@ cdef int64_t INT64_MIN = -INT64_MAX - 1
 
 cdef inline object _corrupt(str message, object first=None, object last=None):
     return CorruptRecordError(message, first, last)
+
+
+cdef inline object _keyless(int64_t offset):
+    return InvalidRecordError(f"record at offset {offset} has no key")
 
 
 # ---------------------------------------------------------------------------
@@ -432,8 +436,15 @@ cdef class Batch:
         if self._legacy is not None:
             return list(self._legacy)
         cdef list out = []
-        _decode_v2(self, -1, out, None)
+        _decode_v2(self, INT64_MIN, out, None, False)
         return out
+
+    def validate(self, require_keys=False):
+        if self._legacy is None:
+            _decode_v2(self, INT64_MIN, None, None, require_keys)
+        elif require_keys:
+            # Legacy records were parsed when the batch was read, by the twin's code.
+            _twin._require_keys(self._legacy)
 
     def __iter__(self):
         return iter(self.records())
@@ -612,8 +623,13 @@ cdef object _payload(Batch batch):
 
 
 
-cdef int _decode_v2(Batch batch, int64_t fetch_offset, list out, _Columns cols) except -1:
-    """Decode a v2 batch's records with offset >= fetch_offset into ``out`` or ``cols``."""
+cdef int _decode_v2(Batch batch, int64_t fetch_offset, list out, _Columns cols, bint require_keys) except -1:
+    """Decode a v2 batch's records with offset >= fetch_offset into ``out`` or ``cols``.
+
+    With both None nothing is built and every record is only checked (Batch.validate):
+    checking and decoding are one walk, so they cannot disagree on what parses. Then
+    ``require_keys`` refuses a null key, but only once the whole batch has parsed.
+    """
     cdef _View v = _View(_payload(batch))
     cdef const uint8_t* p = v.ptr
     cdef Py_ssize_t end = v.size
@@ -625,6 +641,8 @@ cdef int _decode_v2(Batch batch, int64_t fetch_offset, list out, _Columns cols) 
     cdef int64_t base_offset = batch.base_offset
     cdef int64_t base_ts = batch.base_timestamp
     cdef int64_t max_ts = batch.max_timestamp
+    cdef bint keyless = False  # a record with a null key was seen (only checking)
+    cdef int64_t keyless_offset = 0  # the first such record's
     cdef object key, value, headers, hkey, hval, pair
     cdef _HeaderKeys keys = _HeaderKeys()
     if cols is not None:
@@ -668,8 +686,8 @@ cdef int _decode_v2(Batch batch, int64_t fetch_offset, list out, _Columns cols) 
                 raise _corrupt("record offset or timestamp overflows 64 bits")
             else:
                 timestamp = base_ts + ts_delta
-            if cols is not None:
-                # Columnar: copy straight into the column buffers.
+            if out is None:
+                # Columnar (copy straight into the column buffers) or only checking: no objects.
                 for h in range(count):
                     _read_varint(p, &pos, end, &hklen)
                     if hklen < 0 or hklen > rec_end - pos:
@@ -680,13 +698,17 @@ cdef int _decode_v2(Batch batch, int64_t fetch_offset, list out, _Columns cols) 
                     _read_varint(p, &pos, end, &hvlen)
                     if hvlen < -1 or hvlen > rec_end - pos:
                         raise _corrupt("bad header value length")
-                    if offset >= fetch_offset:
+                    if cols is not None and offset >= fetch_offset:
                         cols.add_header(p + hkey_pos, hklen, p + pos, hvlen)
                     if hvlen > 0:
                         pos += hvlen
                 if pos != rec_end:
                     raise _corrupt("record length does not match its fields")
-                if offset >= fetch_offset:
+                if cols is None:
+                    if klen < 0 and not keyless:
+                        keyless = True
+                        keyless_offset = offset
+                elif offset >= fetch_offset:
                     cols.add_record(offset, timestamp, ts_type, p + key_pos, klen, p + value_pos, vlen, count)
                 continue
             headers = _EMPTY
@@ -727,6 +749,8 @@ cdef int _decode_v2(Batch batch, int64_t fetch_offset, list out, _Columns cols) 
         raise
     if pos != end:
         raise _corrupt("bytes left after the last record of the batch", batch.base_offset, batch.base_offset + batch.last_offset_delta)
+    if require_keys and keyless:
+        raise _keyless(keyless_offset)
     return 0
 
 
@@ -874,7 +898,7 @@ cdef tuple _decode_set(object buf, int64_t fetch_offset, bint check_crc, list ou
         if (batch.magic == 2 and batch.attributes & CONTROL_BIT) or batch.base_offset + batch.last_offset_delta < fetch_offset:
             continue
         if batch._legacy is None:
-            _decode_v2(batch, fetch_offset, out, cols)
+            _decode_v2(batch, fetch_offset, out, cols, False)
             continue
         for r in batch._legacy:
             if r.offset < fetch_offset:

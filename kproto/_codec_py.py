@@ -48,7 +48,7 @@ from typing import Any
 from crc32c import crc32c as _crc32c
 
 from kproto import compression
-from kproto.errors import CorruptRecordError, UnsupportedCompressionTypeError
+from kproto.errors import CorruptRecordError, InvalidRecordError, UnsupportedCompressionTypeError
 
 __all__ = [
     "encode_varint",
@@ -117,6 +117,10 @@ _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 def _corrupt(message: str, first: int | None = None, last: int | None = None) -> CorruptRecordError:
     return CorruptRecordError(message, first, last)
+
+
+def _keyless(offset: int) -> InvalidRecordError:
+    return InvalidRecordError(f"record at offset {offset} has no key")
 
 
 # ---------------------------------------------------------------------------
@@ -397,8 +401,32 @@ class Batch:
         if self._legacy is not None:
             return list(self._legacy)
         out: list[Record] = []
-        _decode_v2_records(self, -1, out)
+        # From the lowest offset there is: a batch's base offset may be negative.
+        _decode_v2_records(self, _INT64_MIN, out)
         return out
+
+    def validate(self, require_keys: bool = False) -> None:
+        """Check every record of the batch as :meth:`records` would, without building any.
+
+        What a broker does before it appends a produced batch: decompress the records
+        (under the same size cap), walk every length, varint and bound, and check that
+        the batch holds exactly ``records_count`` records filling it to the last byte.
+        It fails on exactly the batches :meth:`records` fails on, with the same error.
+
+        Args:
+            require_keys: also refuse a record whose key is null, as a compacted topic
+                does. A batch that does not parse is reported as such first.
+
+        Raises:
+            CorruptRecordError: the records do not parse (carries this batch's offsets).
+            UnsupportedCompressionTypeError: an unknown codec, or zstd below magic 2.
+            InvalidRecordError: ``require_keys`` and a record has a null key (the first
+                such record's offset is in the message).
+        """
+        if self._legacy is None:
+            _decode_v2_records(self, _INT64_MIN, None, require_keys)
+        elif require_keys:
+            _require_keys(self._legacy)
 
     def __iter__(self) -> Iterator[Record]:
         return iter(self.records())
@@ -419,12 +447,26 @@ def _batch_payload(batch: Batch) -> bytes | memoryview:
         raise _corrupt(f"cannot decompress batch: {exc}", batch.base_offset, batch.last_offset) from None
 
 
-def _decode_v2_records(batch: Batch, fetch_offset: int, out: list) -> None:
-    """Append the batch's records with offset >= fetch_offset to ``out``."""
+def _require_keys(records: Sequence[Record]) -> None:
+    """Refuse the first record with a null key (a legacy batch's, parsed when it was read)."""
+    for r in records:
+        if r.key is None:
+            raise _keyless(r.offset)
+
+
+def _decode_v2_records(batch: Batch, fetch_offset: int, out: list | None, require_keys: bool = False) -> None:
+    """Append the batch's records with offset >= fetch_offset to ``out``.
+
+    With ``out`` None no record is built, every one is only checked (:meth:`Batch.validate`):
+    checking and decoding are one walk, so they cannot disagree on what parses. Then
+    ``require_keys`` refuses a null key, but only once the whole batch has parsed.
+    """
     data = _batch_payload(batch)
     first, last = batch.base_offset, batch.last_offset
     end = len(data)
     pos = 0
+    build = out is not None
+    keyless = None  # offset of the first record with a null key, when only checking
     log_append = batch.attributes & _TIMESTAMP_TYPE_BIT
     ts_type = 1 if log_append else 0
     base_offset = batch.base_offset
@@ -442,50 +484,54 @@ def _decode_v2_records(batch: Batch, fetch_offset: int, out: list) -> None:
             klen, pos = decode_varint(data, pos)
             if klen < -1 or pos + klen > rec_end:
                 raise _corrupt("bad key length", first, last)
-            key = None if klen < 0 else bytes(data[pos : pos + klen])
+            key_at = pos
             pos += max(klen, 0)
             vlen, pos = decode_varint(data, pos)
             if vlen < -1 or pos + vlen > rec_end:
                 raise _corrupt("bad value length", first, last)
-            value = None if vlen < 0 else bytes(data[pos : pos + vlen])
+            value_at = pos
             pos += max(vlen, 0)
             count, pos = decode_varint(data, pos)
             # A header takes at least 2 bytes (two length varints): a larger count is a lie.
             if count < 0 or count > (rec_end - pos) // 2:
                 raise _corrupt("bad header count", first, last)
-            headers: tuple = _EMPTY
-            if count:
-                hs = []
-                for _h in range(count):
-                    hklen, pos = decode_varint(data, pos)
-                    if hklen < 0 or pos + hklen > rec_end:
-                        raise _corrupt("bad header key length", first, last)
-                    try:
-                        hkey = bytes(data[pos : pos + hklen]).decode("utf-8")
-                    except UnicodeDecodeError:
-                        raise _corrupt("header key is not UTF-8", first, last) from None
-                    pos += hklen
-                    hvlen, pos = decode_varint(data, pos)
-                    if hvlen < -1 or pos + hvlen > rec_end:
-                        raise _corrupt("bad header value length", first, last)
-                    hval = None if hvlen < 0 else bytes(data[pos : pos + hvlen])
-                    pos += max(hvlen, 0)
-                    hs.append((hkey, hval))
-                headers = tuple(hs)
+            headers: list | None = [] if build and count else None
+            for _h in range(count):
+                hklen, pos = decode_varint(data, pos)
+                if hklen < 0 or pos + hklen > rec_end:
+                    raise _corrupt("bad header key length", first, last)
+                try:
+                    hkey = bytes(data[pos : pos + hklen]).decode("utf-8")
+                except UnicodeDecodeError:
+                    raise _corrupt("header key is not UTF-8", first, last) from None
+                pos += hklen
+                hvlen, pos = decode_varint(data, pos)
+                if hvlen < -1 or pos + hvlen > rec_end:
+                    raise _corrupt("bad header value length", first, last)
+                if headers is not None:
+                    headers.append((hkey, None if hvlen < 0 else bytes(data[pos : pos + hvlen])))
+                pos += max(hvlen, 0)
             if pos != rec_end:
                 raise _corrupt("record length does not match its fields", first, last)
             offset = base_offset + off_delta
             timestamp = max_ts if log_append else base_ts + ts_delta
             if not (_INT64_MIN <= offset <= _INT64_MAX and _INT64_MIN <= timestamp <= _INT64_MAX):
                 raise _corrupt("record offset or timestamp overflows 64 bits", first, last)
-            if offset >= fetch_offset:
-                out.append(Record(offset, timestamp, ts_type, key, value, headers))
+            if not build:
+                if klen < 0 and keyless is None:
+                    keyless = offset
+            elif offset >= fetch_offset:
+                key = None if klen < 0 else bytes(data[key_at : key_at + klen])
+                value = None if vlen < 0 else bytes(data[value_at : value_at + vlen])
+                out.append(Record(offset, timestamp, ts_type, key, value, _EMPTY if headers is None else tuple(headers)))
     except CorruptRecordError as exc:
         if exc.first_offset is None:
             raise _corrupt(str(exc.args[0]), first, last) from None
         raise
     if pos != end:
         raise _corrupt("bytes left after the last record of the batch", first, last)
+    if require_keys and keyless is not None:
+        raise _keyless(keyless)
 
 
 def _read_v2_header(buf: Any, start: int, size: int, check_crc: bool) -> Batch:

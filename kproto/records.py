@@ -11,6 +11,11 @@ Reading, from the cheapest to the richest:
 - :func:`read_batches` walks the batches themselves (header fields, control batches,
   lazy decoding of each batch's records with :meth:`Batch.records`).
 
+Checking without reading: :meth:`Batch.validate` walks a batch's records as
+:meth:`Batch.records` does and fails on exactly the same batches, but builds no record
+(what a broker does before it appends a produced batch); ``require_keys=True`` also
+refuses null keys, as a compacted topic must.
+
 Writing: :class:`BatchBuilder` for data batches (magic 2, or legacy 0/1) and
 :func:`build_control_batch` for transaction markers.
 """

@@ -4,6 +4,8 @@ Both backends run on the same hypothesis inputs in one process; any difference i
 in one of them. Skipped (with a reason) only when the extension is not built.
 """
 
+import inspect
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -77,6 +79,42 @@ def test_mutated_batches_fail_alike(spec, data):
         assert a == b
 
 
+def validation(backend, buf, check_crc):
+    """Per batch: records() (as which keys are null), validate() and validate(require_keys=True)."""
+    def run():
+        return [
+            (outcome(lambda b=b: [r.key is None for r in b.records()]), outcome(b.validate), outcome(b.validate, True))
+            for b in backend.read_batches(buf, check_crc)
+        ]
+    return outcome(run)
+
+
+def assert_validate_fails_exactly_where_records_fails(verdicts):
+    for records, plain, keyed in verdicts:
+        if records[0] == "ok":
+            assert plain == ("ok", None)
+            assert keyed == (("raise", "InvalidRecordError", None, None) if any(records[1]) else ("ok", None))
+        else:
+            assert plain == keyed == records  # same type and offsets: a parse error comes first
+
+
+@settings(max_examples=300, deadline=None)
+@given(batch_specs(), st.data())
+def test_validate_fails_exactly_where_records_fails(spec, data):
+    """Batch.validate() raises iff Batch.records() raises, the same error, on both backends:
+    valid batches (some with null keys) and the same with a few bytes changed."""
+    raw = bytearray(build(py, *spec))
+    # Mostly past a v2 header (61 bytes), where the record parser is what can fail.
+    first = data.draw(st.sampled_from([0, 61, 61]))
+    for _ in range(data.draw(st.integers(0, 4)) if len(raw) > first else 0):
+        raw[data.draw(st.integers(first, len(raw) - 1))] = data.draw(st.integers(0, 255))
+    for check_crc in (True, False):
+        verdicts = validation(py, bytes(raw), check_crc)
+        assert verdicts == validation(cy, bytes(raw), check_crc)
+        if verdicts[0] == "ok":
+            assert_validate_fails_exactly_where_records_fails(verdicts[1])
+
+
 @given(st.binary(max_size=12), st.integers(0, 12))
 def test_varint_decoders_agree(buf, pos):
     for name in ("decode_varint", "decode_varlong", "decode_uvarint"):
@@ -99,3 +137,8 @@ def test_same_public_names():
     assert set(py.__all__) == set(cy.__all__)
     for name in py.__all__:
         assert hasattr(cy, name), name
+
+
+def test_validate_has_the_twins_parameters():
+    # tests/test_codec_backend.py checks records() and the builder's methods the same way.
+    assert list(inspect.signature(cy.Batch.validate).parameters) == list(inspect.signature(py.Batch.validate).parameters)

@@ -1,8 +1,9 @@
 """Whatever bytes arrive, the codec returns records or raises a typed kproto error — never another exception, a crash, a hang or a read past the buffer.
 
 A bounded, deterministic fuzz harness over the three readers (``read_batches`` with
-``Batch.records()``, ``decode_record_set``, ``decode_columnar``) of both backends, each
-with the CRC checked and not checked.
+``Batch.records()``, ``decode_record_set``, ``decode_columnar``) and the checker
+(``read_batches`` with ``Batch.validate()``) of both backends, each with the CRC checked
+and not checked.
 
 Theory of operation: seeds are valid record sets (magic 0, 1 and 2, every codec, control
 batches, several batches in a row, and peer-built batches for other compressor framings).
@@ -24,7 +25,8 @@ crash (the child dies; ``faulthandler`` says where), a hang (the child outlives 
 budget by ``WATCHDOG_S``) or a runaway allocation (a MemoryError) is reported with the
 input that caused it; a call slower than ``SLOW_CALL_S`` is reported as a near-hang.
 Both backends must also give the same answer (same records, or the same exception type
-and offsets).
+and offsets), and the checker must fail exactly where ``Batch.records()`` does, with the
+same exception type and offsets.
 
 The campaign is seeded (``SEED``) and bounded by ``KPROTO_FUZZ_SECONDS`` (wall time,
 default 12) and ``KPROTO_FUZZ_CASES`` (default 20000): raise both for a longer local run.
@@ -493,7 +495,7 @@ def _rec(r) -> tuple:
 
 
 def call(backend, api: str, buf, check_crc: bool, fetch_offset: int):
-    """One reader, fully consumed (every batch's records decoded), as comparable data."""
+    """One reader, fully consumed (every batch's records decoded or checked), as comparable data."""
     if api == "read_batches":
         out = []
         for batch in backend.read_batches(buf, check_crc):
@@ -503,11 +505,18 @@ def call(backend, api: str, buf, check_crc: bool, fetch_offset: int):
     if api == "decode_record_set":
         records, next_offset, whole = backend.decode_record_set(buf, fetch_offset, check_crc)
         return [_rec(r) for r in records], next_offset, whole
+    if api == "validate":
+        out = []
+        for batch in backend.read_batches(buf, check_crc):
+            batch.validate()
+            out.append(tuple(getattr(batch, f) for f in BATCH_FIELDS))
+        return out
     cols = backend.decode_columnar(buf, fetch_offset, check_crc)
     return {name: getattr(cols, name) for name in _codec_py.Columns.__slots__}
 
 
-APIS = ("read_batches", "decode_record_set", "decode_columnar")
+READERS = ("read_batches", "decode_record_set", "decode_columnar")
+APIS = (*READERS, "validate")
 
 
 @dataclass
@@ -520,6 +529,7 @@ class Campaign:
     overreads: list = field(default_factory=list)
     slow: list = field(default_factory=list)
     disagreements: list = field(default_factory=list)
+    validate_mismatches: list = field(default_factory=list)  # validate() failed where records() did not, or the reverse
     crash: str = ""  # the child died, hung or ran out of time: what it was doing
     outcomes: dict = field(default_factory=dict)  # "ok" or error type name -> count
     mutations: dict = field(default_factory=dict)
@@ -559,6 +569,7 @@ def run_campaign(progress=None) -> Campaign:
         if progress is not None:
             progress(f"{label}, fetch_offset={fetch_offset}\n  input: {_show(buf)}")
         for check_crc in (True, False):
+            verdicts = {}  # (api, backend) -> "ok" or (error type, first, last)
             for api in APIS:
                 seen = {}
                 for bname, backend in BACKENDS.items():
@@ -573,12 +584,19 @@ def run_campaign(progress=None) -> Campaign:
                     if result is not None:
                         kind = "ok" if result[0] == "ok" else result[1]
                         report.outcomes[kind] = report.outcomes.get(kind, 0) + 1
+                        verdicts[api, bname] = "ok" if result[0] == "ok" else result[1:]
                 py_seen, cy_seen = seen.get("python"), seen.get("cython")
                 if py_seen is not None and cy_seen is not None and py_seen != cy_seen:
                     kinds = " vs ".join("ok" if x[0] == "ok" else x[1] for x in (py_seen, cy_seen))
                     report.disagreements.append([f"{api}: python {kinds} cython", (
                         f"{label}, {api}(check_crc={check_crc}, fetch_offset={fetch_offset}):\n"
                         f"  python: {py_seen!r:.300}\n  cython: {cy_seen!r:.300}\n  input: {_show(buf)}"
+                    )])
+            for bname in BACKENDS:
+                decoded, checked = verdicts.get(("read_batches", bname)), verdicts.get(("validate", bname))
+                if decoded is not None and checked is not None and decoded != checked:
+                    report.validate_mismatches.append([f"{bname}: records() {decoded} vs validate() {checked}", (
+                        f"{label}, {bname}(check_crc={check_crc}): records() {decoded}, validate() {checked}\n  input: {_show(buf)}"
                     )])
         report.cases += 1
     report.seconds = time.perf_counter() - start
@@ -691,6 +709,13 @@ def test_backends_agree_on_fuzzed_input(campaign):
     assert not campaign.disagreements, f"{len(campaign.disagreements)} differences between the backends:\n{_examples(campaign.disagreements)}"
 
 
+def test_validate_fails_exactly_where_records_fails(campaign):
+    assert not campaign.crash, campaign.crash
+    assert not campaign.validate_mismatches, (
+        f"{len(campaign.validate_mismatches)} inputs where validate() and records() disagree:\n{_examples(campaign.validate_mismatches)}"
+    )
+
+
 # ---------------------------------------------------------------------------
 # decompression bombs: the cap holds inside a batch
 # ---------------------------------------------------------------------------
@@ -748,7 +773,7 @@ def test_decompression_bomb_is_capped(backend, bomb):
     codec, make = BOMBS[bomb]
     raw = _bomb_batch(codec, make())
     assert len(raw) < 2 * MiB
-    # Each reader once (a bomb costs ~0.3 s to refuse), the CRC checked and not.
+    # Each reader and the checker once (a bomb costs ~0.3 s to refuse), the CRC checked and not.
     with pytest.raises(CorruptRecordError) as info:
         backend.decode_record_set(raw, 0, True)
     assert (info.value.first_offset, info.value.last_offset) == (1000, 1004)
@@ -757,6 +782,9 @@ def test_decompression_bomb_is_capped(backend, bomb):
     (batch,) = backend.read_batches(raw, False)
     with pytest.raises(CorruptRecordError):
         batch.records()
+    with pytest.raises(CorruptRecordError) as info:
+        batch.validate()
+    assert (info.value.first_offset, info.value.last_offset) == (1000, 1004)
 
 
 # ---------------------------------------------------------------------------
@@ -872,7 +900,7 @@ def test_legacy_wrapper_offset_below_int64_is_typed(backend):
     """
     raw = _wrapper_at_int64_min()
     got = {}
-    for api in APIS:
+    for api in READERS:
         try:
             result = call(backend, api, raw, True, 0)
         except CorruptRecordError:

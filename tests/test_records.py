@@ -8,7 +8,7 @@ import struct
 import pytest
 
 from kproto import _codec_py
-from kproto.errors import CorruptRecordError, UnsupportedCompressionTypeError
+from kproto.errors import CorruptRecordError, InvalidRecordError, UnsupportedCompressionTypeError
 from kproto.records import ControlType, TimestampType, build_control_batch, parse_control_record
 
 pytestmark = pytest.mark.codec
@@ -239,6 +239,74 @@ def test_header_key_must_be_utf8(codec):
         codec.decode_record_set(bytes(bad))
     with pytest.raises(CorruptRecordError):
         codec.decode_columnar(bytes(bad))
+
+
+# --- validation without decoding ------------------------------------------------------
+
+def _only_batch(codec, raw, check_crc=True):
+    (batch,) = codec.read_batches(raw, check_crc)
+    return batch
+
+
+def test_records_returns_every_record_even_below_offset_minus_one(codec):
+    """Batch.records() once decoded from fetch offset -1 and so dropped the records of a
+    batch with a negative base offset, which the key check of Produce then never saw."""
+    batch = _only_batch(codec, build(codec, [(1, None, b"v")] * 4, base_offset=-3))
+    assert [r.offset for r in batch.records()] == [-3, -2, -1, 0]
+    with pytest.raises(InvalidRecordError, match="offset -3 has no key"):
+        batch.validate(require_keys=True)
+
+
+@pytest.mark.parametrize("compression", [0, 1, 2, 3, 4])
+def test_validate_accepts_what_records_decodes(codec, compression):
+    recs = [(1_000 + i, b"k%d" % i, b"v" * i, [("h", b"x"), ("\u00e9", None)] if i % 2 else None) for i in range(20)]
+    batch = _only_batch(codec, build(codec, recs, compression=compression, base_offset=9))
+    assert batch.validate() is None
+    assert batch.validate(require_keys=True) is None
+    assert len(batch.records()) == batch.records_count == 20
+
+
+@pytest.mark.parametrize("records_count", [0, 1, 3])
+def test_validate_checks_the_record_count_against_the_records(codec, records_count):
+    raw = patch_v2(build(codec, [(1, b"k", b"v"), (2, b"k", b"v")], base_offset=70), records_count=records_count)
+    batch = _only_batch(codec, raw)
+    for check in (batch.validate, batch.records):
+        with pytest.raises(CorruptRecordError) as info:
+            check()
+        assert (info.value.first_offset, info.value.last_offset) == (70, 71)
+
+
+def test_validate_checks_header_keys_are_utf8(codec):
+    raw = build(codec, [(1, b"k", b"v", [("\u00e9", b"x")])])
+    bad = bytearray(raw.replace("\u00e9".encode(), b"\xff\xfe"))
+    struct.pack_into(">I", bad, 17, _codec_py.crc32c(bytes(bad[21:])))
+    with pytest.raises(CorruptRecordError):
+        _only_batch(codec, bytes(bad)).validate()
+
+
+def test_validate_require_keys_names_the_first_keyless_record(codec):
+    batch = _only_batch(codec, build(codec, [(1, b"k", b"v"), (2, None, b"v"), (3, None, b"v")], base_offset=40))
+    batch.validate()
+    with pytest.raises(InvalidRecordError, match="offset 41 has no key"):
+        batch.validate(require_keys=True)
+
+
+def test_validate_reports_corruption_before_a_missing_key(codec):
+    """A batch that does not parse is corrupt, whatever its keys: the walk ends first."""
+    raw = bytearray(build(codec, [(1, None, b"v"), (2, b"k", b"v")]))
+    raw[-1] = 0x02  # the last record's header count: 1, with no header bytes after it
+    batch = _only_batch(codec, bytes(raw), check_crc=False)
+    with pytest.raises(CorruptRecordError):
+        batch.validate(require_keys=True)
+
+
+@pytest.mark.parametrize("magic, compression", [(0, 0), (1, 0), (1, 2)])
+def test_validate_legacy_batches(codec, magic, compression):
+    raw = build(codec, [(1, b"k", b"v"), (2, None, b"v")], magic=magic, compression=compression, base_offset=3)
+    batch = _only_batch(codec, raw) if compression else list(codec.read_batches(raw))[1]
+    batch.validate()
+    with pytest.raises(InvalidRecordError, match="offset 4 has no key"):
+        batch.validate(require_keys=True)
 
 
 # --- control batches -------------------------------------------------------------------

@@ -2,8 +2,9 @@
 
 Behaviour: each partition's records must be exactly one v2 record batch (v3+ allows no
 other), CRC-checked, not a control batch, with lastOffsetDelta + 1 == record count > 0
-and at most ``message.max.bytes``. Accepted batches are stored as sent, with the base
-offset and leader epoch written in (both outside the CRC). acks=0 gets no response;
+and at most ``message.max.bytes``, and every record must parse (checked by
+:meth:`~kproto.records.Batch.validate`, which builds no records). Accepted batches are
+stored as sent, with the base offset and leader epoch written in (both outside the CRC). acks=0 gets no response;
 acks 1 and -1 (all) are the same with one replica.
 Idempotent producers: sequences are checked per producer id, epoch and partition, with
 the last 5 batches remembered (see :mod:`minibroker.producer_state`).
@@ -42,8 +43,8 @@ PartitionResponse = ProduceResponse.PartitionProduceResponse
 TopicResponse = ProduceResponse.TopicProduceResponse
 
 
-def set_log_append_time(batch: bytes, now_ms: int) -> bytes:
-    """The batch with the LogAppendTime bit set and ``now_ms`` as its max timestamp.
+def set_log_append_time(batch: bytes | bytearray | memoryview, now_ms: int) -> bytearray:
+    """A copy of the batch with the LogAppendTime bit set and ``now_ms`` as its max timestamp.
 
     Both lie inside the CRC-32C, so it is computed again (Kafka does the same).
     """
@@ -52,7 +53,7 @@ def set_log_append_time(batch: bytes, now_ms: int) -> bytes:
     struct.pack_into(">h", out, _ATTRIBUTES, attributes | _LOG_APPEND_TIME)
     struct.pack_into(">q", out, _MAX_TIMESTAMP, now_ms)
     struct.pack_into(">I", out, _CRC, crc32c(memoryview(out)[_ATTRIBUTES:]))
-    return bytes(out)
+    return out
 
 
 def _append(state, topic, index, records):
@@ -64,14 +65,15 @@ def _append(state, topic, index, records):
     limit = int(effective(topic.configs, "max.message.bytes")) if "max.message.bytes" in topic.configs else state.config["message.max.bytes"]
     if len(records) > limit:
         return MessageTooLargeError.code, -1, f"batch of {len(records)} bytes is above the limit of {limit}"
-    data = bytes(records)
+    # The request decoder hands records over as a memoryview into the request frame, which
+    # is immutable bytes: it is read and appended as it is, with no copy of our own.
     try:
-        batches = list(read_batches(data))
+        batches = list(read_batches(records))
     except CorruptRecordError as exc:
         return CorruptMessageError.code, -1, str(exc)
     except KafkaCodeError as exc:
         return exc.code, -1, str(exc)
-    if len(batches) != 1 or batches[0].size != len(data):
+    if len(batches) != 1 or batches[0].size != len(records):
         return CorruptMessageError.code, -1, "expected exactly one whole record batch"
     batch = batches[0]
     if batch.magic != 2:
@@ -81,11 +83,12 @@ def _append(state, topic, index, records):
     if batch.records_count <= 0 or batch.records_count != batch.last_offset_delta + 1:
         return InvalidRecordError.code, -1, "record count does not match lastOffsetDelta"
     try:
-        records = batch.records()  # every record must parse before the batch is acknowledged
+        # Every record must parse before the batch is acknowledged; none needs building.
+        batch.validate(require_keys="compact" in effective(topic.configs, "cleanup.policy"))
+    except InvalidRecordError:  # only raised for a null key, and only once every record parsed
+        return InvalidRecordError.code, -1, "a compacted topic only takes records with a key"
     except KafkaCodeError as exc:
         return (CorruptMessageError.code if isinstance(exc, CorruptRecordError) else exc.code), -1, str(exc)
-    if "compact" in effective(topic.configs, "cleanup.policy") and any(r.key is None for r in records):
-        return InvalidRecordError.code, -1, "a compacted topic only takes records with a key"
     idempotent = batch.producer_id >= 0
     partition_key = (topic.topic_id, index)
     if idempotent:
@@ -98,9 +101,9 @@ def _append(state, topic, index, records):
     max_timestamp = batch.max_timestamp
     if effective(topic.configs, "message.timestamp.type") == "LogAppendTime":
         max_timestamp = int(time.time() * 1000)
-        data = set_log_append_time(data, max_timestamp)
+        records = set_log_append_time(records, max_timestamp)
     base = topic.partitions[index].append(
-        data, last_offset_delta=batch.last_offset_delta, max_timestamp=max_timestamp, leader_epoch=topic.leader_epoch
+        records, last_offset_delta=batch.last_offset_delta, max_timestamp=max_timestamp, leader_epoch=topic.leader_epoch
     )
     if idempotent:
         state.producers.record(partition_key, batch.producer_id, batch.producer_epoch, batch.base_sequence, batch.records_count, base)

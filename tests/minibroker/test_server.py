@@ -8,8 +8,11 @@ import time
 
 import pytest
 
+from kproto import compression
+from kproto.codec import crc32c
 from kproto.errors import (
     CorruptMessageError,
+    InvalidRecordError,
     InvalidTopicError,
     MessageTooLargeError,
     UnsupportedVersionError,
@@ -18,6 +21,7 @@ from kproto.protocol import ApiKey
 from kproto.protocol.messages import (
     ApiVersionsRequest,
     ApiVersionsResponse,
+    CreateTopicsRequest,
     FetchRequest,
     MetadataRequest,
     ProduceRequest,
@@ -111,6 +115,58 @@ def test_produce_validates_before_appending(raw):
     response = client.request(ApiKey.FETCH, 12, fetch_request("t", 0))
     records, next_offset, _ = decode_record_set(response.responses[0].partitions[0].records)
     assert [r.value for r in records] == [b"a", b"b", b"a", b"b"] and next_offset == 4
+
+
+def create_compacted(client, topic):
+    request = CreateTopicsRequest(timeout_ms=5000, validate_only=False, topics=[CreateTopicsRequest.CreatableTopic(
+        name=topic, num_partitions=1, replication_factor=1, assignments=[],
+        configs=[CreateTopicsRequest.CreatableTopicConfig(name="cleanup.policy", value="compact")])])
+    assert client.request(ApiKey.CREATE_TOPICS, 5, request).topics[0].error_code == 0
+
+
+def keyed_batch(*keys, codec=0):
+    builder = BatchBuilder(2, codec)
+    for k in keys:
+        builder.append(1_000, k, b"x" * 100)
+    return builder.build()
+
+
+def reseal(raw, payload):
+    """``raw``'s v2 header over ``payload``, with its batch length and CRC made right."""
+    out = bytearray(raw[:61] + payload)
+    struct.pack_into(">i", out, 8, len(out) - 12)
+    struct.pack_into(">I", out, 17, crc32c(bytes(out[21:])))
+    return bytes(out)
+
+
+def test_produce_walks_every_record_before_appending(raw):
+    """A batch whose CRC is right can still hold records that do not parse (plain or
+    compressed), or keyless records for a compacted topic: refused, nothing appended.
+    A batch that does not parse is corrupt even where keys are required."""
+    client = raw()
+    create(client, "plain")
+    create_compacted(client, "compacted")
+    keyless = keyed_batch(None, None)
+    bad_header_count = keyless[61:-1] + b"\x02"  # the last record: 1 header, and no bytes for it
+    lz4 = keyed_batch(b"a", b"b", codec=compression.LZ4)
+    assert lz4[22] & 7 == compression.LZ4
+    cases = [
+        ("plain", reseal(keyless, bad_header_count), CorruptMessageError.code, "bad header count"),
+        ("plain", reseal(keyless, keyless[61:-1]), CorruptMessageError.code, "record length runs past the batch"),
+        ("plain", reseal(lz4, compression.compress(compression.LZ4, bad_header_count)), CorruptMessageError.code, "bad header count"),
+        ("compacted", reseal(keyless, bad_header_count), CorruptMessageError.code, "bad header count"),
+        ("compacted", keyed_batch(b"k", None), InvalidRecordError.code, "a compacted topic only takes records with a key"),
+    ]
+    for topic, records, code, message in cases:
+        response = produce(client, topic, records)
+        assert (response.error_code, response.base_offset) == (code, -1), (topic, message)
+        assert message in response.error_message
+    assert produce(client, "plain", keyless).error_code == 0
+    assert produce(client, "compacted", lz4).error_code == 0
+    for topic, keys in (("plain", [None, None]), ("compacted", [b"a", b"b"])):
+        response = client.request(ApiKey.FETCH, 12, fetch_request(topic, 0))
+        records, next_offset, _ = decode_record_set(response.responses[0].partitions[0].records)
+        assert [r.key for r in records] == keys and next_offset == 2
 
 
 def test_acks_zero_gets_no_response(raw):
