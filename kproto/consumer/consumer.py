@@ -135,7 +135,8 @@ class AIOConsumer:
         self._matched = False  # a pattern subscription has seen the cluster's topics
         self._commits: set[asyncio.Task] = set()
         self._commit_results: list[tuple[CommitCallback, dict, BaseException | None]] = []
-        self._last_poll = time.monotonic()
+        self._last_poll = time.monotonic()  # when the last poll returned
+        self._polling = 0  # polls in progress
         self._face: Any = self  # what callbacks get as their consumer (Consumer sets itself)
         self._invoke: Callable[..., Any] = _call_here  # how callbacks run (Consumer: in its caller's thread)
 
@@ -164,9 +165,13 @@ class AIOConsumer:
             self._tasks.append(loop.create_task(self._metadata_loop(), name="kproto-metadata"))
             if self._membership is not None:
                 self._group = GroupCoordinator(self.config, self._membership, self._cluster, self._event.set)
-                self._tasks.append(loop.create_task(self._group.heartbeat_loop(lambda: self._last_poll),
+                self._tasks.append(loop.create_task(self._group.heartbeat_loop(self._since_poll),
                                                     name="kproto-heartbeat"))
         return self._fetcher
+
+    def _since_poll(self) -> float:
+        """Seconds since the application last polled (0 while a poll is in progress)."""
+        return 0.0 if self._polling else time.monotonic() - self._last_poll
 
     def _deadline(self, timeout: float | None) -> float:
         return time.monotonic() + (self._api_timeout if timeout is None else timeout)
@@ -462,18 +467,22 @@ class AIOConsumer:
             raise RuntimeError("subscribe() or assign() before poll()")
         limit = self._max_poll_records if max_records is None else max_records
         deadline = None if timeout is None else time.monotonic() + timeout
-        self._last_poll = time.monotonic()
-        await self._run_commit_callbacks()
-        self._maybe_auto_commit()
-        while True:
-            self._event.clear()
-            await self._step_group()
-            self._step_positions()
-            records = fetcher.drain(limit)
-            if records or not await self._wait(deadline):
-                return records
-            if self._closed:
-                raise ClientClosedError("the consumer was closed while polling")
+        self._polling += 1  # waiting in poll is polling: max.poll.interval.ms counts from its end
+        try:
+            await self._run_commit_callbacks()
+            self._maybe_auto_commit()
+            while True:
+                self._event.clear()
+                await self._step_group()
+                self._step_positions()
+                records = fetcher.drain(limit)
+                if records or not await self._wait(deadline):
+                    return records
+                if self._closed:
+                    raise ClientClosedError("the consumer was closed while polling")
+        finally:
+            self._polling -= 1
+            self._last_poll = time.monotonic()
 
     async def _records(self) -> AsyncIterator[ConsumerRecord]:
         while True:

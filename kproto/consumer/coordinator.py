@@ -170,15 +170,16 @@ class GroupCoordinator:
 
     # -- heartbeats and leaving ---------------------------------------------------------------
 
-    async def heartbeat_loop(self, last_poll: Callable[[], float]) -> None:
-        """Heartbeat while STABLE; leave the group when polls stop for ``max.poll.interval.ms``."""
+    async def heartbeat_loop(self, since_poll: Callable[[], float]) -> None:
+        """Heartbeat while STABLE; leave the group when polls stop for ``max.poll.interval.ms``
+        (``since_poll()``: seconds since the application last polled)."""
         membership = self.membership
         while True:
             if membership.state is not MemberState.STABLE:
                 self._stable.clear()
                 await self._stable.wait()
                 continue
-            if time.monotonic() - last_poll() > self._max_poll_interval:
+            if since_poll() > self._max_poll_interval:
                 log.warning("group %r: no poll for max.poll.interval.ms (%.0f ms); leaving the group",
                             membership.group_id, self._max_poll_interval * 1000)
                 await self.leave("consumer poll timeout has expired")

@@ -162,6 +162,24 @@ def test_latest_reset_waits_for_new_records_and_fetch_wait_bounds_an_empty_poll(
         assert [r.value for r in consume(consumer, 1)] == [b"new"]
 
 
+def test_fetch_size_limits_and_min_bytes(broker, produce):
+    """max.partition.fetch.bytes below a batch still progresses (KIP-74: the first partition
+    of a response gets a whole batch, and partitions take turns being first); fetch.min.bytes
+    holds a fetch until fetch.max.wait.ms when less has arrived."""
+    create(broker, "limits", 2)
+    for partition in (0, 1):
+        produce("limits", [(None, b"x" * 300, None, i) for i in range(40)], partition, linger_ms=50)
+    with consumer_for(broker, max_partition_fetch_bytes=100, fetch_max_bytes=1000) as consumer:
+        consumer.assign([TopicPartition("limits", 0), TopicPartition("limits", 1)])
+        got = consume(consumer, 80)
+        assert sorted((r.partition, r.offset) for r in got) == [(p, i) for p in (0, 1) for i in range(40)]
+    with consumer_for(broker, fetch_min_bytes=1 << 20, fetch_max_wait_ms=300) as consumer:
+        consumer.assign([TopicPartition("limits", 0)])
+        start = time.monotonic()
+        assert len(consume(consumer, 40)) == 40  # 12 KB < fetch.min.bytes: answered at max wait
+        assert 0.25 < time.monotonic() - start < 5
+
+
 # -- positions outside the log -------------------------------------------------------------------------
 
 @pytest.mark.parametrize("reset, first", [("earliest", 6), ("latest", 10)])

@@ -218,6 +218,18 @@ def test_a_member_that_stops_polling_leaves_and_finds_its_partitions_lost(broker
     fast.close()
 
 
+def test_waiting_inside_poll_longer_than_max_poll_interval_is_not_leaving(broker):
+    """Java counts time blocked in poll as polling; only time between polls is limited."""
+    create(broker, "patient", 1)
+    log = Log()
+    with member(broker, "patient-g", max_poll_interval_ms=1000) as c:
+        c.subscribe(["patient"], **log.callbacks("c"))
+        poll_until([c], lambda: bool(c.assignment()))
+        assert c.poll(2.0) == []
+        assert c.assignment() == {TopicPartition("patient", 0)}
+        assert [e[1] for e in log.events] == ["assign"]
+
+
 # -- commits ---------------------------------------------------------------------------------------
 
 def test_commits_sync_async_and_committed_with_metadata(broker, producer):
