@@ -4,7 +4,6 @@ Both backends run on the same hypothesis inputs in one process; any difference i
 in one of them. Skipped (with a reason) only when the extension is not built.
 """
 
-import inspect
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -138,7 +137,3 @@ def test_same_public_names():
     for name in py.__all__:
         assert hasattr(cy, name), name
 
-
-def test_validate_has_the_twins_parameters():
-    # tests/test_codec_backend.py checks records() and the builder's methods the same way.
-    assert list(inspect.signature(cy.Batch.validate).parameters) == list(inspect.signature(py.Batch.validate).parameters)
