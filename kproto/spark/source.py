@@ -1,5 +1,8 @@
 """``spark.read.format("kproto")`` and ``spark.readStream.format("kproto")``: Kafka topics.
 
+(Writing, ``df.write.format("kproto")``, is :mod:`kproto.spark.sink`; one format name
+serves both directions, as "kafka" does in Spark.)
+
 The schema, options and defaults are Spark's Kafka connector's (see
 :mod:`kproto.spark.planning` for the option list), so a job moves between the two by
 changing the format name ("kafka" itself is reserved by Spark and cannot be taken)::
@@ -30,7 +33,13 @@ import math
 from collections.abc import Iterator, Mapping
 
 import pyarrow as pa
-from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceStreamReader,
+    DataSourceStreamWriter,
+    DataSourceWriter,
+)
 from pyspark.sql.streaming.datasource import (
     ReadAllAvailable,
     ReadLimit,
@@ -43,6 +52,7 @@ from kproto.spark.fetch import read_range
 from kproto.spark.options import check_schema, flag
 from kproto.spark.planning import OffsetRange, Planner, SourceOptions
 from kproto.spark.schema import kafka_schema
+from kproto.spark.sink import KafkaArrowWriter, KafkaStreamArrowWriter, sink_options
 from kproto.structs import TopicPartition
 
 __all__ = ["KafkaBatchReader", "KafkaStreamReader", "KprotoDataSource", "rate_limit"]
@@ -181,3 +191,9 @@ class KprotoDataSource(DataSource):
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         check_schema(schema, self.schema(), "kproto")
         return KafkaStreamReader(SourceOptions.parse(self.options, streaming=True))
+
+    def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        return KafkaArrowWriter(sink_options(self.options, schema, overwrite))
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
+        return KafkaStreamArrowWriter(sink_options(self.options, schema, overwrite))

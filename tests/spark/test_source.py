@@ -10,19 +10,15 @@ from kproto import AdminClient, Producer
 from kproto.admin import NewTopic
 from kproto.spark import register
 from kproto.structs import TopicPartition
-from minibroker import MiniBroker
 
 T0 = 1_700_000_000_000
 PARTITIONS = 3
 
 
-@pytest.fixture(scope="module")
-def broker():
-    with MiniBroker() as broker:
-        with AdminClient(bootstrap_servers=broker.bootstrap_servers) as admin:
-            admin.create_topics([NewTopic("orders", PARTITIONS, 1), NewTopic("stream", PARTITIONS, 1),
-                                 NewTopic("trimmed", PARTITIONS, 1)])
-        yield broker
+@pytest.fixture(scope="module", autouse=True)
+def topics(broker):
+    with AdminClient(bootstrap_servers=broker.bootstrap_servers) as admin:
+        admin.create_topics([NewTopic(name, PARTITIONS, 1) for name in ("orders", "stream", "trimmed")])
 
 
 def produce(broker, topic: str, per_partition: int, first: int = 0) -> dict:
