@@ -8,9 +8,11 @@ stored, so tools see them, and take effect as the features behind them land.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
-__all__ = ["TOPIC_CONFIGS", "ENFORCED", "ConfigType", "validate", "effective"]
+__all__ = ["TOPIC_CONFIGS", "ENFORCED", "BROKER_SYNONYMS", "ConfigType", "validate", "effective"]
 
 
 class ConfigType:
@@ -76,7 +78,28 @@ def validate(name: str, value: str | None) -> str | None:
     return None
 
 
-def effective(configs: dict[str, str | None], name: str) -> str:
-    """The value in force for a topic: its own setting, else the default."""
+# Topic config -> the broker config that gives its default (Kafka's
+# ServerTopicConfigSynonyms), for the broker configs minibroker has.
+BROKER_SYNONYMS = {
+    "cleanup.policy": "log.cleanup.policy",
+    "delete.retention.ms": "log.cleaner.delete.retention.ms",
+    "flush.messages": "log.flush.interval.messages",
+    "index.interval.bytes": "log.index.interval.bytes",
+    "max.message.bytes": "message.max.bytes",
+    "retention.bytes": "log.retention.bytes",
+    "retention.ms": "log.retention.ms",
+    "segment.bytes": "log.segment.bytes",
+    "segment.ms": "log.roll.ms",
+}
+
+
+def effective(configs: Mapping[str, str | None], name: str, broker: Any = None) -> str:
+    """The value in force for a topic: its own setting, else its broker synonym's value
+    (when ``broker``, the broker's config, is given), else Kafka's default."""
     value = configs.get(name)
-    return value if value is not None else TOPIC_CONFIGS[name].default
+    if value is not None:
+        return value
+    if broker is not None and name in BROKER_SYNONYMS:
+        value = broker[BROKER_SYNONYMS[name]]
+        return str(value).lower() if isinstance(value, bool) else str(value)
+    return TOPIC_CONFIGS[name].default

@@ -33,26 +33,12 @@ from kproto.protocol.messages import (
 from minibroker.config import DEFAULTS as BROKER_DEFAULTS
 from minibroker.config import BrokerConfig
 from minibroker.handlers import handles
-from minibroker.topic_configs import TOPIC_CONFIGS, ConfigType, validate
+from minibroker.topic_configs import BROKER_SYNONYMS, TOPIC_CONFIGS, ConfigType, validate
 
 TOPIC, BROKER = 2, 4
 SOURCE_TOPIC, SOURCE_STATIC_BROKER, SOURCE_DEFAULT = 1, 4, 5
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 _BROKER_TYPES = {bool: ConfigType.BOOLEAN, int: ConfigType.LONG, str: ConfigType.STRING}
-
-# Topic config -> the broker config that gives its default (Kafka's
-# ServerTopicConfigSynonyms), for the broker configs minibroker has.
-_BROKER_SYNONYMS = {
-    "cleanup.policy": "log.cleanup.policy",
-    "delete.retention.ms": "log.cleaner.delete.retention.ms",
-    "flush.messages": "log.flush.interval.messages",
-    "index.interval.bytes": "log.index.interval.bytes",
-    "max.message.bytes": "message.max.bytes",
-    "retention.bytes": "log.retention.bytes",
-    "retention.ms": "log.retention.ms",
-    "segment.bytes": "log.segment.bytes",
-    "segment.ms": "log.roll.ms",
-}
 
 Entry = DescribeConfigsResponse.DescribeConfigsResourceResult
 Synonym = DescribeConfigsResponse.DescribeConfigsSynonym
@@ -89,8 +75,8 @@ def _topic_entries(state, topic, keys, request, version):
         synonyms = []
         if topic.configs.get(name) is not None:
             synonyms.append(Synonym(name=name, value=topic.configs[name], source=SOURCE_TOPIC))
-        if name in _BROKER_SYNONYMS:
-            synonyms += _broker_synonyms(state.config, _BROKER_SYNONYMS[name])
+        if name in BROKER_SYNONYMS:
+            synonyms += _broker_synonyms(state.config, BROKER_SYNONYMS[name])
         out.append(_entry(name, synonyms, config.default, False, config.type, config.doc, request, version))
     return out
 

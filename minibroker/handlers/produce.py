@@ -8,10 +8,13 @@ stored as sent, with the base offset and leader epoch written in (both outside t
 acks 1 and -1 (all) are the same with one replica.
 Idempotent producers: sequences are checked per producer id, epoch and partition, with
 the last 5 batches remembered (see :mod:`minibroker.producer_state`).
-Topic configs: ``cleanup.policy=compact`` refuses records without a key (INVALID_RECORD),
-``max.message.bytes`` (else the broker's ``message.max.bytes``),
-``message.timestamp.type=LogAppendTime`` (the broker stamps the batch, CRC recomputed),
-``min.insync.replicas`` > 1 with acks=all -> NOT_ENOUGH_REPLICAS (one replica).
+Topic configs, each the topic's own setting or else its broker synonym's value
+(``log.cleanup.policy``, ``message.max.bytes``): ``cleanup.policy=compact`` refuses
+records without a key (INVALID_RECORD), ``max.message.bytes``,
+``message.timestamp.type=LogAppendTime`` (the broker stamps the batch, CRC recomputed,
+and says the time in ``log_append_time_ms``), ``min.insync.replicas`` > 1 with acks=all
+-> NOT_ENOUGH_REPLICAS (one replica). Internal topics (``__consumer_offsets``) take no
+records from clients: INVALID_TOPIC_EXCEPTION, as in Kafka.
 Not implemented yet: transactions, timestamp bounds, broker-side recompression.
 """
 
@@ -24,6 +27,7 @@ from kproto.errors import (
     CorruptRecordError,
     InvalidRecordError,
     InvalidRequiredAcksError,
+    InvalidTopicError,
     KafkaCodeError,
     MessageTooLargeError,
     NotEnoughReplicasError,
@@ -33,6 +37,7 @@ from kproto.protocol import ApiKey
 from kproto.protocol.messages import ProduceResponse
 from kproto.records import read_batches
 from minibroker.handlers import handles
+from minibroker.state import INTERNAL_TOPICS
 from minibroker.topic_configs import effective
 
 # v2 batch header positions (see kproto/_codec_py.py) and the timestamp-type bit.
@@ -57,57 +62,66 @@ def set_log_append_time(batch: bytes | bytearray | memoryview, now_ms: int) -> b
 
 
 def _append(state, topic, index, records):
-    """Validate and append one partition's batch; returns (error_code, base_offset, message)."""
+    """Validate and append one partition's batch.
+
+    Returns:
+        ``(error_code, base_offset, message, log_append_time)``; the time is -1 unless the
+        topic stamps LogAppendTime.
+    """
     if topic is None or not 0 <= index < len(topic.partitions):
-        return UnknownTopicOrPartitionError.code, -1, None
+        return UnknownTopicOrPartitionError.code, -1, None, -1
+    if topic.name in INTERNAL_TOPICS:
+        return InvalidTopicError.code, -1, f"cannot append to internal topic {topic.name}", -1
     if records is None or len(records) == 0:
-        return InvalidRecordError.code, -1, "no record batch"
-    limit = int(effective(topic.configs, "max.message.bytes")) if "max.message.bytes" in topic.configs else state.config["message.max.bytes"]
+        return InvalidRecordError.code, -1, "no record batch", -1
+    limit = int(effective(topic.configs, "max.message.bytes", state.config))
     if len(records) > limit:
-        return MessageTooLargeError.code, -1, f"batch of {len(records)} bytes is above the limit of {limit}"
+        return MessageTooLargeError.code, -1, f"batch of {len(records)} bytes is above the limit of {limit}", -1
     # The request decoder hands records over as a memoryview into the request frame, which
     # is immutable bytes: it is read and appended as it is, with no copy of our own.
     try:
         batches = list(read_batches(records))
     except CorruptRecordError as exc:
-        return CorruptMessageError.code, -1, str(exc)
+        return CorruptMessageError.code, -1, str(exc), -1
     except KafkaCodeError as exc:
-        return exc.code, -1, str(exc)
+        return exc.code, -1, str(exc), -1
     if len(batches) != 1 or batches[0].size != len(records):
-        return CorruptMessageError.code, -1, "expected exactly one whole record batch"
+        return CorruptMessageError.code, -1, "expected exactly one whole record batch", -1
     batch = batches[0]
     if batch.magic != 2:
-        return InvalidRecordError.code, -1, "Produce v3+ carries record batches of magic 2 only"
+        return InvalidRecordError.code, -1, "Produce v3+ carries record batches of magic 2 only", -1
     if batch.is_control:
-        return InvalidRecordError.code, -1, "clients may not produce control batches"
+        return InvalidRecordError.code, -1, "clients may not produce control batches", -1
     if batch.records_count <= 0 or batch.records_count != batch.last_offset_delta + 1:
-        return InvalidRecordError.code, -1, "record count does not match lastOffsetDelta"
+        return InvalidRecordError.code, -1, "record count does not match lastOffsetDelta", -1
     try:
         # Every record must parse before the batch is acknowledged; none needs building.
-        batch.validate(require_keys="compact" in effective(topic.configs, "cleanup.policy"))
+        batch.validate(require_keys="compact" in effective(topic.configs, "cleanup.policy", state.config))
     except InvalidRecordError:  # only raised for a null key, and only once every record parsed
-        return InvalidRecordError.code, -1, "a compacted topic only takes records with a key"
+        return InvalidRecordError.code, -1, "a compacted topic only takes records with a key", -1
     except KafkaCodeError as exc:
-        return (CorruptMessageError.code if isinstance(exc, CorruptRecordError) else exc.code), -1, str(exc)
+        return (CorruptMessageError.code if isinstance(exc, CorruptRecordError) else exc.code), -1, str(exc), -1
     idempotent = batch.producer_id >= 0
     partition_key = (topic.topic_id, index)
     if idempotent:
         if batch.base_sequence < 0:
-            return InvalidRecordError.code, -1, "an idempotent batch needs a base sequence"
+            return InvalidRecordError.code, -1, "an idempotent batch needs a base sequence", -1
         code, duplicate_of = state.producers.check(
             partition_key, batch.producer_id, batch.producer_epoch, batch.base_sequence, batch.records_count)
         if code or duplicate_of >= 0:
-            return code, duplicate_of, None  # a retry already written: its first offset again
-    max_timestamp = batch.max_timestamp
+            return code, duplicate_of, None, -1  # a retry already written: its first offset again
+    max_timestamp = append_time = batch.max_timestamp
     if effective(topic.configs, "message.timestamp.type") == "LogAppendTime":
-        max_timestamp = int(time.time() * 1000)
+        max_timestamp = append_time = int(time.time() * 1000)
         records = set_log_append_time(records, max_timestamp)
+    else:
+        append_time = -1
     base = topic.partitions[index].append(
         records, last_offset_delta=batch.last_offset_delta, max_timestamp=max_timestamp, leader_epoch=topic.leader_epoch
     )
     if idempotent:
         state.producers.record(partition_key, batch.producer_id, batch.producer_epoch, batch.base_sequence, batch.records_count, base)
-    return 0, base, None
+    return 0, base, None, append_time
 
 
 @handles(ApiKey.PRODUCE, 3, 11)
@@ -122,17 +136,18 @@ async def handle(state, header, request):
         topic = state.topics.get(topic_data.name)
         partitions = []
         for p in topic_data.partition_data:
+            append_time = -1
             if error is not None:
                 code, base, message = error, -1, None
             elif request.acks == -1 and topic is not None and int(effective(topic.configs, "min.insync.replicas")) > 1:
                 # One replica can never satisfy acks=all with a larger minimum: Kafka's answer.
                 code, base, message = NotEnoughReplicasError.code, -1, "min.insync.replicas exceeds the one in-sync replica"
             else:
-                code, base, message = _append(state, topic, p.index, p.records)
+                code, base, message, append_time = _append(state, topic, p.index, p.records)
                 appended |= code == 0
             log = topic.partitions[p.index] if code == 0 else None
             partitions.append(PartitionResponse(
-                index=p.index, error_code=code, base_offset=base,
+                index=p.index, error_code=code, base_offset=base, log_append_time_ms=append_time,
                 log_start_offset=log.log_start_offset if log else -1, error_message=message,
             ))
         responses.append(TopicResponse(name=topic_data.name, partition_responses=partitions))

@@ -16,8 +16,7 @@ from kproto.protocol.messages import (
 from kproto.records import BatchBuilder
 from minibroker import MiniBroker
 from minibroker.config import DEFAULTS as BROKER_DEFAULTS
-from minibroker.handlers.configs import _BROKER_SYNONYMS
-from minibroker.topic_configs import TOPIC_CONFIGS
+from minibroker.topic_configs import BROKER_SYNONYMS, TOPIC_CONFIGS
 
 ck = pytest.importorskip("confluent_kafka")
 from confluent_kafka.admin import (  # noqa: E402
@@ -207,7 +206,7 @@ def test_broker_configs_given_at_start_are_static(tmp_path):
 
 
 def test_broker_synonyms_name_configs_of_both_tables_with_the_same_default():
-    for topic_name, broker_name in _BROKER_SYNONYMS.items():
+    for topic_name, broker_name in BROKER_SYNONYMS.items():
         default, kind, _ = BROKER_DEFAULTS[broker_name]
         assert TOPIC_CONFIGS[topic_name].default == str(default), topic_name
 

@@ -28,7 +28,7 @@ from kproto.protocol.messages import (
 )
 from kproto.records import BatchBuilder, decode_record_set
 from minibroker import MiniBroker
-from tests.minibroker.conftest import size_prefixed
+from tests.minibroker.conftest import RawClient, size_prefixed
 
 
 def batch(*values, ts=1_000):
@@ -265,3 +265,26 @@ def test_random_request_bytes_never_take_the_broker_down(broker, raw):
         client.close()
     response = good.request(ApiKey.FETCH, 12, fetch_request("safe", 0))
     assert decode_record_set(response.responses[0].partitions[0].records)[0][0].value == b"before"
+
+
+def test_broker_log_settings_govern_topics_without_their_own():
+    """A topic without cleanup.policy follows log.cleanup.policy, for produce checks too."""
+
+    def produce(client, topic, key):
+        builder = BatchBuilder()
+        builder.append(1, key, b"v")
+        request = ProduceRequest(acks=-1, timeout_ms=1000, topic_data=[ProduceRequest.TopicProduceData(
+            name=topic, partition_data=[ProduceRequest.PartitionProduceData(index=0, records=builder.build())])])
+        return client.request(ApiKey.PRODUCE, 9, request).responses[0].partition_responses[0].error_code
+
+    with MiniBroker(config={"log.cleanup.policy": "compact", "offsets.topic.num.partitions": 1}) as broker:
+        client = RawClient(broker.port)
+        try:
+            client.request(ApiKey.METADATA, 9, MetadataRequest(topics=[
+                MetadataRequest.MetadataRequestTopic(name="inherits"),
+                MetadataRequest.MetadataRequestTopic(name="__consumer_offsets")]))
+            assert produce(client, "inherits", None) == InvalidRecordError.code
+            assert produce(client, "inherits", b"k") == 0
+            assert produce(client, "__consumer_offsets", b"k") == InvalidTopicError.code  # clients may not write it
+        finally:
+            client.close()

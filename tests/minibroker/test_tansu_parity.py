@@ -291,11 +291,6 @@ def test_log_append_time_topic_stamps_records_for_consumers(minibroker, tansu_br
     assert before <= timestamp <= int(time.time() * 1000)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "minibroker bug: on a LogAppendTime topic the Produce response's log_append_time_ms stays -1 "
-    "(handlers/produce.py stamps the batch but never sets the field); Kafka's ProduceResponse v2+: "
-    "'If LogAppendTime is used for the topic, the timestamp will be the broker local time when the "
-    "messages are appended', which producers report as the record's timestamp"))
 def test_produce_response_carries_the_log_append_time(minibroker):
     with raw_client(minibroker) as client:
         assert create_topic_raw(client, "append-time-raw", configs=[("message.timestamp.type", "LogAppendTime")]) == 0
