@@ -376,11 +376,12 @@ class AIOConsumer:
         subscriptions, membership = self._subscriptions, self._membership
         new = list(assignment.partitions)
         owned = subscriptions.assigned()
-        revoked = [tp for tp in owned if tp not in set(new)]
+        new_set, owned_set = set(new), set(owned)
+        revoked = [tp for tp in owned if tp not in new_set]
         if revoked:  # cooperative (eager members own nothing here): hand these over, then rejoin
             await self._drop(revoked, lost=False)
             membership.request_rejoin("partitions were revoked; the group rebalances again to assign them")
-        added = [tp for tp in new if tp not in set(owned)]
+        added = [tp for tp in new if tp not in owned_set]
         subscriptions.set_assignment(new)
         watched = membership.group_topics | subscriptions.topics
         self._cluster.want(watched)
