@@ -1,17 +1,20 @@
 """kproto: a Kafka toolkit for Python with a Cython codec at its core.
 
-The clients for threads are here (``from kproto import Producer, AdminClient``); their
-asyncio twins are in :mod:`kproto.aio`. The public API fits on this screen; see the
+The clients for threads are here (``from kproto import Producer, Consumer,
+AdminClient``); their asyncio twins are in :mod:`kproto.aio`. The public API fits on this screen; see the
 documentation for each name.
 """
 
 from kproto.admin import AdminClient
 from kproto.codec import codec_backend
+from kproto.consumer import Consumer, ConsumerRecord
 from kproto.producer import Producer, RecordMetadata
 from kproto.structs import OffsetAndMetadata, TopicPartition
 
 __all__ = [
     "AdminClient",
+    "Consumer",
+    "ConsumerRecord",
     "OffsetAndMetadata",
     "Producer",
     "RecordMetadata",

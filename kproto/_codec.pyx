@@ -1200,3 +1200,119 @@ for _name in ("encode_uvarint", "decode_uvarint", "encode_varint", "decode_varin
               "murmur2_partition", "read_batches", "decode_record_set", "decode_columnar"):
     globals()[_name].__doc__ = getattr(_twin, _name).__doc__
 del _name
+
+
+# ---------------------------------------------------------------------------
+# the producer's per-record path
+# ---------------------------------------------------------------------------
+
+import random as _random
+
+
+@cython.final
+cdef class Appender:
+    """The producer's per-record path; see ``_codec_py.Appender``."""
+    cdef object _new_batch
+    cdef object _make_future
+    cdef object _wake
+    cdef readonly object lock
+    cdef object _acquire
+    cdef object _release
+    cdef public Py_ssize_t buffer_memory
+    cdef public bint ignore_keys
+    cdef public Py_ssize_t used
+    cdef public bint idle
+    cdef dict _open
+    cdef dict _sticky
+
+    def __init__(self, new_batch, make_future, wake, lock, Py_ssize_t buffer_memory, bint ignore_keys=False):
+        self._new_batch = new_batch
+        self._make_future = make_future
+        self._wake = wake
+        self.lock = lock
+        # Bound once: ``with lock`` would look up __enter__ and __exit__ on every record.
+        self._acquire = lock.acquire
+        self._release = lock.release
+        self.buffer_memory = buffer_memory
+        self.ignore_keys = ignore_keys
+        self.used = 0
+        self.idle = True
+        self._open = {}
+        self._sticky = {}
+
+    def append(self, str topic, Py_ssize_t partition, Py_ssize_t partitions, int64_t timestamp, key, value,
+               headers=None):
+        cdef bint sticky = False
+        cdef bint wake
+        cdef object batch, tp, found
+        cdef int64_t index = -1
+        self._acquire()
+        try:
+            if self.used >= self.buffer_memory:
+                return None
+            if partition < 0:
+                if key is not None and not self.ignore_keys:
+                    if PyBytes_CheckExact(key):
+                        if partitions <= 0:
+                            raise ValueError(f"num_partitions must be positive, got {partitions}")
+                        partition = (_murmur2(<const uint8_t*>PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key))
+                                     & 0x7FFFFFFF) % partitions
+                    else:
+                        partition = murmur2_partition(key, partitions)
+                else:
+                    sticky = True
+                    found = self._sticky.get(topic)
+                    partition = -1 if found is None else <Py_ssize_t>found
+                    if not 0 <= partition < partitions:
+                        partition = _random.randrange(partitions)
+                        self._sticky[topic] = partition
+            tp = (topic, partition)
+            batch = self._open.get(tp)
+            if batch is not None and not batch.closed:
+                index = self._try(batch, timestamp, key, value, headers)
+            if index < 0:
+                if sticky:
+                    partition = self._next_sticky(topic, partition, partitions)
+                    tp = (topic, partition)
+                    batch = self._open.get(tp)
+                    if batch is not None and not batch.closed:
+                        index = self._try(batch, timestamp, key, value, headers)
+                if index < 0:
+                    batch = self._new_batch(topic, partition)
+                    self._open[tp] = batch
+                    index = self._try(batch, timestamp, key, value, headers)
+            wake = self.idle
+            self.idle = False
+        finally:
+            self._release()
+        if wake:
+            self._wake()
+        return self._make_future(batch.result, index, timestamp)
+
+    cdef int64_t _try(self, object batch, int64_t timestamp, object key, object value, object headers) except -2:
+        cdef BatchBuilder b = batch.builder
+        cdef Py_ssize_t before = b.used
+        cdef int64_t index
+        if b._legacy is None and (key is None or PyBytes_CheckExact(key)) and (value is None or PyBytes_CheckExact(value)):
+            index = b._append(
+                timestamp,
+                NULL if key is None else <const uint8_t*>PyBytes_AS_STRING(key), -1 if key is None else PyBytes_GET_SIZE(key),
+                NULL if value is None else <const uint8_t*>PyBytes_AS_STRING(value), -1 if value is None else PyBytes_GET_SIZE(value),
+                headers, -1)
+        else:
+            index = b.append(timestamp, key, value, headers)
+        if index < 0:
+            batch.closed = True
+            self._wake()  # a full batch need not linger
+            return -1
+        cdef Py_ssize_t grown = b.used - before
+        batch.size += grown
+        self.used += grown
+        return index
+
+    cdef Py_ssize_t _next_sticky(self, str topic, Py_ssize_t previous, Py_ssize_t partitions) except -1:
+        cdef Py_ssize_t p = _random.randrange(partitions)
+        if partitions > 1 and p == previous:
+            p = (p + 1 + _random.randrange(partitions - 1)) % partitions
+        self._sticky[topic] = p
+        return p

@@ -40,6 +40,7 @@ offset of the last inner message; with magic 0 inner offsets are absolute.
 from __future__ import annotations
 
 import itertools
+import random as _random
 import struct
 import zlib
 from collections.abc import Iterator, Sequence
@@ -70,6 +71,7 @@ __all__ = [
     "decode_record_set",
     "decode_columnar",
     "Columns",
+    "Appender",
 ]
 
 # Byte positions in a v2 batch header, each derived from the one before.
@@ -1056,3 +1058,107 @@ def decode_columnar(buf: Any, fetch_offset: int = 0, check_crc: bool = True) -> 
     cols.header_value_offsets, cols.header_value_data = hvals.offsets, hvals.data
     cols.header_value_validity, cols.header_value_nulls = hvals.validity, hvals.nulls
     return cols
+
+
+# -- the producer's per-record path -------------------------------------------------------------
+
+
+class Appender:
+    """The producer's per-record path: pick the partition, append into its open batch.
+
+    Partitions as Java's default partitioner does: a record with a key (unless
+    ``ignore_keys``) goes to ``murmur2_partition(key, partitions)``; one without goes to
+    the topic's sticky partition, which changes when a new batch would be opened for it
+    (KIP-480), to another partition chosen at random. ``partition >= 0`` is taken as given.
+
+    Batches are the owner's objects, made by ``new_batch(topic, partition)``; each has
+    ``builder`` (a :class:`BatchBuilder` whose ``max_bytes`` is ``batch.size``), ``result``,
+    ``size`` (bytes counted against memory) and ``closed``. A batch closes when a record
+    does not fit; the owner closes them too when it takes them to send.
+
+    Args:
+        new_batch: ``(topic, partition) -> batch``, a new open batch, registered by the owner.
+        make_future: ``(batch.result, index, timestamp) -> future`` of one record.
+        wake: called when a batch closes full, or a record arrives while :attr:`idle`.
+        lock: held while appending (the owner takes it for everything else).
+        buffer_memory: :meth:`append` returns None while :attr:`used` is at or above it.
+        ignore_keys: keyed records are partitioned like keyless ones.
+
+    Attributes:
+        used: bytes appended to batches not yet settled (the owner subtracts settled ones).
+        idle: True when no batch is open; the next record starts a linger clock (the owner
+            sets it back).
+    """
+
+    def __init__(self, new_batch: Any, make_future: Any, wake: Any, lock: Any, buffer_memory: int,
+                 ignore_keys: bool = False) -> None:
+        self._new_batch = new_batch
+        self._make_future = make_future
+        self._wake = wake
+        self.lock = lock
+        self.buffer_memory = buffer_memory
+        self.ignore_keys = ignore_keys
+        self.used = 0
+        self.idle = True
+        self._open: dict[tuple[str, int], Any] = {}
+        self._sticky: dict[str, int] = {}
+
+    def append(self, topic: str, partition: int, partitions: int, timestamp: int, key: Any, value: Any,
+               headers: Sequence[tuple[str, Any]] | None = None) -> Any:
+        """Append one record; returns its future, or None when memory is full (nothing added).
+
+        ``partition`` -1 lets the partitioner choose.
+
+        Raises:
+            TypeError: key, value or a header has the wrong type (as :meth:`BatchBuilder.append`).
+        """
+        with self.lock:
+            if self.used >= self.buffer_memory:
+                return None
+            sticky = False
+            if partition < 0:
+                if key is not None and not self.ignore_keys:
+                    partition = murmur2_partition(key, partitions)
+                else:
+                    sticky = True
+                    partition = self._sticky.get(topic, -1)
+                    if not 0 <= partition < partitions:
+                        partition = self._sticky[topic] = _random.randrange(partitions)
+            batch = self._open.get((topic, partition))
+            if batch is not None and batch.closed:
+                batch = None
+            index = -1 if batch is None else self._try(batch, timestamp, key, value, headers)
+            if index < 0:
+                if sticky:
+                    partition = self._next_sticky(topic, partition, partitions)
+                    batch = self._open.get((topic, partition))
+                    if batch is not None and not batch.closed:
+                        index = self._try(batch, timestamp, key, value, headers)
+                if index < 0:
+                    batch = self._open[(topic, partition)] = self._new_batch(topic, partition)
+                    index = self._try(batch, timestamp, key, value, headers)
+            wake = self.idle
+            self.idle = False
+        if wake:
+            self._wake()
+        return self._make_future(batch.result, index, timestamp)
+
+    def _try(self, batch: Any, timestamp: int, key: Any, value: Any, headers: Any) -> int:
+        builder = batch.builder
+        before = builder.size_in_bytes()
+        index = builder.append(timestamp, key, value, headers)
+        if index < 0:
+            batch.closed = True
+            self._wake()  # a full batch need not linger
+            return -1
+        grown = builder.size_in_bytes() - before
+        batch.size += grown
+        self.used += grown
+        return index
+
+    def _next_sticky(self, topic: str, previous: int, partitions: int) -> int:
+        p = _random.randrange(partitions)
+        if partitions > 1 and p == previous:
+            p = (p + 1 + _random.randrange(partitions - 1)) % partitions
+        self._sticky[topic] = p
+        return p

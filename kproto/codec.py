@@ -36,6 +36,7 @@ __all__ = [
     "decode_record_set",
     "decode_columnar",
     "Columns",
+    "Appender",
 ]
 
 if os.environ.get("KPROTO_NO_EXTENSIONS") == "1":
@@ -84,3 +85,4 @@ read_batches = _impl.read_batches
 decode_record_set = _impl.decode_record_set
 decode_columnar = _impl.decode_columnar
 Columns = _impl.Columns
+Appender = _impl.Appender

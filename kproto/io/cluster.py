@@ -110,6 +110,7 @@ class Cluster:
         self.allow_auto_topic_creation = allow_auto_topic_creation
         self.brokers: dict[int, BrokerInfo] = {}
         self.topics: dict[str, TopicInfo] = {}
+        self.partition_counts: dict[str, int] = {}  # topics usable now; read per record by producers
         self.cluster_id: str | None = None
         self.controller_id = -1
         self.updated_at = 0.0  # monotonic time of the last full answer
@@ -299,6 +300,12 @@ class Cluster:
             self.topics = seen
         else:
             self.topics.update(seen)
+        # In place, and never dropping a topic that is still usable: producers on other
+        # threads read it without a lock.
+        counts = {n: len(t.partitions) for n, t in self.topics.items() if not t.error_code and t.partitions}
+        for gone in self.partition_counts.keys() - counts.keys():
+            del self.partition_counts[gone]
+        self.partition_counts.update(counts)
         self.updated_at = time.monotonic()
 
     def leader(self, topic: str, partition: int) -> int:
@@ -309,10 +316,7 @@ class Cluster:
 
     def partitions_for(self, topic: str) -> int | None:
         """How many partitions ``topic`` has, or None when it is unknown (or in error)."""
-        info = self.topics.get(topic)
-        if info is None or info.error_code or not info.partitions:
-            return None
-        return len(info.partitions)
+        return self.partition_counts.get(topic)
 
     # -- closing --------------------------------------------------------------------------
 

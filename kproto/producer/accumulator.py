@@ -1,10 +1,10 @@
 """The record accumulator: records appended into one open batch per partition.
 
 ``append`` is the per-record path and runs on the caller's thread (a sync producer's user
-thread, or the asyncio producer's loop): it picks the sticky partition when asked,
-appends to the partition's open :class:`~kproto.records.BatchBuilder` (the Cython codec
-encodes the record at once, so no per-record object is kept) and returns a
-:class:`~kproto.producer.futures.RecordFuture`. A batch closes when the next record would
+thread, or the asyncio producer's loop): the codec's :class:`~kproto.codec.Appender`
+(Cython) picks the partition as Java does, appends to the partition's open
+:class:`~kproto.records.BatchBuilder` (the record is encoded at once, so no per-record
+object is kept) and returns a :class:`~kproto.producer.futures.RecordFuture`. A batch closes when the next record would
 take it past ``batch.size``; the sender takes closed batches, and open ones once they
 are ``linger.ms`` old or a flush asks for them.
 
@@ -20,11 +20,10 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable
 
+from kproto.codec import Appender
 from kproto.producer.futures import BatchResult, RecordFuture
-from kproto.producer.partitioner import Partitioner
 from kproto.records import BatchBuilder
 
 __all__ = ["ProducerBatch", "RecordAccumulator"]
@@ -68,13 +67,13 @@ class RecordAccumulator:
         buffer_memory: ``buffer.memory``.
         compression, compression_level: the codec id and level of new batches.
         delivery_timeout: ``delivery.timeout.ms`` in seconds.
-        partitioner: resolves the sticky partition.
+        ignore_keys: ``partitioner.ignore.keys``.
         wake: called (from any thread) when a batch becomes sendable without waiting.
         freed: called (on the sender's loop) after a batch settles and frees memory.
     """
 
     def __init__(self, *, batch_size: int, linger: float, buffer_memory: int, compression: int,
-                 compression_level: int | None, delivery_timeout: float, partitioner: Partitioner,
+                 compression_level: int | None, delivery_timeout: float, ignore_keys: bool,
                  wake: Callable[[], None], freed: Callable[[], None] = lambda: None) -> None:
         self.batch_size = batch_size
         self.linger = linger
@@ -82,70 +81,25 @@ class RecordAccumulator:
         self.compression = compression
         self.compression_level = compression_level
         self.delivery_timeout = delivery_timeout
-        self.partitioner = partitioner
-        self._wake = wake
         self._freed = freed
         self.lock = threading.Lock()
         self.space = threading.Condition(self.lock)  # notified when memory is freed or batches settle
         self.queues: dict[tuple[str, int], deque[ProducerBatch]] = {}
-        self.used = 0
         self.unsettled = 0  # batches not yet settled: flush waits for 0
         self.flushing = 0  # > 0 while a flush wants every open batch sent now
-        self._idle = True  # no open batch anywhere: the next append starts a linger clock
+        self.appender = Appender(self._new_batch, RecordFuture, wake, self.lock, buffer_memory, ignore_keys)
+        # The per-record path, in the codec: ``append(topic, partition, partitions,
+        # timestamp, key, value, headers) -> RecordFuture | None`` (None: memory is full;
+        # partition -1: Java's default partitioner chooses).
+        self.append = self.appender.append
 
-    # -- the per-record path ----------------------------------------------------------------
-
-    def append(self, topic: str, partition: int, partitions: int, timestamp: int, key: Any, value: Any,
-               headers: Sequence[tuple[str, Any]] | None) -> RecordFuture | None:
-        """Append one record; None when ``buffer.memory`` has no room for it (nothing added).
-
-        ``partition`` -1 means the topic's sticky partition.
-        """
-        with self.lock:
-            if self.used >= self.buffer_memory:
-                return None
-            if partition < 0:
-                partition = self.partitioner.sticky(topic, partitions)
-                batch = self._open_batch(topic, partition)
-                if batch is None or (index := self._try_append(batch, timestamp, key, value, headers)) < 0:
-                    # KIP-480: a new batch means a new sticky partition.
-                    partition = self.partitioner.next_sticky(topic, partitions)
-                    batch = self._open_batch(topic, partition)
-                    if batch is None or (index := self._try_append(batch, timestamp, key, value, headers)) < 0:
-                        batch = self._new_batch(topic, partition)
-                        index = self._try_append(batch, timestamp, key, value, headers)
-            else:
-                batch = self._open_batch(topic, partition)
-                if batch is None or (index := self._try_append(batch, timestamp, key, value, headers)) < 0:
-                    batch = self._new_batch(topic, partition)
-                    index = self._try_append(batch, timestamp, key, value, headers)
-            wake = self._idle
-            self._idle = False
-        if wake:
-            self._wake()  # start the linger clock
-        return RecordFuture(batch.result, index, timestamp)
-
-    def _open_batch(self, topic: str, partition: int) -> ProducerBatch | None:
-        queue = self.queues.get((topic, partition))
-        if queue:
-            batch = queue[-1]
-            if not batch.closed:
-                return batch
-        return None
-
-    def _try_append(self, batch: ProducerBatch, timestamp: int, key: Any, value: Any, headers: Any) -> int:
-        before = batch.builder.size_in_bytes()
-        index = batch.builder.append(timestamp, key, value, headers)
-        if index < 0:
-            batch.closed = True
-            self._wake()  # a full batch need not linger
-            return -1
-        grown = batch.builder.size_in_bytes() - before
-        batch.size += grown
-        self.used += grown
-        return index
+    @property
+    def used(self) -> int:
+        """Bytes held by unsettled batches."""
+        return self.appender.used
 
     def _new_batch(self, topic: str, partition: int) -> ProducerBatch:
+        # Called by the appender, with the lock held.
         builder = BatchBuilder(compression=self.compression, compression_level=self.compression_level,
                                max_bytes=self.batch_size)
         batch = ProducerBatch(topic, partition, builder, time.monotonic(), self.delivery_timeout)
@@ -180,7 +134,7 @@ class RecordAccumulator:
                 else:
                     at = batch.created + self.linger
                 soonest = at if soonest is None else min(soonest, at)
-            self._idle = idle
+            self.appender.idle = idle
         return ready, soonest
 
     def take(self, batch: ProducerBatch) -> None:
@@ -206,7 +160,7 @@ class RecordAccumulator:
                error: BaseException | None = None) -> None:
         """Settle a batch (success or failure) and free its memory."""
         with self.lock:
-            self.used -= batch.size
+            self.appender.used -= batch.size
             self.unsettled -= 1
             self.space.notify_all()
         batch.result.complete(base_offset, log_append_time, error)

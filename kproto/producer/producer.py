@@ -100,17 +100,20 @@ class AIOProducer:
             raise ConfigError("transactional.id: transactions are not supported yet")
         self.idempotent = _resolve_idempotence(c)
         self._cluster = Cluster(c, allow_auto_topic_creation=c["allow.auto.create.topics"])
-        self._partitioner = make_partitioner(c["partitioner.class"], c["partitioner.ignore.keys"])
+        self._choose = make_partitioner(c["partitioner.class"])
         codec = codec_id(c["compression.type"])
         level = {1: c["compression.gzip.level"], 3: c["compression.lz4.level"], 4: c["compression.zstd.level"]}.get(codec)
         self._acc = RecordAccumulator(
             batch_size=c["batch.size"], linger=c["linger.ms"] / 1000, buffer_memory=c["buffer.memory"],
             compression=codec, compression_level=None if level == -1 else level,
-            delivery_timeout=c["delivery.timeout.ms"] / 1000, partitioner=self._partitioner,
+            delivery_timeout=c["delivery.timeout.ms"] / 1000, ignore_keys=c["partitioner.ignore.keys"],
             wake=self._wake, freed=self._freed)
         self._key_serializer = c["key.serializer"]
         self._value_serializer = c["value.serializer"]
         self._max_request_size = c["max.request.size"]
+        # Key and value both below this: the record fits max.request.size, no need to add up.
+        self._max_value = (c["max.request.size"] - _RECORD_OVERHEAD) // 2
+        self._partition_counts = self._cluster.partition_counts
         self._max_block = c["max.block.ms"] / 1000
         self._sender: Sender | None = None
         self._waiting: deque[_Waiting] = deque()
@@ -149,25 +152,29 @@ class AIOProducer:
 
     def _append(self, topic: str, value: Any, key: Any, partition: int | None, timestamp_ms: int | None,
                 headers: Headers) -> RecordFuture | None:
-        """Serialize, partition and append one record; None if it must wait (see the module doc)."""
+        """Serialize, partition and append one record; None if it must wait (see the module doc).
+
+        The per-record path: kept flat, the rest of the work is in the codec's Appender.
+        """
         if self._closed:
             raise ClientClosedError("the producer is closed")
         if key is not None and self._key_serializer is not None:
             key = self._key_serializer(key)
         if value is not None and self._value_serializer is not None:
             value = self._value_serializer(value)
-        partitions = self._cluster.partitions_for(topic)
+        partitions = self._partition_counts.get(topic)
         if partitions is None:
             return None
         if partition is None:
-            partition = self._partitioner.partition(topic, key, partitions)
+            partition = -1 if self._choose is None else self._choose(topic, key, partitions)
         elif not 0 <= partition < partitions:
             raise ValueError(f"partition {partition} is not in [0, {partitions}) of topic {topic!r}")
-        if headers is not None and isinstance(headers, Mapping):
+        if headers is not None and not isinstance(headers, (list, tuple)):
             headers = list(headers.items())
-        size = _RECORD_OVERHEAD + (len(key) if key is not None else 0) + (len(value) if value is not None else 0)
-        if size > self._max_request_size:
-            raise MessageTooLargeError(f"a record of about {size} bytes is over max.request.size={self._max_request_size}")
+        if (value is not None and len(value) > self._max_value) or (key is not None and len(key) > self._max_value):
+            size = _RECORD_OVERHEAD + len(value) + (len(key) if key is not None else 0)
+            if size > self._max_request_size:
+                raise MessageTooLargeError(f"a record of about {size} bytes is over max.request.size={self._max_request_size}")
         if timestamp_ms is None:
             timestamp_ms = int(time.time() * 1000)
         return self._acc.append(topic, partition, partitions, timestamp_ms, key, value, headers)

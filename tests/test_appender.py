@@ -1,0 +1,91 @@
+"""The producer's per-record path in the codec (Appender): both backends partition and
+batch exactly alike, Java's way, and keep the memory count honest."""
+
+import random
+import threading
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kproto import _codec_py as py
+from kproto.codec import murmur2_partition
+
+pytestmark = pytest.mark.codec
+
+cy = pytest.importorskip("kproto._codec", reason="the Cython extension is not built")
+
+
+class Batch:
+    __slots__ = ("builder", "result", "size", "closed")
+
+    def __init__(self, builder, result):
+        self.builder, self.result, self.size, self.closed = builder, result, 0, False
+
+
+def run(backend, ops, *, partitions=3, batch_bytes=300, memory=1 << 30, ignore_keys=False, seed=7):
+    """Apply ``ops`` (topic, partition, key, value, headers); what came out, comparably."""
+    random.seed(seed)  # the sticky partitioner's choices are random.randrange's
+    batches = []
+    wakes = []
+
+    def new_batch(topic, partition):
+        batch = Batch(backend.BatchBuilder(max_bytes=batch_bytes), (topic, partition, len(batches)))
+        batches.append(batch)
+        return batch
+
+    appender = backend.Appender(new_batch, lambda result, index, ts: (result, index, ts), lambda: wakes.append(1),
+                                threading.Lock(), memory, ignore_keys)
+    futures = []
+    for i, (topic, partition, key, value, headers) in enumerate(ops):
+        futures.append(appender.append(topic, partition, partitions, 1000 + i, key, value, headers))
+        if i % 7 == 6:
+            for b in batches:
+                b.closed = True  # the sender took everything open
+            appender.idle = True
+    return futures, [(b.result, b.builder.build(), b.size) for b in batches], appender.used, len(wakes)
+
+
+ops_strategy = st.lists(st.tuples(
+    st.sampled_from(["a", "b"]),
+    st.sampled_from([-1, -1, -1, 0, 2]),
+    st.none() | st.binary(max_size=12),
+    st.none() | st.binary(max_size=80),
+    st.none() | st.lists(st.tuples(st.sampled_from(["h", "ü"]), st.none() | st.binary(max_size=5)), max_size=2),
+), max_size=60)
+
+
+@settings(max_examples=150, deadline=None)
+@given(ops=ops_strategy, ignore_keys=st.booleans())
+def test_both_backends_partition_and_batch_alike(ops, ignore_keys):
+    assert run(cy, ops, ignore_keys=ignore_keys) == run(py, ops, ignore_keys=ignore_keys)
+
+
+@pytest.mark.parametrize("backend", [cy, py], ids=["cython", "python"])
+def test_keys_follow_murmur2_and_keyless_records_stick_until_a_batch_fills(backend):
+    keyed = [("t", -1, b"key-%d" % i, b"v", None) for i in range(50)]
+    futures, batches, _, _ = run(backend, keyed, partitions=5, batch_bytes=1 << 20)
+    assert [f[0][1] for f in futures] == [murmur2_partition(b"key-%d" % i, 5) for i in range(50)]
+    keyless = [("t", -1, None, b"x" * 50, None) for _ in range(6)]
+    futures, batches, _, _ = run(backend, keyless, partitions=5, batch_bytes=250)  # about 3 records a batch
+    chosen = [f[0][1] for f in futures]
+    assert chosen[0] == chosen[1] == chosen[2] != chosen[3] == chosen[4] == chosen[5]  # KIP-480: new batch, new partition
+    futures, _, _, _ = run(backend, [("t", -1, b"k", b"v", None)] * 3, ignore_keys=True, partitions=5)
+    assert len({f[0][1] for f in futures}) == 1
+
+
+@pytest.mark.parametrize("backend", [cy, py], ids=["cython", "python"])
+def test_memory_full_appends_nothing(backend):
+    futures, batches, used, _ = run(backend, [("t", 0, None, b"x" * 100, None)] * 3, memory=100)
+    assert futures[0] is not None and futures[1:] == [None, None]
+    assert used == batches[0][2] > 100
+
+
+@pytest.mark.parametrize("backend", [cy, py], ids=["cython", "python"])
+def test_wrong_types_raise_before_anything_is_counted(backend):
+    appender = backend.Appender(lambda t, p: Batch(backend.BatchBuilder(), (t, p)), lambda *a: a, lambda: None,
+                                threading.Lock(), 1 << 20)
+    with pytest.raises(TypeError):
+        appender.append("t", 0, 1, 0, None, "text", None)
+    assert appender.used == 0
+    assert not appender.lock.locked()
