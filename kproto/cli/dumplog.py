@@ -1,0 +1,196 @@
+"""``kproto dump-log FILE...``: decode Kafka's on-disk files (``kafka-dump-log.sh --files``).
+
+A ``.log`` segment is printed batch by batch: the header (offsets, producer id, epoch
+and sequences, transactional and control flags, codec, position, size) with the result
+of its CRC check, then one line per record (offset, timestamp, key and value sizes,
+sequence, header keys; transaction markers as ``endTxnMarker``), with ``--print-data``
+also its key, value and headers. ``.index`` and ``.timeindex`` files are printed entry
+by entry. Files are read without a broker, so Kafka's files and minibroker's alike.
+
+How a damaged segment shows (and the exit code is 1, with a summary on stderr):
+
+- a whole batch whose CRC does not match is printed with ``isValid: false``, and its
+  records are decoded all the same when they still parse;
+- bytes after the last whole batch that do not make one are a torn tail (a broker that
+  died mid-write, a copy taken mid-write): "Found N invalid bytes at position P";
+  zero bytes there are preallocation padding, not damage;
+- a batch header that cannot be read (a bad length, an unknown magic) ends the dump
+  there, since nothing after it can be framed.
+
+Theory of operation. :func:`~kproto.records.read_batches` frames the file with CRC
+checks off, which gives every whole batch and its size, hence its position; each batch
+is then read again on its own bytes with the check on, which is its CRC verdict. So
+one bad batch does not hide the ones after it, and the CRC is computed by the codec,
+not here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import struct
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+from kproto.cli.options import add_command
+from kproto.compression import codec_name
+from kproto.errors import CorruptRecordError, KafkaError
+from kproto.records import Batch, ControlType, Record, parse_control_record, read_batches
+
+__all__ = ["register"]
+
+_TIMESTAMP_TYPES = {-1: "NoTimestampType", 0: "CreateTime", 1: "LogAppendTime"}
+_OFFSET_ENTRY = struct.Struct(">ii")  # relativeOffset, position (Kafka's OffsetIndex)
+_TIME_ENTRY = struct.Struct(">qi")  # timestamp, relativeOffset (Kafka's TimeIndex)
+_MARKER_VALUE = struct.Struct(">hi")  # version, coordinatorEpoch (Kafka's EndTransactionMarker)
+_CONTROL_TYPES = {t.value for t in ControlType}
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = add_command(subparsers, "dump-log", help="decode log segments and index files, checking CRCs",
+                         examples=["kproto dump-log /var/lib/kafka/orders-0/00000000000000000000.log",
+                                   "kproto dump-log data/orders-0/*.log --print-data",
+                                   "kproto dump-log data/orders-0/00000000000000000000.index"])
+    parser.add_argument("files", nargs="+", metavar="FILE", help=".log, .index or .timeindex files")
+    parser.add_argument("--print-data", action="store_true", help="also print each record's key, value and headers")
+    parser.set_defaults(run=_run)
+
+
+def _text(data: bytes | None) -> str:
+    return "null" if data is None else data.decode(errors="backslashreplace")
+
+
+def _flag(value: bool) -> str:
+    return str(value).lower()
+
+
+def _base_offset(path: Path) -> int:
+    """A segment's base offset, from its name (Kafka names segments after it)."""
+    return int(path.stem) if path.stem.isdigit() else 0
+
+
+class _Dump:
+    """One file's dump: prints lines, and collects what is wrong with the file."""
+
+    def __init__(self, path: Path, print_data: bool) -> None:
+        self.path = path
+        self.print_data = print_data
+        self.problems: list[str] = []
+
+    def line(self, text: str) -> None:
+        sys.stdout.write(text + "\n")
+
+    # -- .log ----------------------------------------------------------------------------
+
+    def segment(self, buf: bytes) -> None:
+        self.line(f"Log starting offset: {_base_offset(self.path)}")
+        position = 0
+        try:
+            for batch in read_batches(buf, check_crc=False):
+                self.batch(batch, position, self.crc_ok(buf, position, batch.size))
+                position += batch.size
+        except KafkaError as exc:  # a header that cannot be framed: nothing after it can be
+            self.line(f"Found an unreadable batch at position {position}: {exc}")
+            self.problems.append(f"unreadable batch at position {position}")
+            return
+        rest = len(buf) - position
+        if rest and any(buf[position:]):
+            self.line(f"Found {rest} invalid bytes at position {position} (a torn or partial batch)")
+            self.problems.append(f"{rest} invalid bytes at position {position}")
+
+    def crc_ok(self, buf: bytes, position: int, size: int) -> bool:
+        try:
+            next(read_batches(memoryview(buf)[position:position + size], check_crc=True))
+        except CorruptRecordError:
+            self.problems.append(f"CRC mismatch in the batch at position {position}")
+            return False
+        return True
+
+    def batch(self, batch: Batch, position: int, valid: bool) -> None:
+        sequences = (f"baseSequence: {batch.base_sequence} lastSequence: "
+                     f"{batch.base_sequence + batch.last_offset_delta if batch.base_sequence >= 0 else -1} ")
+        horizon = batch.base_timestamp if batch.has_delete_horizon else None
+        self.line(
+            f"baseOffset: {batch.base_offset} lastOffset: {batch.last_offset} count: {batch.records_count} "
+            f"{sequences}producerId: {batch.producer_id} producerEpoch: {batch.producer_epoch} "
+            f"partitionLeaderEpoch: {batch.partition_leader_epoch} isTransactional: {_flag(batch.is_transactional)} "
+            f"isControl: {_flag(batch.is_control)} deleteHorizonMs: {horizon if horizon is not None else '-'} "
+            f"position: {position} {_TIMESTAMP_TYPES[batch.timestamp_type]}: {batch.max_timestamp} "
+            f"size: {batch.size} magic: {batch.magic} compresscodec: {codec_name(batch.compression)} "
+            f"crc: {batch.crc} isValid: {_flag(valid)}")
+        try:
+            records = batch.records()
+        except KafkaError as exc:
+            self.line(f"| records do not decode: {exc}")
+            self.problems.append(f"undecodable records in the batch at position {position}")
+            return
+        for record in records:
+            self.record(batch, record)
+
+    def record(self, batch: Batch, record: Record) -> None:
+        sequence = batch.base_sequence + record.offset - batch.base_offset if batch.base_sequence >= 0 else -1
+        text = (f"| offset: {record.offset} {_TIMESTAMP_TYPES[record.timestamp_type]}: {record.timestamp} "
+                f"keySize: {len(record.key) if record.key is not None else -1} "
+                f"valueSize: {len(record.value) if record.value is not None else -1} sequence: {sequence} "
+                f"headerKeys: [{','.join(k for k, _ in record.headers)}]")
+        if batch.is_control:
+            text += " " + self.control(record)
+        elif self.print_data:
+            headers = ",".join(f"{k}:{_text(v)}" for k, v in record.headers)
+            text += f" key: {_text(record.key)} payload: {_text(record.value)}"
+            text += f" headers: [{headers}]" if headers else ""
+        self.line(text)
+
+    def control(self, record: Record) -> str:
+        try:
+            version, kind = parse_control_record(record)
+        except CorruptRecordError as exc:
+            return f"controlRecord: unreadable ({exc})"
+        value = record.value or b""
+        if version != 0 or kind not in _CONTROL_TYPES or len(value) < _MARKER_VALUE.size:
+            return f"controlRecord: version {version} type {kind}"  # readers skip unknown ones, as Java does
+        _, coordinator_epoch = _MARKER_VALUE.unpack_from(value)
+        return f"endTxnMarker: {ControlType(kind).name} coordinatorEpoch: {coordinator_epoch}"
+
+    # -- .index and .timeindex -----------------------------------------------------------
+
+    def index(self, buf: bytes, entry: struct.Struct) -> Iterator[tuple[int, int]]:
+        """The used entries of an index file: a preallocated file is zero past them."""
+        whole = len(buf) - len(buf) % entry.size
+        for at in range(0, whole, entry.size):
+            first, second = entry.unpack_from(buf, at)
+            if at and not first and not second:
+                return
+            yield first, second
+        if whole != len(buf):
+            self.problems.append(f"{len(buf) - whole} bytes after the last whole entry")
+
+    def offset_index(self, buf: bytes) -> None:
+        base = _base_offset(self.path)
+        for relative, position in self.index(buf, _OFFSET_ENTRY):
+            self.line(f"offset: {base + relative} position: {position}")
+
+    def time_index(self, buf: bytes) -> None:
+        base = _base_offset(self.path)
+        for timestamp, relative in self.index(buf, _TIME_ENTRY):
+            self.line(f"timestamp: {timestamp} offset: {base + relative}")
+
+
+def _dump(path: Path, print_data: bool) -> list[str]:
+    """Print one file; return what is wrong with it."""
+    buf = path.read_bytes()
+    dump = _Dump(path, print_data)
+    dump.line(f"Dumping {path}")
+    {".index": dump.offset_index, ".timeindex": dump.time_index}.get(path.suffix, dump.segment)(buf)
+    sys.stdout.flush()
+    return dump.problems
+
+
+def _run(args: argparse.Namespace) -> int:
+    damaged = 0
+    for name in args.files:
+        problems = _dump(Path(name), args.print_data)
+        for problem in problems:
+            print(f"kproto dump-log: error: {name}: {problem}", file=sys.stderr)
+        damaged += bool(problems)
+    return 1 if damaged else 0

@@ -1,0 +1,155 @@
+"""What every ``kproto`` command shares: its parser's shape, the connection options, and
+the settings its clients are built with.
+
+Where a client setting comes from, last wins:
+
+1. the CLI's own defaults (:data:`CLI_DEFAULTS`): short timeouts, so that a command
+   against a broker that is down fails in seconds instead of Java's minute;
+2. ``--command-config FILE``: Kafka client properties (``key=value`` lines, ``#`` and
+   ``!`` comments);
+3. ``--property KEY=VALUE`` (repeatable);
+4. the command's own flags (``--acks``, ``--compression``, ``--group``...).
+
+``bootstrap.servers`` comes from ``--bootstrap-servers``, else from those settings, else
+from ``$KPROTO_BOOTSTRAP_SERVERS``, else ``127.0.0.1:9092``.
+
+One settings file may serve several kinds of client: a key that belongs to another kind
+(``acks`` when an admin client is built) is left out for this one, while a key no client
+knows is an error naming the closest one (:class:`~kproto.config.ClientConfig` says so).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from kproto import AdminClient, Consumer, Producer
+from kproto.config import CONFIGS
+
+__all__ = [
+    "CLI_DEFAULTS",
+    "ENV_BOOTSTRAP",
+    "UsageError",
+    "add_command",
+    "add_connection_options",
+    "admin_client",
+    "client_settings",
+    "consumer_client",
+    "key_value",
+    "producer_client",
+    "read_properties",
+]
+
+ENV_BOOTSTRAP = "KPROTO_BOOTSTRAP_SERVERS"
+DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
+
+#: Settings the CLI changes from Java's defaults, so that an unreachable or silent
+#: broker is an error within seconds; each can be overridden like any other setting.
+CLI_DEFAULTS: dict[str, Any] = {
+    "client.id": "kproto-cli",
+    "socket.connection.setup.timeout.ms": 5000,
+    "request.timeout.ms": 10000,
+    "default.api.timeout.ms": 10000,
+    "max.block.ms": 10000,
+}
+
+
+class UsageError(Exception):
+    """Arguments that parse but do not make sense together (exit code 2, as argparse's)."""
+
+
+def key_value(text: str) -> tuple[str, str]:
+    """argparse type of ``KEY=VALUE`` options (the value may be empty or hold ``=``)."""
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, not {text!r}")
+    return key.strip(), value
+
+
+def add_command(subparsers: argparse._SubParsersAction, name: str, *, help: str,
+                examples: Sequence[str] = (), description: str | None = None,
+                **kwargs: Any) -> argparse.ArgumentParser:
+    """A subcommand parser whose ``--help`` ends with worked examples."""
+    epilog = "examples:\n" + "\n".join(f"  {line}" for line in examples) if examples else None
+    return subparsers.add_parser(name, help=help, description=description or help, epilog=epilog,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter, **kwargs)
+
+
+def add_connection_options(parser: argparse.ArgumentParser, *, suppress: bool = True) -> None:
+    """Add ``--bootstrap-servers``, ``--command-config`` and ``--property`` to ``parser``.
+
+    The top-level parser takes them with defaults; each command that connects takes them
+    again with ``suppress`` (no default), so that they may come before or after the
+    command name without the command's absent copy hiding the top-level value.
+    """
+    def default(value: Any) -> Any:
+        return argparse.SUPPRESS if suppress else value
+
+    group = parser.add_argument_group("connection")
+    group.add_argument("--bootstrap-servers", metavar="HOST:PORT[,...]", default=default(None),
+                       help=f"brokers to connect to (default: ${ENV_BOOTSTRAP}, else {DEFAULT_BOOTSTRAP})")
+    group.add_argument("--command-config", metavar="FILE", default=default(None),
+                       help="Kafka client properties file (key=value lines, # comments)")
+    group.add_argument("--property", metavar="KEY=VALUE", type=key_value, action="append",
+                       default=default([]), dest="properties",
+                       help="a client setting that wins over --command-config (repeatable)")
+
+
+def read_properties(path: str) -> dict[str, str]:
+    """Kafka client properties: ``key=value`` (or ``key: value``) lines; blank lines and
+    lines starting with ``#`` or ``!`` are skipped. Later duplicates win.
+
+    Raises:
+        OSError: the file cannot be read.
+        ValueError: a line has no separator.
+    """
+    settings: dict[str, str] = {}
+    with open(path, encoding="utf-8") as f:
+        for number, line in enumerate(f, 1):
+            line = line.strip()
+            if not line or line[0] in "#!":
+                continue
+            cut = min((i for i in (line.find("="), line.find(":")) if i > 0), default=-1)
+            if cut < 0:
+                raise ValueError(f"{path}:{number}: expected key=value, not {line!r}")
+            settings[line[:cut].strip()] = line[cut + 1:].strip()
+    return settings
+
+
+def client_settings(args: argparse.Namespace, client: str, flags: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The settings of a ``client`` (``"admin"``, ``"producer"``, ``"consumer"``) for a
+    command, in the order of precedence the module docstring gives.
+
+    ``flags`` are the command's own settings; None values in it are flags not given.
+    """
+    layers: list[Mapping[str, Any]] = [CLI_DEFAULTS]
+    if args.command_config:
+        layers.append(read_properties(args.command_config))
+    layers.append(dict(args.properties))
+    settings: dict[str, Any] = {}
+    for layer in layers:
+        for name, value in layer.items():
+            key = CONFIGS.get(name)
+            if key is None or client in key.clients:  # unknown keys go on, for ClientConfig to name
+                settings[name] = value
+    settings.update((name, value) for name, value in (flags or {}).items() if value is not None)
+    bootstrap = args.bootstrap_servers or settings.get("bootstrap.servers") or os.environ.get(ENV_BOOTSTRAP)
+    settings["bootstrap.servers"] = bootstrap or DEFAULT_BOOTSTRAP
+    return settings
+
+
+def admin_client(args: argparse.Namespace) -> AdminClient:
+    """An admin client for the command (close it, or use it in ``with``)."""
+    return AdminClient(client_settings(args, "admin"))
+
+
+def producer_client(args: argparse.Namespace, flags: Mapping[str, Any] | None = None) -> Producer:
+    """A producer for the command, with the command's own settings in ``flags``."""
+    return Producer(client_settings(args, "producer", flags))
+
+
+def consumer_client(args: argparse.Namespace, flags: Mapping[str, Any] | None = None) -> Consumer:
+    """A consumer for the command, with the command's own settings in ``flags``."""
+    return Consumer(client_settings(args, "consumer", flags))

@@ -1,0 +1,92 @@
+"""``kproto produce TOPIC``: one record per line of stdin or a file (the console producer).
+
+Lines are bytes, sent as they arrive (so ``tail -f log | kproto produce t`` streams), with
+their line ending (``\\n`` or ``\\r\\n``) removed. With ``--key-separator`` each line is
+``KEY<sep>VALUE``, split at the first separator; a line without one is an error, as in
+Kafka. Every record carries the ``--header`` pairs given.
+
+The command ends once every record is acknowledged (per ``--acks``); the first record the
+producer could not deliver stops it with that record's error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Iterable, Iterator
+from typing import BinaryIO
+
+from kproto import Producer
+from kproto.cli.options import add_command, add_connection_options, key_value, producer_client
+
+__all__ = ["register"]
+
+_CLOSE_TIMEOUT = 10.0  # seconds to deliver what is queued after an error or Ctrl-C
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = add_command(subparsers, "produce", help="send lines of stdin or a file as records",
+                         examples=["seq 5 | kproto produce orders",
+                                   "kproto produce orders --file orders.txt --key-separator : --header source=batch",
+                                   "kproto produce orders --compression zstd --acks 1 --partition 0 < orders.txt"])
+    parser.add_argument("topic", metavar="TOPIC")
+    parser.add_argument("--file", metavar="FILE", help="read this file instead of stdin")
+    parser.add_argument("--key-separator", metavar="SEP", help="each line is KEY<SEP>VALUE (split at the first SEP)")
+    parser.add_argument("--header", metavar="KEY=VALUE", type=key_value, action="append", default=[],
+                        help="a header on every record (repeatable)")
+    parser.add_argument("--compression", choices=("none", "gzip", "snappy", "lz4", "zstd"),
+                        help="compression.type (default: none)")
+    parser.add_argument("--acks", choices=("all", "-1", "0", "1"), help="acks (default: all)")
+    parser.add_argument("--partition", type=int, help="send every record to this partition (default: the partitioner's choice)")
+    add_connection_options(parser)
+    parser.set_defaults(run=_run)
+
+
+def _lines(stream: BinaryIO) -> Iterator[bytes]:
+    """The lines of ``stream`` without their endings, as they arrive."""
+    for line in stream:
+        yield line.removesuffix(b"\n").removesuffix(b"\r")
+
+
+def _records(lines: Iterable[bytes], separator: bytes | None) -> Iterator[tuple[bytes | None, bytes]]:
+    """``(key, value)`` per line: no key, or the parts around the first ``separator``."""
+    for number, line in enumerate(lines, 1):
+        if separator is None:
+            yield None, line
+            continue
+        key, found, value = line.partition(separator)
+        if not found:
+            raise ValueError(f"line {number} has no key separator {separator.decode()!r}")
+        yield key, value
+
+
+def _send_all(producer: Producer, args: argparse.Namespace, stream: BinaryIO) -> None:
+    headers = [(k, v.encode()) for k, v in args.header]
+    separator = args.key_separator.encode() if args.key_separator else None
+    failures: list[BaseException] = []
+
+    def delivered(error: BaseException | None, _metadata: object) -> None:
+        if error is not None:
+            failures.append(error)
+
+    for key, value in _records(_lines(stream), separator):
+        if failures:
+            break
+        producer.send(args.topic, value, key, partition=args.partition, headers=headers, on_delivery=delivered)
+    producer.flush()
+    if failures:
+        raise failures[0]
+
+
+def _run(args: argparse.Namespace) -> int:
+    stream = open(args.file, "rb") if args.file else sys.stdin.buffer
+    try:
+        producer = producer_client(args, {"compression.type": args.compression, "acks": args.acks})
+        try:
+            _send_all(producer, args, stream)
+        finally:
+            producer.close(_CLOSE_TIMEOUT)
+    finally:
+        if args.file:
+            stream.close()
+    return 0

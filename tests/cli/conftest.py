@@ -1,0 +1,90 @@
+"""Fixtures for the ``kproto`` command's tests: a broker, and two ways to run the command.
+
+``cli`` runs :func:`kproto.cli.main.main` in this process (stdin given as bytes, stdout
+and stderr captured); ``run_process`` runs ``python -m kproto`` as a real subprocess.
+Every test also checks that it left no client thread running.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from kproto.cli.main import main
+from minibroker import MiniBroker
+
+ROOT = Path(__file__).resolve().parents[2]
+TIMEOUT = 20.0  # seconds a subprocess may take before the test fails
+
+
+@dataclass
+class Result:
+    code: int
+    out: str
+    err: str
+
+    @property
+    def lines(self) -> list[str]:
+        return self.out.splitlines()
+
+
+@pytest.fixture(scope="module")
+def broker() -> Iterator[MiniBroker]:
+    with MiniBroker() as b:
+        yield b
+
+
+@pytest.fixture
+def cli(broker: MiniBroker, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
+        ) -> Callable[..., Result]:
+    """``cli("topics", "list", stdin=b"...")``: run the command against ``broker``."""
+    monkeypatch.delenv("KPROTO_BOOTSTRAP_SERVERS", raising=False)
+
+    def run(*args: str, stdin: bytes = b"", bootstrap: str | None = broker.bootstrap_servers) -> Result:
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(stdin)))
+        capsys.readouterr()
+        argv = [*(["--bootstrap-servers", bootstrap] if bootstrap else []), *args]
+        code = main(argv)
+        captured = capsys.readouterr()
+        return Result(code, captured.out, captured.err)
+
+    return run
+
+
+def process_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    env.pop("KPROTO_BOOTSTRAP_SERVERS", None)
+    return env
+
+
+def command(*args: str) -> list[str]:
+    return [sys.executable, "-m", "kproto", *args]
+
+
+@pytest.fixture
+def run_process() -> Callable[..., subprocess.CompletedProcess]:
+    """``run_process(*args, input=b"...")``: ``python -m kproto ARGS`` to its end."""
+    def run(*args: str, input: bytes = b"", env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+        return subprocess.run(command(*args), input=input, capture_output=True, cwd=ROOT,
+                              env={**process_env(), **(env or {})}, timeout=TIMEOUT)
+    return run
+
+
+@pytest.fixture(autouse=True)
+def _no_leaked_threads() -> Iterator[None]:
+    before = set(threading.enumerate())
+    yield
+    deadline = time.monotonic() + 2.0
+    while (leaked := [t for t in set(threading.enumerate()) - before if t.is_alive()]) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not leaked, f"threads left running: {leaked}"
