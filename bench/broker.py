@@ -297,6 +297,22 @@ def kafka_python_first_join(bootstrap: str, topic: str) -> float:
     return assigned[0] - start
 
 
+def kproto_first_join(bootstrap: str, topic: str) -> float:
+    """Seconds from creating a subscribed kproto consumer to its first assignment."""
+    import kproto
+
+    assigned: list[float] = []
+    start = time.perf_counter()
+    with kproto.Consumer(bootstrap_servers=bootstrap, group_id="join-bench", enable_auto_commit=False) as consumer:
+        consumer.subscribe([topic], on_assign=lambda c, partitions: assigned.append(time.perf_counter()))
+        deadline = start + JOIN_TIMEOUT
+        while not assigned and time.perf_counter() < deadline:
+            consumer.poll(0.001)
+    if not assigned:
+        raise TimeoutError(f"no assignment within {JOIN_TIMEOUT} s")
+    return assigned[0] - start
+
+
 def raw_first_join(bootstrap: str, topic: str) -> float:
     """Seconds for a new member's FindCoordinator, JoinGroup x2 and SyncGroup on one
     socket (the broker's share of a first join; the connection is made before)."""
@@ -328,8 +344,8 @@ def raw_first_join(bootstrap: str, topic: str) -> float:
 def first_join(samples: int) -> tuple[dict[str, list[float]], dict[str, int]]:
     """Each client's first join against fresh brokers, ``samples`` times, interleaved:
     the times, and how many joins timed out."""
-    joiners = {"confluent-kafka": confluent_first_join, "kafka-python": kafka_python_first_join,
-               "raw (broker only)": raw_first_join}
+    joiners = {"kproto": kproto_first_join, "confluent-kafka": confluent_first_join,
+               "kafka-python": kafka_python_first_join, "raw (broker only)": raw_first_join}
     times: dict[str, list[float]] = {name: [] for name in joiners}
     missed = dict.fromkeys(joiners, 0)
     for i in range(samples):
