@@ -13,9 +13,10 @@ sequence number. Retried batches keep their sequence and go back to the head of 
 queue in sequence order, so the broker sees them in order; OUT_OF_ORDER_SEQUENCE for a
 batch after an earlier failed one is such a retry. When sequences cannot be repaired
 (UNKNOWN_PRODUCER_ID, an epoch the broker fenced, a gap the broker does not know, or a
-batch that failed for good after it was sent), the sender gets a new producer id and
-epoch, restarts every partition's sequences at 0, and restamps batches as they are
-sent again — Java's KIP-360 recovery for producers without transactions.
+batch that failed for good after it was sent), the sender moves to the next epoch of its
+producer id (a new id only when the epoch is exhausted), restarts every partition's
+sequences at 0, and restamps batches as they are sent again — what Java's producer does
+without transactions (KIP-360): a broker takes a newer epoch starting at sequence 0.
 
 Failures: retriable errors (connection loss, NOT_LEADER_OR_FOLLOWER, REQUEST_TIMED_OUT,
 NOT_ENOUGH_REPLICAS, ...) retry after ``retry.backoff.ms`` doubling to
@@ -54,6 +55,7 @@ log = logging.getLogger("kproto.producer")
 _CRC_AT, _ATTRIBUTES_AT, _PRODUCER_AT = 17, 21, 43
 _PRODUCER = struct.Struct(">qhi")
 _SEQUENCE_LIMIT = 1 << 31
+_MAX_EPOCH = 32767
 _RESET = {UnknownProducerIdError.code, InvalidProducerEpochError.code, ProducerFencedError.code}
 
 
@@ -202,14 +204,18 @@ class Sender:
         self._event.set()
 
     async def _init_producer_id(self) -> None:
-        response = await self.cluster.request(None, InitProducerIdRequest(
-            transactional_id=None, transaction_timeout_ms=60000), max_version=4)
-        if response.error_code:
-            raise for_code(response.error_code)("InitProducerId")
-        if self.producer_id >= 0:
-            log.info("producer: sequences reset; producer id %d epoch %d -> %d epoch %d", self.producer_id,
-                     self.producer_epoch, response.producer_id, response.producer_epoch)
-        self.producer_id, self.producer_epoch = response.producer_id, response.producer_epoch
+        """Get a producer id, or move to the next epoch of ours (Java's idempotent producer
+        bumps the epoch itself; only an exhausted epoch needs a new id from a broker)."""
+        if self.producer_id >= 0 and self.producer_epoch < _MAX_EPOCH:
+            log.info("producer: sequences reset; producer id %d epoch %d -> %d", self.producer_id,
+                     self.producer_epoch, self.producer_epoch + 1)
+            self.producer_epoch += 1
+        else:
+            response = await self.cluster.request(None, InitProducerIdRequest(
+                transactional_id=None, transaction_timeout_ms=60000), max_version=4)
+            if response.error_code:
+                raise for_code(response.error_code)("InitProducerId")
+            self.producer_id, self.producer_epoch = response.producer_id, response.producer_epoch
         self._sequences.clear()
         self._reset_needed = False
 

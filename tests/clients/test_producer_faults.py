@@ -5,6 +5,7 @@ that cannot be retried. Idempotence must deliver every record once, in order."""
 import pytest
 
 from kproto import Producer
+from kproto.codec import read_batches
 from kproto.errors import (
     NotLeaderOrFollowerError,
     TopicAuthorizationFailedError,
@@ -46,6 +47,11 @@ def stored_values(proxy):
         consumer.close()
 
 
+def epochs_written(proxy):
+    log = proxy.broker._server.state.topics["faults"].partitions[0]
+    return [b.producer_epoch for b in read_batches(log.read(0, 1 << 24))]
+
+
 def fail_produce(number, code=None, lose_ack=False):
     def rule(api_key, version, request, n):
         if api_key == ApiKey.PRODUCE and n == number:
@@ -67,7 +73,9 @@ def test_idempotent_delivery_survives_the_fault_exactly_once_in_order(fault):
         assert offsets == list(range(RECORDS))
         assert stored_values(proxy) == [b"%04d" % i for i in range(RECORDS)]
         if fault == "unknown producer id":
-            assert proxy.counts[ApiKey.INIT_PRODUCER_ID] == 2  # sequences restarted under a new producer id
+            assert proxy.counts[ApiKey.INIT_PRODUCER_ID] == 1  # the producer bumped its epoch itself
+            epochs = epochs_written(proxy)
+            assert epochs[0] == 0 and epochs[-1] == 1 and epochs == sorted(epochs)
         if fault == "not leader":
             assert proxy.counts[ApiKey.METADATA] >= 2  # the leader was looked up again
 
@@ -79,5 +87,5 @@ def test_an_error_that_cannot_be_retried_fails_only_its_records():
         assert failed and all(isinstance(f.exception(), TopicAuthorizationFailedError) for f in failed)
         delivered = [f.result().offset for f in futures if f.exception() is None]
         assert len(failed) + len(delivered) == RECORDS
-        assert delivered == list(range(len(delivered)))  # the rest went on, with a new producer id
+        assert delivered == list(range(len(delivered)))  # the rest went on, under the next epoch
         assert len(stored_values(proxy)) == len(delivered)
