@@ -85,16 +85,20 @@ class _Dump:
     def segment(self, buf: bytes) -> None:
         self.line(f"Log starting offset: {_base_offset(self.path)}")
         position = 0
+        unreadable: KafkaError | None = None
         try:
             for batch in read_batches(buf, check_crc=False):
                 self.batch(batch, position, self.crc_ok(buf, position, batch.size))
                 position += batch.size
         except KafkaError as exc:  # a header that cannot be framed: nothing after it can be
-            self.line(f"Found an unreadable batch at position {position}: {exc}")
-            self.problems.append(f"unreadable batch at position {position}")
-            return
+            unreadable = exc
         rest = len(buf) - position
-        if rest and any(buf[position:]):
+        if not any(buf[position:]):
+            return  # the end, or the zero padding of a preallocated segment
+        if unreadable is not None:
+            self.line(f"Found an unreadable batch at position {position}: {unreadable}")
+            self.problems.append(f"unreadable batch at position {position}")
+        else:
             self.line(f"Found {rest} invalid bytes at position {position} (a torn or partial batch)")
             self.problems.append(f"{rest} invalid bytes at position {position}")
 

@@ -28,6 +28,7 @@ from kproto.errors import GroupIdNotFoundError, NonEmptyGroupError
 
 __all__ = ["register"]
 
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
 _INACTIVE = ("Empty", "Dead")  # the states in which a group's offsets may be reset
 _OFFSET_COLUMNS = ("group", "topic", "partition", "current_offset", "log_end_offset", "lag",
                    "consumer_id", "host", "client_id")
@@ -117,7 +118,9 @@ def _timestamp_ms(text: str) -> int:
         when = datetime.datetime.fromisoformat(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected an ISO 8601 date-time or milliseconds, not {text!r}") from None
-    return int(when.timestamp() * 1000)  # a naive date-time is local time, as in Kafka's tool
+    # astimezone takes a naive date-time as local time, as Kafka's tool does; timedelta
+    # arithmetic is exact where float seconds would turn .007 into 6 ms.
+    return (when.astimezone(datetime.timezone.utc) - _EPOCH) // datetime.timedelta(milliseconds=1)
 
 
 # -- list, describe, delete ----------------------------------------------------------------

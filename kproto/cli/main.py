@@ -104,7 +104,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         _quiet_stdout()
         return 0
     except KeyboardInterrupt:
-        print(file=sys.stderr)  # end the line a ^C was echoed on
         return 130
     except UsageError as exc:
         print(f"{PROG} {args.command}: error: {exc}", file=sys.stderr)

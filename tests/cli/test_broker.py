@@ -1,0 +1,51 @@
+"""``kproto broker``: minibroker's own command line, run in place of the process."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+
+from kproto.cli.main import main
+from tests.cli.conftest import ROOT, TIMEOUT, command, process_env
+
+READY = b"minibroker listening on "
+
+
+def test_runs_minibroker_until_ctrl_c(cli, tmp_path):
+    proc = subprocess.Popen(command("broker", "--port", "0", "--data-dir", str(tmp_path)),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT, env=process_env())
+    try:
+        line = proc.stdout.readline()
+        assert line.startswith(READY), proc.stderr.read() if proc.poll() is not None else line
+        bootstrap = line[len(READY):].strip().decode()
+        assert cli("topics", "create", "br-topic", bootstrap=bootstrap).code == 0
+        assert cli("topics", "list", bootstrap=bootstrap).lines == ["br-topic"]
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=TIMEOUT)
+    finally:
+        proc.kill() if proc.poll() is None else None
+    assert proc.returncode == 0
+    assert (tmp_path / "br-topic-0").is_dir()
+
+
+def test_help_and_bad_options_are_minibrokers(run_process):
+    helped = run_process("broker", "--help")
+    assert helped.returncode == 0 and helped.stdout.startswith(b"usage: python -m minibroker")
+    bad = run_process("broker", "--bogus")
+    assert bad.returncode == 2 and b"unrecognized arguments: --bogus" in bad.stderr
+
+
+def test_every_argument_after_broker_is_passed_on(monkeypatch, capsys):
+    calls = []
+
+    def execv(path: str, argv: list[str]) -> None:
+        calls.append((path, argv))
+        raise PermissionError("exec refused")  # what a failed exec raises; the test process goes on
+
+    monkeypatch.setattr(os, "execv", execv)
+    assert main(["broker", "--port", "0", "--override", "num.partitions=3", "-h"]) == 1
+    assert calls == [(sys.executable, [sys.executable, "-m", "minibroker", "--port", "0",
+                                       "--override", "num.partitions=3", "-h"])]
+    assert capsys.readouterr().err == "kproto: error: exec refused\n"

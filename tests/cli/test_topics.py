@@ -1,0 +1,105 @@
+"""``kproto topics``: each action against minibroker, checked through kproto's AdminClient
+and kafka-python's admin client."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kproto import AdminClient, TopicPartition
+from kproto.admin import ConfigResource
+
+kafka = pytest.importorskip("kafka")
+
+
+@pytest.fixture
+def admin(broker):
+    with AdminClient(bootstrap_servers=broker.bootstrap_servers) as client:
+        yield client
+
+
+def test_create_with_partitions_and_configs(cli, broker, admin):
+    result = cli("topics", "create", "tp-a", "tp-b", "--partitions", "3", "--config", "retention.ms=60000",
+                 "--config", "cleanup.policy=compact")
+    assert result.code == 0 and result.lines == ["Created topic tp-a.", "Created topic tp-b."]
+    oracle = kafka.KafkaAdminClient(bootstrap_servers=broker.bootstrap_servers)
+    try:
+        described = {t["name"]: t for t in oracle.describe_topics(["tp-a", "tp-b"])}
+    finally:
+        oracle.close()
+    assert {name: len(t["partitions"]) for name, t in described.items()} == {"tp-a": 3, "tp-b": 3}
+    configs = admin.describe_configs([ConfigResource.topic("tp-a")])[ConfigResource.topic("tp-a")]
+    assert configs["retention.ms"].value == "60000" and configs["cleanup.policy"].value == "compact"
+
+
+def test_create_if_not_exists_and_validate_only(cli, admin):
+    assert cli("topics", "create", "tp-exists").code == 0
+    result = cli("topics", "create", "tp-exists", "tp-new", "--if-not-exists")
+    assert result.code == 0 and result.lines == ["Created topic tp-new."]
+    result = cli("topics", "create", "tp-dry", "--validate-only")
+    assert result.code == 0 and result.lines == ["Validated topic tp-dry."]
+    assert "tp-dry" not in admin.list_topics()
+
+
+def test_list_with_and_without_internal_topics(cli, admin):
+    cli("topics", "create", "tp-listed")
+    names = cli("topics", "list").lines
+    assert "tp-listed" in names and names == sorted(names)
+    admin.alter_group_offsets("tp-group", {TopicPartition("tp-listed", 0): 0})  # creates __consumer_offsets
+    assert "__consumer_offsets" not in names
+    assert "__consumer_offsets" in cli("topics", "list", "--include-internal").lines
+
+
+def test_describe_shows_partitions_offsets_and_own_configs(cli, broker):
+    cli("topics", "create", "tp-desc", "--partitions", "2", "--config", "retention.ms=60000")
+    producer = kafka.KafkaProducer(bootstrap_servers=broker.bootstrap_servers)
+    try:
+        for i in range(3):
+            producer.send("tp-desc", b"v%d" % i, partition=1)
+        producer.flush(10)
+    finally:
+        producer.close(5)
+    text = cli("topics", "describe", "tp-desc")
+    assert text.code == 0
+    header, columns, first, second = text.lines[:4]
+    assert header.startswith("Topic: tp-desc  TopicId: ") and "PartitionCount: 2  ReplicationFactor: 1" in header
+    assert header.endswith("Configs: retention.ms=60000")
+    assert columns.split() == ["PARTITION", "LEADER", "REPLICAS", "ISR", "LOG-START-OFFSET", "LOG-END-OFFSET"]
+    assert first.split() == ["0", "0", "0", "0", "0", "0"] and second.split() == ["1", "0", "0", "0", "0", "3"]
+    as_json = json.loads(cli("topics", "describe", "tp-desc", "--json").out)
+    assert as_json["configs"] == {"retention.ms": "60000"} and as_json["replication_factor"] == 1
+    assert [p["log_end_offset"] for p in as_json["partitions"]] == [0, 3]
+    assert as_json["partitions"][1] == {"partition": 1, "leader": 0, "leader_epoch": 0, "replicas": [0], "isr": [0],
+                                        "log_start_offset": 0, "log_end_offset": 3}
+
+
+def test_describe_of_every_topic_and_of_a_missing_one(cli):
+    cli("topics", "create", "tp-all")
+    everything = cli("topics", "describe")
+    assert everything.code == 0 and "Topic: tp-all " in everything.out
+    missing = cli("topics", "describe", "tp-missing")
+    assert missing.code == 1 and missing.err.startswith("kproto: error: [UNKNOWN_TOPIC_OR_PARTITION]")
+
+
+def test_alter_partitions_and_configs(cli, admin):
+    cli("topics", "create", "tp-alter", "--config", "cleanup.policy=compact")
+    result = cli("topics", "alter", "tp-alter", "--partitions", "4", "--config", "retention.ms=1000",
+                 "--delete-config", "cleanup.policy")
+    assert result.code == 0
+    assert result.lines == ["Topic tp-alter now has 4 partitions.", "Set retention.ms=1000 on topic tp-alter.",
+                            "Returned cleanup.policy to its default on topic tp-alter."]
+    assert len(admin.describe_topics(["tp-alter"])["tp-alter"].partitions) == 4
+    configs = admin.describe_configs([ConfigResource.topic("tp-alter")])[ConfigResource.topic("tp-alter")]
+    assert configs["retention.ms"].value == "1000" and configs["cleanup.policy"].is_default
+    shrink = cli("topics", "alter", "tp-alter", "--partitions", "2")
+    assert shrink.code == 1 and shrink.err.startswith("kproto: error: [INVALID_PARTITIONS]")
+
+
+def test_delete_and_if_exists(cli, admin):
+    cli("topics", "create", "tp-del")
+    assert cli("topics", "delete", "tp-del").lines == ["Deleted topic tp-del."]
+    assert "tp-del" not in admin.list_topics()
+    assert cli("topics", "delete", "tp-del").code == 1
+    result = cli("topics", "delete", "tp-del", "--if-exists")
+    assert result.code == 0 and result.out == ""
