@@ -5,13 +5,14 @@ Each command module adds its parser with a ``register(subparsers)`` function and
 parses, runs, and turns every expected failure into one line on stderr (several when an
 admin call failed for several items) and an exit code:
 
-==  =====================================================================
-0   success; also when the reader of stdout went away (``| head``)
-1   a Kafka error (the line names it: ``[TOPIC_ALREADY_EXISTS] ...``), an
-    unreachable broker, a timeout, an unreadable file, a bad client setting
-2   bad usage (argparse's code)
-130 interrupted (Ctrl-C)
-==  =====================================================================
+===  ====================================================================
+0    success; also when the reader of stdout went away (``| head``)
+1    a Kafka error (the line names it: ``[TOPIC_ALREADY_EXISTS] ...``), an
+     unreachable broker, a timeout, an unreadable file, a bad client setting;
+     a damaged segment (``dump-log``); too few records (``perf consume``)
+2    bad usage (argparse's code)
+130  interrupted (Ctrl-C)
+===  ====================================================================
 """
 
 from __future__ import annotations

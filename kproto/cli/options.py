@@ -53,6 +53,7 @@ CLI_DEFAULTS: dict[str, Any] = {
     "request.timeout.ms": 10000,
     "default.api.timeout.ms": 10000,
     "max.block.ms": 10000,
+    "delivery.timeout.ms": 30000,  # a record the cluster cannot take fails in 30 s, not Java's 2 min
 }
 
 

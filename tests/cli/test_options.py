@@ -29,7 +29,7 @@ def test_precedence_defaults_file_properties_flags(tmp_path, monkeypatch):
     path.write_text("request.timeout.ms=2000\nlinger.ms=50\nacks=1\nclient.id=from-file\n")
     args = namespace(command_config=str(path), properties=[("linger.ms", "7"), ("client.id", "from-property")])
     producer = client_settings(args, "producer", {"acks": "0", "compression.type": None})
-    assert producer == {"socket.connection.setup.timeout.ms": 5000, "max.block.ms": 10000,
+    assert producer == {"socket.connection.setup.timeout.ms": 5000, "max.block.ms": 10000, "delivery.timeout.ms": 30000,
                         "request.timeout.ms": "2000", "linger.ms": "7", "acks": "0",
                         "client.id": "from-property", "bootstrap.servers": "127.0.0.1:9092"}
     assert CLI_DEFAULTS["default.api.timeout.ms"] == 10000  # an admin and consumer setting, left out
