@@ -36,12 +36,12 @@ from kproto.cli.options import (
     add_connection_options,
     admin_client,
     consumer_client,
+    positive_int,
 )
-from kproto.cli.output import json_bytes
+from kproto.cli.output import TIMESTAMP_TYPES, json_bytes
 
 __all__ = ["register"]
 
-_TIMESTAMP_TYPES = {-1: "NoTimestampType", 0: "CreateTime", 1: "LogAppendTime"}  # as Java's TimestampType prints
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -57,8 +57,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--partition", type=int, help="consume only this partition")
     parser.add_argument("--offset", metavar="OFFSET", type=_offset,
                         help="with --partition: where to start, a number, earliest or latest")
-    parser.add_argument("--max-messages", type=int, metavar="N", help="stop after N records")
-    parser.add_argument("--timeout-ms", type=int, metavar="MS", help="stop once no record arrived for MS milliseconds")
+    parser.add_argument("--max-messages", type=positive_int, metavar="N", help="stop after N records")
+    parser.add_argument("--timeout-ms", type=positive_int, metavar="MS",
+                        help="stop once no record arrived for MS milliseconds")
     parser.add_argument("--format", choices=("value", "key-value", "jsonl"), default="value",
                         help="what to print per record (default: value)")
     parser.add_argument("--separator", default="\t", help="between key and value with --format key-value (default: tab)")
@@ -93,7 +94,7 @@ def _formatter(args: argparse.Namespace) -> Callable[[ConsumerRecord], bytes]:
         return lambda r: _nullable(r.key) + separator + _nullable(r.value)
     return lambda r: json.dumps({
         "topic": r.topic, "partition": r.partition, "offset": r.offset, "timestamp": r.timestamp,
-        "timestamp_type": _TIMESTAMP_TYPES.get(r.timestamp_type, str(r.timestamp_type)),
+        "timestamp_type": TIMESTAMP_TYPES[r.timestamp_type],
         "key": json_bytes(r.key), "value": json_bytes(r.value),
         "headers": [[k, json_bytes(v)] for k, v in r.headers], "leader_epoch": r.leader_epoch}).encode()
 
@@ -103,9 +104,6 @@ def _check(args: argparse.Namespace) -> None:
         raise UsageError("--offset needs --partition")
     if args.group is not None and args.partition is not None:
         raise UsageError("--group and --partition cannot be used together (a group assigns partitions itself)")
-    for name in ("max_messages", "timeout_ms"):
-        if getattr(args, name) is not None and getattr(args, name) <= 0:
-            raise UsageError(f"--{name.replace('_', '-')} must be > 0")
 
 
 def _start(consumer: Consumer, args: argparse.Namespace, partitions: list[int]) -> None:

@@ -33,13 +33,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from kproto.cli.options import add_command
+from kproto.cli.output import TIMESTAMP_TYPES
 from kproto.compression import codec_name
 from kproto.errors import CorruptRecordError, KafkaError
 from kproto.records import Batch, ControlType, Record, parse_control_record, read_batches
 
 __all__ = ["register"]
 
-_TIMESTAMP_TYPES = {-1: "NoTimestampType", 0: "CreateTime", 1: "LogAppendTime"}
 _OFFSET_ENTRY = struct.Struct(">ii")  # relativeOffset, position (Kafka's OffsetIndex)
 _TIME_ENTRY = struct.Struct(">qi")  # timestamp, relativeOffset (Kafka's TimeIndex)
 _MARKER_VALUE = struct.Struct(">hi")  # version, coordinatorEpoch (Kafka's EndTransactionMarker)
@@ -119,7 +119,7 @@ class _Dump:
             f"{sequences}producerId: {batch.producer_id} producerEpoch: {batch.producer_epoch} "
             f"partitionLeaderEpoch: {batch.partition_leader_epoch} isTransactional: {_flag(batch.is_transactional)} "
             f"isControl: {_flag(batch.is_control)} deleteHorizonMs: {horizon if horizon is not None else '-'} "
-            f"position: {position} {_TIMESTAMP_TYPES[batch.timestamp_type]}: {batch.max_timestamp} "
+            f"position: {position} {TIMESTAMP_TYPES[batch.timestamp_type]}: {batch.max_timestamp} "
             f"size: {batch.size} magic: {batch.magic} compresscodec: {codec_name(batch.compression)} "
             f"crc: {batch.crc} isValid: {_flag(valid)}")
         try:
@@ -133,7 +133,7 @@ class _Dump:
 
     def record(self, batch: Batch, record: Record) -> None:
         sequence = batch.base_sequence + record.offset - batch.base_offset if batch.base_sequence >= 0 else -1
-        text = (f"| offset: {record.offset} {_TIMESTAMP_TYPES[record.timestamp_type]}: {record.timestamp} "
+        text = (f"| offset: {record.offset} {TIMESTAMP_TYPES[record.timestamp_type]}: {record.timestamp} "
                 f"keySize: {len(record.key) if record.key is not None else -1} "
                 f"valueSize: {len(record.value) if record.value is not None else -1} sequence: {sequence} "
                 f"headerKeys: [{','.join(k for k, _ in record.headers)}]")

@@ -34,11 +34,14 @@ __all__ = [
     "UsageError",
     "add_command",
     "add_connection_options",
+    "add_producer_options",
     "admin_client",
     "client_settings",
     "consumer_client",
     "key_value",
+    "positive_int",
     "producer_client",
+    "producer_flags",
     "read_properties",
 ]
 
@@ -69,6 +72,17 @@ def key_value(text: str) -> tuple[str, str]:
     return key.strip(), value
 
 
+def positive_int(text: str) -> int:
+    """argparse type of counts and durations that must be > 0."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, not {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, not {value}")
+    return value
+
+
 def add_command(subparsers: argparse._SubParsersAction, name: str, *, help: str,
                 examples: Sequence[str] = (), description: str | None = None,
                 **kwargs: Any) -> argparse.ArgumentParser:
@@ -96,6 +110,18 @@ def add_connection_options(parser: argparse.ArgumentParser, *, suppress: bool = 
     group.add_argument("--property", metavar="KEY=VALUE", type=key_value, action="append",
                        default=default([]), dest="properties",
                        help="a client setting that wins over --command-config (repeatable)")
+
+
+def add_producer_options(parser: argparse.ArgumentParser) -> None:
+    """``--acks`` and ``--compression``, for the commands that produce (``dest``: the config keys)."""
+    parser.add_argument("--acks", choices=("all", "-1", "0", "1"), help="acks (default: all)")
+    parser.add_argument("--compression", choices=("none", "gzip", "snappy", "lz4", "zstd"),
+                        help="compression.type (default: none)")
+
+
+def producer_flags(args: argparse.Namespace) -> dict[str, Any]:
+    """The producer settings :func:`add_producer_options` collected."""
+    return {"acks": args.acks, "compression.type": args.compression}
 
 
 def read_properties(path: str) -> dict[str, str]:

@@ -15,7 +15,10 @@ import sys
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-__all__ = ["add_json_option", "emit", "json_bytes", "table"]
+__all__ = ["TIMESTAMP_TYPES", "add_json_option", "emit", "json_bytes", "table"]
+
+#: A record's or batch's timestamp type as Java's ``TimestampType`` prints it.
+TIMESTAMP_TYPES = {-1: "NoTimestampType", 0: "CreateTime", 1: "LogAppendTime"}
 
 
 def add_json_option(parser: argparse.ArgumentParser) -> None:

@@ -33,9 +33,12 @@ from kproto.cli.options import (
     UsageError,
     add_command,
     add_connection_options,
+    add_producer_options,
     admin_client,
     consumer_client,
+    positive_int,
     producer_client,
+    producer_flags,
 )
 from kproto.cli.progress import progress
 
@@ -57,23 +60,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                     "kproto perf produce bench --num-records 100000 --compression lz4 "
                                     "--property linger.ms=20 --json"])
     produce.add_argument("topic", metavar="TOPIC")
-    produce.add_argument("--num-records", type=_positive, required=True, metavar="N", help="records to send")
-    produce.add_argument("--record-size", type=_positive, default=100, metavar="BYTES",
+    produce.add_argument("--num-records", type=positive_int, required=True, metavar="N", help="records to send")
+    produce.add_argument("--record-size", type=positive_int, default=100, metavar="BYTES",
                          help="value size of each record (default: 100)")
     produce.add_argument("--throughput", type=float, default=-1, metavar="RECORDS_PER_S",
                          help="throttle to this many records/s (default: -1, no limit)")
-    produce.add_argument("--acks", choices=("all", "-1", "0", "1"), help="acks (default: all)")
-    produce.add_argument("--compression", choices=("none", "gzip", "snappy", "lz4", "zstd"),
-                         help="compression.type (default: none)")
+    add_producer_options(produce)
     produce.set_defaults(run=_produce)
 
     consume = add_command(kinds, "consume", help="read records as fast as possible; measure end-to-end latency",
                           examples=["kproto perf consume bench --messages 1000000",
                                     "kproto perf consume bench --messages 100000 --group perf --plot consume.png"])
     consume.add_argument("topic", metavar="TOPIC")
-    consume.add_argument("--messages", type=_positive, required=True, metavar="N", help="records to read")
+    consume.add_argument("--messages", type=positive_int, required=True, metavar="N", help="records to read")
     consume.add_argument("--group", metavar="GROUP", help="read as a member of this group (default: no group)")
-    consume.add_argument("--timeout-ms", type=_positive, default=10000, metavar="MS",
+    consume.add_argument("--timeout-ms", type=positive_int, default=10000, metavar="MS",
                          help="give up once no record arrived for MS milliseconds (default: 10000)")
     consume.set_defaults(run=_consume)
 
@@ -83,13 +84,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         kind.add_argument("--json", action="store_true", help="print the summary as one JSON object")
         kind.add_argument("--no-progress", action="store_true", help="do not draw the live progress line")
         add_connection_options(kind)
-
-
-def _positive(text: str) -> int:
-    value = int(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be > 0, not {value}")
-    return value
 
 
 @dataclass
@@ -192,7 +186,7 @@ def _send(producer: Producer, args: argparse.Namespace, measurement: Measurement
 
 def _produce(args: argparse.Namespace) -> int:
     _check_plot(args)
-    producer = producer_client(args, {"acks": args.acks, "compression.type": args.compression})
+    producer = producer_client(args, producer_flags(args))
     try:
         measurement = Measurement()
         _send(producer, args, measurement)

@@ -17,7 +17,14 @@ from collections.abc import Iterable, Iterator
 from typing import BinaryIO
 
 from kproto import Producer
-from kproto.cli.options import add_command, add_connection_options, key_value, producer_client
+from kproto.cli.options import (
+    add_command,
+    add_connection_options,
+    add_producer_options,
+    key_value,
+    producer_client,
+    producer_flags,
+)
 
 __all__ = ["register"]
 
@@ -34,9 +41,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--key-separator", metavar="SEP", help="each line is KEY<SEP>VALUE (split at the first SEP)")
     parser.add_argument("--header", metavar="KEY=VALUE", type=key_value, action="append", default=[],
                         help="a header on every record (repeatable)")
-    parser.add_argument("--compression", choices=("none", "gzip", "snappy", "lz4", "zstd"),
-                        help="compression.type (default: none)")
-    parser.add_argument("--acks", choices=("all", "-1", "0", "1"), help="acks (default: all)")
+    add_producer_options(parser)
     parser.add_argument("--partition", type=int, help="send every record to this partition (default: the partitioner's choice)")
     add_connection_options(parser)
     parser.set_defaults(run=_run)
@@ -81,7 +86,7 @@ def _send_all(producer: Producer, args: argparse.Namespace, stream: BinaryIO) ->
 def _run(args: argparse.Namespace) -> int:
     stream = open(args.file, "rb") if args.file else sys.stdin.buffer
     try:
-        producer = producer_client(args, {"compression.type": args.compression, "acks": args.acks})
+        producer = producer_client(args, producer_flags(args))
         try:
             _send_all(producer, args, stream)
         finally:

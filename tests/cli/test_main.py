@@ -66,6 +66,8 @@ def test_top_level_help_and_version(capsys):
     ["groups", "reset-offsets", "g", "--all-topics", "--to-datetime", "yesterday"],
     ["perf", "produce", "t"],
     ["perf", "produce", "t", "--num-records", "0"],
+    ["consume", "t", "--max-messages", "0"],
+    ["consume", "t", "--timeout-ms", "soon"],
 ], ids=" ".join)
 def test_bad_arguments_exit_2_with_usage(argv, capsys):
     assert main(argv) == 2
@@ -76,7 +78,6 @@ def test_bad_arguments_exit_2_with_usage(argv, capsys):
 @pytest.mark.parametrize("argv", [
     ["consume", "t", "--offset", "5"],
     ["consume", "t", "--group", "g", "--partition", "0"],
-    ["consume", "t", "--max-messages", "0"],
     ["topics", "alter", "t"],
 ], ids=" ".join)
 def test_arguments_that_do_not_fit_together_exit_2(argv, cli):
