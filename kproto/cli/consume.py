@@ -43,7 +43,6 @@ from kproto.cli.output import TIMESTAMP_TYPES, json_bytes
 __all__ = ["register"]
 
 
-
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = add_command(subparsers, "consume", help="print records of a topic as they arrive",
                          examples=["kproto consume orders --from-beginning",

@@ -113,7 +113,7 @@ def add_connection_options(parser: argparse.ArgumentParser, *, suppress: bool = 
 
 
 def add_producer_options(parser: argparse.ArgumentParser) -> None:
-    """``--acks`` and ``--compression``, for the commands that produce (``dest``: the config keys)."""
+    """``--acks`` and ``--compression``, for the commands that produce (see :func:`producer_flags`)."""
     parser.add_argument("--acks", choices=("all", "-1", "0", "1"), help="acks (default: all)")
     parser.add_argument("--compression", choices=("none", "gzip", "snappy", "lz4", "zstd"),
                         help="compression.type (default: none)")
