@@ -17,18 +17,23 @@ from kproto.cli.options import add_command
 
 __all__ = ["register"]
 
+_EXAMPLES = """examples:
+  kproto broker                      # 127.0.0.1:9092, in memory
+  kproto broker --port 0 --data-dir /tmp/kafka
+  kproto broker --override num.partitions=3
+"""
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    # No --help of its own: every argument, --help included, is minibroker's.
     parser = add_command(subparsers, "broker", add_help=False,
-                         help="run minibroker, an embedded Kafka-compatible broker (same as python -m minibroker)",
-                         usage="kproto broker [--port PORT] [--data-dir DIR] [--override KEY=VALUE ...]",
-                         examples=["kproto broker                      # 127.0.0.1:9092, in memory",
-                                   "kproto broker --port 0 --data-dir /tmp/kafka",
-                                   "kproto broker --override num.partitions=3"])
+                         help="run minibroker, an embedded Kafka-compatible broker (same as python -m minibroker)")
     parser.set_defaults(run=_run, passes_extra_arguments=True)
 
 
 def _run(args: argparse.Namespace) -> int:
+    if {"-h", "--help"} & set(args.extra):  # minibroker's help follows, from the new process
+        print(f"kproto broker runs python -m minibroker with the same arguments.\n\n{_EXAMPLES}")
     command = [sys.executable, "-m", "minibroker", *args.extra]
     sys.stdout.flush()
     sys.stderr.flush()
