@@ -1207,6 +1207,11 @@ del _name
 # ---------------------------------------------------------------------------
 
 import random as _random
+import time as _time
+
+from kproto.errors import ClientClosedError, MessageTooLargeError
+
+cdef Py_ssize_t _RECORD_OVERHEAD = _twin._RECORD_OVERHEAD
 
 
 @cython.final
@@ -1222,10 +1227,22 @@ cdef class Appender:
     cdef public bint ignore_keys
     cdef public Py_ssize_t used
     cdef public bint idle
+    cdef public bint closed
     cdef dict _open
     cdef dict _sticky
+    cdef dict _counts
+    cdef object _key_serializer
+    cdef object _value_serializer
+    cdef object _chooser
+    cdef Py_ssize_t _max_request_size
+    cdef Py_ssize_t _max_part
+    cdef public object waiting
+    cdef object _register
+    cdef public bint hold
 
-    def __init__(self, new_batch, make_future, wake, lock, Py_ssize_t buffer_memory, bint ignore_keys=False):
+    def __init__(self, new_batch, make_future, wake, lock, Py_ssize_t buffer_memory, bint ignore_keys=False,
+                 dict counts=None, key_serializer=None, value_serializer=None, chooser=None,
+                 Py_ssize_t max_request_size=1048576, waiting=None, register=None):
         self._new_batch = new_batch
         self._make_future = make_future
         self._wake = wake
@@ -1235,13 +1252,66 @@ cdef class Appender:
         self._release = lock.release
         self.buffer_memory = buffer_memory
         self.ignore_keys = ignore_keys
+        self._counts = {} if counts is None else counts
+        self._key_serializer = key_serializer
+        self._value_serializer = value_serializer
+        self._chooser = chooser
+        self._max_request_size = max_request_size
+        self._max_part = (max_request_size - _RECORD_OVERHEAD) // 2
+        self.waiting = waiting
+        self._register = register
         self.used = 0
         self.idle = True
+        self.closed = False
+        self.hold = False
         self._open = {}
         self._sticky = {}
 
+    def send(self, str topic, value=None, key=None, partition=None, timestamp_ms=None, headers=None,
+             on_delivery=None):
+        record = None if self.hold else self.try_send(topic, value, key, partition, timestamp_ms, headers)
+        if record is None:
+            return self.waiting(topic, value, key, partition, timestamp_ms, headers, on_delivery)
+        if on_delivery is not None:
+            self._register(record, on_delivery)
+        return record
+
+    cpdef object try_send(self, str topic, value=None, key=None, partition=None, timestamp_ms=None, headers=None):
+        if self.closed:
+            raise ClientClosedError("the producer is closed")
+        if key is not None and self._key_serializer is not None:
+            key = self._key_serializer(key)
+        if value is not None and self._value_serializer is not None:
+            value = self._value_serializer(value)
+        found = self._counts.get(topic)
+        if found is None:
+            return None
+        cdef Py_ssize_t partitions = found
+        cdef Py_ssize_t p
+        if partition is None:
+            p = -1 if self._chooser is None else self._chooser(topic, key, partitions)
+        else:
+            p = partition
+            if not 0 <= p < partitions:
+                raise ValueError(f"partition {partition} is not in [0, {partitions}) of topic {topic!r}")
+        if headers is not None and not isinstance(headers, (list, tuple)):
+            headers = list(headers.items())
+        cdef Py_ssize_t vlen = 0 if value is None else (PyBytes_GET_SIZE(value) if PyBytes_CheckExact(value) else len(value))
+        cdef Py_ssize_t klen = 0 if key is None else (PyBytes_GET_SIZE(key) if PyBytes_CheckExact(key) else len(key))
+        cdef Py_ssize_t size
+        if vlen > self._max_part or klen > self._max_part:
+            size = _RECORD_OVERHEAD + vlen + klen
+            if size > self._max_request_size:
+                raise MessageTooLargeError(f"a record of about {size} bytes is over max.request.size={self._max_request_size}")
+        cdef int64_t timestamp = <int64_t>(_time.time() * 1000) if timestamp_ms is None else timestamp_ms
+        return self._append_record(topic, p, partitions, timestamp, key, value, headers)
+
     def append(self, str topic, Py_ssize_t partition, Py_ssize_t partitions, int64_t timestamp, key, value,
                headers=None):
+        return self._append_record(topic, partition, partitions, timestamp, key, value, headers)
+
+    cdef object _append_record(self, str topic, Py_ssize_t partition, Py_ssize_t partitions, int64_t timestamp,
+                               object key, object value, object headers):
         cdef bint sticky = False
         cdef bint wake
         cdef object batch, tp, found

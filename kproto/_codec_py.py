@@ -42,6 +42,7 @@ from __future__ import annotations
 import itertools
 import random as _random
 import struct
+import time as _time
 import zlib
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -49,7 +50,13 @@ from typing import Any
 from crc32c import crc32c as _crc32c
 
 from kproto import compression
-from kproto.errors import CorruptRecordError, InvalidRecordError, UnsupportedCompressionTypeError
+from kproto.errors import (
+    ClientClosedError,
+    CorruptRecordError,
+    InvalidRecordError,
+    MessageTooLargeError,
+    UnsupportedCompressionTypeError,
+)
 
 __all__ = [
     "encode_varint",
@@ -1062,14 +1069,24 @@ def decode_columnar(buf: Any, fetch_offset: int = 0, check_crc: bool = True) -> 
 
 # -- the producer's per-record path -------------------------------------------------------------
 
+_RECORD_OVERHEAD = 70  # a v2 batch header plus a record's framing: enough for the size check
+
 
 class Appender:
-    """The producer's per-record path: pick the partition, append into its open batch.
+    """The producer's per-record path: serialize, pick the partition, append into its batch.
+
+    :meth:`send` is the whole of a producer's ``send`` that runs per record: serializers,
+    the partition count, the partition choice, the size check, the timestamp, and
+    :meth:`append` into the partition's open batch; a record that must wait (unknown
+    partitions, full memory, or records already waiting: :attr:`hold`) goes to the owner's
+    ``waiting`` instead. Producers bind their ``send`` to it, so the common case runs no
+    Python code of theirs.
 
     Partitions as Java's default partitioner does: a record with a key (unless
     ``ignore_keys``) goes to ``murmur2_partition(key, partitions)``; one without goes to
     the topic's sticky partition, which changes when a new batch would be opened for it
-    (KIP-480), to another partition chosen at random. ``partition >= 0`` is taken as given.
+    (KIP-480), to another partition chosen at random. ``chooser`` replaces both (round
+    robin, a user's partitioner); a partition given with the record is taken as it is.
 
     Batches are the owner's objects, made by ``new_batch(topic, partition)``; each has
     ``builder`` (a :class:`BatchBuilder` whose ``max_bytes`` is ``batch.size``), ``result``,
@@ -1081,27 +1098,100 @@ class Appender:
         make_future: ``(batch.result, index, timestamp) -> future`` of one record.
         wake: called when a batch closes full, or a record arrives while :attr:`idle`.
         lock: held while appending (the owner takes it for everything else).
-        buffer_memory: :meth:`append` returns None while :attr:`used` is at or above it.
+        buffer_memory: nothing is appended while :attr:`used` is at or above it.
         ignore_keys: keyed records are partitioned like keyless ones.
+        counts: topic -> partition count, for the topics whose metadata is known (read
+            without the lock: its owner only ever adds to it or replaces values).
+        key_serializer, value_serializer: callables or None.
+        chooser: ``(topic, key, partitions) -> partition`` or None for Java's default.
+        max_request_size: a bigger record raises :class:`~kproto.errors.MessageTooLargeError`.
+        waiting: ``(topic, value, key, partition, timestamp_ms, headers, on_delivery) ->``
+            what ``send`` returns for a record that must wait (the owner's slow path).
+        register: ``(future, on_delivery)``: attaches a delivery callback to a future.
 
     Attributes:
         used: bytes appended to batches not yet settled (the owner subtracts settled ones).
         idle: True when no batch is open; the next record starts a linger clock (the owner
             sets it back).
+        closed: set by the owner; :meth:`send` then raises
+            :class:`~kproto.errors.ClientClosedError`.
+        hold: set by the owner while records wait, so that later ones queue behind them.
+        waiting: the ``waiting`` argument, which the owner may replace.
     """
 
     def __init__(self, new_batch: Any, make_future: Any, wake: Any, lock: Any, buffer_memory: int,
-                 ignore_keys: bool = False) -> None:
+                 ignore_keys: bool = False, counts: dict[str, int] | None = None, key_serializer: Any = None,
+                 value_serializer: Any = None, chooser: Any = None, max_request_size: int = 1048576,
+                 waiting: Any = None, register: Any = None) -> None:
         self._new_batch = new_batch
         self._make_future = make_future
         self._wake = wake
         self.lock = lock
         self.buffer_memory = buffer_memory
         self.ignore_keys = ignore_keys
+        self._counts = {} if counts is None else counts
+        self._key_serializer = key_serializer
+        self._value_serializer = value_serializer
+        self._chooser = chooser
+        self._max_request_size = max_request_size
+        # Key and value both below this: the record fits max.request.size without adding up.
+        self._max_part = (max_request_size - _RECORD_OVERHEAD) // 2
+        self.waiting = waiting
+        self._register = register
         self.used = 0
         self.idle = True
+        self.closed = False
+        self.hold = False
         self._open: dict[tuple[str, int], Any] = {}
         self._sticky: dict[str, int] = {}
+
+    def send(self, topic: str, value: Any = None, key: Any = None, partition: int | None = None,
+             timestamp_ms: int | None = None, headers: Any = None, on_delivery: Any = None) -> Any:
+        """A producer's ``send``: the record's future, or ``waiting``'s answer when it must wait.
+
+        Raises:
+            as :meth:`try_send`, and whatever ``waiting`` raises.
+        """
+        record = None if self.hold else self.try_send(topic, value, key, partition, timestamp_ms, headers)
+        if record is None:
+            return self.waiting(topic, value, key, partition, timestamp_ms, headers, on_delivery)
+        if on_delivery is not None:
+            self._register(record, on_delivery)
+        return record
+
+    def try_send(self, topic: str, value: Any = None, key: Any = None, partition: int | None = None,
+                 timestamp_ms: int | None = None, headers: Any = None) -> Any:
+        """One record: its future, or None when it must wait (the topic's partitions are
+        unknown, or memory is full); nothing is appended then.
+
+        Raises:
+            ClientClosedError: :attr:`closed` is set.
+            ValueError: ``partition`` is not one of the topic's.
+            MessageTooLargeError: the record alone is over ``max_request_size``.
+            TypeError: key, value or a header has the wrong type.
+        """
+        if self.closed:
+            raise ClientClosedError("the producer is closed")
+        if key is not None and self._key_serializer is not None:
+            key = self._key_serializer(key)
+        if value is not None and self._value_serializer is not None:
+            value = self._value_serializer(value)
+        partitions = self._counts.get(topic)
+        if partitions is None:
+            return None
+        if partition is None:
+            partition = -1 if self._chooser is None else self._chooser(topic, key, partitions)
+        elif not 0 <= partition < partitions:
+            raise ValueError(f"partition {partition} is not in [0, {partitions}) of topic {topic!r}")
+        if headers is not None and not isinstance(headers, (list, tuple)):
+            headers = list(headers.items())
+        if (value is not None and len(value) > self._max_part) or (key is not None and len(key) > self._max_part):
+            size = _RECORD_OVERHEAD + (len(value) if value is not None else 0) + (len(key) if key is not None else 0)
+            if size > self._max_request_size:
+                raise MessageTooLargeError(f"a record of about {size} bytes is over max.request.size={self._max_request_size}")
+        if timestamp_ms is None:
+            timestamp_ms = int(_time.time() * 1000)
+        return self.append(topic, partition, partitions, timestamp_ms, key, value, headers)
 
     def append(self, topic: str, partition: int, partitions: int, timestamp: int, key: Any, value: Any,
                headers: Sequence[tuple[str, Any]] | None = None) -> Any:

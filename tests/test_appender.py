@@ -89,3 +89,39 @@ def test_wrong_types_raise_before_anything_is_counted(backend):
         appender.append("t", 0, 1, 0, None, "text", None)
     assert appender.used == 0
     assert not appender.lock.locked()
+
+
+@pytest.mark.parametrize("backend", [cy, py], ids=["cython", "python"])
+def test_send_is_the_whole_per_record_path(backend):
+    from kproto.errors import ClientClosedError, MessageTooLargeError
+
+    waited, registered = [], []
+    batches = []
+
+    def new_batch(topic, partition):
+        batches.append(Batch(backend.BatchBuilder(), (topic, partition)))
+        return batches[-1]
+
+    appender = backend.Appender(
+        new_batch, lambda result, index, ts: (result, index, ts), lambda: None, threading.Lock(), 1 << 20,
+        counts={"t": 4}, key_serializer=str.encode, value_serializer=lambda v: v * 2,
+        chooser=lambda topic, key, n: 3, max_request_size=200,
+        waiting=lambda *args: waited.append(args) or "waiting", register=lambda f, cb: registered.append(cb))
+    assert appender.send("t", b"v", "k", timestamp_ms=5) == ((("t", 3)), 0, 5)  # chooser, serializers
+    assert appender.send("t", b"v", partition=1, headers={"h": b"1"}, on_delivery=print)[0] == ("t", 1)
+    assert registered == [print]
+    assert appender.send("unknown", b"v") == "waiting" and waited[-1][0] == "unknown"
+    appender.hold = True
+    assert appender.send("t", b"v") == "waiting"  # behind the waiting ones, in order
+    appender.hold = False
+    with pytest.raises(ValueError, match="partition 4"):
+        appender.send("t", b"v", partition=4)
+    with pytest.raises(MessageTooLargeError):
+        appender.send("t", b"x" * 100)  # doubled by the serializer: over 200 with the overhead
+    assert appender.try_send("unknown", b"v") is None
+    appender.closed = True
+    with pytest.raises(ClientClosedError):
+        appender.send("t", b"v")
+    built = batches[1].builder.build()
+    (record,) = py.read_batches(built).__next__().records()
+    assert record.headers == (("h", b"1"),) and record.value == b"vv"

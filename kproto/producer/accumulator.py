@@ -21,6 +21,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
+from typing import Any
 
 from kproto.codec import Appender
 from kproto.producer.futures import BatchResult, RecordFuture
@@ -68,13 +69,15 @@ class RecordAccumulator:
         compression, compression_level: the codec id and level of new batches.
         delivery_timeout: ``delivery.timeout.ms`` in seconds.
         ignore_keys: ``partitioner.ignore.keys``.
+        per_record: the rest of the codec's :class:`~kproto.codec.Appender` arguments
+            (partition counts, serializers, chooser, ``max.request.size``).
         wake: called (from any thread) when a batch becomes sendable without waiting.
         freed: called (on the sender's loop) after a batch settles and frees memory.
     """
 
     def __init__(self, *, batch_size: int, linger: float, buffer_memory: int, compression: int,
                  compression_level: int | None, delivery_timeout: float, ignore_keys: bool,
-                 wake: Callable[[], None], freed: Callable[[], None] = lambda: None) -> None:
+                 wake: Callable[[], None], freed: Callable[[], None] = lambda: None, **per_record: Any) -> None:
         self.batch_size = batch_size
         self.linger = linger
         self.buffer_memory = buffer_memory
@@ -87,11 +90,11 @@ class RecordAccumulator:
         self.queues: dict[tuple[str, int], deque[ProducerBatch]] = {}
         self.unsettled = 0  # batches not yet settled: flush waits for 0
         self.flushing = 0  # > 0 while a flush wants every open batch sent now
-        self.appender = Appender(self._new_batch, RecordFuture, wake, self.lock, buffer_memory, ignore_keys)
-        # The per-record path, in the codec: ``append(topic, partition, partitions,
-        # timestamp, key, value, headers) -> RecordFuture | None`` (None: memory is full;
-        # partition -1: Java's default partitioner chooses).
-        self.append = self.appender.append
+        self.appender = Appender(self._new_batch, RecordFuture, wake, self.lock, buffer_memory, ignore_keys,
+                                 **per_record)
+        # The per-record path, in the codec: ``send(topic, value, key, partition,
+        # timestamp_ms, headers) -> RecordFuture | None`` (None: it must wait).
+        self.send = self.appender.send
 
     @property
     def used(self) -> int:

@@ -1,7 +1,7 @@
 """The producer: :class:`AIOProducer` for asyncio, :class:`Producer` for threads.
 
-Both share the per-record path (:meth:`AIOProducer._append`: serialize, partition,
-append into the Cython batch builder) and one asyncio sender; the sync face runs the
+Both share the per-record path (:meth:`kproto.codec.Appender.send`, in Cython: serialize,
+partition, append into the open batch) and one asyncio sender; the sync face runs the
 sender on a background loop and appends from the caller's thread directly, so a
 ``send`` crosses no thread boundary unless it must wait (for a topic's metadata, or for
 ``buffer.memory``), which it does for at most ``max.block.ms``.
@@ -27,7 +27,6 @@ from kproto.errors import (
     ClientClosedError,
     ConfigError,
     KafkaTimeoutError,
-    MessageTooLargeError,
     for_code,
 )
 from kproto.io import Cluster
@@ -40,8 +39,6 @@ __all__ = ["AIOProducer", "Producer", "RecordMetadata"]
 
 Headers = Sequence[tuple[str, Any]] | Mapping[str, Any] | None
 DeliveryCallback = Callable[[BaseException | None, RecordMetadata | None], None]
-
-_RECORD_OVERHEAD = 70  # a v2 batch header plus a record's framing: enough for the size check
 
 
 def _resolve_idempotence(config: ClientConfig) -> bool:
@@ -100,20 +97,20 @@ class AIOProducer:
             raise ConfigError("transactional.id: transactions are not supported yet")
         self.idempotent = _resolve_idempotence(c)
         self._cluster = Cluster(c, allow_auto_topic_creation=c["allow.auto.create.topics"])
-        self._choose = make_partitioner(c["partitioner.class"])
         codec = codec_id(c["compression.type"])
         level = {1: c["compression.gzip.level"], 3: c["compression.lz4.level"], 4: c["compression.zstd.level"]}.get(codec)
         self._acc = RecordAccumulator(
             batch_size=c["batch.size"], linger=c["linger.ms"] / 1000, buffer_memory=c["buffer.memory"],
             compression=codec, compression_level=None if level == -1 else level,
             delivery_timeout=c["delivery.timeout.ms"] / 1000, ignore_keys=c["partitioner.ignore.keys"],
-            wake=self._wake, freed=self._freed)
-        self._key_serializer = c["key.serializer"]
-        self._value_serializer = c["value.serializer"]
-        self._max_request_size = c["max.request.size"]
-        # Key and value both below this: the record fits max.request.size, no need to add up.
-        self._max_value = (c["max.request.size"] - _RECORD_OVERHEAD) // 2
-        self._partition_counts = self._cluster.partition_counts
+            wake=self._wake, freed=self._freed, counts=self._cluster.partition_counts,
+            key_serializer=c["key.serializer"], value_serializer=c["value.serializer"],
+            chooser=make_partitioner(c["partitioner.class"]), max_request_size=c["max.request.size"],
+            waiting=self._wait_then_append, register=_on_delivery)
+        self._append = self._acc.appender.try_send
+        # The per-record path runs in the codec with no Python frame of ours: the method
+        # below documents it, and this instance attribute is what calls reach.
+        self.send = self._acc.send
         self._max_block = c["max.block.ms"] / 1000
         self._sender: Sender | None = None
         self._waiting: deque[_Waiting] = deque()
@@ -150,35 +147,6 @@ class AIOProducer:
 
     # -- the per-record path ----------------------------------------------------------------
 
-    def _append(self, topic: str, value: Any, key: Any, partition: int | None, timestamp_ms: int | None,
-                headers: Headers) -> RecordFuture | None:
-        """Serialize, partition and append one record; None if it must wait (see the module doc).
-
-        The per-record path: kept flat, the rest of the work is in the codec's Appender.
-        """
-        if self._closed:
-            raise ClientClosedError("the producer is closed")
-        if key is not None and self._key_serializer is not None:
-            key = self._key_serializer(key)
-        if value is not None and self._value_serializer is not None:
-            value = self._value_serializer(value)
-        partitions = self._partition_counts.get(topic)
-        if partitions is None:
-            return None
-        if partition is None:
-            partition = -1 if self._choose is None else self._choose(topic, key, partitions)
-        elif not 0 <= partition < partitions:
-            raise ValueError(f"partition {partition} is not in [0, {partitions}) of topic {topic!r}")
-        if headers is not None and not isinstance(headers, (list, tuple)):
-            headers = list(headers.items())
-        if (value is not None and len(value) > self._max_value) or (key is not None and len(key) > self._max_value):
-            size = _RECORD_OVERHEAD + len(value) + (len(key) if key is not None else 0)
-            if size > self._max_request_size:
-                raise MessageTooLargeError(f"a record of about {size} bytes is over max.request.size={self._max_request_size}")
-        if timestamp_ms is None:
-            timestamp_ms = int(time.time() * 1000)
-        return self._acc.append(topic, partition, partitions, timestamp_ms, key, value, headers)
-
     def send(self, topic: str, value: Any = None, key: Any = None, *, partition: int | None = None,
              timestamp_ms: int | None = None, headers: Headers = None,
              on_delivery: DeliveryCallback | None = None) -> Any:
@@ -195,24 +163,33 @@ class AIOProducer:
             MessageTooLargeError: the record alone is over ``max.request.size``.
             ClientClosedError: the producer is closed.
         """
+        return self._acc.send(topic, value, key, partition, timestamp_ms, headers, on_delivery)
+
+    def _wait_then_append(self, topic: str, value: Any, key: Any, partition: int | None, timestamp_ms: int | None,
+                          headers: Headers, on_delivery: DeliveryCallback | None) -> _Waiting:
+        """The slow path of :meth:`send`: queue the record to be appended in order."""
+        if self._closed:
+            raise ClientClosedError("the producer is closed")
         self._start()
-        record = None if self._waiting else self._append(topic, value, key, partition, timestamp_ms, headers)
-        if record is None:
-            waiting = _Waiting((topic, value, key, partition, timestamp_ms, headers, on_delivery),
-                               asyncio.get_running_loop().create_future())
-            self._waiting.append(waiting)
-            if self._waiting_task is None or self._waiting_task.done():
-                self._waiting_task = asyncio.get_running_loop().create_task(self._append_waiting())
-            return waiting
-        if on_delivery is not None:
-            _on_delivery(record, on_delivery)
-        return record
+        loop = asyncio.get_running_loop()
+        waiting = _Waiting((topic, value, key, partition, timestamp_ms, headers, on_delivery), loop.create_future())
+        self._waiting.append(waiting)
+        self._acc.appender.hold = True  # later records queue behind this one
+        if self._waiting_task is None or self._waiting_task.done():
+            self._waiting_task = loop.create_task(self._append_waiting())
+        return waiting
 
     async def send_and_wait(self, topic: str, value: Any = None, key: Any = None, **kwargs: Any) -> RecordMetadata:
         """:meth:`send` and wait for the record's metadata."""
         return await self.send(topic, value, key, **kwargs)
 
     async def _append_waiting(self) -> None:
+        try:
+            await self._drain_waiting()
+        finally:
+            self._acc.appender.hold = False
+
+    async def _drain_waiting(self) -> None:
         while self._waiting:
             waiting = self._waiting[0]
             topic, value, key, partition, timestamp_ms, headers, on_delivery = waiting.args
@@ -314,7 +291,7 @@ class AIOProducer:
                 except KafkaTimeoutError:
                     pass
         finally:
-            self._closed = True
+            self._closed = self._acc.appender.closed = True
             if self._waiting_task is not None:
                 self._waiting_task.cancel()
                 await asyncio.gather(self._waiting_task, return_exceptions=True)
@@ -342,6 +319,8 @@ class Producer:
     def __init__(self, config: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
         self._core = AIOProducer(config, **kwargs)
         self.config = self._core.config
+        self._core._acc.appender.waiting = self._append_blocking  # threads block where asyncio would queue
+        self.send = self._core._acc.send  # see AIOProducer.__init__
         self._loop = LoopThread("kproto-producer")
         try:
             self._loop.run(self._core.start(), timeout=self._core._max_block)
@@ -360,18 +339,14 @@ class Producer:
              timestamp_ms: int | None = None, headers: Headers = None,
              on_delivery: DeliveryCallback | None = None) -> RecordFuture:
         """Queue a record; see :meth:`AIOProducer.send`. Returns a future of its metadata."""
-        core = self._core
-        record = core._append(topic, value, key, partition, timestamp_ms, headers)
-        if record is None:
-            record = self._append_blocking(topic, value, key, partition, timestamp_ms, headers)
-        if on_delivery is not None:
-            _on_delivery(record, on_delivery)
-        return record
+        return self._core._acc.send(topic, value, key, partition, timestamp_ms, headers, on_delivery)
 
-    def _append_blocking(self, *args: Any) -> RecordFuture:
-        core, topic = self._core, args[0]
+    def _append_blocking(self, topic: str, value: Any, key: Any, partition: int | None, timestamp_ms: int | None,
+                         headers: Headers, on_delivery: DeliveryCallback | None) -> RecordFuture:
+        """The slow path of :meth:`send`: wait for metadata or memory, up to ``max.block.ms``."""
+        core = self._core
         deadline = time.monotonic() + core._max_block
-        while (record := core._append(*args)) is None:
+        while (record := core._append(topic, value, key, partition, timestamp_ms, headers)) is None:
             left = deadline - time.monotonic()
             if core._cluster.partitions_for(topic) is None:
                 self._loop.run(core._prepare(topic))  # bounded by max.block.ms itself
@@ -381,6 +356,8 @@ class Producer:
                     raise KafkaTimeoutError(f"waited {core._max_block * 1000:.0f} ms (max.block.ms) for memory (buffer.memory)")
                 if core._acc.used >= core._acc.buffer_memory:
                     core._acc.space.wait(min(left, 0.2))
+        if on_delivery is not None:
+            _on_delivery(record, on_delivery)
         return record
 
     def partitions_for(self, topic: str) -> list[int]:
