@@ -1,0 +1,35 @@
+"""Every example the documentation shows runs, so the quickstart and guides never rot:
+each script in docs/examples/ in its own process, and the pytest example under pytest."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "docs" / "examples"
+ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
+
+
+@pytest.mark.parametrize("script", sorted(p.name for p in EXAMPLES.glob("*.py") if not p.name.startswith("test_")))
+def test_example_script_runs(script):
+    done = subprocess.run([sys.executable, str(EXAMPLES / script)], env=ENV, capture_output=True, text=True,
+                          timeout=120, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip(), "an example shows what it did"
+
+
+def test_the_quickstart_prints_kafkas_quickstart_events():
+    done = subprocess.run([sys.executable, str(EXAMPLES / "quickstart.py")], env=ENV, capture_output=True,
+                          text=True, timeout=120, cwd=ROOT)
+    assert done.stdout.splitlines()[:2] == ["0 This is my first event", "1 This is my second event"]
+
+
+def test_the_pytest_example_passes_under_pytest():
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           str(EXAMPLES / "test_with_minibroker.py")], env=ENV, capture_output=True, text=True,
+                          timeout=120, cwd=ROOT)
+    assert done.returncode == 0, done.stdout[-3000:]
+    assert "2 passed" in done.stdout
