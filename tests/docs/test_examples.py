@@ -33,3 +33,20 @@ def test_the_pytest_example_passes_under_pytest():
                           timeout=120, cwd=ROOT)
     assert done.returncode == 0, done.stdout[-3000:]
     assert "2 passed" in done.stdout
+
+
+def test_the_command_line_quickstart_runs(tmp_path):
+    from minibroker import MiniBroker
+
+    with MiniBroker() as broker:
+        bin_dir = tmp_path / "bin"  # `kproto` on PATH, whether or not the package is installed
+        bin_dir.mkdir()
+        (bin_dir / "kproto").write_text(f"#!/bin/sh\nexec {sys.executable} -m kproto \"$@\"\n")
+        (bin_dir / "kproto").chmod(0o755)
+        env = {**ENV, "KPROTO_BOOTSTRAP_SERVERS": broker.bootstrap_servers,
+               "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+        done = subprocess.run(["bash", str(EXAMPLES / "quickstart_cli.sh")], env=env, capture_output=True, text=True,
+                              timeout=120, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "This is my first event\nThis is my second event\n" in done.stdout
+    assert "quickstart-events" in done.stdout and "quickstart" in done.stdout
