@@ -25,6 +25,7 @@ from cpython.mem cimport PyMem_Free, PyMem_Realloc
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.string cimport memcmp, memcpy
+from posix.time cimport CLOCK_REALTIME, clock_gettime, timespec
 
 import zlib
 
@@ -1207,11 +1208,24 @@ del _name
 # ---------------------------------------------------------------------------
 
 import random as _random
-import time as _time
 
 from kproto.errors import ClientClosedError, MessageTooLargeError
 
 cdef Py_ssize_t _RECORD_OVERHEAD = _twin._RECORD_OVERHEAD
+
+
+cdef class OpenBatch:
+    """What the Appender needs of a producer's batch; see ``_codec_py.OpenBatch``."""
+    cdef public BatchBuilder builder
+    cdef public object result
+    cdef public Py_ssize_t size
+    cdef public bint closed
+
+    def __init__(self, BatchBuilder builder, result):
+        self.builder = builder
+        self.result = result
+        self.size = 0
+        self.closed = False
 
 
 @cython.final
@@ -1303,7 +1317,13 @@ cdef class Appender:
             size = _RECORD_OVERHEAD + vlen + klen
             if size > self._max_request_size:
                 raise MessageTooLargeError(f"a record of about {size} bytes is over max.request.size={self._max_request_size}")
-        cdef int64_t timestamp = <int64_t>(_time.time() * 1000) if timestamp_ms is None else timestamp_ms
+        cdef timespec now
+        cdef int64_t timestamp
+        if timestamp_ms is None:
+            clock_gettime(CLOCK_REALTIME, &now)  # time.time() without a Python call
+            timestamp = <int64_t>now.tv_sec * 1000 + now.tv_nsec // 1000000
+        else:
+            timestamp = timestamp_ms
         return self._append_record(topic, p, partitions, timestamp, key, value, headers)
 
     def append(self, str topic, Py_ssize_t partition, Py_ssize_t partitions, int64_t timestamp, key, value,
@@ -1314,7 +1334,8 @@ cdef class Appender:
                                object key, object value, object headers):
         cdef bint sticky = False
         cdef bint wake
-        cdef object batch, tp, found
+        cdef OpenBatch batch
+        cdef object tp, found
         cdef int64_t index = -1
         self._acquire()
         try:
@@ -1359,7 +1380,7 @@ cdef class Appender:
             self._wake()
         return self._make_future(batch.result, index, timestamp)
 
-    cdef int64_t _try(self, object batch, int64_t timestamp, object key, object value, object headers) except -2:
+    cdef int64_t _try(self, OpenBatch batch, int64_t timestamp, object key, object value, object headers) except -2:
         cdef BatchBuilder b = batch.builder
         cdef Py_ssize_t before = b.used
         cdef int64_t index

@@ -78,6 +78,7 @@ __all__ = [
     "decode_record_set",
     "decode_columnar",
     "Columns",
+    "OpenBatch",
     "Appender",
 ]
 
@@ -1072,6 +1073,25 @@ def decode_columnar(buf: Any, fetch_offset: int = 0, check_crc: bool = True) -> 
 _RECORD_OVERHEAD = 70  # a v2 batch header plus a record's framing: enough for the size check
 
 
+class OpenBatch:
+    """What :class:`Appender` needs of a producer's batch; producers subclass it.
+
+    Attributes:
+        builder: the :class:`BatchBuilder` records are appended to.
+        result: what each record's future refers to.
+        size: bytes counted against the producer's memory.
+        closed: no more records go in (full, or taken to be sent).
+    """
+
+    __slots__ = ("builder", "result", "size", "closed")
+
+    def __init__(self, builder: Any, result: Any) -> None:
+        self.builder = builder
+        self.result = result
+        self.size = 0
+        self.closed = False
+
+
 class Appender:
     """The producer's per-record path: serialize, pick the partition, append into its batch.
 
@@ -1088,9 +1108,8 @@ class Appender:
     (KIP-480), to another partition chosen at random. ``chooser`` replaces both (round
     robin, a user's partitioner); a partition given with the record is taken as it is.
 
-    Batches are the owner's objects, made by ``new_batch(topic, partition)``; each has
-    ``builder`` (a :class:`BatchBuilder` whose ``max_bytes`` is ``batch.size``), ``result``,
-    ``size`` (bytes counted against memory) and ``closed``. A batch closes when a record
+    Batches are the owner's objects, made by ``new_batch(topic, partition)``: instances of
+    :class:`OpenBatch` (or subclasses) whose builder's ``max_bytes`` is ``batch.size``. A batch closes when a record
     does not fit; the owner closes them too when it takes them to send.
 
     Args:

@@ -36,6 +36,7 @@ __all__ = [
     "decode_record_set",
     "decode_columnar",
     "Columns",
+    "OpenBatch",
     "Appender",
 ]
 
@@ -85,4 +86,5 @@ read_batches = _impl.read_batches
 decode_record_set = _impl.decode_record_set
 decode_columnar = _impl.decode_columnar
 Columns = _impl.Columns
+OpenBatch = _impl.OpenBatch
 Appender = _impl.Appender

@@ -16,13 +16,6 @@ pytestmark = pytest.mark.codec
 cy = pytest.importorskip("kproto._codec", reason="the Cython extension is not built")
 
 
-class Batch:
-    __slots__ = ("builder", "result", "size", "closed")
-
-    def __init__(self, builder, result):
-        self.builder, self.result, self.size, self.closed = builder, result, 0, False
-
-
 def run(backend, ops, *, partitions=3, batch_bytes=300, memory=1 << 30, ignore_keys=False, seed=7):
     """Apply ``ops`` (topic, partition, key, value, headers); what came out, comparably."""
     random.seed(seed)  # the sticky partitioner's choices are random.randrange's
@@ -30,7 +23,7 @@ def run(backend, ops, *, partitions=3, batch_bytes=300, memory=1 << 30, ignore_k
     wakes = []
 
     def new_batch(topic, partition):
-        batch = Batch(backend.BatchBuilder(max_bytes=batch_bytes), (topic, partition, len(batches)))
+        batch = backend.OpenBatch(backend.BatchBuilder(max_bytes=batch_bytes), (topic, partition, len(batches)))
         batches.append(batch)
         return batch
 
@@ -83,7 +76,7 @@ def test_memory_full_appends_nothing(backend):
 
 @pytest.mark.parametrize("backend", [cy, py], ids=["cython", "python"])
 def test_wrong_types_raise_before_anything_is_counted(backend):
-    appender = backend.Appender(lambda t, p: Batch(backend.BatchBuilder(), (t, p)), lambda *a: a, lambda: None,
+    appender = backend.Appender(lambda t, p: backend.OpenBatch(backend.BatchBuilder(), (t, p)), lambda *a: a, lambda: None,
                                 threading.Lock(), 1 << 20)
     with pytest.raises(TypeError):
         appender.append("t", 0, 1, 0, None, "text", None)
@@ -99,7 +92,7 @@ def test_send_is_the_whole_per_record_path(backend):
     batches = []
 
     def new_batch(topic, partition):
-        batches.append(Batch(backend.BatchBuilder(), (topic, partition)))
+        batches.append(backend.OpenBatch(backend.BatchBuilder(), (topic, partition)))
         return batches[-1]
 
     appender = backend.Appender(

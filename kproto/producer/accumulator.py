@@ -23,33 +23,34 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from kproto.codec import Appender
+from kproto.codec import Appender, OpenBatch
 from kproto.producer.futures import BatchResult, RecordFuture
 from kproto.records import BatchBuilder
 
 __all__ = ["ProducerBatch", "RecordAccumulator"]
 
 
-class ProducerBatch:
-    """One batch of one partition, from its first record until it is settled."""
+class ProducerBatch(OpenBatch):
+    """One batch of one partition, from its first record until it is settled.
 
-    __slots__ = ("topic", "partition", "builder", "result", "created", "deadline", "closed", "attempts",
-                 "next_attempt", "stamp", "base_sequence", "data", "size")
+    The codec's :class:`~kproto.codec.OpenBatch` holds what the per-record path touches
+    (builder, result, size, closed) as C fields; the sender's bookkeeping is here.
+    """
+
+    __slots__ = ("topic", "partition", "created", "deadline", "attempts", "next_attempt", "stamp",
+                 "base_sequence", "data")
 
     def __init__(self, topic: str, partition: int, builder: BatchBuilder, now: float, delivery_timeout: float) -> None:
+        super().__init__(builder, BatchResult(topic, partition))
         self.topic = topic
         self.partition = partition
-        self.builder = builder
-        self.result = BatchResult(topic, partition)
         self.created = now
         self.deadline = now + delivery_timeout
-        self.closed = False
         self.attempts = 0
         self.next_attempt = 0.0
         self.stamp: tuple[int, int] | None = None  # (producer id, epoch) its sequence belongs to
         self.base_sequence = -1
         self.data: bytes | None = None  # built at the first send
-        self.size = 0  # bytes held against buffer.memory
 
     @property
     def record_count(self) -> int:
