@@ -6,12 +6,15 @@ offsets + data + validity bitmaps, header lists). :func:`record_arrays` wraps th
 buffers with ``pyarrow.Array.from_buffers`` (no copy) and applies the two casts Spark
 needs (milliseconds to microseconds, int8 to int32), both vectorised.
 
-A column of many record sets (the decode UDF's input: one record set per row) is
-decoded one row at a time, because each row's records must stay its own list. The
-per-row :class:`~kproto.codec.Columns` are then stitched into one set of buffers with
-numpy (binary offsets rebased by the data before them, validity bitmaps re-packed),
-so the Python work per row is one decoder call and a few list appends, and the work
-per record is all in C.
+A column of many record sets (the decode UDF's input: one record set per row) must
+come back as one list per row. When every row is whole magic-2 batches, the common
+case, the rows' bytes already lie end to end in the Arrow data buffer: one codec call
+decodes them all, and the record count in each batch header (control batches count
+none) says where each row's list ends, so the Python work per row is reading one
+61-byte header per batch. Otherwise (legacy message sets, a torn row, a corrupt row)
+each row is decoded alone and the per-row :class:`~kproto.codec.Columns` are stitched
+into one set of buffers with numpy (binary offsets rebased by the data before them,
+validity bitmaps re-packed); a refused row is then pinned to its index.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ class DecodeMode:
 
     @staticmethod
     def check(mode: str) -> str:
+        """``mode`` upper-cased; ValueError unless it is one of the two."""
         mode = mode.upper()
         if mode not in (DecodeMode.FAILFAST, DecodeMode.PERMISSIVE):
             raise ValueError(f"mode must be FAILFAST or PERMISSIVE, not {mode!r}")

@@ -1,0 +1,206 @@
+"""kproto's Spark pieces, measured on local[2]: the decode UDF against peers, and the source.
+
+1. Decode: N records held as raw record batches in a binary column (one producer batch
+   of ``--per-row`` records per row, cached in Spark), decoded to
+   ``array<struct<offset, timestamp, timestampType, key, value, headers>>`` by three
+   scalar Arrow UDFs of the same shape and return type: kproto's ``decode_udf``
+   (codec -> Arrow buffers), and the same UDF written on kafka-python's and on
+   aiokafka's record readers (a Python object per record, then ``pa.array``). Each
+   query ends in the ``noop`` sink; rows/s is records decoded per second.
+   Goal (issue 5): kproto >= 5x the best peer.
+2. Source: rows/s of ``spark.read.format("kproto")`` over an N-record topic (two
+   partitions) on minibroker running in its own process, into the ``noop`` sink.
+
+Every figure is the median of ``--runs`` timed runs after one warm-up run. Arrow batches
+hold ``--arrow-batch-rows`` rows (``spark.sql.execution.arrow.maxRecordsPerBatch``) for
+every UDF alike: Spark's default of 10,000 rows makes batches of a million records here,
+which slows all three.
+
+Usage: ``python bench/spark.py [--records 2000000] [--per-row 100] [--compression none]
+[--topic-records 1000000] [--runs 3] [--arrow-batch-rows 1000]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pyarrow as pa
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from broker import minibroker_process  # noqa: E402  (bench/broker.py)
+
+from kproto.spark.schema import ARROW_RECORD_FIELDS, RECORDS_TYPE  # noqa: E402
+
+RECORDS_ARROW = pa.list_(pa.struct([pa.field(k, v) for k, v in ARROW_RECORD_FIELDS.items()]))
+
+
+# -- the data: one producer batch per row, built on the executors ---------------------------
+
+CODECS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
+
+
+def raw_batches(per_row: int, codec: str) -> Callable:
+    """A mapInArrow function turning ids into rows of one v2 batch of ``per_row`` records each."""
+
+    def generate(batches):
+        from kproto.records import BatchBuilder
+
+        for batch in batches:
+            raws = []
+            for row in batch.column("id").to_pylist():
+                builder = BatchBuilder(2, CODECS[codec], base_offset=row * per_row)
+                for i in range(per_row):
+                    n = row * per_row + i
+                    builder.append(1_700_000_000_000 + n, b"user-%d" % (n % 1000),
+                                   b'{"event":"click","page":"/p/%d","n":%d,"pad":"%s"}' % (n % 97, n, b"x" * 30),
+                                   [("source", b"web")])
+                raws.append(builder.build())
+            yield pa.RecordBatch.from_arrays([pa.array(raws, pa.binary())], ["raw"])
+
+    return generate
+
+
+# -- the peers' UDFs: same shape, their record readers ---------------------------------------
+
+def peer_decoder(memory_records: type) -> Callable[[pa.Array], pa.Array]:
+    """A scalar Arrow UDF body decoding each row with a peer's ``MemoryRecords``."""
+
+    def decode(raw: pa.Array) -> pa.Array:
+        out = []
+        for value in raw.to_pylist():
+            records = []
+            batches = memory_records(value)
+            while (batch := batches.next_batch()) is not None:
+                for r in batch:
+                    records.append((r.offset, r.timestamp * 1000, r.timestamp_type, r.key, r.value,
+                                    [(k, v) for k, v in r.headers]))
+            out.append(records)
+        return pa.array(out, RECORDS_ARROW)
+
+    return decode
+
+
+def udfs() -> dict[str, object]:
+    import aiokafka.record.memory_records
+    import kafka.record.memory_records
+    from pyspark.sql.functions import arrow_udf
+
+    from kproto.spark import decode_udf
+
+    def peer(memory_records: type):
+        body = peer_decoder(memory_records)
+
+        def peer_decode(raw: pa.Array) -> pa.Array:  # hints: a scalar Arrow UDF
+            return body(raw)
+
+        return arrow_udf(peer_decode, RECORDS_TYPE)
+
+    return {
+        "kproto": decode_udf(),
+        "kafka-python": peer(kafka.record.memory_records.MemoryRecords),
+        "aiokafka": peer(aiokafka.record.memory_records.MemoryRecords),
+    }
+
+
+def timed(action: Callable[[], object], runs: int) -> list[float]:
+    action()  # warm-up: Python workers, JIT, caches
+    seconds = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        action()
+        seconds.append(time.perf_counter() - start)
+    return seconds
+
+
+def bench_decode(spark, records: int, per_row: int, codec: str, runs: int) -> dict[str, float]:
+    rows = records // per_row
+    df = spark.range(rows, numPartitions=4).mapInArrow(raw_batches(per_row, codec), "raw binary").cache()
+    assert df.count() == rows
+    rates = {}
+    for name, udf in udfs().items():
+        query = df.select(udf("raw").alias("records"))
+        check = query.selectExpr("sum(size(records))").first()[0]
+        assert check == rows * per_row, (name, check)
+        seconds = timed(lambda q=query: q.write.format("noop").mode("overwrite").save(), runs)
+        rates[name] = rows * per_row / statistics.median(seconds)
+        print(f"  decode  {name:13} {rates[name] / 1e6:6.2f} M records/s  "
+              f"(runs {', '.join(f'{s:.2f}' for s in seconds)} s)", flush=True)
+    df.unpersist()
+    return rates
+
+
+def produce_topic(bootstrap: str, topic: str, n: int) -> None:
+    from kproto import Producer
+
+    with Producer(bootstrap_servers=bootstrap, linger_ms=20, batch_size=512 * 1024) as producer:
+        for i in range(n):
+            producer.send(topic, b'{"event":"click","n":%d,"pad":"%s"}' % (i, b"x" * 40), key=b"user-%d" % (i % 1000))
+        producer.flush()
+
+
+def bench_source(spark, n: int, runs: int) -> float:
+    from kproto import AdminClient
+    from kproto.admin import NewTopic
+
+    with minibroker_process() as bootstrap:
+        with AdminClient(bootstrap_servers=bootstrap) as admin:
+            admin.create_topics([NewTopic("spark-bench", 2, 1)])
+        start = time.perf_counter()
+        produce_topic(bootstrap, "spark-bench", n)
+        print(f"  produced {n} records in {time.perf_counter() - start:.1f} s", flush=True)
+        df = (spark.read.format("kproto").option("kafka.bootstrap.servers", bootstrap)
+              .option("subscribe", "spark-bench").load())
+        assert df.count() == n
+        seconds = timed(lambda: df.write.format("noop").mode("overwrite").save(), runs)
+    rate = n / statistics.median(seconds)
+    print(f"  source  kproto        {rate / 1e6:6.2f} M records/s  (runs {', '.join(f'{s:.2f}' for s in seconds)} s)")
+    return rate
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--records", type=int, default=2_000_000, help="records to decode (default 2 M)")
+    parser.add_argument("--per-row", type=int, default=100, help="records per raw batch, one batch per row")
+    parser.add_argument("--topic-records", type=int, default=1_000_000, help="records in the source's topic")
+    parser.add_argument("--compression", choices=CODECS, default="none", help="codec of the raw batches")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--arrow-batch-rows", type=int, default=1000,
+                        help="spark.sql.execution.arrow.maxRecordsPerBatch, for all three UDFs alike (Spark's "
+                             "default, 10000 rows of 100 records, makes million-record Arrow batches)")
+    args = parser.parse_args()
+
+    from pyspark.sql import SparkSession
+
+    from kproto import codec_backend
+    from kproto.spark import register
+
+    spark = (SparkSession.builder.master("local[2]").appName("kproto-bench")
+             .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+             .config("spark.driver.memory", "4g")
+             .config("spark.sql.execution.arrow.maxRecordsPerBatch", str(args.arrow_batch_rows)).getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    register(spark)
+    try:
+        print(f"pyspark {spark.version}, local[2], kproto codec: {codec_backend()}")
+        print(f"decode: {args.records} records, {args.per_row} per raw batch (one batch per row, "
+              f"compression {args.compression}), "
+              f"{args.arrow_batch_rows} rows per Arrow batch, median of {args.runs}")
+        rates = bench_decode(spark, args.records, args.per_row, args.compression, args.runs)
+        best_peer = max(v for k, v in rates.items() if k != "kproto")
+        ratio = rates["kproto"] / best_peer
+        for name in ("kafka-python", "aiokafka"):
+            print(f"  kproto / {name}: {rates['kproto'] / rates[name]:.1f}x")
+        print(f"  goal >= 5x the best peer: {ratio:.1f}x {'ok' if ratio >= 5 else 'MISSED'}")
+        print(f"source: spark.read.format('kproto'), {args.topic_records} records on minibroker (own process)")
+        bench_source(spark, args.topic_records, args.runs)
+    finally:
+        spark.stop()
+
+
+if __name__ == "__main__":
+    main()
