@@ -129,7 +129,10 @@ class SourceOptions:
                 raise ValueError("option subscribe names no topic")
         else:
             pattern = get(options, "subscribePattern")
-            re.compile(pattern)
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(f"option subscribePattern is not a valid regular expression: {exc}") from None
         starting = _position(options, "starting", LATEST if streaming else EARLIEST)
         ending = _position(options, "ending", LATEST)
         if streaming and any(get(options, n) is not None for n in

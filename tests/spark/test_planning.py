@@ -35,6 +35,7 @@ def test_options_take_sparks_names_in_any_case_and_its_defaults():
     ({"subscribe": "a", "minPartitions": "0"}, "minPartitions must be >= 1"),
     ({"subscribe": "a", "failOnDataLoss": "maybe"}, "true or false"),
     ({"assign": "[0, 1]"}, "JSON like"),
+    ({"subscribePattern": "orders-(["}, "not a valid regular expression"),
 ])
 def test_bad_options_are_refused_with_a_clear_message(extra, error):
     with pytest.raises(ValueError, match=error):
