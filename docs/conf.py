@@ -17,6 +17,9 @@ release = "0.1.0.dev0"
 # No intersphinx: builds run offline (CI reaches only package registries).
 extensions = ["sphinx.ext.autodoc", "sphinx.ext.napoleon", "config_table"]
 autodoc_member_order = "bysource"
+# The Spark pages document kproto.spark without making the docs build install Spark.
+autodoc_mock_imports = ["pyspark", "pyarrow", "pandas"]
+suppress_warnings = ["autodoc.mocked_object"]  # Spark types shown by name, built from the mocks
 autodoc_typehints = "description"
 napoleon_google_docstring = True
 napoleon_numpy_docstring = False
