@@ -1158,10 +1158,10 @@ cdef class BatchBuilder:
         if self._legacy is not None:
             return self._legacy.build()
         cdef object payload = None
-        cdef int codec = self.compression
+        cdef int codec = self.compression if self.count else 0  # nothing to compress: say "none"
         cdef const uint8_t* pp = self.body
         cdef Py_ssize_t plen = self.used
-        if codec and self.count:
+        if codec:
             packed = compression.compress(codec, PyBytes_FromStringAndSize(<char*>self.body, self.used), self.compression_level)
             if len(packed) < plen:
                 payload = packed

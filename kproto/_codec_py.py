@@ -913,8 +913,8 @@ class BatchBuilder:
         if self.magic < 2:
             return self._build_legacy()
         payload = bytes(self._body)
-        codec = self.compression
-        if codec and self._count:
+        codec = self.compression if self._count else 0  # nothing to compress: say "none"
+        if codec:
             packed = compression.compress(codec, payload, self.compression_level)
             if len(packed) < len(payload):
                 payload = packed

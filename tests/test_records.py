@@ -450,3 +450,12 @@ def test_batch_offsets_that_overflow_64_bits_are_corrupt(codec, base_offset):
     struct.pack_into(">I", raw, 17, _codec_py.crc32c(bytes(raw[21:])))
     with pytest.raises(CorruptRecordError):
         codec.decode_record_set(bytes(raw))
+
+
+@pytest.mark.parametrize("compression_id", [1, 2, 3, 4])
+def test_an_empty_batch_asked_to_compress_is_written_uncompressed_and_reads_back(codec, compression_id):
+    raw = codec.BatchBuilder(compression=compression_id).build()
+    (batch,) = list(codec.read_batches(raw))
+    assert batch.compression == 0 and batch.records_count == 0
+    records, _, whole = codec.decode_record_set(raw)
+    assert records == [] and whole == len(raw)
