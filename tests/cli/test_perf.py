@@ -49,8 +49,10 @@ def test_consume_reports_too_few_records(cli):
     assert result.err == "kproto perf: error: only 3 of 10 records arrived (none for 300 ms)\n"
 
 
-@pytest.mark.skipif(HAS_MATPLOTLIB, reason="matplotlib is installed")
-def test_plot_without_matplotlib_is_a_clear_error_before_the_run(cli):
+def test_plot_without_matplotlib_is_a_clear_error_before_the_run(cli, monkeypatch):
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *args: None if name == "matplotlib" else real_find_spec(name, *args))
     result = cli("perf", "produce", "pf-plot", "--num-records", "5", "--plot", "out.png")
     assert result.code == 2 and result.out == ""
     assert result.err == ("kproto perf: error: --plot needs matplotlib, which is not installed "
