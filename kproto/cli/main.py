@@ -23,7 +23,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from kproto import __version__
+from kproto import __version__, pipeline
 from kproto.cli import broker, consume, dumplog, groups, perf, produce, topics
 from kproto.cli.options import UsageError, add_connection_options
 from kproto.errors import KafkaCodeError, KafkaError
@@ -31,7 +31,7 @@ from kproto.errors import KafkaCodeError, KafkaError
 __all__ = ["build_parser", "main"]
 
 PROG = "kproto"
-_COMMANDS = (topics, produce, consume, groups, dumplog, perf, broker)
+_COMMANDS = (topics, produce, consume, groups, dumplog, perf, broker, pipeline)
 
 _EPILOG = """examples:
   kproto broker --data-dir /tmp/kafka &           # a local broker on 127.0.0.1:9092
@@ -41,6 +41,7 @@ _EPILOG = """examples:
   kproto groups describe billing
   kproto dump-log /tmp/kafka/orders-0/00000000000000000000.log --print-data
   kproto perf produce orders --num-records 100000 --record-size 100
+  kproto pipeline                                 # the main job: minibroker, Kafka into Spark streaming
 
 Run "kproto COMMAND --help" for a command's options and examples."""
 
@@ -49,7 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     """The whole command line: global options, then one subcommand per command module."""
     parser = argparse.ArgumentParser(
         prog=PROG, description="Kafka's command-line tools, on kproto: topics, produce, consume, groups, "
-                               "segment dumps, perf tests and a local broker.",
+                               "segment dumps, perf tests, a local broker and the Spark pipeline.",
         epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     parser.add_argument("-v", "--verbose", action="count", default=0, help="log more (-v info, -vv debug) to stderr")

@@ -26,7 +26,8 @@ LEAVES = sorted(_leaf_commands(build_parser()))
 
 
 def test_every_command_is_reachable():
-    assert {leaf[0] for leaf in LEAVES} == {"topics", "produce", "consume", "groups", "dump-log", "perf", "broker"}
+    assert {leaf[0] for leaf in LEAVES} == {"topics", "produce", "consume", "groups", "dump-log", "perf", "broker",
+                                              "pipeline"}
     assert ("groups", "reset-offsets") in LEAVES and ("perf", "consume") in LEAVES
 
 

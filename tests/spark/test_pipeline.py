@@ -1,0 +1,154 @@
+"""The pipeline (kproto.pipeline) end to end on a small stream: what it wrote to the results
+topic and to Parquet equals counts made here, in plain Python, from the same generated events."""
+
+from __future__ import annotations
+
+import json
+import math
+import socket
+from collections import Counter, defaultdict
+from datetime import datetime
+
+import pyarrow.parquet as pq
+import pytest
+
+from kproto import AdminClient, Consumer, TopicPartition
+from kproto.pipeline import (
+    MAX_LATENESS_MS,
+    RESULTS_TOPIC,
+    TOP_USERS,
+    WATERMARK_DELAY_MS,
+    WINDOW_MS,
+    UserTotal,
+    embedded_broker,
+    generate_events,
+    heartbeat,
+    main,
+    run_pipeline,
+)
+
+EVENTS = 2_000
+SEED = 5
+PER_TRIGGER = 700  # three micro-batches of data, then the one the heartbeat's watermark adds
+
+
+@pytest.fixture(scope="module")
+def report(spark, broker, tmp_path_factory):
+    return run_pipeline(spark, broker.bootstrap_servers, events=EVENTS, seed=SEED,
+                        output=str(tmp_path_factory.mktemp("pipeline")), max_offsets_per_trigger=PER_TRIGGER)
+
+
+@pytest.fixture(scope="module")
+def events(report):
+    return generate_events(EVENTS, SEED, report.start_ms)
+
+
+def minute(ms: int) -> int:
+    return ms - ms % WINDOW_MS
+
+
+@pytest.fixture(scope="module")
+def per_user(events) -> Counter:
+    """(minute, page, user, kind) -> events."""
+    return Counter((minute(e.event_ms), e.page, e.user, e.kind) for e in events)
+
+
+@pytest.fixture(scope="module")
+def per_page(per_user) -> dict[tuple[int, str], tuple[int, int, int, int]]:
+    """(minute, page) -> (events, views, clicks, distinct users)."""
+    totals: dict[tuple[int, str], list] = defaultdict(lambda: [0, 0, 0, set()])
+    for (start, page, user, kind), n in per_user.items():
+        row = totals[(start, page)]
+        row[0] += n
+        row[1 if kind == "view" else 2] += n
+        row[3].add(user)
+    return {k: (events, views, clicks, len(users)) for k, (events, views, clicks, users) in totals.items()}
+
+
+def test_every_event_is_read_and_none_is_late(report):
+    assert report.input_rows == EVENTS + 1  # and the heartbeat
+    # Spark rounds each partition's share down, so a few records may take one more.
+    assert report.micro_batches >= math.ceil((EVENTS + 1) / PER_TRIGGER) + 1  # and one to close the windows
+    assert report.late_rows_dropped == 0
+
+
+def test_the_summary_counts_every_page_minute(report, per_page):
+    assert {(r.window_start, r.page): (r.events, r.views, r.clicks, r.users) for r in report.page_minutes} == per_page
+    assert sum(r.events for r in report.page_minutes) == EVENTS
+
+
+def test_the_results_topic_holds_one_record_per_page_and_minute(report, broker, per_page):
+    partitions = [TopicPartition(RESULTS_TOPIC, p) for p in report.results_start]
+    records = []
+    with Consumer(bootstrap_servers=broker.bootstrap_servers) as consumer:
+        consumer.assign(partitions)
+        for tp in partitions:
+            consumer.seek(tp, report.results_start[tp.partition])
+        for _ in range(100):
+            records += consumer.poll(0.2)
+            if len(records) >= report.results:
+                break
+    assert len(records) == report.results == len(per_page)
+    got = {}
+    for record in records:
+        value = json.loads(record.value)
+        start = datetime.fromisoformat(value["window_start"].replace("Z", "+00:00"))
+        end = datetime.fromisoformat(value["window_end"].replace("Z", "+00:00"))
+        assert (end - start).total_seconds() * 1000 == WINDOW_MS
+        assert record.key == value["page"].encode()  # keyed by page: a page's minutes stay in order
+        got[(int(start.timestamp() * 1000), value["page"])] = (
+            value["events"], value["views"], value["clicks"], value["users"])
+    assert got == per_page
+
+
+def test_the_parquet_holds_events_and_clicks_per_minute_page_and_user(report, per_user):
+    table = pq.read_table(report.minutes_path)
+    assert table.num_rows == report.minute_rows
+    got = {}
+    for row in table.to_pylist():
+        key = (int(row["window_start"].timestamp() * 1000), row["page"], row["user"])
+        assert key not in got  # each closed window written once
+        assert (row["window_end"] - row["window_start"]).total_seconds() * 1000 == WINDOW_MS
+        got[key] = (row["events"], row["clicks"])
+    want: dict[tuple, list[int]] = defaultdict(lambda: [0, 0])
+    for (start, page, user, kind), n in per_user.items():
+        want[(start, page, user)][0] += n
+        if kind == "click":
+            want[(start, page, user)][1] += n
+    assert got == {k: tuple(v) for k, v in want.items()}
+
+
+def test_the_top_users(report, events):
+    totals: dict[str, list] = defaultdict(lambda: [0, 0, set()])
+    for e in events:
+        totals[e.user][0] += 1
+        totals[e.user][1] += e.kind == "click"
+        totals[e.user][2].add(minute(e.event_ms))
+    want = sorted((UserTotal(user, n, clicks, len(minutes)) for user, (n, clicks, minutes) in totals.items()),
+                  key=lambda u: (-u.events, u.user))[:TOP_USERS]
+    assert report.top_users == want
+
+
+def test_the_stream_is_the_same_for_the_same_seed_and_its_heartbeat_closes_every_window():
+    first = generate_events(500, 3, 1_700_000_040_000)
+    assert first == generate_events(500, 3, 1_700_000_040_000) != generate_events(500, 4, 1_700_000_040_000)
+    assert all(0 <= e.arrival_ms - e.event_ms <= MAX_LATENESS_MS for e in first)
+    assert {e.kind for e in first} == {"view", "click"} and len({e.source for e in first}) == 3
+    watermark = json.loads(heartbeat(first))["ts"] - WATERMARK_DELAY_MS
+    assert watermark >= minute(max(e.event_ms for e in first)) + WINDOW_MS  # the last window's end
+
+
+def test_the_embedded_broker_stops_when_its_block_fails():
+    with pytest.raises(RuntimeError, match="boom"), embedded_broker() as servers:
+        with AdminClient(bootstrap_servers=servers) as admin:
+            admin.list_topics()
+        raise RuntimeError("boom")
+    host, port = servers.rsplit(":", 1)
+    with pytest.raises(ConnectionRefusedError):
+        socket.create_connection((host, int(port)), timeout=5).close()
+
+
+def test_a_non_empty_output_is_refused_before_anything_starts(tmp_path, capsys):
+    (tmp_path / "old.parquet").write_bytes(b"")
+    assert main(["--output", str(tmp_path)]) == 2
+    assert "is not empty" in capsys.readouterr().err
