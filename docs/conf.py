@@ -18,7 +18,7 @@ release = "0.1.0.dev0"
 extensions = ["sphinx.ext.autodoc", "sphinx.ext.napoleon", "config_table"]
 autodoc_member_order = "bysource"
 # The Spark pages document kproto.spark without making the docs build install Spark.
-autodoc_mock_imports = ["pyspark", "pyarrow", "pandas"]
+autodoc_mock_imports = ["pyspark", "pyarrow", "pandas", "numpy"]
 suppress_warnings = ["autodoc.mocked_object"]  # Spark types shown by name, built from the mocks
 autodoc_typehints = "description"
 napoleon_google_docstring = True
