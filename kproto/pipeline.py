@@ -200,6 +200,9 @@ def embedded_broker() -> Iterator[str]:
 _LOG4J2 = """\
 rootLogger.level = error
 rootLogger.appenderRef.stderr.ref = stderr
+# PySpark's gateway sets the console to its logger's level (WARN unless configured) and says so.
+logger.gateway.name = org.apache.spark.api.python.PythonGatewayServer
+logger.gateway.level = error
 appender.console.type = Console
 appender.console.name = stderr
 appender.console.target = SYSTEM_ERR
@@ -488,22 +491,21 @@ def format_report(report: Report) -> str:
     lines = [
         f"kproto pipeline: {report.events:,} events through Kafka and Spark Structured Streaming",
         "",
-        f"  Kafka     {report.bootstrap_servers}: {report.events:,} events + 1 heartbeat to {EVENTS_TOPIC} "
-        f"in {report.produce_seconds:.1f} s ({report.events / report.produce_seconds:,.0f} events/s)",
-        f"  Spark     {report.master}: {report.micro_batches} micro-batches, "
-        f"{report.input_rows:,} records in {report.stream_seconds:.1f} s "
-        f"({report.input_rows / report.stream_seconds:,.0f} records/s), "
-        f"{report.late_rows_dropped} dropped as late",
-        f"  windows   {len(windows)} minutes from {_minute(first)} to {_minute(last)} UTC, "
+        f"  Kafka     {report.bootstrap_servers}, topic {EVENTS_TOPIC}: {report.events:,} events and a "
+        f"heartbeat produced in {report.produce_seconds:.1f} s ({report.events / report.produce_seconds:,.0f}/s)",
+        f"  Spark     {report.master}: {report.micro_batches} micro-batches read {report.input_rows:,} records "
+        f"in {report.stream_seconds:.1f} s ({report.input_rows / report.stream_seconds:,.0f}/s); "
+        f"rows behind the watermark: {report.late_rows_dropped}",
+        f"  windows   {len(windows)} minutes, {_minute(first)} to {_minute(last)} UTC: "
         f"{sum(r.events for r in report.page_minutes):,} events counted",
-        f"  results   {report.results:,} records (a page's minute each) in {RESULTS_TOPIC}",
-        f"  Parquet   {report.minutes_path}  ({report.minute_rows:,} rows: events per minute, page and user)",
+        f"  results   {report.results:,} records, one per page and minute, in topic {RESULTS_TOPIC}",
+        f"  Parquet   {report.minutes_path}: {report.minute_rows:,} rows of events per minute, page and user",
         "",
         "Top pages per minute: events (clicks, distinct users)",
-        f"  {'minute':6}  {'events':>6}  " + "  ".join(f"{f'#{i}':28}" for i in range(1, TOP + 1)),
+        f"  {'minute':6}  {'events':>6}  " + "  ".join(f"{f'#{i}':30}" for i in range(1, TOP + 1)).rstrip(),
     ]
     for start, rows in windows.items():
-        cells = [f"{f'{r.page} {r.events} ({r.clicks}, {r.users})':28}" for r in rows[:TOP]]
+        cells = [f"{f'{r.page} {r.events:,} ({r.clicks:,}, {r.users:,})':30}" for r in rows[:TOP]]
         lines.append(f"  {_minute(start):6}  {sum(r.events for r in rows):>6,}  " + "  ".join(cells).rstrip())
     lines += ["", "Top users", f"  {'user':10}  {'events':>6}  {'clicks':>6}  {'minutes':>7}"]
     lines += [f"  {u.user:10}  {u.events:>6,}  {u.clicks:>6,}  {u.minutes:>7}" for u in report.top_users]

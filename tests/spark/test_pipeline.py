@@ -21,6 +21,7 @@ from kproto.pipeline import (
     WINDOW_MS,
     UserTotal,
     embedded_broker,
+    format_report,
     generate_events,
     heartbeat,
     main,
@@ -127,6 +128,16 @@ def test_the_top_users(report, events):
     want = sorted((UserTotal(user, n, clicks, len(minutes)) for user, (n, clicks, minutes) in totals.items()),
                   key=lambda u: (-u.events, u.user))[:TOP_USERS]
     assert report.top_users == want
+
+
+def test_the_printed_summary(report):
+    text = format_report(report)
+    assert f"{EVENTS:,} events counted" in text and "rows behind the watermark: 0" in text
+    assert report.minutes_path in text
+    first = report.page_minutes[0]
+    assert f"{first.page} {first.events:,} ({first.clicks:,}, {first.users:,})" in text
+    rows = [line.split() for line in text.splitlines()]
+    assert all([u.user, f"{u.events:,}", f"{u.clicks:,}", str(u.minutes)] in rows for u in report.top_users)
 
 
 def test_the_stream_is_the_same_for_the_same_seed_and_its_heartbeat_closes_every_window():
