@@ -69,6 +69,7 @@ from kproto.structs import TopicPartition
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.streaming import StreamingQuery
+    from pyspark.sql.streaming.listener import StreamingQueryProgress
 
 __all__ = [
     "EVENTS_TOPIC",
@@ -173,7 +174,7 @@ def embedded_broker() -> Iterator[str]:
     stop) when the block ends, whatever ends it.
 
     Raises:
-        OSError: the broker exited or stayed silent instead of starting.
+        OSError: the broker exited instead of starting.
     """
     with tempfile.TemporaryFile("w+") as log:
         broker = subprocess.Popen([sys.executable, "-m", "minibroker", "--port", "0"], stdout=subprocess.PIPE,
@@ -386,14 +387,14 @@ def _batch_writer(bootstrap_servers: str, minutes_path: str) -> Callable[[DataFr
     return write
 
 
-def _await(query: StreamingQuery, records: int) -> list:
+def _await(query: StreamingQuery, records: int) -> list[StreamingQueryProgress]:
     """Wait for ``query`` to end, drawing its progress; return the progress of each micro-batch.
 
     Raises:
         StreamingQueryException: the query failed.
     """
     bar = progress(records, "records", "streaming")
-    seen: dict[int, object] = {}
+    seen: dict[int, StreamingQueryProgress] = {}
 
     def collect() -> None:
         for batch in query.recentProgress:  # the last 100 micro-batches; polled often enough to see them all
@@ -432,7 +433,7 @@ def run_pipeline(spark: SparkSession, bootstrap_servers: str, *, events: int = D
         spark: a session; kproto's formats are registered with it.
         bootstrap_servers: the Kafka cluster.
         events: how many events to generate.
-        seed: the same seed gives the same events, the same arrival times aside.
+        seed: with the same ``start_ms``, the same seed gives the same events.
         output: a new or empty directory: ``minutes/`` (the Parquet) and the query's
             ``_checkpoint/`` go there.
         max_offsets_per_trigger: records per micro-batch (default: a third of the stream).
@@ -471,8 +472,8 @@ def run_pipeline(spark: SparkSession, bootstrap_servers: str, *, events: int = D
         results_end = _end_offsets(admin, RESULTS_TOPIC)
     page_minutes, top_users = _summary(spark, minutes_path)
     return Report(
-        bootstrap_servers=bootstrap_servers, master=spark.sparkContext.master, start_ms=start_ms, events=events, produce_seconds=produce_seconds,
-        micro_batches=len(batches), input_rows=sum(b.numInputRows for b in batches),
+        bootstrap_servers=bootstrap_servers, master=spark.sparkContext.master, start_ms=start_ms, events=events,
+        produce_seconds=produce_seconds, micro_batches=len(batches), input_rows=sum(b.numInputRows for b in batches),
         late_rows_dropped=sum(op.numRowsDroppedByWatermark for b in batches for op in b.stateOperators),
         stream_seconds=stream_seconds, results_start=results_start, results_end=results_end,
         minutes_path=minutes_path, page_minutes=page_minutes, top_users=top_users)
