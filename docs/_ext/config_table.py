@@ -1,4 +1,5 @@
-"""``.. config-table:: producer``: the settings of one kind of client, from kproto.config.
+"""``.. config-table:: producer``: the settings of a client (kproto.config) or of
+minibroker (``broker``: minibroker.config).
 
 The table in code is the one source of truth; this directive renders it, so the
 reference can never disagree with what the clients accept.
@@ -22,13 +23,22 @@ def _shown(value):
     return "(none)" if value is None else str(value)
 
 
+def _rows(kind):
+    """(name, default, meaning) of a client's settings, or of minibroker's ("broker")."""
+    if kind == "broker":
+        from minibroker.config import DEFAULTS
+
+        return [(name, default, doc) for name, (default, _, doc) in DEFAULTS.items()]
+    from kproto.config import CONFIGS
+
+    return [(k.name, k.default_for(kind), k.doc) for k in CONFIGS.values() if kind in k.clients]
+
+
 class ConfigTable(Directive):
-    required_arguments = 1  # producer, consumer or admin
+    required_arguments = 1  # producer, consumer, admin or broker
 
     def run(self):
-        from kproto.config import CONFIGS
-
-        client = self.arguments[0]
+        kind = self.arguments[0]
         table = nodes.table()
         group = nodes.tgroup(cols=3)
         table += group
@@ -41,15 +51,14 @@ class ConfigTable(Directive):
         head += row
         group += head
         body = nodes.tbody()
-        for key in CONFIGS.values():
-            if client in key.clients:
-                row = nodes.row()
-                name = nodes.entry()
-                name += nodes.paragraph("", "", nodes.literal(text=key.name))
-                row += name
-                row += _cell(_shown(key.default_for(client)))
-                row += _cell(key.doc)
-                body += row
+        for key, default, doc in _rows(kind):
+            row = nodes.row()
+            name = nodes.entry()
+            name += nodes.paragraph("", "", nodes.literal(text=key))
+            row += name
+            row += _cell(_shown(default))
+            row += _cell(doc)
+            body += row
         group += body
         return [table]
 
