@@ -51,7 +51,7 @@ from kproto.protocol.messages import (
     OffsetDeleteRequest,
     OffsetFetchRequest,
 )
-from kproto.structs import OffsetAndMetadata, TopicPartition
+from kproto.structs import OffsetAndMetadata, TopicPartition, by_topic
 
 __all__ = [
     "AIOAdminClient",
@@ -184,13 +184,6 @@ def _error(code: int, message: str | None = None, item: Any = None) -> KafkaCode
         return None
     detail = message or (f"{item}" if item is not None else "")
     return for_code(code)(detail)
-
-
-def _by_topic(partitions: Iterable[TopicPartition]) -> dict[str, list[int]]:
-    out: dict[str, list[int]] = {}
-    for tp in partitions:
-        out.setdefault(tp.topic, []).append(tp.partition)
-    return out
 
 
 class AIOAdminClient:
@@ -403,7 +396,7 @@ class AIOAdminClient:
                                  ) -> dict[TopicPartition, OffsetAndMetadata]:
         """A group's committed offsets (all of them, or of ``partitions``; -1 where none)."""
         wanted = None if partitions is None else [
-            OffsetFetchRequest.OffsetFetchRequestTopic(name=t, partition_indexes=p) for t, p in _by_topic(partitions).items()]
+            OffsetFetchRequest.OffsetFetchRequestTopic(name=t, partition_indexes=p) for t, p in by_topic(partitions).items()]
         node = await self._coordinator(group_id)
         response = await self._cluster.request(node, OffsetFetchRequest(group_id=group_id, topics=wanted),
                                                min_version=2, max_version=7)
@@ -439,7 +432,7 @@ class AIOAdminClient:
         request = OffsetDeleteRequest(group_id=group_id, topics=[
             OffsetDeleteRequest.OffsetDeleteRequestTopic(name=t, partitions=[
                 OffsetDeleteRequest.OffsetDeleteRequestPartition(partition_index=p) for p in ps])
-            for t, ps in _by_topic(partitions).items()])
+            for t, ps in by_topic(partitions).items()])
         node = await self._coordinator(group_id)
         response = await self._cluster.request(node, request)
         if response.error_code:
@@ -467,7 +460,7 @@ class AIOAdminClient:
                 replica_id=-1, isolation_level=1 if isolation_level == "read_committed" else 0,
                 topics=[ListOffsetsRequest.ListOffsetsTopic(name=t, partitions=[
                     ListOffsetsRequest.ListOffsetsPartition(partition_index=p, timestamp=timestamps[TopicPartition(t, p)])
-                    for p in ps]) for t, ps in _by_topic(tps).items()])
+                    for p in ps]) for t, ps in by_topic(tps).items()])
             min_version = 7 if -3 in timestamps.values() else 1
             response = await self._cluster.request(leader, request, min_version=min_version, max_version=8)
             for t in response.topics:
@@ -486,7 +479,7 @@ class AIOAdminClient:
                 continue
             request = DeleteRecordsRequest(topics=[DeleteRecordsRequest.DeleteRecordsTopic(name=t, partitions=[
                 DeleteRecordsRequest.DeleteRecordsPartition(partition_index=p, offset=before[TopicPartition(t, p)])
-                for p in ps]) for t, ps in _by_topic(tps).items()], timeout_ms=self.config["request.timeout.ms"])
+                for p in ps]) for t, ps in by_topic(tps).items()], timeout_ms=self.config["request.timeout.ms"])
             response = await self._cluster.request(leader, request, max_version=2)
             for t in response.topics:
                 for p in t.partitions:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import NamedTuple
 
-__all__ = ["TopicPartition", "OffsetAndMetadata"]
+__all__ = ["TopicPartition", "OffsetAndMetadata", "by_topic"]
 
 
 class TopicPartition(NamedTuple):
@@ -20,3 +21,11 @@ class OffsetAndMetadata(NamedTuple):
     offset: int
     metadata: str = ""
     leader_epoch: int = -1
+
+
+def by_topic(partitions: Iterable[TopicPartition]) -> dict[str, list[int]]:
+    """Partitions grouped by topic, as requests list them: ``{topic: [partition, ...]}``."""
+    out: dict[str, list[int]] = {}
+    for tp in partitions:
+        out.setdefault(tp.topic, []).append(tp.partition)
+    return out

@@ -47,7 +47,7 @@ from kproto.errors import (
 from kproto.io import Cluster, Connection
 from kproto.protocol import ApiKey, Message
 from kproto.protocol.messages import OffsetCommitRequest, OffsetFetchRequest
-from kproto.structs import OffsetAndMetadata, TopicPartition
+from kproto.structs import OffsetAndMetadata, TopicPartition, by_topic
 
 __all__ = ["GroupCoordinator"]
 
@@ -60,13 +60,6 @@ _MAX_VERSIONS = {ApiKey.JOIN_GROUP: 9, ApiKey.SYNC_GROUP: 5, ApiKey.HEARTBEAT: 4
                  ApiKey.OFFSET_COMMIT: 8, ApiKey.OFFSET_FETCH: 7}  # the classic protocol's (v9+ are KIP-848's)
 # After these the coordinator must be found again.
 _COORDINATOR_GONE = (NotCoordinatorError, CoordinatorNotAvailableError, KafkaConnectionError, KafkaTimeoutError)
-
-
-def _by_topic(partitions: Iterable[TopicPartition]) -> dict[str, list[int]]:
-    out: dict[str, list[int]] = {}
-    for tp in partitions:
-        out.setdefault(tp.topic, []).append(tp.partition)
-    return out
 
 
 class GroupCoordinator:
@@ -254,7 +247,7 @@ class GroupCoordinator:
                             committed_leader_epoch=offsets[TopicPartition(t, p)].leader_epoch,
                             committed_metadata=offsets[TopicPartition(t, p)].metadata)
                         for p in ps])
-                    for t, ps in _by_topic(offsets).items()])
+                    for t, ps in by_topic(offsets).items()])
             response = await self._send(ApiKey.OFFSET_COMMIT, request)
             codes = [p.error_code for t in response.topics for p in t.partitions if p.error_code]
             if not codes:
@@ -282,7 +275,7 @@ class GroupCoordinator:
         def request(version: int) -> OffsetFetchRequest:
             return OffsetFetchRequest(group_id=group_id, require_stable=version >= 7, topics=[
                 OffsetFetchRequest.OffsetFetchRequestTopic(name=t, partition_indexes=ps)
-                for t, ps in _by_topic(partitions).items()])
+                for t, ps in by_topic(partitions).items()])
 
         async def attempt() -> dict[TopicPartition, OffsetAndMetadata | None]:
             response = await self._send(ApiKey.OFFSET_FETCH, request)

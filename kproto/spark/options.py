@@ -11,7 +11,7 @@ from collections.abc import Mapping
 
 from pyspark.sql.types import StructType
 
-__all__ = ["check_schema", "flag", "get", "number"]
+__all__ = ["check_schema", "flag", "get", "kafka_options", "number"]
 
 
 def get(options: Mapping[str, str], name: str, default: str | None = None) -> str | None:
@@ -21,6 +21,22 @@ def get(options: Mapping[str, str], name: str, default: str | None = None) -> st
         if key.lower() == lowered:
             return value
     return default
+
+
+def kafka_options(options: Mapping[str, str], refused: Mapping[str, str]) -> dict[str, str]:
+    """The ``kafka.*`` options without their prefix, as Spark's connector takes them.
+
+    Raises:
+        ValueError: ``kafka.bootstrap.servers`` is missing, or an option in ``refused``
+            (name -> why) is given.
+    """
+    kafka = {k[len("kafka."):]: v for k, v in options.items() if k.lower().startswith("kafka.")}
+    for key in kafka:
+        if key in refused:
+            raise ValueError(f"Kafka option 'kafka.{key}' is not supported: {refused[key]}")
+    if "bootstrap.servers" not in kafka:
+        raise ValueError("option kafka.bootstrap.servers is required")
+    return kafka
 
 
 def flag(options: Mapping[str, str], name: str, default: bool) -> bool:

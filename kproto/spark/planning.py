@@ -34,7 +34,7 @@ from pyspark.sql.datasource import InputPartition
 from kproto.admin import AdminClient
 from kproto.config import ADMIN, CONFIGS, ClientConfig
 from kproto.errors import KafkaError, UnknownTopicOrPartitionError
-from kproto.spark.options import flag, get, number
+from kproto.spark.options import flag, get, kafka_options, number
 from kproto.structs import TopicPartition
 
 __all__ = ["OffsetRange", "Planner", "SourceOptions", "DataLossError", "EARLIEST", "LATEST"]
@@ -109,12 +109,7 @@ class SourceOptions:
             ValueError: a missing, unknown, refused or malformed option.
             ConfigError: a ``kafka.*`` option that kproto's consumer does not take.
         """
-        kafka = {k[len("kafka."):]: v for k, v in options.items() if k.lower().startswith("kafka.")}
-        for key in kafka:
-            if key in _REFUSED:
-                raise ValueError(f"Kafka option 'kafka.{key}' is not supported: {_REFUSED[key]}")
-        if "bootstrap.servers" not in kafka:
-            raise ValueError("option kafka.bootstrap.servers is required")
+        kafka = kafka_options(options, _REFUSED)
         consumer = dict(ClientConfig("consumer", kafka))  # raises ConfigError on unknown keys
         chosen = [name for name in ("assign", "subscribe", "subscribePattern") if get(options, name) is not None]
         if len(chosen) != 1:

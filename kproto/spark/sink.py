@@ -35,7 +35,7 @@ from pyspark.sql.types import BinaryType, DataType, IntegerType, StringType, Str
 
 from kproto.config import ClientConfig
 from kproto.producer import Producer
-from kproto.spark.options import get
+from kproto.spark.options import get, kafka_options
 from kproto.spark.schema import HEADERS_TYPE
 
 __all__ = ["KafkaArrowWriter", "KafkaStreamArrowWriter", "SinkOptions", "WriteReport", "sink_options", "write_batches"]
@@ -64,12 +64,7 @@ class SinkOptions:
             ValueError: a missing or refused option, or a column of the wrong type.
             ConfigError: a ``kafka.*`` option that kproto's producer does not take.
         """
-        kafka = {k[len("kafka."):]: v for k, v in options.items() if k.lower().startswith("kafka.")}
-        for key in kafka:
-            if key in _REFUSED:
-                raise ValueError(f"Kafka option 'kafka.{key}' is not supported: {_REFUSED[key]}")
-        if "bootstrap.servers" not in kafka:
-            raise ValueError("option kafka.bootstrap.servers is required")
+        kafka = kafka_options(options, _REFUSED)
         ClientConfig("producer", kafka)  # raises ConfigError on an unknown key
         topic = get(options, "topic")
         types = {f.name: f.dataType for f in schema.fields}
