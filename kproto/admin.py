@@ -15,7 +15,6 @@ Retriable failures (a coordinator that moved, a leader election) are retried wit
 
 from __future__ import annotations
 
-import asyncio
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping
@@ -33,6 +32,7 @@ from kproto.errors import (
     for_code,
 )
 from kproto.io import BrokerInfo, Cluster, PartitionInfo
+from kproto.io.retry import retrying
 from kproto.protocol import ApiKey
 from kproto.protocol.messages import (
     AlterConfigsRequest,
@@ -214,18 +214,13 @@ class AIOAdminClient:
 
     async def _retrying(self, attempt: Callable[[], Awaitable[K]]) -> K:
         """Run ``attempt`` until it does not raise a retriable error, within the API timeout."""
-        deadline = time.monotonic() + self.config["default.api.timeout.ms"] / 1000
-        backoff = self.config["retry.backoff.ms"] / 1000
-        while True:
-            try:
-                return await attempt()
-            except KafkaError as exc:
-                if not exc.retriable or time.monotonic() + backoff > deadline:
-                    raise
-                if isinstance(exc, (KafkaConnectionError, NotControllerError)) or getattr(exc, "code", 0) in (14, 15, 16):
-                    await self._cluster.refresh()  # the broker we relied on may have moved
-                await asyncio.sleep(backoff)
-                backoff = min(backoff * 2, self.config["retry.backoff.max.ms"] / 1000)
+        async def moved(exc: KafkaError) -> None:
+            if isinstance(exc, (KafkaConnectionError, NotControllerError)) or getattr(exc, "code", 0) in (14, 15, 16):
+                await self._cluster.refresh()  # the broker we relied on may have moved
+        c = self.config
+        return await retrying(attempt, deadline=time.monotonic() + c["default.api.timeout.ms"] / 1000,
+                              backoff=c["retry.backoff.ms"] / 1000, max_backoff=c["retry.backoff.max.ms"] / 1000,
+                              on_retry=moved)
 
     async def _controller(self):
         if self._cluster.controller_id < 0:

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping
 from typing import Any, TypeVar
 
@@ -45,6 +44,7 @@ from kproto.errors import (
     for_code,
 )
 from kproto.io import Cluster, Connection
+from kproto.io.retry import retrying
 from kproto.protocol import ApiKey, Message
 from kproto.protocol.messages import OffsetCommitRequest, OffsetFetchRequest
 from kproto.structs import OffsetAndMetadata, TopicPartition, by_topic
@@ -108,18 +108,12 @@ class GroupCoordinator:
 
     async def _retrying(self, attempt: Callable[[], Awaitable[T]], deadline: float) -> T:
         """``attempt()`` until it does not raise a retriable error, or ``deadline`` passes."""
-        backoff = self._backoff
-        while True:
-            try:
-                return await attempt()
-            except KafkaError as exc:
-                if not exc.retriable or time.monotonic() + backoff > deadline:
-                    raise
-                if isinstance(exc, _COORDINATOR_GONE):
-                    self._node = None
-                log.debug("group %r: retrying after %s", self.membership.group_id, exc)
-                await asyncio.sleep(backoff)
-                backoff = min(backoff * 2, self._max_backoff)
+        async def forget(exc: KafkaError) -> None:
+            if isinstance(exc, _COORDINATOR_GONE):
+                self._node = None
+            log.debug("group %r: retrying after %s", self.membership.group_id, exc)
+        return await retrying(attempt, deadline=deadline, backoff=self._backoff, max_backoff=self._max_backoff,
+                              on_retry=forget)
 
     # -- joining ------------------------------------------------------------------------------
 
