@@ -74,15 +74,21 @@ def minibroker_process(on_disk: bool = False, sendfile: bool = True) -> Iterator
     env = {**os.environ, "PYTHONPATH": str(ROOT), "MINIBROKER_SENDFILE": "1" if sendfile else "0"}
     with tempfile.TemporaryDirectory(prefix="bench-minibroker-") as data_dir:
         args = ["--data-dir", data_dir] if on_disk else []
-        proc = subprocess.Popen([sys.executable, "-m", "minibroker", "--port", str(port), *args], env=env,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        try:
-            wait_for_port(port)
-            yield f"127.0.0.1:{port}"
-        finally:
-            proc.terminate()
-            proc.wait(10)
+        with serving([sys.executable, "-m", "minibroker", "--port", str(port), *args], port, env) as bootstrap:
+            yield bootstrap
 
+
+
+@contextmanager
+def serving(argv: list[str], port: int, env: dict[str, str] | None = None) -> Iterator[str]:
+    """A broker process listening on ``port``, stopped on exit; yields its bootstrap address."""
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for_port(port)
+        yield f"127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        proc.wait(10)
 
 
 def tansu_binary() -> Path:
@@ -97,14 +103,9 @@ def tansu_binary() -> Path:
 def tansu_process():
     port = free_port()
     url = f"tcp://127.0.0.1:{port}"
-    proc = subprocess.Popen([str(tansu_binary()), "broker", "--listener-url", url, "--advertised-listener-url", url,
-                             "--storage-engine", "memory://tansu/"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        wait_for_port(port)
-        yield f"127.0.0.1:{port}"
-    finally:
-        proc.terminate()
-        proc.wait(10)
+    with serving([str(tansu_binary()), "broker", "--listener-url", url, "--advertised-listener-url", url,
+                  "--storage-engine", "memory://tansu/"], port) as bootstrap:
+        yield bootstrap
 
 
 def create_topic(bootstrap: str, topic: str) -> None:
