@@ -24,10 +24,13 @@ stderr.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import signal
 import sys
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from kproto import Consumer, ConsumerRecord, TopicPartition
 from kproto.cli.options import (
@@ -133,10 +136,28 @@ class _Printer:
         self.count = 0
 
     def write(self, records: list[ConsumerRecord]) -> None:
-        out = sys.stdout.buffer
-        out.write(b"".join(self.render(r) + b"\n" for r in records))
-        out.flush()
-        self.count += len(records)
+        data = b"".join(self.render(r) + b"\n" for r in records)
+        with _ctrl_c_deferred():  # so the count on exit is exactly what was printed
+            sys.stdout.buffer.write(data)
+            sys.stdout.buffer.flush()
+            self.count += len(records)
+
+
+@contextlib.contextmanager
+def _ctrl_c_deferred() -> Iterator[None]:
+    """Hold a Ctrl-C that arrives inside the block and raise it when the block ends."""
+    previous = signal.getsignal(signal.SIGINT)
+    if threading.current_thread() is not threading.main_thread() or previous is None:
+        yield  # only the main thread gets KeyboardInterrupt; None: a handler Python cannot restore
+        return
+    caught: list[int] = []
+    signal.signal(signal.SIGINT, lambda signum, frame: caught.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if caught:
+        raise KeyboardInterrupt
 
 
 def _consume(consumer: Consumer, args: argparse.Namespace, printer: _Printer) -> None:
