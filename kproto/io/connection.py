@@ -9,6 +9,13 @@ which one reader task matches by correlation id. A broker answers a connection's
 requests in order, so an out-of-order or unknown correlation id means the stream is
 broken: the connection fails every pending request and closes.
 
+Quotas (KIP-219): a broker that throttles a client answers at once with
+``throttle_time_ms`` > 0 and expects nothing more on that connection until the time
+is up. Any response saying so holds the connection: requests made meanwhile get their
+correlation ids (their order is kept) but are written only when the time ends, and
+their timeout starts then. :attr:`Connection.throttled_until` lets a caller with a
+choice (the producer's sender) keep its data back rather than queue it here.
+
 Failures are typed: :class:`~kproto.errors.KafkaConnectionError` when the socket fails
 (connect, write or read; every in-flight request gets it), :class:`~kproto.errors.KafkaTimeoutError`
 when one request outlives ``request.timeout.ms`` (the connection is closed too, as
@@ -22,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
+import time
 from collections import deque
 from typing import Any
 
@@ -96,6 +104,10 @@ class Connection:
         self._next_correlation_id = 0
         self._closed = False
         self._failure: BaseException | None = None
+        self.throttled_until = 0.0
+        """``time.monotonic()`` until which the broker asked for no requests (0: never)."""
+        self._held: list[bytes] | None = None  # frames written when the throttle ends
+        self._release: asyncio.TimerHandle | None = None
         self.api_versions: dict[int, tuple[int, int]] = {}  # the broker's: key -> (min, max)
 
     def __repr__(self) -> str:
@@ -224,17 +236,21 @@ class Connection:
         if expect_response:
             future = asyncio.get_running_loop().create_future()
             self._pending.append((correlation_id, api_key, version, future))
-        try:
-            self._writer.write(data)
-            if self._writer.transport.get_write_buffer_size() > 1 << 20:
-                await self._writer.drain()  # back-pressure only when the kernel buffer is full
-        except (OSError, RuntimeError) as exc:
-            error = KafkaConnectionError(f"writing to {self.host}:{self.port} failed: {exc}")
-            self._fail(error)
-            raise error from exc
+        held = max(self.throttled_until - time.monotonic(), 0.0)
+        if self._held is not None:
+            self._held.append(data)
+        else:
+            try:
+                self._writer.write(data)
+                if self._writer.transport.get_write_buffer_size() > 1 << 20:
+                    await self._writer.drain()  # back-pressure only when the kernel buffer is full
+            except (OSError, RuntimeError) as exc:
+                error = KafkaConnectionError(f"writing to {self.host}:{self.port} failed: {exc}")
+                self._fail(error)
+                raise error from exc
         if future is None:
             return None
-        wait = self.request_timeout if timeout is None else timeout
+        wait = (self.request_timeout if timeout is None else timeout) + held
         try:
             return await asyncio.wait_for(asyncio.shield(future), wait)
         except asyncio.TimeoutError:
@@ -280,7 +296,30 @@ class Connection:
         except ProtocolError as exc:
             future.set_exception(exc)
             raise
+        throttle_ms = getattr(response, "throttle_time_ms", 0)
+        if throttle_ms > 0:
+            self._throttle(throttle_ms, APIS[api_key].name)
         future.set_result(response)
+
+    def _throttle(self, throttle_ms: int, api_name: str) -> None:
+        until = time.monotonic() + throttle_ms / 1000
+        if until <= self.throttled_until:
+            return
+        log.info("%r: throttled for %d ms (%s response)", self, throttle_ms, api_name)
+        self.throttled_until = until
+        if self._held is None:
+            self._held = []
+        if self._release is not None:
+            self._release.cancel()
+        self._release = asyncio.get_running_loop().call_later(throttle_ms / 1000, self._write_held)
+
+    def _write_held(self) -> None:
+        held, self._held, self._release = self._held, None, None
+        if held and not self._closed:
+            try:
+                self._writer.write(b"".join(held))
+            except (OSError, RuntimeError) as exc:
+                self._fail(KafkaConnectionError(f"writing to {self.host}:{self.port} failed: {exc}"))
 
     def _fail(self, error: BaseException) -> None:
         """Mark the connection broken and fail everything in flight with ``error``."""
@@ -294,5 +333,8 @@ class Connection:
             if not future.done():
                 future.set_exception(error)
                 future.exception()  # retrieved: nobody may be awaiting it any more
+        if self._release is not None:
+            self._release.cancel()
+            self._release = None
         if self._writer is not None:
             self._writer.close()

@@ -87,7 +87,6 @@ class Sender:
         self._sequences: dict[tuple[str, int], int] = {}  # next sequence to stamp
         self._in_flight: dict[int, int] = {}  # node -> requests in flight
         self._partitions_in_flight: dict[tuple[str, int], int] = {}
-        self._throttled_until: dict[int, float] = {}
         self._requests: set[asyncio.Task] = set()
         self._event = asyncio.Event()
         self._loop = asyncio.get_running_loop()
@@ -157,6 +156,7 @@ class Sender:
         by_node: dict[int, list[ProducerBatch]] = {}
         sizes: dict[int, int] = {}
         missing = set()
+        throttled: list[float] = []
         for batch in ready:
             tp = (batch.topic, batch.partition)
             if self.idempotent and self._partitions_in_flight.get(tp, 0) >= self.max_in_flight:
@@ -167,7 +167,10 @@ class Sender:
             if node < 0:
                 missing.add(batch.topic)
                 continue
-            if self._in_flight.get(node, 0) >= self.max_in_flight or self._throttled_until.get(node, 0) > now:
+            if self._in_flight.get(node, 0) >= self.max_in_flight:
+                continue
+            if (until := self.cluster.throttled_until(node)) > now:
+                throttled.append(until)  # its batches stay here and keep filling until the broker is ready
                 continue
             size = len(batch.data) if batch.data is not None else batch.builder.size_in_bytes()
             if node in by_node and sizes[node] + size > self.max_request_size:
@@ -186,7 +189,6 @@ class Sender:
             task.add_done_callback(self._requests.discard)
         if by_node:
             return 0.0  # the next batches of those partitions may be ready already
-        throttled = [t for t in self._throttled_until.values() if t > now]
         wakes = [t for t in (soonest, min(throttled, default=None)) if t is not None]
         if missing:
             wakes.append(now + self.backoff)
@@ -269,8 +271,6 @@ class Sender:
             for b in batches:
                 self.acc.settle(b, -1)
             return
-        if response.throttle_time_ms > 0:
-            self._throttled_until[node] = time.monotonic() + response.throttle_time_ms / 1000
         by_partition = {(t.name, p.index): p for t in response.responses for p in t.partition_responses}
         for b in batches:
             p = by_partition.get((b.topic, b.partition))

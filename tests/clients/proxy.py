@@ -2,7 +2,8 @@
 
 It forwards frames both ways and lets a test decide, per request, what happens to it:
 forward it (the default), answer it with an error of the test's making instead of
-forwarding it, or forward it but drop the response and cut the connection (a lost ack).
+forwarding it, forward it but drop the response and cut the connection (a lost ack), or
+forward it and change the broker's response (an :class:`Edit`).
 The broker advertises the proxy's port, so every connection of the client goes through it.
 """
 
@@ -14,12 +15,20 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from kproto.protocol import FrameReader, decode_request, encode_response, frame
+from kproto.protocol import FrameReader, decode_request, decode_response, encode_response, frame
 from minibroker import MiniBroker
 
 FORWARD, LOSE_ACK = "forward", "lose-ack"
 
-# (api key, api version, request body, n-th request of this key) -> FORWARD, LOSE_ACK or a response body
+
+class Edit:
+    """A rule's answer: forward the request, then pass the broker's response body through ``change``."""
+
+    def __init__(self, change: Callable[[Any], Any]) -> None:
+        self.change = change
+
+
+# (api key, api version, request body, n-th request of this key) -> FORWARD, LOSE_ACK, an Edit or a response body
 Rule = Callable[[int, int, Any, int], Any]
 
 
@@ -66,7 +75,8 @@ class FaultProxy:
     async def _serve(self, client_reader: asyncio.StreamReader, client_writer: asyncio.StreamWriter) -> None:
         up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.broker.port)
         frames = FrameReader()
-        replies: asyncio.Queue = asyncio.Queue()  # in request order: ("forward"|"lose", None) or ("answer", bytes)
+        # in request order: (FORWARD, LOSE_ACK or an Edit; the request header) or ("answer", bytes to send)
+        replies: asyncio.Queue = asyncio.Queue()
         pump = asyncio.get_running_loop().create_task(self._responses(up_reader, client_writer, replies))
         try:
             while data := await client_reader.read(65536):
@@ -75,8 +85,8 @@ class FaultProxy:
                     header, body = decode_request(f, strict=False)
                     n = self.counts[header.api_key] = self.counts.get(header.api_key, 0) + 1
                     decision = self.rule(header.api_key, header.api_version, body, n)
-                    if decision in (FORWARD, LOSE_ACK):
-                        await replies.put((decision, None))
+                    if isinstance(decision, Edit) or decision in (FORWARD, LOSE_ACK):
+                        await replies.put((decision, header))
                         up_writer.write(frame(f))
                     else:
                         await replies.put(("answer", encode_response(
@@ -102,4 +112,10 @@ class FaultProxy:
             if kind == LOSE_ACK:
                 client_writer.close()  # the broker did the work; the client never hears of it
                 return
+            if isinstance(kind, Edit):
+                header = answer
+                _, body = decode_response(header.api_key, header.api_version, f)
+                client_writer.write(encode_response(header.api_key, header.api_version, header.correlation_id,
+                                                    kind.change(body)))
+                continue
             client_writer.write(frame(f))
