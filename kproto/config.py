@@ -163,7 +163,7 @@ _KEYS = [
     _key("send.buffer.bytes", 131072, _int, ALL, "SO_SNDBUF of sockets (-1: the OS default)."),
     _key("receive.buffer.bytes", 32768, _int, ALL, "SO_RCVBUF of sockets (-1: the OS default).",
          consumer=65536, admin=65536),
-    _key("connections.max.idle.ms", 540000, _int, ALL, "Close connections idle this long.", admin=300000),
+    _key("connections.max.idle.ms", 540000, _int, ALL, "Close connections idle this long (-1: never).", admin=300000),
     _key("security.protocol", "PLAINTEXT", _plaintext, ALL, "PLAINTEXT only, for now."),
     # -- producer -------------------------------------------------------------------------
     _key("acks", -1, _acks, PRODUCER, "Acknowledgements: all (-1), 1 or 0."),

@@ -131,6 +131,7 @@ class Cluster:
             host, port, node_id=node_id, client_id=c["client.id"], request_timeout_ms=c["request.timeout.ms"],
             connect_timeout_ms=c["socket.connection.setup.timeout.ms"],
             send_buffer_bytes=c["send.buffer.bytes"], receive_buffer_bytes=c["receive.buffer.bytes"],
+            max_idle_ms=c["connections.max.idle.ms"],
         )
 
     def _backoff(self, node_id: int) -> float:

@@ -16,6 +16,10 @@ correlation ids (their order is kept) but are written only when the time ends, a
 their timeout starts then. :attr:`Connection.throttled_until` lets a caller with a
 choice (the producer's sender) keep its data back rather than queue it here.
 
+A connection with nothing in flight and no traffic for ``connections.max.idle.ms``
+closes itself, as Java's client does; the cluster opens a new one when next needed.
+One timer checks at most once per idle period, so busy connections pay nothing.
+
 Failures are typed: :class:`~kproto.errors.KafkaConnectionError` when the socket fails
 (connect, write or read; every in-flight request gets it), :class:`~kproto.errors.KafkaTimeoutError`
 when one request outlives ``request.timeout.ms`` (the connection is closed too, as
@@ -71,6 +75,8 @@ class Connection:
         max_frame_size: the largest response frame accepted.
         node_id: the broker's node id if known (-1 for a bootstrap server); for messages.
         send_buffer_bytes, receive_buffer_bytes: SO_SNDBUF / SO_RCVBUF (-1: the OS's).
+        max_idle_ms: close the connection after this long without traffic
+            (``connections.max.idle.ms``; -1: never).
 
     Attributes:
         api_versions: what the broker offers, ``{api_key: (min_version, max_version)}``,
@@ -89,6 +95,7 @@ class Connection:
         node_id: int = -1,
         send_buffer_bytes: int = -1,
         receive_buffer_bytes: int = -1,
+        max_idle_ms: int = -1,
     ) -> None:
         self.host = host
         self.port = port
@@ -108,6 +115,10 @@ class Connection:
         """``time.monotonic()`` until which the broker asked for no requests (0: never)."""
         self._held: list[bytes] | None = None  # frames written when the throttle ends
         self._release: asyncio.TimerHandle | None = None
+        self._max_idle = max_idle_ms / 1000 if max_idle_ms >= 0 else None
+        self._last_active = time.monotonic()
+        self._idle_timer: asyncio.TimerHandle | None = None
+        self._idle_close: asyncio.Task | None = None
         self.api_versions: dict[int, tuple[int, int]] = {}  # the broker's: key -> (min, max)
 
     def __repr__(self) -> str:
@@ -152,6 +163,20 @@ class Connection:
             if isinstance(exc, asyncio.TimeoutError):
                 raise KafkaTimeoutError(f"{self.host}:{self.port} did not answer ApiVersions") from None
             raise
+        if self._max_idle is not None:
+            self._idle_timer = asyncio.get_running_loop().call_later(self._max_idle, self._check_idle)
+
+    def _check_idle(self) -> None:
+        if self._closed:
+            return
+        quiet = time.monotonic() - self._last_active
+        if self._pending or quiet < self._max_idle:
+            wait = self._max_idle - quiet if not self._pending else self._max_idle
+            self._idle_timer = asyncio.get_running_loop().call_later(max(wait, 0.001), self._check_idle)
+            return
+        log.debug("%r: idle for %.1f s, closing", self, quiet)
+        self._idle_timer = None
+        self._idle_close = asyncio.get_running_loop().create_task(self.close())
 
     async def _negotiate(self) -> None:
         request = ApiVersionsRequest(client_software_name=SOFTWARE_NAME, client_software_version=_software_version())
@@ -231,6 +256,7 @@ class Connection:
                 f"connection to {self.host}:{self.port} is closed")
         self._next_correlation_id = (self._next_correlation_id + 1) & 0x7FFFFFFF
         correlation_id = self._next_correlation_id
+        self._last_active = time.monotonic()
         data = encode_request(api_key, version, correlation_id, self.client_id, body)
         future = None
         if expect_response:
@@ -286,6 +312,7 @@ class Connection:
         if not self._pending:
             raise ProtocolError(f"{self.host}:{self.port} sent a response nobody asked for")
         correlation_id, api_key, version, future = self._pending.popleft()
+        self._last_active = time.monotonic()
         got = int.from_bytes(frame[:4], "big", signed=True)
         if got != correlation_id:
             raise ProtocolError(f"{self.host}:{self.port} answered correlation id {got}, expected {correlation_id}")
@@ -333,8 +360,9 @@ class Connection:
             if not future.done():
                 future.set_exception(error)
                 future.exception()  # retrieved: nobody may be awaiting it any more
-        if self._release is not None:
-            self._release.cancel()
-            self._release = None
+        for timer in (self._release, self._idle_timer):
+            if timer is not None:
+                timer.cancel()
+        self._release = self._idle_timer = None
         if self._writer is not None:
             self._writer.close()

@@ -16,7 +16,7 @@ from kproto.errors import (
 )
 from kproto.io import Cluster, Connection, parse_bootstrap_servers
 from kproto.protocol import ApiKey, FrameReader, decode_request, encode_response
-from kproto.protocol.messages import ApiVersionsResponse, MetadataRequest
+from kproto.protocol.messages import ApiVersionsResponse, FetchRequest, MetadataRequest
 from minibroker import MiniBroker
 
 
@@ -116,6 +116,31 @@ def test_cluster_bootstraps_past_dead_servers_and_finds_leaders(broker):
             await cluster.close()
         with pytest.raises(ClientClosedError):
             await cluster.refresh()
+    asyncio.run(run())
+
+
+def test_idle_connections_close_and_the_cluster_opens_a_new_one(broker):
+    """connections.max.idle.ms: quiet connections close; one waiting on a request does not."""
+    async def run():
+        cluster = Cluster(ClientConfig("admin", bootstrap_servers=broker.bootstrap_servers,
+                                       connections_max_idle_ms=200), allow_auto_topic_creation=True)
+        try:
+            await cluster.refresh(["idle"])
+            first = await cluster.connection(0)
+            # a request outliving the idle time keeps its connection open
+            await first.request(FetchRequest(max_wait_ms=500, min_bytes=1, topics=[
+                FetchRequest.FetchTopic(topic="idle", partitions=[FetchRequest.FetchPartition(
+                    partition=0, fetch_offset=0, partition_max_bytes=1024)])]), max_version=12)
+            assert not first.closed
+            deadline = asyncio.get_running_loop().time() + 5
+            while not first.closed and asyncio.get_running_loop().time() < deadline:
+                await asyncio.sleep(0.02)
+            assert first.closed
+            again = await cluster.connection(0)
+            assert again is not first and not again.closed
+            await again.request(MetadataRequest(topics=[]))
+        finally:
+            await cluster.close()
     asyncio.run(run())
 
 
