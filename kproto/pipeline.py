@@ -171,14 +171,16 @@ def embedded_broker() -> Iterator[str]:
 
     The child has a session of its own, so that Ctrl-C reaches only the pipeline, which
     stops the Spark job before the broker. It is stopped with SIGTERM (minibroker's clean
-    stop) when the block ends, whatever ends it.
+    stop) when the block ends, whatever ends it; and should this process die without
+    unwinding (SIGKILL), the pipe on the child's stdin closes and the child stops too.
 
     Raises:
         OSError: the broker exited instead of starting.
     """
     with tempfile.TemporaryFile("w+") as log:
-        broker = subprocess.Popen([sys.executable, "-m", "minibroker", "--port", "0"], stdout=subprocess.PIPE,
-                                  stderr=log, text=True, start_new_session=True)
+        broker = subprocess.Popen([sys.executable, "-m", "minibroker", "--port", "0", "--stop-on-stdin-eof"],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True,
+                                  start_new_session=True)
         try:
             # minibroker prints exactly one line once it accepts connections.
             line = broker.stdout.readline()
@@ -195,6 +197,7 @@ def embedded_broker() -> Iterator[str]:
                 broker.kill()
                 broker.wait()
             broker.stdout.close()
+            broker.stdin.close()
 
 
 # Spark's driver logs errors only, so that its start-up warnings do not bury the summary.

@@ -4,7 +4,7 @@ Usage::
 
     python -m minibroker [--port 9092] [--host 127.0.0.1]
         [--advertised-host H] [--advertised-port P]
-        [--config server.properties] [--override key=value ...]
+        [--config server.properties] [--override key=value ...] [--stop-on-stdin-eof]
 
 Settings come from Kafka's own ``server.properties`` format (``--config``), then from
 ``--override`` (which wins). Only the keys minibroker implements are accepted
@@ -27,6 +27,10 @@ scripts can wait for it::
 (HOST:PORT is the advertised address, the one clients bootstrap from.) Logs go to stderr.
 SIGINT (Ctrl-C) and SIGTERM stop the broker cleanly, with exit code 0.
 
+``--stop-on-stdin-eof`` is for programs that start the broker as a child with a pipe
+as its stdin: the broker stops cleanly when the pipe closes, which happens when the
+parent exits for any reason, SIGKILL included, so no orphaned broker is left behind.
+
 Exit codes: 0 stopped by a signal; 1 the broker could not start (e.g. the port is
 taken); 2 bad usage, an unreadable config file, or an unknown or invalid config key.
 """
@@ -36,6 +40,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import re
 import signal
 import sys
@@ -167,11 +172,26 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--config", metavar="FILE", help="a Kafka server.properties file")
     parser.add_argument("--override", metavar="KEY=VALUE", type=_override, action="append", default=[],
                         help="a broker setting that wins over --config (repeatable)")
+    parser.add_argument("--stop-on-stdin-eof", action="store_true",
+                        help="also stop when standard input closes (for a parent process holding a pipe to it: "
+                             "the broker then never outlives that process)")
     return parser
 
 
-async def _serve(broker: MiniBroker) -> None:
-    """Run ``broker`` in this loop until SIGINT or SIGTERM."""
+def _stop_on_eof(loop: asyncio.AbstractEventLoop, stop: asyncio.Event) -> None:
+    fd = sys.stdin.fileno()
+
+    def readable() -> None:
+        if not os.read(fd, 65536):  # whatever the parent writes is ignored; only the end counts
+            loop.remove_reader(fd)
+            log.info("standard input closed")
+            stop.set()
+
+    loop.add_reader(fd, readable)
+
+
+async def _serve(broker: MiniBroker, stop_on_stdin_eof: bool = False) -> None:
+    """Run ``broker`` in this loop until SIGINT or SIGTERM (or the end of stdin, if asked)."""
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
@@ -179,6 +199,8 @@ async def _serve(broker: MiniBroker) -> None:
             loop.add_signal_handler(signum, stop.set)
         except (NotImplementedError, RuntimeError):  # e.g. Windows: Ctrl-C raises KeyboardInterrupt
             pass
+    if stop_on_stdin_eof:
+        _stop_on_eof(loop, stop)
     await broker.start_async()
     try:
         print(f"minibroker listening on {broker.bootstrap_servers}", flush=True)
@@ -205,7 +227,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{parser.prog}: error: {exc}", file=sys.stderr)
         return 2
     try:
-        asyncio.run(_serve(broker))
+        asyncio.run(_serve(broker, args.stop_on_stdin_eof))
     except KeyboardInterrupt:  # a signal before the handlers were installed
         return 0
     except OSError as exc:

@@ -106,6 +106,31 @@ def test_serves_clients_and_stops_cleanly_on_signal(tmp_path, signum):
     assert "minibroker listening on 127.0.0.1:" in (tmp_path / "stderr").read_text()
 
 
+def test_stop_on_stdin_eof_stops_cleanly_when_the_parent_closes_its_pipe():
+    proc = subprocess.Popen(_command(("--port", "0", "--stop-on-stdin-eof"), "127.0.0.1"), cwd=ROOT, env=_env(),
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert _readline(proc.stdout, TIMEOUT).startswith(READY)
+        proc.stdin.write("anything written is ignored\n")
+        proc.stdin.flush()
+        assert proc.poll() is None
+        proc.stdin.close()
+        assert proc.wait(timeout=TIMEOUT) == 0
+        assert "standard input closed" in proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(timeout=TIMEOUT)
+        proc.stdout.close()
+        proc.stderr.close()
+
+
+def test_without_the_flag_the_end_of_stdin_changes_nothing(tmp_path):
+    with run_cli(tmp_path, "--port", "0") as (proc, _):  # stdin is inherited; pytest's is closed or /dev/null
+        with pytest.raises(subprocess.TimeoutExpired):
+            proc.wait(timeout=0.5)
+
+
 def test_advertised_address_is_the_ready_line(tmp_path):
     with run_cli(tmp_path, "--port", "0", "--advertised-host", "localhost", "--advertised-port", "19092") as (proc, bootstrap):
         assert bootstrap == "localhost:19092"

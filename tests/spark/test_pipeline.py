@@ -6,6 +6,9 @@ from __future__ import annotations
 import json
 import math
 import socket
+import subprocess
+import sys
+import time
 from collections import Counter, defaultdict
 from datetime import datetime
 
@@ -157,6 +160,28 @@ def test_the_embedded_broker_stops_when_its_block_fails():
     host, port = servers.rsplit(":", 1)
     with pytest.raises(ConnectionRefusedError):
         socket.create_connection((host, int(port)), timeout=5).close()
+
+
+def test_the_embedded_broker_does_not_outlive_a_killed_pipeline():
+    """SIGKILL leaves no finally block to run: the broker child notices its stdin closing."""
+    script = ("import time\nfrom kproto.pipeline import embedded_broker\n"
+              "with embedded_broker() as servers:\n    print(servers, flush=True)\n    time.sleep(60)\n")
+    parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        host, port = parent.stdout.readline().strip().rsplit(":", 1)
+        socket.create_connection((host, int(port)), timeout=5).close()
+    finally:
+        parent.kill()
+        parent.wait()
+        parent.stdout.close()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection((host, int(port)), timeout=1).close()
+        except ConnectionRefusedError:
+            return
+        time.sleep(0.05)
+    pytest.fail("the broker still listens after its parent was killed")
 
 
 def test_a_non_empty_output_is_refused_before_anything_starts(tmp_path, capsys):
