@@ -59,6 +59,15 @@ _MAX_EPOCH = 32767
 _RESET = {UnknownProducerIdError.code, InvalidProducerEpochError.code, ProducerFencedError.code}
 
 
+async def _cancel(*tasks: asyncio.Task) -> None:
+    """Cancel ``tasks`` and wait until they end. The cancel is repeated: Python 3.11's
+    ``asyncio.wait_for`` drops a cancel that arrives as its inner awaitable completes."""
+    while pending := [t for t in tasks if not t.done()]:
+        for task in pending:
+            task.cancel()
+        await asyncio.wait(pending, timeout=0.05)
+
+
 def stamp_producer(data: bytes, producer_id: int, epoch: int, base_sequence: int) -> bytes:
     """A built v2 batch with other producer fields (they lie under the CRC: recomputed)."""
     out = bytearray(data)
@@ -91,6 +100,7 @@ class Sender:
         self._event = asyncio.Event()
         self._loop = asyncio.get_running_loop()
         self._closing = False
+        self._stopping = False  # a close gave up waiting: the loop ends even if a cancel is lost
         self._refreshing: asyncio.Task | None = None
         self.task = self._loop.create_task(self._run())
 
@@ -116,18 +126,18 @@ class Sender:
         except asyncio.TimeoutError:
             pass
         finally:
-            self.task.cancel()
-            await asyncio.gather(self.task, return_exceptions=True)
-            for task in list(self._requests):
-                task.cancel()
-            await asyncio.gather(*self._requests, return_exceptions=True)
+            self._stopping = True
+            await _cancel(self.task)
+            await _cancel(*self._requests)  # their batches fail as they stop
+            if self._refreshing is not None:
+                await _cancel(self._refreshing)
             for batch in self.acc.abort_all():
                 self.acc.settle(batch, -1, error=KafkaTimeoutError("the producer was closed before the record was sent"))
 
     # -- the loop ---------------------------------------------------------------------------
 
     async def _run(self) -> None:
-        while not (self._closing and self.acc.unsettled == 0):
+        while not self._stopping and not (self._closing and self.acc.unsettled == 0):
             self._event.clear()
             try:
                 wait = await self._step()
@@ -262,6 +272,11 @@ class Sender:
             for b in batches:
                 self._retry_or_fail(b, exc)
             return
+        except asyncio.CancelledError:  # a close that gave up: these records' fate is unknown
+            for b in batches:
+                self.acc.settle(b, -1, error=KafkaTimeoutError(
+                    "the producer was closed before the broker acknowledged the record"))
+            raise
         finally:
             self._in_flight[node] -= 1
             for b in batches:

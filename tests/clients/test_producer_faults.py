@@ -1,19 +1,28 @@
 """The producer under faults injected between it and minibroker (tests/clients/proxy.py):
-lost acknowledgements, a broker that forgot the producer id, leader changes, and errors
-that cannot be retried. Idempotence must deliver every record once, in order."""
+lost acknowledgements, a broker that forgot the producer id, leader changes, sequence
+gaps, errors that cannot be retried or keep coming, and a broker that stops answering.
+Idempotence must deliver every record once, in order."""
+
+import asyncio
+import contextlib
+import time
 
 import pytest
 
 from kproto import Producer
 from kproto.codec import read_batches
 from kproto.errors import (
+    KafkaTimeoutError,
+    NotEnoughReplicasError,
     NotLeaderOrFollowerError,
+    OutOfOrderSequenceNumberError,
     TopicAuthorizationFailedError,
     UnknownProducerIdError,
 )
 from kproto.protocol import ApiKey
 from kproto.protocol.messages import ProduceResponse
-from tests.clients.proxy import FORWARD, LOSE_ACK, FaultProxy
+from minibroker import MiniBroker
+from tests.clients.proxy import FORWARD, LOSE_ACK, Edit, FaultProxy
 
 kafka = pytest.importorskip("kafka")
 
@@ -89,3 +98,168 @@ def test_an_error_that_cannot_be_retried_fails_only_its_records():
         assert len(failed) + len(delivered) == RECORDS
         assert delivered == list(range(len(delivered)))  # the rest went on, under the next epoch
         assert len(stored_values(proxy)) == len(delivered)
+
+
+# -- helpers for the tests below ----------------------------------------------------------
+
+EARLY = 0.05  # timers may fire up to a clock tick early
+
+
+def base_sequences(request):
+    """The base sequence of every batch in a Produce request."""
+    return [b.base_sequence for t in request.topic_data for p in t.partition_data for b in read_batches(p.records)]
+
+
+def never_answer_produce(api_key, version, request, n):
+    return NEVER_ANSWER if api_key == ApiKey.PRODUCE else FORWARD
+
+
+def _stop_answering(body):
+    # Raised in the proxy's response pump, this ends it quietly: requests on this
+    # connection still reach the broker, but no response ever comes back.
+    raise asyncio.CancelledError
+
+
+NEVER_ANSWER = Edit(_stop_answering)
+
+
+def wait_until(predicate, timeout=5.0):
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out waiting"
+        time.sleep(0.01)
+
+
+# -- OUT_OF_ORDER_SEQUENCE_NUMBER and the epoch bump ----------------------------------------
+
+def test_out_of_order_sequence_behind_a_failed_batch_is_retried_in_order_without_a_new_epoch():
+    """The sender's docstring: OUT_OF_ORDER_SEQUENCE for a batch after an earlier failed one
+    is a retry in waiting. A later batch is failed (slowly, so the ones after it are already
+    on the wire), the next one is answered OUT_OF_ORDER_SEQUENCE, the rest get it from the
+    broker itself; all are retried in sequence order under the same epoch."""
+    seen = {"failed": None, "out_of_order": None}
+
+    def rule(api_key, version, request, n):
+        if api_key != ApiKey.PRODUCE:
+            return FORWARD
+        (seq,) = base_sequences(request)
+        if seen["failed"] is None and seq > 0:
+            seen["failed"] = seq
+            time.sleep(0.3)  # a slow broker: the next batches are sent before this answer
+            return error_response(request, NotEnoughReplicasError.code)
+        if seen["failed"] is not None and seen["out_of_order"] is None and seq > seen["failed"]:
+            seen["out_of_order"] = seq
+            return error_response(request, OutOfOrderSequenceNumberError.code)
+        return FORWARD
+
+    with FaultProxy(rule) as proxy:
+        futures = produce_all(proxy.bootstrap_servers)
+        assert [f.result(0).offset for f in futures] == list(range(RECORDS))
+        assert stored_values(proxy) == [b"%04d" % i for i in range(RECORDS)]
+        assert seen["out_of_order"] is not None  # the fault did happen
+        assert proxy.counts[ApiKey.INIT_PRODUCER_ID] == 1
+        assert set(epochs_written(proxy)) == {0}  # repaired by retrying, not by a new epoch
+
+
+def test_a_sequence_gap_the_sender_cannot_repair_bumps_the_epoch_and_delivers_exactly_once():
+    """OUT_OF_ORDER_SEQUENCE with no earlier batch failed: the broker lost a sequence, so the
+    producer moves to the next epoch and restarts at sequence 0 (KIP-360), without asking a
+    broker for a new producer id."""
+    seen = []
+
+    def rule(api_key, version, request, n):
+        if api_key == ApiKey.PRODUCE and not seen:
+            (seq,) = base_sequences(request)
+            if seq > 0:
+                seen.append(seq)
+                return error_response(request, OutOfOrderSequenceNumberError.code)
+        return FORWARD
+
+    with FaultProxy(rule) as proxy:
+        futures = produce_all(proxy.bootstrap_servers)
+        assert [f.result(0).offset for f in futures] == list(range(RECORDS))
+        assert stored_values(proxy) == [b"%04d" % i for i in range(RECORDS)]
+        assert proxy.counts[ApiKey.INIT_PRODUCER_ID] == 1
+        log = proxy.broker._server.state.topics["faults"].partitions[0]
+        batches = list(read_batches(log.read(0, 1 << 24)))
+        assert {b.producer_id for b in batches} == {batches[0].producer_id}
+        epochs = [b.producer_epoch for b in batches]
+        assert epochs[0] == 0 and epochs[-1] == 1 and epochs == sorted(epochs)
+        bumped = [b for b in batches if b.producer_epoch == 1]
+        assert bumped[0].base_sequence == 0  # the new epoch starts over
+
+
+# -- retries and backoff --------------------------------------------------------------------
+
+@pytest.mark.parametrize("retries", [0, 6])
+def test_retries_bound_the_attempts_and_the_backoff_doubles_up_to_its_max(retries):
+    """retries=N: N + 1 Produce requests, then the broker's typed error; between attempts
+    retry.backoff.ms doubles up to retry.backoff.max.ms (lower bounds are firm, upper
+    bounds loose: timers fire late on a busy machine, never early)."""
+    arrivals = []
+
+    def rule(api_key, version, request, n):
+        if api_key == ApiKey.PRODUCE:
+            arrivals.append(time.monotonic())
+            return error_response(request, NotEnoughReplicasError.code)
+        return FORWARD
+
+    with FaultProxy(rule) as proxy:
+        with Producer(bootstrap_servers=proxy.bootstrap_servers, retries=retries, retry_backoff_ms=40,
+                      retry_backoff_max_ms=160, linger_ms=0) as producer:
+            future = producer.send("retries", b"x", partition=0)
+            with pytest.raises(NotEnoughReplicasError):
+                future.result(10)
+    assert len(arrivals) == retries + 1
+    gaps = [b - a for a, b in zip(arrivals, arrivals[1:])]
+    wanted = [min(0.04 * 2 ** i, 0.16) for i in range(retries)]  # 40, 80, 160, 160, ... ms
+    assert all(gap >= want - EARLY for gap, want in zip(gaps, wanted)), gaps
+    if retries:
+        # capped: uncapped doubling would take 0.32 + 0.64 + 1.28 s for the last three
+        assert sum(gaps[3:]) < 1.2, gaps
+
+
+# -- close and flush that cannot finish -----------------------------------------------------
+
+@contextlib.contextmanager
+def broker_that(behaves):
+    """A broker address and a callable making it ``silent`` (requests on the wire are never
+    answered) or ``unreachable`` (stopped: connections are refused), plus its Produce count."""
+    if behaves == "silent":
+        with FaultProxy(never_answer_produce) as proxy:
+            yield proxy.bootstrap_servers, lambda: None, lambda: proxy.counts.get(ApiKey.PRODUCE, 0)
+    else:
+        broker = MiniBroker()
+        broker.start()
+        try:
+            yield broker.bootstrap_servers, broker.stop, lambda: 0
+        finally:
+            broker.stop()
+
+
+@pytest.mark.parametrize("behaves", ["silent", "unreachable"])
+def test_close_gives_up_after_its_timeout_and_fails_what_was_not_delivered(behaves):
+    """A broker that never answers (a request is on the wire) or cannot be reached (records
+    stay queued): flush(timeout) raises KafkaTimeoutError and leaves the records pending;
+    close(timeout) returns in about its timeout and fails them with KafkaTimeoutError."""
+    with broker_that(behaves) as (bootstrap, fault, produce_requests):
+        producer = Producer(bootstrap_servers=bootstrap, linger_ms=0, reconnect_backoff_ms=20,
+                            max_in_flight_requests_per_connection=1)
+        try:
+            producer.partitions_for("stuck")
+            fault()
+            futures = [producer.send("stuck", b"%d" % i, partition=0) for i in range(3)]
+            if behaves == "silent":
+                wait_until(produce_requests)  # the first batch is on the wire, the others queued
+            started = time.monotonic()
+            with pytest.raises(KafkaTimeoutError, match="flush"):
+                producer.flush(0.3)
+            assert 0.3 - EARLY <= time.monotonic() - started < 1.5
+            assert not any(f.done() for f in futures)  # a flush that gives up fails nothing
+            started = time.monotonic()
+            producer.close(0.4)
+            assert time.monotonic() - started < 1.6
+        finally:
+            producer.close(0)
+        for f in futures:
+            assert isinstance(f.exception(0), KafkaTimeoutError)
