@@ -1092,6 +1092,22 @@ class OpenBatch:
         self.closed = False
 
 
+class RecordRef:
+    """A record's place in its batch: the batch's ``result``, the record's index, its timestamp.
+
+    What :class:`Appender` hands out per record is an instance of a subclass (the
+    producer's future), made with these three values; the Cython backend creates them
+    without running any ``__init__`` of the subclass, so subclasses must not rely on one.
+    """
+
+    __slots__ = ("_batch", "_index", "_timestamp")
+
+    def __init__(self, batch: Any, index: int, timestamp: int) -> None:
+        self._batch = batch
+        self._index = index
+        self._timestamp = timestamp
+
+
 class Appender:
     """The producer's per-record path: serialize, pick the partition, append into its batch.
 
@@ -1114,7 +1130,8 @@ class Appender:
 
     Args:
         new_batch: ``(topic, partition) -> batch``, a new open batch, registered by the owner.
-        make_future: ``(batch.result, index, timestamp) -> future`` of one record.
+        make_future: the class of what ``send`` returns per record: a :class:`RecordRef`
+            subclass, made from ``(batch.result, index, timestamp)``.
         wake: called when a batch closes full, or a record arrives while :attr:`idle`.
         lock: held while appending (the owner takes it for everything else).
         buffer_memory: nothing is appended while :attr:`used` is at or above it.
@@ -1143,6 +1160,8 @@ class Appender:
                  value_serializer: Any = None, chooser: Any = None, max_request_size: int = 1048576,
                  waiting: Any = None, register: Any = None) -> None:
         self._new_batch = new_batch
+        if not (isinstance(make_future, type) and issubclass(make_future, RecordRef)):
+            raise TypeError(f"make_future must be a RecordRef subclass, not {make_future!r}")
         self._make_future = make_future
         self._wake = wake
         self.lock = lock

@@ -37,6 +37,7 @@ __all__ = [
     "decode_columnar",
     "Columns",
     "OpenBatch",
+    "RecordRef",
     "Appender",
 ]
 
@@ -87,4 +88,5 @@ decode_record_set = _impl.decode_record_set
 decode_columnar = _impl.decode_columnar
 Columns = _impl.Columns
 OpenBatch = _impl.OpenBatch
+RecordRef = _impl.RecordRef
 Appender = _impl.Appender

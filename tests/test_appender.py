@@ -16,6 +16,18 @@ pytestmark = pytest.mark.codec
 cy = pytest.importorskip("kproto._codec", reason="the Cython extension is not built")
 
 
+def ref(backend):
+    """A RecordRef subclass of ``backend`` whose instances compare as (result, index, timestamp)."""
+    class Ref(backend.RecordRef):
+        def __eq__(self, other):
+            return (self._batch, self._index, self._timestamp) == other
+
+        def __getitem__(self, i):
+            return (self._batch, self._index, self._timestamp)[i]
+
+    return Ref
+
+
 def run(backend, ops, *, partitions=3, batch_bytes=300, memory=1 << 30, ignore_keys=False, seed=7):
     """Apply ``ops`` (topic, partition, key, value, headers); what came out, comparably."""
     random.seed(seed)  # the sticky partitioner's choices are random.randrange's
@@ -27,11 +39,12 @@ def run(backend, ops, *, partitions=3, batch_bytes=300, memory=1 << 30, ignore_k
         batches.append(batch)
         return batch
 
-    appender = backend.Appender(new_batch, lambda result, index, ts: (result, index, ts), lambda: wakes.append(1),
+    appender = backend.Appender(new_batch, ref(backend), lambda: wakes.append(1),
                                 threading.Lock(), memory, ignore_keys)
     futures = []
     for i, (topic, partition, key, value, headers) in enumerate(ops):
-        futures.append(appender.append(topic, partition, partitions, 1000 + i, key, value, headers))
+        f = appender.append(topic, partition, partitions, 1000 + i, key, value, headers)
+        futures.append(None if f is None else (f._batch, f._index, f._timestamp))
         if i % 7 == 6:
             for b in batches:
                 b.closed = True  # the sender took everything open
@@ -76,12 +89,14 @@ def test_memory_full_appends_nothing(backend):
 
 @pytest.mark.parametrize("backend", [cy, py], ids=["cython", "python"])
 def test_wrong_types_raise_before_anything_is_counted(backend):
-    appender = backend.Appender(lambda t, p: backend.OpenBatch(backend.BatchBuilder(), (t, p)), lambda *a: a, lambda: None,
-                                threading.Lock(), 1 << 20)
+    appender = backend.Appender(lambda t, p: backend.OpenBatch(backend.BatchBuilder(), (t, p)), ref(backend),
+                                lambda: None, threading.Lock(), 1 << 20)
     with pytest.raises(TypeError):
         appender.append("t", 0, 1, 0, None, "text", None)
     assert appender.used == 0
     assert not appender.lock.locked()
+    with pytest.raises(TypeError, match="RecordRef"):
+        backend.Appender(lambda t, p: None, lambda *a: a, lambda: None, threading.Lock(), 1 << 20)
 
 
 @pytest.mark.parametrize("backend", [cy, py], ids=["cython", "python"])
@@ -96,7 +111,7 @@ def test_send_is_the_whole_per_record_path(backend):
         return batches[-1]
 
     appender = backend.Appender(
-        new_batch, lambda result, index, ts: (result, index, ts), lambda: None, threading.Lock(), 1 << 20,
+        new_batch, ref(backend), lambda: None, threading.Lock(), 1 << 20,
         counts={"t": 4}, key_serializer=str.encode, value_serializer=lambda v: v * 2,
         chooser=lambda topic, key, n: 3, max_request_size=200,
         waiting=lambda *args: waited.append(args) or "waiting", register=lambda f, cb: registered.append(cb))

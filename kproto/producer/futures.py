@@ -23,6 +23,8 @@ import threading
 from concurrent.futures._base import FINISHED, PENDING
 from typing import Any, NamedTuple
 
+from kproto.codec import RecordRef
+
 __all__ = ["BatchResult", "RecordFuture", "RecordMetadata"]
 
 log = logging.getLogger("kproto.producer")
@@ -96,17 +98,14 @@ def _wake(waiter: asyncio.Future) -> None:
         loop.call_soon_threadsafe(lambda: waiter.done() or waiter.set_result(None))
 
 
-class RecordFuture(concurrent.futures.Future):
+class RecordFuture(RecordRef, concurrent.futures.Future):
     """The future of one sent record: resolves to :class:`RecordMetadata` or raises why not.
 
     It cannot be cancelled (the record may already be on the wire) and only the producer
-    settles it.
+    settles it. Made as ``RecordFuture(batch_result, index, timestamp)``; its
+    :class:`~kproto.codec.RecordRef` base holds those (Future's ``__init__`` never runs:
+    see the module doc).
     """
-
-    def __init__(self, batch: BatchResult, index: int, timestamp: int) -> None:  # no super(): see the module doc
-        self._batch = batch
-        self._index = index
-        self._timestamp = timestamp
 
     # concurrent.futures.Future keeps these as attributes; here they derive from the batch.
     @property
