@@ -124,6 +124,7 @@ class AIOConsumer:
         self._auto_commit = bool(group_id) and c["enable.auto.commit"]
         self._auto_commit_interval = c["auto.commit.interval.ms"] / 1000
         self._next_auto_commit = 0.0
+        self._retry_backoff = c["retry.backoff.ms"] / 1000
         self._membership = Membership(
             group_id, _assignors(c["partition.assignment.strategy"]), session_timeout_ms=c["session.timeout.ms"],
             rebalance_timeout_ms=c["max.poll.interval.ms"], group_instance_id=c["group.instance.id"],
@@ -477,7 +478,13 @@ class AIOConsumer:
                 await self._step_group()
                 self._step_positions()
                 records = fetcher.drain(limit)
-                if records or not await self._wait(deadline):
+                if records:
+                    return records
+                if self._auto_commit and (deadline is None or self._next_auto_commit < deadline):
+                    # As Java's: a poll waiting for records still auto-commits on time.
+                    await self._wait(self._next_auto_commit)
+                    self._maybe_auto_commit()
+                elif not await self._wait(deadline):
                     return records
                 if self._closed:
                     raise ClientClosedError("the consumer was closed while polling")
@@ -590,11 +597,15 @@ class AIOConsumer:
 
     def _maybe_auto_commit(self) -> None:
         """Every ``auto.commit.interval.ms``, commit in the background what earlier polls returned."""
-        if not self._auto_commit or time.monotonic() < self._next_auto_commit:
+        now = time.monotonic()
+        if not self._auto_commit or now < self._next_auto_commit:
             return
         if self._subscriptions.auto_assigned and self._membership.state is not MemberState.STABLE:
-            return  # rebalancing: the commit before the rebalance covers it
-        self._next_auto_commit = time.monotonic() + self._auto_commit_interval
+            # Rebalancing: the commit before the rebalance covers it; look again after
+            # retry.backoff.ms (as Java), not at once (a waiting poll would spin).
+            self._next_auto_commit = now + self._retry_backoff
+            return
+        self._next_auto_commit = now + self._auto_commit_interval
         self._commit_in_background(self._consumed(), None)
 
     async def committed(self, partitions: Iterable[TopicPartition], timeout: float | None = None

@@ -1,7 +1,7 @@
-"""The consumer in groups, against minibroker: joining, eager and cooperative rebalances,
-static membership, commits and auto-commit, max.poll.interval.ms, the group noticing new
-partitions and topics, committed offsets that fell out of the log, and confluent-kafka
-in the same group."""
+"""The consumer in groups, against minibroker: joining, eager, roundrobin and cooperative
+rebalances, static membership, background heartbeats, leaving on close, commits and
+auto-commit, max.poll.interval.ms, the group noticing new partitions and topics, committed
+offsets that fell out of the log, and confluent-kafka in the same group."""
 
 import asyncio
 import re
@@ -13,6 +13,7 @@ import pytest
 from kproto.admin import AdminClient, NewTopic
 from kproto.aio import AIOConsumer
 from kproto.consumer import CommitFailedError, Consumer, NoOffsetForPartitionError
+from kproto.consumer.protocol import decode_assignment
 from kproto.errors import InvalidGroupIdError, OffsetOutOfRangeError
 from kproto.structs import OffsetAndMetadata, TopicPartition
 from minibroker import MiniBroker
@@ -27,9 +28,12 @@ FAST = {  # small timeouts, so that rebalances and failures are quick
 }
 
 
+MIN_SESSION_MS = 500  # the broker's group.min.session.timeout.ms (its default, 6000, is Kafka's)
+
+
 @pytest.fixture(scope="module")
 def broker():
-    with MiniBroker(config={"group.min.session.timeout.ms": 1000}) as b:
+    with MiniBroker(config={"group.min.session.timeout.ms": MIN_SESSION_MS}) as b:
         yield b
 
 
@@ -45,6 +49,8 @@ def no_consumer_threads_left():
 @pytest.fixture(scope="module")
 def producer(broker):
     p = ck.Producer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 2})
+    p.produce("warm-up", b"")  # its connections open now, before a test counts sockets
+    assert p.flush(DEADLINE) == 0
     yield p
     p.flush(DEADLINE)
 
@@ -177,6 +183,52 @@ def test_three_members_leaving_and_joining_lose_nothing_and_repeat_nothing(broke
     assert records == [(p, i) for p in range(6) for i in range(200)]
 
 
+def round_robin(subscriptions, partitions):
+    """What Java's RoundRobinAssignor promises: members sorted by id; every partition, sorted
+    by topic then partition, goes to the next member in that circle subscribed to its topic."""
+    order = sorted(subscriptions)
+    out, i = {m: set() for m in order}, 0
+    for tp in sorted(partitions):
+        while tp.topic not in subscriptions[order[i % len(order)]]:
+            i += 1
+        out[order[i % len(order)]].add(tp)
+        i += 1
+    return out
+
+
+def test_roundrobin_deals_the_partitions_of_two_topics_in_turn(broker, producer):
+    """Two members subscribed to the same two topics, then a third subscribed to one:
+    each gets what dealing the sorted partitions round the members sorted by id gives
+    (where range would give the first member one more per topic)."""
+    create(broker, "rr-x", 3)
+    create(broker, "rr-y", 3)
+    tps = [TopicPartition(t, p) for t in ("rr-x", "rr-y") for p in range(3)]
+    fill(producer, "rr-x", 3, 4)
+    fill(producer, "rr-y", 3, 4)
+    log = Log()
+    topics = {"a": ["rr-x", "rr-y"], "b": ["rr-x", "rr-y"], "c": ["rr-y"]}
+    consumers = {}
+    got: dict = {}
+    try:
+        for name in ("a", "b", "c"):
+            consumers[name] = c = member(broker, "rr-g", client_id=name, partition_assignment_strategy="roundrobin")
+            c.subscribe(topics[name], **log.callbacks(name))
+            poll_until(list(consumers.values()), lambda: settled(log, **consumers), got=got)
+            described = members_by_client(broker, "rr-g")
+            assert sorted(described) == sorted(consumers)
+            ids = {n: member_id for n, (member_id, _) in described.items()}
+            expected = round_robin({ids[n]: set(topics[n]) for n in consumers}, tps)
+            for n, c in consumers.items():
+                assert c.assignment() == expected[ids[n]] == described[n][1], n
+            if name == "b":
+                assert sorted(len(c.assignment()) for c in consumers.values()) == [3, 3]  # range: 4 and 2
+        poll_until(list(consumers.values()), lambda: sum(map(len, got.values())) == 24, got=got)
+    finally:
+        for c in consumers.values():
+            c.close()
+    assert sorted(r for rs in got.values() for r in rs) == sorted((tp.partition, i) for tp in tps for i in range(4))
+
+
 def test_static_member_restarting_within_its_session_keeps_its_partitions(broker, producer):
     create(broker, "static", 2)
     config = {"group_instance_id": "instance-1", "session_timeout_ms": 5000}
@@ -195,6 +247,86 @@ def test_static_member_restarting_within_its_session_keeps_its_partitions(broker
     assert len(other.assignment()) == 1 and log.events == [("back", "assign", mine)]
     back.close()
     other.close()
+
+
+def settled(log, **consumers):
+    """Whether each named consumer's last rebalance callback assigned what it holds now."""
+    last = {}
+    for name, kind, parts in log.events:
+        last[name] = (kind, parts)
+    return all(last.get(name) == ("assign", c.assignment()) for name, c in consumers.items())
+
+
+def members_by_client(broker, group):
+    """``{client.id: (member id, assigned partitions)}`` as the coordinator describes the group."""
+    with AdminClient(bootstrap_servers=broker.bootstrap_servers) as admin:
+        description = admin.describe_groups([group])[group]
+    assert description.state == "Stable"
+    return {m.client_id: (m.member_id, set(decode_assignment(m.assignment).partitions)) for m in description.members}
+
+
+def test_a_member_out_of_poll_longer_than_its_session_keeps_its_partitions(broker, producer):
+    """Heartbeats run in the background: a member that stays out of poll() for several
+    session timeouts, but less than max.poll.interval.ms, is still in the group and no
+    rebalance happens (same members, same generation, no callback, nothing moved)."""
+    create(broker, "busy", 2)
+    log = Log()
+    config = {"session_timeout_ms": MIN_SESSION_MS, "heartbeat_interval_ms": 100, "max_poll_interval_ms": 10000}
+    busy = member(broker, "busy-g", client_id="busy", **config)
+    other = member(broker, "busy-g", client_id="other", **config)
+    busy.subscribe(["busy"], **log.callbacks("busy"))
+    other.subscribe(["busy"], **log.callbacks("other"))
+    poll_until([busy, other], lambda: balanced([busy, other], 2) and settled(log, busy=busy, other=other))
+    held, theirs = busy.assignment(), other.assignment()
+    events = len(log.events)
+    generation = busy._core._membership.generation_id
+    before = members_by_client(broker, "busy-g")
+    deadline = time.monotonic() + 4 * MIN_SESSION_MS / 1000
+    while time.monotonic() < deadline:  # only the other member polls; it would see a rebalance
+        other.poll(0.05)
+    assert other.assignment() == theirs
+    assert members_by_client(broker, "busy-g") == before  # the broker kept the busy member
+    assert busy.poll(0.1) == [] and busy.assignment() == held
+    assert busy._core._membership.generation_id == other._core._membership.generation_id == generation
+    busy.commit({tp: 0 for tp in held})  # a commit with the old generation is still accepted
+    assert len(log.events) == events  # no callback since
+    busy.close()
+    other.close()
+
+
+def test_close_leaves_the_group_at_once_with_its_offsets_committed(broker, producer):
+    """close() commits what was consumed and sends LeaveGroup: the other member gets the
+    partitions long before the session timeout (30 s) could have ended the membership, and
+    starts exactly where the closed member stopped."""
+    create(broker, "leaving", 2)
+    fill(producer, "leaving", 2, 20)
+    session_s = 30
+    config = {"session_timeout_ms": session_s * 1000, "heartbeat_interval_ms": 100, "max_poll_records": 3,
+              "auto_commit_interval_ms": 60000, "partition_assignment_strategy": "range"}
+    log = Log()
+    closing = member(broker, "leaving-g", **config)
+    staying = member(broker, "leaving-g", **config)
+    closing.subscribe(["leaving"], **log.callbacks("closing"))
+    staying.subscribe(["leaving"], **log.callbacks("staying"))
+    try:
+        poll_until([closing, staying], lambda: balanced([closing, staying], 2)
+                   and settled(log, closing=closing, staying=staying))
+        (tp,) = closing.assignment()
+        poll_until([closing], lambda: closing.position(tp) >= 5)
+        stopped = closing.position(tp)
+        assert stopped < 20
+    finally:
+        closing.close()
+    closed = time.monotonic()
+    try:
+        got = poll_until([staying], lambda: len(staying.assignment()) == 2)
+        assert time.monotonic() - closed < session_s / 3
+        with AdminClient(bootstrap_servers=broker.bootstrap_servers) as admin:
+            assert admin.list_group_offsets("leaving-g", [tp])[tp].offset == stopped
+        poll_until([staying], lambda: any(p == tp.partition for p, _ in got.get(staying, [])), got=got)
+        assert [o for p, o in got[staying] if p == tp.partition][0] == stopped  # nothing read twice
+    finally:
+        staying.close()
 
 
 def test_a_member_that_stops_polling_leaves_and_finds_its_partitions_lost(broker, producer):
@@ -255,6 +387,42 @@ def test_commits_sync_async_and_committed_with_metadata(broker, producer):
             no_group.subscribe(["commits"])
         with pytest.raises(InvalidGroupIdError):
             no_group.commit({tp0: 1})
+
+
+def test_auto_commit_moves_the_committed_offsets_forward_while_polling(broker, producer):
+    """enable.auto.commit: every auto.commit.interval.ms the consumer commits what poll
+    returned, with no commit() call; the committed offset never passes what was returned.
+    A poll blocked waiting for records commits too, once the interval is up (as Java's)."""
+    create(broker, "auto", 1)
+    fill(producer, "auto", 1, 100)
+    tp = TopicPartition("auto", 0)
+    seen = []  # (committed offset, position) after each poll
+    with member(broker, "auto-g", enable_auto_commit=True, auto_commit_interval_ms=100, max_poll_records=5) as c, \
+            AdminClient(bootstrap_servers=broker.bootstrap_servers) as admin:
+        c.subscribe(["auto"])
+
+        def committed():
+            return admin.list_group_offsets("auto-g", [tp])[tp].offset
+
+        deadline = time.monotonic() + DEADLINE
+        while not seen or seen[-1][1] < 100:
+            assert time.monotonic() < deadline, "timed out"
+            c.poll(0.5)
+            time.sleep(0.03)  # the application at work
+            seen.append((committed(), c.position(tp) if c.assignment() else 0))
+        moving = sorted({offset for offset, _ in seen if 0 < offset < 100})
+        assert len(moving) >= 3, seen  # it moved forward several times on its way
+        assert [o for o, _ in seen] == sorted(o for o, _ in seen)
+        assert all(offset <= position for offset, position in seen)
+        # The last records were returned; the next poll finds no more and waits in poll.
+        waiting = threading.Thread(target=c.poll, args=(1.0,))
+        waiting.start()
+        try:
+            while committed() < 100:
+                assert waiting.is_alive(), "the offsets were committed only when the poll returned"
+                time.sleep(0.02)
+        finally:
+            waiting.join()
 
 
 def test_a_revoke_callback_may_commit_from_the_polling_thread(broker, producer):
