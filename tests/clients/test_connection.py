@@ -3,6 +3,8 @@ against minibroker and against small scripted servers for the failure cases."""
 
 import asyncio
 import socket
+import threading
+import time
 
 import pytest
 
@@ -142,6 +144,49 @@ def test_idle_connections_close_and_the_cluster_opens_a_new_one(broker):
         finally:
             await cluster.close()
     asyncio.run(run())
+
+
+def test_reconnects_back_off_doubling_up_to_the_maximum():
+    """reconnect.backoff.ms doubles per failure up to reconnect.backoff.max.ms (20 % jitter)."""
+    attempts = []
+    door = socket.create_server(("127.0.0.1", 0))  # the advertised broker: accepts, then hangs up
+    door.settimeout(0.05)
+
+    def accept_and_hang_up():
+        while not stop.is_set():
+            try:
+                conn, _ = door.accept()
+            except OSError:
+                continue
+            attempts.append(time.monotonic())
+            conn.close()
+
+    stop = threading.Event()
+    doorman = threading.Thread(target=accept_and_hang_up)
+    doorman.start()
+
+    async def run(bootstrap):
+        cluster = Cluster(ClientConfig("admin", bootstrap_servers=bootstrap, reconnect_backoff_ms=50,
+                                       reconnect_backoff_max_ms=400))
+        try:
+            await cluster.refresh()
+            for _ in range(7):
+                with pytest.raises(KafkaConnectionError):
+                    await cluster.connection(0)
+        finally:
+            await cluster.close()
+
+    try:
+        with MiniBroker(advertised_port=door.getsockname()[1]) as b:
+            asyncio.run(run(f"127.0.0.1:{b.port}"))
+    finally:
+        stop.set()
+        doorman.join()
+        door.close()
+    gaps = [later - earlier for earlier, later in zip(attempts, attempts[1:])]
+    assert len(gaps) == 6
+    for gap, base in zip(gaps, (0.05, 0.1, 0.2, 0.4, 0.4, 0.4)):
+        assert base * 0.8 - 0.01 <= gap <= base * 1.2 + 0.3, gaps  # sleeps are never short; the machine may be slow
 
 
 def test_no_reachable_bootstrap_server_is_a_clear_error():
