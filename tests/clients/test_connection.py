@@ -189,6 +189,21 @@ def test_reconnects_back_off_doubling_up_to_the_maximum():
         assert base * 0.8 - 0.01 <= gap <= base * 1.2 + 0.3, gaps  # sleeps are never short; the machine may be slow
 
 
+def test_socket_settings_reach_the_socket(broker):
+    """TCP_NODELAY always; send.buffer.bytes / receive.buffer.bytes when set (-1: the OS's)."""
+    async def run():
+        conn = Connection("127.0.0.1", broker.port, send_buffer_bytes=100_000, receive_buffer_bytes=90_000)
+        await conn.open()
+        try:
+            sock = conn._writer.get_extra_info("socket")
+            assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)
+            assert sock.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF) >= 100_000  # Linux doubles what it is given
+            assert sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF) >= 90_000
+        finally:
+            await conn.close()
+    asyncio.run(run())
+
+
 def test_no_reachable_bootstrap_server_is_a_clear_error():
     async def run():
         cluster = Cluster(ClientConfig("admin", bootstrap_servers=f"127.0.0.1:{free_port()},127.0.0.1:{free_port()}"))
