@@ -1,9 +1,11 @@
 """A fault-injecting proxy between a client and minibroker, for the clients' fault tests.
 
 It forwards frames both ways and lets a test decide, per request, what happens to it:
-forward it (the default), answer it with an error of the test's making instead of
-forwarding it, forward it but drop the response and cut the connection (a lost ack), or
-forward it and change the broker's response (an :class:`Edit`).
+forward it (the default), answer it with a response of the test's making instead of
+forwarding it (at once, or after a while: :class:`Later`, as a broker holding a long-polled
+Fetch would), forward it but drop the response and cut the connection (a lost ack), or
+forward it and change the broker's response (an :class:`Edit`). Responses leave in request
+order on each connection, as a broker's do, so a held answer holds those behind it.
 The broker advertises the proxy's port, so every connection of the client goes through it.
 """
 
@@ -28,7 +30,16 @@ class Edit:
         self.change = change
 
 
-# (api key, api version, request body, n-th request of this key) -> FORWARD, LOSE_ACK, an Edit or a response body
+class Later:
+    """A rule's answer: the response body ``body`` (not forwarded), sent ``seconds`` later."""
+
+    def __init__(self, seconds: float, body: Any) -> None:
+        self.seconds = seconds
+        self.body = body
+
+
+# (api key, api version, request body, n-th request of this key)
+#   -> FORWARD, LOSE_ACK, an Edit, a Later or a response body
 Rule = Callable[[int, int, Any, int], Any]
 
 
@@ -75,7 +86,7 @@ class FaultProxy:
     async def _serve(self, client_reader: asyncio.StreamReader, client_writer: asyncio.StreamWriter) -> None:
         up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.broker.port)
         frames = FrameReader()
-        # in request order: (FORWARD, LOSE_ACK or an Edit; the request header) or ("answer", bytes to send)
+        # in request order: (FORWARD, LOSE_ACK or an Edit; the request header) or (seconds to wait, bytes to send)
         replies: asyncio.Queue = asyncio.Queue()
         pump = asyncio.get_running_loop().create_task(self._responses(up_reader, client_writer, replies))
         try:
@@ -89,8 +100,9 @@ class FaultProxy:
                         await replies.put((decision, header))
                         up_writer.write(frame(f))
                     else:
-                        await replies.put(("answer", encode_response(
-                            header.api_key, header.api_version, header.correlation_id, decision)))
+                        delay, body = (decision.seconds, decision.body) if isinstance(decision, Later) else (0, decision)
+                        await replies.put((delay, encode_response(
+                            header.api_key, header.api_version, header.correlation_id, body)))
         finally:
             pump.cancel()
             up_writer.close()
@@ -100,7 +112,9 @@ class FaultProxy:
         frames = FrameReader()
         while True:
             kind, answer = await replies.get()
-            if kind == "answer":
+            if isinstance(kind, (int, float)):  # an answer of the rule's making
+                if kind > 0:
+                    await asyncio.sleep(kind)
                 client_writer.write(answer)
                 continue
             while (f := frames.next_frame()) is None:
