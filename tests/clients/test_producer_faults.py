@@ -3,7 +3,6 @@ lost acknowledgements, a broker that forgot the producer id, leader changes, seq
 gaps, errors that cannot be retried or keep coming, and a broker that stops answering.
 Idempotence must deliver every record once, in order."""
 
-import asyncio
 import contextlib
 import time
 
@@ -16,13 +15,14 @@ from kproto.errors import (
     NotEnoughReplicasError,
     NotLeaderOrFollowerError,
     OutOfOrderSequenceNumberError,
+    RequestTimedOutError,
     TopicAuthorizationFailedError,
     UnknownProducerIdError,
 )
 from kproto.protocol import ApiKey
 from kproto.protocol.messages import ProduceResponse
 from minibroker import MiniBroker
-from tests.clients.proxy import FORWARD, LOSE_ACK, Edit, FaultProxy
+from tests.clients.proxy import FORWARD, LOSE_ACK, FaultProxy, Later
 
 kafka = pytest.importorskip("kafka")
 
@@ -111,16 +111,11 @@ def base_sequences(request):
 
 
 def never_answer_produce(api_key, version, request, n):
-    return NEVER_ANSWER if api_key == ApiKey.PRODUCE else FORWARD
-
-
-def _stop_answering(body):
-    # Raised in the proxy's response pump, this ends it quietly: requests on this
-    # connection still reach the broker, but no response ever comes back.
-    raise asyncio.CancelledError
-
-
-NEVER_ANSWER = Edit(_stop_answering)
+    """A broker that stops answering at the first Produce: its answer (and so, in order,
+    every later response on that connection) is held for an hour."""
+    if api_key == ApiKey.PRODUCE:
+        return Later(3600, error_response(request, RequestTimedOutError.code))
+    return FORWARD
 
 
 def wait_until(predicate, timeout=5.0):
@@ -145,8 +140,8 @@ def test_out_of_order_sequence_behind_a_failed_batch_is_retried_in_order_without
         (seq,) = base_sequences(request)
         if seen["failed"] is None and seq > 0:
             seen["failed"] = seq
-            time.sleep(0.3)  # a slow broker: the next batches are sent before this answer
-            return error_response(request, NotEnoughReplicasError.code)
+            # a slow answer: the next batches are on the wire before it comes
+            return Later(0.3, error_response(request, NotEnoughReplicasError.code))
         if seen["failed"] is not None and seen["out_of_order"] is None and seq > seen["failed"]:
             seen["out_of_order"] = seq
             return error_response(request, OutOfOrderSequenceNumberError.code)
