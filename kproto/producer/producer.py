@@ -21,8 +21,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from kproto._loop import LoopThread
-from kproto.compression import codec_id
-from kproto.config import ClientConfig
+from kproto.compression import GZIP, LZ4, ZSTD, codec_id, compress
+from kproto.config import CONFIGS, ClientConfig
 from kproto.errors import (
     ClientClosedError,
     ConfigError,
@@ -54,6 +54,26 @@ def _resolve_idempotence(config: ClientConfig) -> bool:
     if conflicts and "enable.idempotence" in config.explicit:
         raise ConfigError(f"enable.idempotence=true needs: {'; '.join(conflicts)}")
     return not conflicts
+
+
+_LEVELS = {GZIP: "compression.gzip.level", LZ4: "compression.lz4.level", ZSTD: "compression.zstd.level"}
+
+
+def _compression(config: ClientConfig) -> tuple[int, int | None]:
+    """``compression.type``'s codec id and the level to build batches at (None: the codec's
+    default). Every level setting is checked, whatever the codec, as Java's validators do.
+    As in Java's ``Lz4BlockOutputStream``, lz4 at its default level (9) means lz4's fast
+    compressor, and LZ4HC only at another level."""
+    for codec, key in _LEVELS.items():
+        try:
+            compress(codec, b"", config[key])
+        except ValueError as exc:
+            raise ConfigError(f"{key}={config[key]!r}: {exc}") from None
+    codec = codec_id(config["compression.type"])
+    key = _LEVELS.get(codec)
+    if key is None or config[key] == CONFIGS[key].default:
+        return codec, None
+    return codec, config[key]
 
 
 def _on_delivery(future: RecordFuture, callback: DeliveryCallback) -> None:
@@ -96,12 +116,11 @@ class AIOProducer:
         if c["transactional.id"] is not None:
             raise ConfigError("transactional.id: transactions are not supported yet")
         self.idempotent = _resolve_idempotence(c)
+        codec, level = _compression(c)
         self._cluster = Cluster(c, allow_auto_topic_creation=c["allow.auto.create.topics"])
-        codec = codec_id(c["compression.type"])
-        level = {1: c["compression.gzip.level"], 3: c["compression.lz4.level"], 4: c["compression.zstd.level"]}.get(codec)
         self._acc = RecordAccumulator(
             batch_size=c["batch.size"], linger=c["linger.ms"] / 1000, buffer_memory=c["buffer.memory"],
-            compression=codec, compression_level=None if level == -1 else level,
+            compression=codec, compression_level=level,
             delivery_timeout=c["delivery.timeout.ms"] / 1000, ignore_keys=c["partitioner.ignore.keys"],
             wake=self._wake, freed=self._freed, counts=self._cluster.partition_counts,
             key_serializer=c["key.serializer"], value_serializer=c["value.serializer"],

@@ -2,16 +2,20 @@
 what it wrote, byte for byte, and confluent-kafka's murmur2 partitioner agrees with it."""
 
 import asyncio
+import random
 import threading
 import time
 
 import pytest
 
 from kproto.codec import read_batches
+from kproto.compression import codec_id
 from kproto.errors import ConfigError, KafkaTimeoutError, MessageTooLargeError
 from kproto.producer import AIOProducer, Producer, RecordMetadata
+from kproto.protocol import ApiKey
 from kproto.serialization import json_serializer, string_serializer
 from minibroker import MiniBroker
+from tests.clients.proxy import FORWARD, FaultProxy
 from tests.minibroker.tansu import tansu_fixture
 
 kafka = pytest.importorskip("kafka")
@@ -40,6 +44,9 @@ def consume(bootstrap, topic, partitions=(0,), count=None, timeout_ms=3000):
         return out
     finally:
         consumer.close()
+
+
+EARLY = 0.05  # timers may fire up to a clock tick early
 
 
 def test_records_round_trip_to_every_peer_byte_for_byte(broker):
@@ -234,3 +241,124 @@ def test_an_unreachable_broker_fails_records_after_delivery_timeout_and_blocks_o
         producer.close(0.5)
     finally:
         broker.stop()
+
+
+# -- partitioners, compression levels, linger ---------------------------------------------
+
+def log_batches(broker, topic, partition=0):
+    log = broker._server.state.topics[topic].partitions[partition]
+    return list(read_batches(log.read(0, 1 << 24)))
+
+
+def test_a_callable_partitioner_chooses_every_partition_from_the_serialized_key(broker):
+    calls = []
+
+    def by_last_byte(key, partitions, topic):
+        calls.append((key, partitions, topic))
+        return partitions - 1 if key is None else key[-1] % partitions
+
+    with Producer(bootstrap_servers=broker.bootstrap_servers, partitioner_class=by_last_byte,
+                  key_serializer=string_serializer()) as producer:
+        keyed = [producer.send("custom-part", b"v%d" % i, f"k{i}") for i in range(12)]
+        keyless = producer.send("custom-part", b"no key")
+        given = producer.send("custom-part", b"given", "k1", partition=0)  # a given partition wins
+        producer.flush(10)
+    assert [f.result().partition for f in keyed] == [ord(str(i)[-1]) % 4 for i in range(12)]
+    assert (keyless.result().partition, given.result().partition) == (3, 0)
+    assert len(calls) == 13 and calls[0] == (b"k0", 4, "custom-part") and calls[12] == (None, 4, "custom-part")
+    stored = {p: [r.value for b in log_batches(broker, "custom-part", p) for r in b.records()] for p in range(4)}
+    assert stored[3][-1] == b"no key" and stored[0][-1] == b"given"
+    assert sorted(v for values in stored.values() for v in values) == sorted(
+        [b"v%d" % i for i in range(12)] + [b"no key", b"given"])
+    with Producer(bootstrap_servers=broker.bootstrap_servers,
+                  partitioner_class=lambda key, partitions, topic: partitions) as producer:
+        with pytest.raises(ValueError, match="partitioner.class returned 4 for a topic with 4 partitions"):
+            producer.send("custom-part", b"x")
+
+
+def test_round_robin_spreads_records_evenly_per_topic_whatever_their_keys(broker):
+    with Producer(bootstrap_servers=broker.bootstrap_servers, partitioner_class="round_robin") as producer:
+        futures = {t: [producer.send(t, b"v", b"one key") for _ in range(40)] for t in ("rr-a", "rr-b")}
+        producer.flush(10)
+    for topic, fs in futures.items():
+        partitions = [f.result().partition for f in fs]
+        assert {p: partitions.count(p) for p in range(4)} == {0: 10, 1: 10, 2: 10, 3: 10}
+        assert [sum(b.records_count for b in log_batches(broker, topic, p)) for p in range(4)] == [10] * 4
+
+
+def compressible_values(n=300):
+    rng = random.Random(7)
+    words = [w.encode() for w in "alpha beta gamma delta kafka record batch offset topic partition".split()]
+    return [b" ".join(rng.choice(words) for _ in range(40)) + b" %d" % i for i in range(n)]
+
+
+@pytest.mark.parametrize(("codec", "low", "high"), [("gzip", 1, 9), ("lz4", 1, 17), ("zstd", 1, 19)])
+def test_a_higher_compression_level_stores_a_smaller_batch(broker, codec, low, high):
+    values = compressible_values()
+    sizes = {}
+    for level in (low, high):
+        topic = f"level-{codec}-{level}"
+        with Producer({"bootstrap.servers": broker.bootstrap_servers, "compression.type": codec,
+                       f"compression.{codec}.level": level, "linger.ms": 5000, "batch.size": 1 << 20}) as producer:
+            for v in values:
+                producer.send(topic, v, partition=0)
+            producer.flush(10)
+        (batch,) = log_batches(broker, topic)  # one batch: flushed before linger.ms
+        assert batch.compression == codec_id(codec)
+        assert [r.value for r in batch.records()] == values
+        sizes[level] = batch.size
+    assert sizes[high] < sizes[low], sizes
+
+
+def test_lz4_at_its_default_level_is_javas_fast_compressor(broker):
+    """Java's Lz4BlockOutputStream uses lz4's fast compressor at the default level (9) and
+    LZ4HC at any other: the frame header is Java's (FLG 0x60: no checksums; BD 0x40)."""
+    for level, topic in ((None, "lz4-default"), (9, "lz4-nine")):
+        extra = {} if level is None else {"compression.lz4.level": level}
+        with Producer({"bootstrap.servers": broker.bootstrap_servers, "compression.type": "lz4", **extra}) as producer:
+            producer.send(topic, b"lz4 " * 200, partition=0).result(10)
+        raw = broker._server.state.topics[topic].partitions[0].read(0, 1 << 20)
+        assert raw[61:67] == b"\x04\x22\x4d\x18\x60\x40"  # after the 61-byte batch header
+
+
+@pytest.mark.parametrize(("codec", "key", "value"), [
+    ("gzip", "compression.gzip.level", 10), ("gzip", "compression.gzip.level", 0),
+    ("lz4", "compression.lz4.level", 18), ("zstd", "compression.zstd.level", 23),
+    ("none", "compression.gzip.level", 42),  # checked whatever the codec, as Java does
+])
+def test_a_compression_level_out_of_range_is_a_config_error(broker, codec, key, value):
+    config = {"bootstrap.servers": broker.bootstrap_servers, "compression.type": codec, key: value}
+    with pytest.raises(ConfigError, match=rf"{key}={value}: \w+ level must be from"):
+        Producer(config)
+    with pytest.raises(ConfigError, match=key):
+        AIOProducer(config)
+
+
+def produce_arrivals():
+    """A fault proxy rule that forwards everything and notes when each Produce arrives."""
+    arrivals = []
+
+    def rule(api_key, version, request, n):
+        if api_key == ApiKey.PRODUCE:
+            arrivals.append(time.monotonic())
+        return FORWARD
+    rule.arrivals = arrivals
+    return rule
+
+
+def test_linger_holds_a_lone_record_and_a_full_batch_goes_at_once():
+    rule = produce_arrivals()
+    with FaultProxy(rule) as proxy:
+        with Producer(bootstrap_servers=proxy.bootstrap_servers, linger_ms=300) as producer:
+            producer.partitions_for("linger")  # metadata known: the record is appended at once
+            sent = time.monotonic()
+            producer.send("linger", b"x", partition=0).result(5)
+        assert 0.3 - EARLY <= rule.arrivals[0] - sent < 2.0
+        with Producer(bootstrap_servers=proxy.bootstrap_servers, linger_ms=5000, batch_size=1000) as producer:
+            producer.partitions_for("linger")
+            sent = time.monotonic()
+            futures = [producer.send("linger", b"%0400d" % i, partition=0) for i in range(3)]
+            futures[0].result(3)  # the third record did not fit: the first batch went without lingering
+            assert time.monotonic() - sent < 2.5
+            assert futures[1].done() and not futures[2].done()  # the second batch lingers (close sends it)
+        assert [f.result(0).offset for f in futures] == [1, 2, 3]
