@@ -146,6 +146,13 @@ class Sender:
             except KafkaError as exc:  # e.g. no broker reachable for InitProducerId: try again later
                 log.warning("producer: %s", exc)
                 wait = self.backoff
+            except Exception as exc:  # a bug: fail loudly rather than leave every future pending
+                log.exception("producer: the sender failed; failing every record not yet sent")
+                self.acc.appender.closed = True  # later sends raise instead of queueing for nobody
+                error = KafkaError(f"the producer's sender failed: {exc!r}")
+                for batch in self.acc.abort_all():
+                    self.acc.settle(batch, -1, error=error)
+                return
             if self._closing and self.acc.unsettled == 0:
                 break
             try:

@@ -258,3 +258,25 @@ def test_close_gives_up_after_its_timeout_and_fails_what_was_not_delivered(behav
             producer.close(0)
         for f in futures:
             assert isinstance(f.exception(0), KafkaTimeoutError)
+
+
+def test_a_bug_in_the_sender_fails_every_record_loudly_instead_of_leaving_them_pending(monkeypatch, caplog):
+    """No silent loss: should the sender's loop ever raise something unexpected, every
+    record still waiting fails with the cause, and later sends raise."""
+    from kproto.errors import ClientClosedError, KafkaError
+    from kproto.producer.sender import Sender
+
+    def broken_step(self):
+        raise RuntimeError("a bug")
+
+    with MiniBroker() as broker:
+        with Producer(bootstrap_servers=broker.bootstrap_servers, linger_ms=50) as producer:
+            producer.partitions_for("bug")
+            monkeypatch.setattr(Sender, "_step", broken_step)  # fault injection: the next step fails
+            futures = [producer.send("bug", b"%d" % i, partition=0) for i in range(10)]
+            for future in futures:
+                with pytest.raises(KafkaError, match="sender failed: RuntimeError"):
+                    future.result(5)
+            with pytest.raises(ClientClosedError):
+                producer.send("bug", b"late", partition=0)
+    assert "the sender failed" in caplog.text
