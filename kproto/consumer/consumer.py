@@ -481,13 +481,12 @@ class AIOConsumer:
                 if records:
                     return records
                 if self._auto_commit and (deadline is None or self._next_auto_commit < deadline):
-                    # As Java's: a poll waiting for records still auto-commits on time.
-                    await self._wait(self._next_auto_commit)
-                    self._maybe_auto_commit()
+                    await self._wait(self._next_auto_commit)  # a waiting poll auto-commits on time, as Java's
                 elif not await self._wait(deadline):
                     return records
                 if self._closed:
                     raise ClientClosedError("the consumer was closed while polling")
+                self._maybe_auto_commit()
         finally:
             self._polling -= 1
             self._last_poll = time.monotonic()

@@ -88,6 +88,7 @@ def test_positions_seeks_pauses_and_offset_lookups(broker, producer):
             assert [r.offset for r in await consume(consumer, 5)] == [45, 46, 47, 48, 49]
             consumer.seek(p1, OffsetAndMetadata(48))
             assert await consumer.position(p1) == 48
+            assert [r.offset for r in await consume(consumer, 2)] == [48, 49]
             consumer.seek_to_beginning([p0])
             assert (await consumer.poll(DEADLINE))[0].offset == 0
             consumer.seek_to_end()
