@@ -1,5 +1,6 @@
-"""kproto's AdminClient and AIOAdminClient against minibroker and Tansu, with kafka-python
-as the counterpart that sees what the admin client did (and does what it then reads)."""
+"""kproto's AdminClient and AIOAdminClient against minibroker, with kafka-python as the
+counterpart that sees what the admin client did (and does what it then reads); the same
+against Tansu: ``test_tansu_clients.py``."""
 
 import asyncio
 import threading
@@ -17,11 +18,8 @@ from kproto.errors import (
 )
 from kproto.structs import OffsetAndMetadata, TopicPartition
 from minibroker import MiniBroker
-from tests.minibroker.tansu import tansu_fixture
 
 kafka = pytest.importorskip("kafka")
-
-tansu_broker = tansu_fixture(scope="module")
 
 
 @pytest.fixture(scope="module")
@@ -158,24 +156,3 @@ def test_bad_config_and_unreachable_brokers_are_clear():
     with AdminClient(bootstrap_servers="127.0.0.1:1", socket_connection_setup_timeout_ms=500) as admin:
         with pytest.raises(NoBrokersAvailableError):
             admin.list_topics()
-
-
-# -- the same core against Tansu ---------------------------------------------------------------
-
-def test_core_admin_operations_against_tansu(tansu_broker):
-    with AdminClient(bootstrap_servers=tansu_broker.bootstrap_servers) as admin:
-        ids = admin.create_topics([NewTopic("tansu-adm", 2, 1)])
-        assert ids["tansu-adm"] is not None
-        assert "tansu-adm" in admin.list_topics()
-        assert len(admin.describe_topics(["tansu-adm"])["tansu-adm"].partitions) == 2
-        produce(tansu_broker.bootstrap_servers, "tansu-adm", 3)
-        tp = TopicPartition("tansu-adm", 0)
-        assert admin.list_offsets({tp: "earliest"})[tp].offset == 0
-        # Tansu's "latest" is the last batch's base offset + 1, not the high watermark
-        # (see tests/minibroker/test_tansu_parity.py): only check that it moved.
-        assert admin.list_offsets({tp: "latest"})[tp].offset >= 1
-        admin.alter_group_offsets("tansu-grp", {tp: 2})
-        assert admin.list_group_offsets("tansu-grp", [tp])[tp].offset == 2
-        assert admin.describe_cluster().brokers[0].port == tansu_broker.port
-        admin.delete_topics(["tansu-adm"])
-        assert "tansu-adm" not in admin.list_topics()

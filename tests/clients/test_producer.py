@@ -1,5 +1,6 @@
-"""kproto's Producer and AIOProducer against minibroker and Tansu; peers' consumers read
-what it wrote, byte for byte, and confluent-kafka's murmur2 partitioner agrees with it."""
+"""kproto's Producer and AIOProducer against minibroker; peers' consumers read what it
+wrote, byte for byte, and confluent-kafka's murmur2 partitioner agrees with it (the same
+against Tansu: ``test_tansu_clients.py``)."""
 
 import asyncio
 import random
@@ -16,12 +17,9 @@ from kproto.protocol import ApiKey
 from kproto.serialization import json_serializer, string_serializer
 from minibroker import MiniBroker
 from tests.clients.proxy import FORWARD, FaultProxy
-from tests.minibroker.tansu import tansu_fixture
 
 kafka = pytest.importorskip("kafka")
 confluent = pytest.importorskip("confluent_kafka")
-
-tansu_broker = tansu_fixture(scope="module")
 
 
 @pytest.fixture(scope="module")
@@ -177,20 +175,6 @@ def test_async_producer_keeps_order_through_the_waiting_path(broker):
         assert [t for t in asyncio.all_tasks() if t is not asyncio.current_task()] == []
     asyncio.run(run())
     assert [m.value for m in consume(broker.bootstrap_servers, "aio-new", count=21)][:3] == [b"0", b"1", b"2"]
-
-
-def test_producing_to_tansu(tansu_broker):
-    with Producer(bootstrap_servers=tansu_broker.bootstrap_servers) as producer:
-        futures = [producer.send("tansu-p", b"v%d" % i, b"k%d" % (i % 5), headers=[("n", b"%d" % i)]) for i in range(40)]
-        producer.flush(15)
-        metadata = [f.result(0) for f in futures]
-    by_partition = {}
-    for md in metadata:
-        by_partition.setdefault(md.partition, []).append(md.offset)
-    assert all(offsets == sorted(offsets) for offsets in by_partition.values())
-    partitions = sorted(by_partition)
-    got = consume(tansu_broker.bootstrap_servers, "tansu-p", partitions, count=40)
-    assert sorted(m.value for m in got) == sorted(b"v%d" % i for i in range(40))
 
 
 def test_broker_restart_mid_produce_loses_nothing_and_duplicates_nothing(tmp_path):
