@@ -3,7 +3,9 @@ lost acknowledgements, a broker that forgot the producer id, leader changes, seq
 gaps, errors that cannot be retried or keep coming, and a broker that stops answering.
 Idempotence must deliver every record once, in order."""
 
+import asyncio
 import contextlib
+import threading
 import time
 
 import pytest
@@ -266,7 +268,11 @@ def test_a_bug_in_the_sender_fails_every_record_loudly_instead_of_leaving_them_p
     from kproto.errors import ClientClosedError, KafkaError
     from kproto.producer.sender import Sender
 
-    def broken_step(self):
+    sent = threading.Event()
+
+    async def broken_step(self):
+        while not sent.is_set():  # every record is in before the failure, so none is refused at send
+            await asyncio.sleep(0.01)
         raise RuntimeError("a bug")
 
     with MiniBroker() as broker:
@@ -274,6 +280,7 @@ def test_a_bug_in_the_sender_fails_every_record_loudly_instead_of_leaving_them_p
             producer.partitions_for("bug")
             monkeypatch.setattr(Sender, "_step", broken_step)  # fault injection: the next step fails
             futures = [producer.send("bug", b"%d" % i, partition=0) for i in range(10)]
+            sent.set()
             for future in futures:
                 with pytest.raises(KafkaError, match="sender failed: RuntimeError"):
                     future.result(5)
