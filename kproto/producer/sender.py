@@ -17,6 +17,9 @@ batch that failed for good after it was sent), the sender moves to the next epoc
 producer id (a new id only when the epoch is exhausted), restarts every partition's
 sequences at 0, and restamps batches as they are sent again — what Java's producer does
 without transactions (KIP-360): a broker takes a newer epoch starting at sequence 0.
+Should the broker refuse the bumped epoch too (no batch of it acknowledged before the next
+reset), the sender asks InitProducerId for a new producer id instead: a broker that does
+not take epochs from clients then ends the cycle rather than every batch repeating it.
 
 Failures: retriable errors (connection loss, NOT_LEADER_OR_FOLLOWER, REQUEST_TIMED_OUT,
 NOT_ENOUGH_REPLICAS, ...) retry after ``retry.backoff.ms`` doubling to
@@ -93,6 +96,8 @@ class Sender:
         self.producer_id = -1
         self.producer_epoch = -1
         self._reset_needed = False
+        self._reset_cause: BaseException | None = None
+        self._bump_unconfirmed = False  # the epoch was bumped here and no batch of it was acknowledged yet
         self._sequences: dict[tuple[str, int], int] = {}  # next sequence to stamp
         self._in_flight: dict[int, int] = {}  # node -> requests in flight
         self._partitions_in_flight: dict[tuple[str, int], int] = {}
@@ -225,11 +230,16 @@ class Sender:
     async def _init_producer_id(self) -> None:
         """Get a producer id, or move to the next epoch of ours (Java's idempotent producer
         bumps the epoch itself; only an exhausted epoch needs a new id from a broker)."""
-        if self.producer_id >= 0 and self.producer_epoch < _MAX_EPOCH:
-            log.info("producer: sequences reset; producer id %d epoch %d -> %d", self.producer_id,
-                     self.producer_epoch, self.producer_epoch + 1)
+        if self.producer_id >= 0 and self.producer_epoch < _MAX_EPOCH and not self._bump_unconfirmed:
+            log.info("producer: sequences reset (%s); producer id %d epoch %d -> %d", self._reset_cause,
+                     self.producer_id, self.producer_epoch, self.producer_epoch + 1)
             self.producer_epoch += 1
+            self._bump_unconfirmed = True
         else:
+            if self.producer_id >= 0:
+                log.info("producer: sequences reset (%s); asking for a new producer id instead of epoch %d of %d",
+                         self._reset_cause, self.producer_epoch + 1, self.producer_id)
+            self._bump_unconfirmed = False
             response = await self.cluster.request(None, InitProducerIdRequest(
                 transactional_id=None, transaction_timeout_ms=60000), max_version=4)
             if response.error_code:
@@ -305,15 +315,17 @@ class Sender:
         code = p.error_code
         if code == 0 or code == DuplicateSequenceNumberError.code:
             self.acc.settle(batch, p.base_offset if code == 0 else -1, p.log_append_time_ms)
+            self._bump_unconfirmed = False
             return
         error = for_code(code)(p.error_message or f"producing to {batch.topic}-{batch.partition}")
         if self.idempotent and code in _RESET:
-            self._reset_needed = True
+            self._reset(error)
             self._retry_or_fail(batch, error, force_retriable=True)
         elif self.idempotent and code == OutOfOrderSequenceNumberError.code:
             # After an earlier batch failed this is a retry in waiting; otherwise the broker
             # lost our sequence and only a new producer id repairs it.
-            self._reset_needed = self._reset_needed or not self._earlier_pending(batch)
+            if not self._earlier_pending(batch):
+                self._reset(error)
             self._retry_or_fail(batch, error, force_retriable=True)
         else:
             if code in (3, 6):  # UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER: routing moved
@@ -343,7 +355,12 @@ class Sender:
         error.__cause__ = cause
         return error
 
+    def _reset(self, cause: BaseException) -> None:
+        """Start new sequences (a new epoch) once nothing is in flight."""
+        self._reset_needed = True
+        self._reset_cause = cause
+
     def _fail(self, batch: ProducerBatch, error: BaseException) -> None:
         if self.idempotent and batch.stamp is not None:
-            self._reset_needed = True  # its sequence will never be written: later ones would wait forever
+            self._reset(error)  # its sequence will never be written: later ones would wait forever
         self.acc.settle(batch, -1, error=error)

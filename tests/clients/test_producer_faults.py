@@ -13,6 +13,7 @@ import pytest
 from kproto import Producer
 from kproto.codec import read_batches
 from kproto.errors import (
+    InvalidProducerEpochError,
     KafkaTimeoutError,
     NotEnoughReplicasError,
     NotLeaderOrFollowerError,
@@ -89,6 +90,29 @@ def test_idempotent_delivery_survives_the_fault_exactly_once_in_order(fault):
             assert epochs[0] == 0 and epochs[-1] == 1 and epochs == sorted(epochs)
         if fault == "not leader":
             assert proxy.counts[ApiKey.METADATA] >= 2  # the leader was looked up again
+
+
+def test_a_broker_refusing_client_bumped_epochs_gets_asked_for_a_new_producer_id():
+    """After a reset, a broker that refuses the epoch the producer bumped itself (as some
+    Kafka-compatible brokers do) must not make every batch bump again until the records
+    expire: the next reset asks InitProducerId for a new producer id."""
+    def rule(api_key, version, request, n):
+        if api_key == ApiKey.PRODUCE:
+            if n == 2:
+                return error_response(request, UnknownProducerIdError.code)
+            batch = next(read_batches(request.topic_data[0].partition_data[0].records))
+            if batch.producer_epoch > 0:
+                return error_response(request, InvalidProducerEpochError.code)
+        return FORWARD
+
+    with FaultProxy(rule) as proxy:
+        futures = produce_all(proxy.bootstrap_servers)
+        assert [f.result(0).offset for f in futures] == list(range(RECORDS))
+        assert stored_values(proxy) == [b"%04d" % i for i in range(RECORDS)]
+        assert proxy.counts[ApiKey.INIT_PRODUCER_ID] == 2
+        log = proxy.broker._server.state.topics["faults"].partitions[0]
+        ids = [b.producer_id for b in read_batches(log.read(0, 1 << 24))]
+        assert len(set(ids)) == 2 and ids == sorted(ids)  # the first id, then a new one
 
 
 def test_an_error_that_cannot_be_retried_fails_only_its_records():
