@@ -16,7 +16,7 @@ import logging
 import random
 import time
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -158,11 +158,34 @@ class Cluster:
         conn = self._connections.get(node_id)
         if conn is not None and not conn.closed:
             return conn
+        return await asyncio.shield(self._opening_task(node_id))
+
+    def ready(self, node_id: int, wake: Callable[[BaseException | None], None]) -> Connection | None:
+        """The open connection to ``node_id`` now, without waiting; or None, having started
+        to open one, and ``wake(error)`` is called when that attempt ends (error None: it
+        succeeded).
+
+        For callers whose requests to a broker must go out in the order they are made
+        (the producer's): they send only on a connection that is already open, since
+        callers awaiting :meth:`connection` resume in no particular order with others.
+        """
+        self._check_open()
+        conn = self._connections.get(node_id)
+        if conn is not None and not conn.closed:
+            return conn
+        def opened(task: asyncio.Task) -> None:
+            if not task.cancelled():  # cancelled: the cluster is closing
+                wake(task.exception())
+
+        self._opening_task(node_id).add_done_callback(opened)
+        return None
+
+    def _opening_task(self, node_id: int) -> asyncio.Task:
         task = self._opening.get(node_id)
         if task is None:
             task = self._opening[node_id] = asyncio.get_running_loop().create_task(self._open(node_id))
             task.add_done_callback(lambda _: self._opening.pop(node_id, None))
-        return await asyncio.shield(task)
+        return task
 
     async def _open(self, node_id: int) -> Connection:
         broker = self.brokers.get(node_id)

@@ -46,7 +46,7 @@ from kproto.errors import (
     UnknownProducerIdError,
     for_code,
 )
-from kproto.io import Cluster
+from kproto.io import Cluster, Connection
 from kproto.producer.accumulator import ProducerBatch, RecordAccumulator
 from kproto.protocol.messages import InitProducerIdRequest, ProduceRequest
 
@@ -179,6 +179,7 @@ class Sender:
         sizes: dict[int, int] = {}
         missing = set()
         throttled: list[float] = []
+        conns: dict[int, Connection] = {}
         for batch in ready:
             tp = (batch.topic, batch.partition)
             if self.idempotent and self._partitions_in_flight.get(tp, 0) >= self.max_in_flight:
@@ -191,6 +192,10 @@ class Sender:
                 continue
             if self._in_flight.get(node, 0) >= self.max_in_flight:
                 continue
+            conn = conns.get(node) or self.cluster.ready(node, self._connected)
+            if conn is None:
+                continue  # being connected: its batches wait, and keep filling, until it is open
+            conns[node] = conn
             if (until := self.cluster.throttled_until(node)) > now:
                 throttled.append(until)  # its batches stay here and keep filling until the broker is ready
                 continue
@@ -206,7 +211,12 @@ class Sender:
                 self.acc.take(batch)
                 self._prepare(batch)
             self._in_flight[node] = self._in_flight.get(node, 0) + 1
-            task = self._loop.create_task(self._send(node, batches))
+            for b in batches:
+                tp = (b.topic, b.partition)
+                self._partitions_in_flight[tp] = self._partitions_in_flight.get(tp, 0) + 1
+            # Tasks start in the order they are made and write before they first wait, so
+            # a broker gets the requests (and each partition its sequences) in this order.
+            task = self._loop.create_task(self._send(conns[node], batches))
             self._requests.add(task)
             task.add_done_callback(self._requests.discard)
         if by_node:
@@ -271,10 +281,15 @@ class Sender:
 
     # -- one request ------------------------------------------------------------------------
 
-    async def _send(self, node: int, batches: list[ProducerBatch]) -> None:
-        for b in batches:
-            tp = (b.topic, b.partition)
-            self._partitions_in_flight[tp] = self._partitions_in_flight.get(tp, 0) + 1
+    def _connected(self, error: BaseException | None) -> None:
+        """A connection attempt ended: look again (a failed one may mean the leader moved)."""
+        if error is not None and not self._stopping:
+            log.info("producer: %s", error)
+            self._refresh(set())
+        self._event.set()
+
+    async def _send(self, conn: Connection, batches: list[ProducerBatch]) -> None:
+        node = conn.node_id
         topics: dict[str, list] = {}
         for b in batches:
             topics.setdefault(b.topic, []).append(ProduceRequest.PartitionProduceData(index=b.partition, records=b.data))
@@ -282,7 +297,6 @@ class Sender:
                                  topic_data=[ProduceRequest.TopicProduceData(name=t, partition_data=p)
                                              for t, p in topics.items()])
         try:
-            conn = await self.cluster.connection(node)
             response = await conn.request(request, min_version=3, max_version=11, expect_response=self.acks != 0)
         except KafkaError as exc:
             self._refresh({b.topic for b in batches})

@@ -115,6 +115,38 @@ def test_a_broker_refusing_client_bumped_epochs_gets_asked_for_a_new_producer_id
         assert len(set(ids)) == 2 and ids == sorted(ids)  # the first id, then a new one
 
 
+def test_batches_made_while_the_connection_opens_reach_the_broker_in_sequence_order():
+    """The first requests to a broker wait for its connection: they must still go out in
+    the order their sequences were stamped (the broker refuses a gap), however the
+    waiting and the new batches interleave."""
+    arrivals = []
+
+    def rule(api_key, version, request, n):
+        if api_key == ApiKey.API_VERSIONS and n % 2 == 0:
+            time.sleep(0.2)  # each producer's connection to the leader opens slowly
+        if api_key == ApiKey.PRODUCE:
+            for t in request.topic_data:
+                for p in t.partition_data:
+                    arrivals.append((t.name, p.index, next(read_batches(p.records)).base_sequence))
+        return FORWARD
+
+    with FaultProxy(rule, **{"num.partitions": 2}) as proxy:
+        for round_ in range(3):
+            topic = f"order-{round_}"
+            with Producer(bootstrap_servers=proxy.bootstrap_servers, batch_size=200, linger_ms=0) as producer:
+                producer.partitions_for(topic)
+                futures = []
+                for i in range(60):  # records keep coming (and waking the sender) while it connects
+                    futures.append(producer.send(topic, b"%030d" % i, partition=i % 2))
+                    time.sleep(0.005)
+                producer.flush(20)
+            assert [f.result(0).offset for f in futures] == [i // 2 for i in range(60)]
+        assert proxy.counts[ApiKey.INIT_PRODUCER_ID] == 3  # one per producer: no reset was needed
+    for key in {(t, p) for t, p, _ in arrivals}:
+        sequences = [s for t, p, s in arrivals if (t, p) == key]
+        assert sequences == sorted(sequences), (key, sequences)
+
+
 def test_an_error_that_cannot_be_retried_fails_only_its_records():
     with FaultProxy(fail_produce(1, TopicAuthorizationFailedError.code)) as proxy:
         futures = produce_all(proxy.bootstrap_servers, max_in_flight_requests_per_connection=1)
