@@ -59,9 +59,15 @@ def stored_values(proxy):
         consumer.close()
 
 
-def epochs_written(proxy):
+def batches_written(proxy):
+    """The batches of ``faults``-0 as the broker stored them."""
     log = proxy.broker._server.state.topics["faults"].partitions[0]
-    return [b.producer_epoch for b in read_batches(log.read(0, 1 << 24))]
+    return list(read_batches(log.read(0, 1 << 24)))
+
+
+def delivered_exactly_once_in_order(proxy, futures):
+    return ([f.result(0).offset for f in futures] == list(range(RECORDS))
+            and stored_values(proxy) == [b"%04d" % i for i in range(RECORDS)])
 
 
 def fail_produce(number, code=None, lose_ack=False):
@@ -81,12 +87,10 @@ def test_idempotent_delivery_survives_the_fault_exactly_once_in_order(fault):
     }[fault]
     with FaultProxy(rule) as proxy:
         futures = produce_all(proxy.bootstrap_servers)
-        offsets = [f.result(0).offset for f in futures]
-        assert offsets == list(range(RECORDS))
-        assert stored_values(proxy) == [b"%04d" % i for i in range(RECORDS)]
+        assert delivered_exactly_once_in_order(proxy, futures)
         if fault == "unknown producer id":
             assert proxy.counts[ApiKey.INIT_PRODUCER_ID] == 1  # the producer bumped its epoch itself
-            epochs = epochs_written(proxy)
+            epochs = [b.producer_epoch for b in batches_written(proxy)]
             assert epochs[0] == 0 and epochs[-1] == 1 and epochs == sorted(epochs)
         if fault == "not leader":
             assert proxy.counts[ApiKey.METADATA] >= 2  # the leader was looked up again
@@ -107,11 +111,9 @@ def test_a_broker_refusing_client_bumped_epochs_gets_asked_for_a_new_producer_id
 
     with FaultProxy(rule) as proxy:
         futures = produce_all(proxy.bootstrap_servers)
-        assert [f.result(0).offset for f in futures] == list(range(RECORDS))
-        assert stored_values(proxy) == [b"%04d" % i for i in range(RECORDS)]
+        assert delivered_exactly_once_in_order(proxy, futures)
         assert proxy.counts[ApiKey.INIT_PRODUCER_ID] == 2
-        log = proxy.broker._server.state.topics["faults"].partitions[0]
-        ids = [b.producer_id for b in read_batches(log.read(0, 1 << 24))]
+        ids = [b.producer_id for b in batches_written(proxy)]
         assert len(set(ids)) == 2 and ids == sorted(ids)  # the first id, then a new one
 
 
@@ -207,11 +209,10 @@ def test_out_of_order_sequence_behind_a_failed_batch_is_retried_in_order_without
 
     with FaultProxy(rule) as proxy:
         futures = produce_all(proxy.bootstrap_servers)
-        assert [f.result(0).offset for f in futures] == list(range(RECORDS))
-        assert stored_values(proxy) == [b"%04d" % i for i in range(RECORDS)]
+        assert delivered_exactly_once_in_order(proxy, futures)
         assert seen["out_of_order"] is not None  # the fault did happen
         assert proxy.counts[ApiKey.INIT_PRODUCER_ID] == 1
-        assert set(epochs_written(proxy)) == {0}  # repaired by retrying, not by a new epoch
+        assert {b.producer_epoch for b in batches_written(proxy)} == {0}  # repaired by retrying, not by a new epoch
 
 
 def test_a_sequence_gap_the_sender_cannot_repair_bumps_the_epoch_and_delivers_exactly_once():
@@ -230,11 +231,9 @@ def test_a_sequence_gap_the_sender_cannot_repair_bumps_the_epoch_and_delivers_ex
 
     with FaultProxy(rule) as proxy:
         futures = produce_all(proxy.bootstrap_servers)
-        assert [f.result(0).offset for f in futures] == list(range(RECORDS))
-        assert stored_values(proxy) == [b"%04d" % i for i in range(RECORDS)]
+        assert delivered_exactly_once_in_order(proxy, futures)
         assert proxy.counts[ApiKey.INIT_PRODUCER_ID] == 1
-        log = proxy.broker._server.state.topics["faults"].partitions[0]
-        batches = list(read_batches(log.read(0, 1 << 24)))
+        batches = batches_written(proxy)
         assert {b.producer_id for b in batches} == {batches[0].producer_id}
         epochs = [b.producer_epoch for b in batches]
         assert epochs[0] == 0 and epochs[-1] == 1 and epochs == sorted(epochs)
