@@ -15,6 +15,7 @@ from kproto.aio import AIOConsumer
 from kproto.consumer import CommitFailedError, Consumer, NoOffsetForPartitionError
 from kproto.consumer.protocol import decode_assignment
 from kproto.errors import InvalidGroupIdError, OffsetOutOfRangeError
+from kproto.producer import Producer
 from kproto.structs import OffsetAndMetadata, TopicPartition
 from minibroker import MiniBroker
 
@@ -468,6 +469,32 @@ def test_committed_offsets_deleted_from_the_log_reset_or_raise(broker, producer)
         c.subscribe(["retained"])
         with pytest.raises(NoOffsetForPartitionError):
             poll_until([c], lambda: False, timeout=10)
+
+
+def test_committed_offsets_removed_by_retention_reset_or_raise():
+    """The same, with the broker's own retention (retention.bytes) moving the log start."""
+    config = {"group.min.session.timeout.ms": MIN_SESSION_MS, "log.retention.check.interval.ms": 50}
+    tp = TopicPartition("aged", 0)
+    with MiniBroker(config=config) as b, AdminClient(bootstrap_servers=b.bootstrap_servers) as admin:
+        admin.create_topics([NewTopic("aged", 1, configs={"segment.bytes": "100", "retention.bytes": "100"})])
+        with Producer(bootstrap_servers=b.bootstrap_servers, linger_ms=0) as producer:
+            for i in range(10):  # a batch, so a segment, each
+                producer.send("aged", b"%d" % i, partition=0).result(DEADLINE)
+        for group in ("aged-earliest", "aged-none"):
+            admin.alter_group_offsets(group, {tp: 2})
+        deadline = time.monotonic() + DEADLINE
+        while (start := admin.list_offsets({tp: "earliest"})[tp].offset) <= 2:
+            assert time.monotonic() < deadline, "retention never ran"
+            time.sleep(0.05)
+        with member(b, "aged-earliest") as c:
+            c.subscribe(["aged"])
+            got = poll_until([c], lambda: c.assignment() and c.position(tp) == 10)
+            assert [o for _, o in got[c]] == list(range(start, 10))
+        with member(b, "aged-none", auto_offset_reset="none") as c:
+            c.subscribe(["aged"])
+            with pytest.raises(OffsetOutOfRangeError) as raised:
+                poll_until([c], lambda: False, timeout=10)
+            assert raised.value.partitions == {tp: 2}
 
 
 # -- the group noticing the cluster change ----------------------------------------------------------
