@@ -25,7 +25,7 @@ from kproto.errors import (
 from kproto.protocol import ApiKey
 from kproto.protocol.messages import ProduceResponse
 from minibroker import MiniBroker
-from tests.clients.proxy import FORWARD, LOSE_ACK, FaultProxy, Later
+from tests.clients.proxy import FORWARD, LOSE_ACK, Edit, FaultProxy, Later
 
 kafka = pytest.importorskip("kafka")
 
@@ -147,6 +147,27 @@ def test_batches_made_while_the_connection_opens_reach_the_broker_in_sequence_or
     for key in {(t, p) for t, p, _ in arrivals}:
         sequences = [s for t, p, s in arrivals if (t, p) == key]
         assert sequences == sorted(sequences), (key, sequences)
+
+
+def test_an_exhausted_epoch_gets_a_new_producer_id_instead_of_overflowing():
+    """Epochs are int16: a reset at epoch 32767 asks InitProducerId for a new producer id."""
+    def last_epoch(body):
+        body.producer_epoch = 32767
+        return body
+
+    def rule(api_key, version, request, n):
+        if api_key == ApiKey.INIT_PRODUCER_ID and n == 1:
+            return Edit(last_epoch)
+        if api_key == ApiKey.PRODUCE and n == 2:
+            return error_response(request, UnknownProducerIdError.code)
+        return FORWARD
+
+    with FaultProxy(rule) as proxy:
+        futures = produce_all(proxy.bootstrap_servers)
+        assert delivered_exactly_once_in_order(proxy, futures)
+        assert proxy.counts[ApiKey.INIT_PRODUCER_ID] == 2
+        stamps = [(b.producer_id, b.producer_epoch) for b in batches_written(proxy)]
+        assert stamps[0][1] == 32767 and stamps[-1][1] == 0 and stamps[-1][0] != stamps[0][0]
 
 
 def test_an_error_that_cannot_be_retried_fails_only_its_records():
