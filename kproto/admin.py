@@ -31,6 +31,7 @@ from kproto.errors import (
     UnknownTopicOrPartitionError,
     for_code,
 )
+from kproto.group_offsets import offset_fetch_request, offset_fetch_topics
 from kproto.io import BrokerInfo, Cluster, PartitionInfo
 from kproto.io.retry import retrying
 from kproto.protocol import ApiKey
@@ -49,7 +50,6 @@ from kproto.protocol.messages import (
     ListOffsetsRequest,
     OffsetCommitRequest,
     OffsetDeleteRequest,
-    OffsetFetchRequest,
 )
 from kproto.structs import OffsetAndMetadata, TopicPartition, by_topic
 
@@ -390,15 +390,15 @@ class AIOAdminClient:
     async def list_group_offsets(self, group_id: str, partitions: Iterable[TopicPartition] | None = None
                                  ) -> dict[TopicPartition, OffsetAndMetadata]:
         """A group's committed offsets (all of them, or of ``partitions``; -1 where none)."""
-        wanted = None if partitions is None else [
-            OffsetFetchRequest.OffsetFetchRequestTopic(name=t, partition_indexes=p) for t, p in by_topic(partitions).items()]
         node = await self._coordinator(group_id)
-        response = await self._cluster.request(node, OffsetFetchRequest(group_id=group_id, topics=wanted),
-                                               min_version=2, max_version=7)
-        if response.error_code:
-            raise for_code(response.error_code)(f"offsets of group {group_id!r}")
+        conn = await self._cluster.connection(node)
+        version = conn.version_for(ApiKey.OFFSET_FETCH, min_version=2, max_version=9)  # 2: null topics = all
+        response = await conn.request_versioned(offset_fetch_request(version, group_id, partitions), version)
+        error_code, topics = offset_fetch_topics(response, version)
+        if error_code:
+            raise for_code(error_code)(f"offsets of group {group_id!r}")
         results: dict[TopicPartition, Any] = {}
-        for t in response.topics:
+        for t in topics:
             for p in t.partitions:
                 tp = TopicPartition(t.name, p.partition_index)
                 results[tp] = _error(p.error_code, None, tp) or OffsetAndMetadata(

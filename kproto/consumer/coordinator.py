@@ -43,6 +43,7 @@ from kproto.errors import (
     UnknownMemberIdError,
     for_code,
 )
+from kproto.group_offsets import offset_fetch_request, offset_fetch_topics
 from kproto.io import Cluster, Connection
 from kproto.io.retry import retrying
 from kproto.protocol import ApiKey, Message
@@ -57,7 +58,8 @@ T = TypeVar("T")
 
 _JOIN_MARGIN_S = 5.0  # Java's JOIN_GROUP_TIMEOUT_LAPSE
 _MAX_VERSIONS = {ApiKey.JOIN_GROUP: 9, ApiKey.SYNC_GROUP: 5, ApiKey.HEARTBEAT: 4, ApiKey.LEAVE_GROUP: 5,
-                 ApiKey.OFFSET_COMMIT: 8, ApiKey.OFFSET_FETCH: 7}  # the classic protocol's (v9+ are KIP-848's)
+                 ApiKey.OFFSET_COMMIT: 8, ApiKey.OFFSET_FETCH: 9}
+# OffsetCommit v9+ needs KIP-848's member epochs; OffsetFetch v9 only adds them as options.
 # After these the coordinator must be found again.
 _COORDINATOR_GONE = (NotCoordinatorError, CoordinatorNotAvailableError, KafkaConnectionError, KafkaTimeoutError)
 
@@ -266,17 +268,20 @@ class GroupCoordinator:
         """The group's committed offsets of ``partitions`` (None where there is none)."""
         group_id = self.membership.group_id
 
+        sent_version = 0
+
         def request(version: int) -> OffsetFetchRequest:
-            return OffsetFetchRequest(group_id=group_id, require_stable=version >= 7, topics=[
-                OffsetFetchRequest.OffsetFetchRequestTopic(name=t, partition_indexes=ps)
-                for t, ps in by_topic(partitions).items()])
+            nonlocal sent_version
+            sent_version = version  # the answer's form depends on it
+            return offset_fetch_request(version, group_id, partitions, require_stable=version >= 7)
 
         async def attempt() -> dict[TopicPartition, OffsetAndMetadata | None]:
             response = await self._send(ApiKey.OFFSET_FETCH, request)
-            if response.error_code:
-                raise for_code(response.error_code)(f"committed offsets of group {group_id!r}")
+            error_code, topics = offset_fetch_topics(response, sent_version)
+            if error_code:
+                raise for_code(error_code)(f"committed offsets of group {group_id!r}")
             found: dict[TopicPartition, OffsetAndMetadata | None] = {}
-            for t in response.topics:
+            for t in topics:
                 for p in t.partitions:
                     if p.error_code:
                         raise for_code(p.error_code)(f"committed offset of {t.name}-{p.partition_index}")
