@@ -1258,8 +1258,8 @@ cdef inline OpenBatch _open_batch(list opened, Py_ssize_t partition):
 cdef class Appender:
     """The producer's per-record path; see ``_codec_py.Appender``."""
     cdef object _new_batch
-    cdef _NewSlot* _future_type  # a RecordRef subclass, kept alive by _make_future
-    cdef object _make_future
+    cdef object _future_class  # holds a reference, so that _future_type stays valid
+    cdef _NewSlot* _future_type  # the same class, whose tp_new makes each record's future
     cdef object _wake
     cdef readonly object lock
     cdef object _acquire
@@ -1281,14 +1281,14 @@ cdef class Appender:
     cdef object _register
     cdef public bint hold
 
-    def __init__(self, new_batch, make_future, wake, lock, Py_ssize_t buffer_memory, bint ignore_keys=False,
+    def __init__(self, new_batch, future_class, wake, lock, Py_ssize_t buffer_memory, bint ignore_keys=False,
                  dict counts=None, key_serializer=None, value_serializer=None, chooser=None,
                  Py_ssize_t max_request_size=1048576, waiting=None, register=None):
         self._new_batch = new_batch
-        if not (isinstance(make_future, type) and issubclass(make_future, RecordRef)):
-            raise TypeError(f"make_future must be a RecordRef subclass, not {make_future!r}")
-        self._make_future = make_future
-        self._future_type = <_NewSlot*>make_future
+        if not (isinstance(future_class, type) and issubclass(future_class, RecordRef)):
+            raise TypeError(f"future_class must be a RecordRef subclass, not {future_class!r}")
+        self._future_class = future_class
+        self._future_type = <_NewSlot*>future_class
         self._wake = wake
         self.lock = lock
         # Bound once: ``with lock`` would look up __enter__ and __exit__ on every record.
@@ -1388,6 +1388,8 @@ cdef class Appender:
                     if not 0 <= partition < partitions:
                         partition = _random.randrange(partitions)
                         self._sticky[topic] = partition
+            elif partition >= partitions:  # a chooser's or a direct caller's: the list below is indexed by it
+                raise ValueError(f"partition {partition} is not in [0, {partitions}) of topic {topic!r}")
             # Open batches by topic, then by partition in a list: no (topic, partition) tuple per record.
             opened = self._open.get(topic)
             if opened is None:

@@ -1130,7 +1130,7 @@ class Appender:
 
     Args:
         new_batch: ``(topic, partition) -> batch``, a new open batch, registered by the owner.
-        make_future: the class of what ``send`` returns per record: a :class:`RecordRef`
+        future_class: the class of what ``send`` returns per record: a :class:`RecordRef`
             subclass, made from ``(batch.result, index, timestamp)``.
         wake: called when a batch closes full, or a record arrives while :attr:`idle`.
         lock: held while appending (the owner takes it for everything else).
@@ -1155,14 +1155,14 @@ class Appender:
         waiting: the ``waiting`` argument, which the owner may replace.
     """
 
-    def __init__(self, new_batch: Any, make_future: Any, wake: Any, lock: Any, buffer_memory: int,
+    def __init__(self, new_batch: Any, future_class: Any, wake: Any, lock: Any, buffer_memory: int,
                  ignore_keys: bool = False, counts: dict[str, int] | None = None, key_serializer: Any = None,
                  value_serializer: Any = None, chooser: Any = None, max_request_size: int = 1048576,
                  waiting: Any = None, register: Any = None) -> None:
         self._new_batch = new_batch
-        if not (isinstance(make_future, type) and issubclass(make_future, RecordRef)):
-            raise TypeError(f"make_future must be a RecordRef subclass, not {make_future!r}")
-        self._make_future = make_future
+        if not (isinstance(future_class, type) and issubclass(future_class, RecordRef)):
+            raise TypeError(f"future_class must be a RecordRef subclass, not {future_class!r}")
+        self._future_class = future_class
         self._wake = wake
         self.lock = lock
         self.buffer_memory = buffer_memory
@@ -1252,6 +1252,8 @@ class Appender:
                     partition = self._sticky.get(topic, -1)
                     if not 0 <= partition < partitions:
                         partition = self._sticky[topic] = _random.randrange(partitions)
+            elif partition >= partitions:
+                raise ValueError(f"partition {partition} is not in [0, {partitions}) of topic {topic!r}")
             batch = self._open.get((topic, partition))
             if batch is not None and batch.closed:
                 batch = None
@@ -1269,7 +1271,7 @@ class Appender:
             self.idle = False
         if wake:
             self._wake()
-        return self._make_future(batch.result, index, timestamp)
+        return self._future_class(batch.result, index, timestamp)
 
     def _try(self, batch: Any, timestamp: int, key: Any, value: Any, headers: Any) -> int:
         builder = batch.builder

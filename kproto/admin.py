@@ -394,7 +394,7 @@ class AIOAdminClient:
         conn = await self._cluster.connection(node)
         version = conn.version_for(ApiKey.OFFSET_FETCH, min_version=2, max_version=9)  # 2: null topics = all
         response = await conn.request_versioned(offset_fetch_request(version, group_id, partitions), version)
-        error_code, topics = offset_fetch_topics(response, version)
+        error_code, topics = offset_fetch_topics(response)
         if error_code:
             raise for_code(error_code)(f"offsets of group {group_id!r}")
         results: dict[TopicPartition, Any] = {}

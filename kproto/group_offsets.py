@@ -35,11 +35,11 @@ def offset_fetch_request(version: int, group_id: str, partitions: Iterable[Topic
     return OffsetFetchRequest(group_id=group_id, topics=topics, require_stable=require_stable)
 
 
-def offset_fetch_topics(response: Any, version: int) -> tuple[int, list[Any]]:
+def offset_fetch_topics(response: Any) -> tuple[int, list[Any]]:
     """The group's error code and its topics (each has ``name`` and ``partitions`` whose
     items have ``partition_index``, ``committed_offset``, ``committed_leader_epoch``,
     ``metadata`` and ``error_code``), from a response to :func:`offset_fetch_request`."""
-    if version >= _GROUPS_FORM:
+    if response.groups:  # the v8+ form (older versions have no groups: the list stays empty)
         (group,) = response.groups
         return group.error_code, group.topics
     return response.error_code, response.topics

@@ -133,3 +133,15 @@ def test_send_is_the_whole_per_record_path(backend):
     built = batches[1].builder.build()
     (record,) = py.read_batches(built).__next__().records()
     assert record.headers == (("h", b"1"),) and record.value == b"vv"
+
+
+@pytest.mark.parametrize("backend", [cy, py], ids=["cython", "python"])
+def test_a_partition_beyond_the_topics_is_refused_whoever_chose_it(backend):
+    appender = backend.Appender(lambda t, p: backend.OpenBatch(backend.BatchBuilder(), (t, p)), ref(backend),
+                                lambda: None, threading.Lock(), 1 << 20, counts={"t": 3},
+                                chooser=lambda topic, key, n: 10**9)
+    with pytest.raises(ValueError, match=r"partition 1000000000 is not in \[0, 3\)"):
+        appender.send("t", b"v")  # a user's partitioner
+    with pytest.raises(ValueError, match=r"partition 3 is not in \[0, 3\)"):
+        appender.append("t", 3, 3, 0, None, b"v")
+    assert appender.used == 0 and not appender.lock.locked()

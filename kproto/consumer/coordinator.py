@@ -268,16 +268,12 @@ class GroupCoordinator:
         """The group's committed offsets of ``partitions`` (None where there is none)."""
         group_id = self.membership.group_id
 
-        sent_version = 0
-
         def request(version: int) -> OffsetFetchRequest:
-            nonlocal sent_version
-            sent_version = version  # the answer's form depends on it
             return offset_fetch_request(version, group_id, partitions, require_stable=version >= 7)
 
         async def attempt() -> dict[TopicPartition, OffsetAndMetadata | None]:
             response = await self._send(ApiKey.OFFSET_FETCH, request)
-            error_code, topics = offset_fetch_topics(response, sent_version)
+            error_code, topics = offset_fetch_topics(response)
             if error_code:
                 raise for_code(error_code)(f"committed offsets of group {group_id!r}")
             found: dict[TopicPartition, OffsetAndMetadata | None] = {}

@@ -143,11 +143,6 @@ class Cluster:
         delay = min(base, self.config["reconnect.backoff.max.ms"]) * random.uniform(0.8, 1.2) / 1000  # jitter: Java's 20 %
         return max(0.0, at + delay - time.monotonic())
 
-    def throttled_until(self, node_id: int) -> float:
-        """``time.monotonic()`` until which broker ``node_id`` asked for no requests (KIP-219)."""
-        conn = self._connections.get(node_id)
-        return 0.0 if conn is None or conn.closed else conn.throttled_until
-
     async def connection(self, node_id: int) -> Connection:
         """An open connection to broker ``node_id`` (opened, or reopened after a backoff).
 

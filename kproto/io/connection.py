@@ -176,6 +176,9 @@ class Connection:
             return
         log.debug("%r: idle for %.1f s, closing", self, quiet)
         self._idle_timer = None
+        # Closed now, so nobody writes to it from here on; the socket's clean-up follows.
+        self._fail(KafkaConnectionError(f"{self.host}:{self.port}: closed after {quiet:.0f} s idle "
+                                        "(connections.max.idle.ms)"))
         self._idle_close = asyncio.get_running_loop().create_task(self.close())
 
     async def _negotiate(self) -> None:
@@ -190,9 +193,10 @@ class Connection:
         self.api_versions = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
 
     async def close(self) -> None:
-        """Close the socket; requests still in flight fail with :class:`ClientClosedError`."""
-        if self._closed:
-            return
+        """Close the socket; requests still in flight fail with :class:`ClientClosedError`.
+
+        Also the clean-up of a connection that failed (or closed itself when idle).
+        """
         self._fail(ClientClosedError(f"connection to {self.host}:{self.port} closed"))
         if self._reader_task is not None and self._reader_task is not asyncio.current_task():
             self._reader_task.cancel()
@@ -252,8 +256,10 @@ class Connection:
     async def _send(self, api_key: int, version: int, body: Message, expect_response: bool = True,
                     timeout: float | None = None) -> Any:
         if self._closed:
-            raise self._failure if isinstance(self._failure, KafkaConnectionError) else ClientClosedError(
-                f"connection to {self.host}:{self.port} is closed")
+            if isinstance(self._failure, ClientClosedError):  # its owner closed it
+                raise ClientClosedError(f"connection to {self.host}:{self.port} is closed")
+            # It failed or closed itself: a retriable condition, a new connection may work.
+            raise KafkaConnectionError(f"connection to {self.host}:{self.port} is closed: {self._failure}")
         self._next_correlation_id = (self._next_correlation_id + 1) & 0x7FFFFFFF
         correlation_id = self._next_correlation_id
         self._last_active = time.monotonic()

@@ -26,6 +26,7 @@ from kproto.config import CONFIGS, ClientConfig
 from kproto.errors import (
     ClientClosedError,
     ConfigError,
+    KafkaError,
     KafkaTimeoutError,
     for_code,
 )
@@ -284,6 +285,9 @@ class AIOProducer:
         try:
             self._sender.wake()
             while self._waiting or self._acc.unsettled:
+                if self._sender.failed is not None:
+                    self._sender.fail_queued()
+                    raise self._sender.failed
                 left = None if deadline is None else deadline - time.monotonic()
                 if left is not None and left <= 0:
                     raise KafkaTimeoutError(f"flush: {self._acc.unsettled} batches still unsettled after {timeout:g} s")
@@ -307,8 +311,8 @@ class AIOProducer:
             if self._sender is not None:
                 try:
                     await self.flush(timeout)
-                except KafkaTimeoutError:
-                    pass
+                except KafkaError:
+                    pass  # a timeout (what is left fails below) or the sender's failure (its records failed)
         finally:
             self._closed = self._acc.appender.closed = True
             if self._waiting_task is not None:

@@ -100,6 +100,7 @@ class Sender:
         self._bump_unconfirmed = False  # the epoch was bumped here and no batch of it was acknowledged yet
         self._sequences: dict[tuple[str, int], int] = {}  # next sequence to stamp
         self._in_flight: dict[int, int] = {}  # node -> requests in flight
+        self._connecting: set[int] = set()  # nodes whose connection is being opened for us
         self._partitions_in_flight: dict[tuple[str, int], int] = {}
         self._requests: set[asyncio.Task] = set()
         self._event = asyncio.Event()
@@ -107,6 +108,8 @@ class Sender:
         self._closing = False
         self._stopping = False  # a close gave up waiting: the loop ends even if a cancel is lost
         self._refreshing: asyncio.Task | None = None
+        self.failed: KafkaError | None = None
+        """Set when the sender stopped on an unexpected error: every record fails with it."""
         self.task = self._loop.create_task(self._run())
 
     # -- waking -----------------------------------------------------------------------------
@@ -153,10 +156,9 @@ class Sender:
                 wait = self.backoff
             except Exception as exc:  # a bug: fail loudly rather than leave every future pending
                 log.exception("producer: the sender failed; failing every record not yet sent")
+                self.failed = KafkaError(f"the producer's sender failed: {exc!r}")
                 self.acc.appender.closed = True  # later sends raise instead of queueing for nobody
-                error = KafkaError(f"the producer's sender failed: {exc!r}")
-                for batch in self.acc.abort_all():
-                    self.acc.settle(batch, -1, error=error)
+                self.fail_queued()
                 return
             if self._closing and self.acc.unsettled == 0:
                 break
@@ -179,7 +181,7 @@ class Sender:
         sizes: dict[int, int] = {}
         missing = set()
         throttled: list[float] = []
-        conns: dict[int, Connection] = {}
+        conns: dict[int, Connection | None] = {}  # None: being connected
         for batch in ready:
             tp = (batch.topic, batch.partition)
             if self.idempotent and self._partitions_in_flight.get(tp, 0) >= self.max_in_flight:
@@ -192,11 +194,15 @@ class Sender:
                 continue
             if self._in_flight.get(node, 0) >= self.max_in_flight:
                 continue
-            conn = conns.get(node) or self.cluster.ready(node, self._connected)
+            if node not in conns:
+                conns[node] = None if node in self._connecting else self.cluster.ready(
+                    node, lambda error, node=node: self._connected(node, error))
+                if conns[node] is None:
+                    self._connecting.add(node)
+            conn = conns[node]
             if conn is None:
                 continue  # being connected: its batches wait, and keep filling, until it is open
-            conns[node] = conn
-            if (until := self.cluster.throttled_until(node)) > now:
+            if (until := conn.throttled_until) > now:
                 throttled.append(until)  # its batches stay here and keep filling until the broker is ready
                 continue
             size = len(batch.data) if batch.data is not None else batch.builder.size_in_bytes()
@@ -249,12 +255,12 @@ class Sender:
             if self.producer_id >= 0:
                 log.info("producer: sequences reset (%s); asking for a new producer id instead of epoch %d of %d",
                          self._reset_cause, self.producer_epoch + 1, self.producer_id)
-            self._bump_unconfirmed = False
             response = await self.cluster.request(None, InitProducerIdRequest(
                 transactional_id=None, transaction_timeout_ms=60000), max_version=4)
             if response.error_code:
                 raise for_code(response.error_code)("InitProducerId")
             self.producer_id, self.producer_epoch = response.producer_id, response.producer_epoch
+            self._bump_unconfirmed = False
         self._sequences.clear()
         self._reset_needed = False
 
@@ -281,8 +287,9 @@ class Sender:
 
     # -- one request ------------------------------------------------------------------------
 
-    def _connected(self, error: BaseException | None) -> None:
+    def _connected(self, node: int, error: BaseException | None) -> None:
         """A connection attempt ended: look again (a failed one may mean the leader moved)."""
+        self._connecting.discard(node)
         if error is not None and not self._stopping:
             log.info("producer: %s", error)
             self._refresh(set())
@@ -350,7 +357,16 @@ class Sender:
         queue = self.acc.queues.get((batch.topic, batch.partition)) or ()
         return any(b.stamp == batch.stamp and b.base_sequence < batch.base_sequence for b in queue)
 
+    def fail_queued(self) -> None:
+        """After the sender failed: fail every batch still queued (a send racing the
+        failure may have queued one after it)."""
+        for batch in self.acc.abort_all():
+            self.acc.settle(batch, -1, error=self.failed)
+
     def _retry_or_fail(self, batch: ProducerBatch, error: KafkaError, *, force_retriable: bool = False) -> None:
+        if self.failed is not None:  # nobody would send it again
+            self._fail(batch, self.failed)
+            return
         now = time.monotonic()
         retriable = error.retriable or force_retriable
         if retriable and batch.attempts <= self.retries and now < batch.deadline:

@@ -363,3 +363,37 @@ def test_a_bug_in_the_sender_fails_every_record_loudly_instead_of_leaving_them_p
             with pytest.raises(ClientClosedError):
                 producer.send("bug", b"late", partition=0)
     assert "the sender failed" in caplog.text
+
+
+def test_records_in_flight_when_the_sender_fails_fail_too_and_flush_does_not_hang(monkeypatch):
+    """A request answered (with a retriable error) after the sender stopped is not queued
+    again for nobody: its records fail with the sender's failure, and flush says so."""
+    from kproto.errors import KafkaError, NotEnoughReplicasError
+    from kproto.producer.sender import Sender
+
+    real_step = Sender._step
+    in_flight = threading.Event()
+
+    async def step_then_break(self):
+        if in_flight.is_set():
+            raise RuntimeError("a bug")
+        return await real_step(self)
+
+    def rule(api_key, version, request, n):
+        if api_key == ApiKey.PRODUCE and n == 1:
+            in_flight.set()
+            return Later(0.5, error_response(request, NotEnoughReplicasError.code))
+        return FORWARD
+
+    monkeypatch.setattr(Sender, "_step", step_then_break)
+    with FaultProxy(rule) as proxy:
+        with Producer(bootstrap_servers=proxy.bootstrap_servers, linger_ms=0, retry_backoff_ms=10) as producer:
+            first = producer.send("faults", b"in flight", partition=0)
+            assert in_flight.wait(5)
+            second = producer.send("faults", b"queued", partition=0)  # wakes the sender: it breaks
+            with pytest.raises(KafkaError, match="sender failed"):
+                producer.flush(5)  # says so at once rather than waiting for ever
+            with pytest.raises(KafkaError, match="sender failed"):
+                second.result(0)
+            with pytest.raises(KafkaError, match="sender failed"):
+                first.result(5)  # answered later with a retriable error: failed, not queued for nobody
