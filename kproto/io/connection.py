@@ -115,6 +115,7 @@ class Connection:
         """``time.monotonic()`` until which the broker asked for no requests (0: never)."""
         self._held: list[bytes] | None = None  # frames written when the throttle ends
         self._release: asyncio.TimerHandle | None = None
+        self._unheld: asyncio.Future | None = None  # done once the held frames are written
         self._max_idle = max_idle_ms / 1000 if max_idle_ms >= 0 else None
         self._last_active = time.monotonic()
         self._idle_timer: asyncio.TimerHandle | None = None
@@ -268,7 +269,7 @@ class Connection:
         if expect_response:
             future = asyncio.get_running_loop().create_future()
             self._pending.append((correlation_id, api_key, version, future))
-        held = max(self.throttled_until - time.monotonic(), 0.0)
+        written = self._unheld
         if self._held is not None:
             self._held.append(data)
         else:
@@ -282,7 +283,9 @@ class Connection:
                 raise error from exc
         if future is None:
             return None
-        wait = (self.request_timeout if timeout is None else timeout) + held
+        if written is not None:
+            await asyncio.shield(written)  # the request's time starts when it goes out
+        wait = self.request_timeout if timeout is None else timeout
         try:
             return await asyncio.wait_for(asyncio.shield(future), wait)
         except asyncio.TimeoutError:
@@ -342,17 +345,20 @@ class Connection:
         self.throttled_until = until
         if self._held is None:
             self._held = []
+            self._unheld = asyncio.get_running_loop().create_future()
         if self._release is not None:
             self._release.cancel()
         self._release = asyncio.get_running_loop().call_later(throttle_ms / 1000, self._write_held)
 
     def _write_held(self) -> None:
-        held, self._held, self._release = self._held, None, None
+        held, unheld, self._held, self._release, self._unheld = self._held, self._unheld, None, None, None
         if held and not self._closed:
             try:
                 self._writer.write(b"".join(held))
             except (OSError, RuntimeError) as exc:
                 self._fail(KafkaConnectionError(f"writing to {self.host}:{self.port} failed: {exc}"))
+        if unheld is not None and not unheld.done():
+            unheld.set_result(None)
 
     def _fail(self, error: BaseException) -> None:
         """Mark the connection broken and fail everything in flight with ``error``."""
@@ -370,5 +376,7 @@ class Connection:
             if timer is not None:
                 timer.cancel()
         self._release = self._idle_timer = None
+        if self._unheld is not None and not self._unheld.done():
+            self._unheld.set_result(None)  # held requests stop waiting: theirs failed above
         if self._writer is not None:
             self._writer.close()
