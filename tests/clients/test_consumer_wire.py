@@ -110,6 +110,44 @@ def test_the_next_fetch_is_buffered_while_the_application_holds_records_and_size
     assert any(size > limit for size, _ in sizes)  # the large batch came, alone
 
 
+# -- routing errors --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("code", [6, 3], ids=["NOT_LEADER_OR_FOLLOWER", "UNKNOWN_TOPIC_OR_PARTITION"])
+def test_a_fetch_answered_with_a_routing_error_refreshes_metadata_and_goes_on(code):
+    """The partition moved (or its leader does not know it yet): the consumer asks for
+    metadata again and keeps reading from where it was, losing and repeating nothing."""
+    metadata_at_fault = []
+
+    def fail(response):
+        for t in response.responses:
+            for p in t.partitions:
+                p.error_code, p.records, p.high_watermark = code, None, -1
+        return response
+
+    def rule(api_key, version, request, n):
+        if api_key == ApiKey.FETCH and n == 1:
+            metadata_at_fault.append(proxy.counts.get(ApiKey.METADATA, 0))
+            return Edit(fail)
+        return FORWARD
+
+    with FaultProxy(rule) as proxy:
+        bs = proxy.bootstrap_servers
+        producer = ck.Producer({"bootstrap.servers": bs, "linger.ms": 0})
+        for i in range(10):
+            producer.produce("moved", b"%d" % i, partition=0)
+        assert producer.flush(DEADLINE) == 0
+        del producer
+        with Consumer(bootstrap_servers=bs, fetch_max_wait_ms=100) as consumer:
+            consumer.assign([TopicPartition("moved", 0)])
+            consumer.seek(TopicPartition("moved", 0), 0)
+            got, deadline = [], time.monotonic() + DEADLINE
+            while len(got) < 10:
+                assert time.monotonic() < deadline, "timed out"
+                got += consumer.poll(0.2)
+        assert metadata_at_fault and proxy.counts[ApiKey.METADATA] > metadata_at_fault[0]
+    assert [r.offset for r in got] == list(range(10))
+
+
 # -- isolation.level ---------------------------------------------------------------------------------
 
 P1, P2 = 1001, 1002  # producer ids
