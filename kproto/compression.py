@@ -61,6 +61,7 @@ __all__ = [
     "DEFAULT_MAX_DECOMPRESSED",
     "codec_id",
     "codec_name",
+    "check_level",
     "compress",
     "decompress",
     "decompress_view",
@@ -162,13 +163,13 @@ def compress(
         if level is None or level == -1:
             level = _GZIP_DEFAULT_LEVEL
         else:
-            _check_level(GZIP, level)
+            check_level(GZIP, level)
         return bytes(cramjam.gzip.compress(data, level=level))
     if codec == SNAPPY:
         return _snappy_compress(data)
     if codec == LZ4:
         if level is not None:
-            _check_level(LZ4, level)
+            check_level(LZ4, level)
         return _lz4_compress(data, level, magic)
     if codec == ZSTD:
         if magic < 2:
@@ -176,7 +177,7 @@ def compress(
         if level is None:
             level = _ZSTD_DEFAULT_LEVEL
         else:
-            _check_level(ZSTD, level)
+            check_level(ZSTD, level)
         return bytes(cramjam.zstd.compress(data, level=level))
     raise _unsupported(codec)
 
@@ -263,7 +264,11 @@ def _too_large(what: str, max_size: int) -> CorruptRecordError:
     return CorruptRecordError(f"{what} data decompresses to more than max_size={max_size} bytes")
 
 
-def _check_level(codec: int, level: int) -> None:
+def check_level(codec: int, level: int) -> None:
+    """Raise ValueError unless ``codec`` (gzip, lz4 or zstd) compresses at ``level``; gzip
+    also takes -1, its default (Java's ``Deflater.DEFAULT_COMPRESSION``)."""
+    if codec == GZIP and level == -1:
+        return
     low, high = _LEVEL_RANGES[codec]
     if not (isinstance(level, int) and low <= level <= high):
         raise ValueError(

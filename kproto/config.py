@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kproto.compression import GZIP, LZ4, ZSTD, check_level
 from kproto.errors import ConfigError
 
 __all__ = ["CONFIGS", "ClientConfig", "ConfigKey"]
@@ -55,6 +56,14 @@ def _positive(value: Any) -> int:
     if n <= 0:
         raise ValueError("must be > 0")
     return n
+
+
+def _level(codec: int) -> Callable[[Any], int]:
+    def check(value: Any) -> int:
+        n = _int(value)
+        check_level(codec, n)
+        return n
+    return check
 
 
 def _str(value: Any) -> str:
@@ -174,9 +183,9 @@ _KEYS = [
     _key("max.request.size", 1048576, _positive, PRODUCER, "Largest record or request the producer sends."),
     _key("compression.type", "none", _one_of("none", "gzip", "snappy", "lz4", "zstd"), PRODUCER,
          "Codec of produced batches."),
-    _key("compression.gzip.level", -1, _int, PRODUCER, "gzip level 1-9 (-1: the codec's default)."),
-    _key("compression.lz4.level", 9, _int, PRODUCER, "lz4 level 1-17."),
-    _key("compression.zstd.level", 3, _int, PRODUCER, "zstd level -131072 to 22."),
+    _key("compression.gzip.level", -1, _level(GZIP), PRODUCER, "gzip level 1-9 (-1: the codec's default)."),
+    _key("compression.lz4.level", 9, _level(LZ4), PRODUCER, "lz4 level 1-17."),
+    _key("compression.zstd.level", 3, _level(ZSTD), PRODUCER, "zstd level -131072 to 22."),
     _key("enable.idempotence", True, _bool, PRODUCER, "Exactly-once per partition: producer id and sequences."),
     _key("max.in.flight.requests.per.connection", 5, _positive, PRODUCER,
          "Unanswered Produce requests per broker (at most 5 with idempotence)."),
