@@ -280,7 +280,7 @@ class AIOProducer:
             self._sender.wake()
             while self._waiting or self._acc.unsettled:
                 if self._sender.failed is not None:
-                    self._sender.fail_queued()
+                    self._sender.fail_queued(self._sender.failed)
                     raise self._sender.failed
                 left = None if deadline is None else deadline - time.monotonic()
                 if left is not None and left <= 0:

@@ -139,8 +139,7 @@ class Sender:
             await _cancel(*self._requests)  # their batches fail as they stop
             if self._refreshing is not None:
                 await _cancel(self._refreshing)
-            for batch in self.acc.abort_all():
-                self.acc.settle(batch, -1, error=KafkaTimeoutError("the producer was closed before the record was sent"))
+            self.fail_queued(KafkaTimeoutError("the producer was closed before the record was sent"))
 
     # -- the loop ---------------------------------------------------------------------------
 
@@ -158,7 +157,7 @@ class Sender:
                 log.exception("producer: the sender failed; failing every record not yet sent")
                 self.failed = KafkaError(f"the producer's sender failed: {exc!r}")
                 self.acc.appender.closed = True  # later sends raise instead of queueing for nobody
-                self.fail_queued()
+                self.fail_queued(self.failed)
                 return
             if self._closing and self.acc.unsettled == 0:
                 break
@@ -357,11 +356,11 @@ class Sender:
         queue = self.acc.queues.get((batch.topic, batch.partition)) or ()
         return any(b.stamp == batch.stamp and b.base_sequence < batch.base_sequence for b in queue)
 
-    def fail_queued(self) -> None:
-        """After the sender failed: fail every batch still queued (a send racing the
-        failure may have queued one after it)."""
+    def fail_queued(self, error: BaseException) -> None:
+        """Fail every batch still queued with ``error``: when closing gave up, or after the
+        sender failed (a send racing the failure may have queued one after it)."""
         for batch in self.acc.abort_all():
-            self.acc.settle(batch, -1, error=self.failed)
+            self.acc.settle(batch, -1, error=error)
 
     def _retry_or_fail(self, batch: ProducerBatch, error: KafkaError, *, force_retriable: bool = False) -> None:
         if self.failed is not None:  # nobody would send it again
