@@ -13,17 +13,37 @@ supported yet). Facts, from Kafka's ``KafkaConfig`` and ``BrokerServer``:
   non-routable meta-address 0.0.0.0;
 - an advertised port of 0 means the bound port. minibroker also accepts an advertised
   listener without a port, with the same meaning.
+
+Topic defaults. The broker synonym of every topic config (``log.segment.bytes`` for
+``segment.bytes``, ``message.max.bytes`` for ``max.message.bytes``..., Kafka's
+``ServerTopicConfigSynonyms``) is a broker config here, with the topic config's type,
+default and validator (:mod:`minibroker.topic_configs`): a topic without its own setting
+takes the broker's.
+
+Dynamic broker configs (KIP-226). Those synonyms, and only they (Kafka's
+``DynamicLogConfig``), may also be changed while the broker runs, by AlterConfigs or
+IncrementalAlterConfigs on the BROKER resource: for this broker (its id as the name) or
+as the cluster-wide default (the empty name). A value is looked up in that order: this
+broker's dynamic value, the cluster default's, the static one (given at start), Kafka's
+default; DescribeConfigs reports the first as the source and the rest as synonyms.
+Other keys are read-only: "Cannot update these configs dynamically". Storage keeps the
+dynamic values in the first log directory, so they survive a restart.
 """
 
 from __future__ import annotations
 
 import difflib
+import logging
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["BrokerConfig", "DEFAULTS", "Listener", "parse_listener"]
+from minibroker.topic_configs import TOPIC_CONFIGS, ConfigKey, ConfigSource, ConfigType
+
+__all__ = ["BrokerConfig", "DEFAULTS", "DYNAMIC", "Listener", "parse_listener"]
+
+log = logging.getLogger("minibroker")
 
 # name -> (default, type, doc). Defaults are Kafka's unless said otherwise.
 DEFAULTS: dict[str, tuple[Any, type, str]] = {
@@ -31,27 +51,28 @@ DEFAULTS: dict[str, tuple[Any, type, str]] = {
     "num.partitions": (1, int, "Partitions of an auto-created topic, or of a CreateTopics with -1."),
     "default.replication.factor": (1, int, "Replication factor used when a CreateTopics asks for -1."),
     "auto.create.topics.enable": (True, bool, "Create unknown topics asked for in Metadata."),
-    "message.max.bytes": (1048588, int, "Largest record batch a Produce may append (MESSAGE_TOO_LARGE above)."),
     "socket.request.max.bytes": (104857600, int, "Largest request frame; a larger one closes the connection."),
     "listeners": ("PLAINTEXT://127.0.0.1:0", str, "The one listener to bind, as PLAINTEXT://host:port; an empty host binds every interface, port 0 a free port. Kafka's default is PLAINTEXT://:9092; minibroker's is loopback and an ephemeral port."),
     "advertised.listeners": ("", str, "The listener that Metadata and DescribeCluster tell clients, as PLAINTEXT://host:port; port 0 (or none) is the bound port. Empty: the same as listeners."),
     "cluster.id": ("minibroker-cluster", str, "Cluster id reported in Metadata (minibroker's own default)."),
     "log.dirs": ("", str, "Comma-separated directories for the partition logs; empty keeps everything in memory (minibroker's default)."),
-    "log.segment.bytes": (1073741824, int, "Size at which a segment is rolled."),
-    "log.roll.ms": (604800000, int, "Age at which a segment is rolled."),
-    "log.retention.ms": (604800000, int, "How long segments are kept (-1: forever)."),
-    "log.retention.bytes": (-1, int, "Largest partition size before the oldest segments go (-1: no limit)."),
     "log.retention.check.interval.ms": (300000, int, "How often retention and compaction run."),
-    "log.flush.interval.messages": (2**63 - 1, int, "fsync after this many records (default: leave it to the OS)."),
-    "log.index.interval.bytes": (4096, int, "Log bytes between offset index entries."),
-    "log.cleanup.policy": ("delete", str, "Default cleanup.policy of topics: delete, compact or both."),
-    "log.cleaner.delete.retention.ms": (86400000, int, "Default delete.retention.ms: how long tombstones are kept."),
     "group.initial.rebalance.delay.ms": (0, int, "How long a new group's first rebalance waits for more members. Kafka's default is 3000; minibroker uses 0 so that tests do not wait 3 s for every new group."),
     "group.min.session.timeout.ms": (6000, int, "Smallest session.timeout.ms a member may ask for (INVALID_SESSION_TIMEOUT below)."),
     "group.max.session.timeout.ms": (1800000, int, "Largest session.timeout.ms a member may ask for (INVALID_SESSION_TIMEOUT above)."),
     "offsets.topic.num.partitions": (50, int, "Partitions of __consumer_offsets, created on the first offset commit; fixed once it exists."),
     "offsets.topic.segment.bytes": (104857600, int, "segment.bytes of __consumer_offsets (compacted, so old commits are cleaned once segments roll)."),
 }
+
+_PYTHON_TYPES: dict[int, type] = {ConfigType.BOOLEAN: bool, ConfigType.INT: int, ConfigType.LONG: int,
+                                  ConfigType.DOUBLE: float, ConfigType.STRING: str, ConfigType.LIST: str}
+# Broker synonym -> its topic config, which gives the type, default and validator.
+_SYNONYM_OF: dict[str, ConfigKey] = {key.synonym: key for key in TOPIC_CONFIGS.values() if key.synonym}
+for _name, _key in sorted(_SYNONYM_OF.items()):
+    DEFAULTS[_name] = (_key.check(_key.default), _PYTHON_TYPES[_key.type], f"Default {_key.name} of topics: {_key.doc}.")
+
+#: The broker configs that AlterConfigs may change while the broker runs.
+DYNAMIC: frozenset[str] = frozenset(_SYNONYM_OF)
 
 
 # Kafka's security protocols that need TLS or SASL on the connection.
@@ -115,6 +136,8 @@ def parse_listener(key: str, value: str) -> Listener | None:
 
 
 def _coerce(name: str, value: Any, kind: type) -> Any:
+    if name in _SYNONYM_OF:
+        return _SYNONYM_OF[name].check(value, name)
     if kind is bool and isinstance(value, str):
         if value.lower() in ("true", "false"):
             return value.lower() == "true"
@@ -143,26 +166,94 @@ class BrokerConfig:
 
     def __init__(self, values: Mapping[str, Any] | None = None):
         values = dict(values or {})
-        self._values = {name: default for name, (default, _, _) in DEFAULTS.items()}
+        self._static = {name: default for name, (default, _, _) in DEFAULTS.items()}
         for name, value in values.items():
             if name not in DEFAULTS:
                 close = difflib.get_close_matches(name, list(DEFAULTS), n=1)
                 hint = f"; did you mean {close[0]!r}?" if close else ""
                 raise ValueError(f"unknown or not yet supported broker config {name!r}{hint}")
-            self._values[name] = _coerce(name, value, DEFAULTS[name][1])
+            self._static[name] = _coerce(name, value, DEFAULTS[name][1])
         self._given = frozenset(values)
-        listener = parse_listener("listeners", self._values["listeners"])
+        # Dynamic layers (KIP-226): "" the cluster-wide default, "broker" this broker's own.
+        self._dynamic: dict[str, dict[str, Any]] = {"": {}, "broker": {}}
+        listener = parse_listener("listeners", self._static["listeners"])
         if listener is None or listener.port is None:
             raise ValueError("listeners must name a host and port, as PLAINTEXT://host:port (port 0 picks a free one)")
         self.listener: Listener = listener
-        self.advertised_listener: Listener = parse_listener("advertised.listeners", self._values["advertised.listeners"]) or listener
+        self.advertised_listener: Listener = parse_listener("advertised.listeners", self._static["advertised.listeners"]) or listener
         if self.advertised_listener.host in _META_ADDRESSES:
             raise ValueError(f"advertised.listeners cannot use the non-routable meta-address {self.advertised_listener.host} "
                              "(it defaults to listeners); advertise an address clients can reach, such as 127.0.0.1")
 
     def __getitem__(self, name: str) -> Any:
-        return self._values[name]
+        for layer in (self._dynamic["broker"], self._dynamic[""]):
+            if name in layer:
+                return layer[name]
+        return self._static[name]
 
     def is_set(self, name: str) -> bool:
         """Whether ``name`` was given, even as its default (Kafka's STATIC_BROKER_CONFIG)."""
         return name in self._given
+
+    def synonyms(self, name: str) -> list[tuple[Any, int]]:
+        """``(value, source)`` of every layer that sets ``name``, the one in force first:
+        this broker's dynamic value, the cluster default's, the static one, the default
+        (sources are :class:`~minibroker.topic_configs.ConfigSource` codes)."""
+        out = []
+        if name in self._dynamic["broker"]:
+            out.append((self._dynamic["broker"][name], ConfigSource.DYNAMIC_BROKER_CONFIG))
+        if name in self._dynamic[""]:
+            out.append((self._dynamic[""][name], ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG))
+        if name in self._given:
+            out.append((self._static[name], ConfigSource.STATIC_BROKER_CONFIG))
+        out.append((DEFAULTS[name][0], ConfigSource.DEFAULT_CONFIG))
+        return out
+
+    def dynamic(self, per_broker: bool) -> dict[str, Any]:
+        """The dynamic values of this broker (``per_broker``) or of the cluster default."""
+        return dict(self._dynamic["broker" if per_broker else ""])
+
+    @staticmethod
+    def check_dynamic(values: Mapping[str, Any]) -> dict[str, Any]:
+        """``values`` for a dynamic layer, each checked by its topic config's validator.
+
+        Raises:
+            ValueError: a key that cannot change while the broker runs (Kafka's "Cannot
+                update these configs dynamically"), an unknown key, or an invalid value.
+        """
+        unknown = sorted(name for name in values if name not in DEFAULTS)
+        if unknown:
+            raise ValueError(f"Unknown broker configs: {unknown}")
+        static = sorted(name for name in values if name not in DYNAMIC)
+        if static:
+            raise ValueError(f"Cannot update these configs dynamically: {static}")
+        return {name: _SYNONYM_OF[name].check(value, name) for name, value in values.items()}
+
+    def set_dynamic(self, per_broker: bool, values: Mapping[str, Any]) -> None:
+        """Replace this broker's (``per_broker``) or the cluster default's dynamic values.
+
+        Raises:
+            ValueError: as :meth:`check_dynamic`; nothing changes then.
+        """
+        self._dynamic["broker" if per_broker else ""] = self.check_dynamic(values)
+
+    def stored_dynamic(self) -> dict[str, dict[str, str]]:
+        """Both dynamic layers as strings, to be written to disk (see :meth:`load_dynamic`)."""
+        return {layer: {name: str(value).lower() if isinstance(value, bool) else str(value) for name, value in values.items()}
+                for layer, values in (("default", self._dynamic[""]), ("broker", self._dynamic["broker"]))}
+
+    def load_dynamic(self, stored: Mapping[str, Mapping[str, Any]]) -> None:
+        """Take back the dynamic layers that :meth:`stored_dynamic` gave.
+
+        A value that is no longer valid (written by another version, or edited by hand)
+        is logged as an error and left out: Kafka's ``DynamicBrokerConfig`` too logs a
+        stored dynamic config it cannot apply and starts with the others.
+        """
+        for layer, per_broker in (("default", False), ("broker", True)):
+            kept = {}
+            for name, value in stored.get(layer, {}).items():
+                try:
+                    kept.update(self.check_dynamic({name: value}))
+                except ValueError as exc:
+                    log.error("ignoring the stored dynamic broker config %s=%r: %s", name, value, exc)
+            self._dynamic["broker" if per_broker else ""] = kept

@@ -5,7 +5,8 @@ the log directories: a new partition goes to the directory holding the fewest. N
 the segments sits Kafka's ``partition.metadata`` file (``version: 0`` and the topic id),
 so Kafka's tools recognise the directory. Topic configs, which Kafka keeps in its
 metadata log, are kept in ``minibroker-topics.json`` in the first log directory,
-rewritten atomically (write, fsync, rename) on every change. On start the topics are
+rewritten atomically (write, fsync, rename) on every change; dynamic broker configs
+(KIP-226) likewise in ``minibroker-broker-configs.json``. On start the topics are
 read back, with their ids and configs, and every partition log recovers itself.
 
 Maintenance (retention, then compaction) runs every ``log.retention.check.interval.ms``.
@@ -24,10 +25,12 @@ from typing import Any
 
 from minibroker.config import BrokerConfig
 from minibroker.log import LogConfig, PartitionLog
+from minibroker.topic_configs import sanitize
 
 __all__ = ["Storage", "StoredTopic"]
 
 TOPICS_FILE = "minibroker-topics.json"
+BROKER_CONFIGS_FILE = "minibroker-broker-configs.json"
 PARTITION_METADATA = "partition.metadata"
 
 # The broker settings that shape every log (topic configs override them).
@@ -58,16 +61,19 @@ class Storage:
 
     def __init__(self, config: BrokerConfig, log_dirs: Iterable[str | os.PathLike]):
         self.log_dirs = [Path(d) for d in log_dirs]
-        self._defaults = {key: config[key] for key in _LOG_KEYS}
+        self._config = config  # read at each use: dynamic broker configs change the defaults
         for d in self.log_dirs:
             d.mkdir(parents=True, exist_ok=True)
+        if self.persistent and (self.log_dirs[0] / BROKER_CONFIGS_FILE).exists():
+            config.load_dynamic(json.loads((self.log_dirs[0] / BROKER_CONFIGS_FILE).read_text()))
 
     @property
     def persistent(self) -> bool:
         return bool(self.log_dirs)
 
     def log_config(self, topic_configs: Mapping[str, Any]) -> LogConfig:
-        return LogConfig.from_configs({**self._defaults, **{k: v for k, v in topic_configs.items() if v is not None}})
+        defaults = {key: self._config[key] for key in _LOG_KEYS}
+        return LogConfig.from_configs({**defaults, **{k: v for k, v in topic_configs.items() if v is not None}})
 
     def _partition_dir(self, topic: str, index: int) -> Path | None:
         for d in self.log_dirs:
@@ -108,7 +114,12 @@ class Storage:
         if not self.persistent or not (self.log_dirs[0] / TOPICS_FILE).exists():
             return []
         data = json.loads((self.log_dirs[0] / TOPICS_FILE).read_text())
-        return [StoredTopic(name, uuid.UUID(t["topic_id"]), t["partitions"], t["configs"]) for name, t in data.items()]
+        return [StoredTopic(name, uuid.UUID(t["topic_id"]), t["partitions"], sanitize(name, t["configs"])) for name, t in data.items()]
+
+    def save_broker_configs(self) -> None:
+        """Write the dynamic broker configs (KIP-226), so that a restart keeps them."""
+        if self.persistent:
+            _write_atomically(self.log_dirs[0] / BROKER_CONFIGS_FILE, json.dumps(self._config.stored_dynamic(), indent=1, sort_keys=True))
 
 
 def _write_atomically(path: Path, text: str) -> None:

@@ -1,26 +1,34 @@
 """DescribeConfigs v0-4, AlterConfigs v0-2, IncrementalAlterConfigs v0-1.
 
-Behaviour: topic configs (Kafka's names, see :mod:`minibroker.topic_configs`) are
-validated, stored and described; broker configs (every key of
-:data:`minibroker.config.DEFAULTS`, ``listeners`` and the ``log.*`` keys among them) are
-described read-only: minibroker has no dynamic broker configs. AlterConfigs replaces a
-topic's whole set, IncrementalAlterConfigs applies SET / DELETE / APPEND / SUBTRACT.
-``validate_only`` checks without changing anything.
+Behaviour: topic configs (every one Kafka 4.x defines, see
+:mod:`minibroker.topic_configs`) are validated, stored and described; an unknown name or
+a bad value is INVALID_CONFIG and changes nothing. Broker configs (every key of
+:data:`minibroker.config.DEFAULTS`) are described; the broker synonyms of topic configs
+(:data:`minibroker.config.DYNAMIC`: ``log.retention.ms``, ``log.segment.bytes``,
+``message.max.bytes``...) may be altered while the broker runs (KIP-226), for this
+broker (its id as the resource name) or as the cluster-wide default (the empty name),
+and change at once the logs of the topics that do not set their own; the others are
+read-only, INVALID_REQUEST "Cannot update these configs dynamically". A bad broker
+config value is INVALID_REQUEST too, as Kafka answers it (``ConfigAdminManager``,
+KAFKA-13609), not INVALID_CONFIG. Dynamic broker configs are kept on disk with the logs.
+AlterConfigs replaces a resource's whole set, IncrementalAlterConfigs applies SET /
+DELETE / APPEND / SUBTRACT. ``validate_only`` checks without changing anything.
 
 Synonyms, as Kafka's ``ConfigHelper`` builds them (KIP-226): a config's synonyms run
 from the setting in force to the fallback, and the first one gives its value and
 source. A topic config has its own setting (TOPIC_CONFIG) if any, then its broker
-synonym (``retention.ms`` -> ``log.retention.ms``), as set in the broker's config
-(STATIC_BROKER_CONFIG) and as its default (DEFAULT_CONFIG). So a topic without its own
-``retention.ms`` reports the broker's ``log.retention.ms``, which is what its log
-uses. A broker config has its static setting, then its default. Synonyms are listed
-only when ``include_synonyms`` (v1+) asks, documentation only when
-``include_documentation`` (v3+) does, as in Kafka.
+synonym (``retention.ms`` -> ``log.retention.ms``) as set for this broker
+(DYNAMIC_BROKER_CONFIG), as the cluster default (DYNAMIC_DEFAULT_BROKER_CONFIG), in the
+broker's config at start (STATIC_BROKER_CONFIG) and as its default (DEFAULT_CONFIG). So
+a topic without its own ``retention.ms`` reports the broker's ``log.retention.ms``,
+which is what its log uses. Describing the cluster default resource lists only the
+configs set there, without per-broker synonyms, as Kafka does. Synonyms are listed only
+when ``include_synonyms`` (v1+) asks, documentation only when ``include_documentation``
+(v3+) does, as in Kafka.
 Version notes: ``is_default`` is v0 only; v1+ has ``config_source`` instead.
-Not implemented: BROKER_LOGGER resources, configs that are stored but not yet acted on
-(see ``topic_configs.ENFORCED``), broker synonyms that minibroker has no broker config
-for (Kafka's ``compression.type``, ``min.insync.replicas``,
-``log.message.timestamp.type``...): those topic configs fall back to Kafka's defaults.
+Not implemented: BROKER_LOGGER resources, dynamic configs of other brokers (there is
+one), configs that are stored but not acted on (``ConfigKey.enforced`` false), Kafka's
+coarser broker spellings (``log.retention.hours``...).
 """
 
 from kproto.errors import InvalidConfigError, InvalidRequestError, UnknownTopicOrPartitionError
@@ -31,63 +39,65 @@ from kproto.protocol.messages import (
     IncrementalAlterConfigsResponse,
 )
 from minibroker.config import DEFAULTS as BROKER_DEFAULTS
-from minibroker.config import BrokerConfig
+from minibroker.config import DYNAMIC, BrokerConfig
 from minibroker.handlers import handles
-from minibroker.topic_configs import BROKER_SYNONYMS, TOPIC_CONFIGS, ConfigType, validate
+from minibroker.topic_configs import TOPIC_CONFIGS, ConfigSource, ConfigType, validate_all
 
 TOPIC, BROKER = 2, 4
-SOURCE_TOPIC, SOURCE_STATIC_BROKER, SOURCE_DEFAULT = 1, 4, 5
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
-_BROKER_TYPES = {bool: ConfigType.BOOLEAN, int: ConfigType.LONG, str: ConfigType.STRING}
+_BROKER_TYPES = {bool: ConfigType.BOOLEAN, int: ConfigType.LONG, float: ConfigType.DOUBLE, str: ConfigType.STRING}
+# A broker synonym has its topic config's type (an INT stays an INT).
+_SYNONYM_TYPES = {key.synonym: key.type for key in TOPIC_CONFIGS.values() if key.synonym}
 
 Entry = DescribeConfigsResponse.DescribeConfigsResourceResult
 Synonym = DescribeConfigsResponse.DescribeConfigsSynonym
 
 
-def _text(value, kind):
-    return str(value).lower() if kind is bool else str(value)
+def _text(value):
+    return str(value).lower() if isinstance(value, bool) else str(value)
 
 
-def _broker_synonyms(config: BrokerConfig, name: str) -> list:
-    default, kind, _ = BROKER_DEFAULTS[name]
-    synonyms = [Synonym(name=name, value=_text(default, kind), source=SOURCE_DEFAULT)]
-    if config.is_set(name):
-        synonyms.insert(0, Synonym(name=name, value=_text(config[name], kind), source=SOURCE_STATIC_BROKER))
-    return synonyms
+def _broker_synonyms(config: BrokerConfig, name: str, per_broker: bool = True) -> list:
+    return [Synonym(name=name, value=_text(value), source=source) for value, source in config.synonyms(name)
+            if per_broker or source != ConfigSource.DYNAMIC_BROKER_CONFIG]
 
 
 def _entry(name, synonyms, fallback, read_only, config_type, doc, request, version):
-    """One described config, its value and source taken from the first synonym."""
-    value, source = (synonyms[0].value, synonyms[0].source) if synonyms else (fallback, SOURCE_DEFAULT)
+    """One described config, its value and source taken from the first synonym (else
+    ``fallback``, Kafka's default: a topic config without a broker synonym)."""
+    value, source = (synonyms[0].value, synonyms[0].source) if synonyms else (fallback, ConfigSource.DEFAULT_CONFIG)
     entry = Entry(name=name, value=value, read_only=read_only, config_source=source, is_sensitive=False,
                   synonyms=synonyms if version >= 1 and request.include_synonyms else [],
                   config_type=config_type, documentation=doc if version >= 3 and request.include_documentation else None)
     if version == 0:
-        entry.is_default = source == SOURCE_DEFAULT
+        entry.is_default = source == ConfigSource.DEFAULT_CONFIG
     return entry
 
 
 def _topic_entries(state, topic, keys, request, version):
     out = []
-    for name, config in TOPIC_CONFIGS.items():
+    for name, key in TOPIC_CONFIGS.items():
         if keys is not None and name not in keys:
             continue
         synonyms = []
         if topic.configs.get(name) is not None:
-            synonyms.append(Synonym(name=name, value=topic.configs[name], source=SOURCE_TOPIC))
-        if name in BROKER_SYNONYMS:
-            synonyms += _broker_synonyms(state.config, BROKER_SYNONYMS[name])
-        out.append(_entry(name, synonyms, config.default, False, config.type, config.doc, request, version))
+            synonyms.append(Synonym(name=name, value=topic.configs[name], source=ConfigSource.TOPIC_CONFIG))
+        if key.synonym:
+            synonyms += _broker_synonyms(state.config, key.synonym)
+        out.append(_entry(name, synonyms, key.default, False, key.type, key.doc, request, version))
     return out
 
 
-def _broker_entries(state, keys, request, version):
+def _broker_entries(state, keys, request, version, per_broker):
     out = []
     for name, (_, kind, doc) in BROKER_DEFAULTS.items():
         if keys is not None and name not in keys:
             continue
-        synonyms = _broker_synonyms(state.config, name)
-        out.append(_entry(name, synonyms, None, True, _BROKER_TYPES[kind], doc, request, version))
+        if not per_broker and name not in state.config.dynamic(per_broker=False):
+            continue  # the cluster default resource has only what is set there
+        synonyms = _broker_synonyms(state.config, name, per_broker)
+        out.append(_entry(name, synonyms, None, name not in DYNAMIC, _SYNONYM_TYPES.get(name, _BROKER_TYPES[kind]), doc,
+                          request, version))
     return out
 
 
@@ -106,7 +116,7 @@ async def describe_configs(state, header, request):
             else:
                 result.configs = _topic_entries(state, topic, keys, request, header.api_version)
         elif resource.resource_type == BROKER and resource.resource_name in ("", str(state.node_id)):
-            result.configs = _broker_entries(state, keys, request, header.api_version)
+            result.configs = _broker_entries(state, keys, request, header.api_version, resource.resource_name != "")
         else:
             result.error_code = InvalidRequestError.code
             result.error_message = f"unknown resource type {resource.resource_type} / name {resource.resource_name!r}"
@@ -114,18 +124,50 @@ async def describe_configs(state, header, request):
     return DescribeConfigsResponse(results=results)
 
 
+def _alter_broker(state, resource, new_configs, validate_only):
+    """(error_code, message) for a BROKER resource: this broker's dynamic configs, or the
+    cluster default's (empty name). Errors are INVALID_REQUEST, as in Kafka (KAFKA-13609)."""
+    if resource.resource_name not in ("", str(state.node_id)):
+        return InvalidRequestError.code, f"no broker {resource.resource_name!r} here: minibroker is broker {state.node_id}"
+    per_broker = resource.resource_name != ""
+    configs, error = new_configs(state.config.dynamic(per_broker), lambda name: state.config[name] if name in BROKER_DEFAULTS else None)
+    if error is None:
+        try:
+            checked = BrokerConfig.check_dynamic(configs)
+        except ValueError as exc:
+            error = str(exc)
+    if error is not None:
+        return InvalidRequestError.code, error
+    if not validate_only:
+        previous = state.config.dynamic(per_broker)
+        state.config.set_dynamic(per_broker, checked)
+        try:
+            state.storage.save_broker_configs()
+        except BaseException:
+            state.config.set_dynamic(per_broker, previous)  # not kept, so not applied
+            raise
+        for topic in state.topics.values():  # topics without their own setting follow the broker's
+            for log in topic.partitions:
+                log.config = state.storage.log_config(topic.configs)
+    return 0, None
+
+
 def _alter(state, resource, new_configs, validate_only):
-    """(error_code, message) for one resource; applies ``new_configs(topic)`` unless validating."""
+    """(error_code, message) for one resource; applies ``new_configs`` unless validating.
+
+    ``new_configs(current, in_force)`` gives the resource's new set of configs (or an
+    error) from its current one and a look-up of a config's value in force.
+    """
     if resource.resource_type == BROKER:
-        return InvalidRequestError.code, "minibroker's broker configs are static: set them when starting it"
+        return _alter_broker(state, resource, new_configs, validate_only)
     if resource.resource_type != TOPIC:
         return InvalidRequestError.code, f"unknown resource type {resource.resource_type}"
     topic = state.topics.get(resource.resource_name)
     if topic is None:
         return UnknownTopicOrPartitionError.code, f"topic {resource.resource_name!r} does not exist"
-    configs, error = new_configs(topic)
+    configs, error = new_configs(topic.configs, lambda name: TOPIC_CONFIGS[name].default if name in TOPIC_CONFIGS else None)
     if error is None:
-        error = next((why for name, value in configs.items() if (why := validate(name, value))), None)
+        error = validate_all(configs, state.config)
     if error is not None:
         return InvalidConfigError.code, error
     if not validate_only:
@@ -137,32 +179,38 @@ def _alter(state, resource, new_configs, validate_only):
 async def alter_configs(state, header, request):
     responses = []
     for resource in request.resources:
-        code, message = _alter(state, resource, lambda topic, r=resource: ({c.name: c.value for c in r.configs}, None),
+        code, message = _alter(state, resource, lambda current, in_force, r=resource: ({c.name: c.value for c in r.configs}, None),
                                request.validate_only)
         responses.append(AlterConfigsResponse.AlterConfigsResourceResponse(
             error_code=code, error_message=message, resource_type=resource.resource_type, resource_name=resource.resource_name))
     return AlterConfigsResponse(responses=responses)
 
 
+def _is_list(name):
+    key = TOPIC_CONFIGS.get(name) or next((k for k in TOPIC_CONFIGS.values() if k.synonym == name), None)
+    return key is not None and key.type == ConfigType.LIST
+
+
 def _incremental(resource):
-    def apply(topic):
-        configs = dict(topic.configs)
+    def apply(current, in_force):
+        configs = dict(current)
         for op in resource.configs:
-            config = TOPIC_CONFIGS.get(op.name)
             if op.config_operation == SET:
                 configs[op.name] = op.value
             elif op.config_operation == DELETE:
                 configs.pop(op.name, None)
             elif op.config_operation in (APPEND, SUBTRACT):
-                if config is None or config.type != ConfigType.LIST:
+                if not _is_list(op.name):
                     return configs, f"{op.name} is not a list config: APPEND and SUBTRACT do not apply"
-                current = [v for v in (configs.get(op.name) or config.default).split(",") if v]
+                value = configs.get(op.name)
+                value = in_force(op.name) if value is None else value
+                items = [v.strip() for v in str(value).split(",") if v.strip()]
                 values = [v.strip() for v in (op.value or "").split(",") if v.strip()]
                 if op.config_operation == APPEND:
-                    current += [v for v in values if v not in current]
+                    items += [v for v in values if v not in items]
                 else:
-                    current = [v for v in current if v not in values]
-                configs[op.name] = ",".join(current)
+                    items = [v for v in items if v not in values]
+                configs[op.name] = ",".join(items)
             else:
                 return configs, f"unknown config operation {op.config_operation}"
         return configs, None

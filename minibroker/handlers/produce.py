@@ -111,7 +111,7 @@ def _append(state, topic, index, records):
         if code or duplicate_of >= 0:
             return code, duplicate_of, None, -1  # a retry already written: its first offset again
     max_timestamp = append_time = batch.max_timestamp
-    if effective(topic.configs, "message.timestamp.type") == "LogAppendTime":
+    if effective(topic.configs, "message.timestamp.type", state.config) == "LogAppendTime":
         max_timestamp = append_time = int(time.time() * 1000)
         records = set_log_append_time(records, max_timestamp)
     else:
@@ -139,7 +139,7 @@ async def handle(state, header, request):
             append_time = -1
             if error is not None:
                 code, base, message = error, -1, None
-            elif request.acks == -1 and topic is not None and int(effective(topic.configs, "min.insync.replicas")) > 1:
+            elif request.acks == -1 and topic is not None and int(effective(topic.configs, "min.insync.replicas", state.config)) > 1:
                 # One replica can never satisfy acks=all with a larger minimum: Kafka's answer.
                 code, base, message = NotEnoughReplicasError.code, -1, "min.insync.replicas exceeds the one in-sync replica"
             else:

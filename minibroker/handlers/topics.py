@@ -30,7 +30,7 @@ from kproto.protocol.messages import (
 )
 from minibroker.handlers import handles
 from minibroker.state import INTERNAL_TOPICS, validate_topic_name
-from minibroker.topic_configs import validate
+from minibroker.topic_configs import validate_all
 
 BROKERS = 1
 
@@ -56,9 +56,8 @@ def _check_create(state, t):
         return InvalidPartitionsError.code, f"number of partitions must be positive, got {partitions}", 0
     if replication <= 0 or replication > BROKERS:
         return InvalidReplicationFactorError.code, f"replication factor {replication} with {BROKERS} broker(s)", 0
-    for c in t.configs:
-        if why := validate(c.name, c.value):
-            return InvalidConfigError.code, why, 0
+    if why := validate_all({c.name: c.value for c in t.configs}, state.config):
+        return InvalidConfigError.code, why, 0
     return 0, None, partitions
 
 

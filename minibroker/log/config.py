@@ -69,8 +69,8 @@ class LogConfig:
             segment rolls, as Kafka does.
         index_interval_bytes: ``log.index.interval.bytes``: log bytes between offset and
             time index entries.
-        cleanup_policy: ``cleanup.policy``: ``"delete"``, ``"compact"`` or both
-            (``"compact,delete"``).
+        cleanup_policy: ``cleanup.policy``: ``"delete"``, ``"compact"``, both
+            (``"compact,delete"``) or neither (``""``: kept forever, never compacted).
         delete_retention_ms: ``delete.retention.ms``: how long a compacted topic keeps
             tombstones.
     """
@@ -98,8 +98,9 @@ class LogConfig:
             raise ValueError(f"index_interval_bytes must be >= 0, not {self.index_interval_bytes}")
         if self.delete_retention_ms < 0:
             raise ValueError(f"delete_retention_ms must be >= 0, not {self.delete_retention_ms}")
-        if not self.policies or not self.policies <= _POLICIES:
-            raise ValueError(f"cleanup_policy must be 'delete', 'compact' or both, not {self.cleanup_policy!r}")
+        # Empty (neither) is valid: Kafka's ValidList takes the empty list.
+        if not self.policies <= _POLICIES:
+            raise ValueError(f"cleanup_policy must be 'delete', 'compact', both or neither, not {self.cleanup_policy!r}")
 
     @property
     def policies(self) -> frozenset[str]:
