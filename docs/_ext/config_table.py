@@ -1,5 +1,6 @@
-"""``.. config-table:: producer``: the settings of a client (kproto.config) or of
-minibroker (``broker``: minibroker.config).
+"""``.. config-table:: producer``: the settings of a client (kproto.config), of
+minibroker (``broker``: minibroker.config), or minibroker's topic configs (``topic``:
+minibroker.topic_configs, with their type, valid values and broker synonym).
 
 The table in code is the one source of truth; this directive renders it, so the
 reference can never disagree with what the clients accept.
@@ -23,8 +24,21 @@ def _shown(value):
     return "(none)" if value is None else str(value)
 
 
+_TYPES = {1: "boolean", 2: "string", 3: "int", 5: "long", 6: "double", 7: "list"}
+
+
 def _rows(kind):
-    """(name, default, meaning) of a client's settings, or of minibroker's ("broker")."""
+    """(name, default, meaning) of a client's settings, or of minibroker's ("broker",
+    "topic")."""
+    if kind == "topic":
+        from minibroker.topic_configs import TOPIC_CONFIGS
+
+        def meaning(k):
+            valid = f"; valid: {k.valid_values}" if k.valid_values else ""
+            synonym = f"; broker default: {k.synonym}" if k.synonym else ""
+            return f"{_TYPES[k.type]}{valid}{synonym}. {k.doc[0].upper()}{k.doc[1:]}."
+
+        return [(k.name, k.default or '""', meaning(k)) for k in TOPIC_CONFIGS.values()]
     if kind == "broker":
         from minibroker.config import DEFAULTS
 
@@ -35,7 +49,7 @@ def _rows(kind):
 
 
 class ConfigTable(Directive):
-    required_arguments = 1  # producer, consumer, admin or broker
+    required_arguments = 1  # producer, consumer, admin, broker or topic
 
     def run(self):
         kind = self.arguments[0]
