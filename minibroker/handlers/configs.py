@@ -138,17 +138,21 @@ def _alter_broker(state, resource, new_configs, validate_only):
             error = str(exc)
     if error is not None:
         return InvalidRequestError.code, error
-    if not validate_only:
-        previous = state.config.dynamic(per_broker)
-        state.config.set_dynamic(per_broker, checked)
-        try:
-            state.storage.save_broker_configs()
-        except BaseException:
-            state.config.set_dynamic(per_broker, previous)  # not kept, so not applied
-            raise
-        for topic in state.topics.values():  # topics without their own setting follow the broker's
-            for log in topic.partitions:
-                log.config = state.storage.log_config(topic.configs)
+    previous = state.config.dynamic(per_broker)
+    state.config.set_dynamic(per_broker, checked)
+    # The rules across values hold for the broker's too (LogConfig.validateBrokerLogConfigValues).
+    error = validate_all({}, state.config)
+    if error is not None or validate_only:
+        state.config.set_dynamic(per_broker, previous)
+        return (InvalidRequestError.code, error) if error else (0, None)
+    try:
+        state.storage.save_broker_configs()
+    except BaseException:
+        state.config.set_dynamic(per_broker, previous)  # not kept, so not applied
+        raise
+    for topic in state.topics.values():  # topics without their own setting follow the broker's
+        for log in topic.partitions:
+            log.config = state.storage.log_config(topic.configs)
     return 0, None
 
 

@@ -213,8 +213,13 @@ def test_broker_configs_that_cannot_change_or_bad_values_are_refused_as_kafka_do
                 admin.incremental_alter_configs({resource: [("log.segment.bytes", "set", "3000000000")]})
             with pytest.raises(InvalidRequestError, match="Cannot update these configs dynamically"):
                 admin.alter_configs({resource: {"log.retention.ms": "1000", "log.dirs": "/tmp/x"}})
+        with pytest.raises(InvalidRequestError, match="min.compaction.lag.ms"):
+            admin.incremental_alter_configs({KConfigResource.broker(0): [("log.cleaner.max.compaction.lag.ms", "set", "1000"),
+                                                                         ("log.cleaner.min.compaction.lag.ms", "set", "5000")]})
+        admin.incremental_alter_configs({KConfigResource.broker(0): [("log.retention.ms", "set", "1000")]}, validate_only=True)
         (configs,) = admin.describe_configs([KConfigResource.broker(0)]).values()
         assert configs["num.partitions"].value == "1" and configs["log.segment.bytes"].value == "1073741824"
+        assert configs["log.cleaner.min.compaction.lag.ms"].value == "0"
         assert configs["log.retention.ms"].source == ConfigSource.DEFAULT_CONFIG.value
 
 
