@@ -130,7 +130,8 @@ def _alter_broker(state, resource, new_configs, validate_only):
     if resource.resource_name not in ("", str(state.node_id)):
         return InvalidRequestError.code, f"no broker {resource.resource_name!r} here: minibroker is broker {state.node_id}"
     per_broker = resource.resource_name != ""
-    configs, error = new_configs(state.config.dynamic(per_broker), lambda name: state.config[name] if name in BROKER_DEFAULTS else None)
+    configs, error = new_configs(state.config.dynamic(per_broker),
+                                 lambda name: _text(BROKER_DEFAULTS[name][0]) if name in BROKER_DEFAULTS else None)
     if error is None:
         try:
             checked = BrokerConfig.check_dynamic(configs)
@@ -159,8 +160,10 @@ def _alter_broker(state, resource, new_configs, validate_only):
 def _alter(state, resource, new_configs, validate_only):
     """(error_code, message) for one resource; applies ``new_configs`` unless validating.
 
-    ``new_configs(current, in_force)`` gives the resource's new set of configs (or an
-    error) from its current one and a look-up of a config's value in force.
+    ``new_configs(current, default)`` gives the resource's new set of configs (or an
+    error) from its current one and a look-up of a config's default, which APPEND and
+    SUBTRACT start from when the resource does not set it (Kafka's
+    ``ConfigurationControlManager.getParts``).
     """
     if resource.resource_type == BROKER:
         return _alter_broker(state, resource, new_configs, validate_only)
@@ -183,7 +186,7 @@ def _alter(state, resource, new_configs, validate_only):
 async def alter_configs(state, header, request):
     responses = []
     for resource in request.resources:
-        code, message = _alter(state, resource, lambda current, in_force, r=resource: ({c.name: c.value for c in r.configs}, None),
+        code, message = _alter(state, resource, lambda current, default, r=resource: ({c.name: c.value for c in r.configs}, None),
                                request.validate_only)
         responses.append(AlterConfigsResponse.AlterConfigsResourceResponse(
             error_code=code, error_message=message, resource_type=resource.resource_type, resource_name=resource.resource_name))
@@ -196,7 +199,7 @@ def _is_list(name):
 
 
 def _incremental(resource):
-    def apply(current, in_force):
+    def apply(current, default):
         configs = dict(current)
         for op in resource.configs:
             if op.config_operation == SET:
@@ -207,7 +210,7 @@ def _incremental(resource):
                 if not _is_list(op.name):
                     return configs, f"{op.name} is not a list config: APPEND and SUBTRACT do not apply"
                 value = configs.get(op.name)
-                value = in_force(op.name) if value is None else value
+                value = default(op.name) if value is None else value
                 items = [v.strip() for v in str(value).split(",") if v.strip()]
                 values = [v.strip() for v in (op.value or "").split(",") if v.strip()]
                 if op.config_operation == APPEND:
