@@ -221,9 +221,13 @@ class BrokerConfig:
             ValueError: a key that cannot change while the broker runs (Kafka's "Cannot
                 update these configs dynamically"), an unknown key, or an invalid value.
         """
+        # Kafka stores names it does not know (for plugins); minibroker has none, so an
+        # unknown name is a typo, refused with the closest known one.
         unknown = sorted(name for name in values if name not in DEFAULTS)
         if unknown:
-            raise ValueError(f"Unknown broker configs: {unknown}")
+            close = difflib.get_close_matches(unknown[0], list(DEFAULTS), n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise ValueError(f"Unknown broker configs: {unknown}{hint}")
         static = sorted(name for name in values if name not in DYNAMIC)
         if static:
             raise ValueError(f"Cannot update these configs dynamically: {static}")

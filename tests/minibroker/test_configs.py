@@ -213,6 +213,8 @@ def test_broker_configs_that_cannot_change_or_bad_values_are_refused_as_kafka_do
                 admin.incremental_alter_configs({resource: [("log.segment.bytes", "set", "3000000000")]})
             with pytest.raises(InvalidRequestError, match="Cannot update these configs dynamically"):
                 admin.alter_configs({resource: {"log.retention.ms": "1000", "log.dirs": "/tmp/x"}})
+        with pytest.raises(InvalidRequestError, match="did you mean 'log.retention.ms'"):
+            admin.incremental_alter_configs({KConfigResource.broker(0): [("log.retention.msec", "set", "1000")]})
         with pytest.raises(InvalidRequestError, match="min.compaction.lag.ms"):
             admin.incremental_alter_configs({KConfigResource.broker(0): [("log.cleaner.max.compaction.lag.ms", "set", "1000"),
                                                                          ("log.cleaner.min.compaction.lag.ms", "set", "5000")]})
