@@ -280,3 +280,19 @@ def test_a_bad_static_broker_config_stops_the_start_with_its_name():
         MiniBroker(config={"log.segment.bytes": 3000000000})
     with pytest.raises(ValueError, match="log.cleanup.policy"):
         MiniBroker(config={"log.cleanup.policy": "forever"})
+
+
+def test_a_dynamic_message_max_bytes_is_enforced_at_once():
+    """Issue 10 item 17: a dynamic broker default is what Produce enforces, without a
+    restart, on a topic that does not set its own ``max.message.bytes``."""
+    with MiniBroker() as broker:
+        with KAdminClient(bootstrap_servers=broker.bootstrap_servers) as admin:
+            admin.create_topics([_ktopic("big")])
+            admin.incremental_alter_configs({KConfigResource.broker(): [("message.max.bytes", "set", "1000")]})
+        errors = []
+        producer = ck.Producer({"bootstrap.servers": broker.bootstrap_servers, "retries": 0})
+        for value in (b"x" * 5000, b"small"):  # one batch each
+            producer.produce("big", value, on_delivery=lambda err, msg: errors.append(err))
+            producer.flush(10)
+    assert errors[0] is not None and errors[0].code() == ck.KafkaError.MSG_SIZE_TOO_LARGE
+    assert errors[1] is None
