@@ -5,7 +5,9 @@ other), CRC-checked, not a control batch, with lastOffsetDelta + 1 == record cou
 and at most ``message.max.bytes``, and every record must parse (checked by
 :meth:`~kproto.records.Batch.validate`, which builds no records). Accepted batches are
 stored as sent, with the base offset and leader epoch written in (both outside the CRC). acks=0 gets no response;
-acks 1 and -1 (all) are the same with one replica.
+acks 1 and -1 (all) are the same with one replica. A write that fails (disk full, an I/O
+error) answers KAFKA_STORAGE_ERROR for its partition, with the log left as it was or
+taken offline (see :mod:`minibroker.log.partition`); the connection stays up.
 Idempotent producers: sequences are checked per producer id, epoch and partition, with
 the last 5 batches remembered (see :mod:`minibroker.producer_state`).
 Topic configs, each the topic's own setting or else its broker synonym's value
@@ -29,6 +31,7 @@ from kproto.errors import (
     InvalidRequiredAcksError,
     InvalidTopicError,
     KafkaCodeError,
+    KafkaStorageError,
     MessageTooLargeError,
     NotEnoughReplicasError,
     UnknownTopicOrPartitionError,
@@ -116,9 +119,14 @@ def _append(state, topic, index, records):
         records = set_log_append_time(records, max_timestamp)
     else:
         append_time = -1
-    base = topic.partitions[index].append(
-        records, last_offset_delta=batch.last_offset_delta, max_timestamp=max_timestamp, leader_epoch=topic.leader_epoch
-    )
+    try:
+        base = topic.partitions[index].append(
+            records, last_offset_delta=batch.last_offset_delta, max_timestamp=max_timestamp, leader_epoch=topic.leader_epoch
+        )
+    except KafkaStorageError as exc:
+        # The write failed and was undone, or the log is offline: this partition's answer,
+        # the connection and the other partitions go on (Kafka: ReplicaManager.appendToLocalLog).
+        return KafkaStorageError.code, -1, str(exc), -1
     if idempotent:
         state.producers.record(partition_key, batch.producer_id, batch.producer_epoch, batch.base_sequence, batch.records_count, base)
     return 0, base, None, append_time
