@@ -33,6 +33,36 @@ bytes are in the operating system's page cache at once. Then:
   open keeps the longest valid prefix. Kafka makes the same trade: with one replica and
   no fsync it loses what the page cache held; with replicas it relies on them instead.
 
+When a write fails (disk full, I/O errors)
+------------------------------------------
+
+The rule: an offset is never assigned twice, and bytes that are not valid batches are
+never served. Kafka's way (``LogDirFailureChannel``) is to take the whole log dir offline
+on any ``IOException`` and answer KAFKA_STORAGE_ERROR; this log does the same for itself,
+but first tries to undo, so that a full disk costs one refused batch, not the partition:
+
+- **A write fails and is undone** (the usual case: ENOSPC, maybe after a short write that
+  left part of the batch in the file). The segment truncates the ``.log`` and both
+  indexes back to their sizes before the append and restores its in-memory state
+  (:mod:`minibroker.log.segment`); ``append`` raises
+  :class:`~kproto.errors.KafkaStorageError` and the log end offset has not moved. The
+  log is exactly as before, so the producer's retry gets that same offset once space is
+  back, and the offset was never given to anything else. Produce answers
+  KAFKA_STORAGE_ERROR (retriable) for that partition only.
+- **A roll fails** to create the new segment's files: those that were created are
+  removed, the old segment stays active, and the batch is refused as above.
+- **The undo fails too, or an fsync fails.** The files may now hold bytes that the log
+  does not account for, or data the kernel dropped (after a failed fsync a retried one
+  may report success: nothing tells what reached the disk). The log goes **offline**:
+  every later ``append`` and ``read`` raises KafkaStorageError (Produce and Fetch answer
+  KAFKA_STORAGE_ERROR), retention and compaction leave it alone, ``close`` writes nothing,
+  until the log is reopened (the broker restarts), which recovers it from its files as
+  below. A batch whose write failed was never acknowledged, so if recovery keeps it (it
+  was written whole before the failure) a producer retry may duplicate it, as with Kafka.
+
+``log_end_offset`` moves only after the batch and its index entries are written, which is
+what keeps an offset from being handed out twice.
+
 Opening a directory (recovery)
 ------------------------------
 
@@ -43,6 +73,12 @@ without a ``.log`` are removed, the indexes of each inactive segment are checked
 if wrong or missing, and the active segment is read whole: every batch's length, CRC and
 offsets are checked, the file is cut after the last good batch, and its indexes are
 rebuilt. Appends then continue at the offset after that batch.
+
+An inactive segment's size is taken from its file only when valid batches fill the file
+to its last byte after the last offset index entry (CRC and increasing offsets checked
+there, about ``index.interval.bytes`` read per segment); otherwise it is recovered like
+the active one and whatever follows its last valid batch is cut. So garbage at the end of
+any segment (a partial batch left by a failed write, say) is never served as records.
 
 The log start offset (moved by retention and DeleteRecords) is kept in
 ``log-start-offset-checkpoint`` in the partition directory, in the text format of Kafka's
