@@ -18,6 +18,7 @@ from __future__ import annotations
 import errno
 import os
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -259,3 +260,35 @@ def test_an_offline_partition_answers_storage_error_to_produce_and_fetch(tmp_pat
 
 def _eio():
     raise OSError(errno.EIO, os.strerror(errno.EIO))
+
+
+def test_kprotos_idempotent_producer_retries_through_a_full_disk(small_disk, caplog):
+    """Issue 10 item 1 with kproto's own producer: KAFKA_STORAGE_ERROR is retriable, so
+    the producer retries the batch the full disk refused (its .index write failed) until
+    space is back; it lands once, at the next offset, and survives a restart."""
+    from kproto import Producer
+
+    with MiniBroker(data_dir=small_disk.path) as broker:
+        port = broker.port
+        client = RawClient(port)
+        try:
+            create_topic(client, "t", 1, index_interval_bytes="100")
+        finally:
+            client.close()
+        with Producer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 0, "retry.backoff.ms": 20}) as producer:
+            assert producer.send("t", b"a" * 200, key=b"k", partition=0).result(10).offset == 0
+            small_disk.fill()
+            refused = producer.send("t", b"b" * 200, key=b"k", partition=0)
+            deadline = time.monotonic() + 10
+            while "No space left on device" not in caplog.text and time.monotonic() < deadline:
+                time.sleep(0.02)  # until the broker has refused the batch at least once
+            assert "No space left on device" in caplog.text and not refused.done()
+            small_disk.free()
+            assert refused.result(15).offset == 1
+            assert producer.send("t", b"c" * 200, key=b"k", partition=0).result(10).offset == 2
+    with MiniBroker(port=port, data_dir=small_disk.path) as broker:
+        client = RawClient(broker.port)
+        try:
+            assert only_valid_batches(fetch(client, "t", 0)) == [(0, b"a" * 200), (1, b"b" * 200), (2, b"c" * 200)]
+        finally:
+            client.close()
