@@ -18,6 +18,7 @@ import time
 
 from kproto.errors import (
     FetchSessionIdNotFoundError,
+    KafkaStorageError,
     OffsetOutOfRangeError,
     UnknownTopicIdError,
     UnknownTopicOrPartitionError,
@@ -47,6 +48,11 @@ def _collect(state, request, by_id):
                 any_error = True
                 continue
             log = topic.partitions[p.partition]
+            if log.offline:  # a storage error took it offline: nothing is served until a restart
+                partitions.append(PartitionData(partition_index=p.partition, error_code=KafkaStorageError.code,
+                                                high_watermark=-1, records=None))
+                any_error = True
+                continue
             if not log.log_start_offset <= p.fetch_offset <= log.log_end_offset:
                 partitions.append(PartitionData(
                     partition_index=p.partition, error_code=OffsetOutOfRangeError.code, high_watermark=log.high_watermark,

@@ -5,21 +5,26 @@ other), CRC-checked, not a control batch, with lastOffsetDelta + 1 == record cou
 and at most ``message.max.bytes``, and every record must parse (checked by
 :meth:`~kproto.records.Batch.validate`, which builds no records). Accepted batches are
 stored as sent, with the base offset and leader epoch written in (both outside the CRC). acks=0 gets no response;
-acks 1 and -1 (all) are the same with one replica.
+acks 1 and -1 (all) are the same with one replica. A write that fails (disk full, an I/O
+error) answers KAFKA_STORAGE_ERROR for its partition, with the log left as it was or
+taken offline (see :mod:`minibroker.log.partition`); the connection stays up.
 Idempotent producers: sequences are checked per producer id, epoch and partition, with
 the last 5 batches remembered (see :mod:`minibroker.producer_state`).
 Topic configs, each the topic's own setting or else its broker synonym's value
 (``log.cleanup.policy``, ``message.max.bytes``): ``cleanup.policy=compact`` refuses
-records without a key (INVALID_RECORD), ``max.message.bytes``,
+records without a key (INVALID_RECORD, each one named in ``record_errors``), ``max.message.bytes``,
 ``message.timestamp.type=LogAppendTime`` (the broker stamps the batch, CRC recomputed,
 and says the time in ``log_append_time_ms``), ``min.insync.replicas`` > 1 with acks=all
 -> NOT_ENOUGH_REPLICAS (one replica). Internal topics (``__consumer_offsets``) take no
 records from clients: INVALID_TOPIC_EXCEPTION, as in Kafka.
+Version notes: v8+ carries ``record_errors`` and ``error_message`` (KIP-467).
 Not implemented yet: transactions, timestamp bounds, broker-side recompression.
 """
 
 import struct
 import time
+from collections.abc import Sequence
+from typing import NamedTuple
 
 from kproto.codec import crc32c
 from kproto.errors import (
@@ -29,6 +34,7 @@ from kproto.errors import (
     InvalidRequiredAcksError,
     InvalidTopicError,
     KafkaCodeError,
+    KafkaStorageError,
     MessageTooLargeError,
     NotEnoughReplicasError,
     UnknownTopicOrPartitionError,
@@ -61,67 +67,95 @@ def set_log_append_time(batch: bytes | bytearray | memoryview, now_ms: int) -> b
     return out
 
 
-def _append(state, topic, index, records):
-    """Validate and append one partition's batch.
+class _Outcome(NamedTuple):
+    """One partition's answer; ``log_append_time`` is -1 unless the topic stamps
+    LogAppendTime, ``record_errors`` names the records that failed a batch (KIP-467)."""
 
-    Returns:
-        ``(error_code, base_offset, message, log_append_time)``; the time is -1 unless the
-        topic stamps LogAppendTime.
+    error_code: int
+    base_offset: int = -1
+    message: str | None = None
+    log_append_time: int = -1
+    record_errors: Sequence[ProduceResponse.BatchIndexAndErrorMessage] = ()
+
+
+def _keyless_records(batch, partition: str) -> _Outcome:
+    """INVALID_RECORD naming every record without a key, for a compacted topic.
+
+    Kafka's ``LogValidator`` checks every record (``validateKey``) and reports each one
+    that fails by its index in the batch, then fails the batch with a message that shows
+    the first three (``processRecordErrors``); clients fail the named records with
+    INVALID_RECORD and the others of the batch with an error of their own (KIP-467).
     """
+    message = f"Compacted topic cannot accept message without key in topic partition {partition}."
+    errors = [ProduceResponse.BatchIndexAndErrorMessage(batch_index=i, batch_index_error_message=message)
+              for i, record in enumerate(batch.records()) if record.key is None]
+    shown = ", ".join(f"RecordError(batchIndex={e.batch_index}, message='{message}')" for e in errors[:3])
+    return _Outcome(InvalidRecordError.code, message=(
+        f"One or more records have been rejected due to {len(errors)} record errors in total, "
+        f"and only showing the first three errors at most: [{shown}]"), record_errors=errors)
+
+
+def _append(state, topic, index, records) -> _Outcome:
+    """Validate and append one partition's batch."""
     if topic is None or not 0 <= index < len(topic.partitions):
-        return UnknownTopicOrPartitionError.code, -1, None, -1
+        return _Outcome(UnknownTopicOrPartitionError.code)
     if topic.name in INTERNAL_TOPICS:
-        return InvalidTopicError.code, -1, f"cannot append to internal topic {topic.name}", -1
+        return _Outcome(InvalidTopicError.code, message=f"cannot append to internal topic {topic.name}")
     if records is None or len(records) == 0:
-        return InvalidRecordError.code, -1, "no record batch", -1
+        return _Outcome(InvalidRecordError.code, message="no record batch")
     limit = int(effective(topic.configs, "max.message.bytes", state.config))
     if len(records) > limit:
-        return MessageTooLargeError.code, -1, f"batch of {len(records)} bytes is above the limit of {limit}", -1
+        return _Outcome(MessageTooLargeError.code, message=f"batch of {len(records)} bytes is above the limit of {limit}")
     # The request decoder hands records over as a memoryview into the request frame, which
     # is immutable bytes: it is read and appended as it is, with no copy of our own.
     try:
         batches = list(read_batches(records))
     except CorruptRecordError as exc:
-        return CorruptMessageError.code, -1, str(exc), -1
+        return _Outcome(CorruptMessageError.code, message=str(exc))
     except KafkaCodeError as exc:
-        return exc.code, -1, str(exc), -1
+        return _Outcome(exc.code, message=str(exc))
     if len(batches) != 1 or batches[0].size != len(records):
-        return CorruptMessageError.code, -1, "expected exactly one whole record batch", -1
+        return _Outcome(CorruptMessageError.code, message="expected exactly one whole record batch")
     batch = batches[0]
     if batch.magic != 2:
-        return InvalidRecordError.code, -1, "Produce v3+ carries record batches of magic 2 only", -1
+        return _Outcome(InvalidRecordError.code, message="Produce v3+ carries record batches of magic 2 only")
     if batch.is_control:
-        return InvalidRecordError.code, -1, "clients may not produce control batches", -1
+        return _Outcome(InvalidRecordError.code, message="clients may not produce control batches")
     if batch.records_count <= 0 or batch.records_count != batch.last_offset_delta + 1:
-        return InvalidRecordError.code, -1, "record count does not match lastOffsetDelta", -1
+        return _Outcome(InvalidRecordError.code, message="record count does not match lastOffsetDelta")
     try:
         # Every record must parse before the batch is acknowledged; none needs building.
         batch.validate(require_keys="compact" in effective(topic.configs, "cleanup.policy", state.config))
     except InvalidRecordError:  # only raised for a null key, and only once every record parsed
-        return InvalidRecordError.code, -1, "a compacted topic only takes records with a key", -1
+        return _keyless_records(batch, f"{topic.name}-{index}")
     except KafkaCodeError as exc:
-        return (CorruptMessageError.code if isinstance(exc, CorruptRecordError) else exc.code), -1, str(exc), -1
+        return _Outcome(CorruptMessageError.code if isinstance(exc, CorruptRecordError) else exc.code, message=str(exc))
     idempotent = batch.producer_id >= 0
     partition_key = (topic.topic_id, index)
     if idempotent:
         if batch.base_sequence < 0:
-            return InvalidRecordError.code, -1, "an idempotent batch needs a base sequence", -1
+            return _Outcome(InvalidRecordError.code, message="an idempotent batch needs a base sequence")
         code, duplicate_of = state.producers.check(
             partition_key, batch.producer_id, batch.producer_epoch, batch.base_sequence, batch.records_count)
         if code or duplicate_of >= 0:
-            return code, duplicate_of, None, -1  # a retry already written: its first offset again
+            return _Outcome(code, duplicate_of)  # a retry already written: its first offset again
     max_timestamp = append_time = batch.max_timestamp
     if effective(topic.configs, "message.timestamp.type", state.config) == "LogAppendTime":
         max_timestamp = append_time = int(time.time() * 1000)
         records = set_log_append_time(records, max_timestamp)
     else:
         append_time = -1
-    base = topic.partitions[index].append(
-        records, last_offset_delta=batch.last_offset_delta, max_timestamp=max_timestamp, leader_epoch=topic.leader_epoch
-    )
+    try:
+        base = topic.partitions[index].append(
+            records, last_offset_delta=batch.last_offset_delta, max_timestamp=max_timestamp, leader_epoch=topic.leader_epoch
+        )
+    except KafkaStorageError as exc:
+        # The write failed and was undone, or the log is offline: this partition's answer,
+        # the connection and the other partitions go on (Kafka: ReplicaManager.appendToLocalLog).
+        return _Outcome(KafkaStorageError.code, message=str(exc))
     if idempotent:
         state.producers.record(partition_key, batch.producer_id, batch.producer_epoch, batch.base_sequence, batch.records_count, base)
-    return 0, base, None, append_time
+    return _Outcome(0, base, log_append_time=append_time)
 
 
 @handles(ApiKey.PRODUCE, 3, 11)
@@ -136,19 +170,19 @@ async def handle(state, header, request):
         topic = state.topics.get(topic_data.name)
         partitions = []
         for p in topic_data.partition_data:
-            append_time = -1
             if error is not None:
-                code, base, message = error, -1, None
+                outcome = _Outcome(error)
             elif request.acks == -1 and topic is not None and int(effective(topic.configs, "min.insync.replicas", state.config)) > 1:
                 # One replica can never satisfy acks=all with a larger minimum: Kafka's answer.
-                code, base, message = NotEnoughReplicasError.code, -1, "min.insync.replicas exceeds the one in-sync replica"
+                outcome = _Outcome(NotEnoughReplicasError.code, message="min.insync.replicas exceeds the one in-sync replica")
             else:
-                code, base, message, append_time = _append(state, topic, p.index, p.records)
-                appended |= code == 0
-            log = topic.partitions[p.index] if code == 0 else None
+                outcome = _append(state, topic, p.index, p.records)
+                appended |= outcome.error_code == 0
+            log = topic.partitions[p.index] if outcome.error_code == 0 else None
             partitions.append(PartitionResponse(
-                index=p.index, error_code=code, base_offset=base, log_append_time_ms=append_time,
-                log_start_offset=log.log_start_offset if log else -1, error_message=message,
+                index=p.index, error_code=outcome.error_code, base_offset=outcome.base_offset,
+                log_append_time_ms=outcome.log_append_time, log_start_offset=log.log_start_offset if log else -1,
+                record_errors=list(outcome.record_errors), error_message=outcome.message,
             ))
         responses.append(TopicResponse(name=topic_data.name, partition_responses=partitions))
     if appended:

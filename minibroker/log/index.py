@@ -25,7 +25,9 @@ length / entrySize``).
 
 Entries are also kept in memory (``array`` of native ints, bisected), which is what
 lookups use; the file is append-only while the segment is active and rewritten whole when
-an index is rebuilt.
+an index is rebuilt. An append whose write fails (disk full) adds no entry in memory, and
+the segment undoes it in the file with :meth:`~OffsetIndex.truncate_to_entries` (Kafka's
+``truncateToEntries``), so a short write never leaves a partial entry behind.
 """
 
 from __future__ import annotations
@@ -130,6 +132,8 @@ class _IndexFile:
 class _Index:
     """What both index files share: the segment's base offset and the file's lifecycle."""
 
+    entry_size: int
+
     def __init__(self, base_offset: int, path: Path | None):
         self.base_offset = base_offset
         self._file = _IndexFile(path)
@@ -153,6 +157,19 @@ class _Index:
     def unlink(self) -> None:
         self._file.unlink()
 
+    def _columns(self) -> tuple[array, array]:
+        raise NotImplementedError
+
+    def truncate_to_entries(self, count: int) -> None:
+        """Keep the first ``count`` entries, file included (Kafka's ``truncateToEntries``).
+
+        Undoes appends whose write failed. The file goes first: if that fails too
+        (``OSError``), the entries in memory are left as they were.
+        """
+        self._file.truncate(count * self.entry_size)
+        for column in self._columns():
+            del column[count:]
+
 
 class OffsetIndex(_Index):
     """Offset -> file position of one segment (``NNN.index``).
@@ -171,6 +188,9 @@ class OffsetIndex(_Index):
 
     def __len__(self) -> int:
         return len(self._relative)
+
+    def _columns(self) -> tuple[array, array]:
+        return self._relative, self._positions
 
     def entries(self) -> list[tuple[int, int]]:
         """Every ``(offset, position)``, in order."""
@@ -259,6 +279,9 @@ class TimeIndex(_Index):
 
     def __len__(self) -> int:
         return len(self._timestamps)
+
+    def _columns(self) -> tuple[array, array]:
+        return self._timestamps, self._relative
 
     def entries(self) -> list[tuple[int, int]]:
         """Every ``(timestamp, offset)``, in order."""

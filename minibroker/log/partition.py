@@ -33,6 +33,36 @@ bytes are in the operating system's page cache at once. Then:
   open keeps the longest valid prefix. Kafka makes the same trade: with one replica and
   no fsync it loses what the page cache held; with replicas it relies on them instead.
 
+When a write fails (disk full, I/O errors)
+------------------------------------------
+
+The rule: an offset is never assigned twice, and bytes that are not valid batches are
+never served. Kafka's way (``LogDirFailureChannel``) is to take the whole log dir offline
+on any ``IOException`` and answer KAFKA_STORAGE_ERROR; this log does the same for itself,
+but first tries to undo, so that a full disk costs one refused batch, not the partition:
+
+- **A write fails and is undone** (the usual case: ENOSPC, maybe after a short write that
+  left part of the batch in the file). The segment truncates the ``.log`` and both
+  indexes back to their sizes before the append and restores its in-memory state
+  (:mod:`minibroker.log.segment`); ``append`` raises
+  :class:`~kproto.errors.KafkaStorageError` and the log end offset has not moved. The
+  log is exactly as before, so the producer's retry gets that same offset once space is
+  back, and the offset was never given to anything else. Produce answers
+  KAFKA_STORAGE_ERROR (retriable) for that partition only.
+- **A roll fails** to create the new segment's files: those that were created are
+  removed, the old segment stays active, and the batch is refused as above.
+- **The undo fails too, or an fsync fails.** The files may now hold bytes that the log
+  does not account for, or data the kernel dropped (after a failed fsync a retried one
+  may report success: nothing tells what reached the disk). The log goes **offline**:
+  every later ``append`` and ``read`` raises KafkaStorageError (Produce and Fetch answer
+  KAFKA_STORAGE_ERROR), retention and compaction leave it alone, ``close`` writes nothing,
+  until the log is reopened (the broker restarts), which recovers it from its files as
+  below. A batch whose write failed was never acknowledged, so if recovery keeps it (it
+  was written whole before the failure) a producer retry may duplicate it, as with Kafka.
+
+``log_end_offset`` moves only after the batch and its index entries are written, which is
+what keeps an offset from being handed out twice.
+
 Opening a directory (recovery)
 ------------------------------
 
@@ -43,6 +73,12 @@ without a ``.log`` are removed, the indexes of each inactive segment are checked
 if wrong or missing, and the active segment is read whole: every batch's length, CRC and
 offsets are checked, the file is cut after the last good batch, and its indexes are
 rebuilt. Appends then continue at the offset after that batch.
+
+An inactive segment's size is taken from its file only when valid batches fill the file
+to its last byte after the last offset index entry (CRC and increasing offsets checked
+there, about ``index.interval.bytes`` read per segment); otherwise it is recovered like
+the active one and whatever follows its last valid batch is cut. So garbage at the end of
+any segment (a partial batch left by a failed write, say) is never served as records.
 
 The log start offset (moved by retention and DeleteRecords) is kept in
 ``log-start-offset-checkpoint`` in the partition directory, in the text format of Kafka's
@@ -55,14 +91,16 @@ partition.metadata (the broker's business), preallocated index files.
 from __future__ import annotations
 
 import bisect
+import functools
 import logging
 import os
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
-from kproto.errors import OffsetOutOfRangeError
+from kproto.errors import KafkaStorageError, OffsetOutOfRangeError
 from kproto.records import decode_record_set
 from minibroker.log.cleaner import CleanerStats, clean, complete_swaps
 from minibroker.log.config import LogConfig
@@ -73,6 +111,7 @@ from minibroker.log.segment import (
     TIME_INDEX_SUFFIX,
     LogSegment,
     LogSlice,
+    SegmentDamaged,
     segment_name,
 )
 
@@ -135,6 +174,7 @@ class PartitionLog:
         self.log_end_offset = 0
         self._recovery_point = 0  # offsets below are fsynced (or the log is in memory)
         self._closed = False
+        self._offline_reason: str | None = None  # why a storage error took the log offline
         if self.directory is None:
             self._add_segment(self._new_segment(0))
         else:
@@ -156,6 +196,12 @@ class PartitionLog:
         return sum(s.size for s in self._segments)
 
     @property
+    def offline(self) -> bool:
+        """Whether a storage error took the log offline: its files may not match what it
+        holds in memory, so it refuses every append and read until it is reopened."""
+        return self._offline_reason is not None
+
+    @property
     def recovery_point(self) -> int:
         """Offsets below this are fsynced (all of them for a log in memory)."""
         return self.log_end_offset if self.directory is None else self._recovery_point
@@ -163,23 +209,31 @@ class PartitionLog:
     # -- writing --------------------------------------------------------------------------
 
     def append(self, batch: bytes, *, last_offset_delta: int, max_timestamp: int, leader_epoch: int) -> int:
-        """Append one validated v2 batch; returns the base offset it was given."""
+        """Append one validated v2 batch; returns the base offset it was given.
+
+        Raises:
+            KafkaStorageError: a write failed and was undone (the log is as it was, and a
+                retry may succeed), or the log is (now) offline; see "Durability" above.
+        """
         base = self.log_end_offset
         data = bytearray(batch)
         data[_BASE_OFFSET_AT : _BASE_OFFSET_AT + 8] = base.to_bytes(8, "big", signed=True)
         data[_LEADER_EPOCH_AT : _LEADER_EPOCH_AT + 4] = leader_epoch.to_bytes(4, "big", signed=True)
         last = base + last_offset_delta
-        segment = self._segments[-1]
-        now = self._clock()
-        if segment.should_roll(
-            batch_size=len(data), max_timestamp=max_timestamp, last_offset=last, now_ms=now,
-            segment_bytes=self.config.segment_bytes, segment_ms=self.config.segment_ms,
-        ):
-            segment = self.roll(now_ms=now)
-        segment.append(data, last_offset=last, max_timestamp=max_timestamp)
-        self.log_end_offset = last + 1
-        if self.log_end_offset - self._recovery_point >= self.config.flush_interval_messages:
-            self.flush()
+        with self._storage("append"):
+            segment = self._segments[-1]
+            now = self._clock()
+            if segment.should_roll(
+                batch_size=len(data), max_timestamp=max_timestamp, last_offset=last, now_ms=now,
+                segment_bytes=self.config.segment_bytes, segment_ms=self.config.segment_ms,
+            ):
+                segment = self.roll(now_ms=now)
+            segment.append(data, last_offset=last, max_timestamp=max_timestamp)
+            # Only now, with the batch and its index entries written: a failed write never
+            # moves the log end offset, so no offset is ever handed out twice.
+            self.log_end_offset = last + 1
+            if self.log_end_offset - self._recovery_point >= self.config.flush_interval_messages:
+                self.flush()
         return base
 
     def roll(self, *, now_ms: int | None = None) -> LogSegment:
@@ -187,27 +241,78 @@ class PartitionLog:
 
         The old segment gets its final time index entry and, on disk, is fsynced with its
         indexes before the new files appear: every inactive segment is durable.
+
+        Raises:
+            KafkaStorageError: as :meth:`append`; a roll that failed before the new
+                segment's files were all created leaves the old segment active.
         """
-        active = self._segments[-1]
-        if active.size == 0:
-            return active
-        now = self._clock() if now_ms is None else now_ms
-        active.on_become_inactive()
-        if self.directory is not None:
-            active.flush()
-            self._recovery_point = max(self._recovery_point, self.log_end_offset)
-        segment = self._new_segment(self.log_end_offset, now)
-        self._add_segment(segment)
-        if self.directory is not None:
-            _fsync_dir(self.directory)
-        return segment
+        with self._storage("roll"):
+            active = self._segments[-1]
+            if active.size == 0:
+                return active
+            now = self._clock() if now_ms is None else now_ms
+            active.on_become_inactive()
+            if self.directory is not None:
+                self._fsync(active.flush)
+                self._recovery_point = max(self._recovery_point, self.log_end_offset)
+            segment = self._new_segment(self.log_end_offset, now)
+            self._add_segment(segment)
+            if self.directory is not None:
+                self._fsync(functools.partial(_fsync_dir, self.directory))
+            return segment
 
     def flush(self) -> None:
-        """fsync everything appended so far (see the module docstring for what it buys)."""
-        if self.directory is not None and self._recovery_point < self.log_end_offset:
-            # Inactive segments were fsynced when they rolled; only the active one is dirty.
-            self._segments[-1].flush()
-        self._recovery_point = self.log_end_offset
+        """fsync everything appended so far (see the module docstring for what it buys).
+
+        Raises:
+            KafkaStorageError: the fsync failed; the log is offline from then on.
+        """
+        with self._storage("flush"):
+            if self.directory is not None and self._recovery_point < self.log_end_offset:
+                # Inactive segments were fsynced when they rolled; only the active one is dirty.
+                self._fsync(self._segments[-1].flush)
+            self._recovery_point = self.log_end_offset
+
+    @contextmanager
+    def _storage(self, what: str) -> Iterator[None]:
+        """Refuse an offline log; turn a file error into KAFKA_STORAGE_ERROR.
+
+        A plain ``OSError`` comes from a write that the segment undid: the log stays
+        online. :class:`SegmentDamaged` (an undo failed) and fsync failures (see
+        :meth:`_fsync`) take it offline.
+        """
+        self._check_online()
+        try:
+            yield
+        except SegmentDamaged as exc:
+            self._go_offline(str(exc))
+            raise KafkaStorageError(f"{self._where()}: {what} failed, the log is offline: {exc}") from exc
+        except OSError as exc:
+            outcome = "the log is offline" if self.offline else "undone"
+            raise KafkaStorageError(f"{self._where()}: {what} failed, {outcome}: {exc}") from exc
+
+    def _check_online(self) -> None:
+        if self._offline_reason is not None:
+            raise KafkaStorageError(f"{self._where()} is offline after a storage error "
+                                    f"({self._offline_reason}); it recovers when it is reopened")
+
+    def _fsync(self, fsync: Callable[[], None]) -> None:
+        # After a failed fsync the kernel may have dropped the dirty pages and a second
+        # fsync reports success: nothing tells what reached the disk. Kafka takes the log
+        # dir offline (LogDirFailureChannel); so does this log, until a reopen recovers it.
+        try:
+            fsync()
+        except OSError as exc:
+            self._go_offline(f"fsync failed: {exc}")
+            raise
+
+    def _go_offline(self, reason: str) -> None:
+        if self._offline_reason is None:
+            log.error("%s goes offline: %s", self._where(), reason)
+            self._offline_reason = reason
+
+    def _where(self) -> str:
+        return f"partition log {self.directory}" if self.directory is not None else "partition log in memory"
 
     # -- reading --------------------------------------------------------------------------
 
@@ -217,6 +322,7 @@ class PartitionLog:
         One slice per segment touched; a slice of a segment on disk holds its open file,
         which stays valid even if retention or compaction deletes the segment meanwhile.
         """
+        self._check_online()
         if offset >= self.log_end_offset:
             return []
         i = max(bisect.bisect_right(self._bases, offset) - 1, 0)
@@ -282,6 +388,8 @@ class PartitionLog:
         ``retention_bytes`` without them; with any policy, segments wholly below the log
         start offset. The log start offset then moves up to the first remaining segment.
         """
+        if self.offline:
+            return 0  # an offline log's files are left alone until it is reopened
         now = self._clock() if now_ms is None else now_ms
         deleted = self._delete_oldest_while(lambda s, nxt: nxt.base_offset <= self.log_start_offset)
         if self.config.delete:
@@ -344,7 +452,7 @@ class PartitionLog:
     def compact(self, now_ms: int | None = None) -> CleanerStats:
         """Compact the inactive segments (``cleanup_policy`` "compact"); see
         :func:`minibroker.log.cleaner.clean`. A log without that policy is left alone."""
-        if not self.config.compact:
+        if not self.config.compact or self.offline:
             return CleanerStats()
         return clean(self, self._clock() if now_ms is None else now_ms)
 
@@ -359,17 +467,28 @@ class PartitionLog:
     # -- lifecycle ------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Flush and close the files (a log in memory just stays as it is)."""
+        """Flush and close the files (a log in memory just stays as it is).
+
+        A storage error while flushing is logged, not raised, and the files are closed
+        all the same: the next open recovers the active segment whatever state it is in.
+        An offline log is closed without writing anything.
+        """
         if self._closed or self.directory is None:
             return
         self._closed = True
-        # As Kafka's LogSegment.close: the active segment's largest timestamp goes last
-        # into its time index too.
-        self._segments[-1].on_become_inactive()
-        self._segments[-1].flush()
-        self._recovery_point = self.log_end_offset
-        for segment in self._segments:
-            segment.close()
+        try:
+            if not self.offline:
+                # As Kafka's LogSegment.close: the active segment's largest timestamp goes
+                # last into its time index too.
+                with self._storage("close"):
+                    self._segments[-1].on_become_inactive()
+                    self._fsync(self._segments[-1].flush)
+                    self._recovery_point = self.log_end_offset
+        except KafkaStorageError as exc:
+            log.error("%s", exc)
+        finally:
+            for segment in self._segments:
+                segment.close()
 
     def __enter__(self) -> PartitionLog:
         return self

@@ -28,6 +28,16 @@ Theory of operation (Kafka's ``LogSegment``):
   the last good one, and rebuild both indexes from what remains.
 - The ``.log`` is written with ``os.pwrite`` (no user-space buffer): once ``append``
   returns, the bytes are in the OS page cache and survive the death of this process.
+- ``append`` is all or nothing: when a write fails (the disk fills: a short write, then
+  ENOSPC), the ``.log`` and both indexes are truncated back to their sizes before it and
+  the in-memory state is restored, then the ``OSError`` is raised. If that undo fails too,
+  :class:`SegmentDamaged` is raised instead: the files may hold bytes the segment does not
+  account for, and only a reopen (``recover``) may trust them again. A new segment whose
+  files cannot all be created removes the ones that were.
+- ``load_indexes`` (an inactive segment on reopen) trusts the file's size only after
+  checking the batches after the last offset index entry (CRC, offsets, whole to the last
+  byte); garbage there (left by a failed write before this rule, say) sends the segment
+  to ``recover``, which cuts it.
 
 Reads for ``os.sendfile`` get :class:`LogSlice` objects holding the segment's
 :class:`SegmentFile`; the file descriptor stays open as long as a slice refers to it, so
@@ -43,6 +53,7 @@ import logging
 import os
 import struct
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import NamedTuple
 
@@ -57,6 +68,7 @@ __all__ = [
     "RecordSlices",
     "SegmentFile",
     "BatchInfo",
+    "SegmentDamaged",
     "segment_name",
     "LOG_SUFFIX",
     "INDEX_SUFFIX",
@@ -89,6 +101,24 @@ _SCAN_CHUNK = 4 << 20  # recovery and compaction read segments in 4 MiB chunks
 def segment_name(base_offset: int) -> str:
     """The file stem of a segment: its base offset in 20 digits."""
     return f"{base_offset:020d}"
+
+
+class SegmentDamaged(Exception):
+    """A failed write could not be undone: the segment's files may hold bytes that its
+    in-memory state does not account for (a partial batch, say). Its partition log goes
+    offline until a reopen recovers it (see :mod:`minibroker.log.partition`)."""
+
+
+class _Mark(NamedTuple):
+    """What a failed write must restore: file sizes and in-memory facts of a segment."""
+
+    size: int
+    offset_entries: int
+    time_entries: int
+    max_timestamp: int
+    offset_of_max_timestamp: int
+    first_batch_timestamp: int | None
+    last_indexed_position: int
 
 
 class BatchInfo(NamedTuple):
@@ -372,9 +402,20 @@ class LogSegment:
         store = _FileStore(Path(f"{stem}{LOG_SUFFIX}{suffix}"), create=True)
         offset_index = OffsetIndex(base_offset, Path(f"{stem}{INDEX_SUFFIX}{suffix}"))
         time_index = TimeIndex(base_offset, Path(f"{stem}{TIME_INDEX_SUFFIX}{suffix}"))
-        offset_index.reset()
-        time_index.reset()
-        return cls(base_offset, store, offset_index, time_index, index_interval_bytes=index_interval_bytes, created_ms=now_ms)
+        segment = cls(base_offset, store, offset_index, time_index, index_interval_bytes=index_interval_bytes, created_ms=now_ms)
+        try:
+            offset_index.reset()
+            time_index.reset()
+        except OSError as exc:
+            # A .log left behind would make every later attempt at this base offset fail
+            # (O_EXCL), and a reopen take it for a segment.
+            try:
+                segment.delete()
+                segment.close()
+            except OSError as undo:
+                raise SegmentDamaged(f"{store.path}: cannot remove a half-created segment ({undo})") from exc
+            raise
+        return segment
 
     @classmethod
     def open(
@@ -439,12 +480,37 @@ class LogSegment:
         """
         if last_offset < self.next_offset or not self.can_hold(last_offset):
             raise ValueError(f"batch ending at offset {last_offset} does not fit segment {self.base_offset} (next {self.next_offset})")
-        position = self._store.append(data)
-        if position == 0:
-            self.first_batch_timestamp = max_timestamp
-        self._note_batch(position, len(data), last_offset, max_timestamp)
+        with self._all_or_nothing():
+            position = self._store.append(data)
+            if position == 0:
+                self.first_batch_timestamp = max_timestamp
+            self._note_batch(position, len(data), last_offset, max_timestamp)
         self.next_offset = last_offset + 1
         return position
+
+    @contextmanager
+    def _all_or_nothing(self) -> Iterator[None]:
+        """Undo the writes of the block if one fails: files and in-memory state as before.
+
+        Raises:
+            OSError: the write's error, once undone.
+            SegmentDamaged: the undo failed too (the write's error is its context).
+        """
+        mark = _Mark(self._store.size, len(self.offset_index), len(self.time_index), self.max_timestamp,
+                     self.offset_of_max_timestamp, self.first_batch_timestamp, self._last_indexed_position)
+        try:
+            yield
+        except OSError as exc:
+            (_, _, _, self.max_timestamp, self.offset_of_max_timestamp, self.first_batch_timestamp,
+             self._last_indexed_position) = mark
+            try:
+                self._store.truncate(mark.size)
+                self.offset_index.truncate_to_entries(mark.offset_entries)
+                self.time_index.truncate_to_entries(mark.time_entries)
+            except OSError as undo:
+                raise SegmentDamaged(f"{self.path}: cannot undo a failed write ({exc}): {undo}") from undo
+            log.warning("%s: a write failed and was undone: %s", self.path, exc)
+            raise
 
     def _note_batch(self, position: int, size: int, last_offset: int, max_timestamp: int) -> None:
         # Kafka updates the max timestamp before the index entry, so the time entry made
@@ -460,7 +526,8 @@ class LogSegment:
     def on_become_inactive(self) -> None:
         """Record the segment's largest timestamp as the last time index entry (Kafka's
         ``onBecomeInactiveSegment``), so its age is known on reopen without reading it."""
-        self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
+        with self._all_or_nothing():
+            self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
 
     def flush(self) -> None:
         """fsync the ``.log`` and both indexes."""
@@ -540,15 +607,14 @@ class LogSegment:
                     return record.offset, record.timestamp
         return None
 
-    def scan(self) -> Iterator[tuple[int, Batch]]:
-        """Every valid batch, decoded header and CRC checked, with its position.
+    def scan(self, position: int = 0) -> Iterator[tuple[int, Batch]]:
+        """Every valid batch from ``position`` (a batch start), header and CRC checked.
 
         Stops quietly at the first batch that is torn, corrupt or out of order; the
-        position after the last one yielded is then :attr:`valid_bytes`.
+        position after the last one yielded (or ``position``) is then :attr:`valid_bytes`.
         """
-        self.valid_bytes = 0
+        self.valid_bytes = position
         end = self._store.size
-        position = 0
         want = _SCAN_CHUNK
         next_offset = self.base_offset
         while position < end:
@@ -630,14 +696,22 @@ class LogSegment:
             IndexCorrupt: the caller rebuilds with :meth:`recover`.
         """
         self.offset_index.load(log_size=self.size)
+        offset, position = self.offset_index.last_entry()
         if len(self.offset_index):
-            offset, position = self.offset_index.last_entry()
             head = self._store.pread(position, _HEAD_READ)
             if len(head) < _HEAD_READ or _parse_head(head, position).last_offset != offset:
                 raise IndexCorrupt(f"{self.offset_index.path}: last entry ({offset}, {position}) is not a batch")
         elif self.size > 2 * self.index_interval_bytes:
             # Possible only with very large batches; rebuilding is the cheaper doubt.
             raise IndexCorrupt(f"{self.offset_index.path} is empty for {self.size} bytes of log")
+        # The file's size is trusted only if valid batches fill it: the few after the last
+        # index entry are read whole (about index.interval.bytes), so garbage at the end
+        # is never served as records.
+        last_offset = -1
+        for _, batch in self.scan(position):
+            last_offset = batch.last_offset
+        if self.valid_bytes != self.size or last_offset >= offset_limit:
+            raise IndexCorrupt(f"{self.path}: {self.size - self.valid_bytes} bytes after the last valid batch")
         self.time_index.load(offset_limit=offset_limit)
         if not len(self.time_index) and self.size:
             # A rolled segment's time index ends with its largest timestamp.

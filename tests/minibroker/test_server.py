@@ -155,7 +155,7 @@ def test_produce_walks_every_record_before_appending(raw):
         ("plain", reseal(keyless, keyless[61:-1]), CorruptMessageError.code, "record length runs past the batch"),
         ("plain", reseal(lz4, compression.compress(compression.LZ4, bad_header_count)), CorruptMessageError.code, "bad header count"),
         ("compacted", reseal(keyless, bad_header_count), CorruptMessageError.code, "bad header count"),
-        ("compacted", keyed_batch(b"k", None), InvalidRecordError.code, "a compacted topic only takes records with a key"),
+        ("compacted", keyed_batch(b"k", None), InvalidRecordError.code, "Compacted topic cannot accept message without key"),
     ]
     for topic, records, code, message in cases:
         response = produce(client, topic, records)
