@@ -33,7 +33,8 @@ __all__ = ["INTERNAL_TOPICS", "OFFSETS_TOPIC", "BrokerState", "Topic", "validate
 
 INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC})  # written by the broker only
 
-_LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
+# Matched with fullmatch: "$" would also match before a trailing newline (issue 10, item 10).
+_LEGAL = re.compile(r"[a-zA-Z0-9._-]+")
 _MAX_NAME = 249
 
 
@@ -45,7 +46,7 @@ def validate_topic_name(name: str | None) -> str | None:
         return "topic name cannot be '.' or '..'"
     if len(name) > _MAX_NAME:
         return f"topic name is longer than {_MAX_NAME} characters"
-    if not _LEGAL.match(name):
+    if not _LEGAL.fullmatch(name):
         return "topic name may only contain ASCII letters, digits, '.', '_' and '-'"
     return None
 
