@@ -88,6 +88,14 @@ class BrokerState:
         self._data = asyncio.Event()
         dirs = [d.strip() for d in config["log.dirs"].split(",") if d.strip()]
         self.storage = Storage(config, dirs)
+        try:
+            self._load()
+        except BaseException:
+            self.close()  # the directories are not left locked by a broker that failed to start
+            raise
+
+    def _load(self) -> None:
+        """Read back the topics, their logs, the producer state and the committed offsets."""
         for stored in self.storage.load_topics():
             self.topics[stored.name] = Topic(stored.name, stored.topic_id, [], stored.configs)
             self._open_partitions(self.topics[stored.name], stored.partitions)
@@ -164,6 +172,7 @@ class BrokerState:
         for topic in self.topics.values():
             for log in topic.partitions:
                 log.close()
+        self.storage.close()
 
     def topic_by_id(self, topic_id: uuid.UUID) -> Topic | None:
         for topic in self.topics.values():

@@ -8,12 +8,20 @@ metadata log, are kept in ``minibroker-topics.json`` in the first log directory,
 rewritten atomically (write, fsync, rename) on every change. On start the topics are
 read back, with their ids and configs, and every partition log recovers itself.
 
+One broker per directory: every log directory holds Kafka's ``.lock`` file
+(``LogManager.LockFileName``), locked exclusively with ``flock`` from start to stop. A
+second broker on the same directory, in another process or in this one, fails to start
+with :exc:`LogDirInUseError` naming it, instead of both appending to the same segments.
+(Java's Kafka locks with ``fcntl`` record locks, which Linux keeps apart from ``flock``:
+the lock keeps minibrokers apart, not a minibroker from a Kafka broker.)
+
 Maintenance (retention, then compaction) runs every ``log.retention.check.interval.ms``.
 """
 
 from __future__ import annotations
 
 import base64
+import fcntl
 import json
 import os
 import shutil
@@ -25,10 +33,11 @@ from typing import Any
 from minibroker.config import BrokerConfig
 from minibroker.log import LogConfig, PartitionLog
 
-__all__ = ["Storage", "StoredTopic"]
+__all__ = ["LogDirInUseError", "Storage", "StoredTopic"]
 
 TOPICS_FILE = "minibroker-topics.json"
 PARTITION_METADATA = "partition.metadata"
+LOCK_FILE = ".lock"  # Kafka's LogManager.LockFileName
 
 # The broker settings that shape every log (topic configs override them).
 _LOG_KEYS = ("log.segment.bytes", "log.roll.ms", "log.retention.ms", "log.retention.bytes",
@@ -39,6 +48,26 @@ _LOG_KEYS = ("log.segment.bytes", "log.roll.ms", "log.retention.ms", "log.retent
 def kafka_uuid(topic_id: uuid.UUID) -> str:
     """A topic id as Kafka writes it: URL-safe base64 of the 16 bytes, no padding."""
     return base64.urlsafe_b64encode(topic_id.bytes).rstrip(b"=").decode()
+
+
+class LogDirInUseError(RuntimeError):
+    """A log directory is locked by another broker (see the module docstring)."""
+
+
+def _lock(directory: Path) -> int:
+    """Lock ``directory/.lock`` for this broker's life; returns the descriptor holding it."""
+    path = directory / LOCK_FILE
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise LogDirInUseError(f"log directory {directory} is in use by another broker (its {path} is locked); "
+                               "stop that broker or give this one another directory") from None
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 class StoredTopic:
@@ -54,13 +83,27 @@ class Storage:
     Args:
         config: the broker's settings (``log.*`` keys give every log's defaults).
         log_dirs: directories for the logs; empty for memory only.
+
+    Raises:
+        LogDirInUseError: another broker holds one of the directories; none stays locked.
     """
 
     def __init__(self, config: BrokerConfig, log_dirs: Iterable[str | os.PathLike]):
         self.log_dirs = [Path(d) for d in log_dirs]
         self._defaults = {key: config[key] for key in _LOG_KEYS}
-        for d in self.log_dirs:
-            d.mkdir(parents=True, exist_ok=True)
+        self._locks: list[int] = []
+        try:
+            for d in self.log_dirs:
+                d.mkdir(parents=True, exist_ok=True)
+                self._locks.append(_lock(d))
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        """Release the log directories (the logs themselves are closed by their owner)."""
+        while self._locks:
+            os.close(self._locks.pop())
 
     @property
     def persistent(self) -> bool:

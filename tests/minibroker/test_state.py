@@ -22,6 +22,7 @@ from kproto.protocol.messages import (
     MetadataRequest,
 )
 from minibroker import MiniBroker
+from minibroker.storage import LogDirInUseError
 from tests.minibroker.conftest import RawClient
 
 kafka = pytest.importorskip("kafka")
@@ -92,3 +93,50 @@ def test_delete_records_on_the_offsets_topic_is_refused_and_commits_survive(tmp_
             assert consumer.committed(tp) == 42
         finally:
             consumer.close()
+
+
+# -- item 4: one broker per log directory ---------------------------------------------
+
+
+def _start_cli(data_dir: Path, *extra: str) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1"}
+    return subprocess.Popen([sys.executable, "-m", "minibroker", "--port", "0", "--data-dir", str(data_dir), *extra],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_a_second_broker_process_on_the_same_data_dir_fails_to_start(tmp_path):
+    """Issue 10, item 4: two brokers could open one data directory and overwrite each
+    other's acknowledged records. Kafka's ``.lock`` (LogManager.LockFileName) now keeps the
+    second one out, with a message naming the directory; the first one goes on serving."""
+    with MiniBroker(data_dir=tmp_path) as broker:
+        c = RawClient(broker.port)
+        try:
+            assert create(c, "kept").error_code == 0
+        finally:
+            c.close()
+        second = _start_cli(tmp_path)
+        try:
+            out, err = second.communicate(timeout=20)
+        finally:
+            if second.poll() is None:
+                second.kill()
+                second.wait(10)
+        assert second.returncode == 1, (out, err)
+        assert "listening" not in out
+        assert str(tmp_path) in err and "in use by another broker" in err
+        with pytest.raises(LogDirInUseError, match=str(tmp_path)):
+            MiniBroker(data_dir=tmp_path).start()  # a second broker in this process too
+        assert "kept" in broker._server.state.topics
+    with MiniBroker(data_dir=tmp_path) as broker:  # released on stop
+        assert "kept" in broker._server.state.topics
+
+
+def test_the_lock_is_taken_in_every_log_dir(tmp_path):
+    """Issue 10, item 4: with several ``log.dirs``, any one shared is refused."""
+    a, b, c = tmp_path / "a", tmp_path / "b", tmp_path / "c"
+    with MiniBroker(config={"log.dirs": f"{a},{b}"}):
+        assert (a / ".lock").exists() and (b / ".lock").exists()
+        with pytest.raises(LogDirInUseError, match=str(b)):
+            MiniBroker(config={"log.dirs": f"{c},{b}"}).start()
+        with MiniBroker(data_dir=c):  # c was not left locked by the broker that failed
+            pass
