@@ -16,12 +16,19 @@ Kafka and Redpanda do at the edges):
 - On start the state is rebuilt from the batches in the logs (Kafka does the same, from
   its snapshots and the log after them), so a retry that crosses a broker restart is
   still recognised as a duplicate.
+
+Producer ids (:class:`ProducerIdManager`) are never handed out twice, also across
+restarts and crashes: as Kafka's controller does (``ProducerIdManager``,
+``AllocateProducerIds``, KIP-730), ids are taken in blocks of
+:data:`PRODUCER_ID_BLOCK_SIZE`, and a block is recorded durably before its first id is
+given out. An id given out but not yet used in any log (a producer that has not written
+yet) is thus never given to another producer after a restart.
 """
 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,9 +38,10 @@ from kproto.errors import (
     OutOfOrderSequenceNumberError,
 )
 
-__all__ = ["ProducerStates", "CACHED_BATCHES"]
+__all__ = ["CACHED_BATCHES", "PRODUCER_ID_BLOCK_SIZE", "ProducerIdManager", "ProducerStates"]
 
 CACHED_BATCHES = 5
+PRODUCER_ID_BLOCK_SIZE = 1000  # Kafka's ProducerIdsBlock.PRODUCER_ID_BLOCK_SIZE
 _SEQ_MOD = 1 << 31
 
 
@@ -98,6 +106,34 @@ class ProducerStates:
                         batch.last_offset_delta + 1, batch.base_offset)
             highest = max(highest, batch.producer_id)
         return highest
+
+
+class ProducerIdManager:
+    """Hands out producer ids, each once, in durably recorded blocks (see the module docstring).
+
+    Args:
+        next_block_start: the first id of the next block: above every id this broker ever
+            gave out (the end of its last recorded block) and every id in its logs.
+        record_block: called with ``(first, last)`` of a new block before any of its ids
+            is handed out; it must make the block durable (it raises if it cannot, and
+            then no id is handed out). None for a broker in memory.
+    """
+
+    def __init__(self, next_block_start: int = 0, record_block: Callable[[int, int], None] | None = None) -> None:
+        self._next = next_block_start
+        self._block_end = next_block_start  # exclusive; no block is taken until an id is asked for
+        self._record_block = record_block
+
+    def next_id(self) -> int:
+        """A producer id never handed out before."""
+        if self._next >= self._block_end:
+            first, last = self._next, self._next + PRODUCER_ID_BLOCK_SIZE - 1
+            if self._record_block is not None:
+                self._record_block(first, last)
+            self._block_end = last + 1
+        producer_id = self._next
+        self._next += 1
+        return producer_id
 
 
 def _is_before(seq: int, reference: int) -> bool:

@@ -26,7 +26,7 @@ from minibroker.coordinator.offsets_log import (
     read_offset_records,
 )
 from minibroker.log import PartitionLog
-from minibroker.producer_state import ProducerStates
+from minibroker.producer_state import ProducerIdManager, ProducerStates
 from minibroker.storage import Storage, StoredTopic
 
 __all__ = ["INTERNAL_TOPICS", "OFFSETS_TOPIC", "BrokerState", "Topic", "validate_topic_name"]
@@ -82,7 +82,6 @@ class BrokerState:
         self.host = host
         self.port = port
         self.topics: dict[str, Topic] = {}
-        self._next_producer_id = 1000
         self.producers = ProducerStates()
         self.groups = GroupCoordinator(config, journal=self._write_offsets)  # classic groups and committed offsets
         self._data = asyncio.Event()
@@ -99,10 +98,12 @@ class BrokerState:
         for stored in self.storage.load_topics():
             self.topics[stored.name] = Topic(stored.name, stored.topic_id, [], stored.configs)
             self._open_partitions(self.topics[stored.name], stored.partitions)
-        for topic in self.topics.values():  # idempotence must survive a restart, as must producer ids
+        next_producer_id = self.storage.load_producer_id_block()
+        for topic in self.topics.values():  # idempotence must survive a restart
             for index, log in enumerate(topic.partitions):
                 highest = self.producers.rebuild((topic.topic_id, index), _batches(log))
-                self._next_producer_id = max(self._next_producer_id, highest)
+                next_producer_id = max(next_producer_id, highest + 1)
+        self.producer_ids = ProducerIdManager(next_producer_id, self.storage.save_producer_id_block)
         if OFFSETS_TOPIC in self.topics:
             for log in self.topics[OFFSETS_TOPIC].partitions:
                 self.groups.load_offsets(read_offset_records(log.read, log.log_start_offset, log.log_end_offset))
@@ -181,8 +182,8 @@ class BrokerState:
         return None
 
     def new_producer_id(self) -> int:
-        self._next_producer_id += 1
-        return self._next_producer_id
+        """A producer id never handed out before, by this broker or an earlier run of it."""
+        return self.producer_ids.next_id()
 
     def data_arrived(self) -> None:
         """Wake every long-polled fetch (they recheck what they wait for)."""

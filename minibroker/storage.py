@@ -6,7 +6,9 @@ the segments sits Kafka's ``partition.metadata`` file (``version: 0`` and the to
 so Kafka's tools recognise the directory. Topic configs, which Kafka keeps in its
 metadata log, are kept in ``minibroker-topics.json`` in the first log directory,
 rewritten atomically (write, fsync, rename) on every change. On start the topics are
-read back, with their ids and configs, and every partition log recovers itself.
+read back, with their ids and configs, and every partition log recovers itself. The
+last block of producer ids handed out is kept beside it in
+``minibroker-producer-ids.json`` (see :class:`~minibroker.producer_state.ProducerIdManager`).
 
 One broker per directory: every log directory holds Kafka's ``.lock`` file
 (``LogManager.LockFileName``), locked exclusively with ``flock`` from start to stop. A
@@ -36,6 +38,7 @@ from minibroker.log import LogConfig, PartitionLog
 __all__ = ["LogDirInUseError", "Storage", "StoredTopic"]
 
 TOPICS_FILE = "minibroker-topics.json"
+PRODUCER_IDS_FILE = "minibroker-producer-ids.json"
 PARTITION_METADATA = "partition.metadata"
 LOCK_FILE = ".lock"  # Kafka's LogManager.LockFileName
 
@@ -91,6 +94,7 @@ class Storage:
     def __init__(self, config: BrokerConfig, log_dirs: Iterable[str | os.PathLike]):
         self.log_dirs = [Path(d) for d in log_dirs]
         self._defaults = {key: config[key] for key in _LOG_KEYS}
+        self._broker_id = config["broker.id"]
         self._locks: list[int] = []
         try:
             for d in self.log_dirs:
@@ -152,6 +156,23 @@ class Storage:
             return []
         data = json.loads((self.log_dirs[0] / TOPICS_FILE).read_text())
         return [StoredTopic(name, uuid.UUID(t["topic_id"]), t["partitions"], t["configs"]) for name, t in data.items()]
+
+
+    def load_producer_id_block(self) -> int:
+        """The first producer id after the last block recorded (0 if none was)."""
+        if not self.persistent or not (self.log_dirs[0] / PRODUCER_IDS_FILE).exists():
+            return 0
+        return int(json.loads((self.log_dirs[0] / PRODUCER_IDS_FILE).read_text())["block_end"]) + 1
+
+    def save_producer_id_block(self, first: int, last: int) -> None:
+        """Record, durably, that the producer ids ``first`` to ``last`` are being handed out.
+
+        The layout is that of Kafka's ZooKeeper ``/latest_producer_id_block`` (KIP-98).
+        """
+        if not self.persistent:
+            return
+        data = {"version": 1, "broker": self._broker_id, "block_start": str(first), "block_end": str(last)}
+        _write_atomically(self.log_dirs[0] / PRODUCER_IDS_FILE, json.dumps(data))
 
 
 def _write_atomically(path: Path, text: str) -> None:

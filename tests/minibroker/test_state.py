@@ -19,13 +19,18 @@ from kproto.protocol import ApiKey
 from kproto.protocol.messages import (
     CreateTopicsRequest,
     DeleteRecordsRequest,
+    InitProducerIdRequest,
     MetadataRequest,
+    ProduceRequest,
 )
+from kproto.records import BatchBuilder
 from minibroker import MiniBroker
+from minibroker.producer_state import PRODUCER_ID_BLOCK_SIZE, ProducerIdManager
 from minibroker.storage import LogDirInUseError
 from tests.minibroker.conftest import RawClient
 
 kafka = pytest.importorskip("kafka")
+ck = pytest.importorskip("confluent_kafka")
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -140,3 +145,103 @@ def test_the_lock_is_taken_in_every_log_dir(tmp_path):
             MiniBroker(config={"log.dirs": f"{c},{b}"}).start()
         with MiniBroker(data_dir=c):  # c was not left locked by the broker that failed
             pass
+
+
+# -- item 3: producer ids are never handed out twice ------------------------------------
+
+
+def _ready(proc: subprocess.Popen) -> str:
+    line = proc.stdout.readline()
+    assert line.startswith("minibroker listening on "), (line, proc.stderr.read() if proc.poll() is not None else "")
+    return line.split()[-1]
+
+
+def _kill(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGKILL)
+    proc.wait(10)
+    proc.stdout.close()
+    proc.stderr.close()
+
+
+def _init_producer_id(client) -> int:
+    response = client.request(ApiKey.INIT_PRODUCER_ID, 4, InitProducerIdRequest(
+        transactional_id=None, transaction_timeout_ms=1000))
+    assert response.error_code == 0
+    return response.producer_id
+
+
+def _produce(client, topic, producer_id, seq, value):
+    builder = BatchBuilder(producer_id=producer_id, producer_epoch=0, base_sequence=seq)
+    builder.append(int(time.time() * 1000), None, value)
+    request = ProduceRequest(acks=-1, timeout_ms=5000, topic_data=[ProduceRequest.TopicProduceData(
+        name=topic, partition_data=[ProduceRequest.PartitionProduceData(index=0, records=builder.build())])])
+    p = client.request(ApiKey.PRODUCE, 9, request).responses[0].partition_responses[0]
+    return p.error_code, p.base_offset
+
+
+def _values(bootstrap, topic):
+    consumer = ck.Consumer({"bootstrap.servers": bootstrap, "group.id": "check", "enable.auto.commit": False,
+                            "auto.offset.reset": "earliest"})
+    try:
+        consumer.assign([ck.TopicPartition(topic, 0, 0)])
+        values, deadline = [], time.monotonic() + 10
+        while time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+            if message is None:
+                if values:
+                    break
+                continue
+            assert message.error() is None, message.error()
+            values.append((message.offset(), message.value()))
+        return values
+    finally:
+        consumer.close()
+
+
+def test_a_producer_id_given_out_before_a_crash_is_not_given_again(tmp_path):
+    """Issue 10, item 3: the id counter restarted at the highest id in the logs, so an id
+    handed out but not yet used (producer B) went to a new producer C after a restart; C
+    wrote sequence 0, and B's first batch was then answered as a duplicate with C's
+    offset: acknowledged, never stored. Ids now come in blocks recorded durably before
+    use (Kafka's ProducerIdManager), so a SIGKILL loses none."""
+    first = _start_cli(tmp_path)
+    try:
+        bootstrap = _ready(first)
+        c = RawClient(int(bootstrap.rsplit(":", 1)[1]))
+        try:
+            assert create(c, "t").error_code == 0
+            producer_b = _init_producer_id(c)
+        finally:
+            c.close()
+    finally:
+        _kill(first)
+    second = _start_cli(tmp_path)
+    try:
+        bootstrap = _ready(second)
+        producer_c = ck.Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 0})
+        producer_c.produce("t", b"from C", partition=0)
+        assert producer_c.flush(10) == 0
+        del producer_c  # librdkafka's threads go with it, before the broker does
+        c = RawClient(int(bootstrap.rsplit(":", 1)[1]))
+        try:
+            assert _init_producer_id(c) != producer_b
+            assert _produce(c, "t", producer_b, 0, b"from B") == (0, 1)
+        finally:
+            c.close()
+        assert _values(bootstrap, "t") == [(0, b"from C"), (1, b"from B")]
+    finally:
+        _kill(second)
+
+
+def test_producer_ids_are_taken_in_durable_blocks(tmp_path):
+    """Issue 10, item 3: the block is on disk before its first id is handed out."""
+    blocks = []
+    manager = ProducerIdManager(0, lambda first, last: blocks.append((first, last)))
+    ids = [manager.next_id() for _ in range(PRODUCER_ID_BLOCK_SIZE + 1)]
+    assert ids == list(range(PRODUCER_ID_BLOCK_SIZE + 1))
+    assert blocks == [(0, PRODUCER_ID_BLOCK_SIZE - 1), (PRODUCER_ID_BLOCK_SIZE, 2 * PRODUCER_ID_BLOCK_SIZE - 1)]
+    with MiniBroker(data_dir=tmp_path) as broker:
+        first = broker._server.state.new_producer_id()
+    with MiniBroker(data_dir=tmp_path) as broker:
+        assert broker._server.state.new_producer_id() == first + PRODUCER_ID_BLOCK_SIZE
