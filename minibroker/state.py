@@ -95,7 +95,9 @@ class BrokerState:
 
     def _load(self) -> None:
         """Read back the topics, their logs, the producer state and the committed offsets."""
-        for stored in self.storage.load_topics():
+        stored_topics = self.storage.load_topics()
+        self.storage.recover({t.name: (t.topic_id, t.partitions) for t in stored_topics})
+        for stored in stored_topics:
             self.topics[stored.name] = Topic(stored.name, stored.topic_id, [], stored.configs)
             self._open_partitions(self.topics[stored.name], stored.partitions)
         next_producer_id = self.storage.load_producer_id_block()
@@ -126,6 +128,9 @@ class BrokerState:
         """Delete a topic, its logs and every group's committed offsets for it."""
         self.groups.offsets.delete_topic(topic.name)
         del self.topics[topic.name]
+        # The topics file first, as Kafka commits the deletion to its metadata log before
+        # any log goes: after a crash in between, the directories left are stray
+        # (Storage.recover), never the logs of a topic created later under the name.
         self._save_topics()
         self.storage.delete_partitions(topic.name, topic.partitions)
 

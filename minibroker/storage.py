@@ -10,6 +10,14 @@ read back, with their ids and configs, and every partition log recovers itself. 
 last block of producer ids handed out is kept beside it in
 ``minibroker-producer-ids.json`` (see :class:`~minibroker.producer_state.ProducerIdManager`).
 
+Deletion and recovery: a deleted topic leaves the topics file first, then each of its
+partition directories is renamed ``<topic>-<partition>.<uuid hex>-delete`` (Kafka's
+``LocalLog.logDeleteDirName``) and removed. On start, before any log is opened, leftover
+``-delete`` directories are removed, and a ``<topic>-<partition>`` directory that is no
+partition of a known topic, or whose ``partition.metadata`` names another topic id, is
+renamed ``...-stray`` (Kafka's name for logs its metadata does not know) and left for an
+operator: whatever a crash interrupted, a topic never opens another topic's log.
+
 One broker per directory: every log directory holds Kafka's ``.lock`` file
 (``LogManager.LockFileName``), locked exclusively with ``flock`` from start to stop. A
 second broker on the same directory, in another process or in this one, fails to start
@@ -25,7 +33,9 @@ from __future__ import annotations
 import base64
 import fcntl
 import json
+import logging
 import os
+import re
 import shutil
 import uuid
 from collections.abc import Iterable, Mapping
@@ -41,6 +51,11 @@ TOPICS_FILE = "minibroker-topics.json"
 PRODUCER_IDS_FILE = "minibroker-producer-ids.json"
 PARTITION_METADATA = "partition.metadata"
 LOCK_FILE = ".lock"  # Kafka's LogManager.LockFileName
+DELETE_SUFFIX = "-delete"  # Kafka's LocalLog.DeleteDirSuffix
+STRAY_SUFFIX = "-stray"  # Kafka's LocalLog.StrayDirSuffix
+_PARTITION_DIR = re.compile(r"(?P<topic>.+)-(?P<partition>[0-9]+)")  # fullmatch: "<topic>-<partition>"
+
+log = logging.getLogger(__name__)
 
 # The broker settings that shape every log (topic configs override them).
 _LOG_KEYS = ("log.segment.bytes", "log.roll.ms", "log.retention.ms", "log.retention.bytes",
@@ -127,23 +142,72 @@ class Storage:
         return min(self.log_dirs, key=lambda d: sum(1 for p in d.iterdir() if p.is_dir()))
 
     def open_partition(self, topic: str, topic_id: uuid.UUID, index: int, topic_configs: Mapping[str, Any]) -> PartitionLog:
-        """The log of one partition: recovered from disk if it exists, else new."""
+        """The log of one partition: recovered from disk if it exists, else new.
+
+        A directory of that name whose ``partition.metadata`` names another topic id is
+        another topic's (one deleted, say): it is set aside as stray, never opened.
+        """
         config = self.log_config(topic_configs)
         if not self.persistent:
             return PartitionLog(config=config)
-        path = self._partition_dir(topic, index) or self._least_used_dir() / f"{topic}-{index}"
-        path.mkdir(exist_ok=True)
+        path = self._partition_dir(topic, index)
+        if path is not None:
+            found = _read_topic_id(path)
+            if found is not None and found != kafka_uuid(topic_id):
+                log.warning("%s belongs to topic id %s, not to %s's %s: set aside as stray",
+                            path, found, topic, kafka_uuid(topic_id))
+                _set_aside(path, STRAY_SUFFIX)
+                path = None
+        if path is None:
+            path = self._least_used_dir() / f"{topic}-{index}"
+            path.mkdir()
         metadata = path / PARTITION_METADATA
         if not metadata.exists():
             _write_atomically(metadata, f"version: 0\ntopic_id: {kafka_uuid(topic_id)}\n")
         return PartitionLog(path, config=config)
 
     def delete_partitions(self, topic: str, logs: list[PartitionLog]) -> None:
-        for index, log in enumerate(logs):
-            log.close()
+        """Delete a topic's partition directories, once the topic is gone from the topics file.
+
+        As Kafka's ``LogManager.asyncDelete``: each directory is first renamed to
+        ``<topic>-<partition>.<id>-delete`` (``LocalLog.logDeleteDirName``), which no topic
+        can open, and then removed; a removal cut short is finished by :meth:`recover`.
+        """
+        doomed = []
+        for index, partition in enumerate(logs):
+            partition.close()
             path = self._partition_dir(topic, index)
             if path is not None:
-                shutil.rmtree(path)
+                doomed.append(_set_aside(path, DELETE_SUFFIX))
+        for path in doomed:
+            shutil.rmtree(path)
+
+    def recover(self, topics: Mapping[str, tuple[uuid.UUID, int]]) -> None:
+        """Tidy the log directories on start, before any partition is opened.
+
+        Directories marked ``-delete`` are removed (a deletion cut short). A
+        ``<topic>-<partition>`` directory that is no partition of a topic in ``topics``
+        (name -> (topic id, partitions)), or whose ``partition.metadata`` names another
+        topic id, is stray, as Kafka says of logs its metadata does not know: it is renamed
+        ``<topic>-<partition>.<id>-stray`` and kept for an operator to inspect, so a topic
+        created later under that name starts empty. Other entries are left alone.
+        """
+        for d in self.log_dirs:
+            for path in sorted(d.iterdir()):
+                if not path.is_dir():
+                    continue
+                if path.name.endswith(DELETE_SUFFIX):
+                    log.info("removing %s, a deletion cut short", path)
+                    shutil.rmtree(path)
+                    continue
+                m = _PARTITION_DIR.fullmatch(path.name)
+                if m is None:
+                    continue
+                known = topics.get(m["topic"])
+                found = _read_topic_id(path)
+                if known is None or int(m["partition"]) >= known[1] or found not in (None, kafka_uuid(known[0])):
+                    log.warning("%s is no partition of a known topic (topic id %s): set aside as stray", path, found)
+                    _set_aside(path, STRAY_SUFFIX)
 
     def save_topics(self, topics: Iterable[StoredTopic]) -> None:
         if not self.persistent:
@@ -175,6 +239,39 @@ class Storage:
         _write_atomically(self.log_dirs[0] / PRODUCER_IDS_FILE, json.dumps(data))
 
 
+def _set_aside(path: Path, suffix: str) -> Path:
+    """Rename a partition directory to Kafka's ``<topic>-<partition>.<uuid hex><suffix>``,
+    durably; the topic part is cut so that the name stays within 255 characters
+    (``LocalLog.logDirNameWithSuffixCappedLength``)."""
+    topic, _, partition = path.name.rpartition("-")
+    tail = f"-{partition}.{uuid.uuid4().hex}{suffix}"
+    target = path.with_name(topic[:255 - len(tail)] + tail)
+    os.rename(path, target)
+    _fsync_dir(path.parent)
+    return target
+
+
+def _read_topic_id(path: Path) -> str | None:
+    """The topic id in a partition directory's ``partition.metadata``, as written; None if absent."""
+    try:
+        lines = (path / PARTITION_METADATA).read_text().splitlines()
+    except FileNotFoundError:
+        return None
+    for line in lines:
+        key, _, value = line.partition(":")
+        if key.strip() == "topic_id":
+            return value.strip()
+    return None
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)  # a rename survives a power cut only once its directory is fsynced
+    finally:
+        os.close(fd)
+
+
 def _write_atomically(path: Path, text: str) -> None:
     tmp = path.with_name(path.name + ".tmp")
     with open(tmp, "w") as f:
@@ -182,8 +279,4 @@ def _write_atomically(path: Path, text: str) -> None:
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)
-    fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(fd)  # the rename itself must survive a power cut
-    finally:
-        os.close(fd)
+    _fsync_dir(path.parent)

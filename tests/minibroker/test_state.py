@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -26,11 +26,12 @@ from kproto.protocol.messages import (
 from kproto.records import BatchBuilder
 from minibroker import MiniBroker
 from minibroker.producer_state import PRODUCER_ID_BLOCK_SIZE, ProducerIdManager
-from minibroker.storage import LogDirInUseError
+from minibroker.storage import LogDirInUseError, kafka_uuid
 from tests.minibroker.conftest import RawClient
 
 kafka = pytest.importorskip("kafka")
 ck = pytest.importorskip("confluent_kafka")
+import confluent_kafka.admin  # noqa: E402,F401  (ck.admin)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -245,3 +246,101 @@ def test_producer_ids_are_taken_in_durable_blocks(tmp_path):
         first = broker._server.state.new_producer_id()
     with MiniBroker(data_dir=tmp_path) as broker:
         assert broker._server.state.new_producer_id() == first + PRODUCER_ID_BLOCK_SIZE
+
+
+# -- item 6: a deleted topic never comes back inside a new one -------------------------------
+
+
+def _admin(bootstrap):
+    return ck.admin.AdminClient({"bootstrap.servers": bootstrap})
+
+
+def _create_with_admin(bootstrap, name, partitions=1):
+    admin = _admin(bootstrap)  # held until the answer: the futures fail once it is gone
+    for future in admin.create_topics([ck.admin.NewTopic(name, partitions, 1)]).values():
+        future.result(10)
+
+
+def _produce_values(bootstrap, topic, values):
+    producer = ck.Producer({"bootstrap.servers": bootstrap, "linger.ms": 0})
+    for value in values:
+        producer.produce(topic, value, partition=0)
+    assert producer.flush(10) == 0
+
+
+def _topic_id_on_disk(path: Path) -> str:
+    return dict(line.split(": ") for line in (path / "partition.metadata").read_text().splitlines())["topic_id"]
+
+
+def test_a_topic_deleted_around_a_crash_does_not_come_back_in_a_new_topic(tmp_path):
+    """Issue 10, item 6: DeleteTopics rewrote the topics file, then removed the
+    directories; a SIGKILL in between left ``t-0`` behind, and a later CreateTopics of
+    ``t`` opened it, old records and old ``partition.metadata`` included. The on-disk state
+    such a crash leaves is made here exactly: a killed broker, and the topics file without
+    the topic. On start the directory is set aside as stray (its records kept for an
+    operator), and the new ``t`` starts empty with its own topic id."""
+    proc = _start_cli(tmp_path)
+    try:
+        bootstrap = _ready(proc)
+        _create_with_admin(bootstrap, "t")
+        _produce_values(bootstrap, "t", [b"old-%d" % i for i in range(5)])
+    finally:
+        _kill(proc)
+    topics_file = tmp_path / "minibroker-topics.json"
+    topics = json.loads(topics_file.read_text())
+    old_id = topics.pop("t")["topic_id"]
+    topics_file.write_text(json.dumps(topics))  # what the first step of DeleteTopics wrote
+    assert (tmp_path / "t-0").is_dir()
+    proc = _start_cli(tmp_path)
+    try:
+        bootstrap = _ready(proc)
+        _create_with_admin(bootstrap, "t")
+        _produce_values(bootstrap, "t", [b"new"])
+        assert _values(bootstrap, "t") == [(0, b"new")]
+    finally:
+        _kill(proc)
+    (stray,) = tmp_path.glob("t-0.*-stray")
+    assert _topic_id_on_disk(stray) == kafka_uuid(uuid.UUID(old_id))
+    assert b"old-4" in (stray / "00000000000000000000.log").read_bytes()
+    assert _topic_id_on_disk(tmp_path / "t-0") != _topic_id_on_disk(stray)
+
+
+def test_a_deletion_cut_short_is_finished_on_start(tmp_path):
+    """Issue 10, item 6: a crash after ``t-0`` was renamed ``t-0.<id>-delete`` (Kafka's
+    LocalLog.logDeleteDirName) and before its removal: the next start removes it."""
+    with MiniBroker(data_dir=tmp_path) as broker:
+        _create_with_admin(broker.bootstrap_servers, "t", partitions=2)
+        _produce_values(broker.bootstrap_servers, "t", [b"gone"])
+        admin = _admin(broker.bootstrap_servers)
+        assert admin.delete_topics(["t"])["t"].result(10) is None
+        assert not [p for p in tmp_path.iterdir() if p.name.startswith("t-")]  # renamed, then removed
+    leftover = tmp_path / f"t-0.{uuid.uuid4().hex}-delete"
+    leftover.mkdir()
+    (leftover / "00000000000000000000.log").write_bytes(b"x" * 100)
+    with MiniBroker(data_dir=tmp_path) as broker:
+        assert not leftover.exists()
+        assert "t" not in broker._server.state.topics
+
+
+def test_a_partition_directory_of_another_topic_id_is_never_opened(tmp_path):
+    """Issue 10, item 6: a ``t-0`` whose ``partition.metadata`` names another topic id than
+    the topics file's ``t`` is not ``t``'s log: it is set aside as stray, and ``t-1`` (which
+    the topic does not have) too."""
+    with MiniBroker(data_dir=tmp_path) as broker:
+        _create_with_admin(broker.bootstrap_servers, "t")
+        _produce_values(broker.bootstrap_servers, "t", [b"mine"])
+        topic_id = broker._server.state.topics["t"].topic_id
+    other = tmp_path / "elsewhere"
+    (tmp_path / "t-0").rename(other)
+    (other / "partition.metadata").write_text(f"version: 0\ntopic_id: {kafka_uuid(uuid.uuid4())}\n")
+    (tmp_path / "t-0").mkdir()
+    (tmp_path / "t-1").mkdir()
+    for name in ("t-0", "t-1"):
+        (tmp_path / name / "partition.metadata").write_text((other / "partition.metadata").read_text())
+        (tmp_path / name / "00000000000000000000.log").write_bytes((other / "00000000000000000000.log").read_bytes())
+    with MiniBroker(data_dir=tmp_path) as broker:
+        assert broker._server.state.topics["t"].topic_id == topic_id
+        assert broker._server.state.topics["t"].partitions[0].log_end_offset == 0
+        assert _topic_id_on_disk(tmp_path / "t-0") == kafka_uuid(topic_id)
+        assert not (tmp_path / "t-1").exists()
+        assert len(list(tmp_path.glob("t-*-stray"))) == 2
