@@ -82,6 +82,8 @@ class BrokerState:
         self.host = host
         self.port = port
         self.topics: dict[str, Topic] = {}
+        # Names of topics whose partitions are being made (grow_topic), deleted meanwhile or not.
+        self.growing: set[str] = set()
         self.producers = ProducerStates()
         self.groups = GroupCoordinator(config, journal=self._write_offsets)  # classic groups and committed offsets
         self._data = asyncio.Event()
@@ -115,7 +117,8 @@ class BrokerState:
             topic.partitions.append(self.storage.open_partition(topic.name, topic.topic_id, index, topic.configs))
 
     def _save_topics(self) -> None:
-        self.storage.save_topics(StoredTopic(t.name, t.topic_id, len(t.partitions), t.configs) for t in self.topics.values())
+        self.storage.save_topics(StoredTopic(t.name, t.topic_id, len(t.partitions), t.configs)
+                                 for t in self.topics.values() if t.partitions)
 
     def create_topic(self, name: str, partitions: int, configs: dict[str, str | None] | None = None) -> Topic:
         topic = Topic(name, uuid.uuid4(), [], dict(configs or {}))
@@ -132,7 +135,7 @@ class BrokerState:
         # any log goes: after a crash in between, the directories left are stray
         # (Storage.recover), never the logs of a topic created later under the name.
         self._save_topics()
-        self.storage.delete_partitions(topic.name, topic.partitions)
+        self.storage.delete_partitions(topic.topic_id, topic.partitions)
 
     def offsets_topic(self) -> Topic:
         """``__consumer_offsets``, created compacted on first use (as Kafka does)."""
@@ -154,8 +157,47 @@ class BrokerState:
             leader_epoch=topic.leader_epoch)
         self.data_arrived()
 
-    def add_partitions(self, topic: Topic, count: int) -> None:
-        self._open_partitions(topic, count)
+    def new_topic(self, name: str, configs: dict[str, str | None] | None = None) -> Topic:
+        """A topic with no partitions yet, for CreateTopics to give them with :meth:`grow_topic`.
+
+        It exists at once (a second create of the name is refused; a DeleteTopics deletes
+        it) but is listed in the topics file only once it has partitions.
+        """
+        topic = Topic(name, uuid.uuid4(), [], dict(configs or {}))
+        self.topics[name] = topic
+        return topic
+
+    async def grow_topic(self, topic: Topic, count: int) -> None:
+        """Give ``topic`` partitions up to ``count``, yielding to the event loop after each.
+
+        On disk a partition costs a few fsyncs (milliseconds), so thousands of them must
+        not hold up every other connection (issue 10, item 9). The new partitions appear
+        together, with the topics file, once all exist: a crash midway leaves directories
+        of no known partition, which the next start sets aside as stray, and nothing was
+        written to them. While a topic grows, its name is in :attr:`growing`: it may not
+        grow again, nor a topic of that name be created.
+        """
+        self.growing.add(topic.name)
+        made: list[PartitionLog] = []
+        try:
+            for index in range(len(topic.partitions), count):
+                made.append(self.storage.open_partition(topic.name, topic.topic_id, index, topic.configs))
+                await asyncio.sleep(0)
+                if self.topics.get(topic.name) is not topic:  # deleted meanwhile
+                    break
+        except BaseException:
+            self.storage.delete_partitions(topic.topic_id, made)
+            if not topic.partitions and self.topics.get(topic.name) is topic:
+                del self.topics[topic.name]
+            raise
+        finally:
+            self.growing.discard(topic.name)
+        if self.topics.get(topic.name) is not topic:
+            self.storage.delete_partitions(topic.topic_id, made)
+            return
+        for log in made:  # AlterConfigs may have come meanwhile
+            log.config = self.storage.log_config(topic.configs)
+        topic.partitions.extend(made)
         self._save_topics()
 
     def set_topic_configs(self, topic: Topic, configs: dict[str, str | None]) -> None:

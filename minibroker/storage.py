@@ -166,18 +166,20 @@ class Storage:
             _write_atomically(metadata, f"version: 0\ntopic_id: {kafka_uuid(topic_id)}\n")
         return PartitionLog(path, config=config)
 
-    def delete_partitions(self, topic: str, logs: list[PartitionLog]) -> None:
+    def delete_partitions(self, topic_id: uuid.UUID, logs: Iterable[PartitionLog]) -> None:
         """Delete a topic's partition directories, once the topic is gone from the topics file.
 
         As Kafka's ``LogManager.asyncDelete``: each directory is first renamed to
         ``<topic>-<partition>.<id>-delete`` (``LocalLog.logDeleteDirName``), which no topic
         can open, and then removed; a removal cut short is finished by :meth:`recover`.
+        A directory whose ``partition.metadata`` names another topic id than ``topic_id``
+        is not touched: it is not this topic's (anymore).
         """
         doomed = []
-        for index, partition in enumerate(logs):
+        for partition in logs:
             partition.close()
-            path = self._partition_dir(topic, index)
-            if path is not None:
+            path = partition.directory
+            if path is not None and path.is_dir() and _read_topic_id(path) in (None, kafka_uuid(topic_id)):
                 doomed.append(_set_aside(path, DELETE_SUFFIX))
         for path in doomed:
             shutil.rmtree(path)

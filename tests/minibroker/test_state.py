@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -14,11 +15,14 @@ from pathlib import Path
 
 import pytest
 
-from kproto.errors import InvalidTopicError
+from kproto.errors import InvalidTopicError, PolicyViolationError, TopicAlreadyExistsError
 from kproto.protocol import ApiKey
 from kproto.protocol.messages import (
+    ApiVersionsRequest,
+    CreatePartitionsRequest,
     CreateTopicsRequest,
     DeleteRecordsRequest,
+    DeleteTopicsRequest,
     InitProducerIdRequest,
     MetadataRequest,
     ProduceRequest,
@@ -344,3 +348,107 @@ def test_a_partition_directory_of_another_topic_id_is_never_opened(tmp_path):
         assert _topic_id_on_disk(tmp_path / "t-0") == kafka_uuid(topic_id)
         assert not (tmp_path / "t-1").exists()
         assert len(list(tmp_path.glob("t-*-stray"))) == 2
+
+
+# -- item 9: requests for absurd numbers of partitions ---------------------------------------
+
+
+def _rss_kib(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise AssertionError("no VmRSS")
+
+
+def _api_versions_answered(port: int) -> bool:
+    c = RawClient(port, timeout=10)
+    try:
+        return c.request(ApiKey.API_VERSIONS, 3, ApiVersionsRequest(
+            client_software_name="t", client_software_version="1")).error_code == 0
+    finally:
+        c.close()
+
+
+def test_a_huge_partition_count_is_refused_at_once_and_the_broker_stays_responsive(tmp_path):
+    """Issue 10, item 9: CreateTopics or CreatePartitions with 2**31 - 1 partitions froze
+    the broker (no answers on other connections, RSS growing, SIGTERM ignored). A request
+    may add at most 10000 partitions (Kafka's MAX_PARTITIONS_PER_BATCH): POLICY_VIOLATION."""
+    proc = _start_cli(tmp_path)
+    try:
+        port = int(_ready(proc).rsplit(":", 1)[1])
+        rss_before = _rss_kib(proc.pid)
+        big = RawClient(port, timeout=10)
+        try:
+            assert create(big, "small").error_code == 0
+            big.send(ApiKey.CREATE_TOPICS, 5, CreateTopicsRequest(topics=[CreateTopicsRequest.CreatableTopic(
+                name="huge", num_partitions=2**31 - 1, replication_factor=1, assignments=[], configs=[])],
+                timeout_ms=10000))
+            assert _api_versions_answered(port)
+            _, answer = big.receive(ApiKey.CREATE_TOPICS, 5)
+            assert answer.topics[0].error_code == PolicyViolationError.code
+            assert "10000" in answer.topics[0].error_message
+            big.send(ApiKey.CREATE_PARTITIONS, 1, CreatePartitionsRequest(topics=[
+                CreatePartitionsRequest.CreatePartitionsTopic(name="small", count=2**31 - 1, assignments=None)],
+                timeout_ms=10000, validate_only=False))
+            assert _api_versions_answered(port)
+            _, answer = big.receive(ApiKey.CREATE_PARTITIONS, 1)
+            assert answer.results[0].error_code == PolicyViolationError.code
+            # Kafka counts -1 as num.partitions and adds up the topics of one request.
+            answer = big.request(ApiKey.CREATE_TOPICS, 5, CreateTopicsRequest(topics=[
+                CreateTopicsRequest.CreatableTopic(name=f"t{i}", num_partitions=5001, replication_factor=1,
+                                                   assignments=[], configs=[]) for i in range(2)], timeout_ms=10000))
+            assert {t.error_code for t in answer.topics} == {PolicyViolationError.code}
+        finally:
+            big.close()
+        assert _rss_kib(proc.pid) < rss_before + 50_000  # KiB: nothing was allocated per partition
+        assert not list(tmp_path.glob("huge-*")) and not list(tmp_path.glob("t0-*"))
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(10) == 0
+    finally:
+        _kill(proc)
+
+
+def test_other_connections_are_served_while_many_partitions_are_made(tmp_path):
+    """Issue 10, item 9: making partitions on disk costs fsyncs; the event loop serves
+    other connections between partitions instead of after the whole request."""
+    with MiniBroker(data_dir=tmp_path) as broker:
+        maker = RawClient(broker.port, timeout=60)
+        try:
+            maker.send(ApiKey.CREATE_TOPICS, 5, CreateTopicsRequest(topics=[CreateTopicsRequest.CreatableTopic(
+                name="wide", num_partitions=400, replication_factor=1, assignments=[], configs=[])],
+                timeout_ms=60000))
+            time.sleep(0.2)  # the creation is under way
+            assert _api_versions_answered(broker.port)
+            readable, _, _ = select.select([maker.sock], [], [], 0)
+            assert not readable, "the other connection was answered only after the whole creation"
+            _, answer = maker.receive(ApiKey.CREATE_TOPICS, 5)
+            assert answer.topics[0].error_code == 0
+        finally:
+            maker.close()
+        assert len(broker._server.state.topics["wide"].partitions) == 400
+        assert len(list(tmp_path.glob("wide-*"))) == 400
+    with MiniBroker(data_dir=tmp_path) as broker:
+        assert len(broker._server.state.topics["wide"].partitions) == 400
+
+
+def test_a_topic_deleted_while_its_partitions_are_made_leaves_nothing(tmp_path):
+    """Issue 10, item 9: DeleteTopics may come between two partitions of a CreateTopics;
+    what was made goes, and the topics file never lists the topic."""
+    with MiniBroker(data_dir=tmp_path) as broker:
+        maker = RawClient(broker.port, timeout=60)
+        other = RawClient(broker.port, timeout=60)
+        try:
+            maker.send(ApiKey.CREATE_TOPICS, 5, CreateTopicsRequest(topics=[CreateTopicsRequest.CreatableTopic(
+                name="brief", num_partitions=300, replication_factor=1, assignments=[], configs=[])],
+                timeout_ms=60000))
+            time.sleep(0.2)
+            assert create(other, "brief").error_code == TopicAlreadyExistsError.code
+            deleted = other.request(ApiKey.DELETE_TOPICS, 4, DeleteTopicsRequest(topic_names=["brief"], timeout_ms=5000))
+            assert deleted.responses[0].error_code == 0
+            _, answer = maker.receive(ApiKey.CREATE_TOPICS, 5)
+        finally:
+            maker.close()
+            other.close()
+        assert "brief" not in broker._server.state.topics
+        assert "brief" not in json.loads((tmp_path / "minibroker-topics.json").read_text())
+        assert not list(tmp_path.glob("brief-*"))
