@@ -16,6 +16,16 @@ Kafka and Redpanda do at the edges):
 - On start the state is rebuilt from the batches in the logs (Kafka does the same, from
   its snapshots and the log after them), so a retry that crosses a broker restart is
   still recognised as a duplicate.
+- A producer's state on a partition expires when it has not written there for
+  ``producer.id.expiration.ms`` (default 86400000, one day; KIP-854, Kafka's
+  ``ProducerStateManager.removeExpiredProducers``): the producer is then unknown again,
+  so its next batch is accepted whatever its sequence, and a retry of a batch written
+  before is written again. Kafka counts from the batch's max timestamp, which the client
+  sets; minibroker counts from when it wrote the batch, so old record timestamps do not
+  expire a producer that is writing. An expired producer is forgotten when it is next
+  looked up, and all of them every ``producer.id.expiration.check.interval.ms`` (Kafka's
+  internal setting, 600000 here; the memory they hold goes then). State rebuilt on start
+  counts from the start: a restart never shortens a producer's time.
 
 Producer ids (:class:`ProducerIdManager`) are never handed out twice, also across
 restarts and crashes: as Kafka's controller does (``ProducerIdManager``,
@@ -27,6 +37,7 @@ yet) is thus never given to another producer after a restart.
 
 from __future__ import annotations
 
+import time
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -38,10 +49,13 @@ from kproto.errors import (
     OutOfOrderSequenceNumberError,
 )
 
-__all__ = ["CACHED_BATCHES", "PRODUCER_ID_BLOCK_SIZE", "ProducerIdManager", "ProducerStates"]
+__all__ = ["CACHED_BATCHES", "PRODUCER_ID_BLOCK_SIZE", "PRODUCER_ID_EXPIRATION_MS", "ProducerIdManager",
+           "ProducerStates"]
 
 CACHED_BATCHES = 5
 PRODUCER_ID_BLOCK_SIZE = 1000  # Kafka's ProducerIdsBlock.PRODUCER_ID_BLOCK_SIZE
+PRODUCER_ID_EXPIRATION_MS = 86_400_000  # Kafka's producer.id.expiration.ms default
+EXPIRATION_CHECK_INTERVAL_MS = 600_000  # Kafka's producer.id.expiration.check.interval.ms default
 _SEQ_MOD = 1 << 31
 
 
@@ -49,18 +63,57 @@ def _next(seq: int) -> int:
     return (seq + 1) % _SEQ_MOD
 
 
+def _wall_clock_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
 @dataclass
 class _Producer:
     epoch: int
+    last_write_ms: int  # when the broker last wrote a batch of it (expiration counts from here)
     # (first sequence, last sequence, base offset) of the latest batches, oldest first.
     batches: deque = field(default_factory=lambda: deque(maxlen=CACHED_BATCHES))
 
 
 class ProducerStates:
-    """Sequence bookkeeping for every (partition, producer id) that wrote to this broker."""
+    """Sequence bookkeeping for every (partition, producer id) that wrote to this broker.
 
-    def __init__(self) -> None:
+    Args:
+        expiration_ms: ``producer.id.expiration.ms``: a producer's state on a partition
+            is dropped once it has not written there for that long.
+        clock: milliseconds since the epoch (tests pass their own).
+        check_interval_ms: how often every expired producer is forgotten at once.
+
+    Raises:
+        ValueError: ``expiration_ms`` below 1 (Kafka's lower bound).
+    """
+
+    def __init__(self, expiration_ms: int = PRODUCER_ID_EXPIRATION_MS, *, clock: Callable[[], int] | None = None,
+                 check_interval_ms: int = EXPIRATION_CHECK_INTERVAL_MS) -> None:
+        if expiration_ms < 1:
+            raise ValueError(f"producer.id.expiration.ms must be at least 1, not {expiration_ms}")
         self._producers: dict[tuple[object, int, int], _Producer] = {}
+        self._expiration_ms = expiration_ms
+        self._clock = clock if clock is not None else _wall_clock_ms
+        self._check_interval_ms = check_interval_ms
+        self._last_check_ms = self._clock()
+
+    def __len__(self) -> int:
+        """How many (partition, producer id) states are held."""
+        return len(self._producers)
+
+    def _expired(self, state: _Producer, now_ms: int) -> bool:
+        return now_ms - state.last_write_ms >= self._expiration_ms  # Kafka's isProducerExpired
+
+    def remove_expired(self, now_ms: int | None = None) -> int:
+        """Forget every producer that has not written for ``producer.id.expiration.ms``;
+        returns how many (partition, producer id) states went."""
+        now = self._clock() if now_ms is None else now_ms
+        self._last_check_ms = now
+        expired = [key for key, state in self._producers.items() if self._expired(state, now)]
+        for key in expired:
+            del self._producers[key]
+        return len(expired)
 
     def check(self, partition_key: tuple[object, int], producer_id: int, epoch: int, first_seq: int, count: int) -> tuple[int, int]:
         """Decide on a batch before it is written.
@@ -69,7 +122,11 @@ class ProducerStates:
             ``(error_code, base_offset)``: ``(0, -1)`` to append it, ``(0, offset)`` for
             a duplicate already written at ``offset``, or a Kafka error code and -1.
         """
-        state = self._producers.get((*partition_key, producer_id))
+        key = (*partition_key, producer_id)
+        state = self._producers.get(key)
+        if state is not None and self._expired(state, self._clock()):
+            del self._producers[key]
+            state = None
         if state is None:
             return 0, -1
         if epoch < state.epoch:
@@ -89,10 +146,14 @@ class ProducerStates:
 
     def record(self, partition_key: tuple[object, int], producer_id: int, epoch: int, first_seq: int, count: int, base_offset: int) -> None:
         """Remember a batch that was written."""
+        now = self._clock()
+        if now - self._last_check_ms >= self._check_interval_ms:
+            self.remove_expired(now)
         key = (*partition_key, producer_id)
         state = self._producers.get(key)
         if state is None or epoch > state.epoch:
-            state = self._producers[key] = _Producer(epoch)
+            state = self._producers[key] = _Producer(epoch, now)
+        state.last_write_ms = now
         state.batches.append((first_seq, (first_seq + count - 1) % _SEQ_MOD, base_offset))
 
 

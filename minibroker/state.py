@@ -84,7 +84,7 @@ class BrokerState:
         self.topics: dict[str, Topic] = {}
         # Names of topics whose partitions are being made (grow_topic), deleted meanwhile or not.
         self.growing: set[str] = set()
-        self.producers = ProducerStates()
+        self.producers = ProducerStates(config["producer.id.expiration.ms"])
         self.groups = GroupCoordinator(config, journal=self._write_offsets)  # classic groups and committed offsets
         self._data = asyncio.Event()
         dirs = [d.strip() for d in config["log.dirs"].split(",") if d.strip()]
