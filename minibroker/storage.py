@@ -14,9 +14,11 @@ Deletion and recovery: a deleted topic leaves the topics file first, then each o
 partition directories is renamed ``<topic>-<partition>.<uuid hex>-delete`` (Kafka's
 ``LocalLog.logDeleteDirName``) and removed. On start, before any log is opened, leftover
 ``-delete`` directories are removed, and a ``<topic>-<partition>`` directory that is no
-partition of a known topic, or whose ``partition.metadata`` names another topic id, is
-renamed ``...-stray`` (Kafka's name for logs its metadata does not know) and left for an
-operator: whatever a crash interrupted, a topic never opens another topic's log.
+partition of a topic in the topics file, or whose ``partition.metadata`` names another
+topic id, is renamed ``...-stray`` (Kafka's name for logs its metadata does not know) and
+left for an operator; a topic being created sets aside a directory of its name and
+another topic id the same way: whatever a crash interrupted, a topic never opens another
+topic's log.
 
 One broker per directory: every log directory holds Kafka's ``.lock`` file
 (``LogManager.LockFileName``), locked exclusively with ``flock`` from start to stop. A
@@ -53,7 +55,9 @@ PARTITION_METADATA = "partition.metadata"
 LOCK_FILE = ".lock"  # Kafka's LogManager.LockFileName
 DELETE_SUFFIX = "-delete"  # Kafka's LocalLog.DeleteDirSuffix
 STRAY_SUFFIX = "-stray"  # Kafka's LocalLog.StrayDirSuffix
-_PARTITION_DIR = re.compile(r"(?P<topic>.+)-(?P<partition>[0-9]+)")  # fullmatch: "<topic>-<partition>"
+# Both matched whole: "<topic>-<partition>", and "<topic>-<partition>.<uuid hex>-delete" or -stray.
+_PARTITION_DIR = re.compile(r"(?P<topic>.+)-(?P<partition>[0-9]+)")
+_SET_ASIDE_DIR = re.compile(r"(?P<topic>.+)-(?P<partition>[0-9]+)\.[0-9a-f]{32}(?P<suffix>-delete|-stray)")
 
 log = logging.getLogger(__name__)
 
@@ -192,18 +196,23 @@ class Storage:
         (name -> (topic id, partitions)), or whose ``partition.metadata`` names another
         topic id, is stray, as Kafka says of logs its metadata does not know: it is renamed
         ``<topic>-<partition>.<id>-stray`` and kept for an operator to inspect, so a topic
-        created later under that name starts empty. Other entries are left alone.
+        created later under that name starts empty. Without a topics file (a directory
+        minibroker never wrote a topic to, say a copy of Kafka's) nothing is stray: only
+        :meth:`open_partition` sets aside a directory of another topic id, when a topic of
+        its name is created. Other entries are left alone.
         """
+        own = self.persistent and (self.log_dirs[0] / TOPICS_FILE).exists()
         for d in self.log_dirs:
             for path in sorted(d.iterdir()):
                 if not path.is_dir():
                     continue
-                if path.name.endswith(DELETE_SUFFIX):
+                m = _SET_ASIDE_DIR.fullmatch(path.name)
+                if m is not None and m["suffix"] == DELETE_SUFFIX:
                     log.info("removing %s, a deletion cut short", path)
                     shutil.rmtree(path)
                     continue
                 m = _PARTITION_DIR.fullmatch(path.name)
-                if m is None:
+                if m is None or not own:
                     continue
                 known = topics.get(m["topic"])
                 found = _read_topic_id(path)

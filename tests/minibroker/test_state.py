@@ -452,3 +452,25 @@ def test_a_topic_deleted_while_its_partitions_are_made_leaves_nothing(tmp_path):
         assert "brief" not in broker._server.state.topics
         assert "brief" not in json.loads((tmp_path / "minibroker-topics.json").read_text())
         assert not list(tmp_path.glob("brief-*"))
+
+
+def test_without_a_topics_file_directories_are_left_alone_until_their_name_is_created(tmp_path):
+    """Issue 10, item 6: a data directory minibroker never wrote a topic to (a copy of
+    someone's logs) is not tidied away on start; a CreateTopics of a name whose directory
+    holds another topic id sets that directory aside instead of opening it."""
+    foreign = tmp_path / "t-0"
+    foreign.mkdir()
+    (foreign / "partition.metadata").write_text(f"version: 0\ntopic_id: {kafka_uuid(uuid.uuid4())}\n")
+    (foreign / "00000000000000000000.log").write_bytes(b"not ours")
+    with MiniBroker(data_dir=tmp_path) as broker:
+        assert (foreign / "00000000000000000000.log").read_bytes() == b"not ours"
+        c = RawClient(broker.port)
+        try:
+            created = create(c, "t", version=7)
+        finally:
+            c.close()
+        assert created.error_code == 0
+        assert broker._server.state.topics["t"].partitions[0].log_end_offset == 0
+    (stray,) = tmp_path.glob("t-0.*-stray")
+    assert (stray / "00000000000000000000.log").read_bytes() == b"not ours"
+    assert _topic_id_on_disk(tmp_path / "t-0") == kafka_uuid(created.topic_id)
