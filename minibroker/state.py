@@ -181,10 +181,10 @@ class BrokerState:
         made: list[PartitionLog] = []
         try:
             for index in range(len(topic.partitions), count):
-                made.append(self.storage.open_partition(topic.name, topic.topic_id, index, topic.configs))
-                await asyncio.sleep(0)
                 if self.topics.get(topic.name) is not topic:  # deleted meanwhile
                     break
+                made.append(self.storage.open_partition(topic.name, topic.topic_id, index, topic.configs))
+                await asyncio.sleep(0)
         except BaseException:
             self.storage.delete_partitions(topic.topic_id, made)
             if not topic.partitions and self.topics.get(topic.name) is topic:

@@ -162,13 +162,19 @@ class Storage:
                             path, found, topic, kafka_uuid(topic_id))
                 _set_aside(path, STRAY_SUFFIX)
                 path = None
-        if path is None:
+        new = path is None
+        if new:
             path = self._least_used_dir() / f"{topic}-{index}"
             path.mkdir()
-        metadata = path / PARTITION_METADATA
-        if not metadata.exists():
-            _write_atomically(metadata, f"version: 0\ntopic_id: {kafka_uuid(topic_id)}\n")
-        return PartitionLog(path, config=config)
+        try:
+            metadata = path / PARTITION_METADATA
+            if not metadata.exists():
+                _write_atomically(metadata, f"version: 0\ntopic_id: {kafka_uuid(topic_id)}\n")
+            return PartitionLog(path, config=config)
+        except BaseException:
+            if new:  # e.g. a full disk: no half-made directory is left for a later topic of the name
+                shutil.rmtree(path, ignore_errors=True)
+            raise
 
     def delete_partitions(self, topic_id: uuid.UUID, logs: Iterable[PartitionLog]) -> None:
         """Delete a topic's partition directories, once the topic is gone from the topics file.

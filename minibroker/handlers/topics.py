@@ -16,7 +16,9 @@ of the request gets POLICY_VIOLATION and nothing is made. Partitions are made on
 time, the other connections served in between (see
 :meth:`~minibroker.state.BrokerState.grow_topic`); the answer comes once all exist. A
 topic whose partitions are still being made cannot be created again (TOPIC_ALREADY_EXISTS)
-nor grown (UNKNOWN_TOPIC_OR_PARTITION, retriable) until then.
+nor grown (UNKNOWN_TOPIC_OR_PARTITION, retriable) until then. A file system error while
+they are made (a full disk, too many open files) is KAFKA_STORAGE_ERROR, and none of the
+partitions of that request's topic is left.
 Not implemented yet: manual replica assignments beyond one broker.
 """
 
@@ -26,6 +28,7 @@ from kproto.errors import (
     InvalidReplicationFactorError,
     InvalidRequestError,
     InvalidTopicError,
+    KafkaStorageError,
     PolicyViolationError,
     TopicAlreadyExistsError,
     UnknownTopicIdError,
@@ -96,10 +99,13 @@ async def create_topics(state, header, request):
                 # The name is taken now, so that a second topic of that name is refused.
                 topic = state.new_topic(t.name, {c.name: c.value for c in t.configs})
                 result.topic_id = topic.topic_id
-                created.append((topic, partitions))
+                created.append((topic, partitions, result))
         results.append(result)
-    for topic, partitions in created:
-        await state.grow_topic(topic, partitions)
+    for topic, partitions, result in created:
+        try:
+            await state.grow_topic(topic, partitions)
+        except OSError as exc:  # e.g. a full disk or too many open files: nothing of it is left
+            result.error_code, result.error_message = KafkaStorageError.code, f"cannot make its partitions: {exc}"
     return CreateTopicsResponse(topics=results)
 
 
@@ -132,7 +138,7 @@ async def create_partitions(state, header, request):
             code, message = UnknownTopicOrPartitionError.code, f"topic {t.name!r} does not exist"
         elif t.name in INTERNAL_TOPICS:
             code, message = InvalidTopicError.code, _internal(t.name)
-        elif any(g is topic for g, _ in grown):
+        elif any(g is topic for g, _, _ in grown):
             code, message = InvalidRequestError.code, f"topic {t.name!r} is listed twice"
         elif t.name in state.growing or not topic.partitions:
             code, message = UnknownTopicOrPartitionError.code, f"the partitions of {t.name!r} are being made; try again"
@@ -140,15 +146,26 @@ async def create_partitions(state, header, request):
             code, message = InvalidPartitionsError.code, f"topic has {len(topic.partitions)} partitions; the count can only grow"
         elif t.assignments:
             code, message = InvalidRequestError.code, "manual replica assignments are not supported by minibroker yet"
-        else:
-            grown.append((topic, t.count))
-        results.append(CreatePartitionsResponse.CreatePartitionsTopicResult(name=t.name, error_code=code, error_message=message))
+        result = CreatePartitionsResponse.CreatePartitionsTopicResult(name=t.name, error_code=code, error_message=message)
+        if code == 0:
+            grown.append((topic, t.count, result))
+        results.append(result)
     # Kafka's bound on the records of one request (QuorumController.MAX_RECORDS_PER_USER_OP).
-    total = sum(count - len(topic.partitions) for topic, count in grown)
+    total = sum(count - len(topic.partitions) for topic, count, _ in grown)
     if total > MAX_PARTITIONS_PER_REQUEST:
         return CreatePartitionsResponse(results=[CreatePartitionsResponse.CreatePartitionsTopicResult(
             name=t.name, error_code=PolicyViolationError.code, error_message=_too_many(total)) for t in request.topics])
-    if not request.validate_only:
-        for topic, count in grown:
-            await state.grow_topic(topic, count)
+    if request.validate_only:
+        return CreatePartitionsResponse(results=results)
+    for topic, _, _ in grown:  # taken now: no other request may grow them until this one did
+        state.growing.add(topic.name)
+    try:
+        for topic, count, result in grown:
+            try:
+                await state.grow_topic(topic, count)
+            except OSError as exc:  # the topic keeps the partitions it had
+                result.error_code, result.error_message = KafkaStorageError.code, f"cannot make the partitions: {exc}"
+    finally:
+        for topic, _, _ in grown:
+            state.growing.discard(topic.name)
     return CreatePartitionsResponse(results=results)

@@ -15,7 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from kproto.errors import InvalidTopicError, PolicyViolationError, TopicAlreadyExistsError
+from kproto.errors import (
+    InvalidTopicError,
+    KafkaStorageError,
+    PolicyViolationError,
+    TopicAlreadyExistsError,
+)
 from kproto.protocol import ApiKey
 from kproto.protocol.messages import (
     ApiVersionsRequest,
@@ -500,3 +505,32 @@ def test_without_a_topics_file_directories_are_left_alone_until_their_name_is_cr
     (stray,) = tmp_path.glob("t-0.*-stray")
     assert (stray / "00000000000000000000.log").read_bytes() == b"not ours"
     assert _topic_id_on_disk(tmp_path / "t-0") == kafka_uuid(created.topic_id)
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 256 KiB tmpfs (root only), unmounted afterwards."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(disk)],
+                      capture_output=True).returncode != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    try:
+        yield disk
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=True)
+
+
+def test_a_full_disk_while_partitions_are_made_is_a_storage_error(small_disk):
+    """Issue 10, item 9: partitions made one by one may meet a full disk midway; the
+    answer is KAFKA_STORAGE_ERROR, nothing of the topic is left, and the broker serves on."""
+    with MiniBroker(data_dir=small_disk) as broker:
+        c = RawClient(broker.port)
+        try:
+            answer = create(c, "big", partitions=2000)
+            assert answer.error_code == KafkaStorageError.code, answer
+            assert "big" not in broker._server.state.topics
+            assert not list(small_disk.glob("big-*"))
+            assert create(c, "small").error_code == 0
+        finally:
+            c.close()
