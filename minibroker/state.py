@@ -1,9 +1,12 @@
 """The broker's state: topics, their partition logs and ids, producer ids, groups.
 
-Handlers read and change it; the server owns one. No I/O here: the only asynchronous
-piece is :meth:`BrokerState.wait_for_data`, which long-polled fetches await and every
-append wakes. Committed offsets are written to the internal ``__consumer_offsets`` topic,
-created on the first commit as Kafka does, and read back when the state is built.
+Handlers read and change it; the server owns one. Files are :mod:`minibroker.storage`'s
+business. Two pieces are asynchronous: :meth:`BrokerState.wait_for_data`, which
+long-polled fetches await and every append wakes, and :meth:`BrokerState.grow_topic`,
+which makes partitions one at a time so that other connections are served meanwhile.
+Committed offsets are written to the internal ``__consumer_offsets`` topic, created on
+the first commit as Kafka does, and read back when the state is built. Producer ids are
+handed out by a :class:`~minibroker.producer_state.ProducerIdManager`, never twice.
 """
 
 from __future__ import annotations
