@@ -154,17 +154,17 @@ class Storage:
         config = self.log_config(topic_configs)
         if not self.persistent:
             return PartitionLog(config=config)
-        path = self._partition_dir(topic, index)
-        if path is not None:
-            found = _read_topic_id(path)
+        existing = self._partition_dir(topic, index)
+        if existing is not None:
+            found = _read_topic_id(existing)
             if found is not None and found != kafka_uuid(topic_id):
                 log.warning("%s belongs to topic id %s, not to %s's %s: set aside as stray",
-                            path, found, topic, kafka_uuid(topic_id))
-                _set_aside(path, STRAY_SUFFIX)
-                path = None
-        new = path is None
+                            existing, found, topic, kafka_uuid(topic_id))
+                _set_aside(existing, STRAY_SUFFIX)
+                existing = None
+        new = existing is None
+        path = self._least_used_dir() / f"{topic}-{index}" if existing is None else existing
         if new:
-            path = self._least_used_dir() / f"{topic}-{index}"
             path.mkdir()
         try:
             metadata = path / PARTITION_METADATA
