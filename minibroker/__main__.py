@@ -32,7 +32,8 @@ as its stdin: the broker stops cleanly when the pipe closes, which happens when 
 parent exits for any reason, SIGKILL included, so no orphaned broker is left behind.
 
 Exit codes: 0 stopped by a signal; 1 the broker could not start (e.g. the port is
-taken); 2 bad usage, an unreadable config file, or an unknown or invalid config key.
+taken, or another broker holds the data directory); 2 bad usage, an unreadable config
+file, or an unknown or invalid config key.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ import sys
 from collections.abc import Iterable, Sequence
 
 from minibroker.broker import MiniBroker
+from minibroker.storage import LogDirInUseError
 
 __all__ = ["load_config", "main", "parse_properties"]
 
@@ -230,6 +232,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         asyncio.run(_serve(broker, args.stop_on_stdin_eof))
     except KeyboardInterrupt:  # a signal before the handlers were installed
         return 0
+    except LogDirInUseError as exc:
+        print(f"{parser.prog}: error: {exc}", file=sys.stderr)
+        return 1
     except OSError as exc:
         print(f"{parser.prog}: error: cannot listen on {broker.host}:{broker.port}: {exc}", file=sys.stderr)
         return 1

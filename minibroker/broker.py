@@ -69,7 +69,8 @@ class MiniBroker:
         data_dir: where to keep the logs, in Kafka's on-disk layout (the same as
             ``config={"log.dirs": ...}``, which may name several); None keeps everything
             in memory. A broker started again on the same directory finds its topics,
-            ids, configs and records.
+            ids, configs and records. One broker at a time: each directory is locked
+            (Kafka's ``.lock``) from start to stop.
         config: broker settings under Kafka's names (see :mod:`minibroker.config`).
         advertised_host, advertised_port: what Metadata and DescribeCluster tell clients
             to connect to, when it differs from the bind address (e.g. bound to 0.0.0.0
@@ -119,7 +120,10 @@ class MiniBroker:
     # -- in a running event loop -------------------------------------------------------
 
     async def start_async(self) -> MiniBroker:
-        """Start in the current event loop; returns once the broker accepts connections."""
+        """Start in the current event loop; returns once the broker accepts connections.
+
+        Raises the same errors as :meth:`start`.
+        """
         await self._server.start()
         return self
 
@@ -135,7 +139,13 @@ class MiniBroker:
     # -- on a background thread ------------------------------------------------------------
 
     def start(self) -> MiniBroker:
-        """Start on a background thread; returns once the broker accepts connections."""
+        """Start on a background thread; returns once the broker accepts connections.
+
+        Raises:
+            minibroker.storage.LogDirInUseError: another broker (in this process or
+                another) holds a log directory; nothing stays bound or locked.
+            OSError: the port cannot be bound.
+        """
         if self._thread is not None:
             raise RuntimeError("the broker is already started")
         ready = threading.Event()

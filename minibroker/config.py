@@ -62,6 +62,8 @@ DEFAULTS: dict[str, tuple[Any, type, str]] = {
     "group.max.session.timeout.ms": (1800000, int, "Largest session.timeout.ms a member may ask for (INVALID_SESSION_TIMEOUT above)."),
     "offsets.topic.num.partitions": (50, int, "Partitions of __consumer_offsets, created on the first offset commit; fixed once it exists."),
     "offsets.topic.segment.bytes": (104857600, int, "segment.bytes of __consumer_offsets (compacted, so old commits are cleaned once segments roll)."),
+    "producer.id.expiration.ms": (86400000, int, "How long an idempotent producer's state on a partition is kept after its last write; then its next batch is accepted at any sequence (KIP-854). At least 1."),
+    "transactional.id.expiration.ms": (604800000, int, "How long a transactional id is kept without use. minibroker has no transactional ids yet (InitProducerId with one is COORDINATOR_NOT_AVAILABLE), so this has nothing to expire; it is accepted so that Kafka's server.properties files start."),
 }
 
 _PYTHON_TYPES: dict[int, type] = {ConfigType.BOOLEAN: bool, ConfigType.INT: int, ConfigType.LONG: int,

@@ -154,7 +154,13 @@ class Server:
         self.port = self._server.sockets[0].getsockname()[1]
         host = self._advertised[0] or self.host
         port = self._advertised[1] or self.port
-        self.state = BrokerState(self.config, host, port)
+        try:
+            self.state = BrokerState(self.config, host, port)
+        except BaseException:  # e.g. a log directory locked by another broker: stop listening too
+            self._server.close()
+            await self._server.wait_closed()
+            self._server = None
+            raise
         self._maintenance = asyncio.create_task(self._maintain())
         log.info("minibroker listening on %s:%d (advertised %s:%d)", self.host, self.port, host, port)
 

@@ -1,9 +1,12 @@
 """The broker's state: topics, their partition logs and ids, producer ids, groups.
 
-Handlers read and change it; the server owns one. No I/O here: the only asynchronous
-piece is :meth:`BrokerState.wait_for_data`, which long-polled fetches await and every
-append wakes. Committed offsets are written to the internal ``__consumer_offsets`` topic,
-created on the first commit as Kafka does, and read back when the state is built.
+Handlers read and change it; the server owns one. Files are :mod:`minibroker.storage`'s
+business. Two pieces are asynchronous: :meth:`BrokerState.wait_for_data`, which
+long-polled fetches await and every append wakes, and :meth:`BrokerState.grow_topic`,
+which makes partitions one at a time so that other connections are served meanwhile.
+Committed offsets are written to the internal ``__consumer_offsets`` topic, created on
+the first commit as Kafka does, and read back when the state is built. Producer ids are
+handed out by a :class:`~minibroker.producer_state.ProducerIdManager`, never twice.
 """
 
 from __future__ import annotations
@@ -26,14 +29,15 @@ from minibroker.coordinator.offsets_log import (
     read_offset_records,
 )
 from minibroker.log import PartitionLog
-from minibroker.producer_state import ProducerStates
+from minibroker.producer_state import ProducerIdManager, ProducerStates
 from minibroker.storage import Storage, StoredTopic
 
 __all__ = ["INTERNAL_TOPICS", "OFFSETS_TOPIC", "BrokerState", "Topic", "validate_topic_name"]
 
 INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC})  # written by the broker only
 
-_LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
+# Matched with fullmatch: "$" would also match before a trailing newline (issue 10, item 10).
+_LEGAL = re.compile(r"[a-zA-Z0-9._-]+")
 _MAX_NAME = 249
 
 
@@ -45,7 +49,7 @@ def validate_topic_name(name: str | None) -> str | None:
         return "topic name cannot be '.' or '..'"
     if len(name) > _MAX_NAME:
         return f"topic name is longer than {_MAX_NAME} characters"
-    if not _LEGAL.match(name):
+    if not _LEGAL.fullmatch(name):
         return "topic name may only contain ASCII letters, digits, '.', '_' and '-'"
     return None
 
@@ -81,19 +85,32 @@ class BrokerState:
         self.host = host
         self.port = port
         self.topics: dict[str, Topic] = {}
-        self._next_producer_id = 1000
-        self.producers = ProducerStates()
+        # Names of topics whose partitions are being made (grow_topic), deleted meanwhile or not.
+        self.growing: set[str] = set()
+        self.producers = ProducerStates(config["producer.id.expiration.ms"])
         self.groups = GroupCoordinator(config, journal=self._write_offsets)  # classic groups and committed offsets
         self._data = asyncio.Event()
         dirs = [d.strip() for d in config["log.dirs"].split(",") if d.strip()]
         self.storage = Storage(config, dirs)
-        for stored in self.storage.load_topics():
+        try:
+            self._load()
+        except BaseException:
+            self.close()  # the directories are not left locked by a broker that failed to start
+            raise
+
+    def _load(self) -> None:
+        """Read back the topics, their logs, the producer state and the committed offsets."""
+        stored_topics = self.storage.load_topics()
+        self.storage.recover({t.name: (t.topic_id, t.partitions) for t in stored_topics})
+        for stored in stored_topics:
             self.topics[stored.name] = Topic(stored.name, stored.topic_id, [], stored.configs)
             self._open_partitions(self.topics[stored.name], stored.partitions)
-        for topic in self.topics.values():  # idempotence must survive a restart, as must producer ids
+        next_producer_id = self.storage.load_producer_id_block()
+        for topic in self.topics.values():  # idempotence must survive a restart
             for index, log in enumerate(topic.partitions):
                 highest = self.producers.rebuild((topic.topic_id, index), _batches(log))
-                self._next_producer_id = max(self._next_producer_id, highest)
+                next_producer_id = max(next_producer_id, highest + 1)
+        self.producer_ids = ProducerIdManager(next_producer_id, self.storage.save_producer_id_block)
         if OFFSETS_TOPIC in self.topics:
             for log in self.topics[OFFSETS_TOPIC].partitions:
                 self.groups.load_offsets(read_offset_records(log.read, log.log_start_offset, log.log_end_offset))
@@ -103,7 +120,8 @@ class BrokerState:
             topic.partitions.append(self.storage.open_partition(topic.name, topic.topic_id, index, topic.configs))
 
     def _save_topics(self) -> None:
-        self.storage.save_topics(StoredTopic(t.name, t.topic_id, len(t.partitions), t.configs) for t in self.topics.values())
+        self.storage.save_topics(StoredTopic(t.name, t.topic_id, len(t.partitions), t.configs)
+                                 for t in self.topics.values() if t.partitions)
 
     def create_topic(self, name: str, partitions: int, configs: dict[str, str | None] | None = None) -> Topic:
         topic = Topic(name, uuid.uuid4(), [], dict(configs or {}))
@@ -116,8 +134,11 @@ class BrokerState:
         """Delete a topic, its logs and every group's committed offsets for it."""
         self.groups.offsets.delete_topic(topic.name)
         del self.topics[topic.name]
+        # The topics file first, as Kafka commits the deletion to its metadata log before
+        # any log goes: after a crash in between, the directories left are stray
+        # (Storage.recover), never the logs of a topic created later under the name.
         self._save_topics()
-        self.storage.delete_partitions(topic.name, topic.partitions)
+        self.storage.delete_partitions(topic.topic_id, topic.partitions)
 
     def offsets_topic(self) -> Topic:
         """``__consumer_offsets``, created compacted on first use (as Kafka does)."""
@@ -139,8 +160,47 @@ class BrokerState:
             leader_epoch=topic.leader_epoch)
         self.data_arrived()
 
-    def add_partitions(self, topic: Topic, count: int) -> None:
-        self._open_partitions(topic, count)
+    def new_topic(self, name: str, configs: dict[str, str | None] | None = None) -> Topic:
+        """A topic with no partitions yet, for CreateTopics to give them with :meth:`grow_topic`.
+
+        It exists at once (a second create of the name is refused; a DeleteTopics deletes
+        it) but is listed in the topics file only once it has partitions.
+        """
+        topic = Topic(name, uuid.uuid4(), [], dict(configs or {}))
+        self.topics[name] = topic
+        return topic
+
+    async def grow_topic(self, topic: Topic, count: int) -> None:
+        """Give ``topic`` partitions up to ``count``, yielding to the event loop after each.
+
+        On disk a partition costs a few fsyncs (milliseconds), so thousands of them must
+        not hold up every other connection (issue 10, item 9). The new partitions appear
+        together, with the topics file, once all exist: a crash midway leaves directories
+        of no known partition, which the next start sets aside as stray, and nothing was
+        written to them. While a topic grows, its name is in :attr:`growing`: it may not
+        grow again, nor a topic of that name be created.
+        """
+        self.growing.add(topic.name)
+        made: list[PartitionLog] = []
+        try:
+            for index in range(len(topic.partitions), count):
+                if self.topics.get(topic.name) is not topic:  # deleted meanwhile
+                    break
+                made.append(self.storage.open_partition(topic.name, topic.topic_id, index, topic.configs))
+                await asyncio.sleep(0)
+        except BaseException:
+            self.storage.delete_partitions(topic.topic_id, made)
+            if not topic.partitions and self.topics.get(topic.name) is topic:
+                del self.topics[topic.name]
+            raise
+        finally:
+            self.growing.discard(topic.name)
+        if self.topics.get(topic.name) is not topic:
+            self.storage.delete_partitions(topic.topic_id, made)
+            return
+        for log in made:  # AlterConfigs may have come meanwhile
+            log.config = self.storage.log_config(topic.configs)
+        topic.partitions.extend(made)
         self._save_topics()
 
     def set_topic_configs(self, topic: Topic, configs: dict[str, str | None]) -> None:
@@ -163,6 +223,7 @@ class BrokerState:
         for topic in self.topics.values():
             for log in topic.partitions:
                 log.close()
+        self.storage.close()
 
     def topic_by_id(self, topic_id: uuid.UUID) -> Topic | None:
         for topic in self.topics.values():
@@ -171,8 +232,8 @@ class BrokerState:
         return None
 
     def new_producer_id(self) -> int:
-        self._next_producer_id += 1
-        return self._next_producer_id
+        """A producer id never handed out before, by this broker or an earlier run of it."""
+        return self.producer_ids.next_id()
 
     def data_arrived(self) -> None:
         """Wake every long-polled fetch (they recheck what they wait for)."""

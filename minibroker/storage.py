@@ -7,7 +7,26 @@ so Kafka's tools recognise the directory. Topic configs, which Kafka keeps in it
 metadata log, are kept in ``minibroker-topics.json`` in the first log directory,
 rewritten atomically (write, fsync, rename) on every change; dynamic broker configs
 (KIP-226) likewise in ``minibroker-broker-configs.json``. On start the topics are
-read back, with their ids and configs, and every partition log recovers itself.
+read back, with their ids and configs, and every partition log recovers itself. The
+last block of producer ids handed out is kept beside it in
+``minibroker-producer-ids.json`` (see :class:`~minibroker.producer_state.ProducerIdManager`).
+
+Deletion and recovery: a deleted topic leaves the topics file first, then each of its
+partition directories is renamed ``<topic>-<partition>.<uuid hex>-delete`` (Kafka's
+``LocalLog.logDeleteDirName``) and removed. On start, before any log is opened, leftover
+``-delete`` directories are removed, and a ``<topic>-<partition>`` directory that is no
+partition of a topic in the topics file, or whose ``partition.metadata`` names another
+topic id, is renamed ``...-stray`` (Kafka's name for logs its metadata does not know) and
+left for an operator; a topic being created sets aside a directory of its name and
+another topic id the same way: whatever a crash interrupted, a topic never opens another
+topic's log.
+
+One broker per directory: every log directory holds Kafka's ``.lock`` file
+(``LogManager.LockFileName``), locked exclusively with ``flock`` from start to stop. A
+second broker on the same directory, in another process or in this one, fails to start
+with :exc:`LogDirInUseError` naming it, instead of both appending to the same segments.
+(Java's Kafka locks with ``fcntl`` record locks, which Linux keeps apart from ``flock``:
+the lock keeps minibrokers apart, not a minibroker from a Kafka broker.)
 
 Maintenance (retention, then compaction) runs every ``log.retention.check.interval.ms``.
 """
@@ -15,8 +34,11 @@ Maintenance (retention, then compaction) runs every ``log.retention.check.interv
 from __future__ import annotations
 
 import base64
+import fcntl
 import json
+import logging
 import os
+import re
 import shutil
 import uuid
 from collections.abc import Iterable, Mapping
@@ -27,11 +49,20 @@ from minibroker.config import BrokerConfig
 from minibroker.log import LogConfig, PartitionLog
 from minibroker.topic_configs import sanitize
 
-__all__ = ["Storage", "StoredTopic"]
+__all__ = ["LogDirInUseError", "Storage", "StoredTopic"]
 
 TOPICS_FILE = "minibroker-topics.json"
 BROKER_CONFIGS_FILE = "minibroker-broker-configs.json"
+PRODUCER_IDS_FILE = "minibroker-producer-ids.json"
 PARTITION_METADATA = "partition.metadata"
+LOCK_FILE = ".lock"  # Kafka's LogManager.LockFileName
+DELETE_SUFFIX = "-delete"  # Kafka's LocalLog.DeleteDirSuffix
+STRAY_SUFFIX = "-stray"  # Kafka's LocalLog.StrayDirSuffix
+# Both matched whole: "<topic>-<partition>", and "<topic>-<partition>.<uuid hex>-delete" or -stray.
+_PARTITION_DIR = re.compile(r"(?P<topic>.+)-(?P<partition>[0-9]+)")
+_SET_ASIDE_DIR = re.compile(r"(?P<topic>.+)-(?P<partition>[0-9]+)\.[0-9a-f]{32}(?P<suffix>-delete|-stray)")
+
+log = logging.getLogger(__name__)
 
 # The broker settings that shape every log (topic configs override them).
 _LOG_KEYS = ("log.segment.bytes", "log.roll.ms", "log.retention.ms", "log.retention.bytes",
@@ -42,6 +73,26 @@ _LOG_KEYS = ("log.segment.bytes", "log.roll.ms", "log.retention.ms", "log.retent
 def kafka_uuid(topic_id: uuid.UUID) -> str:
     """A topic id as Kafka writes it: URL-safe base64 of the 16 bytes, no padding."""
     return base64.urlsafe_b64encode(topic_id.bytes).rstrip(b"=").decode()
+
+
+class LogDirInUseError(RuntimeError):
+    """A log directory is locked by another broker (see the module docstring)."""
+
+
+def _lock(directory: Path) -> int:
+    """Lock ``directory/.lock`` for this broker's life; returns the descriptor holding it."""
+    path = directory / LOCK_FILE
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise LogDirInUseError(f"log directory {directory} is in use by another broker (its {path} is locked); "
+                               "stop that broker or give this one another directory") from None
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 class StoredTopic:
@@ -57,15 +108,30 @@ class Storage:
     Args:
         config: the broker's settings (``log.*`` keys give every log's defaults).
         log_dirs: directories for the logs; empty for memory only.
+
+    Raises:
+        LogDirInUseError: another broker holds one of the directories; none stays locked.
     """
 
     def __init__(self, config: BrokerConfig, log_dirs: Iterable[str | os.PathLike]):
         self.log_dirs = [Path(d) for d in log_dirs]
         self._config = config  # read at each use: dynamic broker configs change the defaults
-        for d in self.log_dirs:
-            d.mkdir(parents=True, exist_ok=True)
+        self._broker_id = config["broker.id"]
+        self._locks: list[int] = []
+        try:
+            for d in self.log_dirs:
+                d.mkdir(parents=True, exist_ok=True)
+                self._locks.append(_lock(d))
+        except BaseException:
+            self.close()
+            raise
         if self.persistent and (self.log_dirs[0] / BROKER_CONFIGS_FILE).exists():
             config.load_dynamic(json.loads((self.log_dirs[0] / BROKER_CONFIGS_FILE).read_text()))
+
+    def close(self) -> None:
+        """Release the log directories (the logs themselves are closed by their owner)."""
+        while self._locks:
+            os.close(self._locks.pop())
 
     @property
     def persistent(self) -> bool:
@@ -86,23 +152,85 @@ class Storage:
         return min(self.log_dirs, key=lambda d: sum(1 for p in d.iterdir() if p.is_dir()))
 
     def open_partition(self, topic: str, topic_id: uuid.UUID, index: int, topic_configs: Mapping[str, Any]) -> PartitionLog:
-        """The log of one partition: recovered from disk if it exists, else new."""
+        """The log of one partition: recovered from disk if it exists, else new.
+
+        A directory of that name whose ``partition.metadata`` names another topic id is
+        another topic's (one deleted, say): it is set aside as stray, never opened.
+        """
         config = self.log_config(topic_configs)
         if not self.persistent:
             return PartitionLog(config=config)
-        path = self._partition_dir(topic, index) or self._least_used_dir() / f"{topic}-{index}"
-        path.mkdir(exist_ok=True)
-        metadata = path / PARTITION_METADATA
-        if not metadata.exists():
-            _write_atomically(metadata, f"version: 0\ntopic_id: {kafka_uuid(topic_id)}\n")
-        return PartitionLog(path, config=config)
+        existing = self._partition_dir(topic, index)
+        if existing is not None:
+            found = _read_topic_id(existing)
+            if found is not None and found != kafka_uuid(topic_id):
+                log.warning("%s belongs to topic id %s, not to %s's %s: set aside as stray",
+                            existing, found, topic, kafka_uuid(topic_id))
+                _set_aside(existing, STRAY_SUFFIX)
+                existing = None
+        new = existing is None
+        path = self._least_used_dir() / f"{topic}-{index}" if existing is None else existing
+        if new:
+            path.mkdir()
+        try:
+            metadata = path / PARTITION_METADATA
+            if not metadata.exists():
+                _write_atomically(metadata, f"version: 0\ntopic_id: {kafka_uuid(topic_id)}\n")
+            return PartitionLog(path, config=config)
+        except BaseException:
+            if new:  # e.g. a full disk: no half-made directory is left for a later topic of the name
+                shutil.rmtree(path, ignore_errors=True)
+            raise
 
-    def delete_partitions(self, topic: str, logs: list[PartitionLog]) -> None:
-        for index, log in enumerate(logs):
-            log.close()
-            path = self._partition_dir(topic, index)
-            if path is not None:
-                shutil.rmtree(path)
+    def delete_partitions(self, topic_id: uuid.UUID, logs: Iterable[PartitionLog]) -> None:
+        """Delete a topic's partition directories, once the topic is gone from the topics file.
+
+        As Kafka's ``LogManager.asyncDelete``: each directory is first renamed to
+        ``<topic>-<partition>.<id>-delete`` (``LocalLog.logDeleteDirName``), which no topic
+        can open, and then removed; a removal cut short is finished by :meth:`recover`.
+        A directory whose ``partition.metadata`` names another topic id than ``topic_id``
+        is not touched: it is not this topic's (anymore).
+        """
+        doomed = []
+        for partition in logs:
+            partition.close()
+            path = partition.directory
+            if path is not None and path.is_dir() and _read_topic_id(path) in (None, kafka_uuid(topic_id)):
+                doomed.append(_set_aside(path, DELETE_SUFFIX))
+        for path in doomed:
+            shutil.rmtree(path)
+
+    def recover(self, topics: Mapping[str, tuple[uuid.UUID, int]]) -> None:
+        """Tidy the log directories on start, before any partition is opened.
+
+        Directories marked ``-delete`` are removed (a deletion cut short). A
+        ``<topic>-<partition>`` directory that is no partition of a topic in ``topics``
+        (name -> (topic id, partitions)), or whose ``partition.metadata`` names another
+        topic id, is stray, as Kafka says of logs its metadata does not know: it is renamed
+        ``<topic>-<partition>.<id>-stray`` and kept for an operator to inspect, so a topic
+        created later under that name starts empty. Without a topics file (a directory
+        minibroker never wrote a topic to, say a copy of Kafka's) nothing is stray: only
+        :meth:`open_partition` sets aside a directory of another topic id, when a topic of
+        its name is created. Other entries are left alone.
+        """
+        own = self.persistent and (self.log_dirs[0] / TOPICS_FILE).exists()
+        for d in self.log_dirs:
+            for path in sorted(d.iterdir()):
+                if not path.is_dir():
+                    continue
+                m = _SET_ASIDE_DIR.fullmatch(path.name)
+                if m is not None and m["suffix"] == DELETE_SUFFIX:
+                    log.info("removing %s, a deletion cut short", path)
+                    shutil.rmtree(path)
+                    continue
+                m = _PARTITION_DIR.fullmatch(path.name)
+                if m is None or not own:
+                    continue
+                known = topics.get(m["topic"])
+                found = _read_topic_id(path)
+                if known is None or int(m["partition"]) >= known[1] or found not in (None, kafka_uuid(known[0])):
+                    log.warning("%s is no partition of a known topic (topic id %s): set aside as stray", path, found)
+                    _set_aside(path, STRAY_SUFFIX)
 
     def save_topics(self, topics: Iterable[StoredTopic]) -> None:
         if not self.persistent:
@@ -122,6 +250,56 @@ class Storage:
             _write_atomically(self.log_dirs[0] / BROKER_CONFIGS_FILE, json.dumps(self._config.stored_dynamic(), indent=1, sort_keys=True))
 
 
+    def load_producer_id_block(self) -> int:
+        """The first producer id after the last block recorded (0 if none was)."""
+        if not self.persistent or not (self.log_dirs[0] / PRODUCER_IDS_FILE).exists():
+            return 0
+        return int(json.loads((self.log_dirs[0] / PRODUCER_IDS_FILE).read_text())["block_end"]) + 1
+
+    def save_producer_id_block(self, first: int, last: int) -> None:
+        """Record, durably, that the producer ids ``first`` to ``last`` are being handed out.
+
+        The layout is that of Kafka's ZooKeeper ``/latest_producer_id_block`` (KIP-98).
+        """
+        if not self.persistent:
+            return
+        data = {"version": 1, "broker": self._broker_id, "block_start": str(first), "block_end": str(last)}
+        _write_atomically(self.log_dirs[0] / PRODUCER_IDS_FILE, json.dumps(data))
+
+
+def _set_aside(path: Path, suffix: str) -> Path:
+    """Rename a partition directory to Kafka's ``<topic>-<partition>.<uuid hex><suffix>``,
+    durably; the topic part is cut so that the name stays within 255 characters
+    (``LocalLog.logDirNameWithSuffixCappedLength``)."""
+    topic, _, partition = path.name.rpartition("-")
+    tail = f"-{partition}.{uuid.uuid4().hex}{suffix}"
+    target = path.with_name(topic[:255 - len(tail)] + tail)
+    os.rename(path, target)
+    _fsync_dir(path.parent)
+    return target
+
+
+def _read_topic_id(path: Path) -> str | None:
+    """The topic id in a partition directory's ``partition.metadata``, as written; None if absent."""
+    try:
+        lines = (path / PARTITION_METADATA).read_text().splitlines()
+    except FileNotFoundError:
+        return None
+    for line in lines:
+        key, _, value = line.partition(":")
+        if key.strip() == "topic_id":
+            return value.strip()
+    return None
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)  # a rename survives a power cut only once its directory is fsynced
+    finally:
+        os.close(fd)
+
+
 def _write_atomically(path: Path, text: str) -> None:
     tmp = path.with_name(path.name + ".tmp")
     with open(tmp, "w") as f:
@@ -129,8 +307,4 @@ def _write_atomically(path: Path, text: str) -> None:
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)
-    fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(fd)  # the rename itself must survive a power cut
-    finally:
-        os.close(fd)
+    _fsync_dir(path.parent)

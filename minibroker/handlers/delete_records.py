@@ -2,13 +2,17 @@
 
 Behaviour: moves a partition's log start offset forward to the given offset (-1: the
 high watermark), deleting whole segments that fall below it; the answer is the new low
-watermark. An offset above the high watermark is OFFSET_OUT_OF_RANGE.
+watermark. An offset above the high watermark is OFFSET_OUT_OF_RANGE. Internal topics
+(``__consumer_offsets``) are refused with INVALID_TOPIC_EXCEPTION and low watermark -1,
+as Kafka's ``ReplicaManager.deleteRecordsOnLocalLog`` does: their records are the
+committed offsets, which would be gone at the next restart.
 """
 
-from kproto.errors import OffsetOutOfRangeError, UnknownTopicOrPartitionError
+from kproto.errors import InvalidTopicError, OffsetOutOfRangeError, UnknownTopicOrPartitionError
 from kproto.protocol import ApiKey
 from kproto.protocol.messages import DeleteRecordsResponse
 from minibroker.handlers import handles
+from minibroker.state import INTERNAL_TOPICS
 
 
 @handles(ApiKey.DELETE_RECORDS, 0, 2)
@@ -21,6 +25,8 @@ async def handle(state, header, request):
             code, low = 0, -1
             if topic is None or not 0 <= p.partition_index < len(topic.partitions):
                 code = UnknownTopicOrPartitionError.code
+            elif topic.name in INTERNAL_TOPICS:
+                code = InvalidTopicError.code
             else:
                 try:
                     low = topic.partitions[p.partition_index].delete_records(p.offset)

@@ -1,8 +1,11 @@
 """InitProducerId v0-5, non-transactional.
 
-Behaviour: every idempotent producer gets a new producer id with epoch 0.
+Behaviour: every idempotent producer gets a new producer id with epoch 0, never one
+handed out before, by this broker or an earlier run of it on the same data: ids come in
+blocks recorded durably before use (see :class:`~minibroker.producer_state.ProducerIdManager`).
+Produce checks the sequences of each id (see :mod:`minibroker.producer_state`).
 Not implemented yet: transactional ids (the transaction coordinator), epoch bumps of
-an existing producer id (v3+), sequence checks in Produce.
+an existing producer id (v3+).
 """
 
 from kproto.errors import CoordinatorNotAvailableError

@@ -9,6 +9,16 @@ CreatePartitions only grows a topic (INVALID_PARTITIONS otherwise).
 Internal topics (``__consumer_offsets``) belong to the broker: creating, deleting or
 growing one is INVALID_TOPIC_EXCEPTION (Kafka's own kafka-topics tool refuses to delete
 them too), since the committed offsets they hold would be lost or misplaced.
+A request may add at most :data:`MAX_PARTITIONS_PER_REQUEST` (10000) partitions in all,
+Kafka's own bound (``ReplicationControlManager.MAX_PARTITIONS_PER_BATCH`` for CreateTopics,
+``QuorumController.MAX_RECORDS_PER_USER_OP`` for CreatePartitions): above it every topic
+of the request gets POLICY_VIOLATION and nothing is made. Partitions are made one at a
+time, the other connections served in between (see
+:meth:`~minibroker.state.BrokerState.grow_topic`); the answer comes once all exist. A
+topic whose partitions are still being made cannot be created again (TOPIC_ALREADY_EXISTS)
+nor grown (UNKNOWN_TOPIC_OR_PARTITION, retriable) until then. A file system error while
+they are made (a full disk, too many open files) is KAFKA_STORAGE_ERROR, and none of the
+partitions of that request's topic is left.
 Not implemented yet: manual replica assignments beyond one broker.
 """
 
@@ -18,6 +28,8 @@ from kproto.errors import (
     InvalidReplicationFactorError,
     InvalidRequestError,
     InvalidTopicError,
+    KafkaStorageError,
+    PolicyViolationError,
     TopicAlreadyExistsError,
     UnknownTopicIdError,
     UnknownTopicOrPartitionError,
@@ -33,6 +45,12 @@ from minibroker.state import INTERNAL_TOPICS, validate_topic_name
 from minibroker.topic_configs import validate_all
 
 BROKERS = 1
+MAX_PARTITIONS_PER_REQUEST = 10_000  # Kafka's ReplicationControlManager.MAX_PARTITIONS_PER_BATCH
+
+
+def _too_many(total):
+    return (f"the request adds {total} partitions; at most {MAX_PARTITIONS_PER_REQUEST} "
+            "may be added per request (Kafka's bound)")
 
 
 def _internal(name):
@@ -46,7 +64,7 @@ def _check_create(state, t):
         return InvalidTopicError.code, why, 0
     if t.name in INTERNAL_TOPICS:
         return InvalidTopicError.code, _internal(t.name), 0
-    if t.name in state.topics:
+    if t.name in state.topics or t.name in state.growing:
         return TopicAlreadyExistsError.code, f"topic {t.name!r} already exists", 0
     if t.assignments:
         return InvalidRequestError.code, "manual replica assignments are not supported by minibroker yet", 0
@@ -63,7 +81,13 @@ def _check_create(state, t):
 
 @handles(ApiKey.CREATE_TOPICS, 0, 7)
 async def create_topics(state, header, request):
-    results = []
+    # Kafka's validateTotalNumberOfPartitions: the sum asked for, before anything else.
+    total = sum(state.config["num.partitions"] if t.num_partitions == -1 else max(t.num_partitions, 0)
+                for t in request.topics if not t.assignments)
+    if total > MAX_PARTITIONS_PER_REQUEST:
+        return CreateTopicsResponse(topics=[CreateTopicsResponse.CreatableTopicResult(
+            name=t.name, error_code=PolicyViolationError.code, error_message=_too_many(total)) for t in request.topics])
+    results, created = [], []
     for t in request.topics:
         code, message, partitions = _check_create(state, t)
         result = CreateTopicsResponse.CreatableTopicResult(name=t.name, error_code=code, error_message=message)
@@ -71,9 +95,16 @@ async def create_topics(state, header, request):
             result.num_partitions = partitions
             result.replication_factor = BROKERS
             if not request.validate_only:
-                topic = state.create_topic(t.name, partitions, {c.name: c.value for c in t.configs})
+                # The name is taken now, so that a second topic of that name is refused.
+                topic = state.new_topic(t.name, {c.name: c.value for c in t.configs})
                 result.topic_id = topic.topic_id
+                created.append((topic, partitions, result))
         results.append(result)
+    for topic, partitions, result in created:
+        try:
+            await state.grow_topic(topic, partitions)
+        except OSError as exc:  # e.g. a full disk or too many open files: nothing of it is left
+            result.error_code, result.error_message = KafkaStorageError.code, f"cannot make its partitions: {exc}"
     return CreateTopicsResponse(topics=results)
 
 
@@ -98,7 +129,7 @@ async def delete_topics(state, header, request):
 
 @handles(ApiKey.CREATE_PARTITIONS, 0, 3)
 async def create_partitions(state, header, request):
-    results = []
+    results, grown = [], []
     for t in request.topics:
         topic = state.topics.get(t.name)
         code, message = 0, None
@@ -106,11 +137,34 @@ async def create_partitions(state, header, request):
             code, message = UnknownTopicOrPartitionError.code, f"topic {t.name!r} does not exist"
         elif t.name in INTERNAL_TOPICS:
             code, message = InvalidTopicError.code, _internal(t.name)
+        elif any(g is topic for g, _, _ in grown):
+            code, message = InvalidRequestError.code, f"topic {t.name!r} is listed twice"
+        elif t.name in state.growing or not topic.partitions:
+            code, message = UnknownTopicOrPartitionError.code, f"the partitions of {t.name!r} are being made; try again"
         elif t.count <= len(topic.partitions):
             code, message = InvalidPartitionsError.code, f"topic has {len(topic.partitions)} partitions; the count can only grow"
         elif t.assignments:
             code, message = InvalidRequestError.code, "manual replica assignments are not supported by minibroker yet"
-        elif not request.validate_only:
-            state.add_partitions(topic, t.count)
-        results.append(CreatePartitionsResponse.CreatePartitionsTopicResult(name=t.name, error_code=code, error_message=message))
+        result = CreatePartitionsResponse.CreatePartitionsTopicResult(name=t.name, error_code=code, error_message=message)
+        if code == 0:
+            grown.append((topic, t.count, result))
+        results.append(result)
+    # Kafka's bound on the records of one request (QuorumController.MAX_RECORDS_PER_USER_OP).
+    total = sum(count - len(topic.partitions) for topic, count, _ in grown)
+    if total > MAX_PARTITIONS_PER_REQUEST:
+        return CreatePartitionsResponse(results=[CreatePartitionsResponse.CreatePartitionsTopicResult(
+            name=t.name, error_code=PolicyViolationError.code, error_message=_too_many(total)) for t in request.topics])
+    if request.validate_only:
+        return CreatePartitionsResponse(results=results)
+    for topic, _, _ in grown:  # taken now: no other request may grow them until this one did
+        state.growing.add(topic.name)
+    try:
+        for topic, count, result in grown:
+            try:
+                await state.grow_topic(topic, count)
+            except OSError as exc:  # the topic keeps the partitions it had
+                result.error_code, result.error_message = KafkaStorageError.code, f"cannot make the partitions: {exc}"
+    finally:
+        for topic, _, _ in grown:
+            state.growing.discard(topic.name)
     return CreatePartitionsResponse(results=results)

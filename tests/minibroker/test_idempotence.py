@@ -1,5 +1,7 @@
 """Idempotent produce: sequences per producer id, epoch and partition (KIP-98)."""
 
+import time
+
 import pytest
 
 from kproto.errors import (
@@ -17,6 +19,8 @@ from kproto.protocol.messages import (
 )
 from kproto.records import BatchBuilder, decode_record_set
 from minibroker import MiniBroker
+from minibroker.config import DEFAULTS as BROKER_DEFAULTS
+from minibroker.producer_state import ProducerStates
 from tests.minibroker.conftest import RawClient
 
 
@@ -114,3 +118,44 @@ def test_a_retry_across_a_restart_is_still_a_duplicate_and_ids_are_not_reused(tm
         assert log_values(c) == [b"0-0-0", b"0-0-1", b"0-0-2", b"0-3-0", b"0-3-1", b"0-5-0"]
         assert init(c) > pid
         c.close()
+
+
+def test_producer_state_expires_after_producer_id_expiration_ms():
+    """Issue 10, item 13b: producer state never expired. With ``producer.id.expiration.ms``
+    (Kafka's KIP-854 config, default one day) a producer that has not written for that long
+    is unknown again: its next batch is taken at any sequence, as Kafka does."""
+    assert BROKER_DEFAULTS["producer.id.expiration.ms"][0] == 86400000
+    assert BROKER_DEFAULTS["transactional.id.expiration.ms"][0] == 604800000
+    with MiniBroker(config={"producer.id.expiration.ms": 300}) as broker:
+        c = RawClient(broker.port)
+        try:
+            c.request(ApiKey.METADATA, 9, MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name="idem")]))
+            assert send(c, 7, 0, 0) == (0, 0)
+            assert send(c, 7, 0, 5)[0] == OutOfOrderSequenceNumberError.code  # still known: a gap
+            time.sleep(0.6)
+            assert send(c, 7, 0, 5) == (0, 1)  # expired: accepted as a new producer
+            assert send(c, 7, 0, 6) == (0, 2)  # and known again from there
+            assert send(c, 7, 0, 6) == (0, 2)
+        finally:
+            c.close()
+
+
+def test_expiration_counts_from_the_last_write_and_frees_the_memory():
+    """Issue 10, item 13b, with a controlled clock: a write renews the producer; the sweep
+    (Kafka's removeExpiredProducers) forgets every expired producer at once."""
+    now = [0]
+    states = ProducerStates(1000, clock=lambda: now[0], check_interval_ms=5000)
+    for pid in range(100):
+        states.record(("t", 0), pid, 0, 0, 1, pid)
+    now[0] = 999
+    states.record(("t", 0), 0, 0, 1, 1, 100)  # producer 0 writes again
+    assert states.check(("t", 0), 1, 0, 0, 1) == (0, 1)  # producer 1 is still known: a duplicate
+    now[0] = 1000
+    assert states.check(("t", 0), 1, 0, 0, 1) == (0, -1)  # expired: unknown, so appended
+    assert states.check(("t", 0), 0, 0, 1, 1) == (0, 100)  # renewed at 999: still known
+    assert len(states) == 99  # producer 1 went when it was looked up
+    now[0] = 5000
+    states.record(("u", 0), 500, 0, 0, 1, 0)  # the first write after the check interval sweeps
+    assert len(states) == 1
+    with pytest.raises(ValueError, match="producer.id.expiration.ms"):
+        ProducerStates(0)
