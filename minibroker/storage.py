@@ -249,7 +249,6 @@ class Storage:
         if self.persistent:
             _write_atomically(self.log_dirs[0] / BROKER_CONFIGS_FILE, json.dumps(self._config.stored_dynamic(), indent=1, sort_keys=True))
 
-
     def load_producer_id_block(self) -> int:
         """The first producer id after the last block recorded (0 if none was)."""
         if not self.persistent or not (self.log_dirs[0] / PRODUCER_IDS_FILE).exists():
