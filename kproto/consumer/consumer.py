@@ -67,6 +67,7 @@ log = logging.getLogger("kproto.consumer")
 
 _EARLIEST, _LATEST = -2, -1  # ListOffsets' special timestamps
 _SLICE = 0.2  # seconds: how often a blocked sync call lets Ctrl-C in
+_CLOSE_TIMEOUT_S = 30.0  # Java's KafkaConsumer.DEFAULT_CLOSE_TIMEOUT_MS
 
 #: ``on_assign(consumer, partitions)``, ``on_revoke``, ``on_lost``: plain or async functions.
 RebalanceCallback = Callable[[Any, list[TopicPartition]], Any]
@@ -109,6 +110,10 @@ class AIOConsumer:
         self._cluster = Cluster(c, allow_auto_topic_creation=c["allow.auto.create.topics"])
         self._subscriptions = SubscriptionState(c["auto.offset.reset"], c["exclude.internal.topics"])
         self._api_timeout = c["default.api.timeout.ms"] / 1000
+        # Java's close timer: min(close timeout (30 s), request.timeout.ms) bounds a close's
+        # commits and LeaveGroup, so a broker that stopped answering cannot hold it.
+        self._close_timeout = min(_CLOSE_TIMEOUT_S, c["request.timeout.ms"] / 1000)
+        self._closing_by: float | None = None  # set while closing: no wait goes past it
         self._max_poll_records = c["max.poll.records"]
         self._event: asyncio.Event | None = None  # something for poll happened
         self._metadata_wanted: asyncio.Event | None = None
@@ -175,7 +180,8 @@ class AIOConsumer:
         return 0.0 if self._polling else time.monotonic() - self._last_poll
 
     def _deadline(self, timeout: float | None) -> float:
-        return time.monotonic() + (self._api_timeout if timeout is None else timeout)
+        deadline = time.monotonic() + (self._api_timeout if timeout is None else timeout)
+        return deadline if self._closing_by is None else min(deadline, self._closing_by)
 
     async def _metadata_loop(self) -> None:
         """Refresh metadata every ``metadata.max.age.ms``, or soon when something is stale
@@ -737,6 +743,7 @@ class AIOConsumer:
         """
         if self._closed:
             return
+        self._closing_by = time.monotonic() + self._close_timeout
         try:
             if self._group is not None:
                 await self._close_group()
@@ -751,17 +758,19 @@ class AIOConsumer:
             await asyncio.gather(*tasks, return_exceptions=True)
             if self._fetcher is not None:
                 await self._fetcher.close()
+            left = max(self._closing_by - time.monotonic(), 0)
             if self._group is not None:
-                await self._group.close()
-            await self._cluster.close()
+                await self._group.close(left)
+            await self._cluster.close(left)
 
     async def _close_group(self) -> None:
-        await asyncio.gather(*self._commits, return_exceptions=True)
+        if self._commits:
+            await asyncio.wait(self._commits, timeout=max(self._closing_by - time.monotonic(), 0))
         await self._run_commit_callbacks()
         if self._subscriptions.auto_assigned:
             await self._stop_joining()
             await self._drop(self._subscriptions.assigned(), lost=self._membership.lost)
-            await self._group.leave("the consumer is closing")
+            await self._group.leave("the consumer is closing", self._closing_by)
         elif self._auto_commit:
             await self._commit_logged(self._consumed())
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping
 from typing import Any, TypeVar
 
@@ -193,22 +194,26 @@ class GroupCoordinator:
                 self._wakeup()
             await asyncio.sleep(self._heartbeat_interval)
 
-    async def leave(self, reason: str) -> None:
-        """Leave the group (one attempt, as Java makes) and forget the generation."""
+    async def leave(self, reason: str, deadline: float | None = None) -> None:
+        """Leave the group (one attempt, as Java makes, for ``request.timeout.ms`` and until
+        ``deadline`` at most) and forget the generation."""
         membership = self.membership
         if membership.member_id and membership.group_instance_id is None and membership.generation_id >= 0:
+            wait = self._request_timeout
+            if deadline is not None:
+                wait = max(min(wait, deadline - time.monotonic()), 0)
             try:
                 response = await asyncio.wait_for(
-                    self._send(ApiKey.LEAVE_GROUP, lambda version: membership.leave_request(version, reason)),
-                    self._request_timeout)
+                    self._send(ApiKey.LEAVE_GROUP, lambda version: membership.leave_request(version, reason)), wait)
                 if response.error_code:
                     log.info("group %r: LeaveGroup answered %s", membership.group_id, for_code(response.error_code).name)
             except (KafkaError, asyncio.TimeoutError) as exc:
                 log.info("group %r: LeaveGroup failed: %s", membership.group_id, exc)
         membership.reset()
 
-    async def close(self) -> None:
-        await self._cluster.close()
+    async def close(self, timeout: float | None = None) -> None:
+        """Close the group's connections (see :meth:`Cluster.close` for ``timeout``)."""
+        await self._cluster.close(timeout)
 
     # -- offsets ------------------------------------------------------------------------------
 
