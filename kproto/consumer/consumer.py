@@ -574,17 +574,23 @@ class AIOConsumer:
         self._commit_in_background(self._consumed() if offsets is None else _offsets(offsets), callback)
 
     def _commit_in_background(self, offsets: dict[TopicPartition, OffsetAndMetadata],
-                              callback: CommitCallback | None) -> None:
+                              callback: CommitCallback | None, *, auto: bool = False) -> None:
         if not offsets and callback is None:
             return
+        # In line now (commits reach the coordinator in the order they are made), and one
+        # attempt: a later commit carries newer offsets (Java's commitOffsetsAsync).
+        committing = self._group.commit(offsets, self._deadline(None), as_member=self._subscriptions.auto_assigned,
+                                        retry=False) if offsets else None
 
         async def commit() -> None:
             error = None
             try:
-                if offsets:
-                    await self._group.commit(offsets, self._deadline(None), as_member=self._subscriptions.auto_assigned)
+                if committing is not None:
+                    await committing
             except KafkaError as exc:
                 error = exc
+                if auto and exc.retriable:  # Java: the next auto-commit comes after retry.backoff.ms
+                    self._next_auto_commit = min(self._next_auto_commit, time.monotonic() + self._retry_backoff)
             if callback is not None:
                 self._commit_results.append((callback, offsets, error))
                 self._event.set()
@@ -594,6 +600,8 @@ class AIOConsumer:
         task = asyncio.get_running_loop().create_task(commit())
         self._commits.add(task)
         task.add_done_callback(self._commits.discard)
+        if committing is not None:  # cancelled before it awaited the commit (a close): that stops too
+            task.add_done_callback(lambda _: committing.cancel())
 
     async def _run_commit_callbacks(self) -> None:
         while self._commit_results:
@@ -611,7 +619,7 @@ class AIOConsumer:
             self._next_auto_commit = now + self._retry_backoff
             return
         self._next_auto_commit = now + self._auto_commit_interval
-        self._commit_in_background(self._consumed(), None)
+        self._commit_in_background(self._consumed(), None, auto=True)
 
     async def committed(self, partitions: Iterable[TopicPartition], timeout: float | None = None
                         ) -> dict[TopicPartition, OffsetAndMetadata | None]:
