@@ -5,15 +5,17 @@ owns (issue 10, item 7). The proxy records every OffsetCommit that reaches the b
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 from kproto import Consumer, Producer
+from kproto.aio import AIOConsumer
 from kproto.consumer.protocol import decode_assignment
 from kproto.errors import NotCoordinatorError
 from kproto.protocol import ApiKey
 from kproto.protocol.messages import OffsetCommitResponse
 from kproto.structs import TopicPartition
-from tests.clients.proxy import FORWARD, Edit, FaultProxy
+from tests.clients.proxy import FORWARD, Edit, FaultProxy, Later
 
 
 def refuse(request, code):
@@ -24,9 +26,9 @@ def refuse(request, code):
 
 
 class Recorder:
-    """A proxy rule: refuses the OffsetCommits ``refuse_commit(n, request)`` picks with
-    NOT_COORDINATOR, forwards the rest and records them, and records each member's
-    assignment per generation from SyncGroup."""
+    """A proxy rule: refuses an OffsetCommit with NOT_COORDINATOR when
+    ``refuse_commit(n, request)`` says after how many seconds (None: forward it), records
+    those forwarded, and records each member's assignment per generation from SyncGroup."""
 
     def __init__(self, refuse_commit):
         self.refuse_commit = refuse_commit
@@ -35,8 +37,9 @@ class Recorder:
 
     def __call__(self, api_key, version, request, n):
         if api_key == ApiKey.OFFSET_COMMIT:
-            if self.refuse_commit(n, request):
-                return refuse(request, NotCoordinatorError.code)
+            delay = self.refuse_commit(n, request)
+            if delay is not None:
+                return Later(delay, refuse(request, NotCoordinatorError.code))
             self.commits.append((request.member_id, request.generation_id_or_member_epoch, {
                 TopicPartition(t.name, p.partition_index): p.committed_offset
                 for t in request.topics for p in t.partitions}))
@@ -60,7 +63,7 @@ def test_a_retried_auto_commit_never_moves_the_committed_offset_backwards():
     NOT_COORDINATOR: the auto-commit that failed was retried with its stale offsets after
     newer ones had been committed. As Java's ConsumerCoordinator, a failed auto-commit is
     not retried: the next one sends the current positions."""
-    recorder = Recorder(lambda n, request: n == 3)
+    recorder = Recorder(lambda n, request: 0 if n == 3 else None)
     with FaultProxy(recorder) as proxy:
         produce(proxy.bootstrap_servers, "commits", 1000)
         with Consumer(bootstrap_servers=proxy.bootstrap_servers, group_id="g", auto_offset_reset="earliest",
@@ -77,6 +80,44 @@ def test_a_retried_auto_commit_never_moves_the_committed_offset_backwards():
     assert offsets == sorted(offsets), offsets
 
 
+def test_auto_commits_wait_behind_a_sync_commit_that_is_retried():
+    """Issue 10 item 7: a sync commit answered late with NOT_COORDINATOR retries its own
+    offsets; auto-commits made meanwhile (with newer offsets) must not reach the broker
+    before that retry, or the retry would move the committed offset back."""
+    armed, refused = [], []
+
+    def refuse_commit(n, request):
+        if armed and not refused:  # the first commit after the sync one was made: that one
+            refused.append(request.topics[0].partitions[0].committed_offset)
+            return 0.3
+        return None
+
+    recorder = Recorder(refuse_commit)
+    tp = TopicPartition("held", 0)
+
+    async def main(bootstrap):
+        async with AIOConsumer(bootstrap_servers=bootstrap, group_id="g3", auto_offset_reset="earliest",
+                               auto_commit_interval_ms=20, retry_backoff_ms=50, max_poll_records=10) as consumer:
+            consumer.subscribe(["held"])
+            got = []
+            while len(got) < 100:
+                got += await consumer.poll(0.5)
+            armed.append(True)
+            syncing = asyncio.get_running_loop().create_task(consumer.commit())  # answered late, then retried
+            while len(got) < 1000:
+                got += await consumer.poll(0.5)
+                await asyncio.sleep(0.005)  # more auto-commits while the sync one waits
+            await syncing
+
+    with FaultProxy(recorder) as proxy:
+        produce(proxy.bootstrap_servers, "held", 1000)
+        asyncio.run(main(proxy.bootstrap_servers))
+    offsets = [o[tp] for _, _, o in recorder.commits]
+    assert refused and refused[0] in offsets  # the sync commit was refused, then retried
+    assert offsets and offsets[-1] == 1000
+    assert offsets == sorted(offsets), offsets
+
+
 def test_a_commit_retried_after_a_rebalance_is_not_sent_for_partitions_the_member_lost():
     """Issue 10 item 7: a background commit of both partitions is refused NOT_COORDINATOR;
     while it waits to retry, a second member joins and takes a partition. The retry must not
@@ -88,8 +129,8 @@ def test_a_commit_retried_after_a_rebalance_is_not_sent_for_partitions_the_membe
     def refuse_commit(n, request):
         if not first_commit:
             first_commit.append(request.member_id)
-            return True
-        return False
+            return 0
+        return None
 
     recorder = Recorder(refuse_commit)
     fast = {"heartbeat_interval_ms": 100, "partition_assignment_strategy": "range", "auto_offset_reset": "earliest",
