@@ -15,8 +15,9 @@ import time
 import pytest
 
 from kproto import AdminClient, Consumer, Producer
-from kproto.admin import NewTopic
+from kproto.admin import ConfigResource, NewTopic
 from kproto.errors import KafkaError, KafkaTimeoutError
+from kproto.structs import TopicPartition
 
 MARGIN = 3.0  # seconds on top of a bound: timers fire late on a busy machine, never early
 FAST = {"request_timeout_ms": 1000, "socket_connection_setup_timeout_ms": 500, "reconnect_backoff_ms": 20,
@@ -128,4 +129,34 @@ def test_a_frozen_broker_bounds_the_admin_clients_calls_and_close(frozen):
         admin.close()
         assert time.monotonic() - started < MARGIN
     finally:
+        admin.close()
+
+
+def test_a_frozen_broker_cannot_stretch_a_call_past_its_timeout_to_the_request_timeout(frozen):
+    """Issue 10 item 14: an API call's timeout (default.api.timeout.ms, or the one given)
+    bounds its requests, as in Java: with request.timeout.ms at its default (30 s), a
+    commit(timeout=1), a committed(timeout=1) and an admin call that retries under a 2 s
+    default.api.timeout.ms fail with KafkaTimeoutError in about that time, not 30 s later."""
+    bootstrap, freeze = frozen
+    tp = TopicPartition("frozen", 0)
+    consumer = Consumer(bootstrap_servers=bootstrap, group_id="frozen-calls", enable_auto_commit=False)
+    admin = AdminClient(bootstrap_servers=bootstrap, default_api_timeout_ms=2000)
+    try:
+        consumer.assign([tp])
+        consumer.commit({tp: 0}, timeout=10)  # the coordinator is known and connected
+        admin.list_topics()
+        freeze()
+        for call, bound in ((lambda: consumer.commit({tp: 1}, timeout=1.0), 1.0),
+                            (lambda: consumer.committed([tp], timeout=1.0), 1.0),
+                            (lambda: admin.describe_configs([ConfigResource.topic("frozen")]), 2.0)):
+            started = time.monotonic()
+            with pytest.raises(KafkaTimeoutError):
+                call()
+            assert time.monotonic() - started < bound + MARGIN
+        started = time.monotonic()
+        consumer.close()
+        admin.close()
+        assert time.monotonic() - started < MARGIN
+    finally:
+        consumer.close()
         admin.close()
