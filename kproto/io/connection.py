@@ -20,6 +20,13 @@ A connection with nothing in flight and no traffic for ``connections.max.idle.ms
 closes itself, as Java's client does; the cluster opens a new one when next needed.
 One timer checks at most once per idle period, so busy connections pay nothing.
 
+Every wait is bounded, whatever the peer does (a broker that is alive but reads
+nothing fills the socket's buffers): connecting and ApiVersions by
+``socket.connection.setup.timeout.ms``, a request by ``request.timeout.ms`` from the
+moment it is written, including the time its write waits for buffer space, and
+:meth:`Connection.close` by its timeout, after which unsent bytes are dropped. A
+connection that failed is aborted at once: nothing on it is worth sending.
+
 Failures are typed: :class:`~kproto.errors.KafkaConnectionError` when the socket fails
 (connect, write or read; every in-flight request gets it), :class:`~kproto.errors.KafkaTimeoutError`
 when one request outlives ``request.timeout.ms`` (the connection is closed too, as
