@@ -67,6 +67,7 @@ log = logging.getLogger("kproto.consumer")
 
 _EARLIEST, _LATEST = -2, -1  # ListOffsets' special timestamps
 _SLICE = 0.2  # seconds: how often a blocked sync call lets Ctrl-C in
+_CLOSE_TIMEOUT_S = 30.0  # Java's KafkaConsumer.DEFAULT_CLOSE_TIMEOUT_MS
 
 #: ``on_assign(consumer, partitions)``, ``on_revoke``, ``on_lost``: plain or async functions.
 RebalanceCallback = Callable[[Any, list[TopicPartition]], Any]
@@ -109,6 +110,10 @@ class AIOConsumer:
         self._cluster = Cluster(c, allow_auto_topic_creation=c["allow.auto.create.topics"])
         self._subscriptions = SubscriptionState(c["auto.offset.reset"], c["exclude.internal.topics"])
         self._api_timeout = c["default.api.timeout.ms"] / 1000
+        # Java's close timer: min(close timeout (30 s), request.timeout.ms) bounds a close's
+        # commits and LeaveGroup, so a broker that stopped answering cannot hold it.
+        self._close_timeout = min(_CLOSE_TIMEOUT_S, c["request.timeout.ms"] / 1000)
+        self._closing_by: float | None = None  # set while closing: no wait goes past it
         self._max_poll_records = c["max.poll.records"]
         self._event: asyncio.Event | None = None  # something for poll happened
         self._metadata_wanted: asyncio.Event | None = None
@@ -175,7 +180,8 @@ class AIOConsumer:
         return 0.0 if self._polling else time.monotonic() - self._last_poll
 
     def _deadline(self, timeout: float | None) -> float:
-        return time.monotonic() + (self._api_timeout if timeout is None else timeout)
+        deadline = time.monotonic() + (self._api_timeout if timeout is None else timeout)
+        return deadline if self._closing_by is None else min(deadline, self._closing_by)
 
     async def _metadata_loop(self) -> None:
         """Refresh metadata every ``metadata.max.age.ms``, or soon when something is stale
@@ -568,17 +574,23 @@ class AIOConsumer:
         self._commit_in_background(self._consumed() if offsets is None else _offsets(offsets), callback)
 
     def _commit_in_background(self, offsets: dict[TopicPartition, OffsetAndMetadata],
-                              callback: CommitCallback | None) -> None:
+                              callback: CommitCallback | None, *, auto: bool = False) -> None:
         if not offsets and callback is None:
             return
+        # In line now (commits reach the coordinator in the order they are made), and one
+        # attempt: a later commit carries newer offsets (Java's commitOffsetsAsync).
+        committing = self._group.commit(offsets, self._deadline(None), as_member=self._subscriptions.auto_assigned,
+                                        retry=False) if offsets else None
 
         async def commit() -> None:
             error = None
             try:
-                if offsets:
-                    await self._group.commit(offsets, self._deadline(None), as_member=self._subscriptions.auto_assigned)
+                if committing is not None:
+                    await committing
             except KafkaError as exc:
                 error = exc
+                if auto and exc.retriable:  # Java: the next auto-commit comes after retry.backoff.ms
+                    self._next_auto_commit = min(self._next_auto_commit, time.monotonic() + self._retry_backoff)
             if callback is not None:
                 self._commit_results.append((callback, offsets, error))
                 self._event.set()
@@ -588,6 +600,8 @@ class AIOConsumer:
         task = asyncio.get_running_loop().create_task(commit())
         self._commits.add(task)
         task.add_done_callback(self._commits.discard)
+        if committing is not None:  # cancelled before it awaited the commit (a close): that stops too
+            task.add_done_callback(lambda _: committing.cancel())
 
     async def _run_commit_callbacks(self) -> None:
         while self._commit_results:
@@ -605,7 +619,7 @@ class AIOConsumer:
             self._next_auto_commit = now + self._retry_backoff
             return
         self._next_auto_commit = now + self._auto_commit_interval
-        self._commit_in_background(self._consumed(), None)
+        self._commit_in_background(self._consumed(), None, auto=True)
 
     async def committed(self, partitions: Iterable[TopicPartition], timeout: float | None = None
                         ) -> dict[TopicPartition, OffsetAndMetadata | None]:
@@ -737,6 +751,7 @@ class AIOConsumer:
         """
         if self._closed:
             return
+        self._closing_by = time.monotonic() + self._close_timeout
         try:
             if self._group is not None:
                 await self._close_group()
@@ -751,17 +766,19 @@ class AIOConsumer:
             await asyncio.gather(*tasks, return_exceptions=True)
             if self._fetcher is not None:
                 await self._fetcher.close()
+            left = max(self._closing_by - time.monotonic(), 0)
             if self._group is not None:
-                await self._group.close()
-            await self._cluster.close()
+                await self._group.close(left)
+            await self._cluster.close(left)
 
     async def _close_group(self) -> None:
-        await asyncio.gather(*self._commits, return_exceptions=True)
+        if self._commits:
+            await asyncio.wait(self._commits, timeout=max(self._closing_by - time.monotonic(), 0))
         await self._run_commit_callbacks()
         if self._subscriptions.auto_assigned:
             await self._stop_joining()
             await self._drop(self._subscriptions.assigned(), lost=self._membership.lost)
-            await self._group.leave("the consumer is closing")
+            await self._group.leave("the consumer is closing", self._closing_by)
         elif self._auto_commit:
             await self._commit_logged(self._consumed())
 

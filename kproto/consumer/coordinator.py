@@ -16,15 +16,22 @@ under a separate node id for the same reason).
   between polls does not stop heartbeats. When ``max.poll.interval.ms`` passes without a
   poll, it leaves the group as Java's heartbeat thread does (a static member only stops;
   its session timeout removes it), and the member's partitions count as lost.
-- Commits and committed-offset lookups retry retriable errors until their deadline.
-  A member commits with its generation; an assign()-only consumer as a "simple" one
-  (generation -1, no member id).
+- Commits go to the coordinator one at a time, in the order they were made, so an older
+  commit never lands after a newer one and a committed offset never moves backwards.
+  A sync commit retries retriable errors with its own offsets until its deadline (holding
+  the line meanwhile); an async or auto-commit makes one attempt, as Java's
+  ConsumerCoordinator does: the next auto-commit sends the current positions instead.
+  A member commits with the generation it had when the commit was made, and fails it with
+  CommitFailedError rather than send it once the generation changed (the partitions may
+  belong to another member now); an assign()-only consumer commits as a "simple" one
+  (generation -1, no member id). Committed-offset lookups retry until their deadline.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping
 from typing import Any, TypeVar
 
@@ -88,6 +95,7 @@ class GroupCoordinator:
         self._max_poll_interval = config["max.poll.interval.ms"] / 1000
         self._join_timeout = membership.rebalance_timeout_ms / 1000 + _JOIN_MARGIN_S
         self._stable = asyncio.Event()  # set while heartbeats are due
+        self._commit_line = asyncio.Lock()  # one commit at a time, in the order they were made
         self.failure: KafkaError | None = None  # fatal, from the heartbeat loop: raised by poll
 
     # -- plumbing -----------------------------------------------------------------------------
@@ -193,46 +201,73 @@ class GroupCoordinator:
                 self._wakeup()
             await asyncio.sleep(self._heartbeat_interval)
 
-    async def leave(self, reason: str) -> None:
-        """Leave the group (one attempt, as Java makes) and forget the generation."""
+    async def leave(self, reason: str, deadline: float | None = None) -> None:
+        """Leave the group (one attempt, as Java makes, for ``request.timeout.ms`` and until
+        ``deadline`` at most) and forget the generation."""
         membership = self.membership
         if membership.member_id and membership.group_instance_id is None and membership.generation_id >= 0:
+            wait = self._request_timeout
+            if deadline is not None:
+                wait = max(min(wait, deadline - time.monotonic()), 0)
             try:
                 response = await asyncio.wait_for(
-                    self._send(ApiKey.LEAVE_GROUP, lambda version: membership.leave_request(version, reason)),
-                    self._request_timeout)
+                    self._send(ApiKey.LEAVE_GROUP, lambda version: membership.leave_request(version, reason)), wait)
                 if response.error_code:
                     log.info("group %r: LeaveGroup answered %s", membership.group_id, for_code(response.error_code).name)
             except (KafkaError, asyncio.TimeoutError) as exc:
                 log.info("group %r: LeaveGroup failed: %s", membership.group_id, exc)
         membership.reset()
 
-    async def close(self) -> None:
-        await self._cluster.close()
+    async def close(self, timeout: float | None = None) -> None:
+        """Close the group's connections (see :meth:`Cluster.close` for ``timeout``)."""
+        await self._cluster.close(timeout)
 
     # -- offsets ------------------------------------------------------------------------------
 
-    async def commit(self, offsets: Mapping[TopicPartition, OffsetAndMetadata], deadline: float, *,
-                     as_member: bool) -> None:
+    def commit(self, offsets: Mapping[TopicPartition, OffsetAndMetadata], deadline: float, *,
+               as_member: bool, retry: bool = True) -> asyncio.Task[None]:
         """Commit ``offsets``; ``as_member``: with the member's generation (subscribe()).
 
-        Raises:
-            CommitFailedError: the group went on without this member.
+        Takes its place in line now and returns the task that commits once the commits
+        made before it are done (await it). ``retry``: retry retriable failures with
+        these offsets until ``deadline`` (a sync commit); otherwise one attempt (an async
+        or auto-commit, whose offsets a later commit supersedes).
+
+        The task raises:
+            CommitFailedError: the group went on without this member, or rebalanced since
+                the commit was made (its partitions may have moved).
             RebalanceInProgressError: the group is rebalancing; poll, then commit again.
             KafkaTimeoutError: retriable failures until ``deadline``.
-            KafkaCodeError: another error.
+            KafkaCodeError: another error (the first retriable one, when not retrying).
         """
         membership = self.membership
+        # The generation the offsets belong to, pinned now: a commit that waited or was
+        # retried across a rebalance is never sent under the next generation, for partitions
+        # the member may no longer own (issue 10, item 7).
+        generation, member_id = (membership.generation_id, membership.member_id) if as_member else (-1, "")
+        return asyncio.get_running_loop().create_task(
+            self._commit_in_line(dict(offsets), deadline, as_member, retry, generation, member_id))
+
+    async def _commit_in_line(self, offsets: dict[TopicPartition, OffsetAndMetadata], deadline: float,
+                              as_member: bool, retry: bool, generation: int, member_id: str) -> None:
+        """One commit, after every commit made before it (see the class docstring)."""
+        membership = self.membership
+        try:
+            await asyncio.wait_for(self._commit_line.acquire(), max(deadline - time.monotonic(), 0))
+        except asyncio.TimeoutError:
+            raise KafkaTimeoutError(f"group {membership.group_id!r}: an earlier commit was still running") from None
 
         async def attempt() -> None:
             # As Java: a member commits only while STABLE. While it rejoins, its JoinGroup
             # holds the coordinator connection and the generation is about to change.
+            if as_member and (membership.generation_id, membership.member_id) != (generation, member_id):
+                raise CommitFailedError(f"group {membership.group_id!r} rebalanced since these offsets were "
+                                        "committed (their partitions may have moved)")
             if as_member and membership.state is not MemberState.STABLE:
                 if membership.generation_id < 0:
                     raise CommitFailedError(f"group {membership.group_id!r}: this consumer is not in an active "
                                             "generation of the group; its partitions may have moved")
                 raise RebalanceInProgressError(f"group {membership.group_id!r} is rebalancing: poll, then commit again")
-            generation, member_id = (membership.generation_id, membership.member_id) if as_member else (-1, "")
             instance = membership.group_instance_id if as_member else None
             request = OffsetCommitRequest(
                 group_id=membership.group_id, generation_id_or_member_epoch=generation, member_id=member_id,
@@ -261,7 +296,17 @@ class GroupCoordinator:
                 self._wakeup()
             raise error
 
-        await self._retrying(attempt, deadline)
+        try:
+            if retry:
+                await self._retrying(attempt, deadline)
+            else:
+                try:
+                    await attempt()
+                except _COORDINATOR_GONE:
+                    self._node = None  # the next commit looks for the coordinator again
+                    raise
+        finally:
+            self._commit_line.release()
 
     async def committed(self, partitions: Collection[TopicPartition], deadline: float
                         ) -> dict[TopicPartition, OffsetAndMetadata | None]:

@@ -348,7 +348,9 @@ class Cluster:
         if self._closed:
             raise ClientClosedError("the client is closed")
 
-    async def close(self) -> None:
+    async def close(self, timeout: float | None = None) -> None:
+        """Close every connection; unsent bytes get ``timeout`` seconds at most (None:
+        ``request.timeout.ms``; see :meth:`Connection.close`)."""
         if self._closed:
             return
         self._closed = True
@@ -360,4 +362,4 @@ class Cluster:
         if self._bootstrap_connection is not None:
             conns.append(self._bootstrap_connection)
         self._connections.clear()
-        await asyncio.gather(*(c.close() for c in conns), return_exceptions=True)
+        await asyncio.gather(*(c.close(timeout) for c in conns), return_exceptions=True)

@@ -20,6 +20,13 @@ A connection with nothing in flight and no traffic for ``connections.max.idle.ms
 closes itself, as Java's client does; the cluster opens a new one when next needed.
 One timer checks at most once per idle period, so busy connections pay nothing.
 
+Every wait is bounded, whatever the peer does (a broker that is alive but reads
+nothing fills the socket's buffers): connecting and ApiVersions by
+``socket.connection.setup.timeout.ms``, a request by ``request.timeout.ms`` from the
+moment it is written, including the time its write waits for buffer space, and
+:meth:`Connection.close` by its timeout, after which unsent bytes are dropped. A
+connection that failed is aborted at once: nothing on it is worth sending.
+
 Failures are typed: :class:`~kproto.errors.KafkaConnectionError` when the socket fails
 (connect, write or read; every in-flight request gets it), :class:`~kproto.errors.KafkaTimeoutError`
 when one request outlives ``request.timeout.ms`` (the connection is closed too, as
@@ -35,7 +42,7 @@ import logging
 import socket
 import time
 from collections import deque
-from typing import Any
+from typing import Any, NoReturn
 
 from kproto.errors import (
     ClientClosedError,
@@ -193,9 +200,12 @@ class Connection:
             raise for_code(response.error_code)(f"ApiVersions from {self.host}:{self.port}")
         self.api_versions = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
 
-    async def close(self) -> None:
+    async def close(self, timeout: float | None = None) -> None:
         """Close the socket; requests still in flight fail with :class:`ClientClosedError`.
 
+        Bytes written and not yet sent (a Produce with acks=0) get ``timeout`` seconds
+        (None: ``request.timeout.ms``) to leave; a peer that reads nothing meanwhile (a
+        frozen broker) is cut off then, so a close never waits longer whatever the peer does.
         Also the clean-up of a connection that failed (or closed itself when idle).
         """
         self._fail(ClientClosedError(f"connection to {self.host}:{self.port} closed"))
@@ -204,8 +214,13 @@ class Connection:
             await asyncio.gather(self._reader_task, return_exceptions=True)
         if self._writer is not None:
             self._writer.close()
+            closed = asyncio.ensure_future(self._writer.wait_closed())
             try:
-                await self._writer.wait_closed()
+                # shielded: a cancelled wait_closed() cancels the close waiter it shares
+                await asyncio.wait_for(asyncio.shield(closed), self.request_timeout if timeout is None else timeout)
+            except asyncio.TimeoutError:
+                self._writer.transport.abort()  # what is left unsent is dropped
+                await asyncio.gather(closed, return_exceptions=True)
             except (OSError, asyncio.CancelledError):
                 pass
 
@@ -269,14 +284,22 @@ class Connection:
         if expect_response:
             future = asyncio.get_running_loop().create_future()
             self._pending.append((correlation_id, api_key, version, future))
+        wait = self.request_timeout if timeout is None else timeout
         written = self._unheld
+        started = time.monotonic()
         if self._held is not None:
             self._held.append(data)
         else:
             try:
                 self._writer.write(data)
                 if self._writer.transport.get_write_buffer_size() > 1 << 20:
-                    await self._writer.drain()  # back-pressure only when the kernel buffer is full
+                    # Back-pressure only when the kernel buffer is full. The request's time
+                    # runs meanwhile, as in Java (its timeout starts once the request is
+                    # handed to the network layer): a broker that stopped reading must not
+                    # hold the caller for longer than request.timeout.ms (issue 10, item 14).
+                    await asyncio.wait_for(self._writer.drain(), wait)
+            except asyncio.TimeoutError:
+                await self._timed_out(api_key, version, wait, "could not write")
             except (OSError, RuntimeError) as exc:
                 error = KafkaConnectionError(f"writing to {self.host}:{self.port} failed: {exc}")
                 self._fail(error)
@@ -285,15 +308,19 @@ class Connection:
             return None
         if written is not None:
             await asyncio.shield(written)  # the request's time starts when it goes out
-        wait = self.request_timeout if timeout is None else timeout
+            started = time.monotonic()
         try:
-            return await asyncio.wait_for(asyncio.shield(future), wait)
+            return await asyncio.wait_for(asyncio.shield(future), wait - (time.monotonic() - started))
         except asyncio.TimeoutError:
-            error = KafkaTimeoutError(
-                f"{APIS[api_key].name} v{version} to {self.host}:{self.port} got no response in {wait:g} s")
-            self._fail(error)
-            await self.close()
-            raise error from None
+            await self._timed_out(api_key, version, wait, "got no response")
+
+    async def _timed_out(self, api_key: int, version: int, wait: float, what: str) -> NoReturn:
+        """Give up on a request after ``wait`` seconds: the connection closes too (a late
+        answer would arrive out of step), as Java's NetworkClient does."""
+        error = KafkaTimeoutError(f"{APIS[api_key].name} v{version} to {self.host}:{self.port} {what} in {wait:g} s")
+        self._fail(error)
+        await self.close()
+        raise error from None
 
     # -- the reader -----------------------------------------------------------------------
 
@@ -379,4 +406,7 @@ class Connection:
         if self._unheld is not None and not self._unheld.done():
             self._unheld.set_result(None)  # held requests stop waiting: theirs failed above
         if self._writer is not None:
-            self._writer.close()
+            if isinstance(error, ClientClosedError):
+                self._writer.close()  # its owner's close: what is written still leaves (close() bounds the wait)
+            else:
+                self._writer.transport.abort()  # broken: nothing more to send, and a frozen peer would keep it open

@@ -315,7 +315,7 @@ class AIOProducer:
             if self._sender is not None:
                 left = None if deadline is None else max(deadline - time.monotonic(), 0)
                 await self._sender.close(left)
-            await self._cluster.close()
+            await self._cluster.close(None if deadline is None else max(deadline - time.monotonic(), 0))
 
 
 class Producer:

@@ -24,7 +24,10 @@ not take epochs from clients then ends the cycle rather than every batch repeati
 Failures: retriable errors (connection loss, NOT_LEADER_OR_FOLLOWER, REQUEST_TIMED_OUT,
 NOT_ENOUGH_REPLICAS, ...) retry after ``retry.backoff.ms`` doubling to
 ``retry.backoff.max.ms``, while ``retries`` and ``delivery.timeout.ms`` allow; anything
-else fails the batch's records with the broker's typed error.
+else fails the batch's records with the broker's typed error. ``delivery.timeout.ms``
+bounds a batch also while it is in flight: a request is given up (as on
+``request.timeout.ms``) when its oldest batch's delivery time is up, so a broker that
+stops answering or reading cannot hold a record past it.
 """
 
 from __future__ import annotations
@@ -93,6 +96,7 @@ class Sender:
         self.retries = config["retries"]
         self.backoff = config["retry.backoff.ms"] / 1000
         self.backoff_max = config["retry.backoff.max.ms"] / 1000
+        self.request_timeout = config["request.timeout.ms"] / 1000
         self.producer_id = -1
         self.producer_epoch = -1
         self._reset_needed = False
@@ -302,8 +306,13 @@ class Sender:
         request = ProduceRequest(transactional_id=None, acks=self.acks, timeout_ms=self.config["request.timeout.ms"],
                                  topic_data=[ProduceRequest.TopicProduceData(name=t, partition_data=p)
                                              for t, p in topics.items()])
+        # An in-flight batch fails when its delivery.timeout.ms passes, as Java's Sender
+        # expires in-flight batches (getExpiredInflightBatches): the request waits no longer
+        # than its oldest batch may, then fails as a request timeout does (issue 10, item 14).
+        timeout = min(self.request_timeout, min(b.deadline for b in batches) - time.monotonic())
         try:
-            response = await conn.request(request, min_version=3, max_version=11, expect_response=self.acks != 0)
+            response = await conn.request(request, min_version=3, max_version=11, expect_response=self.acks != 0,
+                                          timeout=timeout)
         except KafkaError as exc:
             self._refresh({b.topic for b in batches})
             for b in batches:

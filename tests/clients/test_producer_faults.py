@@ -375,7 +375,7 @@ def test_records_in_flight_when_the_sender_fails_fail_too_and_flush_does_not_han
     in_flight = threading.Event()
 
     async def step_then_break(self):
-        if in_flight.is_set():
+        if in_flight.is_set() and self.acc.unsettled >= 2:  # once the second record is queued
             raise RuntimeError("a bug")
         return await real_step(self)
 
@@ -397,3 +397,28 @@ def test_records_in_flight_when_the_sender_fails_fail_too_and_flush_does_not_han
                 second.result(0)
             with pytest.raises(KafkaError, match="sender failed"):
                 first.result(5)  # answered later with a retriable error: failed, not queued for nobody
+
+
+def test_a_retry_in_flight_fails_when_its_delivery_timeout_passes_not_a_request_timeout_later():
+    """Issue 10 item 14: delivery.timeout.ms bounds a batch in flight too (Java's Sender
+    expires in-flight batches). The first attempt is answered late with a retriable error,
+    the retry is never answered: the record fails at its delivery timeout (3 s), not a
+    whole request timeout (2.9 s) after the retry went out."""
+    def rule(api_key, version, request, n):
+        if api_key == ApiKey.PRODUCE:
+            if n == 1:
+                return Later(2.5, error_response(request, NotEnoughReplicasError.code))
+            return Later(3600, error_response(request, RequestTimedOutError.code))
+        return FORWARD
+
+    with FaultProxy(rule) as proxy:
+        with Producer(bootstrap_servers=proxy.bootstrap_servers, linger_ms=0, retry_backoff_ms=10,
+                      request_timeout_ms=2900, delivery_timeout_ms=3000) as producer:
+            producer.partitions_for("expiring")
+            started = time.monotonic()
+            future = producer.send("expiring", b"x", partition=0)
+            with pytest.raises(KafkaTimeoutError, match="delivery.timeout.ms"):
+                future.result(10)
+            assert time.monotonic() - started < 3.0 + 1.5
+            assert proxy.counts[ApiKey.PRODUCE] == 2
+            producer.close(0)
