@@ -50,8 +50,10 @@ measure the copying path (``bench/broker.py``); Kafka has no such setting.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import os
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from kproto.errors import ProtocolError, UnsupportedVersionError
@@ -193,7 +195,7 @@ class Server:
         self.state: BrokerState | None = None
         self._server: asyncio.base_events.Server | None = None
         self._connections: set[asyncio.Task] = set()
-        self._maintenance: asyncio.Task | None = None
+        self._maintenance: list[asyncio.Task] = []
         self.request_memory = RequestMemory(config["queued.max.request.bytes"])
 
     async def start(self) -> None:
@@ -202,7 +204,10 @@ class Server:
         host = self._advertised[0] or self.host
         port = self._advertised[1] or self.port
         self.state = BrokerState(self.config, host, port)
-        self._maintenance = asyncio.create_task(self._maintain())
+        self._maintenance = [
+            asyncio.create_task(self._every("log.retention.check.interval.ms", "log maintenance", self.state.maintain)),
+            asyncio.create_task(self._every("offsets.retention.check.interval.ms", "group expiry", self.state.groups.expire)),
+        ]
         log.info("minibroker listening on %s:%d (advertised %s:%d)", self.host, self.port, host, port)
 
     async def stop(self) -> None:
@@ -213,20 +218,26 @@ class Server:
             await asyncio.gather(*self._connections, return_exceptions=True)
             await self._server.wait_closed()
             self._server = None
-            self._maintenance.cancel()
-            await asyncio.gather(self._maintenance, return_exceptions=True)
+            for task in self._maintenance:
+                task.cancel()
+            await asyncio.gather(*self._maintenance, return_exceptions=True)
+            self._maintenance = []
             self.state.groups.close()  # cancels group timers, answers held joins and syncs
             self.state.close()
 
-    async def _maintain(self) -> None:
-        """Retention and compaction, every ``log.retention.check.interval.ms``."""
-        interval = self.config["log.retention.check.interval.ms"] / 1000
+    async def _every(self, interval_key: str, what: str, job: Callable[[], Awaitable[object] | object]) -> None:
+        """Run ``job`` every ``config[interval_key]`` ms: retention and compaction
+        (:meth:`BrokerState.maintain`), expiry of offsets and empty groups
+        (:meth:`~minibroker.coordinator.GroupCoordinator.expire`)."""
+        interval = self.config[interval_key] / 1000
         while True:
             await asyncio.sleep(interval)
             try:
-                self.state.maintain()
-            except Exception:  # one failing partition must not stop the others' upkeep for good
-                log.exception("log maintenance failed")
+                result = job()
+                if inspect.isawaitable(result):
+                    await result
+            except Exception:  # one failure must not stop the upkeep for good
+                log.exception("%s failed", what)
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
