@@ -51,7 +51,7 @@ DEFAULTS: dict[str, tuple[Any, type, str]] = {
     "group.max.session.timeout.ms": (1800000, int, "Largest session.timeout.ms a member may ask for (INVALID_SESSION_TIMEOUT above)."),
     "offsets.topic.num.partitions": (50, int, "Partitions of __consumer_offsets, created on the first offset commit; fixed once it exists."),
     "offsets.topic.segment.bytes": (104857600, int, "segment.bytes of __consumer_offsets (compacted, so old commits are cleaned once segments roll)."),
-    "offsets.retention.minutes": (10080, int, "How long an empty group's committed offsets are kept (KIP-211: counted from when the group became empty; for a standalone consumer, from the commit); then they and the group go."),
+    "offsets.retention.minutes": (10080, int, "How long an empty group's committed offsets are kept (KIP-211: counted from when the group became empty; for a standalone consumer, from the commit); then they and the group go. Kafka's minimum is 1; minibroker also takes 0 (expire at the next check), for tests."),
     "offsets.retention.check.interval.ms": (600000, int, "How often expired offsets and empty groups are looked for."),
     "connections.max.idle.ms": (600000, int, "Close a connection that has received and sent nothing for this long."),
     "queued.max.request.bytes": (104857600, int, "Bytes of requests being received, across connections, beyond which no new request is read until memory frees up (-1: no limit). Kafka's default is -1; minibroker's is 100 MB so that half-sent huge requests cannot take all memory."),
