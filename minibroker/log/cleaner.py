@@ -213,7 +213,7 @@ class Cleaning:
         Every file build writes exists once this returns, so a thread never adds a name
         to the directory: a topic deleted meanwhile only unlinks files build still writes.
         """
-        if len(log_.segments) < 2:
+        if len(log_.segments) < 2 or log_._closed:
             return None
         groups = _group(log_, log_.config.segment_bytes)
         readers = [[_reader(log_, s) for s in group] for group in groups]

@@ -44,10 +44,12 @@ async def maintain(logs: Iterable[PartitionLog]) -> None:
     A log that fails is logged and the others still get their turn.
     """
     for plog in logs:
+        if plog._closed:  # its topic was deleted while an earlier log was maintained
+            continue
         try:
             if plog.config.delete:
                 await _apply_retention(plog)
-            if plog.config.compact:
+            if plog.config.compact and not plog._closed:
                 await compact(plog)
         except Exception:
             log.exception("maintenance of %r failed", plog)
