@@ -216,16 +216,19 @@ class Cleaning:
         if len(log_.segments) < 2 or log_._closed:
             return None
         groups = _group(log_, log_.config.segment_bytes)
-        readers = [[_reader(log_, s) for s in group] for group in groups]
+        readers: list[list[LogSegment]] = []
         outputs: list[LogSegment] = []
+        opened: list[LogSegment] = []
         try:
             for group in groups:
+                readers.append([_reader(log_, s) for s in group])
+                opened.extend(readers[-1])
                 outputs.append(log_._new_segment(group[0].base_offset, now_ms, suffix=CLEANED if log_.directory else ""))
             active = _reader(log_, log_.segments[-1])
         except BaseException:
             for segment in outputs:
                 segment.delete()
-            _close_readers([r for group in readers for r in group], log_)
+            _close_readers(opened, log_)
             raise
         return cls(log_, now_ms, log_.config.delete_retention_ms, groups, readers, active, outputs, CleanerStats())
 
