@@ -30,7 +30,9 @@ writes the bytes.
 
 Idle connections and memory (Kafka's ``Selector`` and ``MemoryPool``): a connection
 that has received and sent nothing for ``connections.max.idle.ms`` is closed, whatever
-state its frame is in; time spent answering a request does not count. A request is
+state its frame is in; time spent answering a request does not count, but a response
+that the peer does not take within that time closes the connection too (the peer stopped
+reading: Kafka sees no progress either). A request is
 never allocated at its announced size: its bytes are read as they come. What partially
 received requests may hold, across connections, is bounded by
 ``queued.max.request.bytes``: once a frame's size prefix is read, its announced size is
@@ -266,7 +268,14 @@ class Server:
                     reserved = 0
                     parts = await self._answer(frame, host)
                     if parts is not None:
-                        await send_response(writer, parts, sendfile=self.sendfile)
+                        try:  # a peer that takes nothing is as idle as one that sends nothing
+                            async with asyncio.timeout_at(loop.time() + idle):
+                                await send_response(writer, parts, sendfile=self.sendfile)
+                        except TimeoutError:
+                            log.info("closing connection from %s: it took no response for connections.max.idle.ms (%d ms)",
+                                     writer.get_extra_info("peername"), self.config["connections.max.idle.ms"])
+                            writer.transport.abort()  # close() would wait to flush what it never reads
+                            return
                 if not data:
                     return
         except ProtocolError as exc:

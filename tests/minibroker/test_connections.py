@@ -10,11 +10,14 @@ import struct
 import time
 from pathlib import Path
 
-from kproto.protocol import ApiKey
+import pytest
+
+from kproto.protocol import ApiKey, encode_request
 from kproto.protocol.messages import ApiVersionsRequest
 from minibroker import MiniBroker
 from tests.minibroker.conftest import RawClient
 from tests.minibroker.test_cli import run_cli
+from tests.minibroker.test_server import batch, create, fetch_request, produce
 
 HUGE = 100 * 1024 * 1024 - 1  # announced, within socket.request.max.bytes (104857600)
 
@@ -59,6 +62,38 @@ def test_idle_connections_are_closed_and_busy_ones_kept():
             quiet.close()
             half.close()
             busy.close()
+
+
+@pytest.mark.parametrize("on_disk", [False, True], ids=["memory", "sendfile"])
+def test_a_peer_that_stops_reading_is_closed_after_the_idle_time(tmp_path, on_disk):
+    """Issue 10, item 11: a client pipelines Fetch requests whose answers fill every
+    buffer, and reads nothing: the broker gives up after connections.max.idle.ms instead
+    of holding the responses (and the connection) forever."""
+    value = b"v" * 900_000
+    fetches = 40
+    with MiniBroker(data_dir=tmp_path if on_disk else None, config={"connections.max.idle.ms": 500}) as broker:
+        client = RawClient(broker.port)
+        create(client, "big")
+        assert produce(client, "big", batch(value)).error_code == 0
+        client.close()
+        stuck = socket.socket()
+        try:
+            stuck.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            stuck.connect(("127.0.0.1", broker.port))
+            request = encode_request(ApiKey.FETCH, 12, 1, "stuck", fetch_request("big", 0))
+            stuck.sendall(request * fetches)
+            time.sleep(2.5)  # five idle periods without reading
+            received = 0
+            stuck.settimeout(10)
+            try:
+                while data := stuck.recv(1 << 20):
+                    received += len(data)
+            except ConnectionResetError:
+                pass
+            # Closed while stuck: far less than every answer came (the buffers' worth).
+            assert received < fetches * len(value) // 2, received
+        finally:
+            stuck.close()
 
 
 def test_half_sent_huge_frames_do_not_take_memory_and_are_dropped_when_idle(tmp_path):
