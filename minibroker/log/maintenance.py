@@ -18,6 +18,7 @@ made on the loop:
   descriptor closes, which for a big file takes a while: the loop hands its last
   references to a worker thread, where that close happens. (A fetch still sending from
   the segment holds a reference of its own, and the file lives until it is done.)
+  Segments that compaction replaced are let go the same way.
 
 When the broker stops during a compaction, the worker is told to stop at its next batch
 and awaited, its output deleted: no thread outlives the broker's logs.
@@ -91,4 +92,8 @@ async def compact(plog: PartitionLog, now_ms: int | None = None) -> CleanerStats
     except BaseException:
         cleaning.discard()  # nothing committed: the originals stay
         raise
-    return cleaning.apply()
+    stats = cleaning.apply()
+    replaced = [segment for group in cleaning.groups for segment in group]
+    cleaning.groups.clear()
+    await asyncio.to_thread(_drop, replaced)  # as retention's: the last descriptors close there
+    return stats
