@@ -64,6 +64,10 @@ DEFAULTS: dict[str, tuple[Any, type, str]] = {
     "offsets.topic.segment.bytes": (104857600, int, "segment.bytes of __consumer_offsets (compacted, so old commits are cleaned once segments roll)."),
     "producer.id.expiration.ms": (86400000, int, "How long an idempotent producer's state on a partition is kept after its last write; then its next batch is accepted at any sequence (KIP-854). At least 1."),
     "transactional.id.expiration.ms": (604800000, int, "How long a transactional id is kept without use. minibroker has no transactional ids yet (InitProducerId with one is COORDINATOR_NOT_AVAILABLE), so this has nothing to expire; it is accepted so that Kafka's server.properties files start."),
+    "offsets.retention.minutes": (10080, int, "How long an empty group's committed offsets are kept (KIP-211: counted from when the group became empty; for a standalone consumer, from the commit); then they and the group go. Kafka's minimum is 1; minibroker also takes 0 (expire at the next check), for tests."),
+    "offsets.retention.check.interval.ms": (600000, int, "How often expired offsets and empty groups are looked for."),
+    "connections.max.idle.ms": (600000, int, "Close a connection that has received and sent nothing for this long."),
+    "queued.max.request.bytes": (104857600, int, "Bytes of requests being received, across connections, beyond which no new request is read until memory frees up (-1: no limit). Kafka's default is -1; minibroker's is 100 MB so that half-sent huge requests cannot take all memory."),
 }
 
 _PYTHON_TYPES: dict[int, type] = {ConfigType.BOOLEAN: bool, ConfigType.INT: int, ConfigType.LONG: int,

@@ -28,6 +28,21 @@ cannot serve (a TLS transport, a file system without it: asyncio reports
 ``SendfileNotAvailableError``) or when turned off, reads each slice with ``pread`` and
 writes the bytes.
 
+Idle connections and memory (Kafka's ``Selector`` and ``MemoryPool``): a connection
+that has received and sent nothing for ``connections.max.idle.ms`` is closed, whatever
+state its frame is in; time spent answering a request does not count, but a response
+that the peer does not take within that time closes the connection too (the peer stopped
+reading: Kafka sees no progress either). A request is never allocated at its announced
+size: its bytes are read as they come. What partially received requests may hold,
+across connections, is bounded by ``queued.max.request.bytes``: once a frame's size prefix is read, its announced size is
+reserved (accounting only) from :class:`RequestMemory` before more of it is read, and
+released when the frame is complete or the connection goes. While the reservations
+reach the limit, a connection that starts a new frame stops reading (the peer's sends
+block: back pressure, as Kafka mutes the channel) until memory is released. As Kafka's
+non-strict pool, any memory left admits a whole frame, so the reservations stay below
+the limit plus one ``socket.request.max.bytes``, and a frame once admitted always
+completes. A frame above ``socket.request.max.bytes`` closes its connection.
+
 ``MINIBROKER_SENDFILE=0`` in the environment (read when a :class:`Server` is created, so
 it reaches a broker in a child process) turns ``os.sendfile`` off: the benchmark's way to
 measure the copying path (``bench/broker.py``); Kafka has no such setting.
@@ -36,8 +51,10 @@ measure the copying path (``bench/broker.py``); Kafka has no such setting.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import os
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from kproto.errors import ProtocolError, UnsupportedVersionError
@@ -55,7 +72,7 @@ from minibroker.handlers.api_versions import api_versions_response
 from minibroker.log.segment import LogSlice, SegmentFile
 from minibroker.state import BrokerState
 
-__all__ = ["Server", "send_response"]
+__all__ = ["RequestMemory", "Server", "send_response"]
 
 log = logging.getLogger("minibroker")
 
@@ -135,6 +152,38 @@ async def send_response(writer: asyncio.StreamWriter, parts: list[Any], *, sendf
                 piece.source.close()
 
 
+class RequestMemory:
+    """The bytes reserved for requests being received, across a server's connections.
+
+    Kafka's ``SimpleMemoryPool`` (non-strict) sized by ``queued.max.request.bytes``, as
+    accounting only: nothing is allocated here.
+
+    Args:
+        limit: reservations beyond which new frames wait; negative for no limit.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.reserved = 0
+        self._freed: asyncio.Event | None = None
+
+    async def reserve(self, size: int) -> None:
+        """Reserve ``size`` bytes, first waiting while nothing is left (any memory left
+        admits the whole frame, as Kafka's non-strict pool does)."""
+        while 0 <= self.limit <= self.reserved:
+            if self._freed is None:
+                self._freed = asyncio.Event()
+            await self._freed.wait()
+        self.reserved += size
+
+    def release(self, size: int) -> None:
+        if size:
+            self.reserved -= size
+            if self._freed is not None:
+                self._freed.set()  # every waiter rechecks
+                self._freed = None
+
+
 class Server:
     """One broker listening on one socket."""
 
@@ -147,7 +196,8 @@ class Server:
         self.state: BrokerState | None = None
         self._server: asyncio.base_events.Server | None = None
         self._connections: set[asyncio.Task] = set()
-        self._maintenance: asyncio.Task | None = None
+        self._maintenance: list[asyncio.Task] = []
+        self.request_memory = RequestMemory(config["queued.max.request.bytes"])
 
     async def start(self) -> None:
         self._server = await asyncio.start_server(self._serve, self.host, self.port)
@@ -161,7 +211,10 @@ class Server:
             await self._server.wait_closed()
             self._server = None
             raise
-        self._maintenance = asyncio.create_task(self._maintain())
+        self._maintenance = [
+            asyncio.create_task(self._every("log.retention.check.interval.ms", "log maintenance", self.state.maintain)),
+            asyncio.create_task(self._every("offsets.retention.check.interval.ms", "group expiry", self.state.groups.expire)),
+        ]
         log.info("minibroker listening on %s:%d (advertised %s:%d)", self.host, self.port, host, port)
 
     async def stop(self) -> None:
@@ -172,34 +225,62 @@ class Server:
             await asyncio.gather(*self._connections, return_exceptions=True)
             await self._server.wait_closed()
             self._server = None
-            self._maintenance.cancel()
-            await asyncio.gather(self._maintenance, return_exceptions=True)
+            for task in self._maintenance:
+                task.cancel()
+            await asyncio.gather(*self._maintenance, return_exceptions=True)
+            self._maintenance = []
             self.state.groups.close()  # cancels group timers, answers held joins and syncs
             self.state.close()
 
-    async def _maintain(self) -> None:
-        """Retention and compaction, every ``log.retention.check.interval.ms``."""
-        interval = self.config["log.retention.check.interval.ms"] / 1000
+    async def _every(self, interval_key: str, what: str, job: Callable[[], Awaitable[object] | object]) -> None:
+        """Run ``job`` every ``config[interval_key]`` ms: retention and compaction
+        (:meth:`BrokerState.maintain`), expiry of offsets and empty groups
+        (:meth:`~minibroker.coordinator.GroupCoordinator.expire`)."""
+        interval = self.config[interval_key] / 1000
         while True:
             await asyncio.sleep(interval)
             try:
-                self.state.maintain()
-            except Exception:  # one failing partition must not stop the others' upkeep for good
-                log.exception("log maintenance failed")
+                result = job()
+                if inspect.isawaitable(result):
+                    await result
+            except Exception:  # one failure must not stop the upkeep for good
+                log.exception("%s failed", what)
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
         self._connections.add(task)
         frames = FrameReader(max_frame_size=self.config["socket.request.max.bytes"])
         host = client_host(writer.get_extra_info("peername"))
+        loop = asyncio.get_running_loop()
+        idle = self.config["connections.max.idle.ms"] / 1000
+        memory = self.request_memory
+        reserved = 0  # for the incomplete frame at the head of ``frames`` (see the module docstring)
         try:
             while True:
-                data = await reader.read(256 * 1024)
+                try:  # the deadline restarts after every read and every answer: idle time only
+                    async with asyncio.timeout_at(loop.time() + idle):
+                        if not reserved and (size := frames.pending_size) is not None and 0 <= size <= frames.max_frame_size:
+                            await memory.reserve(size)
+                            reserved = size
+                        data = await reader.read(256 * 1024)
+                except TimeoutError:
+                    log.info("closing connection from %s: idle for connections.max.idle.ms (%d ms)",
+                             writer.get_extra_info("peername"), self.config["connections.max.idle.ms"])
+                    return
                 frames.receive_data(data)
                 while (frame := frames.next_frame()) is not None:
+                    memory.release(reserved)
+                    reserved = 0
                     parts = await self._answer(frame, host)
                     if parts is not None:
-                        await send_response(writer, parts, sendfile=self.sendfile)
+                        try:  # a peer that takes nothing is as idle as one that sends nothing
+                            async with asyncio.timeout_at(loop.time() + idle):
+                                await send_response(writer, parts, sendfile=self.sendfile)
+                        except TimeoutError:
+                            log.info("closing connection from %s: it took no response for connections.max.idle.ms (%d ms)",
+                                     writer.get_extra_info("peername"), self.config["connections.max.idle.ms"])
+                            writer.transport.abort()  # close() would wait to flush what it never reads
+                            return
                 if not data:
                     return
         except ProtocolError as exc:
@@ -211,6 +292,7 @@ class Server:
         except Exception:  # a handler bug must cost one connection, never the broker
             log.exception("closing connection after an internal error")
         finally:
+            memory.release(reserved)
             self._connections.discard(task)
             writer.close()
 

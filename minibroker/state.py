@@ -29,6 +29,7 @@ from minibroker.coordinator.offsets_log import (
     read_offset_records,
 )
 from minibroker.log import PartitionLog
+from minibroker.log.maintenance import maintain as maintain_logs
 from minibroker.producer_state import ProducerIdManager, ProducerStates
 from minibroker.storage import Storage, StoredTopic
 
@@ -210,14 +211,10 @@ class BrokerState:
             log.config = self.storage.log_config(configs)
         self._save_topics()
 
-    def maintain(self) -> None:
-        """Retention, then compaction, on every partition (``log.retention.check.interval.ms``)."""
-        for topic in list(self.topics.values()):
-            for log in topic.partitions:
-                if log.config.delete:
-                    log.apply_retention()
-                if log.config.compact:
-                    log.compact()
+    async def maintain(self) -> None:
+        """Retention, then compaction, on every partition (``log.retention.check.interval.ms``),
+        the heavy work in a worker thread (see :mod:`minibroker.log.maintenance`)."""
+        await maintain_logs(log for topic in list(self.topics.values()) for log in list(topic.partitions))
 
     def close(self) -> None:
         for topic in self.topics.values():

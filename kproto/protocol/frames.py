@@ -394,6 +394,17 @@ class FrameReader:
         return len(self._buf) - self._start
 
     @property
+    def pending_size(self) -> int | None:
+        """The announced size of the incomplete frame at the head of the buffer, or None
+        (fewer than 4 bytes buffered). Lets a server account for a frame before it
+        arrives (Kafka's broker reserves it from its memory pool) without allocating it;
+        an invalid size is left for :meth:`next_frame` to refuse."""
+        if self.buffered < 4:
+            return None
+        (size,) = _SIZE.unpack_from(self._buf, self._start)
+        return size
+
+    @property
     def at_eof(self) -> bool:
         """True once :meth:`receive_data` got ``b""`` (the peer closed)."""
         return self._eof

@@ -6,6 +6,23 @@ makes every decision. Held JoinGroup and SyncGroup requests are futures that the
 connection in order, so this holds back that connection only). Each group has at most one
 timer (``loop.call_later``), re-armed after every call for the group's next deadline.
 The clock is injectable; it must agree with the event loop's on how long a second is.
+
+Expiry (Kafka's ``GroupMetadataManager.cleanupGroupMetadata`` and
+``GroupMetadata.removeExpiredOffsets``, KIP-211): every
+``offsets.retention.check.interval.ms`` the broker calls :meth:`GroupCoordinator.expire`.
+A committed offset expires ``offsets.retention.minutes`` after
+
+- the group became Empty, for a group of members that is Empty now (while it has
+  members its offsets never expire, however old they are);
+- its commit, for a standalone consumer's group (no protocol type: only ever committed
+  with generation -1), for a group read back on start (minibroker keeps no record of
+  when it became Empty, so, as Kafka without a state timestamp, the commit counts), and,
+  in a Stable ``consumer`` group, for topics that no member subscribes to any more
+  (KIP-496).
+
+Expired offsets are deleted with tombstones in ``__consumer_offsets``, so they stay gone
+after a restart. Then a group that is Empty and holds no offsets is Dead and forgotten:
+also a group that was only joined and left, at the first check after it emptied.
 """
 
 from __future__ import annotations
@@ -24,12 +41,24 @@ from kproto.errors import (
     NotCoordinatorError,
     UnknownMemberIdError,
 )
+from minibroker.config import DEFAULTS
 from minibroker.coordinator.groups import Group, GroupConfig, GroupState, JoinResult, SyncResult
 from minibroker.coordinator.offsets import CommittedOffset, Journal, OffsetEntry, OffsetStore
 
 __all__ = ["GroupCoordinator"]
 
 log = logging.getLogger("minibroker.groups")
+
+
+def _wall_clock_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def _setting(config: Mapping[str, Any] | Any, name: str) -> Any:
+    try:
+        return config[name]
+    except KeyError:  # a partial mapping (tests): Kafka's default
+        return DEFAULTS[name][0]
 
 
 def _settle(future: asyncio.Future) -> Callable[[object], None]:
@@ -44,21 +73,27 @@ class GroupCoordinator:
 
     Args:
         config: broker settings; reads ``group.initial.rebalance.delay.ms``,
-            ``group.min.session.timeout.ms`` and ``group.max.session.timeout.ms``.
+            ``group.min.session.timeout.ms``, ``group.max.session.timeout.ms`` and
+            ``offsets.retention.minutes``.
         clock: monotonic seconds; injectable for tests.
+        wall_clock: milliseconds since the epoch, the clock of commit timestamps and of
+            offset expiry; injectable for tests.
         journal: where committed offsets are written before they count (see
             :class:`~minibroker.coordinator.offsets.OffsetStore`); None keeps them in memory.
     """
 
     def __init__(self, config: Mapping[str, Any] | Any, *, clock: Callable[[], float] = time.monotonic,
-                 journal: Journal | None = None):
+                 wall_clock: Callable[[], int] = _wall_clock_ms, journal: Journal | None = None):
         self.group_config = GroupConfig(
             initial_rebalance_delay_ms=config["group.initial.rebalance.delay.ms"],
             min_session_timeout_ms=config["group.min.session.timeout.ms"],
             max_session_timeout_ms=config["group.max.session.timeout.ms"],
         )
+        self.offsets_retention_ms = _setting(config, "offsets.retention.minutes") * 60_000
         self.clock = clock
+        self.wall_clock = wall_clock
         self.groups: dict[str, Group] = {}
+        self._empty_since: dict[str, int] = {}  # wall ms at which a group last became Empty
         self.offsets = OffsetStore(journal)
         self._timers: dict[str, asyncio.TimerHandle] = {}
         self._seen: dict[str, tuple] = {}  # what was last logged of each group
@@ -154,18 +189,69 @@ class GroupCoordinator:
             return GroupIdNotFoundError.code
         if group.state is not GroupState.Empty:
             return NonEmptyGroupError.code
-        group.transition(GroupState.Dead)
-        del self.groups[group_id]
-        self._seen.pop(group_id, None)
         self.offsets.delete_group(group_id)
-        timer = self._timers.pop(group_id, None)
+        self._remove(group)
+        return 0
+
+    def _remove(self, group: Group) -> None:
+        """An Empty group is Dead and forgotten (its offsets are gone already)."""
+        group.transition(GroupState.Dead)
+        del self.groups[group.group_id]
+        self._seen.pop(group.group_id, None)
+        self._empty_since.pop(group.group_id, None)
+        timer = self._timers.pop(group.group_id, None)
         if timer is not None:
             timer.cancel()
-        return 0
+
+    # -- expiry ---------------------------------------------------------------------------
+
+    def expire(self) -> int:
+        """Delete expired offsets, then forget Empty groups left without offsets (see the
+        module docstring); returns how many groups went."""
+        now = self.wall_clock()
+        removed = 0
+        for group_id in [*self.groups, *(g for g in self.offsets.groups() if g not in self.groups)]:
+            group = self.groups.get(group_id)
+            expired = [key for key, committed in self.offsets.committed(group_id).items()
+                       if self._expired(group, key[0], committed, now)]
+            if expired:
+                try:
+                    self.offsets.delete_partitions(group_id, expired)
+                except OSError:  # kept in memory as in the log; the next check tries again
+                    log.exception("group %r: could not write the expiry of its offsets", group_id)
+                    continue
+                log.info("group %r: %d committed offsets expired", group_id, len(expired))
+            # A KIP-394 member id handed out moments ago is about to join: wait for it
+            # (or its expiry) rather than make it start over.
+            if (group is not None and group.state is GroupState.Empty and not group.pending_members
+                    and not self.offsets.has_offsets(group_id)):
+                self._remove(group)
+                log.info("group %r: Empty without offsets, removed (Dead)", group_id)
+                removed += 1
+        return removed
+
+    def _expired(self, group: Group | None, topic: str, committed: CommittedOffset, now: int) -> bool:
+        """Kafka's ``GroupMetadata.removeExpiredOffsets`` for one committed partition."""
+        if group is None or group.protocol_type is None:  # a standalone consumer's offsets
+            since = committed.commit_timestamp
+        elif group.state is GroupState.Empty:
+            since = self._empty_since.get(group.group_id, committed.commit_timestamp)
+        elif group.state is GroupState.Stable and group.protocol_type == "consumer":
+            subscribed = group.subscribed_topics()
+            if subscribed is None or topic in subscribed:
+                return False
+            since = committed.commit_timestamp  # KIP-496: a topic no member reads any more
+        else:
+            return False
+        return now - since >= self.offsets_retention_ms
 
     # -- timers ---------------------------------------------------------------------------
 
     def _rearm(self, group: Group) -> None:
+        if group.state is GroupState.Empty:
+            self._empty_since.setdefault(group.group_id, self.wall_clock())
+        else:
+            self._empty_since.pop(group.group_id, None)
         seen = (group.state, group.generation_id, len(group.members))
         if self._seen.get(group.group_id) != seen:
             self._seen[group.group_id] = seen

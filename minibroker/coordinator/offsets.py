@@ -63,6 +63,11 @@ class OffsetStore:
         if (topic, partition) in self._groups.get(group_id, {}):
             self._change(group_id, [(group_id, topic, partition, None)])
 
+    def delete_partitions(self, group_id: str, partitions: Iterable[tuple[str, int]]) -> None:
+        """Delete several committed partitions of one group at once (one journal write)."""
+        offsets = self._groups.get(group_id, {})
+        self._change(group_id, [(group_id, t, p, None) for t, p in partitions if (t, p) in offsets])
+
     def delete_group(self, group_id: str) -> None:
         self._change(group_id, [(group_id, t, p, None) for t, p in self._groups.get(group_id, {})])
 

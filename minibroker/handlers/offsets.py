@@ -23,8 +23,8 @@ group_instance_id (KIP-345). OffsetFetch v2 null topics = all and a top-level er
 leader epoch, v7 require_stable (KIP-447: nothing is unstable without transactions),
 v8 several groups (KIP-709), v9 member id and epoch (KIP-848; not checked for classic
 groups, as in Kafka).
-Not implemented: offset expiry (``offsets.retention.minutes``): commits are kept until
-their group or topic is deleted.
+Offsets expire after ``offsets.retention.minutes`` as in Kafka (KIP-211), and empty groups
+without offsets are removed: see :mod:`minibroker.coordinator.group_coordinator`.
 """
 
 import time

@@ -40,6 +40,27 @@ the three are renamed to ``.swap``, the ``.log`` last, and the directory is fsyn
 the ``.swap`` files renamed over the first one's. On open, ``.cleaned`` files are deleted
 (the originals are intact) and a ``.log.swap`` is completed by :func:`complete_swaps`.
 Readers holding slices of replaced segments keep reading the old files.
+
+Off the event loop: :class:`Cleaning` splits one compaction in three phases, so that the
+broker (:mod:`minibroker.log.maintenance`) runs the long one in a worker thread while the
+log goes on serving appends and fetches on its event loop. The log is not thread-safe,
+so the thread touches none of it:
+
+- ``plan`` (the log's thread) groups the inactive segments, opens each anew for reading
+  (descriptors of its own: the log may close or delete the originals meanwhile, and a
+  closed descriptor's number can be reused by another file), opens the active segment
+  likewise (its bytes up to now: for the producers' last batches), and creates the
+  ``.cleaned`` output files, so that the thread never adds a name to the directory;
+- ``build`` (any thread) reads, filters and writes the outputs and fsyncs them. Inactive
+  segments never change, so reading them races with nothing; a flag stops it between
+  two batches;
+- ``apply`` (the log's thread) swaps each group in, but only a group the log still holds
+  as it was, in a log not closed: a DeleteRecords, retention or topic deletion that came
+  meanwhile wins, and that group's output is deleted. The offset map may miss records
+  appended meanwhile; they can only make more records obsolete, so what is kept is
+  never wrong, at most not minimal until the next cleaning.
+
+:func:`clean` runs the three phases in a row on the calling thread.
 """
 
 from __future__ import annotations
@@ -67,7 +88,7 @@ from minibroker.log.segment import (
 if TYPE_CHECKING:
     from minibroker.log.partition import PartitionLog
 
-__all__ = ["CleanerStats", "clean", "complete_swaps", "empty_batch"]
+__all__ = ["Cleaning", "CleanerStats", "CleaningAborted", "clean", "complete_swaps", "empty_batch"]
 
 log = logging.getLogger(__name__)
 
@@ -161,66 +182,179 @@ def _batches(group: list[LogSegment]) -> Iterator[tuple[LogSegment, int, Batch]]
             yield segment, position, batch
 
 
+class CleaningAborted(Exception):
+    """The log went away (closed, its topic deleted) or the broker is stopping."""
+
+
+@dataclass(eq=False)
+class Cleaning:
+    """One compaction of one log, in three phases (see "Off the event loop" above).
+
+    Build it with :meth:`plan` on the thread that drives the log; run :meth:`build` on
+    any thread; then :meth:`apply` on the log's thread again. :meth:`discard` undoes a
+    cleaning that will not be applied. :attr:`aborted` stops :meth:`build` between two
+    batches.
+    """
+
+    log: PartitionLog
+    now_ms: int
+    delete_retention_ms: int
+    groups: list[list[LogSegment]]  # the log's segments, grouped (the active one excluded)
+    readers: list[list[LogSegment]]  # what build reads: the same segments, opened anew
+    active_reader: LogSegment  # the active segment as it was, for the producers' last batches
+    outputs: list[LogSegment]  # one cleaned segment per group, its files already created
+    stats: CleanerStats
+    aborted: bool = False
+
+    @classmethod
+    def plan(cls, log_: PartitionLog, now_ms: int) -> Cleaning | None:
+        """Snapshot what to clean and create the output files; None when nothing is cleanable.
+
+        Every file build writes exists once this returns, so a thread never adds a name
+        to the directory: a topic deleted meanwhile only unlinks files build still writes.
+        """
+        if len(log_.segments) < 2 or log_._closed:
+            return None
+        groups = _group(log_, log_.config.segment_bytes)
+        readers: list[list[LogSegment]] = []
+        outputs: list[LogSegment] = []
+        opened: list[LogSegment] = []
+        try:
+            for group in groups:
+                readers.append([_reader(log_, s) for s in group])
+                opened.extend(readers[-1])
+                outputs.append(log_._new_segment(group[0].base_offset, now_ms, suffix=CLEANED if log_.directory else ""))
+            active = _reader(log_, log_.segments[-1])
+        except BaseException:
+            for segment in outputs:
+                segment.delete()
+            _close_readers(opened, log_)
+            raise
+        return cls(log_, now_ms, log_.config.delete_retention_ms, groups, readers, active, outputs, CleanerStats())
+
+    def build(self) -> CleanerStats:
+        """Read the snapshot and write every cleaned segment (safe off the log's thread:
+        it touches only its readers and outputs). Raises :exc:`CleaningAborted`."""
+        stats = self.stats
+        try:
+            cleanable = [r for group in self.readers for r in group]
+            latest: dict[bytes, int] = {}
+            for _, _, batch in self._batches(cleanable):
+                if batch.magic >= 2 and not batch.is_control:
+                    for record in batch.records():
+                        if record.key is not None:
+                            latest[record.key] = record.offset
+            # The last batch of each producer id anywhere in the log (active segment included):
+            # it carries the producer's last sequence number and must not vanish.
+            last_of_producer: dict[int, int] = {}
+            for _, _, batch in self._batches([*cleanable, self.active_reader]):
+                if batch.producer_id >= 0:
+                    last_of_producer[batch.producer_id] = batch.last_offset
+
+            def keep(record: Record) -> bool:
+                if record.key is None or latest.get(record.key) != record.offset:
+                    return False
+                if record.value is None and self.now_ms - record.timestamp > self.delete_retention_ms:
+                    stats.tombstones_removed += 1
+                    return False
+                return True
+
+            for group, cleaned in zip(self.readers, self.outputs):
+                stats.groups += 1
+                stats.segments_cleaned += len(group)
+                stats.bytes_before += sum(s.size for s in group)
+                batches = self._batches(group)
+                current = next(batches, None)
+                while current is not None:
+                    following = next(batches, None)
+                    segment, position, batch = current
+                    stats.batches_read += 1
+                    out, max_ts = _filter(segment, position, batch, keep, stats,
+                                          retain_empty=following is None or last_of_producer.get(batch.producer_id) == batch.last_offset)
+                    if out is not None:
+                        cleaned.append(out, last_offset=batch.last_offset, max_timestamp=max_ts)
+                    current = following
+                cleaned.on_become_inactive()
+                if self.log.directory is not None:
+                    cleaned.flush()
+                stats.bytes_after += cleaned.size
+        finally:
+            _close_readers([*(r for group in self.readers for r in group), self.active_reader], self.log)
+        return stats
+
+    def _batches(self, segments: list[LogSegment]) -> Iterator[tuple[LogSegment, int, Batch]]:
+        for item in _batches(segments):
+            if self.aborted:
+                raise CleaningAborted(f"compaction of {self.log!r} aborted")
+            yield item
+
+    def apply(self) -> CleanerStats:
+        """Swap each group for its cleaned segment, on the log's thread. A group the log
+        no longer holds as it was (DeleteRecords or retention removed some of it) or a
+        closed log (its topic deleted) gets nothing: its output is deleted."""
+        pending = list(zip(self.groups, self.outputs))
+        try:
+            while pending:
+                group, cleaned = pending.pop(0)
+                if self.log._closed or not _intact(self.log, group):
+                    cleaned.delete()
+                    continue
+                if self.log.directory is not None:
+                    _swap_in(self.log.directory, group, cleaned)
+                self.log._replace_segments(group, cleaned)
+        finally:
+            for _, cleaned in pending:
+                cleaned.delete()  # not committed: the originals stay
+        return self.stats
+
+    def discard(self) -> None:
+        """Delete every output: the originals stay (after an abort or a failed build)."""
+        for cleaned in self.outputs:
+            cleaned.delete()
+
+
+def _reader(log_: PartitionLog, segment: LogSegment) -> LogSegment:
+    """A segment to read off the log's thread. On disk, the same files opened anew: the
+    log may close or delete the original meanwhile (a descriptor number closed under a
+    reader could even be reused by another file). In memory, the segment itself: its
+    bytes are only ever appended to, and a deleted one reads as empty."""
+    if log_.directory is None:
+        return segment
+    return LogSegment.open(log_.directory, segment.base_offset,
+                           index_interval_bytes=log_.config.index_interval_bytes, now_ms=0)
+
+
+def _close_readers(readers: list[LogSegment], log_: PartitionLog) -> None:
+    if log_.directory is not None:
+        for reader in readers:
+            reader.close()
+
+
+def _intact(log_: PartitionLog, group: list[LogSegment]) -> bool:
+    """Whether ``group`` is still a run of inactive segments of ``log_``."""
+    segments = log_.segments
+    for i, segment in enumerate(segments[:-1]):
+        if segment is group[0]:
+            run = segments[i : i + len(group)]
+            return len(run) == len(group) and all(a is b for a, b in zip(run, group)) and i + len(group) < len(segments)
+    return False
+
+
 def clean(log_: PartitionLog, now_ms: int) -> CleanerStats:
-    """Compact every inactive segment of ``log_`` (see the module docstring).
+    """Compact every inactive segment of ``log_`` (see the module docstring), all phases
+    on the calling thread.
 
     The log's offsets, log start offset and active segment are unchanged.
     """
-    stats = CleanerStats()
-    config = log_.config
-    if len(log_.segments) < 2:
-        return stats
-    cleanable = list(log_.segments[:-1])
-
-    latest: dict[bytes, int] = {}
-    for _, _, batch in _batches(cleanable):
-        if batch.magic >= 2 and not batch.is_control:
-            for record in batch.records():
-                if record.key is not None:
-                    latest[record.key] = record.offset
-    # The last batch of each producer id anywhere in the log (active segment included):
-    # it carries the producer's last sequence number and must not vanish.
-    last_of_producer: dict[int, int] = {}
-    for _, _, batch in _batches(list(log_.segments)):
-        if batch.producer_id >= 0:
-            last_of_producer[batch.producer_id] = batch.last_offset
-
-    def keep(record: Record) -> bool:
-        if record.key is None or latest.get(record.key) != record.offset:
-            return False
-        if record.value is None and now_ms - record.timestamp > config.delete_retention_ms:
-            stats.tombstones_removed += 1
-            return False
-        return True
-
-    for group in _group(log_, config.segment_bytes):
-        stats.groups += 1
-        stats.segments_cleaned += len(group)
-        stats.bytes_before += sum(s.size for s in group)
-        cleaned = log_._new_segment(group[0].base_offset, now_ms, suffix=CLEANED if log_.directory else "")
-        try:
-            batches = _batches(group)
-            current = next(batches, None)
-            while current is not None:
-                following = next(batches, None)
-                segment, position, batch = current
-                stats.batches_read += 1
-                out, max_ts = _filter(segment, position, batch, keep, stats,
-                                      retain_empty=following is None or last_of_producer.get(batch.producer_id) == batch.last_offset)
-                if out is not None:
-                    cleaned.append(out, last_offset=batch.last_offset, max_timestamp=max_ts)
-                current = following
-            cleaned.on_become_inactive()
-            if log_.directory is not None:
-                cleaned.flush()
-        except BaseException:
-            cleaned.delete()  # nothing committed: the originals stay
-            raise
-        stats.bytes_after += cleaned.size
-        if log_.directory is not None:
-            _swap_in(log_.directory, group, cleaned)
-        log_._replace_segments(group, cleaned)
-    return stats
+    cleaning = Cleaning.plan(log_, now_ms)
+    if cleaning is None:
+        return CleanerStats()
+    try:
+        cleaning.build()
+    except BaseException:
+        cleaning.discard()  # nothing committed: the originals stay
+        raise
+    return cleaning.apply()
 
 
 def _filter(segment: LogSegment, position: int, batch: Batch, keep, stats: CleanerStats, *, retain_empty: bool) -> tuple[bytes | None, int]:

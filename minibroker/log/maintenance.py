@@ -1,0 +1,99 @@
+"""Retention and compaction of a broker's logs, with their heavy work off the event loop.
+
+Theory of operation: a :class:`~minibroker.log.PartitionLog` is not thread-safe; the
+broker drives every log from its event loop, where appends, fetches, DeleteRecords and
+topic deletion go on while maintenance runs. What takes time is kept off the loop, in
+the loop's default executor (a worker thread), and every change of the log itself is
+made on the loop:
+
+- **Compaction** (:class:`~minibroker.log.cleaner.Cleaning`) plans on the loop (a
+  snapshot of the inactive segments, read through descriptors of its own, and the
+  output files created), builds in a worker thread (reading every batch, filtering,
+  rewriting, fsyncing: nearly all of the work; inactive segments never change, so they
+  can be read while the loop appends to the active one), then applies on the loop: each
+  group is swapped in only if the log still holds it as it was, so a DeleteRecords,
+  retention or topic deletion that came meanwhile wins and the cleaned copy is dropped.
+- **Retention** decides and unlinks on the loop: removing names is cheap while the
+  files are still open. Freeing a deleted segment's blocks happens when its last
+  descriptor closes, which for a big file takes a while: the loop hands its last
+  references to a worker thread, where that close happens. (A fetch still sending from
+  the segment holds a reference of its own, and the file lives until it is done.)
+  Segments that compaction replaced are let go the same way.
+
+When the broker stops during a compaction, the worker is told to stop at its next batch
+and awaited, its output deleted: no thread outlives the broker's logs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Iterable
+
+from minibroker.log.cleaner import CleanerStats, Cleaning
+from minibroker.log.partition import PartitionLog
+from minibroker.log.segment import LogSegment
+
+__all__ = ["compact", "maintain"]
+
+log = logging.getLogger(__name__)
+
+
+async def maintain(logs: Iterable[PartitionLog]) -> None:
+    """Retention, then compaction, of each log in turn (``log.retention.check.interval.ms``).
+
+    A log that fails is logged and the others still get their turn.
+    """
+    for plog in logs:
+        if plog._closed:  # its topic was deleted while an earlier log was maintained
+            continue
+        try:
+            if plog.config.delete:
+                await _apply_retention(plog)
+            if plog.config.compact and not plog._closed:
+                await compact(plog)
+        except Exception:
+            log.exception("maintenance of %r failed", plog)
+
+
+async def _apply_retention(plog: PartitionLog) -> None:
+    before = {id(s): s for s in plog.segments}
+    plog.apply_retention()
+    for segment in plog.segments:
+        before.pop(id(segment), None)
+    if before:
+        gone = list(before.values())
+        before.clear()
+        await asyncio.to_thread(_drop, gone)
+
+
+def _drop(segments: list[LogSegment]) -> None:
+    """Drop the last references to deleted segments: their descriptors close here."""
+    segments.clear()
+
+
+async def compact(plog: PartitionLog, now_ms: int | None = None) -> CleanerStats:
+    """Compact ``plog``'s inactive segments, the work in a worker thread (see above).
+
+    Args:
+        now_ms: the time tombstones are aged against; the log's clock by default.
+    """
+    cleaning = Cleaning.plan(plog, plog._clock() if now_ms is None else now_ms)
+    if cleaning is None:
+        return CleanerStats()
+    build = asyncio.get_running_loop().run_in_executor(None, cleaning.build)
+    try:
+        await asyncio.shield(build)
+    except asyncio.CancelledError:
+        cleaning.aborted = True  # stops at the next batch
+        await asyncio.gather(build, return_exceptions=True)
+        cleaning.discard()
+        raise
+    except BaseException:
+        cleaning.discard()  # nothing committed: the originals stay
+        raise
+    stats = cleaning.apply()
+    replaced = [segment for group in cleaning.groups for segment in group]
+    cleaning.groups.clear()
+    await asyncio.to_thread(_drop, replaced)  # as retention's: the last descriptors close there
+    return stats
