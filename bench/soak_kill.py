@@ -191,7 +191,7 @@ class Run:
 def read_back(bootstrap: str, runs: list[Run], partitions: int) -> dict[str, dict[int, list[int]]]:
     """Every record of every run's topic: name -> partition -> sequences in log order."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "soak-reader", "enable.auto.commit": False,
-                         "fetch.max.bytes": 8 << 20})
+                         "fetch.max.bytes": 8 << 20, "log_level": 0})
     found: dict[str, dict[int, list[int]]] = {r.name: defaultdict(list) for r in runs}
     try:
         ends = {}
@@ -275,7 +275,7 @@ def main() -> int:
     began = time.monotonic()
     kills = 0
     try:
-        admin = AdminClient({"bootstrap.servers": bootstrap})
+        admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
         clients = [c.strip() for c in args.clients.split(",") if c.strip()]
         specs = [(c, idem) for c in clients for idem in (True, False)]
         names = [f"soak-{c}-{'idem' if i else 'plain'}" for c, i in specs]
