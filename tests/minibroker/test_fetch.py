@@ -46,6 +46,8 @@ def test_error_partitions_carry_empty_records_not_null(raw, version):
     assert unknown.error_code == (100 if by_id else 3)
     for partition in (out_of_range, unknown):
         assert partition.records is not None and len(partition.records) == 0
+        # Kafka's LogReadResult for an error: every offset unknown (ReplicaManager.readFromLog).
+        assert (partition.high_watermark, partition.last_stable_offset, partition.log_start_offset) == (-1, -1, -1)
 
 
 def test_aborted_transactions_follow_the_isolation_level(raw):
