@@ -120,6 +120,7 @@ class Run:
         self.settled = 0
         self.lock = threading.Lock()
         self.stop = threading.Event()
+        self.finished = False
         if client == "kproto":
             self.producer = kproto.Producer({
                 "bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": idempotent,
@@ -176,8 +177,13 @@ class Run:
             next_at = max(next_at + period, now - 1.0)
 
     def finish(self, timeout: float) -> None:
+        """Stop sending, wait up to ``timeout`` for what is queued, close. Idempotent."""
+        if self.finished:
+            return
+        self.finished = True
         self.stop.set()
-        self.thread.join()
+        if self.thread.is_alive():
+            self.thread.join()
         if self.client == "kproto":
             try:
                 self.producer.flush(timeout)
@@ -298,7 +304,7 @@ def main() -> int:
         found = read_back(bootstrap, runs, args.partitions)
     finally:
         for r in runs:
-            r.stop.set()
+            r.finish(timeout=5)  # after a failure: do not leave producer threads behind
         broker.stop()
     elapsed = time.monotonic() - began
     print()
