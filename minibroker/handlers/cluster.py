@@ -6,6 +6,8 @@ epoch (the topic's, 0), so OffsetForLeaderEpoch answers the log end offset for t
 epoch and for any older one (-1 offsets for an epoch from the future, as Kafka does).
 A ``current_leader_epoch`` (v2+) other than ours is fenced: FENCED_LEADER_EPOCH when
 older, UNKNOWN_LEADER_EPOCH when newer.
+Authorized operations (KIP-430): when asked, every operation of the cluster, as a Kafka
+broker without an authorizer answers (:mod:`minibroker.authorizer`).
 Not implemented: endpoint types other than brokers (v1 endpoint_type 1).
 """
 
@@ -16,6 +18,7 @@ from kproto.errors import (
 )
 from kproto.protocol import ApiKey
 from kproto.protocol.messages import DescribeClusterResponse, OffsetForLeaderEpochResponse
+from minibroker.authorizer import ResourceType, authorized_operations
 from minibroker.handlers import handles
 
 
@@ -24,6 +27,8 @@ async def describe_cluster(state, header, request):
     return DescribeClusterResponse(
         error_code=0, cluster_id=state.config["cluster.id"], controller_id=state.node_id,
         brokers=[DescribeClusterResponse.DescribeClusterBroker(broker_id=state.node_id, host=state.host, port=state.port)],
+        cluster_authorized_operations=authorized_operations(
+            ResourceType.CLUSTER, request.include_cluster_authorized_operations),
     )
 
 

@@ -19,9 +19,9 @@ echoes protocol type and name, and a mismatch is INCONSISTENT_GROUP_PROTOCOL.
 LeaveGroup v3 batches members by member id or instance id. ListGroups v4 filters by
 state (KIP-518), v5 by type (KIP-848; every group here is "classic").
 Not implemented: transaction coordinators (key_type 1 gets COORDINATOR_NOT_AVAILABLE),
-share groups (key_type 2 gets INVALID_REQUEST), ``group.max.size``, authorized
-operations (reported as "not asked"), and the reason strings (v8+/v5+), which are
-accepted and dropped.
+share groups (key_type 2 gets INVALID_REQUEST), ``group.max.size``, and the reason
+strings (v8+/v5+), which are accepted and dropped. DescribeGroups v3+ reports every
+operation of a group when asked (KIP-430, no authorizer: :mod:`minibroker.authorizer`).
 """
 
 from kproto.errors import (
@@ -40,6 +40,7 @@ from kproto.protocol.messages import (
     ListGroupsResponse,
     SyncGroupResponse,
 )
+from minibroker.authorizer import ResourceType, authorized_operations
 from minibroker.coordinator import GroupState
 from minibroker.handlers import handles
 
@@ -163,12 +164,12 @@ async def leave_group(state, header, request):
     ])
 
 
-def _describe(state, group_id):
+def _describe(state, group_id, operations):
     Described = DescribeGroupsResponse.DescribedGroup
     group = state.groups.get(group_id)
     if group is None:
         return Described(error_code=0, group_id=group_id, group_state=GroupState.Dead.value,
-                         protocol_type="", protocol_data="", members=[])
+                         protocol_type="", protocol_data="", members=[], authorized_operations=operations)
     stable = group.state is GroupState.Stable
     return Described(
         error_code=0, group_id=group_id, group_state=group.state.value,
@@ -183,12 +184,14 @@ def _describe(state, group_id):
             )
             for m in group.members.values()
         ],
+        authorized_operations=operations,
     )
 
 
 @handles(ApiKey.DESCRIBE_GROUPS, 0, 5)
 async def describe_groups(state, header, request):
-    return DescribeGroupsResponse(groups=[_describe(state, group_id) for group_id in request.groups])
+    operations = authorized_operations(ResourceType.GROUP, request.include_authorized_operations)
+    return DescribeGroupsResponse(groups=[_describe(state, group_id, operations) for group_id in request.groups])
 
 
 @handles(ApiKey.LIST_GROUPS, 0, 5)

@@ -10,12 +10,15 @@ new leader is elected; here it already is, so clients save a retry). Internal to
 creates it as the broker's own (compacted, ``offsets.topic.num.partitions``), never as
 an ordinary topic.
 Version notes: topic ids from v10, leader epochs from v7, v12 may ask by topic id.
-Not implemented: authorized operations are reported as "not asked" (INT32_MIN).
+Authorized operations (v8+, KIP-430): when asked, every operation of a topic (and, at
+v8-10, of the cluster), as a Kafka broker without an authorizer answers; see
+:mod:`minibroker.authorizer`. Unasked, INT32_MIN. Entries for an unknown topic id get none.
 """
 
 from kproto.errors import InvalidTopicError, UnknownTopicIdError, UnknownTopicOrPartitionError
 from kproto.protocol import ApiKey
 from kproto.protocol.messages import MetadataResponse
+from minibroker.authorizer import ResourceType, authorized_operations
 from minibroker.handlers import handles
 from minibroker.state import INTERNAL_TOPICS, OFFSETS_TOPIC, validate_topic_name
 
@@ -63,9 +66,17 @@ async def handle(state, header, request):
                 topics.append(_describe(state, created))
             else:
                 topics.append(Topic_(error_code=UnknownTopicOrPartitionError.code, name=name))
+    if version >= 8:
+        # KafkaApis sets it on every named topic of the answer, errors included.
+        topic_ops = authorized_operations(ResourceType.TOPIC, request.include_topic_authorized_operations)
+        for t in topics:
+            if t.name is not None:
+                t.topic_authorized_operations = topic_ops
     return MetadataResponse(
         brokers=[MetadataResponse.MetadataResponseBroker(node_id=state.node_id, host=state.host, port=state.port)],
         cluster_id=state.config["cluster.id"],
         controller_id=state.node_id,
         topics=topics,
+        cluster_authorized_operations=authorized_operations(
+            ResourceType.CLUSTER, 8 <= version <= 10 and request.include_cluster_authorized_operations),
     )
