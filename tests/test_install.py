@@ -69,6 +69,7 @@ def test_pip_install_then_running_from_the_checkout_uses_the_cython_codec(tmp_pa
                              capture_output=True, text=True, timeout=600)
     assert install.returncode == 0, install.stderr[-3000:]
     assert built_extension(site / "kproto"), "the installed package has its extension"
+    assert (site / "kproto" / "py.typed").is_file() and (site / "minibroker" / "py.typed").is_file()
     # `python -m ...` in the checkout: the current directory comes first on sys.path.
     run = run_from(clone, site, tmp_path)
     assert run.returncode == 0, run.stderr
