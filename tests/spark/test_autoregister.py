@@ -36,7 +36,9 @@ SCRIPT = textwrap.dedent("""
 
 
 def test_both_formats_need_no_register_call(tmp_path):
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    # PySpark's Python processes run `python3` from PATH unless told: this interpreter, as
+    # an activated environment would give them.
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYSPARK_PYTHON": sys.executable}
     done = subprocess.run([sys.executable, "-c", SCRIPT, str(tmp_path)], env=env, capture_output=True, text=True,
                           timeout=240, cwd=tmp_path)
     assert "rows 5 5" in done.stdout, done.stderr[-4000:]
