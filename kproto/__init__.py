@@ -5,6 +5,8 @@ AdminClient``); their asyncio twins are in :mod:`kproto.aio`. The public API fit
 documentation for each name.
 """
 
+import logging
+
 from kproto.admin import AdminClient
 from kproto.codec import codec_backend
 from kproto.consumer import Consumer, ConsumerRecord
@@ -24,3 +26,8 @@ __all__ = [
 ]
 
 __version__ = "0.1.0.dev0"
+
+# A library logs and leaves output to the application (the logging HOWTO, "Configuring
+# Logging for a Library"): without this, warnings would reach stderr through logging's
+# last-resort handler in an application that has not configured logging.
+logging.getLogger("kproto").addHandler(logging.NullHandler())

@@ -13,14 +13,15 @@ import concurrent.futures
 import functools
 import threading
 import time
-from collections.abc import Coroutine
-from typing import Any, TypeVar
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from kproto.errors import KafkaTimeoutError
 
 __all__ = ["LoopThread"]
 
 T = TypeVar("T")
+P = ParamSpec("P")
 
 _SLICE = 0.2  # seconds: how often a blocked call lets signals in
 
@@ -94,7 +95,7 @@ async def _cancel_all() -> None:
     await asyncio.gather(*tasks, return_exceptions=True)
 
 
-def blocking(method: Any) -> Any:
+def blocking(method: Callable[Concatenate[Any, P], Awaitable[T]]) -> Callable[Concatenate[Any, P], T]:
     """A sync method that runs the async ``method`` of ``self._core`` on ``self._loop``.
 
     The sync faces are built from the async ones with this, so there is one
@@ -103,7 +104,8 @@ def blocking(method: Any) -> Any:
     name = method.__name__
 
     @functools.wraps(method)
-    def call(self: Any, *args: Any, **kwargs: Any) -> Any:
-        return self._loop.run(getattr(self._core, name)(*args, **kwargs))
+    def call(self: Any, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        result: T = self._loop.run(getattr(self._core, name)(*args, **kwargs))
+        return result
 
     return call

@@ -5,15 +5,21 @@ from here, never from ``kproto._codec`` or ``kproto._codec_py`` directly, so tha
 choice is made once and can be asked about with :func:`codec_backend`.
 
 ``KPROTO_NO_EXTENSIONS=1`` in the environment selects the twin on purpose. When the
-extension is missing (a failed build, an unsupported platform) the twin is used and a
-:class:`RuntimeWarning` says so once, loudly: the twin is correct but several times slower,
-and a silent slow path is the kind of bug that takes weeks to notice.
+extension is missing (a failed build, an unsupported platform, or a source checkout without
+a build that shadows an installed copy) the twin is used and a :class:`RuntimeWarning` says
+so once, loudly, naming where kproto was imported from and what to do: the twin is correct
+but several times slower, and a silent slow path is the kind of bug that takes weeks to
+notice.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import sys
 import warnings
+from importlib.machinery import EXTENSION_SUFFIXES
+from pathlib import Path
 
 __all__ = [
     "codec_backend",
@@ -41,26 +47,52 @@ __all__ = [
     "Appender",
 ]
 
+
+def _no_extension_message(package: Path) -> str:
+    """Say where kproto came from, why it has no extension there, and what to do."""
+    here = f"kproto was imported from {package}, which has no built extension (kproto._codec)"
+    fix = ("run from another directory, or build in place with `python setup.py build_ext "
+           "--inplace` or `pip install -e .`")
+    for entry in sys.path:  # another kproto on the path that has its extension
+        other = Path(entry or os.curdir).resolve() / "kproto"
+        if other != package and _has_extension(other):
+            return (f"{here}; the installed copy in {other} is shadowed, most likely by the "
+                    f"current directory (first on sys.path with `python -m` and `-c`): {fix}.")
+    return (f"{here}. If kproto is installed elsewhere, the current directory may be "
+            f"shadowing it: {fix}; or install with a C compiler and Cython available, or set "
+            "KPROTO_NO_EXTENSIONS=1 to choose the twin deliberately.")
+
+
+def _has_extension(package: Path) -> bool:
+    return any((package / f"_codec{suffix}").is_file() for suffix in EXTENSION_SUFFIXES)
+
+
 if os.environ.get("KPROTO_NO_EXTENSIONS") == "1":
     from kproto import _codec_py as _impl
 
     _BACKEND = "python"
 else:
+    _problem: str | None = None
     try:
-        from kproto import _codec as _impl  # type: ignore[attr-defined,no-redef]
-
-        _BACKEND = "cython"
+        # Looked up first so that a missing file and a file that fails to load (another
+        # Python's build, a missing symbol) get different messages; importing a missing
+        # submodule of a package that is still initialising says "circular import".
+        if importlib.util.find_spec("kproto._codec") is None:
+            _problem = _no_extension_message(Path(__file__).resolve().parent)
+        else:
+            from kproto import _codec as _impl  # type: ignore[attr-defined,no-redef]
     except ImportError as exc:  # pragma: no cover - depends on the build
+        _problem = (f"kproto's Cython codec (kproto._codec) failed to load ({exc}). Reinstall "
+                    "kproto with a C compiler and Cython available, or set "
+                    "KPROTO_NO_EXTENSIONS=1 to choose the twin deliberately.")
+    if _problem is None:
+        _BACKEND = "cython"
+    else:
         from kproto import _codec_py as _impl
 
         _BACKEND = "python"
-        warnings.warn(
-            "kproto's Cython codec (kproto._codec) is not built, so kproto is running on its "
-            f"pure-Python twin, several times slower ({exc}). Reinstall with a C compiler and "
-            "Cython available, or set KPROTO_NO_EXTENSIONS=1 to choose the twin deliberately.",
-            RuntimeWarning,
-            stacklevel=2,
-        )
+        warnings.warn("kproto is running on the pure-Python twin of its codec, several times "
+                      f"slower: {_problem}", RuntimeWarning, stacklevel=2)
 
 
 def codec_backend() -> str:

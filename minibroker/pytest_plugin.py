@@ -5,35 +5,58 @@ entry point; ``-p minibroker`` names it). Where the entry point is not installed
 ``PYTEST_DISABLE_PLUGIN_AUTOLOAD`` set, enable it with ``-p minibroker.pytest_plugin``; not
 both, as pytest refuses one module registered under two names.
 
-Each broker is in memory, on 127.0.0.1 and an ephemeral port, with Kafka's defaults
-(topics are auto-created with one partition).
+Each broker is on 127.0.0.1 and an ephemeral port, with Kafka's defaults (topics are
+auto-created with one partition) and its logs in memory, unless ``minibroker_config``
+says otherwise.
 
 Fixtures:
 
 - ``kafka_broker``: a fresh broker for one test, stopped after it.
 - ``kafka_bootstrap_servers``: that broker's ``"host:port"``.
 - ``kafka_broker_session``: one broker shared by the whole session.
+- ``minibroker_config``: the broker settings both brokers start with (Kafka's names, as
+  ``MiniBroker(config=...)`` takes them); ``{}`` here. Override it in a ``conftest.py``
+  (or a test module) to configure the brokers: ``{"num.partitions": 3}``, or
+  ``{"log.dirs": path}`` to keep their logs on disk. It is session-scoped so that
+  ``kafka_broker_session`` can use it; an override of narrower scope (one that uses
+  ``tmp_path`` for a data directory per test, say) configures ``kafka_broker`` only.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 import pytest
 
 from minibroker import MiniBroker
 
-__all__ = ["kafka_bootstrap_servers", "kafka_broker", "kafka_broker_session"]
+__all__ = ["kafka_bootstrap_servers", "kafka_broker", "kafka_broker_session", "minibroker_config"]
+
+
+@pytest.fixture(scope="session")
+def minibroker_config() -> Mapping[str, Any]:
+    """Broker settings for ``kafka_broker`` and ``kafka_broker_session``: none here.
+
+    Override this fixture to configure them, with Kafka's names (see
+    :class:`minibroker.MiniBroker`), e.g. in ``conftest.py``::
+
+        @pytest.fixture(scope="session")
+        def minibroker_config():
+            return {"num.partitions": 3}
+    """
+    return {}
 
 
 @pytest.fixture
-def kafka_broker() -> Iterator[MiniBroker]:
+def kafka_broker(minibroker_config: Mapping[str, Any]) -> Iterator[MiniBroker]:
     """A fresh, started minibroker for this test only, stopped after it.
 
-    No topics exist at first; unknown topics are auto-created with one partition.
-    Connect with ``kafka_broker.bootstrap_servers`` (or use ``kafka_bootstrap_servers``).
+    Started with ``minibroker_config``. No topics exist at first; unknown topics are
+    auto-created (with one partition by default). Connect with
+    ``kafka_broker.bootstrap_servers`` (or use ``kafka_bootstrap_servers``).
     """
-    with MiniBroker() as broker:
+    with MiniBroker(config=minibroker_config) as broker:
         yield broker
 
 
@@ -44,11 +67,12 @@ def kafka_bootstrap_servers(kafka_broker: MiniBroker) -> str:
 
 
 @pytest.fixture(scope="session")
-def kafka_broker_session() -> Iterator[MiniBroker]:
+def kafka_broker_session(minibroker_config: Mapping[str, Any]) -> Iterator[MiniBroker]:
     """One started minibroker shared by every test of the session, stopped at its end.
 
-    Cheaper than ``kafka_broker`` but shared: topics and records written by one test
-    are seen by the next, so give each test its own topic names.
+    Started with ``minibroker_config``. Cheaper than ``kafka_broker`` but shared: topics
+    and records written by one test are seen by the next, so give each test its own
+    topic names.
     """
-    with MiniBroker() as broker:
+    with MiniBroker(config=minibroker_config) as broker:
         yield broker

@@ -16,7 +16,7 @@ async def main(bootstrap: str) -> None:
     async with AIOConsumer(bootstrap_servers=bootstrap, group_id="clicks-reader",
                            auto_offset_reset="earliest") as consumer:
         consumer.subscribe(["clicks"])
-        values = []
+        values: list[bytes] = []
         async for record in consumer:
             values.append(record.value)
             if len(values) == 10:

@@ -1,11 +1,11 @@
 """At-most-once and at-least-once consumption, and what each costs when a consumer dies.
 Run it: ``python docs/examples/delivery_semantics.py``."""
 
-from kproto import Consumer, Producer
+from kproto import Consumer, ConsumerRecord, Producer
 from minibroker import MiniBroker
 
 
-def process(record):
+def process(record: ConsumerRecord) -> None:
     print("processed", record.value.decode())
 
 

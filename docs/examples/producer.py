@@ -1,14 +1,14 @@
 """The producer's main settings at work: batching, acks, idempotence, partitioning,
 delivery callbacks. Run it: ``python docs/examples/producer.py``."""
 
-from kproto import Producer
+from kproto import Producer, RecordMetadata
 from kproto.serialization import json_serializer, string_serializer
 from minibroker import MiniBroker
 
 with MiniBroker(config={"num.partitions": 3}) as broker:
-    delivered = []
+    delivered: list[BaseException | RecordMetadata | None] = []
 
-    def report(error, metadata):
+    def report(error: BaseException | None, metadata: RecordMetadata | None) -> None:
         # Runs on the producer's background thread once the broker answered (or gave up).
         delivered.append(error or metadata)
 
@@ -28,4 +28,5 @@ with MiniBroker(config={"num.partitions": 3}) as broker:
         print(f"user-42 goes to partition {first.partition}; offsets",
               [f.result().offset for f in futures])
         producer.flush()
-    assert len(delivered) == 5 and all(md.partition == first.partition for md in delivered)
+    assert len(delivered) == 5 and all(isinstance(md, RecordMetadata) and md.partition == first.partition
+                                     for md in delivered)

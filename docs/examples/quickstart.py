@@ -1,7 +1,7 @@
 """Kafka's quickstart with kproto: start a broker, create a topic, write events, read them
 back, describe the topic. Run it: ``python docs/examples/quickstart.py``."""
 
-from kproto import AdminClient, Consumer, Producer
+from kproto import AdminClient, Consumer, ConsumerRecord, Producer
 from kproto.admin import NewTopic
 from minibroker import MiniBroker
 
@@ -23,7 +23,7 @@ with MiniBroker() as broker:
     # Step 4: read the events.
     with Consumer(bootstrap_servers=bootstrap, group_id="quickstart", auto_offset_reset="earliest") as consumer:
         consumer.subscribe(["quickstart-events"])
-        events = []
+        events: list[ConsumerRecord] = []
         while len(events) < 2:
             events += consumer.poll(1.0)
         for record in events:

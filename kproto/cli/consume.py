@@ -18,7 +18,8 @@ Output is pipe-friendly: it is flushed after each polled batch (records of one b
 arrive together, so nothing waits behind another), and a reader that goes away
 (``| head``) ends the command quietly, as Ctrl-C does. It stops after
 ``--max-messages``, or once nothing arrived for ``--timeout-ms``; the count goes to
-stderr.
+stderr. With its output in a file or a pipe and stderr on a terminal, a live line there
+counts the records (of ``--max-messages``).
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from kproto.cli.options import (
     positive_int,
 )
 from kproto.cli.output import TIMESTAMP_TYPES, json_bytes
+from kproto.cli.progress import progress
 
 __all__ = ["register"]
 
@@ -134,6 +136,7 @@ class _Printer:
     def __init__(self, args: argparse.Namespace) -> None:
         self.render = _formatter(args)
         self.count = 0
+        self.bar = progress(args.max_messages, "records", "consumed", streams_stdout=True)
 
     def write(self, records: list[ConsumerRecord]) -> None:
         data = b"".join(self.render(r) + b"\n" for r in records)
@@ -141,6 +144,7 @@ class _Printer:
             sys.stdout.buffer.write(data)
             sys.stdout.buffer.flush()
             self.count += len(records)
+        self.bar.update(len(records))
 
 
 @contextlib.contextmanager
@@ -187,5 +191,6 @@ def _run(args: argparse.Namespace) -> int:
         try:
             _consume(consumer, args, printer)
         finally:
+            printer.bar.close()
             print(f"Processed a total of {printer.count} messages", file=sys.stderr)
     return 0

@@ -6,6 +6,8 @@ of its CRC check, then one line per record (offset, timestamp, key and value siz
 sequence, header keys; transaction markers as ``endTxnMarker``), with ``--print-data``
 also its key, value and headers. ``.index`` and ``.timeindex`` files are printed entry
 by entry. Files are read without a broker, so Kafka's files and minibroker's alike.
+With the dump in a file or a pipe and stderr on a terminal, a live line there shows how
+many bytes of the segments are done.
 
 How a damaged segment shows (and the exit code is 1, with a summary on stderr):
 
@@ -34,6 +36,7 @@ from pathlib import Path
 
 from kproto.cli.options import add_command
 from kproto.cli.output import TIMESTAMP_TYPES
+from kproto.cli.progress import Progress, progress
 from kproto.compression import codec_name
 from kproto.errors import CorruptRecordError, KafkaError
 from kproto.records import Batch, ControlType, Record, parse_control_record, read_batches
@@ -72,7 +75,9 @@ def _base_offset(path: Path) -> int:
 class _Dump:
     """One file's dump: prints lines, and collects what is wrong with the file."""
 
-    def __init__(self, path: Path, print_data: bool) -> None:
+    def __init__(self, path: Path, print_data: bool, bar: Progress) -> None:
+        self.bar = bar
+        self.counted = 0  # bytes the bar was given for this file
         self.path = path
         self.print_data = print_data
         self.problems: list[str] = []
@@ -90,6 +95,8 @@ class _Dump:
             for batch in read_batches(buf, check_crc=False):
                 self.batch(batch, position, self.crc_ok(buf, position, batch.size))
                 position += batch.size
+                self.bar.update(batch.size)
+                self.counted += batch.size
         except KafkaError as exc:  # a header that cannot be framed: nothing after it can be
             unreadable = exc
         rest = len(buf) - position
@@ -180,21 +187,34 @@ class _Dump:
             self.line(f"timestamp: {timestamp} offset: {base + relative}")
 
 
-def _dump(path: Path, print_data: bool) -> list[str]:
+def _dump(path: Path, print_data: bool, bar: Progress) -> list[str]:
     """Print one file; return what is wrong with it."""
     buf = path.read_bytes()
-    dump = _Dump(path, print_data)
+    dump = _Dump(path, print_data, bar)
     dump.line(f"Dumping {path}")
     {".index": dump.offset_index, ".timeindex": dump.time_index}.get(path.suffix, dump.segment)(buf)
     sys.stdout.flush()
+    bar.update(len(buf) - dump.counted)  # what batches did not count: index files, a damaged tail
     return dump.problems
 
 
 def _run(args: argparse.Namespace) -> int:
     damaged = 0
-    for name in args.files:
-        problems = _dump(Path(name), args.print_data)
-        for problem in problems:
-            print(f"kproto dump-log: error: {name}: {problem}", file=sys.stderr)
-        damaged += bool(problems)
+    sizes = [_size(Path(name)) for name in args.files]
+    bar = progress(sum(sizes), "B", "dumped", streams_stdout=True)
+    try:
+        for name in args.files:
+            problems = _dump(Path(name), args.print_data, bar)
+            for problem in problems:
+                print(f"kproto dump-log: error: {name}: {problem}", file=sys.stderr)
+            damaged += bool(problems)
+    finally:
+        bar.close()
     return 1 if damaged else 0
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:  # reported when the file is read
+        return 0

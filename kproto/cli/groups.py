@@ -23,6 +23,7 @@ from kproto import AdminClient, TopicPartition
 from kproto.admin import GroupDescription
 from kproto.cli.options import UsageError, add_command, add_connection_options, admin_client
 from kproto.cli.output import add_json_option, emit
+from kproto.cli.progress import Progress, progress
 from kproto.consumer.protocol import PROTOCOL_TYPE, decode_assignment
 from kproto.errors import GroupIdNotFoundError, NonEmptyGroupError
 
@@ -213,23 +214,30 @@ def _delete(args: argparse.Namespace) -> int:
 
 # -- reset-offsets -------------------------------------------------------------------------
 
-def _scope(admin: AdminClient, args: argparse.Namespace, committed: Mapping[TopicPartition, int]) -> list[TopicPartition]:
+def _scope(admin: AdminClient, args: argparse.Namespace, committed: Mapping[TopicPartition, int],
+           bar: Progress) -> list[TopicPartition]:
     """The partitions ``--topic`` or ``--all-topics`` names."""
     if args.all_topics:
         return sorted(committed)
     whole = [topic for topic, partitions in args.topic if partitions is None]
-    counts = {name: len(d.partitions) for name, d in admin.describe_topics(whole).items()} if whole else {}
+    counts = {}
+    if whole:
+        counts = {name: len(d.partitions) for name, d in admin.describe_topics(whole).items()}
+        bar.update(1)
     return sorted({TopicPartition(topic, p) for topic, partitions in args.topic
                    for p in (range(counts[topic]) if partitions is None else partitions)})
 
 
 def _targets(admin: AdminClient, args: argparse.Namespace, partitions: list[TopicPartition],
-             committed: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
+             committed: Mapping[TopicPartition, int], bar: Progress) -> dict[TopicPartition, int]:
     """The new offset of each partition, clamped to the partition's earliest and latest."""
     earliest = admin.list_offsets(dict.fromkeys(partitions, "earliest"))
+    bar.update(1)
     latest = admin.list_offsets(dict.fromkeys(partitions, "latest"))
+    bar.update(1)
     if args.to_datetime is not None:
         found = admin.list_offsets(dict.fromkeys(partitions, args.to_datetime))
+        bar.update(1)
         wanted = {tp: found[tp].offset if found[tp].offset >= 0 else latest[tp].offset for tp in partitions}
     elif args.shift_by is not None:
         missing = [f"{tp.topic}:{tp.partition}" for tp in partitions if tp not in committed]
@@ -244,21 +252,43 @@ def _targets(admin: AdminClient, args: argparse.Namespace, partitions: list[Topi
 
 
 def _reset(args: argparse.Namespace) -> int:
-    with admin_client(args) as admin:
-        description = admin.describe_groups([args.group])[args.group]
-        if description.state not in _INACTIVE:
-            raise NonEmptyGroupError(f"offsets of group {args.group!r} can only be reset while it has no active "
-                                     f"members; it is {description.state} with {len(description.members)} member(s)")
-        committed = {tp: o.offset for tp, o in admin.list_group_offsets(args.group).items() if o.offset >= 0}
-        partitions = _scope(admin, args, committed)
-        if not partitions:
-            raise UsageError(f"group {args.group!r} has no committed offsets: name the partitions with --topic")
-        plan = _targets(admin, args, partitions, committed)
-        if args.execute:
-            admin.alter_group_offsets(args.group, plan)
+    # One step per admin request, each over every partition at once (see _steps).
+    bar = progress(_steps(args), "requests", "reset-offsets")
+    try:
+        plan, committed = _plan(args, bar)
+    finally:
+        bar.close()
     rows = [{"group": args.group, "topic": tp.topic, "partition": tp.partition,
              "current_offset": committed.get(tp), "new_offset": offset} for tp, offset in plan.items()]
     emit(rows, _RESET_COLUMNS, args.json)
     if not args.execute:
         print("Dry run: nothing was committed; add --execute to commit these offsets.", file=sys.stderr)
     return 0
+
+
+def _steps(args: argparse.Namespace) -> int:
+    """The admin requests reset-offsets makes: describe the group, list its offsets, the
+    topics' partition counts (for whole topics), the earliest and latest offsets, the
+    offsets by time, and the commit."""
+    whole_topics = not args.all_topics and any(partitions is None for _, partitions in args.topic)
+    return 4 + whole_topics + (args.to_datetime is not None) + bool(args.execute)
+
+
+def _plan(args: argparse.Namespace, bar: Progress) -> tuple[dict[TopicPartition, int], dict[TopicPartition, int]]:
+    """The new offsets (committed with --execute) and the committed ones they replace."""
+    with admin_client(args) as admin:
+        description = admin.describe_groups([args.group])[args.group]
+        bar.update(1)
+        if description.state not in _INACTIVE:
+            raise NonEmptyGroupError(f"offsets of group {args.group!r} can only be reset while it has no active "
+                                     f"members; it is {description.state} with {len(description.members)} member(s)")
+        committed = {tp: o.offset for tp, o in admin.list_group_offsets(args.group).items() if o.offset >= 0}
+        bar.update(1)
+        partitions = _scope(admin, args, committed, bar)
+        if not partitions:
+            raise UsageError(f"group {args.group!r} has no committed offsets: name the partitions with --topic")
+        plan = _targets(admin, args, partitions, committed, bar)
+        if args.execute:
+            admin.alter_group_offsets(args.group, plan)
+            bar.update(1)
+    return plan, committed

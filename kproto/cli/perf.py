@@ -14,7 +14,9 @@ alongside ``perf produce``); on old records it is their age.
 Both print one summary: records, records/s, MB/s, and latency average, max and
 percentiles (50th, 95th, 99th, 99.9th), as text or ``--json``. ``--plot FILE.png``
 also draws the latency histogram and the throughput over time (with matplotlib, an
-optional dependency). A live progress line goes to stderr when it is a terminal.
+optional dependency); the throughput is the rate over a moving window (a twentieth of
+the run, at least 100 ms), since records complete in bursts. A live progress line goes
+to stderr when it is a terminal.
 """
 
 from __future__ import annotations
@@ -45,7 +47,9 @@ from kproto.cli.progress import progress
 __all__ = ["register"]
 
 PERCENTILES = (0.5, 0.95, 0.99, 0.999)
-_PLOT_BUCKETS = 100  # points of the throughput-over-time line
+_PLOT_WINDOWS = 20  # a throughput window is 1/20 of the run...
+_MIN_WINDOW = 0.1  # ...and at least 100 ms, many polls or produce responses wide
+_STEPS_PER_WINDOW = 5  # points per window length: the window moves by a fifth at a time
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -129,22 +133,57 @@ def _check_plot(args: argparse.Namespace) -> None:
         raise UsageError("--plot needs matplotlib, which is not installed (pip install matplotlib)")
 
 
+def throughput_over_time(done_at: list[float]) -> tuple[list[float], list[float], float]:
+    """Records per second over a moving window: ``(times, rates, window)``.
+
+    Records complete in bursts (a poll's batch, a produce response's records), so a rate
+    over a window narrower than the gap between bursts swings from zero to millions. The
+    window is 1/20 of the run and at least 100 ms; each point is the rate over the full
+    window that ends at its time, so there is no partial window at either end (a last
+    bucket holding one record used to draw a fall to zero). A run shorter than one window
+    gives one point: its average.
+    """
+    if not done_at:
+        return [], [], _MIN_WINDOW
+    done_at = sorted(done_at)
+    end = done_at[-1]
+    window = min(max(end / _PLOT_WINDOWS, _MIN_WINDOW), end) or 1e-9
+    step = window / _STEPS_PER_WINDOW
+    steps = max(int((end - window) / step + 1e-9), 0)
+    ends = [end - (steps - i) * step for i in range(steps + 1)]
+    times, rates, first = [], [], 0
+    last = 0
+    for t in ends:  # two cursors over the sorted completion times: (t - window, t]
+        while last < len(done_at) and done_at[last] <= t:
+            last += 1
+        while first < last and done_at[first] <= t - window:
+            first += 1
+        times.append(t)
+        rates.append((last - first) / window)
+    return times, rates, window
+
+
 def _plot(measurement: Measurement, path: str, title: str, latency: str) -> None:
     import matplotlib
 
     matplotlib.use("Agg")  # files only: no display needed
     from matplotlib import pyplot
+    from matplotlib.ticker import StrMethodFormatter
 
     figure, (histogram, timeline) = pyplot.subplots(2, 1, figsize=(8, 7), layout="constrained")
     figure.suptitle(title)
     histogram.hist(measurement.latencies_ms, bins=50)
     histogram.set(xlabel=f"{latency} (ms)", ylabel="records")
-    end = measurement.done_at[-1] if measurement.done_at else 0.0
-    width = max(end / _PLOT_BUCKETS, 1e-3)
-    counts = [0] * (int(end / width) + 1)
-    for t in measurement.done_at:
-        counts[int(t / width)] += 1
-    timeline.plot([i * width for i in range(len(counts))], [c / width for c in counts])
+    times, rates, window = throughput_over_time(measurement.done_at)
+    timeline.plot(times, rates, marker="o" if len(times) == 1 else None)
+    if measurement.done_at:
+        average = len(measurement.done_at) / max(measurement.done_at[-1], 1e-9)
+        timeline.axhline(average, linestyle="--", color="grey", label=f"average {average:,.0f} records/s")
+        timeline.legend(loc="lower right")
+        timeline.set_xlim(0, measurement.done_at[-1])  # the whole run, the first window included
+    timeline.set_ylim(bottom=0)
+    timeline.yaxis.set_major_formatter(StrMethodFormatter("{x:,.0f}"))  # 250,000, not 2.5 and "1e5"
+    timeline.set_title(f"records per second over a moving {window * 1000:,.0f} ms window", fontsize="medium")
     timeline.set(xlabel="time (s)", ylabel="records/s")
     figure.savefig(path)
     pyplot.close(figure)

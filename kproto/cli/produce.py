@@ -6,12 +6,16 @@ their line ending (``\\n`` or ``\\r\\n``) removed. With ``--key-separator`` each
 Kafka. Every record carries the ``--header`` pairs given.
 
 The command ends once every record is acknowledged (per ``--acks``); the first record the
-producer could not deliver stops it with that record's error.
+producer could not deliver stops it with that record's error. Reading a file (``--file``,
+or stdin redirected from one), it shows how much of the file is sent on stderr when that
+is a terminal.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import stat
 import sys
 from collections.abc import Iterable, Iterator
 from typing import BinaryIO
@@ -25,6 +29,7 @@ from kproto.cli.options import (
     producer_client,
     producer_flags,
 )
+from kproto.cli.progress import Progress, progress
 
 __all__ = ["register"]
 
@@ -47,10 +52,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(run=_run)
 
 
-def _lines(stream: BinaryIO) -> Iterator[bytes]:
-    """The lines of ``stream`` without their endings, as they arrive."""
+def _lines(stream: BinaryIO, bar: Progress) -> Iterator[bytes]:
+    """The lines of ``stream`` without their endings, as they arrive; ``bar`` counts bytes."""
     for line in stream:
+        bar.update(len(line))
         yield line.removesuffix(b"\n").removesuffix(b"\r")
+
+
+def _file_size(stream: BinaryIO) -> int | None:
+    """The size of what ``stream`` reads when it is a regular file (not a pipe or a tty)."""
+    try:
+        info = os.fstat(stream.fileno())
+    except (OSError, ValueError):  # no file descriptor (a test's stdin, say)
+        return None
+    return info.st_size if stat.S_ISREG(info.st_mode) else None
 
 
 def _records(lines: Iterable[bytes], separator: bytes | None) -> Iterator[tuple[bytes | None, bytes]]:
@@ -74,11 +89,16 @@ def _send_all(producer: Producer, args: argparse.Namespace, stream: BinaryIO) ->
         if error is not None:
             failures.append(error)
 
-    for key, value in _records(_lines(stream), separator):
-        if failures:
-            break
-        producer.send(args.topic, value, key, partition=args.partition, headers=headers, on_delivery=delivered)
-    producer.flush()
+    size = _file_size(stream)  # a pipe or `tail -f` has no end to measure against
+    bar = progress(size, "B", "sent", enabled=size is not None)
+    try:
+        for key, value in _records(_lines(stream, bar), separator):
+            if failures:
+                break
+            producer.send(args.topic, value, key, partition=args.partition, headers=headers, on_delivery=delivered)
+        producer.flush()
+    finally:
+        bar.close()
     if failures:
         raise failures[0]
 

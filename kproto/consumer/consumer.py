@@ -38,8 +38,8 @@ import logging
 import queue
 import re
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
-from typing import Any
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Iterator, Mapping
+from typing import Any, Concatenate, ParamSpec, TypeVar, overload
 
 from kproto._loop import LoopThread
 from kproto.config import ClientConfig
@@ -799,6 +799,15 @@ async def _call(method: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
     return method(*args, **kwargs)
 
 
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+@overload
+def _on_loop(method: Callable[Concatenate[AIOConsumer, _P], Coroutine[Any, Any, _R]]
+             ) -> Callable[Concatenate[Consumer, _P], _R]: ...
+@overload
+def _on_loop(method: Callable[Concatenate[AIOConsumer, _P], _R]) -> Callable[Concatenate[Consumer, _P], _R]: ...
 def _on_loop(method: Callable[..., Any]) -> Callable[..., Any]:
     """The sync twin of an :class:`AIOConsumer` method: run on the consumer's loop and wait.
 
@@ -809,7 +818,7 @@ def _on_loop(method: Callable[..., Any]) -> Callable[..., Any]:
     is_async = inspect.iscoroutinefunction(method)
 
     @functools.wraps(method)
-    def call(self: Consumer, *args: Any, **kwargs: Any) -> Any:
+    def call(self: Consumer, /, *args: Any, **kwargs: Any) -> Any:
         bound = getattr(self._core, name)
         return self._run(bound(*args, **kwargs) if is_async else _call(bound, args, kwargs))
 

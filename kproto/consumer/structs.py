@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 __all__ = ["ConsumerRecord", "OffsetAndTimestamp"]
 
@@ -12,7 +12,11 @@ class ConsumerRecord(NamedTuple):
 
     A tuple (cheap to build: the consumer makes one per record from the codec's
     decoded record, nothing more). ``key`` and ``value`` are bytes (or None), or what
-    ``key.deserializer`` / ``value.deserializer`` made of them.
+    ``key.deserializer`` / ``value.deserializer`` made of them. The deserializers are
+    settings, which a type checker cannot follow into the records, so ``key`` and
+    ``value`` are typed ``Any``: annotate them where you use them (``text: str =
+    record.value``). A ``NamedTuple`` cannot be generic on Python 3.10, which kproto
+    supports, so ``ConsumerRecord[str, bytes]`` is not offered.
 
     Attributes:
         topic, partition, offset: where it is.
@@ -29,8 +33,8 @@ class ConsumerRecord(NamedTuple):
     offset: int
     timestamp: int
     timestamp_type: int
-    key: object
-    value: object
+    key: Any
+    value: Any
     headers: tuple[tuple[str, bytes | None], ...]
     leader_epoch: int
 

@@ -98,7 +98,7 @@ def _wake(waiter: asyncio.Future) -> None:
         loop.call_soon_threadsafe(lambda: waiter.done() or waiter.set_result(None))
 
 
-class RecordFuture(RecordRef, concurrent.futures.Future):
+class RecordFuture(RecordRef, concurrent.futures.Future[RecordMetadata]):
     """The future of one sent record: resolves to :class:`RecordMetadata` or raises why not.
 
     It cannot be cancelled (the record may already be on the wire) and only the producer

@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from typing import Any
 
 from kproto._loop import LoopThread
@@ -91,7 +91,7 @@ class _Waiting:
         self.args = args
         self.appended = appended  # -> the RecordFuture once appended
 
-    def __await__(self):
+    def __await__(self) -> Generator[Any, Any, RecordMetadata]:
         record = yield from self.appended.__await__()
         return (yield from record.__await__())
 
@@ -163,7 +163,7 @@ class AIOProducer:
 
     def send(self, topic: str, value: Any = None, key: Any = None, *, partition: int | None = None,
              timestamp_ms: int | None = None, headers: Headers = None,
-             on_delivery: DeliveryCallback | None = None) -> Any:
+             on_delivery: DeliveryCallback | None = None) -> Awaitable[RecordMetadata]:
         """Queue a record; returns an awaitable of its :class:`RecordMetadata`.
 
         The record is appended at once when the topic's partitions are known and memory

@@ -88,3 +88,41 @@ def test_progress_is_silent_off_a_terminal_and_a_redrawn_line_on_one(capsys, mon
     drawn = capsys.readouterr().err
     assert drawn.startswith("\rsent: 4/10 records (") and drawn.endswith("records/s)\x1b[K\n")
     assert drawn.count("\r") == 2
+
+
+def _drawn_throughput(cli, monkeypatch, tmp_path, *args):
+    """Run ``kproto perf ... --plot`` and return the y values of the throughput line drawn."""
+    from matplotlib.axes import Axes
+
+    lines = []
+    real_plot = Axes.plot
+    monkeypatch.setattr(Axes, "plot", lambda self, *a, **kw: lines.append(list(a[1])) or real_plot(self, *a, **kw))
+    path = tmp_path / "perf.png"
+    result = cli("perf", *args, "--json", "--plot", str(path))
+    assert result.code == 0, result.err
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert len(lines) == 1
+    return lines[0], json.loads(result.out)["records_per_s"]
+
+
+@pytest.mark.skipif(not HAS_MATPLOTLIB, reason="needs matplotlib")
+def test_plotted_throughput_is_what_a_reader_can_trust(cli, monkeypatch, tmp_path):
+    """Issue 11 item D: the produce chart fell to zero at the end (a last bucket of one record)
+    and the consume chart showed 1 ms spikes of millions of records/s (a poll's batch in one
+    bucket). The line now stays near the run's average at both ends and in between."""
+    rates, average = _drawn_throughput(cli, monkeypatch, tmp_path, "produce", "pf-chart", "--num-records", "3000",
+                                       "--throughput", "10000")
+    assert min(rates[-3:]) > average / 4, (rates[-3:], average)  # generous: a loaded machine stalls
+    rates, average = _drawn_throughput(cli, monkeypatch, tmp_path, "consume", "pf-chart", "--messages", "3000")
+    assert max(rates) < average * 5, (max(rates), average)
+
+
+def test_throughput_windows_are_full_and_at_least_100_ms():
+    from kproto.cli.perf import throughput_over_time
+
+    # a poll of 500 records every 10 ms for 2 s: 50,000 records/s
+    done_at = [0.01 * (i // 500 + 1) + 1e-6 * (i % 500) for i in range(100_000)]
+    times, rates, window = throughput_over_time(done_at)
+    assert window == pytest.approx(done_at[-1] / 20) and times[0] >= window * (1 - 1e-9)  # full windows only
+    assert times[-1] == done_at[-1] and all(40_000 < r < 60_000 for r in rates)
+    assert throughput_over_time([0.001, 0.002]) == ([0.002], [1000.0], 0.002)  # shorter than a window: one point

@@ -27,12 +27,17 @@ def test_the_quickstart_prints_kafkas_quickstart_events():
     assert done.stdout.splitlines()[:2] == ["0 This is my first event", "1 This is my second event"]
 
 
-def test_the_pytest_example_passes_under_pytest():
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                           str(EXAMPLES / "test_with_minibroker.py")], env=ENV, capture_output=True, text=True,
-                          timeout=120, cwd=ROOT)
+@pytest.mark.parametrize(("example", "tests"), [("test_with_minibroker.py", 2), ("test_minibroker_config.py", 3)])
+def test_the_pytest_examples_pass_under_pytest(example, tests):
+    """Issue 11 item E: test_minibroker_config.py configures the fixtures' brokers."""
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(EXAMPLES / example)],
+                          env=ENV, capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert done.returncode == 0, done.stdout[-3000:]
-    assert "2 passed" in done.stdout
+    assert f"{tests} passed" in done.stdout
+
+
+def test_every_pytest_example_is_run():
+    assert {p.name for p in EXAMPLES.glob("test_*.py")} == {"test_with_minibroker.py", "test_minibroker_config.py"}
 
 
 def test_the_command_line_quickstart_runs(tmp_path):

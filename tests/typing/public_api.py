@@ -1,0 +1,21 @@
+# ruff: noqa: F821  (reveal_type is mypy's, known to it without an import)
+"""What a type checker sees of kproto's public API: each ``reveal_type`` below is checked by
+``tests/typing/test_mypy.py`` against the comment after it. Not run, only type-checked."""
+
+from kproto import AdminClient, Consumer, Producer
+from kproto.aio import AIOAdminClient, AIOConsumer, AIOProducer
+
+
+async def asyncio_faces(producer: AIOProducer, consumer: AIOConsumer, admin: AIOAdminClient) -> None:
+    reveal_type(await producer.send("t", b"v"))  # RecordMetadata
+    reveal_type(await consumer.poll(1.0))  # list[ConsumerRecord]
+    reveal_type(await admin.list_topics())  # list[str]
+
+
+def thread_faces(producer: Producer, consumer: Consumer, admin: AdminClient) -> None:
+    reveal_type(producer.send("t", b"v").result())  # RecordMetadata
+    reveal_type(consumer.poll(1.0))  # list[ConsumerRecord]
+    reveal_type(consumer.assignment())  # set[TopicPartition]
+    reveal_type(consumer.position)  # def (partition: TopicPartition, timeout: float | None =) -> int
+    reveal_type(admin.list_topics())  # list[str]
+    reveal_type(admin.describe_topics(["t"]))  # dict[str, TopicDescription]
