@@ -154,6 +154,7 @@ class BrokerState:
         """Retention, then compaction, on every partition (``log.retention.check.interval.ms``)."""
         for topic in list(self.topics.values()):
             for log in topic.partitions:
+                log.run_scheduled()  # flush.ms, and files of deleted segments past file.delete.delay.ms
                 if log.config.delete:
                     log.apply_retention()
                 if log.config.compact:
