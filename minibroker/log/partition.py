@@ -25,8 +25,11 @@ bytes are in the operating system's page cache at once. Then:
   open cuts off.
 - **The machine crashes or loses power**: only what was fsynced survives for sure.
   ``flush()`` fsyncs; ``flush_interval_messages = N`` fsyncs after every N appended
-  records, so up to N - 1 acknowledged records can be lost (N = 1: none are); the default
-  (Long.MAX, Kafka's) never fsyncs on append and relies on the kernel's writeback
+  records, so up to N - 1 acknowledged records can be lost (N = 1: none are);
+  ``flush_ms = T`` fsyncs once T ms have passed since the last flush, checked at each
+  append and by :meth:`PartitionLog.run_scheduled` (the broker's periodic upkeep; Kafka's
+  flusher task, every ``log.flush.scheduler.interval.ms``); both defaults
+  (Long.MAX, Kafka's) never fsync on append and rely on the kernel's writeback
   (typically within ~30 s) and on rolls: a segment is fsynced, with its indexes and the
   directory, when it stops being active, so every segment but the active one is durable.
   Whatever the kernel wrote back may be torn at the end (a partial batch, zeros); the next
@@ -84,8 +87,21 @@ The log start offset (moved by retention and DeleteRecords) is kept in
 ``log-start-offset-checkpoint`` in the partition directory, in the text format of Kafka's
 log-directory-wide file of that name (version 0, one entry: ``topic partition offset``).
 
+Rolling (Kafka's ``LogSegment.shouldRoll``): the active segment rolls before a batch that
+would take it past ``segment_bytes``, once it is older than ``segment_ms`` less its own
+random jitter (``segment_jitter_ms``, drawn when the segment is made or loaded), when its
+offset or time index holds what ``segment_index_bytes`` allows, or when the batch's
+offsets would not fit its 32-bit relative offsets.
+
+Deleting segments (retention, DeleteRecords): a segment leaves the log at once and its
+files are renamed ``*.deleted``; they are removed ``file_delete_delay_ms`` later by
+:meth:`PartitionLog.run_scheduled` (at once when that is 0, and when the log closes), as
+Kafka's ``LocalLog.deleteSegmentFiles`` does with its scheduler. Reads in flight hold the
+``.log``'s descriptor anyway (see :mod:`minibroker.log.segment`).
+
 Not implemented: ``.txnindex`` (no transactions yet), leader-epoch-checkpoint and
-partition.metadata (the broker's business), preallocated index files.
+partition.metadata (the broker's business), preallocated files (``preallocate``, and
+index files sized to ``segment.index.bytes``).
 """
 
 from __future__ import annotations

@@ -217,6 +217,30 @@ def test_file_delete_delay_ms_of_a_topic_keeps_deleted_files_a_while(tmp_path):
             client.close()
 
 
+def test_the_brokers_upkeep_removes_deleted_files_once_the_delay_passes(tmp_path):
+    """issue 10 item 17, through a broker: its periodic upkeep
+    (log.retention.check.interval.ms) removes the *.deleted files of a topic with
+    file.delete.delay.ms=300 once that has passed."""
+    with MiniBroker(data_dir=tmp_path, config={"log.retention.check.interval.ms": 50}) as broker:
+        client = RawClient(broker.port)
+        try:
+            create_topic(client, "upkeep", segment_bytes=200, file_delete_delay_ms=300)
+            for _ in range(6):
+                assert produce(client, "upkeep", one_batch(now_ms(), value=b"x" * 50)).error_code == 0
+            plog = partition_log(broker, "upkeep")
+            answer = client.request(ApiKey.DELETE_RECORDS, 2, DeleteRecordsRequest(timeout_ms=5000, topics=[
+                DeleteRecordsRequest.DeleteRecordsTopic(name="upkeep", partitions=[
+                    DeleteRecordsRequest.DeleteRecordsPartition(partition_index=0, offset=plog.segments[2].base_offset)])]))
+            assert answer.topics[0].partitions[0].error_code == 0
+            assert _files(plog.directory, ".deleted")
+            deadline = time.monotonic() + 10
+            while _files(plog.directory, ".deleted") and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert _files(plog.directory, ".deleted") == []
+        finally:
+            client.close()
+
+
 # -- flush.ms --------------------------------------------------------------------------
 
 
@@ -258,6 +282,25 @@ def test_flush_ms_of_a_topic_makes_produce_durable(tmp_path):
                     assert produce(client, topic, one_batch(now_ms())).error_code == 0
             assert partition_log(broker, "synced").recovery_point == 3
             assert partition_log(broker, "lazy").recovery_point == 0
+        finally:
+            client.close()
+
+
+def test_the_brokers_upkeep_flushes_an_idle_log_once_flush_ms_passes(tmp_path):
+    """issue 10 item 17, through a broker: with no append after it, a record on a topic
+    with flush.ms=2000 is fsynced by the periodic upkeep (log.retention.check.interval.ms),
+    as Kafka's flusher task does, about 2 s after the topic's log was made."""
+    with MiniBroker(data_dir=tmp_path, config={"log.retention.check.interval.ms": 50}) as broker:
+        client = RawClient(broker.port)
+        try:
+            create_topic(client, "idle", flush_ms=2_000)
+            plog = partition_log(broker, "idle")
+            assert produce(client, "idle", one_batch(now_ms())).error_code == 0
+            assert plog.recovery_point == 0  # not due yet
+            deadline = time.monotonic() + 20
+            while plog.recovery_point < 1 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert plog.log_end_offset == 1 and plog.recovery_point == 1
         finally:
             client.close()
 
