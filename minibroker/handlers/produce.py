@@ -122,6 +122,15 @@ def _timestamps_out_of_range(batch, before_max_ms: int, after_max_ms: int, now_m
                     record_errors=errors)
 
 
+def _both(keyless: _Outcome, out_of_range: _Outcome) -> _Outcome:
+    """Keyless records and timestamps out of range in one batch: Kafka gives each record
+    its first error (the key's), and fails the batch with INVALID_TIMESTAMP when any record
+    has a bad timestamp (``LogValidator.processRecordErrors``)."""
+    by_index = {e.batch_index: e for e in out_of_range.record_errors}
+    by_index.update({e.batch_index: e for e in keyless.record_errors})
+    return out_of_range._replace(record_errors=[by_index[i] for i in sorted(by_index)])
+
+
 def _append(state, topic, index, records) -> _Outcome:
     """Validate and append one partition's batch."""
     if topic is None or not 0 <= index < len(topic.partitions):
@@ -150,21 +159,24 @@ def _append(state, topic, index, records) -> _Outcome:
         return _Outcome(InvalidRecordError.code, message="clients may not produce control batches")
     if batch.records_count <= 0 or batch.records_count != batch.last_offset_delta + 1:
         return _Outcome(InvalidRecordError.code, message="record count does not match lastOffsetDelta")
+    # Kafka's LogValidator, before the producer state is looked at: keys, then timestamps.
+    refused: _Outcome | None = None
     try:
         # Every record must parse before the batch is acknowledged; none needs building.
         batch.validate(require_keys="compact" in effective(topic.configs, "cleanup.policy", state.config))
     except InvalidRecordError:  # only raised for a null key, and only once every record parsed
-        return _keyless_records(batch, f"{topic.name}-{index}")
+        refused = _keyless_records(batch, f"{topic.name}-{index}")
     except KafkaCodeError as exc:
         return _Outcome(CorruptMessageError.code if isinstance(exc, CorruptRecordError) else exc.code, message=str(exc))
-    # Kafka's LogValidator, before the producer state is looked at.
     log_append_time = effective(topic.configs, "message.timestamp.type", state.config) == "LogAppendTime"
     if not log_append_time:
-        refused = _timestamps_out_of_range(
+        out_of_range = _timestamps_out_of_range(
             batch, int(effective(topic.configs, "message.timestamp.before.max.ms", state.config)),
             int(effective(topic.configs, "message.timestamp.after.max.ms", state.config)), int(time.time() * 1000))
-        if refused is not None:
-            return refused
+        if out_of_range is not None:
+            refused = out_of_range if refused is None else _both(refused, out_of_range)
+    if refused is not None:
+        return refused
     idempotent = batch.producer_id >= 0
     partition_key = (topic.topic_id, index)
     if idempotent:

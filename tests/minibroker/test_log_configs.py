@@ -326,6 +326,22 @@ def test_produce_refuses_timestamps_out_of_the_topics_window(raw):
     assert produce(client, "window", one_batch(now, -1, now + 1_000)).error_code == 0
 
 
+def test_keyless_records_and_bad_timestamps_together_fail_as_invalid_timestamp(raw):
+    """issue 10 item 17: Kafka gives each record its first error (a null key on a
+    compacted topic comes first) and fails the batch with INVALID_TIMESTAMP when any
+    record's timestamp is out of range (LogValidator.processRecordErrors)."""
+    client = raw()
+    create_topic(client, "both", cleanup_policy="compact", message_timestamp_after_max_ms=1_000)
+    now = now_ms()
+    builder = BatchBuilder(2, 0)
+    for ts, key in ((now, b"k"), (now + 60_000, None), (now + 60_000, b"k"), (now, None)):
+        builder.append(ts, key, b"v")
+    response = produce(client, "both", builder.build())
+    assert response.error_code == InvalidTimestampError.code
+    assert [(e.batch_index, e.batch_index_error_message.split()[0]) for e in response.record_errors] == [
+        (1, "Compacted"), (2, "Timestamp"), (3, "Compacted")]
+
+
 def test_the_default_window_refuses_only_timestamps_over_an_hour_ahead(raw):
     """issue 10 item 17: Kafka's defaults, before Long.MAX and after one hour, on a topic
     created without them; a LogAppendTime topic is not checked (the broker stamps it)."""
