@@ -220,11 +220,11 @@ def test_file_delete_delay_ms_of_a_topic_keeps_deleted_files_a_while(tmp_path):
 def test_the_brokers_upkeep_removes_deleted_files_once_the_delay_passes(tmp_path):
     """issue 10 item 17, through a broker: its periodic upkeep
     (log.retention.check.interval.ms) removes the *.deleted files of a topic with
-    file.delete.delay.ms=300 once that has passed."""
+    file.delete.delay.ms=1000 once that has passed."""
     with MiniBroker(data_dir=tmp_path, config={"log.retention.check.interval.ms": 50}) as broker:
         client = RawClient(broker.port)
         try:
-            create_topic(client, "upkeep", segment_bytes=200, file_delete_delay_ms=300)
+            create_topic(client, "upkeep", segment_bytes=200, file_delete_delay_ms=1_000)
             for _ in range(6):
                 assert produce(client, "upkeep", one_batch(now_ms(), value=b"x" * 50)).error_code == 0
             plog = partition_log(broker, "upkeep")
