@@ -26,7 +26,8 @@ bytes.
 
 ``enforced``: whether minibroker acts on a config. The others are validated, stored and
 described, so tools see them, and take effect as the features behind them land (no
-replication, tiered storage or broker-side recompression yet).
+replication, tiered storage, broker-side recompression, preallocation or compaction lags
+yet).
 """
 
 from __future__ import annotations
@@ -212,11 +213,14 @@ TOPIC_CONFIGS: dict[str, ConfigKey] = {k.name: k for k in (
               minimum=-131072, maximum=22, synonym="compression.zstd.level"),
     ConfigKey("delete.retention.ms", _L, _DAY, "how long a compacted topic keeps tombstones",
               minimum=0, synonym="log.cleaner.delete.retention.ms", enforced=True),
-    ConfigKey("file.delete.delay.ms", _L, "60000", "wait before deleting a segment's files (minibroker deletes at once: stored only)",
-              minimum=0, synonym="log.segment.delete.delay.ms"),
+    ConfigKey("file.delete.delay.ms", _L, "60000", "wait before a deleted segment's files go: they are renamed *.deleted "
+              "and removed at the first log.retention.check.interval.ms pass after this delay (at once for 0)",
+              minimum=0, synonym="log.segment.delete.delay.ms", enforced=True),
     ConfigKey("flush.messages", _L, str(LONG_MAX), "fsync after this many records", minimum=1,
               synonym="log.flush.interval.messages", enforced=True),
-    ConfigKey("flush.ms", _L, str(LONG_MAX), "fsync after this long (stored only)", minimum=0, synonym="log.flush.interval.ms"),
+    ConfigKey("flush.ms", _L, str(LONG_MAX), "fsync once this long has passed since the last flush, checked at each append "
+              "and each log.retention.check.interval.ms pass (Kafka: each log.flush.scheduler.interval.ms)", minimum=0,
+              synonym="log.flush.interval.ms", enforced=True),
     ConfigKey("follower.replication.throttled.replicas", _LIST, "", _THROTTLED),
     ConfigKey("index.interval.bytes", _I, "4096", "log bytes between offset index entries", minimum=0,
               synonym="log.index.interval.bytes", enforced=True),
@@ -229,10 +233,10 @@ TOPIC_CONFIGS: dict[str, ConfigKey] = {k.name: k for k in (
               synonym="log.cleaner.max.compaction.lag.ms"),
     ConfigKey("max.message.bytes", _I, "1048588", "largest record batch the topic accepts (MESSAGE_TOO_LARGE above)", minimum=0,
               synonym="message.max.bytes", enforced=True),
-    ConfigKey("message.timestamp.after.max.ms", _L, "3600000", "how far in the future a CreateTime timestamp may be (stored only)",
-              minimum=0, synonym="log.message.timestamp.after.max.ms"),
-    ConfigKey("message.timestamp.before.max.ms", _L, str(LONG_MAX), "how far in the past a CreateTime timestamp may be (stored only)",
-              minimum=0, synonym="log.message.timestamp.before.max.ms"),
+    ConfigKey("message.timestamp.after.max.ms", _L, "3600000", "how far ahead of the broker's clock a CreateTime "
+              "timestamp may be (INVALID_TIMESTAMP beyond)", minimum=0, synonym="log.message.timestamp.after.max.ms", enforced=True),
+    ConfigKey("message.timestamp.before.max.ms", _L, str(LONG_MAX), "how far behind the broker's clock a CreateTime "
+              "timestamp may be (INVALID_TIMESTAMP beyond)", minimum=0, synonym="log.message.timestamp.before.max.ms", enforced=True),
     ConfigKey("message.timestamp.type", _S, "CreateTime", "CreateTime (the producer's) or LogAppendTime (the broker's clock)",
               choices=("CreateTime", "LogAppendTime"), synonym="log.message.timestamp.type", enforced=True),
     ConfigKey("min.cleanable.dirty.ratio", _D, "0.5", "dirty share of the log that triggers compaction (stored only)",
@@ -241,7 +245,8 @@ TOPIC_CONFIGS: dict[str, ConfigKey] = {k.name: k for k in (
               synonym="log.cleaner.min.compaction.lag.ms"),
     ConfigKey("min.insync.replicas", _I, "1", "replicas an acks=all produce needs (NOT_ENOUGH_REPLICAS above 1: one broker)",
               minimum=1, synonym="min.insync.replicas", enforced=True),
-    ConfigKey("preallocate", _B, "false", "preallocate new segment files (stored only)", synonym="log.preallocate"),
+    ConfigKey("preallocate", _B, "false", "preallocate new segment files (minibroker never preallocates: stored only)",
+              synonym="log.preallocate"),
     ConfigKey("remote.log.copy.disable", _B, "false", f"stop copying to remote storage {_REMOTE}"),
     ConfigKey("remote.log.delete.on.disable", _B, "false", f"delete remote data when remote.storage.enable goes false {_REMOTE}"),
     ConfigKey("remote.storage.enable", _B, "false", f"keep segments in remote storage {_REMOTE}"),
@@ -251,10 +256,11 @@ TOPIC_CONFIGS: dict[str, ConfigKey] = {k.name: k for k in (
               synonym="log.retention.ms", enforced=True),
     ConfigKey("segment.bytes", _I, "1073741824", "size at which a segment is rolled (Kafka 4.0's floor, 14)", minimum=14,
               synonym="log.segment.bytes", enforced=True),
-    ConfigKey("segment.index.bytes", _I, "10485760", "largest offset index of a segment (stored only)", minimum=4,
-              synonym="log.index.size.max.bytes"),
-    ConfigKey("segment.jitter.ms", _L, "0", "random time taken off segment.ms (stored only)", minimum=0,
-              synonym="log.roll.jitter.ms"),
+    ConfigKey("segment.index.bytes", _I, "10485760", "largest offset and time index of a segment (entries of 8 and 12 "
+              "bytes); the segment rolls when either is full (minibroker does not preallocate the files)", minimum=4,
+              synonym="log.index.size.max.bytes", enforced=True),
+    ConfigKey("segment.jitter.ms", _L, "0", "largest random time taken off segment.ms, drawn for each segment", minimum=0,
+              synonym="log.roll.jitter.ms", enforced=True),
     ConfigKey("segment.ms", _L, _WEEK, "age at which a segment is rolled", minimum=1, synonym="log.roll.ms", enforced=True),
     ConfigKey("unclean.leader.election.enable", _B, "false", "elect an out-of-sync replica as a last resort (one broker: stored only)",
               synonym="unclean.leader.election.enable"),

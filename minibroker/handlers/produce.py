@@ -14,11 +14,14 @@ Topic configs, each the topic's own setting or else its broker synonym's value
 (``log.cleanup.policy``, ``message.max.bytes``): ``cleanup.policy=compact`` refuses
 records without a key (INVALID_RECORD, each one named in ``record_errors``), ``max.message.bytes``,
 ``message.timestamp.type=LogAppendTime`` (the broker stamps the batch, CRC recomputed,
-and says the time in ``log_append_time_ms``), ``min.insync.replicas`` > 1 with acks=all
+and says the time in ``log_append_time_ms``), ``message.timestamp.before.max.ms`` and
+``message.timestamp.after.max.ms`` on a CreateTime topic (KIP-937: INVALID_TIMESTAMP,
+each record out of range named in ``record_errors``; Kafka 4.0 removed the older
+``message.timestamp.difference.max.ms``), ``min.insync.replicas`` > 1 with acks=all
 -> NOT_ENOUGH_REPLICAS (one replica). Internal topics (``__consumer_offsets``) take no
 records from clients: INVALID_TOPIC_EXCEPTION, as in Kafka.
 Version notes: v8+ carries ``record_errors`` and ``error_message`` (KIP-467).
-Not implemented yet: transactions, timestamp bounds, broker-side recompression.
+Not implemented yet: transactions, broker-side recompression.
 """
 
 import struct
@@ -32,6 +35,7 @@ from kproto.errors import (
     CorruptRecordError,
     InvalidRecordError,
     InvalidRequiredAcksError,
+    InvalidTimestampError,
     InvalidTopicError,
     KafkaCodeError,
     KafkaStorageError,
@@ -44,7 +48,7 @@ from kproto.protocol.messages import ProduceResponse
 from kproto.records import read_batches
 from minibroker.handlers import handles
 from minibroker.state import INTERNAL_TOPICS
-from minibroker.topic_configs import effective
+from minibroker.topic_configs import LONG_MAX, effective
 
 # v2 batch header positions (see kproto/_codec_py.py) and the timestamp-type bit.
 _CRC, _ATTRIBUTES, _MAX_TIMESTAMP = 17, 21, 35
@@ -95,6 +99,38 @@ def _keyless_records(batch, partition: str) -> _Outcome:
         f"and only showing the first three errors at most: [{shown}]"), record_errors=errors)
 
 
+def _timestamps_out_of_range(batch, before_max_ms: int, after_max_ms: int, now_ms: int) -> _Outcome | None:
+    """INVALID_TIMESTAMP naming every record whose CreateTime timestamp is more than
+    ``before_max_ms`` before ``now_ms`` or ``after_max_ms`` after it, or None.
+
+    Kafka's ``LogValidator.validateTimestamp`` (KIP-937): a record without a timestamp
+    (-1) passes; the batch fails as a whole, each bad record named by its index. With no
+    lower bound (the default) the batch's max timestamp decides alone, without decoding a
+    record, as it does everywhere else here.
+    """
+    low, high = now_ms - before_max_ms, now_ms + after_max_ms
+    if before_max_ms == LONG_MAX and batch.max_timestamp <= high:
+        return None
+    errors = [ProduceResponse.BatchIndexAndErrorMessage(batch_index=i, batch_index_error_message=(
+                  f"Timestamp {record.timestamp} of message with offset {record.offset} is out of range. "
+                  f"The timestamp should be within [{low}, {high}]"))
+              for i, record in enumerate(batch.records())
+              if record.timestamp != -1 and not low <= record.timestamp <= high]
+    if not errors:
+        return None
+    return _Outcome(InvalidTimestampError.code, message="One or more records have been rejected due to invalid timestamp",
+                    record_errors=errors)
+
+
+def _both(keyless: _Outcome, out_of_range: _Outcome) -> _Outcome:
+    """Keyless records and timestamps out of range in one batch: Kafka gives each record
+    its first error (the key's), and fails the batch with INVALID_TIMESTAMP when any record
+    has a bad timestamp (``LogValidator.processRecordErrors``)."""
+    by_index = {e.batch_index: e for e in out_of_range.record_errors}
+    by_index.update({e.batch_index: e for e in keyless.record_errors})
+    return out_of_range._replace(record_errors=[by_index[i] for i in sorted(by_index)])
+
+
 def _append(state, topic, index, records) -> _Outcome:
     """Validate and append one partition's batch."""
     if topic is None or not 0 <= index < len(topic.partitions):
@@ -123,13 +159,24 @@ def _append(state, topic, index, records) -> _Outcome:
         return _Outcome(InvalidRecordError.code, message="clients may not produce control batches")
     if batch.records_count <= 0 or batch.records_count != batch.last_offset_delta + 1:
         return _Outcome(InvalidRecordError.code, message="record count does not match lastOffsetDelta")
+    # Kafka's LogValidator, before the producer state is looked at: keys, then timestamps.
+    refused: _Outcome | None = None
     try:
         # Every record must parse before the batch is acknowledged; none needs building.
         batch.validate(require_keys="compact" in effective(topic.configs, "cleanup.policy", state.config))
     except InvalidRecordError:  # only raised for a null key, and only once every record parsed
-        return _keyless_records(batch, f"{topic.name}-{index}")
+        refused = _keyless_records(batch, f"{topic.name}-{index}")
     except KafkaCodeError as exc:
         return _Outcome(CorruptMessageError.code if isinstance(exc, CorruptRecordError) else exc.code, message=str(exc))
+    log_append_time = effective(topic.configs, "message.timestamp.type", state.config) == "LogAppendTime"
+    if not log_append_time:
+        out_of_range = _timestamps_out_of_range(
+            batch, int(effective(topic.configs, "message.timestamp.before.max.ms", state.config)),
+            int(effective(topic.configs, "message.timestamp.after.max.ms", state.config)), int(time.time() * 1000))
+        if out_of_range is not None:
+            refused = out_of_range if refused is None else _both(refused, out_of_range)
+    if refused is not None:
+        return refused
     idempotent = batch.producer_id >= 0
     partition_key = (topic.topic_id, index)
     if idempotent:
@@ -140,7 +187,7 @@ def _append(state, topic, index, records) -> _Outcome:
         if code or duplicate_of >= 0:
             return _Outcome(code, duplicate_of)  # a retry already written: its first offset again
     max_timestamp = append_time = batch.max_timestamp
-    if effective(topic.configs, "message.timestamp.type", state.config) == "LogAppendTime":
+    if log_append_time:
         max_timestamp = append_time = int(time.time() * 1000)
         records = set_log_append_time(records, max_timestamp)
     else:

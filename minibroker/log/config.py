@@ -1,9 +1,10 @@
 """The settings of one partition log, under Kafka's names.
 
 :class:`LogConfig` is what :class:`~minibroker.log.partition.PartitionLog` reads: segment
-rolling, retention, flushing, index density and the cleanup policy. Each attribute is a
-Kafka config with the dots turned to underscores; the broker-level name (``log.*``) and the
-topic-level name both map onto it, and :meth:`LogConfig.from_configs` accepts either, so the
+rolling (size, age with its jitter, full indexes), retention, the delay before deleted
+files go, flushing (by records and by time), index density and the cleanup policy. Each
+attribute is a Kafka config with the dots turned to underscores; the broker-level name
+(``log.*``) and the topic-level name both map onto it, and :meth:`LogConfig.from_configs` accepts either, so the
 broker can build one from its own settings overlaid with a topic's (DescribeConfigs /
 CreateTopics names).
 
@@ -44,6 +45,14 @@ _NAMES: dict[str, str] = {
     "cleanup.policy": "cleanup_policy",
     "log.cleaner.delete.retention.ms": "delete_retention_ms",
     "delete.retention.ms": "delete_retention_ms",
+    "log.index.size.max.bytes": "segment_index_bytes",
+    "segment.index.bytes": "segment_index_bytes",
+    "log.roll.jitter.ms": "segment_jitter_ms",
+    "segment.jitter.ms": "segment_jitter_ms",
+    "log.segment.delete.delay.ms": "file_delete_delay_ms",
+    "file.delete.delay.ms": "file_delete_delay_ms",
+    "log.flush.interval.ms": "flush_ms",
+    "flush.ms": "flush_ms",
 }
 # Kafka's coarser spellings, used only when the ms form is absent.
 _HOURS = {"log.roll.hours": "segment_ms", "log.retention.hours": "retention_ms"}
@@ -73,6 +82,18 @@ class LogConfig:
             (``"compact,delete"``) or neither (``""``: kept forever, never compacted).
         delete_retention_ms: ``delete.retention.ms``: how long a compacted topic keeps
             tombstones.
+        segment_index_bytes: ``segment.index.bytes`` (``log.index.size.max.bytes``): the
+            largest index of a segment; it holds this // 8 offset index entries and this
+            // 12 time index entries (one kept for the roll), and the segment rolls when
+            either is full (Kafka preallocates the files to this size, minibroker does not).
+        segment_jitter_ms: ``segment.jitter.ms`` (``log.roll.jitter.ms``): each segment
+            rolls by time up to this much earlier than ``segment_ms``, a random amount
+            chosen when the segment is made, so that partitions do not all roll at once.
+        file_delete_delay_ms: ``file.delete.delay.ms`` (``log.segment.delete.delay.ms``):
+            a deleted segment's files are renamed ``*.deleted`` and removed this long
+            after.
+        flush_ms: ``flush.ms`` (``log.flush.interval.ms``): fsync once this long has passed
+            since the last flush; the default (Long.MAX) never does.
     """
 
     segment_bytes: int = 1073741824
@@ -83,6 +104,10 @@ class LogConfig:
     index_interval_bytes: int = 4096
     cleanup_policy: str = "delete"
     delete_retention_ms: int = 86400000
+    segment_index_bytes: int = 10485760
+    segment_jitter_ms: int = 0
+    file_delete_delay_ms: int = 60000
+    flush_ms: int = LONG_MAX
 
     def __post_init__(self) -> None:
         # Positions in the offset index are i32, so a segment can never pass 2 GiB.
@@ -98,6 +123,10 @@ class LogConfig:
             raise ValueError(f"index_interval_bytes must be >= 0, not {self.index_interval_bytes}")
         if self.delete_retention_ms < 0:
             raise ValueError(f"delete_retention_ms must be >= 0, not {self.delete_retention_ms}")
+        if self.segment_index_bytes < 4:  # Kafka's atLeast(4)
+            raise ValueError(f"segment_index_bytes must be >= 4, not {self.segment_index_bytes}")
+        if min(self.segment_jitter_ms, self.file_delete_delay_ms, self.flush_ms) < 0:
+            raise ValueError("segment_jitter_ms, file_delete_delay_ms and flush_ms must be >= 0")
         # Empty (neither) is valid: Kafka's ValidList takes the empty list.
         if not self.policies <= _POLICIES:
             raise ValueError(f"cleanup_policy must be 'delete', 'compact', both or neither, not {self.cleanup_policy!r}")

@@ -17,11 +17,15 @@ Facts (Kafka's ``OffsetIndex`` and ``TimeIndex``, storage/internals/log):
   entry, which is how a reopened broker knows a segment's age without reading it.
 - Relative offsets are ``offset - baseOffset``: a segment cannot span more than 2^31 offsets.
 
-Kafka preallocates index files (``log.index.size.max.bytes``, 10 MiB) and trims them to the
-used size when the segment rolls or the broker shuts down. These files are always exactly
-the size of their entries: what Kafka's trimmed files look like, so ``kafka-dump-log.sh``
-and Kafka itself read them as they are (Kafka opens an existing index with ``entries =
-length / entrySize``).
+Kafka preallocates index files to ``segment.index.bytes`` (``log.index.size.max.bytes``,
+10 MiB) and trims them to the used size when the segment rolls or the broker shuts down.
+minibroker does not preallocate: these files are always exactly the size of their entries,
+what Kafka's trimmed files look like, so ``kafka-dump-log.sh`` and Kafka itself read them
+as they are (Kafka opens an existing index with ``entries = length / entrySize``). The
+size limit is honoured all the same: ``is_full`` says when an index holds
+``segment.index.bytes // entry size`` entries (the time index keeps its last slot for the
+entry written at the roll, as Kafka's ``TimeIndex.isFull``), and the segment then rolls
+(Kafka's ``LogSegment.shouldRoll``).
 
 Entries are also kept in memory (``array`` of native ints, bisected), which is what
 lookups use; the file is append-only while the segment is active and rewritten whole when
@@ -160,6 +164,15 @@ class _Index:
     def _columns(self) -> tuple[array, array]:
         raise NotImplementedError
 
+    def __len__(self) -> int:
+        return len(self._columns()[0])
+
+    def is_full(self, max_index_bytes: int) -> bool:
+        """Whether the index holds as many entries as ``max_index_bytes`` (``segment.index.bytes``)
+        gives room for (Kafka's ``AbstractIndex.isFull``: ``maxIndexSize`` rounded down to whole
+        entries)."""
+        return len(self) >= max_index_bytes // self.entry_size
+
     def truncate_to_entries(self, count: int) -> None:
         """Keep the first ``count`` entries, file included (Kafka's ``truncateToEntries``).
 
@@ -185,9 +198,6 @@ class OffsetIndex(_Index):
         super().__init__(base_offset, path)
         self._relative = array("i")
         self._positions = array("i")
-
-    def __len__(self) -> int:
-        return len(self._relative)
 
     def _columns(self) -> tuple[array, array]:
         return self._relative, self._positions
@@ -277,9 +287,6 @@ class TimeIndex(_Index):
         self._timestamps = array("q")
         self._relative = array("i")
 
-    def __len__(self) -> int:
-        return len(self._timestamps)
-
     def _columns(self) -> tuple[array, array]:
         return self._timestamps, self._relative
 
@@ -308,6 +315,11 @@ class TimeIndex(_Index):
         self._file.write_at(len(self._timestamps) * self.entry_size, _TIME_ENTRY.pack(timestamp, relative))
         self._timestamps.append(timestamp)
         self._relative.append(relative)
+
+    def is_full(self, max_index_bytes: int) -> bool:
+        """As for any index, but one slot short: the last is kept for the entry a roll adds
+        (Kafka's ``TimeIndex.isFull``)."""
+        return len(self) >= max_index_bytes // self.entry_size - 1
 
     def lookup(self, timestamp: int) -> tuple[int, int]:
         """The greatest entry whose timestamp is at or below ``timestamp``, or ``(-1, base)``."""

@@ -13,7 +13,8 @@ made on the loop:
   can be read while the loop appends to the active one), then applies on the loop: each
   group is swapped in only if the log still holds it as it was, so a DeleteRecords,
   retention or topic deletion that came meanwhile wins and the cleaned copy is dropped.
-- **Retention** decides and unlinks on the loop: removing names is cheap while the
+- **Retention** decides and renames on the loop (``*.deleted``; the files go
+  ``file.delete.delay.ms`` later, at once with 0): changing names is cheap while the
   files are still open. Freeing a deleted segment's blocks happens when its last
   descriptor closes, which for a big file takes a while: the loop hands its last
   references to a worker thread, where that close happens. (A fetch still sending from
@@ -48,6 +49,10 @@ async def maintain(logs: Iterable[PartitionLog]) -> None:
         if plog._closed:  # its topic was deleted while an earlier log was maintained
             continue
         try:
+            # flush.ms, and the files of segments deleted file.delete.delay.ms ago
+            removed = plog.run_scheduled()
+            if removed:
+                await asyncio.to_thread(_drop, removed)
             if plog.config.delete:
                 await _apply_retention(plog)
             if plog.config.compact and not plog._closed:

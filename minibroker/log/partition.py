@@ -25,8 +25,11 @@ bytes are in the operating system's page cache at once. Then:
   open cuts off.
 - **The machine crashes or loses power**: only what was fsynced survives for sure.
   ``flush()`` fsyncs; ``flush_interval_messages = N`` fsyncs after every N appended
-  records, so up to N - 1 acknowledged records can be lost (N = 1: none are); the default
-  (Long.MAX, Kafka's) never fsyncs on append and relies on the kernel's writeback
+  records, so up to N - 1 acknowledged records can be lost (N = 1: none are);
+  ``flush_ms = T`` fsyncs once T ms have passed since the last flush, checked at each
+  append and by :meth:`PartitionLog.run_scheduled` (the broker's periodic upkeep; Kafka's
+  flusher task, every ``log.flush.scheduler.interval.ms``); both defaults
+  (Long.MAX, Kafka's) never fsync on append and rely on the kernel's writeback
   (typically within ~30 s) and on rolls: a segment is fsynced, with its indexes and the
   directory, when it stops being active, so every segment but the active one is durable.
   Whatever the kernel wrote back may be torn at the end (a partial batch, zeros); the next
@@ -84,8 +87,21 @@ The log start offset (moved by retention and DeleteRecords) is kept in
 ``log-start-offset-checkpoint`` in the partition directory, in the text format of Kafka's
 log-directory-wide file of that name (version 0, one entry: ``topic partition offset``).
 
+Rolling (Kafka's ``LogSegment.shouldRoll``): the active segment rolls before a batch that
+would take it past ``segment_bytes``, once it is older than ``segment_ms`` less its own
+random jitter (``segment_jitter_ms``, drawn when the segment is made or loaded), when its
+offset or time index holds what ``segment_index_bytes`` allows, or when the batch's
+offsets would not fit its 32-bit relative offsets.
+
+Deleting segments (retention, DeleteRecords): a segment leaves the log at once and its
+files are renamed ``*.deleted``; they are removed ``file_delete_delay_ms`` later by
+:meth:`PartitionLog.run_scheduled` (at once when that is 0, and when the log closes), as
+Kafka's ``LocalLog.deleteSegmentFiles`` does with its scheduler. Reads in flight hold the
+``.log``'s descriptor anyway (see :mod:`minibroker.log.segment`).
+
 Not implemented: ``.txnindex`` (no transactions yet), leader-epoch-checkpoint and
-partition.metadata (the broker's business), preallocated index files.
+partition.metadata (the broker's business), preallocated files (``preallocate``, and
+index files sized to ``segment.index.bytes``).
 """
 
 from __future__ import annotations
@@ -94,6 +110,7 @@ import bisect
 import functools
 import logging
 import os
+import random
 import re
 import time
 from collections.abc import Callable, Iterator
@@ -106,6 +123,7 @@ from minibroker.log.cleaner import CleanerStats, clean, complete_swaps
 from minibroker.log.config import LogConfig
 from minibroker.log.index import IndexCorrupt
 from minibroker.log.segment import (
+    DELETED_SUFFIX,
     INDEX_SUFFIX,
     LOG_SUFFIX,
     TIME_INDEX_SUFFIX,
@@ -151,7 +169,10 @@ class PartitionLog:
             memory.
         config: segment, retention, flush and cleanup settings (Kafka's defaults).
         clock: milliseconds since the epoch, for time-based rolling of batches without
-            timestamps and for retention and compaction when no ``now_ms`` is given.
+            timestamps, for ``flush_ms`` and ``file_delete_delay_ms``, and for retention
+            and compaction when no ``now_ms`` is given.
+        rng: draws each segment's roll jitter (``segment_jitter_ms``); a seeded one makes
+            it repeatable.
 
     Attributes:
         log_start_offset: the first offset a consumer may fetch.
@@ -164,15 +185,20 @@ class PartitionLog:
         *,
         config: LogConfig | None = None,
         clock: Callable[[], int] | None = None,
+        rng: random.Random | None = None,
     ) -> None:
         self.config = config if config is not None else LogConfig()
         self.directory = Path(directory) if directory is not None else None
         self._clock = clock if clock is not None else _wall_clock_ms
+        self._random = rng if rng is not None else random.Random()
         self._segments: list[LogSegment] = []
         self._bases: list[int] = []  # for bisect: base offset of each segment
         self.log_start_offset = 0
         self.log_end_offset = 0
         self._recovery_point = 0  # offsets below are fsynced (or the log is in memory)
+        self._last_flush_ms = self._clock()  # Kafka's lastFlushedTime, for flush_ms
+        # Deleted segments whose files (renamed *.deleted) go at a time: file_delete_delay_ms.
+        self._deleted: list[tuple[int, LogSegment]] = []
         self._closed = False
         self._offline_reason: str | None = None  # why a storage error took the log offline
         if self.directory is None:
@@ -226,15 +252,21 @@ class PartitionLog:
             if segment.should_roll(
                 batch_size=len(data), max_timestamp=max_timestamp, last_offset=last, now_ms=now,
                 segment_bytes=self.config.segment_bytes, segment_ms=self.config.segment_ms,
+                index_bytes=self.config.segment_index_bytes,
             ):
                 segment = self.roll(now_ms=now)
             segment.append(data, last_offset=last, max_timestamp=max_timestamp)
             # Only now, with the batch and its index entries written: a failed write never
             # moves the log end offset, so no offset is ever handed out twice.
             self.log_end_offset = last + 1
-            if self.log_end_offset - self._recovery_point >= self.config.flush_interval_messages:
+            if (self.log_end_offset - self._recovery_point >= self.config.flush_interval_messages
+                    or self._flush_due(now)):
                 self.flush()
         return base
+
+    def _flush_due(self, now_ms: int) -> bool:
+        # flush.ms: Kafka's LogManager.flushDirtyLogs, "time since the last flush >= flush.ms".
+        return now_ms - self._last_flush_ms >= self.config.flush_ms
 
     def roll(self, *, now_ms: int | None = None) -> LogSegment:
         """Start a new active segment at the log end offset (a no-op on an empty one).
@@ -255,6 +287,7 @@ class PartitionLog:
             if self.directory is not None:
                 self._fsync(active.flush)
                 self._recovery_point = max(self._recovery_point, self.log_end_offset)
+                self._last_flush_ms = now
             segment = self._new_segment(self.log_end_offset, now)
             self._add_segment(segment)
             if self.directory is not None:
@@ -272,6 +305,27 @@ class PartitionLog:
                 # Inactive segments were fsynced when they rolled; only the active one is dirty.
                 self._fsync(self._segments[-1].flush)
             self._recovery_point = self.log_end_offset
+            self._last_flush_ms = self._clock()
+
+    def run_scheduled(self, now_ms: int | None = None) -> list[LogSegment]:
+        """The duties Kafka's ``LogManager`` schedules by time, for the broker's periodic
+        upkeep: fsync when ``flush_ms`` has passed since the last flush (its flusher task;
+        appends check it too), and remove the ``*.deleted`` files of segments deleted at
+        least ``file_delete_delay_ms`` ago. An offline log is left alone.
+
+        Returns:
+            The segments whose files were removed: their descriptors close when the last
+            reference goes, which the caller may let happen off the event loop.
+
+        Raises:
+            KafkaStorageError: the fsync failed (the log is offline from then on).
+        """
+        if self.offline:
+            return []
+        now = self._clock() if now_ms is None else now_ms
+        if self._recovery_point < self.log_end_offset and self._flush_due(now):
+            self.flush()
+        return self._remove_deleted_files(now)
 
     @contextmanager
     def _storage(self, what: str) -> Iterator[None]:
@@ -433,11 +487,28 @@ class PartitionLog:
         return self.log_start_offset
 
     def _delete_oldest_while(self, predicate: Callable[[LogSegment, LogSegment], bool]) -> int:
+        """Delete the oldest segments while ``predicate(oldest, next)`` holds.
+
+        As Kafka's ``LocalLog.deleteSegmentFiles``: a segment leaves the log at once, its
+        files are renamed ``*.deleted`` and removed ``file_delete_delay_ms`` later (by
+        :meth:`run_scheduled`, or here when the delay is 0), so a read of it in flight
+        ends first. A crash in between leaves ``*.deleted`` files, which the next open
+        removes. A rename that fails takes the log offline, as Kafka takes its log dir.
+        """
         count = 0
+        now = self._clock()
         while len(self._segments) > 1 and predicate(self._segments[0], self._segments[1]):
             segment = self._segments.pop(0)
             self._bases.pop(0)
-            segment.delete()
+            if segment.on_disk:
+                try:
+                    segment.rename("", DELETED_SUFFIX)
+                except OSError as exc:
+                    self._go_offline(f"cannot rename a deleted segment's files: {exc}")
+                    raise KafkaStorageError(f"{self._where()}: deleting {segment.path} failed, the log is offline: {exc}") from exc
+                self._deleted.append((now + self.config.file_delete_delay_ms, segment))
+            else:
+                segment.delete()
             count += 1
         if count:
             if self._segments[0].base_offset > self.log_start_offset:
@@ -445,7 +516,16 @@ class PartitionLog:
                 self._write_checkpoint()
             if self.directory is not None:
                 _fsync_dir(self.directory)
+            self._remove_deleted_files(now)
         return count
+
+    def _remove_deleted_files(self, now_ms: int) -> list[LogSegment]:
+        removed = []
+        while self._deleted and self._deleted[0][0] <= now_ms:
+            _, segment = self._deleted.pop(0)
+            segment.delete()
+            removed.append(segment)
+        return removed
 
     # -- compaction -----------------------------------------------------------------------
 
@@ -489,6 +569,11 @@ class PartitionLog:
         finally:
             for segment in self._segments:
                 segment.close()
+            # Nothing reads them any more: the deleted segments' files go now (Kafka leaves
+            # them to the next start, which removes *.deleted files too).
+            for _, segment in self._deleted:
+                segment.delete()
+            self._deleted.clear()
 
     def __enter__(self) -> PartitionLog:
         return self
@@ -506,8 +591,13 @@ class PartitionLog:
     def _new_segment(self, base_offset: int, now_ms: int | None = None, suffix: str = "") -> LogSegment:
         return LogSegment.create(
             self.directory, base_offset, index_interval_bytes=self.config.index_interval_bytes,
-            now_ms=self._clock() if now_ms is None else now_ms, suffix=suffix,
+            now_ms=self._clock() if now_ms is None else now_ms, suffix=suffix, roll_jitter_ms=self._roll_jitter(),
         )
+
+    def _roll_jitter(self) -> int:
+        # Kafka's LogConfig.randomSegmentJitter: uniform in [0, min(segment.jitter.ms, segment.ms)).
+        jitter = min(self.config.segment_jitter_ms, self.config.segment_ms)
+        return self._random.randrange(jitter) if jitter > 0 else 0
 
     def _add_segment(self, segment: LogSegment) -> None:
         self._segments.append(segment)
@@ -527,7 +617,8 @@ class PartitionLog:
             self._add_segment(self._new_segment(checkpoint or 0, now))
             _fsync_dir(directory)
         for i, base in enumerate(bases):
-            segment = LogSegment.open(directory, base, index_interval_bytes=self.config.index_interval_bytes, now_ms=now)
+            segment = LogSegment.open(directory, base, index_interval_bytes=self.config.index_interval_bytes, now_ms=now,
+                                      roll_jitter_ms=self._roll_jitter())
             if i + 1 < len(bases):
                 try:
                     segment.load_indexes(offset_limit=bases[i + 1])

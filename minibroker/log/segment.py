@@ -42,7 +42,8 @@ Theory of operation (Kafka's ``LogSegment``):
 Reads for ``os.sendfile`` get :class:`LogSlice` objects holding the segment's
 :class:`SegmentFile`; the file descriptor stays open as long as a slice refers to it, so
 a segment deleted by retention or replaced by compaction in the meantime is still read
-whole (the job Kafka's ``file.delete.delay.ms`` does, done by reference counting).
+whole, whatever ``file.delete.delay.ms`` (which the partition log honours too, see
+:meth:`~minibroker.log.partition.PartitionLog.run_scheduled`).
 Fetch answers with :class:`RecordSlices`, a stand-in for the records bytes that the
 protocol encoder measures without reading (Kafka's ``FileRecords`` plays this part).
 """
@@ -73,6 +74,7 @@ __all__ = [
     "LOG_SUFFIX",
     "INDEX_SUFFIX",
     "TIME_INDEX_SUFFIX",
+    "DELETED_SUFFIX",
 ]
 
 log = logging.getLogger(__name__)
@@ -80,6 +82,7 @@ log = logging.getLogger(__name__)
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
 TIME_INDEX_SUFFIX = ".timeindex"
+DELETED_SUFFIX = ".deleted"  # a deleted segment's files until file.delete.delay.ms passes
 
 # Record batch v2 header, the fields a walk needs (Kafka's DefaultRecordBatch):
 #   baseOffset i64 @0, batchLength i32 @8, partitionLeaderEpoch i32 @12, magic i8 @16,
@@ -350,6 +353,8 @@ class LogSegment:
         offset_of_max_timestamp: the last offset of the first batch that reached it.
         first_batch_timestamp: the first batch's max timestamp, for time-based rolling.
         created_ms: when this object was created (Kafka: segment creation or load time).
+        roll_jitter_ms: how much earlier than ``segment.ms`` this segment rolls by time
+            (Kafka's ``LogSegment.rollJitterMs``, drawn when the segment is made or loaded).
     """
 
     def __init__(
@@ -361,6 +366,7 @@ class LogSegment:
         *,
         index_interval_bytes: int,
         created_ms: int,
+        roll_jitter_ms: int = 0,
     ):
         self.base_offset = base_offset
         self._store = store
@@ -368,6 +374,7 @@ class LogSegment:
         self.time_index = time_index
         self.index_interval_bytes = index_interval_bytes
         self.created_ms = created_ms
+        self.roll_jitter_ms = roll_jitter_ms
         self.next_offset = base_offset
         self.max_timestamp = -1
         self.offset_of_max_timestamp = base_offset
@@ -387,22 +394,25 @@ class LogSegment:
         index_interval_bytes: int,
         now_ms: int,
         suffix: str = "",
+        roll_jitter_ms: int = 0,
     ) -> LogSegment:
         """A new, empty segment; on disk its three files are created (empty).
 
         Args:
             suffix: appended to each file name (``".cleaned"`` while the cleaner writes).
+            roll_jitter_ms: see :attr:`roll_jitter_ms`.
         """
         if directory is None:
             return cls(
                 base_offset, _MemoryStore(now_ms), OffsetIndex(base_offset), TimeIndex(base_offset),
-                index_interval_bytes=index_interval_bytes, created_ms=now_ms,
+                index_interval_bytes=index_interval_bytes, created_ms=now_ms, roll_jitter_ms=roll_jitter_ms,
             )
         stem = directory / segment_name(base_offset)
         store = _FileStore(Path(f"{stem}{LOG_SUFFIX}{suffix}"), create=True)
         offset_index = OffsetIndex(base_offset, Path(f"{stem}{INDEX_SUFFIX}{suffix}"))
         time_index = TimeIndex(base_offset, Path(f"{stem}{TIME_INDEX_SUFFIX}{suffix}"))
-        segment = cls(base_offset, store, offset_index, time_index, index_interval_bytes=index_interval_bytes, created_ms=now_ms)
+        segment = cls(base_offset, store, offset_index, time_index, index_interval_bytes=index_interval_bytes,
+                      created_ms=now_ms, roll_jitter_ms=roll_jitter_ms)
         try:
             offset_index.reset()
             time_index.reset()
@@ -419,14 +429,16 @@ class LogSegment:
 
     @classmethod
     def open(
-        cls, directory: Path, base_offset: int, *, index_interval_bytes: int, now_ms: int, suffix: str = ""
+        cls, directory: Path, base_offset: int, *, index_interval_bytes: int, now_ms: int, suffix: str = "",
+        roll_jitter_ms: int = 0,
     ) -> LogSegment:
         """An existing segment's files, not yet checked: call :meth:`load_indexes` or :meth:`recover`."""
         stem = directory / segment_name(base_offset)
         store = _FileStore(Path(f"{stem}{LOG_SUFFIX}{suffix}"), create=False)
         offset_index = OffsetIndex(base_offset, Path(f"{stem}{INDEX_SUFFIX}{suffix}"))
         time_index = TimeIndex(base_offset, Path(f"{stem}{TIME_INDEX_SUFFIX}{suffix}"))
-        return cls(base_offset, store, offset_index, time_index, index_interval_bytes=index_interval_bytes, created_ms=now_ms)
+        return cls(base_offset, store, offset_index, time_index, index_interval_bytes=index_interval_bytes,
+                   created_ms=now_ms, roll_jitter_ms=roll_jitter_ms)
 
     # -- facts ----------------------------------------------------------------------------
 
@@ -455,12 +467,19 @@ class LogSegment:
 
     # -- writing --------------------------------------------------------------------------
 
-    def should_roll(self, *, batch_size: int, max_timestamp: int, last_offset: int, now_ms: int, segment_bytes: int, segment_ms: int) -> bool:
-        """Kafka's ``LogSegment.shouldRoll`` (without roll jitter or full preallocated indexes).
+    def should_roll(
+        self, *, batch_size: int, max_timestamp: int, last_offset: int, now_ms: int, segment_bytes: int,
+        segment_ms: int, index_bytes: int,
+    ) -> bool:
+        """Kafka's ``LogSegment.shouldRoll``: the batch would take the segment past
+        ``segment_bytes``, the segment is older than ``segment_ms`` less its
+        :attr:`roll_jitter_ms`, its offset or time index holds what ``index_bytes``
+        (``segment.index.bytes``) allows, or the batch's offsets are too far from its base.
 
-        The size rule applies only to a non-empty segment, so one batch larger than
-        ``segment_bytes`` still finds a home (Kafka gets there by replacing an empty
-        active segment with a new one at the same offset).
+        An empty segment rolls only for the last reason, so one batch larger than
+        ``segment_bytes`` (or indexes too small for one entry) still finds a home: Kafka
+        gets there by replacing an empty active segment with a new one at the same offset,
+        and the first batch of a segment never gets an index entry.
         """
         if self.size == 0:
             return not self.can_hold(last_offset)
@@ -470,7 +489,8 @@ class LogSegment:
             waited = max_timestamp - self.first_batch_timestamp
         else:
             waited = now_ms - self.created_ms
-        return waited > segment_ms or not self.can_hold(last_offset)
+        return (waited > segment_ms - self.roll_jitter_ms or self.offset_index.is_full(index_bytes)
+                or self.time_index.is_full(index_bytes) or not self.can_hold(last_offset))
 
     def append(self, data: bytes | bytearray, *, last_offset: int, max_timestamp: int) -> int:
         """Write one whole batch at the end; returns its position.
