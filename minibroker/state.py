@@ -9,13 +9,13 @@ created on the first commit as Kafka does, and read back when the state is built
 from __future__ import annotations
 
 import asyncio
-import re
 import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from kproto.records import Batch, read_batches
+from kproto.structs import validate_topic_name
 from minibroker.config import BrokerConfig
 from minibroker.coordinator import GroupCoordinator
 from minibroker.coordinator.offsets import OffsetEntry
@@ -32,23 +32,6 @@ from minibroker.storage import Storage, StoredTopic
 __all__ = ["INTERNAL_TOPICS", "OFFSETS_TOPIC", "BrokerState", "Topic", "validate_topic_name"]
 
 INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC})  # written by the broker only
-
-_LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
-_MAX_NAME = 249
-
-
-def validate_topic_name(name: str | None) -> str | None:
-    """Why ``name`` is not a legal topic name (Kafka's ``Topic.validate``), or None."""
-    if not name:
-        return "topic name is empty"
-    if name in (".", ".."):
-        return "topic name cannot be '.' or '..'"
-    if len(name) > _MAX_NAME:
-        return f"topic name is longer than {_MAX_NAME} characters"
-    if not _LEGAL.match(name):
-        return "topic name may only contain ASCII letters, digits, '.', '_' and '-'"
-    return None
-
 
 def _batches(log: PartitionLog) -> Iterator[Batch]:
     """Every batch of a log, oldest first (headers are what callers read)."""

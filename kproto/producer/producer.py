@@ -35,6 +35,7 @@ from kproto.producer.accumulator import RecordAccumulator
 from kproto.producer.futures import RecordFuture, RecordMetadata
 from kproto.producer.partitioner import make_partitioner
 from kproto.producer.sender import Sender
+from kproto.structs import check_topic
 
 __all__ = ["AIOProducer", "Producer", "RecordMetadata"]
 
@@ -173,7 +174,10 @@ class AIOProducer:
         metadata)`` is called on the event loop when the record is settled.
 
         Raises:
-            TypeError: key or value is not bytes and there is no serializer for it.
+            TypeError: key or value is not bytes and there is no serializer for it, or
+                ``topic`` is not a str.
+            InvalidTopicError: ``topic`` breaks Kafka's naming rule ([a-zA-Z0-9._-], at
+                most 249 characters, not "." or "..").
             MessageTooLargeError: the record alone is over ``max.request.size``.
             ClientClosedError: the producer is closed.
         """
@@ -184,6 +188,7 @@ class AIOProducer:
         """The slow path of :meth:`send`: queue the record to be appended in order."""
         if self._closed:
             raise ClientClosedError("the producer is closed")
+        check_topic(topic)  # an unknown topic comes here first: a bad name fails now, alone
         self._start()
         loop = asyncio.get_running_loop()
         waiting = _Waiting((topic, value, key, partition, timestamp_ms, headers, on_delivery), loop.create_future())
@@ -250,6 +255,7 @@ class AIOProducer:
 
     async def _prepare(self, topic: str) -> None:
         """Make sure ``topic``'s metadata is known (waits up to ``max.block.ms``)."""
+        check_topic(topic)
         deadline = time.monotonic() + self._max_block
         while self._cluster.partitions_for(topic) is None:
             if time.monotonic() >= deadline:
@@ -362,6 +368,7 @@ class Producer:
                          headers: Headers, on_delivery: DeliveryCallback | None) -> RecordFuture:
         """The slow path of :meth:`send`: wait for metadata or memory, up to ``max.block.ms``."""
         core = self._core
+        check_topic(topic)
         deadline = time.monotonic() + core._max_block
         while (record := core._append(topic, value, key, partition, timestamp_ms, headers)) is None:
             left = deadline - time.monotonic()
