@@ -15,13 +15,14 @@ Retriable failures (a coordinator that moved, a leader election) are retried wit
 
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from kproto._loop import LoopThread, blocking
+from kproto._loop import LoopThread, blocking, check_loop, refuse_when_closed
 from kproto.config import ClientConfig
 from kproto.errors import (
     KafkaCodeError,
@@ -186,6 +187,7 @@ def _error(code: int, message: str | None = None, item: Any = None) -> KafkaCode
     return for_code(code)(detail)
 
 
+@refuse_when_closed("admin client", lambda self: self._closed, bind=True)
 class AIOAdminClient:
     """The admin client for asyncio code.
 
@@ -199,6 +201,8 @@ class AIOAdminClient:
     def __init__(self, config: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
         self.config = ClientConfig("admin", config, **kwargs)
         self._cluster = Cluster(self.config)
+        self._home: asyncio.AbstractEventLoop | None = None  # the loop of its connections (first call's)
+        self._closed = False
 
     async def __aenter__(self) -> AIOAdminClient:
         return self
@@ -208,7 +212,12 @@ class AIOAdminClient:
 
     async def close(self) -> None:
         """Close every connection. Idempotent."""
-        await self._cluster.close()
+        if self._closed:
+            return
+        if self._home is None or not self._home.is_closed():  # else its loop ended, with its connections
+            check_loop(self._home, "AIOAdminClient")
+            await self._cluster.close()
+        self._closed = True
 
     # -- plumbing -------------------------------------------------------------------------
 
@@ -500,6 +509,7 @@ class AIOAdminClient:
             (BrokerInfo(b.broker_id, b.host, b.port, b.rack) for b in response.brokers), key=lambda b: b.node_id))
 
 
+@refuse_when_closed("admin client", lambda self: self._core._closed)
 class AdminClient:
     """The admin client for threads: :class:`AIOAdminClient` on a background loop.
 

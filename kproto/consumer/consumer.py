@@ -41,7 +41,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from typing import Any
 
-from kproto._loop import LoopThread
+from kproto._loop import LoopThread, check_loop, refuse_when_closed
 from kproto.config import ClientConfig
 from kproto.consumer.assignors import ASSIGNORS, Assignor, RebalanceProtocol
 from kproto.consumer.coordinator import GroupCoordinator
@@ -92,6 +92,7 @@ async def _call_here(callback: Callable[..., Any], *args: Any) -> Any:
     return result
 
 
+@refuse_when_closed("consumer", lambda self: self._closed)
 class AIOConsumer:
     """The consumer for asyncio code.
 
@@ -116,6 +117,7 @@ class AIOConsumer:
         self._tasks: list[asyncio.Task] = []
         self._positions: asyncio.Task | None = None
         self._iteration: _Iteration | None = None
+        self._home: asyncio.AbstractEventLoop | None = None  # the loop its tasks run on
         self._closed = False
         # Groups: the coordinator (with group.id), the running join, callbacks, auto-commit.
         group_id = c["group.id"]
@@ -148,6 +150,8 @@ class AIOConsumer:
         await self.close()
 
     def __aiter__(self) -> AsyncIterator[ConsumerRecord]:
+        if self._closed:  # a close during the iteration ends it; iterating a closed one is a mistake
+            raise ClientClosedError("the consumer is closed")
         return self._records()
 
     # -- plumbing -------------------------------------------------------------------------
@@ -156,13 +160,14 @@ class AIOConsumer:
         """The fetcher, with the background tasks started on the running loop (once)."""
         if self._closed:
             raise ClientClosedError("the consumer is closed")
+        loop = check_loop(self._home, "AIOConsumer")
         if self._fetcher is None:
+            self._home = loop
             self._event = asyncio.Event()
             self._metadata_wanted = asyncio.Event()
             self._fetcher = Fetcher(self._cluster, self.config, self._subscriptions,
                                     on_data=self._event.set, on_stale_metadata=self._metadata_wanted.set)
             self._fetcher.start()
-            loop = asyncio.get_running_loop()
             self._tasks.append(loop.create_task(self._metadata_loop(), name="kproto-metadata"))
             if self._membership is not None:
                 self._group = GroupCoordinator(self.config, self._membership, self._cluster, self._event.set)
@@ -737,6 +742,10 @@ class AIOConsumer:
         """
         if self._closed:
             return
+        if self._home is not None and self._home.is_closed():
+            self._closed = True  # its loop ended (and took its tasks): nothing left to run or send
+            return
+        check_loop(self._home, "AIOConsumer")
         try:
             if self._group is not None:
                 await self._close_group()
@@ -799,6 +808,7 @@ def _on_loop(method: Callable[..., Any]) -> Callable[..., Any]:
     return call
 
 
+@refuse_when_closed("consumer", lambda self: self._core._closed)
 class Consumer:
     """The consumer for threads: :class:`AIOConsumer` on a background loop.
 
@@ -824,6 +834,8 @@ class Consumer:
 
     def __iter__(self) -> Iterator[ConsumerRecord]:
         core = self._core
+        if core._closed:  # a close during the iteration ends it; iterating a closed one is a mistake
+            raise ClientClosedError("the consumer is closed")
         while True:
             try:
                 batch = self._run(core._poll(None))

@@ -91,6 +91,7 @@ class RecordAccumulator:
         self.queues: dict[tuple[str, int], deque[ProducerBatch]] = {}
         self.unsettled = 0  # batches not yet settled: flush waits for 0
         self.flushing = 0  # > 0 while a flush wants every open batch sent now
+        self.home: Any = None  # the sender's event loop, which settles batches (set when it starts)
         self.appender = Appender(self._new_batch, RecordFuture, wake, self.lock, buffer_memory, ignore_keys,
                                  **per_record)
         # The per-record path, in the codec: ``send(topic, value, key, partition,
@@ -107,6 +108,7 @@ class RecordAccumulator:
         builder = BatchBuilder(compression=self.compression, compression_level=self.compression_level,
                                max_bytes=self.batch_size)
         batch = ProducerBatch(topic, partition, builder, time.monotonic(), self.delivery_timeout)
+        batch.result.home = self.home
         self.queues.setdefault((topic, partition), deque()).append(batch)
         self.unsettled += 1
         return batch

@@ -20,7 +20,7 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from kproto._loop import LoopThread
+from kproto._loop import LoopThread, check_loop, refuse_when_closed
 from kproto.compression import GZIP, LZ4, ZSTD, codec_id
 from kproto.config import CONFIGS, ClientConfig
 from kproto.errors import (
@@ -97,6 +97,7 @@ class _Waiting:
         return (yield from record.__await__())
 
 
+@refuse_when_closed("producer", lambda self: self._closed)
 class AIOProducer:
     """The producer for asyncio code.
 
@@ -131,6 +132,7 @@ class AIOProducer:
         self._waiting: deque[_Waiting] = deque()
         self._waiting_task: asyncio.Task | None = None
         self._space: asyncio.Event | None = None
+        self._home: asyncio.AbstractEventLoop | None = None  # the loop the sender runs on
         self._closed = False
 
     async def __aenter__(self) -> AIOProducer:
@@ -146,9 +148,11 @@ class AIOProducer:
         await self._cluster.refresh()
 
     def _start(self) -> None:
+        loop = check_loop(self._home, "AIOProducer")
         if self._sender is None:
             if self._closed:
                 raise ClientClosedError("the producer is closed")
+            self._home = self._acc.home = loop
             self._space = asyncio.Event()
             self._sender = Sender(self.config, self._cluster, self._acc, idempotent=self.idempotent)
 
@@ -267,6 +271,7 @@ class AIOProducer:
 
     async def partitions_for(self, topic: str) -> list[int]:
         """The partition ids of ``topic`` (fetching its metadata if needed)."""
+        check_loop(self._home, "AIOProducer")
         await self._prepare(topic)
         return sorted(self._cluster.topics[topic].partitions)
 
@@ -278,6 +283,7 @@ class AIOProducer:
         Raises:
             KafkaTimeoutError: ``timeout`` seconds passed first.
         """
+        check_loop(self._home, "AIOProducer")
         if self._sender is None:
             return
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -303,9 +309,15 @@ class AIOProducer:
         """Send what is queued (waiting up to ``timeout`` seconds), then close. Idempotent.
 
         Records still unsent after the timeout fail with :class:`~kproto.errors.KafkaTimeoutError`.
+        Called from another loop than the one it started on, once that loop is closed
+        (nothing can be sent any more), it fails what is queued and closes at once.
         """
         if self._closed:
             return
+        if self._home is not None and self._home.is_closed():
+            self._abandon()
+            return
+        check_loop(self._home, "AIOProducer")
         deadline = None if timeout is None else time.monotonic() + timeout
         try:
             if self._sender is not None:
@@ -324,6 +336,17 @@ class AIOProducer:
             await self._cluster.close()
 
 
+    def _abandon(self) -> None:
+        """Close after the sender's loop ended: fail what is queued, send nothing."""
+        self._closed = self._acc.appender.closed = True
+        error = ClientClosedError("the producer's event loop ended before the record was sent (close() "
+                                  "must run on the loop the producer started on)")
+        for batch in self._acc.abort_all():
+            self._acc.settle(batch, -1, error=error)
+        self._waiting.clear()  # their futures belong to the ended loop: nobody can await them
+
+
+@refuse_when_closed("producer", lambda self: self._core._closed)
 class Producer:
     """The producer for threads: :class:`AIOProducer`'s engine on a background loop.
 

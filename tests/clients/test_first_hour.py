@@ -2,11 +2,16 @@
 confluent-kafka, kafka-python and aiokafka users, each replayed as that user did it."""
 
 import asyncio
+import gc
+import inspect
 
 import pytest
 
-from kproto.errors import InvalidTopicError
+from kproto.admin import AdminClient, AIOAdminClient, ConfigResource
+from kproto.consumer import AIOConsumer, Consumer
+from kproto.errors import ClientClosedError, InvalidTopicError
 from kproto.producer import AIOProducer, Producer
+from kproto.structs import TopicPartition
 from minibroker import MiniBroker
 
 
@@ -41,3 +46,144 @@ def test_a_bad_topic_fails_at_once_in_asyncio_too(broker):
                 producer.send("no/slash", b"x")
             assert (await producer.send("fresh-after-bad-aio", b"x")).offset >= 0
     asyncio.run(main())
+
+
+# -- a closed client refuses every call -----------------------------------------------------
+
+_ARGS = {  # a plausible value for each required parameter of a public client method
+    "topic": "t", "topics": ["t"], "value": b"v", "partitions": [TopicPartition("t", 0)],
+    "partition": TopicPartition("t", 0), "offsets": {TopicPartition("t", 0): 1}, "offset": 1,
+    "timestamps": {TopicPartition("t", 0): 0}, "counts": {"t": 2}, "resources": [ConfigResource.topic("t")],
+    "configs": {ConfigResource.topic("t"): {"retention.ms": "1"}}, "group_ids": ["g"], "group_id": "g",
+    "specs": {TopicPartition("t", 0): "latest"}, "before": {TopicPartition("t", 0): 0},
+    "changes": {ConfigResource.topic("t"): [("retention.ms", "set", "1")]}}
+
+
+def _public_calls(cls):
+    """Every public method of ``cls`` but close, with arguments for its required parameters."""
+    for name, method in inspect.getmembers(cls, inspect.isfunction):
+        if name.startswith("_") or name == "close":
+            continue
+        args = []
+        for p in list(inspect.signature(method).parameters.values())[1:]:
+            if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+                assert p.name in _ARGS, f"add a value for {cls.__name__}.{name}({p.name}) to _ARGS"
+                args.append(_ARGS[p.name])
+        yield name, args
+
+
+def _clients(bootstrap):
+    config = {"bootstrap.servers": bootstrap}
+    return {"producer": (Producer, AIOProducer, config), "consumer": (Consumer, AIOConsumer, {**config, "group.id": "g"}),
+            "admin": (AdminClient, AIOAdminClient, config)}
+
+
+@pytest.mark.parametrize("kind", ["producer", "consumer", "admin"])
+def test_every_method_of_a_closed_sync_client_raises_client_closed(broker, kind, recwarn):
+    """Issue 11, "after close()": flush(), partitions_for(), list_topics() raised "Event loop
+    is closed" with a never-awaited warning; every public method is tried, by introspection."""
+    sync, _, config = _clients(broker.bootstrap_servers)[kind]
+    client = sync(config)
+    client.close()
+    calls = list(_public_calls(sync))
+    assert len(calls) >= 3
+    for name, args in calls:
+        with pytest.raises(ClientClosedError):
+            getattr(client, name)(*args)
+    client.close()  # idempotent
+    if kind == "consumer":
+        with pytest.raises(ClientClosedError):
+            next(iter(client))
+    gc.collect()
+    assert not [w for w in recwarn if "never awaited" in str(w.message)]
+
+
+@pytest.mark.parametrize("kind", ["producer", "consumer", "admin"])
+def test_every_method_of_a_closed_asyncio_client_raises_client_closed(broker, kind, recwarn):
+    """Issue 11, "after close()", the asyncio faces: each call (awaited when it is a
+    coroutine) raises ClientClosedError; ``async for`` over a closed consumer too."""
+    _, aio, config = _clients(broker.bootstrap_servers)[kind]
+
+    async def main():
+        client = aio(config)
+        if kind == "producer":
+            await client.start()
+        await client.close()
+        calls = list(_public_calls(aio))
+        assert len(calls) >= 3
+        for name, args in calls:
+            with pytest.raises(ClientClosedError):
+                result = getattr(client, name)(*args)
+                if inspect.isawaitable(result):
+                    await result
+        await client.close()
+        if kind == "consumer":
+            with pytest.raises(ClientClosedError):
+                async for _ in client:
+                    pass
+    asyncio.run(main())
+    gc.collect()
+    assert not [w for w in recwarn if "never awaited" in str(w.message)]
+
+
+# -- an asyncio client used from a second event loop -------------------------------------------
+
+def test_an_aio_producer_used_from_a_second_loop_raises_at_once(broker):
+    """Issue 11, "a second event loop": an AIOProducer used by two ``asyncio.run`` calls hung
+    forever in ``await send()``, past max.block.ms and delivery.timeout.ms."""
+    producer = AIOProducer(bootstrap_servers=broker.bootstrap_servers, max_block_ms=2000, delivery_timeout_ms=3000,
+                           request_timeout_ms=2000)
+
+    async def first():
+        return await producer.send("two-loops", b"1")
+
+    async def second():
+        for call in (lambda: producer.send("two-loops", b"2"), lambda: producer.send("two-loops-new", b"3"),
+                     producer.flush, lambda: producer.partitions_for("two-loops")):
+            with pytest.raises(RuntimeError, match="started on another event loop .* Producer"):
+                await asyncio.wait_for(call(), 10)  # the wait_for only keeps a regression from hanging
+        await asyncio.wait_for(producer.close(), 10)
+
+    assert asyncio.run(first()).offset == 0
+    asyncio.run(second())
+    with pytest.raises(ClientClosedError):
+        producer.send("two-loops", b"4")
+    del producer
+    gc.collect()  # its first loop ended without closing its sockets: they go with it
+
+
+def test_an_aio_consumer_used_from_a_second_loop_raises_at_once(broker):
+    """Issue 11, "a second event loop": AIOConsumer failed with an internal "bound to a
+    different event loop" (or hung in close)."""
+    with Producer(bootstrap_servers=broker.bootstrap_servers) as producer:
+        producer.send("two-loops-c", b"1").result(10)
+    consumer = AIOConsumer(bootstrap_servers=broker.bootstrap_servers, group_id="two-loops", auto_offset_reset="earliest")
+
+    async def first():
+        consumer.subscribe(["two-loops-c"])
+        return await consumer.poll(10)
+
+    async def second():
+        with pytest.raises(RuntimeError, match="started on another event loop .* Consumer"):
+            await asyncio.wait_for(consumer.poll(1), 10)
+        await asyncio.wait_for(consumer.close(), 10)
+
+    assert [r.value for r in asyncio.run(first())] == [b"1"]
+    asyncio.run(second())
+    del consumer
+    gc.collect()
+
+
+def test_an_aio_admin_client_used_from_a_second_loop_raises_at_once(broker):
+    """Issue 11, "a second event loop", for the admin client."""
+    admin = AIOAdminClient(bootstrap_servers=broker.bootstrap_servers)
+    asyncio.run(admin.list_topics())
+
+    async def second():
+        with pytest.raises(RuntimeError, match="started on another event loop .* AdminClient"):
+            await asyncio.wait_for(admin.list_topics(), 10)
+        await asyncio.wait_for(admin.close(), 10)
+
+    asyncio.run(second())
+    del admin
+    gc.collect()
