@@ -148,7 +148,7 @@ def test_an_aio_producer_used_from_a_second_loop_raises_at_once(broker):
     asyncio.run(second())
     with pytest.raises(ClientClosedError):
         producer.send("two-loops", b"4")
-    del producer
+    producer = None
     gc.collect()  # its first loop ended without closing its sockets: they go with it
 
 
@@ -170,7 +170,7 @@ def test_an_aio_consumer_used_from_a_second_loop_raises_at_once(broker):
 
     assert [r.value for r in asyncio.run(first())] == [b"1"]
     asyncio.run(second())
-    del consumer
+    consumer = None
     gc.collect()
 
 
@@ -185,5 +185,5 @@ def test_an_aio_admin_client_used_from_a_second_loop_raises_at_once(broker):
         await asyncio.wait_for(admin.close(), 10)
 
     asyncio.run(second())
-    del admin
+    admin = None
     gc.collect()
