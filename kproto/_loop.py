@@ -140,25 +140,27 @@ def check_loop(home: asyncio.AbstractEventLoop | None, client: str) -> asyncio.A
 
 
 def refuse_when_closed(what: str, closed: Callable[[Any], bool], keep: tuple[str, ...] = ("close",),
-                       bind: bool = False) -> Callable[[type], type]:
+                       bind: bool = False, before: Callable[[Any], Any] | None = None) -> Callable[[type], type]:
     """A class decorator: every public method (but ``keep``) of the client raises
     :class:`~kproto.errors.ClientClosedError` once ``closed(self)`` is true.
 
     One guard for all methods, so a method added later cannot forget it (a test walks
     every public method of every client). Async methods raise when awaited. With
     ``bind``, the first async call binds the client to its loop (``self._home``) and
-    later ones go through :func:`check_loop`.
+    later ones go through :func:`check_loop`; ``before(self)`` is awaited before each
+    async call.
     """
     def decorate(cls: type) -> type:
         for name, method in list(vars(cls).items()):
             if name.startswith("_") or name in keep or not inspect.isfunction(method):
                 continue
-            setattr(cls, name, _guarded(method, what, closed, cls.__name__ if bind else None))
+            setattr(cls, name, _guarded(method, what, closed, cls.__name__ if bind else None, before))
         return cls
     return decorate
 
 
-def _guarded(method: Any, what: str, closed: Callable[[Any], bool], bind: str | None) -> Any:
+def _guarded(method: Any, what: str, closed: Callable[[Any], bool], bind: str | None,
+             before: Callable[[Any], Any] | None) -> Any:
     if inspect.iscoroutinefunction(method):
         @functools.wraps(method)
         async def call_async(self: Any, *args: Any, **kwargs: Any) -> Any:
@@ -166,6 +168,8 @@ def _guarded(method: Any, what: str, closed: Callable[[Any], bool], bind: str | 
                 raise ClientClosedError(f"the {what} is closed")
             if bind is not None:
                 self._home = check_loop(self._home, bind)
+            if before is not None:
+                await before(self)
             return await method(self, *args, **kwargs)
         return call_async
 

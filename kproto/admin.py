@@ -187,7 +187,8 @@ def _error(code: int, message: str | None = None, item: Any = None) -> KafkaCode
     return for_code(code)(detail)
 
 
-@refuse_when_closed("admin client", lambda self: self._closed, bind=True)
+@refuse_when_closed("admin client", lambda self: self._closed, bind=True,
+                    before=lambda self: self._reach_cluster())
 class AIOAdminClient:
     """The admin client for asyncio code.
 
@@ -220,6 +221,18 @@ class AIOAdminClient:
         self._closed = True
 
     # -- plumbing -------------------------------------------------------------------------
+
+    async def _reach_cluster(self) -> None:
+        """Before the first call's request: wait up to ``default.api.timeout.ms`` for a broker.
+
+        The client is made without one (as Java's, which connects lazily), so a broker that
+        starts a moment after the client is fine (issue 11).
+        """
+        if self._cluster.brokers:
+            return
+        c = self.config
+        await retrying(self._cluster.refresh, deadline=time.monotonic() + c["default.api.timeout.ms"] / 1000,
+                       backoff=c["retry.backoff.ms"] / 1000, max_backoff=c["retry.backoff.max.ms"] / 1000)
 
     async def _retrying(self, attempt: Callable[[], Awaitable[K]]) -> K:
         """Run ``attempt`` until it does not raise a retriable error, within the API timeout."""

@@ -107,6 +107,7 @@ class Sender:
         self._loop = asyncio.get_running_loop()
         self._closing = False
         self._stopping = False  # a close gave up waiting: the loop ends even if a cancel is lost
+        self._warned: str | None = None  # the step error last logged: each cause is logged once
         self._refreshing: asyncio.Task | None = None
         self.failed: KafkaError | None = None
         """Set when the sender stopped on an unexpected error: every record fails with it."""
@@ -148,10 +149,13 @@ class Sender:
             self._event.clear()
             try:
                 wait = await self._step()
+                self._warned = None
             except asyncio.CancelledError:
                 raise
             except KafkaError as exc:  # e.g. no broker reachable for InitProducerId: try again later
-                log.warning("producer: %s", exc)
+                if str(exc) != self._warned:  # not every backoff (issue 11)
+                    self._warned = str(exc)
+                    log.warning("producer: %s (retrying every retry.backoff.ms)", exc)
                 wait = self.backoff
             except Exception as exc:  # a bug: fail loudly rather than leave every future pending
                 log.exception("producer: the sender failed; failing every record not yet sent")

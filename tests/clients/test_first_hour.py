@@ -4,12 +4,18 @@ confluent-kafka, kafka-python and aiokafka users, each replayed as that user did
 import asyncio
 import gc
 import inspect
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
 
 import pytest
 
 from kproto.admin import AdminClient, AIOAdminClient, ConfigResource
 from kproto.consumer import AIOConsumer, Consumer
-from kproto.errors import ClientClosedError, InvalidTopicError
+from kproto.errors import ClientClosedError, InvalidTopicError, KafkaTimeoutError
 from kproto.producer import AIOProducer, Producer
 from kproto.structs import TopicPartition
 from minibroker import MiniBroker
@@ -187,3 +193,111 @@ def test_an_aio_admin_client_used_from_a_second_loop_raises_at_once(broker):
     asyncio.run(second())
     admin = None
     gc.collect()
+
+
+# -- constructors need no broker ----------------------------------------------------------------
+
+@pytest.fixture
+def late_broker():
+    """A broker that starts listening one second after the test began: (bootstrap, thread)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    broker = MiniBroker(port=port, config={"num.partitions": 1})
+    starter = threading.Timer(1.0, broker.start)
+    starter.start()
+    yield f"127.0.0.1:{port}"
+    starter.join()
+    broker.stop()
+
+
+def test_clients_made_before_the_broker_starts_work_once_it_does(late_broker, caplog):
+    """Issue 11, "Producer(...) raises NoBrokersAvailableError at once when the broker starts a
+    second later": constructors connect lazily (as Java and librdkafka), the first call
+    waits for the cluster, and the cause is logged once, not at every retry."""
+    producer = Producer(bootstrap_servers=late_broker, max_block_ms=20000)
+    admin = AdminClient(bootstrap_servers=late_broker)
+    consumer = Consumer(bootstrap_servers=late_broker, group_id="late", auto_offset_reset="earliest")
+    try:
+        assert producer.send("late", b"x").result(20).offset == 0
+        assert "late" in admin.list_topics()
+        consumer.subscribe(["late"])
+        deadline = time.monotonic() + 20
+        records = []
+        while not records and time.monotonic() < deadline:
+            records = consumer.poll(1)
+        assert [r.value for r in records] == [b"x"]
+    finally:
+        producer.close()
+        admin.close()
+        consumer.close()
+    causes = [r.getMessage() for r in caplog.records if "could be reached" in r.getMessage()]
+    assert len(causes) == len(set(causes))
+
+
+def test_an_admin_client_made_before_the_broker_waits_for_it_in_asyncio(late_broker):
+    """Issue 11, lazy constructors, the asyncio admin client's first call."""
+    async def main():
+        async with AIOAdminClient(bootstrap_servers=late_broker) as admin:
+            return await admin.list_topics()
+    assert asyncio.run(main()) == []
+
+
+def test_a_send_to_a_missing_topic_with_auto_creation_off_says_so():
+    """Issue 11, "a missing topic with auto-create off blocks 60 s, then says 'not in the
+    metadata'": the error says the topic does not exist and auto-creation is off."""
+    with MiniBroker(config={"auto.create.topics.enable": False}) as broker:
+        with Producer(bootstrap_servers=broker.bootstrap_servers, max_block_ms=1000) as producer:
+            with pytest.raises(KafkaTimeoutError, match="does not exist .*UNKNOWN_TOPIC_OR_PARTITION.*"
+                                                        "auto.create.topics.enable=false"):
+                producer.send("missing", b"x")
+            with pytest.raises(KafkaTimeoutError, match="does not exist"):
+                producer.partitions_for("missing")
+
+
+# -- a script that exits without close() -------------------------------------------------------
+
+_SCRIPT = """
+import sys
+from kproto.producer import Producer
+producer = Producer(bootstrap_servers=sys.argv[1], linger_ms=200)
+for i in range(3):
+    producer.send(sys.argv[2], b"%d" % i)
+"""
+
+
+def test_a_script_that_exits_without_close_still_delivers_and_warns(broker):
+    """Issue 11, "a script that sends with linger.ms=200 and exits without close() loses
+    every record, silently": at exit the producer sends them and warns (kafka-python's habit)."""
+    done = subprocess.run([sys.executable, "-c", _SCRIPT, broker.bootstrap_servers, "exit-unclosed"],
+                          capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    assert done.returncode == 0, done.stderr
+    assert "Producer was not closed" in done.stderr
+    with Consumer(bootstrap_servers=broker.bootstrap_servers, auto_offset_reset="earliest") as consumer:
+        consumer.assign([TopicPartition("exit-unclosed", p) for p in (0, 1)])
+        records, deadline = [], time.monotonic() + 10
+        while len(records) < 3 and time.monotonic() < deadline:
+            records += consumer.poll(0.5)
+    assert sorted(r.value for r in records) == [b"0", b"1", b"2"]
+
+
+_AIO_SCRIPT = """
+import asyncio, sys
+from kproto.producer import AIOProducer
+async def main():
+    producer = AIOProducer(bootstrap_servers=sys.argv[1], linger_ms=200)
+    await producer.partitions_for(sys.argv[2])
+    producer.send(sys.argv[2], b"x")
+asyncio.run(main())
+"""
+
+
+def test_an_aio_script_that_ends_its_loop_without_close_is_told_what_was_lost(broker):
+    """Issue 11, exit without close(), asyncio: the loop that would send has ended, so
+    nothing can go; the warning says so instead of silence."""
+    done = subprocess.run([sys.executable, "-c", _AIO_SCRIPT, broker.bootstrap_servers, "exit-unclosed-aio"],
+                          capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    assert done.returncode == 0, done.stderr
+    assert "AIOProducer was not closed before its event loop ended: 1 batches" in done.stderr
