@@ -37,11 +37,13 @@ def _bool(value: Any) -> bool:
 
 
 def _int(value: Any) -> int:
-    if isinstance(value, bool):
-        raise ValueError("expected an integer")
-    if isinstance(value, float) and not value.is_integer():
-        raise ValueError("expected an integer")
-    return int(value)
+    expected = f"expected an integer (an int or a str of digits), not {type(value).__name__}"
+    if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
+        raise ValueError(expected)
+    try:
+        return int(value)
+    except (TypeError, ValueError):  # int()'s own words ("invalid literal for int()...") name no setting
+        raise ValueError(expected) from None
 
 
 def _non_negative(value: Any) -> int:

@@ -15,7 +15,7 @@ import pytest
 
 from kproto.admin import AdminClient, AIOAdminClient, ConfigResource
 from kproto.consumer import AIOConsumer, Consumer
-from kproto.errors import ClientClosedError, InvalidTopicError, KafkaTimeoutError
+from kproto.errors import ClientClosedError, ConfigError, InvalidTopicError, KafkaTimeoutError
 from kproto.producer import AIOProducer, Producer
 from kproto.structs import TopicPartition
 from minibroker import MiniBroker
@@ -301,3 +301,25 @@ def test_an_aio_script_that_ends_its_loop_without_close_is_told_what_was_lost(br
                           env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
     assert done.returncode == 0, done.stderr
     assert "AIOProducer was not closed before its event loop ended: 1 batches" in done.stderr
+
+
+# -- errors that explain themselves ---------------------------------------------------------
+
+@pytest.mark.parametrize("record, setting", [
+    ({"value": "text"}, "value.serializer"), ({"value": 5}, "value.serializer"),
+    ({"value": b"v", "key": "text"}, "key.serializer"), ({"value": b"v", "key": 5}, "key.serializer"),
+    ({"value": b"v", "headers": [("h", "text")]}, "encode them")])
+def test_a_record_that_is_not_bytes_names_the_setting_to_set(broker, record, setting):
+    """Issue 11, "a str/int key or value with no serializer": the error says which setting
+    (key.serializer, value.serializer) turns it into bytes, the same way for header values."""
+    with Producer(bootstrap_servers=broker.bootstrap_servers) as producer:
+        producer.partitions_for("not-bytes")
+        with pytest.raises(TypeError, match=f"must be bytes-like or None, not .*: .*{setting}"):
+            producer.send("not-bytes", **record)
+
+
+@pytest.mark.parametrize("value", ["abc", None, 1.5, [200]])
+def test_a_setting_of_the_wrong_type_names_the_key_and_the_type_expected(value):
+    """Issue 11, ``linger_ms="abc"``: a ConfigError naming the key and the expected type."""
+    with pytest.raises(ConfigError, match=r"^linger\.ms=.*: expected an integer .*not " + type(value).__name__):
+        Producer(bootstrap_servers="127.0.0.1:9", linger_ms=value)
