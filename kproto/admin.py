@@ -265,10 +265,14 @@ class AIOAdminClient:
 
     # -- topics ---------------------------------------------------------------------------
 
-    async def create_topics(self, topics: Iterable[NewTopic], *, validate_only: bool = False,
+    async def create_topics(self, topics: Iterable[NewTopic | str] | str, *, validate_only: bool = False,
                             timeout_ms: int | None = None) -> dict[str, uuid.UUID | None]:
-        """Create topics; returns each one's topic id (None with ``validate_only`` or old brokers)."""
-        topics = list(topics)
+        """Create topics; returns each one's topic id (None with ``validate_only`` or old brokers).
+
+        A name alone stands for ``NewTopic(name)``: the broker's default partitions and
+        replication factor (kafka-python's and Java's ``NewTopic`` defaults, -1).
+        """
+        topics = [NewTopic(t) if isinstance(t, str) else t for t in ([topics] if isinstance(topics, str) else topics)]
         request = CreateTopicsRequest(
             topics=[CreateTopicsRequest.CreatableTopic(
                 name=t.name, num_partitions=t.num_partitions, replication_factor=t.replication_factor, assignments=[],

@@ -5,6 +5,7 @@ import asyncio
 import gc
 import inspect
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -323,3 +324,93 @@ def test_a_setting_of_the_wrong_type_names_the_key_and_the_type_expected(value):
     """Issue 11, ``linger_ms="abc"``: a ConfigError naming the key and the expected type."""
     with pytest.raises(ConfigError, match=r"^linger\.ms=.*: expected an integer .*not " + type(value).__name__):
         Producer(bootstrap_servers="127.0.0.1:9", linger_ms=value)
+
+
+# -- the consumer as kafka-python and aiokafka users write it -------------------------------
+
+def _produce(bootstrap, topic, values):
+    with Producer(bootstrap_servers=bootstrap) as producer:
+        for v in values:
+            producer.send(topic, v, partition=0)
+
+
+def _poll_until(consumer, count, seconds=15):
+    records, deadline = [], time.monotonic() + seconds
+    while len(records) < count and time.monotonic() < deadline:
+        records += consumer.poll(0.5)
+    return records
+
+
+def test_resubscribing_with_another_form_replaces_the_subscription(broker):
+    """Issue 11, "subscribe(re.compile(...)) after a list said 'subscribe() and assign() are
+    mutually exclusive'": a new subscribe() replaces the old one, whatever its form."""
+    _produce(broker.bootstrap_servers, "resub-a", [b"a"])
+    _produce(broker.bootstrap_servers, "resub-b", [b"b"])
+    with Consumer(bootstrap_servers=broker.bootstrap_servers, group_id="resub", auto_offset_reset="earliest") as c:
+        c.subscribe(["resub-a"])
+        assert [r.value for r in _poll_until(c, 1)] == [b"a"]
+        c.subscribe(re.compile(r"resub-b"))
+        assert [r.value for r in _poll_until(c, 1)] == [b"b"]
+        assert c.subscription() == {"resub-b"}
+    with Consumer(bootstrap_servers=broker.bootstrap_servers, group_id="resub-2") as c:
+        c.assign([TopicPartition("resub-a", 0)])
+        with pytest.raises(RuntimeError, match=r"subscribe\(\) after assign\(\).*unsubscribe\(\)"):
+            c.subscribe(["resub-a"])
+
+
+def test_a_topic_starting_with_a_caret_is_a_pattern(broker):
+    """Issue 11, ``subscribe("^orders-.*")`` subscribed to a literal topic of that name: a
+    leading ``^`` makes a pattern, as in librdkafka (alone or in a list)."""
+    _produce(broker.bootstrap_servers, "caret-1", [b"1"])
+    _produce(broker.bootstrap_servers, "caret-2", [b"2"])
+    _produce(broker.bootstrap_servers, "plain-3", [b"3"])
+    with Consumer(bootstrap_servers=broker.bootstrap_servers, group_id="caret", auto_offset_reset="earliest") as c:
+        c.subscribe("^caret-.*")
+        assert sorted(r.value for r in _poll_until(c, 2)) == [b"1", b"2"]
+        assert c.subscription() == {"caret-1", "caret-2"}
+    with Consumer(bootstrap_servers=broker.bootstrap_servers, group_id="caret-list", auto_offset_reset="earliest") as c:
+        c.subscribe(["^caret-.*", "plain-3"])
+        assert sorted(r.value for r in _poll_until(c, 3)) == [b"1", b"2", b"3"]
+
+
+def test_a_topic_given_to_the_constructor_is_subscribed_to(broker):
+    """Issue 11, ``Consumer("topic", bootstrap_servers=...)`` (kafka-python's and aiokafka's
+    habit) failed with an unrelated ValueError: it subscribes, as theirs do; without a
+    group it says exactly what to write."""
+    _produce(broker.bootstrap_servers, "ctor-topic", [b"x"])
+    with Consumer("ctor-topic", bootstrap_servers=broker.bootstrap_servers, group_id="ctor",
+                  auto_offset_reset="earliest") as c:
+        assert [r.value for r in _poll_until(c, 1)] == [b"x"]
+
+    async def main():
+        async with AIOConsumer(["ctor-topic"], bootstrap_servers=broker.bootstrap_servers, group_id="ctor-aio",
+                               auto_offset_reset="earliest") as c:
+            return await c.poll(10)
+    assert [r.value for r in asyncio.run(main())] == [b"x"]
+    with pytest.raises(ConfigError, match=r"add group_id=.*assign\(\[TopicPartition\('ctor-topic', 0\)\]\)"):
+        Consumer("ctor-topic", bootstrap_servers=broker.bootstrap_servers)
+
+
+def test_poll_takes_kafka_pythons_timeout_ms_and_warns_of_implausible_seconds(broker):
+    """Issue 11, ``poll(1000)`` (kafka-python's milliseconds) waited 1000 s: ``timeout_ms=``
+    is accepted, and a positional timeout of 300 s or more warns."""
+    with Consumer(bootstrap_servers=broker.bootstrap_servers, group_id="poll-ms") as c:
+        c.assign([TopicPartition("poll-ms", 0)])
+        started = time.monotonic()
+        assert c.poll(timeout_ms=200) == []
+        assert time.monotonic() - started < 5
+        with pytest.raises(TypeError, match="not both"):
+            c.poll(1, timeout_ms=1)
+        _produce(broker.bootstrap_servers, "poll-ms", [b"x"])
+        with pytest.warns(UserWarning, match=r"poll\(1000\) waits 1000 seconds.*poll\(timeout_ms=1000\)"):
+            assert [r.value for r in c.poll(1000)] == [b"x"]  # returns as soon as there are records
+
+
+def test_create_topics_takes_plain_names(broker):
+    """Issue 11, ``create_topics(["name"])`` failed with an AttributeError: a name stands for
+    a NewTopic with the broker's defaults (kafka-python's NewTopic defaults -1 too)."""
+    with AdminClient(bootstrap_servers=broker.bootstrap_servers) as admin:
+        admin.create_topics(["plain-name"])
+        admin.create_topics("plain-name-2")
+        assert len(admin.describe_topics(["plain-name"])["plain-name"].partitions) == 2  # num.partitions
+        assert "plain-name-2" in admin.list_topics()
