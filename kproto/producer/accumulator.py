@@ -38,7 +38,7 @@ class ProducerBatch(OpenBatch):
     """
 
     __slots__ = ("topic", "partition", "created", "deadline", "attempts", "next_attempt", "stamp",
-                 "base_sequence", "data")
+                 "base_sequence", "data", "last_error")
 
     def __init__(self, topic: str, partition: int, builder: BatchBuilder, now: float, delivery_timeout: float) -> None:
         super().__init__(builder, BatchResult(topic, partition))
@@ -51,6 +51,7 @@ class ProducerBatch(OpenBatch):
         self.stamp: tuple[int, int] | None = None  # (producer id, epoch) its sequence belongs to
         self.base_sequence = -1
         self.data: bytes | None = None  # built at the first send
+        self.last_error: BaseException | None = None  # why its last attempt failed (for expiry)
 
     @property
     def record_count(self) -> int:
@@ -153,8 +154,9 @@ class RecordAccumulator:
             if not queue:
                 del self.queues[(batch.topic, batch.partition)]
 
-    def requeue(self, batch: ProducerBatch) -> None:
-        """Put a batch to retry back at its partition's head, in sequence order."""
+    def requeue(self, batch: ProducerBatch, error: BaseException | None = None) -> None:
+        """Put a batch to retry (after ``error``) back at its partition's head, in sequence order."""
+        batch.last_error = error
         with self.lock:
             queue = self.queues.setdefault((batch.topic, batch.partition), deque())
             i = 0

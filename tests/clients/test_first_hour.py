@@ -414,3 +414,22 @@ def test_create_topics_takes_plain_names(broker):
         admin.create_topics("plain-name-2")
         assert len(admin.describe_topics(["plain-name"])["plain-name"].partitions) == 2  # num.partitions
         assert "plain-name-2" in admin.list_topics()
+
+
+def test_a_record_that_expires_unsent_names_the_last_error_seen():
+    """Issue 11: "the delivery-timeout error names the last error seen, as the producer guide
+    promises": a broker that went away leaves queued records to expire, and their error
+    says why they could not go."""
+    broker = MiniBroker()
+    broker.start()
+    try:
+        with Producer(bootstrap_servers=broker.bootstrap_servers, delivery_timeout_ms=1500, request_timeout_ms=1000,
+                      linger_ms=0, reconnect_backoff_ms=20) as producer:
+            producer.send("expires", b"first").result(10)
+            broker.stop()
+            future = producer.send("expires", b"second")
+            with pytest.raises(KafkaTimeoutError, match=r"expired after 1500 ms \(delivery.timeout.ms\); last error: \S"):
+                future.result(15)
+            producer.close(0)
+    finally:
+        broker.stop()
