@@ -22,6 +22,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from kproto._habits import missing
 from kproto._loop import LoopThread, blocking, check_loop, refuse_when_closed
 from kproto.config import ClientConfig
 from kproto.errors import (
@@ -204,6 +205,9 @@ class AIOAdminClient:
         self._cluster = Cluster(self.config)
         self._home: asyncio.AbstractEventLoop | None = None  # the loop of its connections (first call's)
         self._closed = False
+
+    _habit_kind = "admin"
+    __getattr__ = missing  # a peer's method name gets an error naming kproto's call
 
     async def __aenter__(self) -> AIOAdminClient:
         return self
@@ -539,6 +543,9 @@ class AdminClient:
         self._core = AIOAdminClient(config, **kwargs)  # validates the config before a thread starts
         self.config = self._core.config
         self._loop = LoopThread("kproto-admin")
+
+    _habit_kind = "admin"
+    __getattr__ = missing
 
     def __enter__(self) -> AdminClient:
         return self

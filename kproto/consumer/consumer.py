@@ -42,6 +42,7 @@ import warnings
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from typing import Any
 
+from kproto._habits import missing
 from kproto._loop import LoopThread, check_loop, refuse_when_closed
 from kproto.config import ClientConfig
 from kproto.consumer.assignors import ASSIGNORS, Assignor, RebalanceProtocol
@@ -122,7 +123,7 @@ async def _call_here(callback: Callable[..., Any], *args: Any) -> Any:
     return result
 
 
-@refuse_when_closed("consumer", lambda self: self._closed)
+@refuse_when_closed("consumer", lambda self: self._closed, keep=("close", "stop"))
 class AIOConsumer:
     """The consumer for asyncio code.
 
@@ -185,8 +186,25 @@ class AIOConsumer:
         self._face: Any = self  # what callbacks get as their consumer (Consumer sets itself)
         self._invoke: Callable[..., Any] = _call_here  # how callbacks run (Consumer: in its caller's thread)
 
+    _habit_kind = "consumer"
+    __getattr__ = missing  # a peer's method name gets an error naming kproto's call
+
     async def __aenter__(self) -> AIOConsumer:
         return self
+
+    async def start(self) -> None:
+        """Start fetching in the background and learn the cluster; optional (the first call
+        does it). aiokafka's habit, as :meth:`stop` is.
+
+        Raises:
+            NoBrokersAvailableError: no bootstrap server could be reached.
+        """
+        self._started()
+        await self._cluster.refresh()
+
+    async def stop(self) -> None:
+        """:meth:`close` under aiokafka's name."""
+        await self.close()
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.close()
@@ -882,6 +900,9 @@ class Consumer:
         self._core._face = self
         self._core._invoke = self._invoke_in_caller
         self._loop = LoopThread("kproto-consumer")
+
+    _habit_kind = "consumer"
+    __getattr__ = missing
 
     def __enter__(self) -> Consumer:
         return self

@@ -28,6 +28,7 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from kproto._habits import missing
 from kproto._loop import LoopThread, check_loop, refuse_when_closed
 from kproto.compression import GZIP, LZ4, ZSTD, codec_id
 from kproto.config import CONFIGS, ClientConfig
@@ -122,7 +123,7 @@ class _Waiting:
         return (yield from record.__await__())
 
 
-@refuse_when_closed("producer", lambda self: self._closed)
+@refuse_when_closed("producer", lambda self: self._closed, keep=("close", "stop"))
 class AIOProducer:
     """The producer for asyncio code.
 
@@ -162,6 +163,9 @@ class AIOProducer:
         self._closed = False
         _unclosed.add(self)
 
+    _habit_kind = "producer"
+    __getattr__ = missing  # a peer's method name gets an error naming kproto's call
+
     async def __aenter__(self) -> AIOProducer:
         await self.start()
         return self
@@ -186,6 +190,10 @@ class AIOProducer:
             self._home = self._acc.home = loop
             self._space = asyncio.Event()
             self._sender = Sender(self.config, self._cluster, self._acc, idempotent=self.idempotent)
+
+    async def stop(self) -> None:
+        """:meth:`close` under aiokafka's name (with :meth:`start`, its lifecycle)."""
+        await self.close()
 
     def _wake(self) -> None:
         if self._sender is not None:
@@ -444,6 +452,9 @@ class Producer:
         self._loop.run(self._core._begin())
         _unclosed.discard(self._core)  # closed with this face, which is what exit closes
         _unclosed.add(self)
+
+    _habit_kind = "producer"
+    __getattr__ = missing
 
     def __enter__(self) -> Producer:
         return self

@@ -67,9 +67,9 @@ _ARGS = {  # a plausible value for each required parameter of a public client me
 
 
 def _public_calls(cls):
-    """Every public method of ``cls`` but close, with arguments for its required parameters."""
+    """Every public method of ``cls`` but close (and stop, its aiokafka name), with arguments."""
     for name, method in inspect.getmembers(cls, inspect.isfunction):
-        if name.startswith("_") or name == "close":
+        if name.startswith("_") or name in ("close", "stop"):  # idempotent, as close
             continue
         args = []
         for p in list(inspect.signature(method).parameters.values())[1:]:
@@ -433,3 +433,49 @@ def test_a_record_that_expires_unsent_names_the_last_error_seen():
             producer.close(0)
     finally:
         broker.stop()
+
+
+# -- peers' method names ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("cls, name, hint", [
+    (Producer, "produce", r"send\(topic, value, key, on_delivery=callback\)"),
+    (Consumer, "consume", r"poll\(timeout, max_records=n\)"),
+    (AIOConsumer, "getmany", r"poll\(timeout_ms=\.\.\., max_records=\.\.\.\)"),
+    (AIOConsumer, "getone", r"\(await consumer.poll\(max_records=1\)\)\[0\]"),
+    (AdminClient, "create_topic", r"create_topics\(\[NewTopic")])
+def test_a_peers_method_name_says_what_to_call_instead(broker, cls, name, hint):
+    """Issue 11, migration: a peer's habit (getmany, produce, consume...) fails with a
+    message naming the kproto call; an unknown name stays a plain AttributeError."""
+    client = cls(bootstrap_servers=broker.bootstrap_servers, **({"group_id": "g"} if "Consumer" in cls.__name__ else {}))
+    try:
+        with pytest.raises(AttributeError, match=f"has no attribute '{name}'; with kproto, use {hint}"):
+            getattr(client, name)
+        with pytest.raises(AttributeError, match="no attribute 'nonsense'$"):
+            client.nonsense
+        assert not hasattr(client, name)
+    finally:
+        close = client.close()
+        if inspect.isawaitable(close):
+            asyncio.run(close)
+
+
+def test_aiokafkas_lifecycle_works(broker):
+    """Issue 11, migration: aiokafka's ``await start()`` / ``await stop()`` work on both
+    asyncio clients."""
+    async def main():
+        producer = AIOProducer(bootstrap_servers=broker.bootstrap_servers)
+        await producer.start()
+        try:
+            await producer.send_and_wait("aiokafka-life", b"x", partition=0)
+        finally:
+            await producer.stop()
+        consumer = AIOConsumer("aiokafka-life", bootstrap_servers=broker.bootstrap_servers, group_id="life",
+                               auto_offset_reset="earliest")
+        await consumer.start()
+        try:
+            async for record in consumer:
+                return record.value
+        finally:
+            await consumer.stop()
+            await consumer.stop()
+    assert asyncio.run(main()) == b"x"
