@@ -451,7 +451,7 @@ def test_a_peers_method_name_says_what_to_call_instead(broker, cls, name, hint):
         with pytest.raises(AttributeError, match=f"has no attribute '{name}'; with kproto, use {hint}"):
             getattr(client, name)
         with pytest.raises(AttributeError, match="no attribute 'nonsense'$"):
-            client.nonsense
+            _ = client.nonsense
         assert not hasattr(client, name)
     finally:
         close = client.close()
