@@ -479,3 +479,16 @@ def test_aiokafkas_lifecycle_works(broker):
             await consumer.stop()
             await consumer.stop()
     assert asyncio.run(main()) == b"x"
+
+
+def test_a_first_send_with_no_broker_waits_max_block_ms_and_names_the_cause():
+    """Issue 11, lazy constructors: with no broker at all, the constructor returns and the
+    first send gives up after max.block.ms, naming why."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed again: nothing listens there
+    with Producer(bootstrap_servers=f"127.0.0.1:{port}", max_block_ms=500) as producer:
+        started = time.monotonic()
+        with pytest.raises(KafkaTimeoutError, match=r"after 500 ms \(max.block.ms\); last error: no broker"):
+            producer.send("nobody", b"x")
+        assert 0.4 < time.monotonic() - started < 5
