@@ -964,7 +964,7 @@ cdef inline bint _bytes_view(object obj, str name, const uint8_t** ptr, Py_ssize
         size[0] = held.len
         return True
     else:
-        raise TypeError(f"{name} must be bytes-like or None, not {type(obj).__name__}")
+        raise _twin._not_bytes(name, obj)
     return False
 
 
@@ -1099,7 +1099,7 @@ cdef class BatchBuilder:
                 if not PyUnicode_Check(hkey):
                     raise TypeError(f"header key must be str, not {type(hkey).__name__}")
                 if hval is not None and not isinstance(hval, (bytes, bytearray, memoryview)):
-                    raise TypeError(f"header value must be bytes-like or None, not {type(hval).__name__}")
+                    raise _twin._not_bytes("header value", hval)
                 hkp = PyUnicode_AsUTF8AndSize(hkey, &hklen)
                 hval = None if hval is None else bytes(hval)
                 hvlen = -1 if hval is None else PyBytes_GET_SIZE(hval)
@@ -1340,8 +1340,8 @@ cdef class Appender:
                 raise ValueError(f"partition {partition} is not in [0, {partitions}) of topic {topic!r}")
         if headers is not None and not isinstance(headers, (list, tuple)):
             headers = list(headers.items())
-        cdef Py_ssize_t vlen = 0 if value is None else (PyBytes_GET_SIZE(value) if PyBytes_CheckExact(value) else len(value))
-        cdef Py_ssize_t klen = 0 if key is None else (PyBytes_GET_SIZE(key) if PyBytes_CheckExact(key) else len(key))
+        cdef Py_ssize_t vlen = 0 if value is None else (PyBytes_GET_SIZE(value) if PyBytes_CheckExact(value) else _twin._length("value", value))
+        cdef Py_ssize_t klen = 0 if key is None else (PyBytes_GET_SIZE(key) if PyBytes_CheckExact(key) else _twin._length("key", key))
         cdef Py_ssize_t size
         if vlen > self._max_part or klen > self._max_part:
             size = _RECORD_OVERHEAD + vlen + klen

@@ -747,6 +747,27 @@ def decode_record_set(buf: Any, fetch_offset: int = 0, check_crc: bool = True) -
 # ---------------------------------------------------------------------------
 
 
+_HINTS = {  # what a producer's user should do about a key, value or header value of another type
+    "key": "set key.serializer to turn keys into bytes (e.g. kproto.serialization.string_serializer())",
+    "value": "set value.serializer to turn values into bytes (e.g. kproto.serialization.string_serializer())",
+    "header value": "header values are sent as given (no serializer applies): encode them, e.g. 'v'.encode()",
+}
+
+
+def _not_bytes(name: str, v: Any) -> TypeError:
+    """The error for a key, value or header value that is not bytes-like (issue 11: it says
+    which setting or step turns it into bytes). Both backends raise it."""
+    hint = _HINTS.get(name)
+    return TypeError(f"{name} must be bytes-like or None, not {type(v).__name__}" + (f": {hint}" if hint else ""))
+
+
+def _length(name: str, v: Any) -> int:
+    """``len`` of a bytes-like key or value; :func:`_not_bytes` for anything else."""
+    if isinstance(v, (bytes, bytearray, memoryview)):
+        return len(v)
+    raise _not_bytes(name, v)
+
+
 def _check_bytes(name: str, v: Any) -> bytes | None:
     if v is None:
         return None
@@ -754,7 +775,7 @@ def _check_bytes(name: str, v: Any) -> bytes | None:
         return v
     if isinstance(v, (bytearray, memoryview)):
         return bytes(v)
-    raise TypeError(f"{name} must be bytes-like or None, not {type(v).__name__}")
+    raise _not_bytes(name, v)
 
 
 class BatchBuilder:
@@ -1223,8 +1244,10 @@ class Appender:
             raise ValueError(f"partition {partition} is not in [0, {partitions}) of topic {topic!r}")
         if headers is not None and not isinstance(headers, (list, tuple)):
             headers = list(headers.items())
-        if (value is not None and len(value) > self._max_part) or (key is not None and len(key) > self._max_part):
-            size = _RECORD_OVERHEAD + (len(value) if value is not None else 0) + (len(key) if key is not None else 0)
+        vlen = 0 if value is None else _length("value", value)
+        klen = 0 if key is None else _length("key", key)
+        if vlen > self._max_part or klen > self._max_part:
+            size = _RECORD_OVERHEAD + vlen + klen
             if size > self._max_request_size:
                 raise MessageTooLargeError(f"a record of about {size} bytes is over max.request.size={self._max_request_size}")
         if timestamp_ms is None:

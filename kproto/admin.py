@@ -15,13 +15,15 @@ Retriable failures (a coordinator that moved, a leader election) are retried wit
 
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from kproto._loop import LoopThread, blocking
+from kproto._habits import missing
+from kproto._loop import LoopThread, blocking, check_loop, refuse_when_closed
 from kproto.config import ClientConfig
 from kproto.errors import (
     KafkaCodeError,
@@ -186,6 +188,8 @@ def _error(code: int, message: str | None = None, item: Any = None) -> KafkaCode
     return for_code(code)(detail)
 
 
+@refuse_when_closed("admin client", lambda self: self._closed, bind=True,
+                    before=lambda self: self._reach_cluster())
 class AIOAdminClient:
     """The admin client for asyncio code.
 
@@ -199,6 +203,11 @@ class AIOAdminClient:
     def __init__(self, config: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
         self.config = ClientConfig("admin", config, **kwargs)
         self._cluster = Cluster(self.config)
+        self._home: asyncio.AbstractEventLoop | None = None  # the loop of its connections (first call's)
+        self._closed = False
+
+    _habit_kind = "admin"
+    __getattr__ = missing  # a peer's method name gets an error naming kproto's call
 
     async def __aenter__(self) -> AIOAdminClient:
         return self
@@ -208,9 +217,26 @@ class AIOAdminClient:
 
     async def close(self) -> None:
         """Close every connection. Idempotent."""
-        await self._cluster.close()
+        if self._closed:
+            return
+        if self._home is None or not self._home.is_closed():  # else its loop ended, with its connections
+            check_loop(self._home, "AIOAdminClient")
+            await self._cluster.close()
+        self._closed = True
 
     # -- plumbing -------------------------------------------------------------------------
+
+    async def _reach_cluster(self) -> None:
+        """Before the first call's request: wait up to ``default.api.timeout.ms`` for a broker.
+
+        The client is made without one (as Java's, which connects lazily), so a broker that
+        starts a moment after the client is fine (issue 11).
+        """
+        if self._cluster.brokers:
+            return
+        c = self.config
+        await retrying(self._cluster.refresh, deadline=time.monotonic() + c["default.api.timeout.ms"] / 1000,
+                       backoff=c["retry.backoff.ms"] / 1000, max_backoff=c["retry.backoff.max.ms"] / 1000)
 
     async def _retrying(self, attempt: Callable[[], Awaitable[K]]) -> K:
         """Run ``attempt`` until it does not raise a retriable error, within the API timeout."""
@@ -243,10 +269,14 @@ class AIOAdminClient:
 
     # -- topics ---------------------------------------------------------------------------
 
-    async def create_topics(self, topics: Iterable[NewTopic], *, validate_only: bool = False,
+    async def create_topics(self, topics: Iterable[NewTopic | str] | str, *, validate_only: bool = False,
                             timeout_ms: int | None = None) -> dict[str, uuid.UUID | None]:
-        """Create topics; returns each one's topic id (None with ``validate_only`` or old brokers)."""
-        topics = list(topics)
+        """Create topics; returns each one's topic id (None with ``validate_only`` or old brokers).
+
+        A name alone stands for ``NewTopic(name)``: the broker's default partitions and
+        replication factor (kafka-python's and Java's ``NewTopic`` defaults, -1).
+        """
+        topics = [NewTopic(t) if isinstance(t, str) else t for t in ([topics] if isinstance(topics, str) else topics)]
         request = CreateTopicsRequest(
             topics=[CreateTopicsRequest.CreatableTopic(
                 name=t.name, num_partitions=t.num_partitions, replication_factor=t.replication_factor, assignments=[],
@@ -500,6 +530,7 @@ class AIOAdminClient:
             (BrokerInfo(b.broker_id, b.host, b.port, b.rack) for b in response.brokers), key=lambda b: b.node_id))
 
 
+@refuse_when_closed("admin client", lambda self: self._core._closed)
 class AdminClient:
     """The admin client for threads: :class:`AIOAdminClient` on a background loop.
 
@@ -512,6 +543,9 @@ class AdminClient:
         self._core = AIOAdminClient(config, **kwargs)  # validates the config before a thread starts
         self.config = self._core.config
         self._loop = LoopThread("kproto-admin")
+
+    _habit_kind = "admin"
+    __getattr__ = missing
 
     def __enter__(self) -> AdminClient:
         return self

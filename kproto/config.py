@@ -37,11 +37,13 @@ def _bool(value: Any) -> bool:
 
 
 def _int(value: Any) -> int:
-    if isinstance(value, bool):
-        raise ValueError("expected an integer")
-    if isinstance(value, float) and not value.is_integer():
-        raise ValueError("expected an integer")
-    return int(value)
+    expected = f"expected an integer (an int or a str of digits), not {type(value).__name__}"
+    if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
+        raise ValueError(expected)
+    try:
+        return int(value)
+    except (TypeError, ValueError):  # int()'s own words ("invalid literal for int()...") name no setting
+        raise ValueError(expected) from None
 
 
 def _non_negative(value: Any) -> int:
@@ -193,7 +195,8 @@ _KEYS = [
     _key("delivery.timeout.ms", 120000, _positive, PRODUCER, "Bound on the time from send to success or failure."),
     _key("partitioner.class", None, _partitioner, PRODUCER,
          "None: Java's default (murmur2 of keys, sticky batches for null keys); or "
-         "\"round_robin\"; or a callable (key, partitions, topic) -> partition."),
+         "\"round_robin\"; or a callable (key, num_partitions, topic) -> partition, where "
+         "num_partitions is the topic's partition count."),
     _key("partitioner.ignore.keys", False, _bool, PRODUCER, "Spread keyed records like null-keyed ones."),
     _key("key.serializer", None, _callable_or_none, PRODUCER, "Callable turning keys into bytes."),
     _key("value.serializer", None, _callable_or_none, PRODUCER, "Callable turning values into bytes."),

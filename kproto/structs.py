@@ -2,10 +2,37 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
-__all__ = ["TopicPartition", "OffsetAndMetadata", "by_topic"]
+from kproto.errors import InvalidTopicError
+
+__all__ = ["TopicPartition", "OffsetAndMetadata", "by_topic", "check_topic", "validate_topic_name"]
+
+# Kafka's rule (org.apache.kafka.common.internals.Topic.validate): 1 to 249 characters
+# of [a-zA-Z0-9._-], and not "." or ".." (they would name the log directory's parents).
+_LEGAL = re.compile(r"[a-zA-Z0-9._-]+")
+_MAX_NAME = 249
+
+
+def validate_topic_name(name: Any) -> str | None:
+    """Why ``name`` is not a legal topic name (Kafka's ``Topic.validate``), or None.
+
+    The one owner of the rule: the clients check a name before asking the broker about
+    it, and minibroker checks what clients ask for.
+    """
+    if not isinstance(name, str):
+        return f"a topic name must be a str, not {type(name).__name__}"
+    if not name:
+        return "topic name is empty"
+    if name in (".", ".."):
+        return "topic name cannot be '.' or '..'"
+    if len(name) > _MAX_NAME:
+        return f"topic name is longer than {_MAX_NAME} characters"
+    if not _LEGAL.fullmatch(name):
+        return "topic name may only contain ASCII letters, digits, '.', '_' and '-'"
+    return None
 
 
 class TopicPartition(NamedTuple):
@@ -29,3 +56,18 @@ def by_topic(partitions: Iterable[TopicPartition]) -> dict[str, list[int]]:
     for tp in partitions:
         out.setdefault(tp.topic, []).append(tp.partition)
     return out
+
+
+def check_topic(name: Any) -> str:
+    """``name`` if it is a legal topic name; raised at once otherwise, before any request.
+
+    Raises:
+        TypeError: ``name`` is not a str (None, bytes...).
+        InvalidTopicError: it breaks Kafka's naming rule (see :func:`validate_topic_name`).
+    """
+    why = validate_topic_name(name)
+    if why is None:
+        return name
+    if not isinstance(name, str):
+        raise TypeError(why)
+    raise InvalidTopicError(f"{name!r}: {why}")

@@ -12,13 +12,13 @@ handed out by a :class:`~minibroker.producer_state.ProducerIdManager`, never twi
 from __future__ import annotations
 
 import asyncio
-import re
 import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from kproto.records import Batch, read_batches
+from kproto.structs import validate_topic_name
 from minibroker.config import BrokerConfig
 from minibroker.coordinator import GroupCoordinator
 from minibroker.coordinator.offsets import OffsetEntry
@@ -36,24 +36,6 @@ from minibroker.storage import Storage, StoredTopic
 __all__ = ["INTERNAL_TOPICS", "OFFSETS_TOPIC", "BrokerState", "Topic", "validate_topic_name"]
 
 INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC})  # written by the broker only
-
-# Matched with fullmatch: "$" would also match before a trailing newline (issue 10, item 10).
-_LEGAL = re.compile(r"[a-zA-Z0-9._-]+")
-_MAX_NAME = 249
-
-
-def validate_topic_name(name: str | None) -> str | None:
-    """Why ``name`` is not a legal topic name (Kafka's ``Topic.validate``), or None."""
-    if not name:
-        return "topic name is empty"
-    if name in (".", ".."):
-        return "topic name cannot be '.' or '..'"
-    if len(name) > _MAX_NAME:
-        return f"topic name is longer than {_MAX_NAME} characters"
-    if not _LEGAL.fullmatch(name):
-        return "topic name may only contain ASCII letters, digits, '.', '_' and '-'"
-    return None
-
 
 def _batches(log: PartitionLog) -> Iterator[Batch]:
     """Every batch of a log, oldest first (headers are what callers read)."""

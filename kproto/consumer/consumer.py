@@ -38,10 +38,12 @@ import logging
 import queue
 import re
 import time
+import warnings
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Iterator, Mapping
 from typing import Any, Concatenate, ParamSpec, TypeVar, overload
 
-from kproto._loop import LoopThread
+from kproto._habits import missing
+from kproto._loop import LoopThread, check_loop, refuse_when_closed
 from kproto.config import ClientConfig
 from kproto.consumer.assignors import ASSIGNORS, Assignor, RebalanceProtocol
 from kproto.consumer.coordinator import GroupCoordinator
@@ -59,7 +61,7 @@ from kproto.errors import (
     KafkaTimeoutError,
 )
 from kproto.io import Cluster
-from kproto.structs import OffsetAndMetadata, TopicPartition
+from kproto.structs import OffsetAndMetadata, TopicPartition, check_topic
 
 __all__ = ["AIOConsumer", "Consumer"]
 
@@ -85,6 +87,35 @@ def _offsets(offsets: Mapping[TopicPartition, int | OffsetAndMetadata]) -> dict[
             for tp, o in offsets.items()}
 
 
+def _topics_or_pattern(topics: Iterable[str] | str | re.Pattern[str]) -> list[str] | re.Pattern[str]:
+    """What :meth:`AIOConsumer.subscribe` was given: checked topic names, or one pattern
+    (names starting with ``^`` are patterns, as librdkafka's; literal names beside one are
+    escaped into it)."""
+    if isinstance(topics, re.Pattern):
+        return topics
+    topics = [topics] if isinstance(topics, str) else list(topics)
+    if not any(isinstance(t, str) and t.startswith("^") for t in topics):
+        return [check_topic(t) for t in topics]
+    parts = [t if t.startswith("^") else re.escape(check_topic(t)) for t in topics]
+    return re.compile(parts[0] if len(parts) == 1 else "|".join(f"(?:{p})" for p in parts))
+
+
+_IMPLAUSIBLE = 300  # seconds: a poll as long as max.poll.interval.ms's default is surely in ms
+
+
+def _seconds(timeout: float | None, timeout_ms: int | None) -> float | None:
+    """poll's timeout in seconds, from ``timeout`` (seconds) or ``timeout_ms`` (kafka-python's)."""
+    if timeout_ms is not None:
+        if timeout is not None:
+            raise TypeError("poll() takes timeout (seconds) or timeout_ms (milliseconds), not both")
+        return timeout_ms / 1000
+    if timeout is not None and timeout >= _IMPLAUSIBLE:
+        warnings.warn(f"poll({timeout!r}) waits {timeout!r} seconds: kproto's timeouts are in seconds, as "
+                      f"confluent-kafka's; for milliseconds (kafka-python's habit) write poll(timeout_ms={timeout!r})",
+                      UserWarning, stacklevel=3)
+    return timeout
+
+
 async def _call_here(callback: Callable[..., Any], *args: Any) -> Any:
     """Run a user callback on the loop (awaiting it if it is a coroutine function)."""
     result = callback(*args)
@@ -93,11 +124,14 @@ async def _call_here(callback: Callable[..., Any], *args: Any) -> Any:
     return result
 
 
+@refuse_when_closed("consumer", lambda self: self._closed, keep=("close", "stop"))
 class AIOConsumer:
     """The consumer for asyncio code.
 
     Args:
-        config: Kafka consumer settings (``bootstrap.servers`` is required).
+        config: Kafka consumer settings (``bootstrap.servers`` is required). A topic name
+            (or a list of them) in its place subscribes to them, as kafka-python's and
+            aiokafka's ``KafkaConsumer("topic", group_id=..., ...)`` do (a group is needed).
         **kwargs: the same, with dots written as underscores.
 
     Use ``async with AIOConsumer(...) as consumer:`` or call :meth:`close`. Every method
@@ -105,8 +139,18 @@ class AIOConsumer:
     """
 
     def __init__(self, config: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
+        topics = None
+        if isinstance(config, str) or (isinstance(config, (list, tuple)) and all(isinstance(t, str) for t in config)):
+            # kafka-python's and aiokafka's habit, KafkaConsumer("topic", bootstrap_servers=...):
+            # subscribe to it (at the first call, on the consumer's loop).
+            topics, config = config, None
         self.config = ClientConfig("consumer", config, **kwargs)
         c = self.config
+        if topics is not None and not c["group.id"]:
+            raise ConfigError(f"{type(self).__name__}({topics!r}, ...) subscribes to {topics!r} as a member of a "
+                              f"group: add group_id='...', or, without a group, assign partitions: "
+                              f"consumer.assign([TopicPartition({(topics if isinstance(topics, str) else topics[0])!r}, 0)])")
+        self._initial_topics = _topics_or_pattern(topics) if topics is not None else None
         self._cluster = Cluster(c, allow_auto_topic_creation=c["allow.auto.create.topics"])
         self._subscriptions = SubscriptionState(c["auto.offset.reset"], c["exclude.internal.topics"])
         self._api_timeout = c["default.api.timeout.ms"] / 1000
@@ -121,6 +165,7 @@ class AIOConsumer:
         self._tasks: list[asyncio.Task] = []
         self._positions: asyncio.Task | None = None
         self._iteration: _Iteration | None = None
+        self._home: asyncio.AbstractEventLoop | None = None  # the loop its tasks run on
         self._closed = False
         # Groups: the coordinator (with group.id), the running join, callbacks, auto-commit.
         group_id = c["group.id"]
@@ -146,13 +191,32 @@ class AIOConsumer:
         self._face: Any = self  # what callbacks get as their consumer (Consumer sets itself)
         self._invoke: Callable[..., Any] = _call_here  # how callbacks run (Consumer: in its caller's thread)
 
+    _habit_kind = "consumer"
+    __getattr__ = missing  # a peer's method name gets an error naming kproto's call
+
     async def __aenter__(self) -> AIOConsumer:
         return self
+
+    async def start(self) -> None:
+        """Start fetching in the background and learn the cluster; optional (the first call
+        does it). aiokafka's habit, as :meth:`stop` is.
+
+        Raises:
+            NoBrokersAvailableError: no bootstrap server could be reached.
+        """
+        self._started()
+        await self._cluster.refresh()
+
+    async def stop(self) -> None:
+        """:meth:`close` under aiokafka's name."""
+        await self.close()
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.close()
 
     def __aiter__(self) -> AsyncIterator[ConsumerRecord]:
+        if self._closed:  # a close during the iteration ends it; iterating a closed one is a mistake
+            raise ClientClosedError("the consumer is closed")
         return self._records()
 
     # -- plumbing -------------------------------------------------------------------------
@@ -161,18 +225,21 @@ class AIOConsumer:
         """The fetcher, with the background tasks started on the running loop (once)."""
         if self._closed:
             raise ClientClosedError("the consumer is closed")
+        loop = check_loop(self._home, "AIOConsumer")
         if self._fetcher is None:
+            self._home = loop
             self._event = asyncio.Event()
             self._metadata_wanted = asyncio.Event()
             self._fetcher = Fetcher(self._cluster, self.config, self._subscriptions,
                                     on_data=self._event.set, on_stale_metadata=self._metadata_wanted.set)
             self._fetcher.start()
-            loop = asyncio.get_running_loop()
             self._tasks.append(loop.create_task(self._metadata_loop(), name="kproto-metadata"))
             if self._membership is not None:
                 self._group = GroupCoordinator(self.config, self._membership, self._cluster, self._event.set)
                 self._tasks.append(loop.create_task(self._group.heartbeat_loop(self._since_poll),
                                                     name="kproto-heartbeat"))
+            if self._initial_topics is not None:
+                self.subscribe(self._initial_topics)
         return self._fetcher
 
     def _since_poll(self) -> float:
@@ -280,7 +347,12 @@ class AIOConsumer:
     def subscribe(self, topics: Iterable[str] | str | re.Pattern[str], *, on_assign: RebalanceCallback | None = None,
                   on_revoke: RebalanceCallback | None = None, on_lost: RebalanceCallback | None = None) -> None:
         """Consume ``topics`` (or every topic a compiled pattern matches whole) as a
-        member of ``group.id``; replaces an earlier subscription. Takes effect by the next poll.
+        member of ``group.id``; replaces an earlier subscription (topics or pattern). Takes
+        effect by the next poll.
+
+        A topic name that starts with ``^`` is a regular expression, as in librdkafka
+        (``subscribe("^orders-.*")``; Kafka's names cannot start with ``^``); a list that
+        holds one subscribes to every topic matching it or named by the others.
 
         Callbacks get ``(consumer, partitions)`` and run inside poll (or close): on_revoke
         before partitions go (commit there to hand over cleanly), on_assign once new ones
@@ -292,17 +364,18 @@ class AIOConsumer:
         Raises:
             InvalidGroupIdError: there is no ``group.id``.
             RuntimeError: the consumer assigned partitions itself (unsubscribe first).
+            TypeError, InvalidTopicError: a topic name is not a str, or not a legal name.
         """
         self._started()
         if self._membership is None:
             raise InvalidGroupIdError("subscribe() needs a group.id; use assign() to consume without a group")
         before = (self._subscriptions.pattern, self._subscriptions.topics)
+        topics = _topics_or_pattern(topics)
         if isinstance(topics, re.Pattern):
             self._subscriptions.subscribe_pattern(topics)
             self._matched = False
             self._metadata_wanted.set()
         else:
-            topics = [topics] if isinstance(topics, str) else list(topics)
             self._subscriptions.subscribe(topics)
             self._cluster.want(topics)
         self._callbacks = {"assign": on_assign, "revoke": on_revoke, "lost": on_lost}
@@ -447,14 +520,20 @@ class AIOConsumer:
 
     # -- consuming --------------------------------------------------------------------------
 
-    async def poll(self, timeout: float | None = None, *, max_records: int | None = None) -> list[ConsumerRecord]:
+    async def poll(self, timeout: float | None = None, *, max_records: int | None = None,
+                   timeout_ms: int | None = None) -> list[ConsumerRecord]:
         """Records from the assigned partitions, in offset order per partition.
 
         Returns as soon as records are buffered (at most ``max_records``, default
         ``max.poll.records``), or an empty list after ``timeout`` seconds (None: wait
-        until there are records).
+        until there are records). ``timeout`` is in seconds, as confluent-kafka's;
+        ``timeout_ms=`` takes milliseconds, as kafka-python's ``poll(timeout_ms=...)``.
+        A positional ``timeout`` of 300 or more (``max.poll.interval.ms``'s default: a poll
+        that long would cost the group membership) warns that it is seconds, since
+        ``poll(1000)`` is most likely kafka-python's milliseconds (issue 11).
 
         Raises:
+            TypeError: both ``timeout`` and ``timeout_ms`` are given.
             RuntimeError: nothing is subscribed or assigned.
             OffsetOutOfRangeError: a position is outside the log and
                 ``auto.offset.reset`` is ``none`` (``.partitions`` says which and where).
@@ -465,6 +544,7 @@ class AIOConsumer:
             CorruptRecordError: a batch is corrupt (idem).
             KafkaError: any other error from fetching.
         """
+        timeout = _seconds(timeout, timeout_ms)
         self._started()
         self._abandon_iteration()
         return await self._poll(timeout, max_records)
@@ -751,6 +831,10 @@ class AIOConsumer:
         """
         if self._closed:
             return
+        if self._home is not None and self._home.is_closed():
+            self._closed = True  # its loop ended (and took its tasks): nothing left to run or send
+            return
+        check_loop(self._home, "AIOConsumer")
         self._closing_by = time.monotonic() + self._close_timeout
         try:
             if self._group is not None:
@@ -825,6 +909,7 @@ def _on_loop(method: Callable[..., Any]) -> Callable[..., Any]:
     return call
 
 
+@refuse_when_closed("consumer", lambda self: self._core._closed)
 class Consumer:
     """The consumer for threads: :class:`AIOConsumer` on a background loop.
 
@@ -842,6 +927,9 @@ class Consumer:
         self._core._invoke = self._invoke_in_caller
         self._loop = LoopThread("kproto-consumer")
 
+    _habit_kind = "consumer"
+    __getattr__ = missing
+
     def __enter__(self) -> Consumer:
         return self
 
@@ -850,6 +938,8 @@ class Consumer:
 
     def __iter__(self) -> Iterator[ConsumerRecord]:
         core = self._core
+        if core._closed:  # a close during the iteration ends it; iterating a closed one is a mistake
+            raise ClientClosedError("the consumer is closed")
         while True:
             try:
                 batch = self._run(core._poll(None))

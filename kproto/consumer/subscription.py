@@ -2,7 +2,9 @@
 
 Java's ``SubscriptionState``, sans-I/O. A consumer either subscribes (to topics or to a
 pattern, and the group assigns partitions) or assigns partitions itself; the two are
-mutually exclusive. Every assigned partition has a :class:`PartitionState`: its position
+mutually exclusive. A subscription replaces the one before, whichever its form (topics or
+pattern; Java refuses a change of form without an unsubscribe, librdkafka does not, and
+nothing is gained by refusing: issue 11). Every assigned partition has a :class:`PartitionState`: its position
 (the offset of the next record to return), whether it is paused, and, while it has no
 position, the reset it waits for (``"earliest"``/``"latest"``, resolved with ListOffsets).
 
@@ -31,6 +33,9 @@ class SubscriptionType(enum.Enum):
     AUTO_TOPICS = "AUTO_TOPICS"
     AUTO_PATTERN = "AUTO_PATTERN"
     USER_ASSIGNED = "USER_ASSIGNED"
+
+
+_AUTO = (SubscriptionType.AUTO_TOPICS, SubscriptionType.AUTO_PATTERN)
 
 
 @dataclass(slots=True)
@@ -72,8 +77,10 @@ class SubscriptionState:
     # -- subscription -----------------------------------------------------------------------
 
     def _set_type(self, wanted: SubscriptionType) -> None:
-        if self.type not in (SubscriptionType.NONE, wanted):
-            raise RuntimeError("subscribe() and assign() are mutually exclusive: call unsubscribe() first")
+        if self.type not in (SubscriptionType.NONE, wanted) and not (self.auto_assigned and wanted in _AUTO):
+            first, then = ("assign()", "subscribe()") if wanted in _AUTO else ("subscribe()", "assign()")
+            raise RuntimeError(f"{then} after {first}: a consumer either subscribes or assigns partitions "
+                               f"itself; call unsubscribe() first")
         self.type = wanted
 
     def subscribe(self, topics: Iterable[str]) -> None:

@@ -38,7 +38,7 @@ class ProducerBatch(OpenBatch):
     """
 
     __slots__ = ("topic", "partition", "created", "deadline", "attempts", "next_attempt", "stamp",
-                 "base_sequence", "data")
+                 "base_sequence", "data", "last_error")
 
     def __init__(self, topic: str, partition: int, builder: BatchBuilder, now: float, delivery_timeout: float) -> None:
         super().__init__(builder, BatchResult(topic, partition))
@@ -51,6 +51,7 @@ class ProducerBatch(OpenBatch):
         self.stamp: tuple[int, int] | None = None  # (producer id, epoch) its sequence belongs to
         self.base_sequence = -1
         self.data: bytes | None = None  # built at the first send
+        self.last_error: BaseException | None = None  # why its last attempt failed (for expiry)
 
     @property
     def record_count(self) -> int:
@@ -91,6 +92,7 @@ class RecordAccumulator:
         self.queues: dict[tuple[str, int], deque[ProducerBatch]] = {}
         self.unsettled = 0  # batches not yet settled: flush waits for 0
         self.flushing = 0  # > 0 while a flush wants every open batch sent now
+        self.home: Any = None  # the sender's event loop, which settles batches (set when it starts)
         self.appender = Appender(self._new_batch, RecordFuture, wake, self.lock, buffer_memory, ignore_keys,
                                  **per_record)
         # The per-record path, in the codec: ``send(topic, value, key, partition,
@@ -107,6 +109,7 @@ class RecordAccumulator:
         builder = BatchBuilder(compression=self.compression, compression_level=self.compression_level,
                                max_bytes=self.batch_size)
         batch = ProducerBatch(topic, partition, builder, time.monotonic(), self.delivery_timeout)
+        batch.result.home = self.home
         self.queues.setdefault((topic, partition), deque()).append(batch)
         self.unsettled += 1
         return batch
@@ -151,8 +154,9 @@ class RecordAccumulator:
             if not queue:
                 del self.queues[(batch.topic, batch.partition)]
 
-    def requeue(self, batch: ProducerBatch) -> None:
-        """Put a batch to retry back at its partition's head, in sequence order."""
+    def requeue(self, batch: ProducerBatch, error: BaseException | None = None) -> None:
+        """Put a batch to retry (after ``error``) back at its partition's head, in sequence order."""
+        batch.last_error = error
         with self.lock:
             queue = self.queues.setdefault((batch.topic, batch.partition), deque())
             i = 0

@@ -23,6 +23,7 @@ import threading
 from concurrent.futures._base import FINISHED, PENDING
 from typing import Any, NamedTuple
 
+from kproto._loop import check_loop
 from kproto.codec import RecordRef
 
 __all__ = ["BatchResult", "RecordFuture", "RecordMetadata"]
@@ -43,7 +44,7 @@ class BatchResult:
     """The outcome of one batch, shared by its records' futures."""
 
     __slots__ = ("topic", "partition", "base_offset", "log_append_time", "error", "done", "_condition",
-                 "_watched", "_waiter")
+                 "_watched", "_waiter", "home")
 
     def __init__(self, topic: str, partition: int) -> None:
         self.topic = topic
@@ -55,6 +56,7 @@ class BatchResult:
         self._condition = threading.Condition()
         self._watched: list[RecordFuture] | None = None  # records with callbacks or waiters
         self._waiter: asyncio.Future | None = None  # for awaiting records, on the producer's loop
+        self.home: asyncio.AbstractEventLoop | None = None  # the loop that settles it (the sender's)
 
     def watch(self, record: RecordFuture) -> None:
         if self._watched is None:
@@ -77,7 +79,15 @@ class BatchResult:
             record._settled()
 
     def wait_async(self) -> asyncio.Future:
-        """A future of the running loop that settles with the batch."""
+        """A future of the running loop that settles with the batch.
+
+        Raises:
+            RuntimeError: the loop that would settle it does not run (an asyncio producer
+                used from a second loop after its first one ended): waiting would be forever.
+        """
+        home = self.home
+        if not self.done and home is not None and not home.is_running():
+            check_loop(home, "AIOProducer")
         if self._waiter is None:
             self._waiter = asyncio.get_running_loop().create_future()
             if self.done:
@@ -87,6 +97,8 @@ class BatchResult:
 
 def _wake(waiter: asyncio.Future) -> None:
     loop = waiter.get_loop()
+    if loop.is_closed():
+        return  # awaited on a loop that ended: nobody waits any more
     try:
         here = asyncio.get_running_loop() is loop
     except RuntimeError:

@@ -10,7 +10,8 @@
 Those two rules run per record in the codec (:class:`kproto.codec.Appender`, Cython),
 together with the append into the partition's batch. The alternatives live here, in
 Python: ``partitioner.class="round_robin"`` cycles through the partitions record by
-record, and a callable ``f(key_bytes, partitions, topic) -> int`` decides for itself.
+record, and a callable ``f(key_bytes, num_partitions, topic) -> int`` decides for itself
+(``num_partitions``: the partition count; the result is in ``range(num_partitions)``).
 """
 
 from __future__ import annotations

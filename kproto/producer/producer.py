@@ -10,24 +10,35 @@ Settings are Kafka's with Java's defaults (acks=all, idempotence on, linger.ms=5
 Java, idempotence that was not asked for explicitly turns itself off when other settings
 contradict it (acks other than all, retries=0, more than 5 requests in flight); asked
 for explicitly, the contradiction is a :class:`~kproto.errors.ConfigError`.
+
+A producer that was never closed is closed at interpreter exit, with a warning (issue 11;
+kafka-python does the same): a :class:`Producer` sends what it queued, waiting up to
+``delivery.timeout.ms`` (after which those records would fail anyway); an
+:class:`AIOProducer` whose event loop already ended can send nothing, and the warning
+counts what is lost.
 """
 
 from __future__ import annotations
 
 import asyncio
+import atexit
+import logging
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from typing import Any
 
-from kproto._loop import LoopThread
+from kproto._habits import missing
+from kproto._loop import LoopThread, check_loop, refuse_when_closed
 from kproto.compression import GZIP, LZ4, ZSTD, codec_id
 from kproto.config import CONFIGS, ClientConfig
 from kproto.errors import (
     ClientClosedError,
     ConfigError,
+    KafkaConnectionError,
     KafkaError,
     KafkaTimeoutError,
+    UnknownTopicOrPartitionError,
     for_code,
 )
 from kproto.io import Cluster
@@ -35,8 +46,11 @@ from kproto.producer.accumulator import RecordAccumulator
 from kproto.producer.futures import RecordFuture, RecordMetadata
 from kproto.producer.partitioner import make_partitioner
 from kproto.producer.sender import Sender
+from kproto.structs import check_topic
 
 __all__ = ["AIOProducer", "Producer", "RecordMetadata"]
+
+log = logging.getLogger("kproto.producer")
 
 Headers = Sequence[tuple[str, Any]] | Mapping[str, Any] | None
 DeliveryCallback = Callable[[BaseException | None, RecordMetadata | None], None]
@@ -71,6 +85,19 @@ def _compression(config: ClientConfig) -> tuple[int, int | None]:
     return codec, config[key]
 
 
+_unclosed: set[Any] = set()  # producers not closed yet (AIOProducer and Producer), for exit
+
+
+@atexit.register
+def _close_at_exit() -> None:
+    """Close every producer the program left open (atexit runs before daemon threads stop)."""
+    for producer in list(_unclosed):
+        try:
+            producer._close_at_exit()
+        except Exception:
+            log.exception("closing %r at exit failed", producer)
+
+
 def _on_delivery(future: RecordFuture, callback: DeliveryCallback) -> None:
     def call(f: RecordFuture) -> None:
         error = f.exception()
@@ -96,6 +123,7 @@ class _Waiting:
         return (yield from record.__await__())
 
 
+@refuse_when_closed("producer", lambda self: self._closed, keep=("close", "stop"))
 class AIOProducer:
     """The producer for asyncio code.
 
@@ -130,7 +158,13 @@ class AIOProducer:
         self._waiting: deque[_Waiting] = deque()
         self._waiting_task: asyncio.Task | None = None
         self._space: asyncio.Event | None = None
+        self._home: asyncio.AbstractEventLoop | None = None  # the loop the sender runs on
+        self._metadata_errors: dict[str, BaseException] = {}  # why a topic's metadata is missing
         self._closed = False
+        _unclosed.add(self)
+
+    _habit_kind = "producer"
+    __getattr__ = missing  # a peer's method name gets an error naming kproto's call
 
     async def __aenter__(self) -> AIOProducer:
         await self.start()
@@ -144,12 +178,22 @@ class AIOProducer:
         self._start()
         await self._cluster.refresh()
 
+    async def _begin(self) -> None:
+        """Start the sender without waiting for a broker (the sync face's constructor)."""
+        self._start()
+
     def _start(self) -> None:
+        loop = check_loop(self._home, "AIOProducer")
         if self._sender is None:
             if self._closed:
                 raise ClientClosedError("the producer is closed")
+            self._home = self._acc.home = loop
             self._space = asyncio.Event()
             self._sender = Sender(self.config, self._cluster, self._acc, idempotent=self.idempotent)
+
+    async def stop(self) -> None:
+        """:meth:`close` under aiokafka's name (with :meth:`start`, its lifecycle)."""
+        await self.close()
 
     def _wake(self) -> None:
         if self._sender is not None:
@@ -173,7 +217,10 @@ class AIOProducer:
         metadata)`` is called on the event loop when the record is settled.
 
         Raises:
-            TypeError: key or value is not bytes and there is no serializer for it.
+            TypeError: key or value is not bytes and there is no serializer for it, or
+                ``topic`` is not a str.
+            InvalidTopicError: ``topic`` breaks Kafka's naming rule ([a-zA-Z0-9._-], at
+                most 249 characters, not "." or "..").
             MessageTooLargeError: the record alone is over ``max.request.size``.
             ClientClosedError: the producer is closed.
         """
@@ -184,6 +231,7 @@ class AIOProducer:
         """The slow path of :meth:`send`: queue the record to be appended in order."""
         if self._closed:
             raise ClientClosedError("the producer is closed")
+        check_topic(topic)  # an unknown topic comes here first: a bad name fails now, alone
         self._start()
         loop = asyncio.get_running_loop()
         waiting = _Waiting((topic, value, key, partition, timestamp_ms, headers, on_delivery), loop.create_future())
@@ -228,8 +276,9 @@ class AIOProducer:
         """Wait for ``topic``'s metadata or for memory, until ``deadline``."""
         left = deadline - time.monotonic()
         if left <= 0:
-            what = "memory (buffer.memory)" if self._cluster.partitions_for(topic) else f"metadata of topic {topic!r}"
-            raise KafkaTimeoutError(f"waited {self._max_block * 1000:.0f} ms (max.block.ms) for {what}")
+            if self._cluster.partitions_for(topic) is None:
+                raise self._no_metadata(topic)
+            raise KafkaTimeoutError(f"waited {self._max_block * 1000:.0f} ms (max.block.ms) for memory (buffer.memory)")
         if self._cluster.partitions_for(topic) is None:
             await self._fetch_metadata(topic, deadline)
         else:
@@ -240,27 +289,52 @@ class AIOProducer:
                 pass
 
     async def _fetch_metadata(self, topic: str, deadline: float) -> None:
+        """One attempt at ``topic``'s metadata (then a backoff if it is still unknown).
+
+        What keeps it unknown (no broker reachable yet, UNKNOWN_TOPIC_OR_PARTITION...) is
+        remembered for the error at ``max.block.ms``: as in Java's ``waitOnMetadata``, the
+        producer keeps asking until then, since the broker or the topic may come.
+        """
         self._cluster.want([topic])
-        await asyncio.wait_for(self._cluster.refresh([topic]), max(deadline - time.monotonic(), 0.001))
+        try:
+            await asyncio.wait_for(self._cluster.refresh([topic]), max(deadline - time.monotonic(), 0.001))
+        except (KafkaConnectionError, asyncio.TimeoutError) as exc:
+            self._metadata_errors[topic] = exc
         info = self._cluster.topics.get(topic)
-        if info is not None and info.error_code and not for_code(info.error_code).retriable:
-            raise for_code(info.error_code)(f"topic {topic!r}")
+        if info is not None and info.error_code:
+            error = for_code(info.error_code)
+            if not error.retriable:
+                raise error(f"topic {topic!r}")
+            self._metadata_errors[topic] = error(f"topic {topic!r}")
         if self._cluster.partitions_for(topic) is None:
             await asyncio.sleep(min(self.config["retry.backoff.ms"] / 1000, max(deadline - time.monotonic(), 0)))
 
+    def _no_metadata(self, topic: str) -> KafkaTimeoutError:
+        """The error of a send or call that waited ``max.block.ms`` for ``topic``'s metadata."""
+        message = f"topic {topic!r} not in the metadata after {self._max_block * 1000:.0f} ms (max.block.ms)"
+        why = self._metadata_errors.get(topic)
+        if isinstance(why, UnknownTopicOrPartitionError):
+            message += (": the topic does not exist (the broker answers UNKNOWN_TOPIC_OR_PARTITION) and is not "
+                        "created automatically (auto.create.topics.enable=false on the broker, or "
+                        "allow.auto.create.topics=false here); create it first")
+        elif isinstance(why, asyncio.TimeoutError):
+            message += ": the metadata request got no answer"
+        elif why is not None:
+            message += f"; last error: {why}"
+        return KafkaTimeoutError(message)
+
     async def _prepare(self, topic: str) -> None:
         """Make sure ``topic``'s metadata is known (waits up to ``max.block.ms``)."""
+        check_topic(topic)
         deadline = time.monotonic() + self._max_block
         while self._cluster.partitions_for(topic) is None:
             if time.monotonic() >= deadline:
-                raise KafkaTimeoutError(f"topic {topic!r} not in the metadata after {self._max_block * 1000:.0f} ms (max.block.ms)")
-            try:
-                await self._fetch_metadata(topic, deadline)
-            except asyncio.TimeoutError:
-                pass
+                raise self._no_metadata(topic)
+            await self._fetch_metadata(topic, deadline)
 
     async def partitions_for(self, topic: str) -> list[int]:
         """The partition ids of ``topic`` (fetching its metadata if needed)."""
+        check_loop(self._home, "AIOProducer")
         await self._prepare(topic)
         return sorted(self._cluster.topics[topic].partitions)
 
@@ -272,6 +346,7 @@ class AIOProducer:
         Raises:
             KafkaTimeoutError: ``timeout`` seconds passed first.
         """
+        check_loop(self._home, "AIOProducer")
         if self._sender is None:
             return
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -297,9 +372,15 @@ class AIOProducer:
         """Send what is queued (waiting up to ``timeout`` seconds), then close. Idempotent.
 
         Records still unsent after the timeout fail with :class:`~kproto.errors.KafkaTimeoutError`.
+        Called from another loop than the one it started on, once that loop is closed
+        (nothing can be sent any more), it fails what is queued and closes at once.
         """
         if self._closed:
             return
+        if self._home is not None and self._home.is_closed():
+            self._abandon()
+            return
+        check_loop(self._home, "AIOProducer")
         deadline = None if timeout is None else time.monotonic() + timeout
         try:
             if self._sender is not None:
@@ -309,6 +390,7 @@ class AIOProducer:
                     pass  # a timeout (what is left fails below) or the sender's failure (its records failed)
         finally:
             self._closed = self._acc.appender.closed = True
+            _unclosed.discard(self)
             if self._waiting_task is not None:
                 self._waiting_task.cancel()
                 await asyncio.gather(self._waiting_task, return_exceptions=True)
@@ -318,8 +400,34 @@ class AIOProducer:
             await self._cluster.close(None if deadline is None else max(deadline - time.monotonic(), 0))
 
 
+    def _abandon(self) -> None:
+        """Close after the sender's loop ended: fail what is queued, send nothing."""
+        self._closed = self._acc.appender.closed = True
+        _unclosed.discard(self)
+        error = ClientClosedError("the producer's event loop ended before the record was sent (close() "
+                                  "must run on the loop the producer started on)")
+        for batch in self._acc.abort_all():
+            self._acc.settle(batch, -1, error=error)
+        self._waiting.clear()  # their futures belong to the ended loop: nobody can await them
+
+    def _close_at_exit(self) -> None:
+        lost = self._acc.unsettled + len(self._waiting)
+        if lost:
+            log.warning("an AIOProducer was not closed before its event loop ended: %d batches of records "
+                        "were not sent. Await close() (or use 'async with AIOProducer(...)') before the loop "
+                        "ends", lost)
+        else:
+            log.warning("an AIOProducer was not closed: await close() or use 'async with AIOProducer(...)'")
+        if self._home is None or self._home.is_closed():
+            self._abandon()
+
+
+@refuse_when_closed("producer", lambda self: self._core._closed)
 class Producer:
     """The producer for threads: :class:`AIOProducer`'s engine on a background loop.
+
+    Making one needs no broker: it connects at the first send, which waits up to
+    ``max.block.ms`` for the cluster (a broker starting a moment later is fine).
 
     ``send`` appends from the calling thread and returns a
     :class:`concurrent.futures.Future` (a :class:`~kproto.producer.futures.RecordFuture`)
@@ -339,12 +447,14 @@ class Producer:
         self._core._acc.appender.waiting = self._append_blocking  # threads block where asyncio would queue
         self.send = self._core._acc.send  # see AIOProducer.__init__
         self._loop = LoopThread("kproto-producer")
-        try:
-            self._loop.run(self._core.start(), timeout=self._core._max_block)
-        except BaseException:
-            self._loop.run(self._core.close(0))
-            self._loop.stop()
-            raise
+        # No broker is needed yet: as Java's and librdkafka's, the producer connects
+        # lazily, and max.block.ms bounds the first send's wait for metadata (issue 11).
+        self._loop.run(self._core._begin())
+        _unclosed.discard(self._core)  # closed with this face, which is what exit closes
+        _unclosed.add(self)
+
+    _habit_kind = "producer"
+    __getattr__ = missing
 
     def __enter__(self) -> Producer:
         return self
@@ -362,6 +472,7 @@ class Producer:
                          headers: Headers, on_delivery: DeliveryCallback | None) -> RecordFuture:
         """The slow path of :meth:`send`: wait for metadata or memory, up to ``max.block.ms``."""
         core = self._core
+        check_topic(topic)
         deadline = time.monotonic() + core._max_block
         while (record := core._append(topic, value, key, partition, timestamp_ms, headers)) is None:
             left = deadline - time.monotonic()
@@ -377,6 +488,12 @@ class Producer:
             _on_delivery(record, on_delivery)
         return record
 
+    def _close_at_exit(self) -> None:
+        timeout = self.config["delivery.timeout.ms"] / 1000
+        log.warning("a Producer was not closed: sending what it queued at exit (up to delivery.timeout.ms, "
+                    "%g s). Call close() or use 'with Producer(...)'", timeout)
+        self.close(timeout)
+
     def partitions_for(self, topic: str) -> list[int]:
         """The partition ids of ``topic``."""
         return self._loop.run(self._core.partitions_for(topic))
@@ -387,6 +504,7 @@ class Producer:
 
     def close(self, timeout: float | None = None) -> None:
         """Send what is queued, then close and stop the background loop. Idempotent."""
+        _unclosed.discard(self)
         if not self._loop.loop.is_closed():
             try:
                 self._loop.run(self._core.close(timeout))

@@ -111,6 +111,8 @@ class Sender:
         self._loop = asyncio.get_running_loop()
         self._closing = False
         self._stopping = False  # a close gave up waiting: the loop ends even if a cancel is lost
+        self._warned: str | None = None  # the step error last logged: each cause is logged once
+        self._last_error: BaseException | None = None  # named by a batch that expires unsent
         self._refreshing: asyncio.Task | None = None
         self.failed: KafkaError | None = None
         """Set when the sender stopped on an unexpected error: every record fails with it."""
@@ -152,10 +154,14 @@ class Sender:
             self._event.clear()
             try:
                 wait = await self._step()
+                self._warned = None
             except asyncio.CancelledError:
                 raise
             except KafkaError as exc:  # e.g. no broker reachable for InitProducerId: try again later
-                log.warning("producer: %s", exc)
+                self._last_error = exc
+                if str(exc) != self._warned:  # not every backoff (issue 11)
+                    self._warned = str(exc)
+                    log.warning("producer: %s (retrying every retry.backoff.ms)", exc)
                 wait = self.backoff
             except Exception as exc:  # a bug: fail loudly rather than leave every future pending
                 log.exception("producer: the sender failed; failing every record not yet sent")
@@ -173,8 +179,8 @@ class Sender:
     async def _step(self) -> float | None:
         """Send what can go now; return how long to sleep at most (None: until woken)."""
         now = time.monotonic()
-        for batch in self.acc.expired(now):
-            self._fail(batch, self._expired(batch))
+        for batch in self.acc.expired(now):  # named with the last error seen, as the guide promises
+            self._fail(batch, self._expired(batch, batch.last_error or self._last_error))
         if self.idempotent and (self.producer_id < 0 or self._reset_needed):
             if any(self._partitions_in_flight.values()):
                 return None  # a new producer id waits until nothing is in flight under the old one
@@ -293,6 +299,7 @@ class Sender:
     def _connected(self, node: int, error: BaseException | None) -> None:
         """A connection attempt ended: look again (a failed one may mean the leader moved)."""
         self._connecting.discard(node)
+        self._last_error = error  # None: a broker is reachable again
         if error is not None and not self._stopping:
             log.info("producer: %s", error)
             self._refresh(set())
@@ -379,7 +386,7 @@ class Sender:
         retriable = error.retriable or force_retriable
         if retriable and batch.attempts <= self.retries and now < batch.deadline:
             batch.next_attempt = now + min(self.backoff * 2 ** (batch.attempts - 1), self.backoff_max)
-            self.acc.requeue(batch)
+            self.acc.requeue(batch, error)
             self._event.set()
         elif retriable and now >= batch.deadline:
             self._fail(batch, self._expired(batch, error))
