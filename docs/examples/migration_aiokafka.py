@@ -39,7 +39,8 @@ async def main(servers: str) -> None:
         # Row: await commit(); await committed(tp) -> committed([tp]) gives {tp: OffsetAndMetadata}
         await consumer.commit()
         tp = TopicPartition("clicks", 0)
-        assert (await consumer.committed([tp]))[tp].offset == 2
+        committed = (await consumer.committed([tp]))[tp]  # None where nothing is committed
+        assert committed is not None and committed.offset == 2
     finally:
         await consumer.stop()
     print("aiokafka rows: ok")

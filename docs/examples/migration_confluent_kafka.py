@@ -4,7 +4,7 @@ Each block is one row of the table, run against minibroker:
 ``python docs/examples/migration_confluent_kafka.py``.
 """
 
-from kproto import AdminClient, Consumer, Producer
+from kproto import AdminClient, Consumer, ConsumerRecord, Producer, RecordMetadata
 from kproto.admin import NewTopic
 from kproto.structs import TopicPartition
 from minibroker import MiniBroker
@@ -19,17 +19,18 @@ with MiniBroker(config={"num.partitions": 1}) as broker:
         assert "orders" in admin.list_topics()
 
     # Row: p.produce(topic, value, key, callback=cb); p.poll(0); p.flush()
-    delivered = []
+    delivered: list[tuple[BaseException | None, RecordMetadata | None]] = []
     with Producer(conf) as producer:
         producer.send("orders", b"order-1", b"k1", on_delivery=lambda err, md: delivered.append((err, md)))
         producer.flush()  # callbacks run by themselves: no poll() needed
-    assert delivered[0][0] is None and delivered[0][1].offset == 0
+    error, metadata = delivered[0]
+    assert error is None and metadata is not None and metadata.offset == 0
 
     # Row: Consumer({... "group.id": "g", "auto.offset.reset": "earliest"}); subscribe([t])
     with Consumer({**conf, "group.id": "billing", "auto.offset.reset": "earliest"}) as consumer:
         consumer.subscribe(["orders"])
         # Row: msg = c.poll(1.0); msg.error(); msg.value() -> records = c.poll(1.0) (a list)
-        records = []
+        records: list[ConsumerRecord] = []
         while not records:
             records = consumer.poll(1.0)  # seconds, as confluent-kafka's; a list of records
         record = records[0]

@@ -4,7 +4,7 @@ Each block is one row of the table, run against minibroker:
 ``python docs/examples/migration_kafka_python.py``.
 """
 
-from kproto import AdminClient, Consumer, Producer
+from kproto import AdminClient, Consumer, ConsumerRecord, Producer
 from kproto.serialization import string_deserializer, string_serializer
 from kproto.structs import TopicPartition
 from minibroker import MiniBroker
@@ -28,7 +28,7 @@ with MiniBroker(config={"num.partitions": 1}) as broker:
     consumer = Consumer("events", bootstrap_servers=servers, group_id="readers", auto_offset_reset="earliest",
                         value_deserializer=string_deserializer())
     # Row: consumer.poll(timeout_ms=1000) -> {tp: [records]} / kproto: a list of records
-    records = []
+    records: list[ConsumerRecord] = []
     while not records:
         records = consumer.poll(timeout_ms=1000)
     assert records[0].value == "hello"
@@ -36,7 +36,8 @@ with MiniBroker(config={"num.partitions": 1}) as broker:
     # Row: consumer.commit(); consumer.committed(tp) -> committed([tp]) gives {tp: OffsetAndMetadata}
     consumer.commit()
     tp = TopicPartition("events", 0)
-    assert consumer.committed([tp])[tp].offset == 1
+    committed = consumer.committed([tp])[tp]  # None where nothing is committed
+    assert committed is not None and committed.offset == 1
     # Row: consumer.end_offsets([tp])
     assert consumer.end_offsets([tp])[tp] == 1
     consumer.close()

@@ -138,7 +138,7 @@ class AIOConsumer:
     must be called from the event loop the consumer first ran on.
     """
 
-    def __init__(self, config: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
+    def __init__(self, config: Mapping[str, Any] | str | list[str] | tuple[str, ...] | None = None, **kwargs: Any) -> None:
         topics = None
         if isinstance(config, str) or (isinstance(config, (list, tuple)) and all(isinstance(t, str) for t in config)):
             # kafka-python's and aiokafka's habit, KafkaConsumer("topic", bootstrap_servers=...):
@@ -919,7 +919,7 @@ class Consumer:
     use a consumer, as in Java.
     """
 
-    def __init__(self, config: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
+    def __init__(self, config: Mapping[str, Any] | str | list[str] | tuple[str, ...] | None = None, **kwargs: Any) -> None:
         self._core = AIOConsumer(config, **kwargs)  # validates the config before a thread starts
         self.config = self._core.config
         self._callers: list[queue.SimpleQueue] = []  # one per blocked call, innermost last

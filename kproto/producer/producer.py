@@ -24,6 +24,7 @@ import asyncio
 import atexit
 import logging
 import time
+import warnings
 from collections import deque
 from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from typing import Any
@@ -412,12 +413,15 @@ class AIOProducer:
 
     def _close_at_exit(self) -> None:
         lost = self._acc.unsettled + len(self._waiting)
+        # A Python warning, not a log record: a script that configured no logging must see it
+        # (the package logger has a NullHandler); logging.captureWarnings() routes it to logs.
         if lost:
-            log.warning("an AIOProducer was not closed before its event loop ended: %d batches of records "
-                        "were not sent. Await close() (or use 'async with AIOProducer(...)') before the loop "
-                        "ends", lost)
+            warnings.warn(f"an AIOProducer was not closed before its event loop ended: {lost} batches of "
+                          "records were not sent. Await close() (or use 'async with AIOProducer(...)') "
+                          "before the loop ends", UserWarning, stacklevel=1)
         else:
-            log.warning("an AIOProducer was not closed: await close() or use 'async with AIOProducer(...)'")
+            warnings.warn("an AIOProducer was not closed: await close() or use 'async with "
+                          "AIOProducer(...)'", UserWarning, stacklevel=1)
         if self._home is None or self._home.is_closed():
             self._abandon()
 
@@ -490,8 +494,9 @@ class Producer:
 
     def _close_at_exit(self) -> None:
         timeout = self.config["delivery.timeout.ms"] / 1000
-        log.warning("a Producer was not closed: sending what it queued at exit (up to delivery.timeout.ms, "
-                    "%g s). Call close() or use 'with Producer(...)'", timeout)
+        warnings.warn(f"a Producer was not closed: sending what it queued at exit (up to "
+                      f"delivery.timeout.ms, {timeout:g} s). Call close() or use 'with Producer(...)'",
+                      UserWarning, stacklevel=1)  # seen without logging configured (see above)
         self.close(timeout)
 
     def partitions_for(self, topic: str) -> list[int]:
