@@ -212,11 +212,11 @@ def kind_of(golden: Golden, relative: str) -> str:
 BUDGET = 60
 
 
-@pytest.mark.parametrize("kind", ["active-segment", "index", "small-file", "offsets-log"])
+@pytest.mark.parametrize("kind", ["active-segment", "old-segment", "index", "small-file", "offsets-log"])
 def test_damaged_files_restart_with_valid_data_and_nothing_intact_lost(golden, tmp_path, kind):
     """Issue 10 (on-disk fuzz, bounded): a sample of cut and flipped positions of the
-    active segment, the indexes, the log start checkpoint and partition.metadata, and of
-    the offsets log. (Old segments: see the xfail reproducers below.)"""
+    active and the old segments, the indexes, the log start checkpoint and
+    partition.metadata, and of the offsets log."""
     cases = [c for c in damage_cases(golden) if kind_of(golden, c[0]) == kind]
     failures = []
     for relative, pos, how in cases[::max(1, len(cases) // BUDGET)]:
@@ -228,33 +228,20 @@ def test_damaged_files_restart_with_valid_data_and_nothing_intact_lost(golden, t
 
 
 OLD_SEGMENT = "t-0/00000000000000000000.log"  # 6 batches of 115 bytes: offsets 0-17
-NOT_VALIDATED = (
-    "minibroker/log/partition.py (_load) validates only the active segment on open; older "
-    "segments get a cheap index check, so damage inside them is kept. Kafka re-validates every "
-    "segment past its recovery-point checkpoint after an unclean shutdown, and minibroker, "
-    "which keeps no recovery point and no clean-shutdown marker, treats every open as unclean "
-    "(h1-log)"
-)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "minibroker/state.py BrokerState.__init__ rebuilds producer state over every batch "
-    "(_batches -> read_batches with CRC checks) and lets CorruptRecordError out, so one bad "
-    "batch length in an old segment stops the broker from starting (h2-state); " + NOT_VALIDATED))
 def test_a_flipped_batch_length_in_an_old_segment_does_not_stop_the_broker(golden, tmp_path):
     """Issue 10 (on-disk fuzz finding): byte 11 of the second batch's header (its length)
     flipped in an old segment: the broker must still start."""
     check_case(golden, tmp_path / "case", OLD_SEGMENT, 115 + 11, "flip")
 
 
-@pytest.mark.xfail(strict=True, reason=NOT_VALIDATED)
 def test_a_flipped_record_byte_in_an_old_segment_is_never_served(golden, tmp_path):
     """Issue 10 (on-disk fuzz finding): a byte inside the second batch's records flipped
     in an old segment: the batch fails its CRC and must not be served."""
     check_case(golden, tmp_path / "case", OLD_SEGMENT, 115 + 35, "flip")
 
 
-@pytest.mark.xfail(strict=True, reason=NOT_VALIDATED)
 def test_an_old_segment_cut_inside_its_last_batch_is_never_served(golden, tmp_path):
     """Issue 10 (on-disk fuzz finding): an old segment cut in the middle of its last batch
     (the index's last entry still points at a whole batch): the torn batch must not be
@@ -262,8 +249,6 @@ def test_an_old_segment_cut_inside_its_last_batch_is_never_served(golden, tmp_pa
     check_case(golden, tmp_path / "case", OLD_SEGMENT, 575 + 55, "cut")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "the base offset is outside the batch CRC, and " + NOT_VALIDATED))
 def test_a_flipped_base_offset_in_an_old_segment_does_not_break_offset_order(golden, tmp_path):
     """Issue 10 (on-disk fuzz finding): a byte of the first batch's base offset flipped in
     an old segment: offsets served must still increase."""
