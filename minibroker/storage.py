@@ -21,6 +21,18 @@ left for an operator; a topic being created sets aside a directory of its name a
 another topic id the same way: whatever a crash interrupted, a topic never opens another
 topic's log.
 
+A damaged ``partition.metadata`` (unreadable, cut short, a flipped byte: not Kafka's
+``version: 0`` / ``topic_id: <id>``) in a directory that the topics file names as a
+partition of a topic is rewritten from the topics file, with a warning, and the log next
+to it opens as usual; anywhere else (no topic names the directory, or a topic is being
+created) the directory is stray, as above. Kafka, whose ``PartitionMetadataFile`` read
+fails with an ``IOException``, takes the whole log dir offline (``KafkaStorageException``)
+until an operator steps in. This broker does not, because the file holds nothing that
+the topics file (minibroker's metadata log) does not: Kafka too writes it from its
+metadata. Going offline would stop a test broker from restarting and keep intact data
+from being served, for a loss of nothing. A readable file naming another topic id is
+evidence of another topic's data, and keeps being set aside as stray.
+
 One broker per directory: every log directory holds Kafka's ``.lock`` file
 (``LogManager.LockFileName``), locked exclusively with ``flock`` from start to stop. A
 second broker on the same directory, in another process or in this one, fails to start
@@ -162,7 +174,13 @@ class Storage:
             return PartitionLog(config=config)
         existing = self._partition_dir(topic, index)
         if existing is not None:
-            found = _read_topic_id(existing)
+            try:
+                found = _read_topic_id(existing)
+            except PartitionMetadataCorrupt as exc:
+                # On start recover() has rewritten the file of every partition the topics
+                # file names, so this is a topic being created: the directory is no
+                # known topic's, and the new topic must not adopt its data.
+                found = f"unknown ({exc})"
             if found is not None and found != kafka_uuid(topic_id):
                 log.warning("%s belongs to topic id %s, not to %s's %s: set aside as stray",
                             existing, found, topic, kafka_uuid(topic_id))
@@ -173,9 +191,8 @@ class Storage:
         if new:
             path.mkdir()
         try:
-            metadata = path / PARTITION_METADATA
-            if not metadata.exists():
-                _write_atomically(metadata, f"version: 0\ntopic_id: {kafka_uuid(topic_id)}\n")
+            if not (path / PARTITION_METADATA).exists():
+                _write_topic_id(path, topic_id)
             return PartitionLog(path, config=config)
         except BaseException:
             if new:  # e.g. a full disk: no half-made directory is left for a later topic of the name
@@ -195,7 +212,7 @@ class Storage:
         for partition in logs:
             partition.close()
             path = partition.directory
-            if path is not None and path.is_dir() and _read_topic_id(path) in (None, kafka_uuid(topic_id)):
+            if path is not None and path.is_dir() and _topic_id_or_none(path) in (None, kafka_uuid(topic_id)):
                 doomed.append(_set_aside(path, DELETE_SUFFIX))
         for path in doomed:
             shutil.rmtree(path)
@@ -227,8 +244,19 @@ class Storage:
                 if m is None or not own:
                     continue
                 known = topics.get(m["topic"])
-                found = _read_topic_id(path)
-                if known is None or int(m["partition"]) >= known[1] or found not in (None, kafka_uuid(known[0])):
+                # The id this directory must have: that of the topic named by the topics file.
+                owner = known[0] if known is not None and int(m["partition"]) < known[1] else None
+                try:
+                    found = _read_topic_id(path)
+                except PartitionMetadataCorrupt as exc:
+                    if owner is None:
+                        found = f"unknown ({exc})"
+                    else:
+                        log.warning("%s; rewritten from %s (topic id %s), which names this partition",
+                                    exc, self.log_dirs[0] / TOPICS_FILE, kafka_uuid(owner))
+                        _write_topic_id(path, owner)
+                        found = kafka_uuid(owner)
+                if owner is None or found not in (None, kafka_uuid(owner)):
                     log.warning("%s is no partition of a known topic (topic id %s): set aside as stray", path, found)
                     _set_aside(path, STRAY_SUFFIX)
 
@@ -278,17 +306,50 @@ def _set_aside(path: Path, suffix: str) -> Path:
     return target
 
 
-def _read_topic_id(path: Path) -> str | None:
-    """The topic id in a partition directory's ``partition.metadata``, as written; None if absent."""
+def _topic_id_or_none(path: Path) -> str | None:
+    """The topic id of a directory being deleted: its owner opened it, so an unreadable
+    ``partition.metadata`` does not make it another topic's."""
     try:
-        lines = (path / PARTITION_METADATA).read_text().splitlines()
+        return _read_topic_id(path)
+    except PartitionMetadataCorrupt:
+        return None
+
+
+class PartitionMetadataCorrupt(ValueError):
+    """A ``partition.metadata`` that cannot be read or parsed (see :meth:`Storage.recover`)."""
+
+
+def _read_topic_id(path: Path) -> str | None:
+    """The topic id in a partition directory's ``partition.metadata``; None if absent.
+
+    The format is Kafka's ``PartitionMetadataFile``: ``version: 0`` then ``topic_id: <id>``,
+    the id in Kafka's form (22 characters, URL-safe base64 of 16 bytes).
+
+    Raises:
+        PartitionMetadataCorrupt: the file is unreadable (an I/O error, bytes that are not
+            text) or is not that format (cut short, a flipped byte).
+    """
+    try:
+        data = (path / PARTITION_METADATA).read_bytes()
     except FileNotFoundError:
         return None
-    for line in lines:
-        key, _, value = line.partition(":")
-        if key.strip() == "topic_id":
-            return value.strip()
-    return None
+    except OSError as exc:
+        raise PartitionMetadataCorrupt(f"{path / PARTITION_METADATA}: {exc}") from exc
+    try:
+        lines = data.decode("utf-8").splitlines()
+        fields = {key.strip(): value for key, value in (line.split(":", 1) for line in lines)}
+        if fields.keys() != {"version", "topic_id"} or fields["version"].strip() != "0":
+            raise ValueError(f"not version 0 with a topic_id: {lines!r}")
+        topic_id = fields["topic_id"].strip()
+        if len(topic_id) != 22 or kafka_uuid(uuid.UUID(bytes=base64.urlsafe_b64decode(topic_id + "=="))) != topic_id:
+            raise ValueError(f"{topic_id!r} is not a topic id")
+        return topic_id
+    except ValueError as exc:  # UnicodeDecodeError, binascii.Error and a short line included
+        raise PartitionMetadataCorrupt(f"{path / PARTITION_METADATA} is malformed: {exc}") from exc
+
+
+def _write_topic_id(path: Path, topic_id: uuid.UUID) -> None:
+    _write_atomically(path / PARTITION_METADATA, f"version: 0\ntopic_id: {kafka_uuid(topic_id)}\n")
 
 
 def _fsync_dir(path: Path) -> None:

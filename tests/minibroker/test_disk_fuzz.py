@@ -263,3 +263,46 @@ def test_golden_files_are_what_the_fuzz_expects(golden):
     assert any(n.endswith(".index") for n in names) and any(n.endswith(".timeindex") for n in names)
     assert struct.unpack(">q", (golden.root / f"{TOPIC}-0" / sorted(n for n in names if n.endswith(".log"))[0])
                          .read_bytes()[:8])[0] <= golden.log_start
+
+
+# -- partition.metadata: rewritten from the topics file, or the directory set aside --------------
+
+
+@pytest.mark.parametrize("how, pos", [("flip", 0), ("flip", 30), ("cut", 24), ("cut", 0)])
+def test_a_damaged_partition_metadata_of_a_known_partition_is_rewritten_from_the_topics_file(
+        golden, tmp_path, caplog, how, pos):
+    """Issue 10 (on-disk fuzz finding): a flipped byte in ``t-0/partition.metadata`` stopped
+    the broker from starting (UnicodeDecodeError), and a cut one made ``t-0`` stray, its
+    records lost to the topic. The topics file names the partition: the file is rewritten
+    from it with a warning, and every record stays."""
+    check_case(golden, tmp_path / "case", f"{TOPIC}-0/partition.metadata", pos, how)
+    assert (tmp_path / "case" / f"{TOPIC}-0" / "partition.metadata").read_bytes() == \
+        (golden.root / f"{TOPIC}-0" / "partition.metadata").read_bytes()
+    assert "rewritten from" in caplog.text
+    assert not list((tmp_path / "case").glob("*-stray"))
+
+
+def test_a_damaged_partition_metadata_no_topic_names_is_set_aside_as_stray(tmp_path):
+    """Issue 10: a directory with an unparseable ``partition.metadata`` that no topic of the
+    topics file names (on start), or whose name a topic being created takes, is not adopted:
+    it is set aside as stray, its files kept, and the topic starts empty."""
+
+    def foreign(name: str) -> None:
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "partition.metadata").write_bytes(b"version: 0\ntopic_id: \xff\xfe\n")
+        (tmp_path / name / "00000000000000000000.log").write_bytes(b"not ours")
+
+    first = BrokerState(BrokerConfig({"log.dirs": str(tmp_path)}), "127.0.0.1", 0)
+    first.create_topic("t", 1)  # a topics file
+    first.close()
+    foreign("u-0")
+    state = BrokerState(BrokerConfig({"log.dirs": str(tmp_path)}), "127.0.0.1", 0)
+    try:
+        foreign("v-0")
+        assert state.create_topic("v", 1).partitions[0].log_end_offset == 0
+    finally:
+        state.close()
+    for name in ("u-0", "v-0"):
+        (stray,) = tmp_path.glob(f"{name}.*-stray")
+        assert (stray / "00000000000000000000.log").read_bytes() == b"not ours"
+    assert (tmp_path / "v-0" / "00000000000000000000.log").read_bytes() == b""
