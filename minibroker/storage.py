@@ -11,6 +11,15 @@ read back, with their ids and configs, and every partition log recovers itself. 
 last block of producer ids handed out is kept beside it in
 ``minibroker-producer-ids.json`` (see :class:`~minibroker.producer_state.ProducerIdManager`).
 
+These three files are written atomically, so only damage from outside (a disk error, a
+hand edit) leaves one unreadable. Then the broker refuses to start with
+:exc:`CorruptStateFileError`, naming the file and what to do, as Kafka refuses a corrupt
+metadata log: starting without the topics file would set every partition aside as stray;
+without the producer ids file, producer ids handed out but not (or no longer) in any log
+could be handed out again, breaking idempotence (skipping ahead by a guess would not
+prove otherwise); without the dynamic broker configs, limits an operator set (say
+``message.max.bytes``) would silently revert.
+
 Deletion and recovery: a deleted topic leaves the topics file first, then each of its
 partition directories is renamed ``<topic>-<partition>.<uuid hex>-delete`` (Kafka's
 ``LocalLog.logDeleteDirName``) and removed. On start, before any log is opened, leftover
@@ -53,7 +62,8 @@ import os
 import re
 import shutil
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -61,7 +71,7 @@ from minibroker.config import BrokerConfig
 from minibroker.log import LogConfig, PartitionLog
 from minibroker.topic_configs import sanitize
 
-__all__ = ["LogDirInUseError", "Storage", "StoredTopic"]
+__all__ = ["CorruptStateFileError", "LogDirInUseError", "Storage", "StoredTopic"]
 
 TOPICS_FILE = "minibroker-topics.json"
 BROKER_CONFIGS_FILE = "minibroker-broker-configs.json"
@@ -89,6 +99,37 @@ def kafka_uuid(topic_id: uuid.UUID) -> str:
 
 class LogDirInUseError(RuntimeError):
     """A log directory is locked by another broker (see the module docstring)."""
+
+
+class CorruptStateFileError(RuntimeError):
+    """One of the broker's own files (topics, producer ids, dynamic broker configs) cannot
+    be read or parsed: the broker refuses to start, naming it (see the module docstring)."""
+
+
+def _load_json(path: Path, refusal: str) -> Any:
+    """The JSON in ``path``; a file that cannot be read or parsed raises
+    :class:`CorruptStateFileError` naming it and saying what to do (``refusal``)."""
+    try:
+        return json.loads(path.read_bytes())
+    except (OSError, ValueError) as exc:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+        raise CorruptStateFileError(f"{path} is damaged ({exc}): {refusal}") from exc
+
+
+@contextmanager
+def _parsing(path: Path, refusal: str) -> Iterator[None]:
+    """Turn a well-formed JSON file of the wrong shape into :class:`CorruptStateFileError`."""
+    try:
+        yield
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise CorruptStateFileError(f"{path} is damaged ({type(exc).__name__}: {exc}): {refusal}") from exc
+
+
+_TOPICS_REFUSAL = ("the broker does not start rather than lose topics; restore the file, or rewrite it "
+                   "(each topic's id is in its partition directories' partition.metadata)")
+_PRODUCER_IDS_REFUSAL = ("the broker does not start rather than hand out producer ids again; restore the "
+                         "file, or write one whose block_end is above every producer id ever handed out")
+_BROKER_CONFIGS_REFUSAL = ("the broker does not start rather than forget its dynamic configs; restore the "
+                           "file, or remove it to start with the static configs only")
 
 
 def _lock(directory: Path) -> int:
@@ -137,8 +178,15 @@ class Storage:
         except BaseException:
             self.close()
             raise
-        if self.persistent and (self.log_dirs[0] / BROKER_CONFIGS_FILE).exists():
-            config.load_dynamic(json.loads((self.log_dirs[0] / BROKER_CONFIGS_FILE).read_text()))
+        path = self.log_dirs[0] / BROKER_CONFIGS_FILE if self.persistent else None
+        if path is not None and path.exists():
+            try:
+                stored = _load_json(path, _BROKER_CONFIGS_REFUSAL)
+                with _parsing(path, _BROKER_CONFIGS_REFUSAL):
+                    config.load_dynamic(stored)
+            except BaseException:
+                self.close()
+                raise
 
     def close(self) -> None:
         """Release the log directories (the logs themselves are closed by their owner)."""
@@ -269,8 +317,11 @@ class Storage:
     def load_topics(self) -> list[StoredTopic]:
         if not self.persistent or not (self.log_dirs[0] / TOPICS_FILE).exists():
             return []
-        data = json.loads((self.log_dirs[0] / TOPICS_FILE).read_text())
-        return [StoredTopic(name, uuid.UUID(t["topic_id"]), t["partitions"], sanitize(name, t["configs"])) for name, t in data.items()]
+        path = self.log_dirs[0] / TOPICS_FILE
+        data = _load_json(path, _TOPICS_REFUSAL)
+        with _parsing(path, _TOPICS_REFUSAL):
+            return [StoredTopic(name, uuid.UUID(t["topic_id"]), int(t["partitions"]), sanitize(name, t["configs"]))
+                    for name, t in data.items()]
 
     def save_broker_configs(self) -> None:
         """Write the dynamic broker configs (KIP-226), so that a restart keeps them."""
@@ -281,7 +332,10 @@ class Storage:
         """The first producer id after the last block recorded (0 if none was)."""
         if not self.persistent or not (self.log_dirs[0] / PRODUCER_IDS_FILE).exists():
             return 0
-        return int(json.loads((self.log_dirs[0] / PRODUCER_IDS_FILE).read_text())["block_end"]) + 1
+        path = self.log_dirs[0] / PRODUCER_IDS_FILE
+        data = _load_json(path, _PRODUCER_IDS_REFUSAL)
+        with _parsing(path, _PRODUCER_IDS_REFUSAL):
+            return int(data["block_end"]) + 1
 
     def save_producer_id_block(self, first: int, last: int) -> None:
         """Record, durably, that the producer ids ``first`` to ``last`` are being handed out.

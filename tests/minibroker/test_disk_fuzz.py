@@ -37,8 +37,10 @@ from minibroker.config import BrokerConfig
 from minibroker.coordinator.offsets import CommittedOffset
 from minibroker.log.partition import CHECKPOINT_FILE
 from minibroker.state import OFFSETS_TOPIC, BrokerState
+from minibroker.storage import CorruptStateFileError
 
-__all__ = ["Golden", "build_golden", "damage_cases", "check_case"]
+__all__ = ["Golden", "GoldenState", "build_golden", "build_golden_state", "check_case", "check_state_file_case",
+           "damage_cases", "state_file_cases"]
 
 TOPIC = "t"
 GROUP = "g"
@@ -306,3 +308,85 @@ def test_a_damaged_partition_metadata_no_topic_names_is_set_aside_as_stray(tmp_p
         (stray,) = tmp_path.glob(f"{name}.*-stray")
         assert (stray / "00000000000000000000.log").read_bytes() == b"not ours"
     assert (tmp_path / "v-0" / "00000000000000000000.log").read_bytes() == b""
+
+
+# -- the broker's own files: the topics, producer ids and dynamic broker configs files -----------
+
+STATE_FILES = ("minibroker-topics.json", "minibroker-producer-ids.json", "minibroker-broker-configs.json")
+
+
+@dataclass
+class GoldenState:
+    """A data dir with the three files of the broker's own, and what they hold."""
+
+    root: Path
+    topics: dict[str, tuple[object, int, dict]]
+    issued_producer_id: int
+    dynamic: dict
+
+
+def build_golden_state(root: Path) -> GoldenState:
+    state = BrokerState(_config(root), "127.0.0.1", 0)
+    try:
+        state.create_topic(TOPIC, 2, {"retention.ms": "86400000"})
+        state.create_topic("u", 1)
+        issued = state.new_producer_id()
+        state.config.set_dynamic(False, {"message.max.bytes": "2000000"})
+        state.storage.save_broker_configs()
+        topics = {t.name: (t.topic_id, len(t.partitions), t.configs) for t in state.topics.values()}
+        return GoldenState(root, topics, issued, state.config.stored_dynamic())
+    finally:
+        state.close()
+
+
+def state_file_cases(golden: GoldenState, step: int = 1):
+    """``(file name, position, "cut" | "flip")`` for every ``step``-th position of each file."""
+    for name in STATE_FILES:
+        size = (golden.root / name).stat().st_size
+        for pos in sorted(set(range(0, size, step)) | {size - 1}):
+            for how in ("cut", "flip"):
+                yield name, pos, how
+
+
+def check_state_file_case(golden: GoldenState, scratch: Path, name: str, pos: int, how: str) -> None:
+    """Damage one of the broker's own files in a copy; the restart must either refuse with
+    :class:`~minibroker.storage.CorruptStateFileError` naming the file, or keep every
+    topic, config and the producer id floor exactly.
+
+    Raises:
+        AssertionError: neither happened (the message says what).
+    """
+    if scratch.exists():
+        shutil.rmtree(scratch)
+    shutil.copytree(golden.root, scratch)
+    _damage(scratch / name, pos, how)
+    try:
+        state = BrokerState(_config(scratch), "127.0.0.1", 0)
+    except CorruptStateFileError as exc:
+        assert str(scratch / name) in str(exc), f"the refusal does not name the file: {exc}"
+        return
+    except Exception as exc:
+        raise AssertionError(f"did not restart, nor refuse clearly: {type(exc).__name__}: {exc}") from exc
+    try:
+        topics = {t.name: (t.topic_id, len(t.partitions), t.configs) for t in state.topics.values()}
+        assert topics == golden.topics, f"topics changed: {topics}"
+        assert state.new_producer_id() > golden.issued_producer_id, "a producer id may be reissued"
+        assert state.config.stored_dynamic() == golden.dynamic, "dynamic broker configs changed"
+    finally:
+        state.close()
+
+
+def test_a_damaged_state_file_refuses_the_start_naming_it_or_loses_nothing(tmp_path):
+    """Issue 10: the topics, producer ids or dynamic broker configs file cut or flipped
+    anywhere (a sample; ``bench/fuzz_disk.py --state-files`` runs every position): the broker
+    refuses to start with a message naming the file (as Kafka refuses a corrupt metadata log)
+    rather than silently lose topics, reissue producer ids or forget configs."""
+    golden = build_golden_state(tmp_path / "golden")
+    cases = list(state_file_cases(golden))
+    failures = []
+    for name, pos, how in cases[::max(1, len(cases) // BUDGET)]:
+        try:
+            check_state_file_case(golden, tmp_path / "case", name, pos, how)
+        except AssertionError as exc:
+            failures.append(f"{how} {name} at {pos}: {exc}")
+    assert not failures, "\n".join(failures[:20])
