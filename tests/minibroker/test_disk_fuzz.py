@@ -19,7 +19,11 @@ there flipped), opens a new ``BrokerState`` on it (what a broker restart does) a
 
 Damage to an index, ``partition.metadata`` or the log start checkpoint must lose nothing
 at all. This module runs a bounded sample (every k-th position); ``bench/fuzz_disk.py``
-runs every position of every file. Issue 10.
+runs every position of every file.
+
+The broker's own files (topics, producer ids, dynamic broker configs) are damaged the same
+way by ``check_state_file_case``: the start is refused with a message naming the file, or
+nothing changed. Issue 10.
 """
 
 from __future__ import annotations
