@@ -48,7 +48,7 @@ import sys
 from collections.abc import Iterable, Sequence
 
 from minibroker.broker import MiniBroker
-from minibroker.storage import LogDirInUseError
+from minibroker.storage import CorruptStateFileError, LogDirInUseError
 
 __all__ = ["load_config", "main", "parse_properties"]
 
@@ -232,7 +232,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         asyncio.run(_serve(broker, args.stop_on_stdin_eof))
     except KeyboardInterrupt:  # a signal before the handlers were installed
         return 0
-    except LogDirInUseError as exc:
+    except (LogDirInUseError, CorruptStateFileError) as exc:
         print(f"{parser.prog}: error: {exc}", file=sys.stderr)
         return 1
     except OSError as exc:

@@ -144,6 +144,8 @@ class MiniBroker:
         Raises:
             minibroker.storage.LogDirInUseError: another broker (in this process or
                 another) holds a log directory; nothing stays bound or locked.
+            minibroker.storage.CorruptStateFileError: the topics, producer ids or dynamic
+                broker configs file is damaged; the message names it.
             OSError: the port cannot be bound.
         """
         if self._thread is not None:

@@ -11,6 +11,15 @@ read back, with their ids and configs, and every partition log recovers itself. 
 last block of producer ids handed out is kept beside it in
 ``minibroker-producer-ids.json`` (see :class:`~minibroker.producer_state.ProducerIdManager`).
 
+These three files are written atomically, so only damage from outside (a disk error, a
+hand edit) leaves one unreadable. Then the broker refuses to start with
+:exc:`CorruptStateFileError`, naming the file and what to do, as Kafka refuses a corrupt
+metadata log: starting without the topics file would set every partition aside as stray;
+without the producer ids file, producer ids handed out but not (or no longer) in any log
+could be handed out again, breaking idempotence (skipping ahead by a guess would not
+prove otherwise); without the dynamic broker configs, limits an operator set (say
+``message.max.bytes``) would silently revert.
+
 Deletion and recovery: a deleted topic leaves the topics file first, then each of its
 partition directories is renamed ``<topic>-<partition>.<uuid hex>-delete`` (Kafka's
 ``LocalLog.logDeleteDirName``) and removed. On start, before any log is opened, leftover
@@ -20,6 +29,18 @@ topic id, is renamed ``...-stray`` (Kafka's name for logs its metadata does not 
 left for an operator; a topic being created sets aside a directory of its name and
 another topic id the same way: whatever a crash interrupted, a topic never opens another
 topic's log.
+
+A damaged ``partition.metadata`` (unreadable, cut short, a flipped byte: not Kafka's
+``version: 0`` / ``topic_id: <id>``) in a directory that the topics file names as a
+partition of a topic is rewritten from the topics file, with a warning, and the log next
+to it opens as usual; anywhere else (no topic names the directory, or a topic is being
+created) the directory is stray, as above. Kafka, whose ``PartitionMetadataFile`` read
+fails with an ``IOException``, takes the whole log dir offline (``KafkaStorageException``)
+until an operator steps in. This broker does not, because the file holds nothing that
+the topics file (minibroker's metadata log) does not: Kafka too writes it from its
+metadata. Going offline would stop a test broker from restarting and keep intact data
+from being served, for a loss of nothing. A readable file naming another topic id is
+evidence of another topic's data, and keeps being set aside as stray.
 
 One broker per directory: every log directory holds Kafka's ``.lock`` file
 (``LogManager.LockFileName``), locked exclusively with ``flock`` from start to stop. A
@@ -41,7 +62,8 @@ import os
 import re
 import shutil
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +71,7 @@ from minibroker.config import BrokerConfig
 from minibroker.log import LogConfig, PartitionLog
 from minibroker.topic_configs import sanitize
 
-__all__ = ["LogDirInUseError", "Storage", "StoredTopic"]
+__all__ = ["CorruptStateFileError", "LogDirInUseError", "Storage", "StoredTopic"]
 
 TOPICS_FILE = "minibroker-topics.json"
 BROKER_CONFIGS_FILE = "minibroker-broker-configs.json"
@@ -78,6 +100,37 @@ def kafka_uuid(topic_id: uuid.UUID) -> str:
 
 class LogDirInUseError(RuntimeError):
     """A log directory is locked by another broker (see the module docstring)."""
+
+
+class CorruptStateFileError(RuntimeError):
+    """One of the broker's own files (topics, producer ids, dynamic broker configs) cannot
+    be read or parsed: the broker refuses to start, naming it (see the module docstring)."""
+
+
+def _load_json(path: Path, refusal: str) -> Any:
+    """The JSON in ``path``; a file that cannot be read or parsed raises
+    :class:`CorruptStateFileError` naming it and saying what to do (``refusal``)."""
+    try:
+        return json.loads(path.read_bytes())
+    except (OSError, ValueError) as exc:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+        raise CorruptStateFileError(f"{path} is damaged ({exc}): {refusal}") from exc
+
+
+@contextmanager
+def _parsing(path: Path, refusal: str) -> Iterator[None]:
+    """Turn a well-formed JSON file of the wrong shape into :class:`CorruptStateFileError`."""
+    try:
+        yield
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise CorruptStateFileError(f"{path} is damaged ({type(exc).__name__}: {exc}): {refusal}") from exc
+
+
+_TOPICS_REFUSAL = ("the broker does not start rather than lose topics; restore the file, or rewrite it "
+                   "(each topic's id is in its partition directories' partition.metadata)")
+_PRODUCER_IDS_REFUSAL = ("the broker does not start rather than hand out producer ids again; restore the "
+                         "file, or write one whose block_end is above every producer id ever handed out")
+_BROKER_CONFIGS_REFUSAL = ("the broker does not start rather than forget its dynamic configs; restore the "
+                           "file, or remove it to start with the static configs only")
 
 
 def _lock(directory: Path) -> int:
@@ -126,8 +179,15 @@ class Storage:
         except BaseException:
             self.close()
             raise
-        if self.persistent and (self.log_dirs[0] / BROKER_CONFIGS_FILE).exists():
-            config.load_dynamic(json.loads((self.log_dirs[0] / BROKER_CONFIGS_FILE).read_text()))
+        path = self.log_dirs[0] / BROKER_CONFIGS_FILE if self.persistent else None
+        if path is not None and path.exists():
+            try:
+                stored = _load_json(path, _BROKER_CONFIGS_REFUSAL)
+                with _parsing(path, _BROKER_CONFIGS_REFUSAL):
+                    config.load_dynamic(stored)
+            except BaseException:
+                self.close()
+                raise
 
     def close(self) -> None:
         """Release the log directories (the logs themselves are closed by their owner)."""
@@ -163,7 +223,13 @@ class Storage:
             return PartitionLog(config=config)
         existing = self._partition_dir(topic, index)
         if existing is not None:
-            found = _read_topic_id(existing)
+            try:
+                found = _read_topic_id(existing)
+            except PartitionMetadataCorrupt as exc:
+                # On start recover() has rewritten the file of every partition the topics
+                # file names, so this is a topic being created: the directory is no
+                # known topic's, and the new topic must not adopt its data.
+                found = f"unknown ({exc})"
             if found is not None and found != kafka_uuid(topic_id):
                 log.warning("%s belongs to topic id %s, not to %s's %s: set aside as stray",
                             existing, found, topic, kafka_uuid(topic_id))
@@ -174,9 +240,8 @@ class Storage:
         if new:
             path.mkdir()
         try:
-            metadata = path / PARTITION_METADATA
-            if not metadata.exists():
-                _write_atomically(metadata, f"version: 0\ntopic_id: {kafka_uuid(topic_id)}\n")
+            if not (path / PARTITION_METADATA).exists():
+                _write_topic_id(path, topic_id)
             return PartitionLog(path, config=config)
         except BaseException:
             if new:  # e.g. a full disk: no half-made directory is left for a later topic of the name
@@ -196,7 +261,7 @@ class Storage:
         for partition in logs:
             partition.close()
             path = partition.directory
-            if path is not None and path.is_dir() and _read_topic_id(path) in (None, kafka_uuid(topic_id)):
+            if path is not None and path.is_dir() and _topic_id_or_none(path) in (None, kafka_uuid(topic_id)):
                 doomed.append(_set_aside(path, DELETE_SUFFIX))
         for path in doomed:
             shutil.rmtree(path)
@@ -228,8 +293,19 @@ class Storage:
                 if m is None or not own:
                     continue
                 known = topics.get(m["topic"])
-                found = _read_topic_id(path)
-                if known is None or int(m["partition"]) >= known[1] or found not in (None, kafka_uuid(known[0])):
+                # The id this directory must have: that of the topic named by the topics file.
+                owner = known[0] if known is not None and int(m["partition"]) < known[1] else None
+                try:
+                    found = _read_topic_id(path)
+                except PartitionMetadataCorrupt as exc:
+                    if owner is None:
+                        found = f"unknown ({exc})"
+                    else:
+                        log.warning("%s; rewritten from %s (topic id %s), which names this partition",
+                                    exc, self.log_dirs[0] / TOPICS_FILE, kafka_uuid(owner))
+                        _write_topic_id(path, owner)
+                        found = kafka_uuid(owner)
+                if owner is None or found not in (None, kafka_uuid(owner)):
                     log.warning("%s is no partition of a known topic (topic id %s): set aside as stray", path, found)
                     _set_aside(path, STRAY_SUFFIX)
 
@@ -242,8 +318,11 @@ class Storage:
     def load_topics(self) -> list[StoredTopic]:
         if not self.persistent or not (self.log_dirs[0] / TOPICS_FILE).exists():
             return []
-        data = json.loads((self.log_dirs[0] / TOPICS_FILE).read_text())
-        return [StoredTopic(name, uuid.UUID(t["topic_id"]), t["partitions"], sanitize(name, t["configs"])) for name, t in data.items()]
+        path = self.log_dirs[0] / TOPICS_FILE
+        data = _load_json(path, _TOPICS_REFUSAL)
+        with _parsing(path, _TOPICS_REFUSAL):
+            return [StoredTopic(name, uuid.UUID(t["topic_id"]), int(t["partitions"]), sanitize(name, t["configs"]))
+                    for name, t in data.items()]
 
     def save_broker_configs(self) -> None:
         """Write the dynamic broker configs (KIP-226), so that a restart keeps them."""
@@ -254,7 +333,10 @@ class Storage:
         """The first producer id after the last block recorded (0 if none was)."""
         if not self.persistent or not (self.log_dirs[0] / PRODUCER_IDS_FILE).exists():
             return 0
-        return int(json.loads((self.log_dirs[0] / PRODUCER_IDS_FILE).read_text())["block_end"]) + 1
+        path = self.log_dirs[0] / PRODUCER_IDS_FILE
+        data = _load_json(path, _PRODUCER_IDS_REFUSAL)
+        with _parsing(path, _PRODUCER_IDS_REFUSAL):
+            return int(data["block_end"]) + 1
 
     def save_producer_id_block(self, first: int, last: int) -> None:
         """Record, durably, that the producer ids ``first`` to ``last`` are being handed out.
@@ -279,17 +361,50 @@ def _set_aside(path: Path, suffix: str) -> Path:
     return target
 
 
-def _read_topic_id(path: Path) -> str | None:
-    """The topic id in a partition directory's ``partition.metadata``, as written; None if absent."""
+def _topic_id_or_none(path: Path) -> str | None:
+    """The topic id of a directory being deleted: its owner opened it, so an unreadable
+    ``partition.metadata`` does not make it another topic's."""
     try:
-        lines = (path / PARTITION_METADATA).read_text().splitlines()
+        return _read_topic_id(path)
+    except PartitionMetadataCorrupt:
+        return None
+
+
+class PartitionMetadataCorrupt(ValueError):
+    """A ``partition.metadata`` that cannot be read or parsed (see :meth:`Storage.recover`)."""
+
+
+def _read_topic_id(path: Path) -> str | None:
+    """The topic id in a partition directory's ``partition.metadata``; None if absent.
+
+    The format is Kafka's ``PartitionMetadataFile``: ``version: 0`` then ``topic_id: <id>``,
+    the id in Kafka's form (22 characters, URL-safe base64 of 16 bytes).
+
+    Raises:
+        PartitionMetadataCorrupt: the file is unreadable (an I/O error, bytes that are not
+            text) or is not that format (cut short, a flipped byte).
+    """
+    try:
+        data = (path / PARTITION_METADATA).read_bytes()
     except FileNotFoundError:
         return None
-    for line in lines:
-        key, _, value = line.partition(":")
-        if key.strip() == "topic_id":
-            return value.strip()
-    return None
+    except OSError as exc:
+        raise PartitionMetadataCorrupt(f"{path / PARTITION_METADATA}: {exc}") from exc
+    try:
+        lines = data.decode("utf-8").splitlines()
+        fields = {key.strip(): value for key, value in (line.split(":", 1) for line in lines)}
+        if fields.keys() != {"version", "topic_id"} or fields["version"].strip() != "0":
+            raise ValueError(f"not version 0 with a topic_id: {lines!r}")
+        topic_id = fields["topic_id"].strip()
+        if len(topic_id) != 22 or kafka_uuid(uuid.UUID(bytes=base64.urlsafe_b64decode(topic_id + "=="))) != topic_id:
+            raise ValueError(f"{topic_id!r} is not a topic id")
+        return topic_id
+    except ValueError as exc:  # UnicodeDecodeError, binascii.Error and a short line included
+        raise PartitionMetadataCorrupt(f"{path / PARTITION_METADATA} is malformed: {exc}") from exc
+
+
+def _write_topic_id(path: Path, topic_id: uuid.UUID) -> None:
+    _write_atomically(path / PARTITION_METADATA, f"version: 0\ntopic_id: {kafka_uuid(topic_id)}\n")
 
 
 def _fsync_dir(path: Path) -> None:

@@ -69,19 +69,28 @@ what keeps an offset from being handed out twice.
 Opening a directory (recovery)
 ------------------------------
 
-Every open recovers, since nothing records a clean shutdown: leftovers of an interrupted
-compaction are completed or dropped (see :mod:`minibroker.log.cleaner`), index files
-without a ``.log`` are removed, the indexes of each inactive segment are checked cheaply
-(sizes, order, bounds, the last entry pointing at a batch) and rebuilt from the ``.log``
-if wrong or missing, and the active segment is read whole: every batch's length, CRC and
-offsets are checked, the file is cut after the last good batch, and its indexes are
-rebuilt. Appends then continue at the offset after that batch.
+Every open recovers, and validates every segment: leftovers of an interrupted compaction
+are completed or dropped (see :mod:`minibroker.log.cleaner`), index files without a
+``.log`` are removed, and every segment is read whole, every batch's length, CRC-32C and
+offsets checked (increasing, and below the next segment's base offset). The active
+segment is cut after its last good batch and its indexes are rebuilt; appends continue at
+the offset after that batch. An inactive segment whose batches are all valid keeps its
+indexes if they check (each offset index entry names a batch; time index sizes, order,
+bounds); otherwise it is recovered like the active one: cut after its last valid batch,
+indexes rebuilt, fsynced. The later segments stay: the offsets cut off are a gap, legal
+in a Kafka log (compaction leaves them too), and consumers skip to the next batch.
 
-An inactive segment's size is taken from its file only when valid batches fill the file
-to its last byte after the last offset index entry (CRC and increasing offsets checked
-there, about ``index.interval.bytes`` read per segment); otherwise it is recovered like
-the active one and whatever follows its last valid batch is cut. So garbage at the end of
-any segment (a partial batch left by a failed write, say) is never served as records.
+The rule is the on-disk invariant of issue 10: the broker serves only valid data and
+loses nothing acknowledged that is intact on disk, whatever file was damaged and however
+cleanly the broker stopped. Kafka recovers only the segments after its recovery point,
+and only after an unclean shutdown (no ``.kafka_cleanshutdown``); damage inside an old
+segment is then served as is, and the fetching client fails on its CRC. minibroker checks
+everything at every open instead, because it is cheap: one read of each file, CRC-32C in
+C. Measured on a 1 GiB partition (8 segments of 128 MiB, one core of a shared VM):
+0.3 s with 16 KiB batches and 1 s with 1 KiB batches when the files are in the page cache,
+2 to 2.5 s read cold from a virtio disk (the open was 0.1 s when only the active segment
+was read). The cost grows with the data: a broker holding 100 GiB would take minutes to
+start, which is Kafka's territory, not a test broker's.
 
 The log start offset (moved by retention and DeleteRecords) is kept in
 ``log-start-offset-checkpoint`` in the partition directory, in the text format of Kafka's
@@ -623,9 +632,13 @@ class PartitionLog:
                 try:
                     segment.load_indexes(offset_limit=bases[i + 1])
                 except IndexCorrupt as exc:
-                    log.warning("rebuilding the indexes of %s: %s", segment.path, exc)
-                    segment.recover()
-                    segment.next_offset = max(segment.next_offset, bases[i + 1])
+                    # Cut after the last valid batch, indexes rebuilt, the later segments
+                    # kept: the offsets cut off become a gap, legal in a Kafka log (as
+                    # after compaction), and nothing intact after the damage is lost.
+                    log.warning("recovering %s: %s", segment.path, exc)
+                    segment.recover(offset_limit=bases[i + 1])
+                    segment.flush()
+                    segment.next_offset = bases[i + 1]
             else:
                 segment.recover()
                 # Whatever recovery kept is made durable now, so the flush policy counts

@@ -34,10 +34,11 @@ Theory of operation (Kafka's ``LogSegment``):
   :class:`SegmentDamaged` is raised instead: the files may hold bytes the segment does not
   account for, and only a reopen (``recover``) may trust them again. A new segment whose
   files cannot all be created removes the ones that were.
-- ``load_indexes`` (an inactive segment on reopen) trusts the file's size only after
-  checking the batches after the last offset index entry (CRC, offsets, whole to the last
-  byte); garbage there (left by a failed write before this rule, say) sends the segment
-  to ``recover``, which cuts it.
+- ``load_indexes`` (an inactive segment on reopen) validates every batch as ``recover``
+  does (length, CRC, offsets increasing and below the next segment's base offset) and
+  checks the indexes cheaply; damage anywhere (a flipped byte, a torn tail, garbage left
+  by a failed write) sends the segment to ``recover``, which cuts it after its last valid
+  batch.
 
 Reads for ``os.sendfile`` get :class:`LogSlice` objects holding the segment's
 :class:`SegmentFile`; the file descriptor stays open as long as a slice refers to it, so
@@ -627,11 +628,13 @@ class LogSegment:
                     return record.offset, record.timestamp
         return None
 
-    def scan(self, position: int = 0) -> Iterator[tuple[int, Batch]]:
+    def scan(self, position: int = 0, *, offset_limit: int | None = None) -> Iterator[tuple[int, Batch]]:
         """Every valid batch from ``position`` (a batch start), header and CRC checked.
 
-        Stops quietly at the first batch that is torn, corrupt or out of order; the
-        position after the last one yielded (or ``position``) is then :attr:`valid_bytes`.
+        Stops quietly at the first batch that is torn, corrupt or out of order (offsets
+        not increasing, below the base offset, or at or above ``offset_limit``, the next
+        segment's base offset); the position after the last one yielded (or ``position``)
+        is then :attr:`valid_bytes`.
         """
         self.valid_bytes = position
         end = self._store.size
@@ -643,7 +646,8 @@ class LogSegment:
             try:
                 for batch in read_batches(chunk, True):
                     first = batch.base_offset if batch.magic >= 2 else batch.last_offset
-                    if first < next_offset or batch.last_offset < first or not self.can_hold(batch.last_offset):
+                    if (first < next_offset or batch.last_offset < first or not self.can_hold(batch.last_offset)
+                            or (offset_limit is not None and batch.last_offset >= offset_limit)):
                         log.warning("%s: batch at byte %d has offsets %d-%d after %d; the valid log ends there",
                                     self.path, position + consumed, first, batch.last_offset, next_offset)
                         return
@@ -669,11 +673,12 @@ class LogSegment:
 
     # -- recovery -------------------------------------------------------------------------
 
-    def recover(self) -> int:
+    def recover(self, *, offset_limit: int | None = None) -> int:
         """Validate every batch, cut the log after the last good one, rebuild both indexes.
 
         Kafka's ``LogSegment.recover``: the same index rules as :meth:`append`, and the
-        largest timestamp appended last to the time index.
+        largest timestamp appended last to the time index. ``offset_limit`` (an inactive
+        segment: the next segment's base offset) bounds the offsets a valid batch may hold.
 
         Returns:
             how many bytes were cut off the end.
@@ -684,7 +689,7 @@ class LogSegment:
         self.first_batch_timestamp = None
         self.next_offset = self.base_offset
         last_indexed = 0
-        for position, batch in self.scan():
+        for position, batch in self.scan(offset_limit=offset_limit):
             if position == 0:
                 self.first_batch_timestamp = batch.max_timestamp
             if batch.max_timestamp > self.max_timestamp:
@@ -707,31 +712,36 @@ class LogSegment:
         return truncated
 
     def load_indexes(self, *, offset_limit: int) -> None:
-        """Load both index files of an inactive segment and check them against its log.
+        """Validate an inactive segment's log whole and load its index files.
 
-        Only cheap checks: entry sizes, order, bounds, and that the last offset index entry
-        points at a batch ending at its offset. ``offset_limit`` is the next segment's base.
+        Every batch is checked as :meth:`recover` does (length, CRC-32C, offsets increasing
+        and below ``offset_limit``, the next segment's base), since damage anywhere in an
+        old segment must never be served; the indexes get the cheap checks (entry sizes,
+        order, bounds, each offset index entry naming a batch: the position where it starts
+        and its last offset), matched during the same pass.
 
         Raises:
-            IndexCorrupt: the caller rebuilds with :meth:`recover`.
+            IndexCorrupt: the log or an index is damaged; the caller recovers the segment
+                with :meth:`recover`, which cuts it after its last valid batch.
         """
         self.offset_index.load(log_size=self.size)
-        offset, position = self.offset_index.last_entry()
-        if len(self.offset_index):
-            head = self._store.pread(position, _HEAD_READ)
-            if len(head) < _HEAD_READ or _parse_head(head, position).last_offset != offset:
-                raise IndexCorrupt(f"{self.offset_index.path}: last entry ({offset}, {position}) is not a batch")
-        elif self.size > 2 * self.index_interval_bytes:
+        entries = self.offset_index.entries()
+        if not entries and self.size > 2 * self.index_interval_bytes:
             # Possible only with very large batches; rebuilding is the cheaper doubt.
             raise IndexCorrupt(f"{self.offset_index.path} is empty for {self.size} bytes of log")
-        # The file's size is trusted only if valid batches fill it: the few after the last
-        # index entry are read whole (about index.interval.bytes), so garbage at the end
-        # is never served as records.
-        last_offset = -1
-        for _, batch in self.scan(position):
-            last_offset = batch.last_offset
-        if self.valid_bytes != self.size or last_offset >= offset_limit:
+        # One pass: every batch validated, and every offset index entry matched to the
+        # batch it names (its position a batch start, its offset that batch's last).
+        matched, stray = 0, None
+        for position, batch in self.scan(offset_limit=offset_limit):
+            while matched < len(entries) and entries[matched][1] <= position:
+                if entries[matched] != (batch.last_offset, position):
+                    stray = stray or entries[matched]
+                matched += 1
+        if self.valid_bytes != self.size:
             raise IndexCorrupt(f"{self.path}: {self.size - self.valid_bytes} bytes after the last valid batch")
+        if stray is not None or matched != len(entries):
+            entry = stray or entries[matched]
+            raise IndexCorrupt(f"{self.offset_index.path}: entry {entry} is not a batch of the log")
         self.time_index.load(offset_limit=offset_limit)
         if not len(self.time_index) and self.size:
             # A rolled segment's time index ends with its largest timestamp.

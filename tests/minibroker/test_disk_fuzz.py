@@ -19,7 +19,11 @@ there flipped), opens a new ``BrokerState`` on it (what a broker restart does) a
 
 Damage to an index, ``partition.metadata`` or the log start checkpoint must lose nothing
 at all. This module runs a bounded sample (every k-th position); ``bench/fuzz_disk.py``
-runs every position of every file. Issue 10.
+runs every position of every file.
+
+The broker's own files (topics, producer ids, dynamic broker configs) are damaged the same
+way by ``check_state_file_case``: the start is refused with a message naming the file, or
+nothing changed. Issue 10.
 """
 
 from __future__ import annotations
@@ -37,8 +41,10 @@ from minibroker.config import BrokerConfig
 from minibroker.coordinator.offsets import CommittedOffset
 from minibroker.log.partition import CHECKPOINT_FILE
 from minibroker.state import OFFSETS_TOPIC, BrokerState
+from minibroker.storage import CorruptStateFileError
 
-__all__ = ["Golden", "build_golden", "damage_cases", "check_case"]
+__all__ = ["Golden", "GoldenState", "build_golden", "build_golden_state", "check_case", "check_state_file_case",
+           "damage_cases", "state_file_cases"]
 
 TOPIC = "t"
 GROUP = "g"
@@ -212,11 +218,11 @@ def kind_of(golden: Golden, relative: str) -> str:
 BUDGET = 60
 
 
-@pytest.mark.parametrize("kind", ["active-segment", "index", "small-file", "offsets-log"])
+@pytest.mark.parametrize("kind", ["active-segment", "old-segment", "index", "small-file", "offsets-log"])
 def test_damaged_files_restart_with_valid_data_and_nothing_intact_lost(golden, tmp_path, kind):
     """Issue 10 (on-disk fuzz, bounded): a sample of cut and flipped positions of the
-    active segment, the indexes, the log start checkpoint and partition.metadata, and of
-    the offsets log. (Old segments: see the xfail reproducers below.)"""
+    active and the old segments, the indexes, the log start checkpoint and
+    partition.metadata, and of the offsets log."""
     cases = [c for c in damage_cases(golden) if kind_of(golden, c[0]) == kind]
     failures = []
     for relative, pos, how in cases[::max(1, len(cases) // BUDGET)]:
@@ -228,33 +234,20 @@ def test_damaged_files_restart_with_valid_data_and_nothing_intact_lost(golden, t
 
 
 OLD_SEGMENT = "t-0/00000000000000000000.log"  # 6 batches of 115 bytes: offsets 0-17
-NOT_VALIDATED = (
-    "minibroker/log/partition.py (_load) validates only the active segment on open; older "
-    "segments get a cheap index check, so damage inside them is kept. Kafka re-validates every "
-    "segment past its recovery-point checkpoint after an unclean shutdown, and minibroker, "
-    "which keeps no recovery point and no clean-shutdown marker, treats every open as unclean "
-    "(h1-log)"
-)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "minibroker/state.py BrokerState.__init__ rebuilds producer state over every batch "
-    "(_batches -> read_batches with CRC checks) and lets CorruptRecordError out, so one bad "
-    "batch length in an old segment stops the broker from starting (h2-state); " + NOT_VALIDATED))
 def test_a_flipped_batch_length_in_an_old_segment_does_not_stop_the_broker(golden, tmp_path):
     """Issue 10 (on-disk fuzz finding): byte 11 of the second batch's header (its length)
     flipped in an old segment: the broker must still start."""
     check_case(golden, tmp_path / "case", OLD_SEGMENT, 115 + 11, "flip")
 
 
-@pytest.mark.xfail(strict=True, reason=NOT_VALIDATED)
 def test_a_flipped_record_byte_in_an_old_segment_is_never_served(golden, tmp_path):
     """Issue 10 (on-disk fuzz finding): a byte inside the second batch's records flipped
     in an old segment: the batch fails its CRC and must not be served."""
     check_case(golden, tmp_path / "case", OLD_SEGMENT, 115 + 35, "flip")
 
 
-@pytest.mark.xfail(strict=True, reason=NOT_VALIDATED)
 def test_an_old_segment_cut_inside_its_last_batch_is_never_served(golden, tmp_path):
     """Issue 10 (on-disk fuzz finding): an old segment cut in the middle of its last batch
     (the index's last entry still points at a whole batch): the torn batch must not be
@@ -262,8 +255,6 @@ def test_an_old_segment_cut_inside_its_last_batch_is_never_served(golden, tmp_pa
     check_case(golden, tmp_path / "case", OLD_SEGMENT, 575 + 55, "cut")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "the base offset is outside the batch CRC, and " + NOT_VALIDATED))
 def test_a_flipped_base_offset_in_an_old_segment_does_not_break_offset_order(golden, tmp_path):
     """Issue 10 (on-disk fuzz finding): a byte of the first batch's base offset flipped in
     an old segment: offsets served must still increase."""
@@ -278,3 +269,128 @@ def test_golden_files_are_what_the_fuzz_expects(golden):
     assert any(n.endswith(".index") for n in names) and any(n.endswith(".timeindex") for n in names)
     assert struct.unpack(">q", (golden.root / f"{TOPIC}-0" / sorted(n for n in names if n.endswith(".log"))[0])
                          .read_bytes()[:8])[0] <= golden.log_start
+
+
+# -- partition.metadata: rewritten from the topics file, or the directory set aside --------------
+
+
+@pytest.mark.parametrize("how, pos", [("flip", 0), ("flip", 30), ("cut", 24), ("cut", 0)])
+def test_a_damaged_partition_metadata_of_a_known_partition_is_rewritten_from_the_topics_file(
+        golden, tmp_path, caplog, how, pos):
+    """Issue 10 (on-disk fuzz finding): a flipped byte in ``t-0/partition.metadata`` stopped
+    the broker from starting (UnicodeDecodeError), and a cut one made ``t-0`` stray, its
+    records lost to the topic. The topics file names the partition: the file is rewritten
+    from it with a warning, and every record stays."""
+    check_case(golden, tmp_path / "case", f"{TOPIC}-0/partition.metadata", pos, how)
+    assert (tmp_path / "case" / f"{TOPIC}-0" / "partition.metadata").read_bytes() == \
+        (golden.root / f"{TOPIC}-0" / "partition.metadata").read_bytes()
+    assert "rewritten from" in caplog.text
+    assert not list((tmp_path / "case").glob("*-stray"))
+
+
+def test_a_damaged_partition_metadata_no_topic_names_is_set_aside_as_stray(tmp_path):
+    """Issue 10: a directory with an unparseable ``partition.metadata`` that no topic of the
+    topics file names (on start), or whose name a topic being created takes, is not adopted:
+    it is set aside as stray, its files kept, and the topic starts empty."""
+
+    def foreign(name: str) -> None:
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "partition.metadata").write_bytes(b"version: 0\ntopic_id: \xff\xfe\n")
+        (tmp_path / name / "00000000000000000000.log").write_bytes(b"not ours")
+
+    first = BrokerState(BrokerConfig({"log.dirs": str(tmp_path)}), "127.0.0.1", 0)
+    first.create_topic("t", 1)  # a topics file
+    first.close()
+    foreign("u-0")
+    state = BrokerState(BrokerConfig({"log.dirs": str(tmp_path)}), "127.0.0.1", 0)
+    try:
+        foreign("v-0")
+        assert state.create_topic("v", 1).partitions[0].log_end_offset == 0
+    finally:
+        state.close()
+    for name in ("u-0", "v-0"):
+        (stray,) = tmp_path.glob(f"{name}.*-stray")
+        assert (stray / "00000000000000000000.log").read_bytes() == b"not ours"
+    assert (tmp_path / "v-0" / "00000000000000000000.log").read_bytes() == b""
+
+
+# -- the broker's own files: the topics, producer ids and dynamic broker configs files -----------
+
+STATE_FILES = ("minibroker-topics.json", "minibroker-producer-ids.json", "minibroker-broker-configs.json")
+
+
+@dataclass
+class GoldenState:
+    """A data dir with the three files of the broker's own, and what they hold."""
+
+    root: Path
+    topics: dict[str, tuple[object, int, dict]]
+    issued_producer_id: int
+    dynamic: dict
+
+
+def build_golden_state(root: Path) -> GoldenState:
+    state = BrokerState(_config(root), "127.0.0.1", 0)
+    try:
+        state.create_topic(TOPIC, 2, {"retention.ms": "86400000"})
+        state.create_topic("u", 1)
+        issued = state.new_producer_id()
+        state.config.set_dynamic(False, {"message.max.bytes": "2000000"})
+        state.storage.save_broker_configs()
+        topics = {t.name: (t.topic_id, len(t.partitions), t.configs) for t in state.topics.values()}
+        return GoldenState(root, topics, issued, state.config.stored_dynamic())
+    finally:
+        state.close()
+
+
+def state_file_cases(golden: GoldenState, step: int = 1):
+    """``(file name, position, "cut" | "flip")`` for every ``step``-th position of each file."""
+    for name in STATE_FILES:
+        size = (golden.root / name).stat().st_size
+        for pos in sorted(set(range(0, size, step)) | {size - 1}):
+            for how in ("cut", "flip"):
+                yield name, pos, how
+
+
+def check_state_file_case(golden: GoldenState, scratch: Path, name: str, pos: int, how: str) -> None:
+    """Damage one of the broker's own files in a copy; the restart must either refuse with
+    :class:`~minibroker.storage.CorruptStateFileError` naming the file, or keep every
+    topic, config and the producer id floor exactly.
+
+    Raises:
+        AssertionError: neither happened (the message says what).
+    """
+    if scratch.exists():
+        shutil.rmtree(scratch)
+    shutil.copytree(golden.root, scratch)
+    _damage(scratch / name, pos, how)
+    try:
+        state = BrokerState(_config(scratch), "127.0.0.1", 0)
+    except CorruptStateFileError as exc:
+        assert str(scratch / name) in str(exc), f"the refusal does not name the file: {exc}"
+        return
+    except Exception as exc:
+        raise AssertionError(f"did not restart, nor refuse clearly: {type(exc).__name__}: {exc}") from exc
+    try:
+        topics = {t.name: (t.topic_id, len(t.partitions), t.configs) for t in state.topics.values()}
+        assert topics == golden.topics, f"topics changed: {topics}"
+        assert state.new_producer_id() > golden.issued_producer_id, "a producer id may be reissued"
+        assert state.config.stored_dynamic() == golden.dynamic, "dynamic broker configs changed"
+    finally:
+        state.close()
+
+
+def test_a_damaged_state_file_refuses_the_start_naming_it_or_loses_nothing(tmp_path):
+    """Issue 10: the topics, producer ids or dynamic broker configs file cut or flipped
+    anywhere (a sample; ``bench/fuzz_disk.py --state-files`` runs every position): the broker
+    refuses to start with a message naming the file (as Kafka refuses a corrupt metadata log)
+    rather than silently lose topics, reissue producer ids or forget configs."""
+    golden = build_golden_state(tmp_path / "golden")
+    cases = list(state_file_cases(golden))
+    failures = []
+    for name, pos, how in cases[::max(1, len(cases) // BUDGET)]:
+        try:
+            check_state_file_case(golden, tmp_path / "case", name, pos, how)
+        except AssertionError as exc:
+            failures.append(f"{how} {name} at {pos}: {exc}")
+    assert not failures, "\n".join(failures[:20])
