@@ -18,6 +18,7 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from kproto.errors import KafkaStorageError, UnknownTopicOrPartitionError
 from kproto.records import Batch, read_batches
 from minibroker.config import BrokerConfig
 from minibroker.coordinator import GroupCoordinator
@@ -125,15 +126,23 @@ class BrokerState:
                                  for t in self.topics.values() if t.partitions)
 
     def create_topic(self, name: str, partitions: int, configs: dict[str, str | None] | None = None) -> Topic:
+        """Make a topic and all its partitions at once. A file system error (a full disk)
+        leaves nothing of it: the partitions made are deleted, and the error raised."""
         topic = Topic(name, uuid.uuid4(), [], dict(configs or {}))
-        self._open_partitions(topic, partitions)
-        self.topics[name] = topic
-        self._save_topics()
+        try:
+            self._open_partitions(topic, partitions)
+            self.topics[name] = topic
+            self._save_topics()
+        except BaseException:
+            if self.topics.get(name) is topic:
+                del self.topics[name]
+            self.storage.delete_partitions(topic.topic_id, topic.partitions)
+            raise
         return topic
 
     def delete_topic(self, topic: Topic) -> None:
         """Delete a topic, its logs and every group's committed offsets for it."""
-        self.groups.offsets.delete_topic(topic.name)
+        self.groups.delete_topic(topic.name)
         del self.topics[topic.name]
         # The topics file first, as Kafka commits the deletion to its metadata log before
         # any log goes: after a crash in between, the directories left are stray
@@ -152,8 +161,17 @@ class BrokerState:
         return topic
 
     def _write_offsets(self, group_id: str, entries: list[OffsetEntry]) -> None:
-        """The offset store's journal: one batch on the group's partition of the offsets topic."""
-        topic = self.offsets_topic()
+        """The offset store's journal: one batch on the group's partition of the offsets topic.
+
+        Raises:
+            UnknownTopicOrPartitionError: the offsets topic does not exist and cannot be
+                made (a full disk): the error Kafka's append would meet.
+            KafkaStorageError: the append failed (see :meth:`PartitionLog.append`).
+        """
+        try:
+            topic = self.offsets_topic()
+        except (OSError, KafkaStorageError) as exc:
+            raise UnknownTopicOrPartitionError(f"{OFFSETS_TOPIC} could not be created: {exc}") from exc
         now_ms = int(time.time() * 1000)
         builder = offsets_batch(entries, now_ms)
         topic.partitions[partition_for(group_id, len(topic.partitions))].append(

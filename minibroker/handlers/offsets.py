@@ -134,18 +134,24 @@ async def offset_delete(state, header, request):
         if group.protocol_type != "consumer":
             return OffsetDeleteResponse(error_code=NonEmptyGroupError.code, topics=[])
         subscribed = group.subscribed_topics()  # None: unknown, so every topic counts
-    topics = []
+    codes = {}
     for t in request.topics:
-        partitions = []
         for p in t.partitions:
             if not _has_partition(state, t.name, p.partition_index):
-                code = UnknownTopicOrPartitionError.code
+                codes[(t.name, p.partition_index)] = UnknownTopicOrPartitionError.code
             elif subscribed is None or t.name in subscribed:
-                code = GroupSubscribedToTopicError.code
+                codes[(t.name, p.partition_index)] = GroupSubscribedToTopicError.code
             else:
-                state.groups.offsets.delete(request.group_id, t.name, p.partition_index)
-                code = 0
-            partitions.append(OffsetDeleteResponse.OffsetDeleteResponsePartition(
-                partition_index=p.partition_index, error_code=code))
-        topics.append(OffsetDeleteResponse.OffsetDeleteResponseTopic(name=t.name, partitions=partitions))
-    return OffsetDeleteResponse(error_code=0, topics=topics)
+                codes[(t.name, p.partition_index)] = 0
+    # One write for the group; if it fails, nothing is deleted and the whole request gets
+    # the error, as Kafka's group coordinator answers a failed write.
+    code = state.groups.delete_offsets(request.group_id, [key for key, c in codes.items() if c == 0])
+    if code:
+        return OffsetDeleteResponse(error_code=code, topics=[])
+    return OffsetDeleteResponse(error_code=0, topics=[
+        OffsetDeleteResponse.OffsetDeleteResponseTopic(name=t.name, partitions=[
+            OffsetDeleteResponse.OffsetDeleteResponsePartition(
+                partition_index=p.partition_index, error_code=codes[(t.name, p.partition_index)])
+            for p in t.partitions])
+        for t in request.topics
+    ])
