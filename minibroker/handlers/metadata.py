@@ -13,7 +13,12 @@ Version notes: topic ids from v10, leader epochs from v7, v12 may ask by topic i
 Not implemented: authorized operations are reported as "not asked" (INT32_MIN).
 """
 
-from kproto.errors import InvalidTopicError, UnknownTopicIdError, UnknownTopicOrPartitionError
+from kproto.errors import (
+    InvalidTopicError,
+    LeaderNotAvailableError,
+    UnknownTopicIdError,
+    UnknownTopicOrPartitionError,
+)
 from kproto.protocol import ApiKey
 from kproto.protocol.messages import MetadataResponse
 from minibroker.handlers import handles
@@ -27,10 +32,11 @@ def _describe(state, topic):
     node = state.node_id
     return Topic_(
         error_code=0, name=topic.name, topic_id=topic.topic_id, is_internal=topic.name in INTERNAL_TOPICS,
-        partitions=[
-            Partition_(error_code=0, partition_index=i, leader_id=node, leader_epoch=topic.leader_epoch,
-                       replica_nodes=[node], isr_nodes=[node], offline_replicas=[])
-            for i in range(len(topic.partitions))
+        partitions=[  # an offline log has no leader (KRaftMetadataCache: LEADER_NOT_AVAILABLE)
+            Partition_(error_code=LeaderNotAvailableError.code if log.offline else 0, partition_index=i,
+                       leader_id=-1 if log.offline else node, leader_epoch=topic.leader_epoch,
+                       replica_nodes=[node], isr_nodes=[node], offline_replicas=[node] if log.offline else [])
+            for i, log in enumerate(topic.partitions)
         ],
     )
 

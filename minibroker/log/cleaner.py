@@ -300,7 +300,7 @@ class Cleaning:
                     cleaned.delete()
                     continue
                 if self.log.directory is not None:
-                    _swap_in(self.log.directory, group, cleaned)
+                    _swap_in(self.log, group, cleaned)
                 self.log._replace_segments(group, cleaned)
         finally:
             for _, cleaned in pending:
@@ -384,21 +384,30 @@ def _fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-def _swap_in(directory: Path, group: list[LogSegment], cleaned: LogSegment) -> None:
+def _swap_in(log_: PartitionLog, group: list[LogSegment], cleaned: LogSegment) -> None:
+    """Swap the files of ``cleaned`` in for ``group``'s. A failure before the commit point
+    leaves the originals; one after it leaves files that the log in memory does not
+    match: the log goes offline (KAFKA_STORAGE_ERROR) until a reopen completes the swap."""
+    directory = log_.directory
+    assert directory is not None
     try:
         cleaned.rename(CLEANED, SWAP)  # the .log goes last: its new name is the commit
     except BaseException:
         cleaned.delete()  # not committed: the originals stay
         raise
-    _fsync_dir(directory)  # committed: from here a crash is completed by complete_swaps
-    for old in group[1:]:
-        old.delete()
-    # The first old segment's files are replaced by the renames below; its open
-    # descriptors (and any LogSlice on them) keep the old bytes readable.
-    group[0].offset_index.close()
-    group[0].time_index.close()
-    cleaned.rename(SWAP, "")
-    _fsync_dir(directory)
+    try:
+        _fsync_dir(directory)  # committed: from here a crash is completed by complete_swaps
+        for old in group[1:]:
+            old.delete()
+        # The first old segment's files are replaced by the renames below; its open
+        # descriptors (and any LogSlice on them) keep the old bytes readable.
+        group[0].offset_index.close()
+        group[0].time_index.close()
+        cleaned.rename(SWAP, "")
+        _fsync_dir(directory)
+    except OSError as exc:
+        log_._go_offline(f"compaction failed after its commit point: {exc}")
+        raise
 
 
 def complete_swaps(directory: Path, config: LogConfig) -> int:

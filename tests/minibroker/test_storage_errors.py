@@ -9,6 +9,9 @@ fixture) or, for what a full disk cannot provoke, a failure injected at the file
 
 from __future__ import annotations
 
+import asyncio
+import errno
+import os
 import threading
 import time
 
@@ -28,8 +31,11 @@ from kproto.protocol.messages import (
     OffsetCommitRequest,
     OffsetFetchRequest,
 )
+from kproto.records import BatchBuilder, decode_record_set
 from minibroker import MiniBroker
 from minibroker.coordinator import CommittedOffset, GroupCoordinator
+from minibroker.log import LogConfig, PartitionLog
+from minibroker.log.maintenance import maintain
 from minibroker.state import OFFSETS_TOPIC
 from tests.minibroker.conftest import RawClient
 from tests.minibroker.test_log_disk_full import batch, create_topic, produce
@@ -243,3 +249,126 @@ def test_delete_records_and_list_offsets_on_an_offline_partition_answer_storage_
                 [(LeaderNotAvailableError.code, -1, [node]), (0, node, [])]
         finally:
             client.close()
+
+
+def test_delete_records_on_a_full_disk_answers_storage_error_and_keeps_the_connection(small_disk):
+    """Issue 10: DeleteRecords must write the log start offset checkpoint first, and the
+    disk is full. Before the fix the OSError closed the connection, with the log start
+    offset already moved in memory but not on disk. Now the partition goes offline, as
+    Kafka's log dir does on an IOException, and answers KAFKA_STORAGE_ERROR; the other
+    partition is served; a restart recovers it with nothing deleted."""
+    with MiniBroker(data_dir=small_disk.path) as broker:
+        port = broker.port
+        client = RawClient(port)
+        try:
+            create_topic(client, "t", 2)
+            assert produce(client, "t", {0: batch(b"a"), 1: batch(b"b")})[0].error_code == 0
+            assert produce(client, "t", {0: batch(b"c")})[0].error_code == 0
+            small_disk.fill()
+
+            def delete_records(partition: int) -> tuple[int, int]:
+                answer = client.request(ApiKey.DELETE_RECORDS, 2, DeleteRecordsRequest(timeout_ms=5000, topics=[
+                    DeleteRecordsRequest.DeleteRecordsTopic(name="t", partitions=[
+                        DeleteRecordsRequest.DeleteRecordsPartition(partition_index=partition, offset=1)])]))
+                p = answer.topics[0].partitions[0]
+                return p.error_code, p.low_watermark
+
+            assert delete_records(0) == (KafkaStorageError.code, -1)
+            assert delete_records(0) == (KafkaStorageError.code, -1)  # offline now
+            small_disk.free()
+            assert delete_records(1) == (0, 1)
+        finally:
+            client.close()
+    with MiniBroker(port=port, data_dir=small_disk.path) as broker:
+        client = RawClient(broker.port)
+        try:
+            listed = client.request(ApiKey.LIST_OFFSETS, 7, ListOffsetsRequest(replica_id=-1, topics=[
+                ListOffsetsRequest.ListOffsetsTopic(name="t", partitions=[
+                    ListOffsetsRequest.ListOffsetsPartition(partition_index=p, timestamp=-2) for p in (0, 1)])]))
+            assert [(p.error_code, p.offset) for p in listed.topics[0].partitions] == [(0, 0), (0, 1)]
+        finally:
+            client.close()
+
+
+def _log_with_segments(directory, policy: str, clock) -> PartitionLog:
+    """A log on disk of three segments of one keyed record each, plus an empty active one."""
+    log = PartitionLog(directory, config=LogConfig(segment_bytes=100, cleanup_policy=policy, retention_ms=1000),
+                       clock=clock)
+    for value in (b"a" * 60, b"b" * 60, b"c" * 60):
+        builder = BatchBuilder()
+        builder.append(0, b"k", value)
+        log.append(builder.build(), last_offset_delta=0, max_timestamp=0, leader_epoch=0)
+    log.roll()
+    return log
+
+
+def test_retention_that_cannot_remove_a_segment_takes_the_log_offline_and_goes_on(tmp_path, monkeypatch, caplog):
+    """Issue 10: retention drops a segment from the log but its file cannot be unlinked
+    (EIO). Before the fix the log stayed online although its files no longer matched it
+    (after a restart the deleted records came back). Now the log goes offline, and
+    maintenance goes on with the next log."""
+    bad = _log_with_segments(tmp_path / "bad-0", "delete", lambda: 10_000)
+    good = _log_with_segments(tmp_path / "good-0", "delete", lambda: 10_000)
+    real_unlink = os.unlink
+
+    def unlink(path, *args, **kwargs):
+        if str(path).startswith(str(bad.directory)) and str(path).endswith(".log"):
+            raise OSError(errno.EIO, os.strerror(errno.EIO))
+        return real_unlink(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "unlink", unlink)
+    try:
+        asyncio.run(maintain([bad, good]))
+        assert bad.offline and not good.offline
+        assert good.log_start_offset == 3 and len(good.segments) == 1
+        with pytest.raises(KafkaStorageError):
+            bad.read(0, 1000)
+        assert "retention failed" in caplog.text
+    finally:
+        monkeypatch.undo()
+        bad.close()
+        good.close()
+
+
+def test_a_compaction_that_fails_after_its_commit_point_takes_the_log_offline(tmp_path, monkeypatch):
+    """Issue 10: the cleaned segment is committed (its ``.log.swap`` exists) but the final
+    rename fails. Before the fix the log stayed online holding the old segments, whose
+    files were gone. Now it goes offline, and a reopen completes the swap of the first
+    segment (each segment is a group of its own here; the others were not cleaned)."""
+    plog = _log_with_segments(tmp_path / "c-0", "compact", lambda: 10_000)
+    real_replace = os.replace
+
+    def replace(src, dst, *args, **kwargs):
+        if str(src).endswith(".log.swap"):
+            raise OSError(errno.EIO, os.strerror(errno.EIO))
+        return real_replace(src, dst, *args, **kwargs)
+
+    monkeypatch.setattr(os, "replace", replace)
+    try:
+        with pytest.raises(OSError):
+            plog.compact()
+        assert plog.offline
+    finally:
+        monkeypatch.undo()
+        plog.close()
+    with PartitionLog(tmp_path / "c-0", config=LogConfig(segment_bytes=100, cleanup_policy="compact")) as again:
+        assert not again.offline
+        assert [r.value for r in decode_record_set(again.read(0, 10_000))[0]] == [b"b" * 60, b"c" * 60]
+
+
+def test_a_compaction_on_a_full_disk_leaves_the_log_as_it_was(small_disk):
+    """Issue 10: the cleaned copy cannot be written (a full disk). The originals stay, the
+    log stays online and serves every record, and the next cleaning succeeds once space
+    is back. (This held before the fix too; it guards the line between the two cases.)"""
+    plog = _log_with_segments(small_disk.path / "c-0", "compact", lambda: 10_000)
+    try:
+        small_disk.fill()
+        with pytest.raises(OSError):
+            plog.compact()
+        assert not plog.offline
+        assert [r.value for r in decode_record_set(plog.read(0, 10_000))[0]] == [b"a" * 60, b"b" * 60, b"c" * 60]
+        small_disk.free()
+        assert plog.compact().records_kept == 1
+        assert [r.value for r in decode_record_set(plog.read(0, 10_000))[0]] == [b"c" * 60]
+    finally:
+        plog.close()
