@@ -220,7 +220,14 @@ class BrokerState:
         for log in made:  # AlterConfigs may have come meanwhile
             log.config = self.storage.log_config(topic.configs)
         topic.partitions.extend(made)
-        self._save_topics()
+        try:
+            self._save_topics()
+        except BaseException:  # the topics file is as before: so is the topic
+            del topic.partitions[len(topic.partitions) - len(made):]
+            if not topic.partitions and self.topics.get(topic.name) is topic:
+                del self.topics[topic.name]
+            self.storage.delete_partitions(topic.topic_id, made)
+            raise
 
     def set_topic_configs(self, topic: Topic, configs: dict[str, str | None]) -> None:
         """Replace a topic's configs; its logs take the new log settings at once."""

@@ -65,7 +65,11 @@ async def handle(state, header, request):
             elif validate_topic_name(name) is not None:
                 topics.append(Topic_(error_code=InvalidTopicError.code, name=name))
             elif allow:
-                created = state.offsets_topic() if name == OFFSETS_TOPIC else state.create_topic(name, state.config["num.partitions"])
+                try:
+                    created = state.offsets_topic() if name == OFFSETS_TOPIC else state.create_topic(name, state.config["num.partitions"])
+                except OSError:  # a full disk: nothing was made; as Kafka while a leader is missing
+                    topics.append(Topic_(error_code=LeaderNotAvailableError.code, name=name))
+                    continue
                 topics.append(_describe(state, created))
             else:
                 topics.append(Topic_(error_code=UnknownTopicOrPartitionError.code, name=name))

@@ -25,6 +25,8 @@ from kproto.errors import (
 )
 from kproto.protocol import ApiKey
 from kproto.protocol.messages import (
+    CreatePartitionsRequest,
+    CreateTopicsRequest,
     DeleteRecordsRequest,
     ListOffsetsRequest,
     MetadataRequest,
@@ -372,3 +374,64 @@ def test_a_compaction_on_a_full_disk_leaves_the_log_as_it_was(small_disk):
         assert [r.value for r in decode_record_set(plog.read(0, 10_000))[0]] == [b"c" * 60]
     finally:
         plog.close()
+
+
+def _leave_free_pages(disk, pages: int) -> None:
+    """Fill the disk, then give back ``pages`` pages (a page holds one small file)."""
+    disk.fill()
+    os.truncate(disk.filler, os.path.getsize(disk.filler) - pages * 4096)
+
+
+def _topic_names(client: RawClient) -> set[str]:
+    return {t.name for t in client.request(ApiKey.METADATA, 9, MetadataRequest(topics=None)).topics}
+
+
+def test_create_topics_whose_topics_file_cannot_be_written_leaves_nothing(small_disk):
+    """Issue 10: the partitions of a new topic are made, then the topics file cannot be
+    rewritten (the disk is full). Before the fix the answer was KAFKA_STORAGE_ERROR but
+    the topic stayed, in memory only (listed by Metadata, gone after a restart, its
+    directory stray). Now nothing of it is left, CreatePartitions likewise keeps the
+    count it had, and both succeed once space is back."""
+    with MiniBroker(data_dir=small_disk.path) as broker:
+        client = RawClient(broker.port)
+        try:
+            create_topic(client, "t", 1)
+            _leave_free_pages(small_disk, 1)  # the partition.metadata fits, the topics file does not
+            request = CreateTopicsRequest(timeout_ms=5000, validate_only=False, topics=[
+                CreateTopicsRequest.CreatableTopic(name="new", num_partitions=1, replication_factor=1,
+                                                   assignments=[], configs=[])])
+            answer = client.request(ApiKey.CREATE_TOPICS, 5, request).topics[0]
+            assert answer.error_code == KafkaStorageError.code, answer
+            assert _topic_names(client) == {"t"} and not (small_disk.path / "new-0").exists()
+            small_disk.free()
+            _leave_free_pages(small_disk, 1)
+            grown = client.request(ApiKey.CREATE_PARTITIONS, 3, CreatePartitionsRequest(
+                timeout_ms=5000, validate_only=False, topics=[
+                    CreatePartitionsRequest.CreatePartitionsTopic(name="t", count=2, assignments=None)])).results[0]
+            assert grown.error_code == KafkaStorageError.code, grown
+            assert len(broker._server.state.topics["t"].partitions) == 1 and not (small_disk.path / "t-1").exists()
+            small_disk.free()
+            assert client.request(ApiKey.CREATE_TOPICS, 5, request).topics[0].error_code == 0
+            assert _topic_names(client) == {"t", "new"}
+        finally:
+            client.close()
+
+
+def test_metadata_auto_creation_on_a_full_disk_answers_leader_not_available(small_disk):
+    """Issue 10: Metadata would create a topic (auto.create.topics.enable) and the disk is
+    full. Before the fix the OSError closed the connection. Now the topic gets
+    LEADER_NOT_AVAILABLE (retriable, as from Kafka while the topic has no leader) and is
+    created by a later Metadata once space is back."""
+    with MiniBroker(data_dir=small_disk.path) as broker:
+        client = RawClient(broker.port)
+        try:
+            small_disk.fill()
+            asked = MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name="auto")],
+                                    allow_auto_topic_creation=True)
+            answer = client.request(ApiKey.METADATA, 9, asked).topics[0]
+            assert (answer.name, answer.error_code) == ("auto", LeaderNotAvailableError.code)
+            assert "auto" not in broker._server.state.topics
+            small_disk.free()
+            assert client.request(ApiKey.METADATA, 9, asked).topics[0].error_code == 0
+        finally:
+            client.close()
