@@ -12,6 +12,7 @@ handed out by a :class:`~minibroker.producer_state.ProducerIdManager`, never twi
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 import time
 import uuid
@@ -37,6 +38,8 @@ from minibroker.storage import Storage, StoredTopic
 __all__ = ["INTERNAL_TOPICS", "OFFSETS_TOPIC", "BrokerState", "Topic", "validate_topic_name"]
 
 INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC})  # written by the broker only
+
+log = logging.getLogger(__name__)
 
 # Matched with fullmatch: "$" would also match before a trailing newline (issue 10, item 10).
 _LEGAL = re.compile(r"[a-zA-Z0-9._-]+")
@@ -121,9 +124,9 @@ class BrokerState:
         for index in range(len(topic.partitions), count):
             topic.partitions.append(self.storage.open_partition(topic.name, topic.topic_id, index, topic.configs))
 
-    def _save_topics(self) -> None:
+    def _save_topics(self, without: Topic | None = None) -> None:
         self.storage.save_topics(StoredTopic(t.name, t.topic_id, len(t.partitions), t.configs)
-                                 for t in self.topics.values() if t.partitions)
+                                 for t in self.topics.values() if t.partitions and t is not without)
 
     def create_topic(self, name: str, partitions: int, configs: dict[str, str | None] | None = None) -> Topic:
         """Make a topic and all its partitions at once. A file system error (a full disk)
@@ -141,14 +144,21 @@ class BrokerState:
         return topic
 
     def delete_topic(self, topic: Topic) -> None:
-        """Delete a topic, its logs and every group's committed offsets for it."""
-        self.groups.delete_topic(topic.name)
-        del self.topics[topic.name]
+        """Delete a topic, its logs and every group's committed offsets for it.
+
+        Raises:
+            OSError: the topics file could not be written; the topic is still there.
+        """
         # The topics file first, as Kafka commits the deletion to its metadata log before
         # any log goes: after a crash in between, the directories left are stray
         # (Storage.recover), never the logs of a topic created later under the name.
-        self._save_topics()
-        self.storage.delete_partitions(topic.topic_id, topic.partitions)
+        self._save_topics(without=topic)
+        del self.topics[topic.name]
+        self.groups.delete_topic(topic.name)
+        try:
+            self.storage.delete_partitions(topic.topic_id, topic.partitions)
+        except OSError as exc:  # the topic is gone; the next start removes or sets aside what is left
+            log.warning("topic %r: its partition directories could not all be removed: %s", topic.name, exc)
 
     def offsets_topic(self) -> Topic:
         """``__consumer_offsets``, created compacted on first use (as Kafka does)."""

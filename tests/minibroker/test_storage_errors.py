@@ -28,6 +28,7 @@ from kproto.protocol.messages import (
     CreatePartitionsRequest,
     CreateTopicsRequest,
     DeleteRecordsRequest,
+    DeleteTopicsRequest,
     ListOffsetsRequest,
     MetadataRequest,
     OffsetCommitRequest,
@@ -433,5 +434,28 @@ def test_metadata_auto_creation_on_a_full_disk_answers_leader_not_available(smal
             assert "auto" not in broker._server.state.topics
             small_disk.free()
             assert client.request(ApiKey.METADATA, 9, asked).topics[0].error_code == 0
+        finally:
+            client.close()
+
+
+def test_delete_topics_on_a_full_disk_keeps_the_topic(small_disk):
+    """Issue 10: the deletion cannot be recorded in the topics file (a full disk). Before
+    the fix the OSError closed the connection, the topic's offsets already deleted and
+    the topic gone from memory but not from the file (back after a restart). Now the
+    answer is KAFKA_STORAGE_ERROR and the topic, its data and its committed offsets stay;
+    the deletion succeeds once space is back."""
+    with MiniBroker(data_dir=small_disk.path, config=ONE_OFFSETS_PARTITION) as broker:
+        client = RawClient(broker.port)
+        try:
+            create_topic(client, "t", 1)
+            assert commit(client, "g", 7) == 0
+            small_disk.fill()
+            request = DeleteTopicsRequest(topic_names=["t"], timeout_ms=5000)
+            answer = client.request(ApiKey.DELETE_TOPICS, 4, request).responses[0]
+            assert answer.error_code == KafkaStorageError.code
+            assert "t" in _topic_names(client) and committed(client, "g") == 7
+            small_disk.free()
+            assert client.request(ApiKey.DELETE_TOPICS, 4, request).responses[0].error_code == 0
+            assert "t" not in _topic_names(client) and committed(client, "g") == -1
         finally:
             client.close()
