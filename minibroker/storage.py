@@ -67,7 +67,8 @@ log = logging.getLogger(__name__)
 # The broker settings that shape every log (topic configs override them).
 _LOG_KEYS = ("log.segment.bytes", "log.roll.ms", "log.retention.ms", "log.retention.bytes",
              "log.flush.interval.messages", "log.index.interval.bytes", "log.cleanup.policy",
-             "log.cleaner.delete.retention.ms")
+             "log.cleaner.delete.retention.ms",
+             "log.cleaner.min.cleanable.ratio", "log.cleaner.min.compaction.lag.ms", "log.cleaner.max.compaction.lag.ms")
 
 
 def kafka_uuid(topic_id: uuid.UUID) -> str:

@@ -44,6 +44,12 @@ _NAMES: dict[str, str] = {
     "cleanup.policy": "cleanup_policy",
     "log.cleaner.delete.retention.ms": "delete_retention_ms",
     "delete.retention.ms": "delete_retention_ms",
+    "log.cleaner.min.cleanable.ratio": "min_cleanable_dirty_ratio",
+    "min.cleanable.dirty.ratio": "min_cleanable_dirty_ratio",
+    "log.cleaner.min.compaction.lag.ms": "min_compaction_lag_ms",
+    "min.compaction.lag.ms": "min_compaction_lag_ms",
+    "log.cleaner.max.compaction.lag.ms": "max_compaction_lag_ms",
+    "max.compaction.lag.ms": "max_compaction_lag_ms",
 }
 # Kafka's coarser spellings, used only when the ms form is absent.
 _HOURS = {"log.roll.hours": "segment_ms", "log.retention.hours": "retention_ms"}
@@ -73,6 +79,14 @@ class LogConfig:
             (``"compact,delete"``) or neither (``""``: kept forever, never compacted).
         delete_retention_ms: ``delete.retention.ms``: how long a compacted topic keeps
             tombstones.
+        min_cleanable_dirty_ratio: ``min.cleanable.dirty.ratio``: a log is compacted once
+            its dirty (not yet cleaned) bytes are more than this share of its cleanable
+            bytes (see :mod:`minibroker.log.cleaner`).
+        min_compaction_lag_ms: ``min.compaction.lag.ms``: records stay uncompacted at
+            least this long (the cleanable range stops at the first segment holding a
+            newer record).
+        max_compaction_lag_ms: ``max.compaction.lag.ms``: a log whose dirty part holds a
+            record older than this is compacted whatever its dirty ratio.
     """
 
     segment_bytes: int = 1073741824
@@ -83,6 +97,9 @@ class LogConfig:
     index_interval_bytes: int = 4096
     cleanup_policy: str = "delete"
     delete_retention_ms: int = 86400000
+    min_cleanable_dirty_ratio: float = 0.5
+    min_compaction_lag_ms: int = 0
+    max_compaction_lag_ms: int = LONG_MAX
 
     def __post_init__(self) -> None:
         # Positions in the offset index are i32, so a segment can never pass 2 GiB.
@@ -98,6 +115,10 @@ class LogConfig:
             raise ValueError(f"index_interval_bytes must be >= 0, not {self.index_interval_bytes}")
         if self.delete_retention_ms < 0:
             raise ValueError(f"delete_retention_ms must be >= 0, not {self.delete_retention_ms}")
+        if not 0 <= self.min_cleanable_dirty_ratio <= 1:
+            raise ValueError(f"min_cleanable_dirty_ratio must be in [0, 1], not {self.min_cleanable_dirty_ratio}")
+        if self.min_compaction_lag_ms < 0 or self.max_compaction_lag_ms < 1:
+            raise ValueError("min_compaction_lag_ms must be >= 0 and max_compaction_lag_ms >= 1")
         # Empty (neither) is valid: Kafka's ValidList takes the empty list.
         if not self.policies <= _POLICIES:
             raise ValueError(f"cleanup_policy must be 'delete', 'compact', both or neither, not {self.cleanup_policy!r}")
@@ -132,6 +153,8 @@ class LogConfig:
                     value = configs[name]
                     if attr == "cleanup_policy":
                         changes[attr] = value if isinstance(value, str) else ",".join(value)
+                    elif attr == "min_cleanable_dirty_ratio":  # Kafka's only DOUBLE log config
+                        changes[attr] = float(value)
                     else:
                         number = int(value)
                         changes[attr] = -1 if number < 0 else number * scale

@@ -43,7 +43,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
 from kproto.errors import KafkaStorageError
-from minibroker.log.cleaner import CleanerStats, Cleaning
+from minibroker.log.cleaner import CleanerStats, Cleaning, cleanable
 from minibroker.log.partition import PartitionLog
 from minibroker.log.segment import LogSegment
 
@@ -99,12 +99,18 @@ def _drop(segments: list[LogSegment]) -> None:
 
 
 async def compact(plog: PartitionLog, now_ms: int | None = None) -> CleanerStats:
-    """Compact ``plog``'s inactive segments, the work in a worker thread (see above).
+    """Compact ``plog``'s cleanable segments if it is due (``min.cleanable.dirty.ratio``,
+    ``max.compaction.lag.ms``: see :mod:`minibroker.log.cleaner`), the work in a worker
+    thread (see above).
 
     Args:
-        now_ms: the time tombstones are aged against; the log's clock by default.
+        now_ms: the time compaction lags and tombstones are aged against; the log's clock
+            by default.
     """
-    cleaning = Cleaning.plan(plog, plog._clock() if now_ms is None else now_ms)
+    now = plog._clock() if now_ms is None else now_ms
+    if not cleanable(plog, now).due(plog.config):
+        return CleanerStats()
+    cleaning = Cleaning.plan(plog, now)
     if cleaning is None:
         return CleanerStats()
     build = asyncio.get_running_loop().run_in_executor(None, cleaning.build)
