@@ -18,6 +18,7 @@ import time
 import pytest
 
 from kproto.errors import (
+    CoordinatorLoadInProgressError,
     CoordinatorNotAvailableError,
     KafkaStorageError,
     LeaderNotAvailableError,
@@ -29,6 +30,7 @@ from kproto.protocol.messages import (
     CreateTopicsRequest,
     DeleteRecordsRequest,
     DeleteTopicsRequest,
+    InitProducerIdRequest,
     ListOffsetsRequest,
     MetadataRequest,
     OffsetCommitRequest,
@@ -457,5 +459,24 @@ def test_delete_topics_on_a_full_disk_keeps_the_topic(small_disk):
             small_disk.free()
             assert client.request(ApiKey.DELETE_TOPICS, 4, request).responses[0].error_code == 0
             assert "t" not in _topic_names(client) and committed(client, "g") == -1
+        finally:
+            client.close()
+
+
+def test_init_producer_id_on_a_full_disk_answers_a_retriable_error(small_disk):
+    """Issue 10: a new block of producer ids must be recorded before use, and the disk is
+    full. Before the fix the OSError closed the connection. Now the answer is
+    COORDINATOR_LOAD_IN_PROGRESS (retriable: Kafka's answer while no producer id block
+    is available) and no id is handed out; once space is back the request succeeds."""
+    with MiniBroker(data_dir=small_disk.path) as broker:
+        client = RawClient(broker.port)
+        try:
+            request = InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=1000)
+            small_disk.fill()
+            refused = client.request(ApiKey.INIT_PRODUCER_ID, 4, request)
+            assert (refused.error_code, refused.producer_id) == (CoordinatorLoadInProgressError.code, -1)
+            small_disk.free()
+            granted = client.request(ApiKey.INIT_PRODUCER_ID, 4, request)
+            assert (granted.error_code, granted.producer_id) == (0, 0)
         finally:
             client.close()
