@@ -240,11 +240,19 @@ class BrokerState:
             raise
 
     def set_topic_configs(self, topic: Topic, configs: dict[str, str | None]) -> None:
-        """Replace a topic's configs; its logs take the new log settings at once."""
-        topic.configs = configs
+        """Replace a topic's configs; its logs take the new log settings at once.
+
+        Raises:
+            OSError: the topics file could not be written; nothing changed.
+        """
+        previous, topic.configs = topic.configs, configs
+        try:
+            self._save_topics()
+        except BaseException:
+            topic.configs = previous
+            raise
         for log in topic.partitions:
             log.config = self.storage.log_config(configs)
-        self._save_topics()
 
     async def maintain(self) -> None:
         """Retention, then compaction, on every partition (``log.retention.check.interval.ms``),

@@ -26,6 +26,7 @@ from kproto.errors import (
 )
 from kproto.protocol import ApiKey
 from kproto.protocol.messages import (
+    AlterConfigsRequest,
     CreatePartitionsRequest,
     CreateTopicsRequest,
     DeleteRecordsRequest,
@@ -478,5 +479,34 @@ def test_init_producer_id_on_a_full_disk_answers_a_retriable_error(small_disk):
             small_disk.free()
             granted = client.request(ApiKey.INIT_PRODUCER_ID, 4, request)
             assert (granted.error_code, granted.producer_id) == (0, 0)
+        finally:
+            client.close()
+
+
+def test_alter_configs_on_a_full_disk_changes_nothing(small_disk):
+    """Issue 10: the new configs of a topic, or of the broker, cannot be recorded (a full
+    disk). Before the fix the OSError closed the connection, the topic's new configs
+    already in force in memory. Now the answer is KAFKA_STORAGE_ERROR and the configs
+    in force are the old ones; the change succeeds once space is back."""
+    with MiniBroker(data_dir=small_disk.path) as broker:
+        client = RawClient(broker.port)
+        try:
+            create_topic(client, "t", 1)
+
+            def alter(resource_type: int, name: str, key: str, value: str) -> int:
+                request = AlterConfigsRequest(validate_only=False, resources=[AlterConfigsRequest.AlterConfigsResource(
+                    resource_type=resource_type, resource_name=name,
+                    configs=[AlterConfigsRequest.AlterableConfig(name=key, value=value)])])
+                return client.request(ApiKey.ALTER_CONFIGS, 2, request).responses[0].error_code
+
+            log = broker._server.state.topics["t"].partitions[0]
+            small_disk.fill()
+            assert alter(2, "t", "retention.ms", "1234") == KafkaStorageError.code  # 2: TOPIC
+            assert log.config.retention_ms != 1234 and broker._server.state.topics["t"].configs == {}
+            assert alter(4, "", "log.retention.ms", "4321") == KafkaStorageError.code  # 4: BROKER
+            assert broker._server.state.config["log.retention.ms"] != 4321 and log.config.retention_ms != 4321
+            small_disk.free()
+            assert alter(2, "t", "retention.ms", "1234") == 0
+            assert log.config.retention_ms == 1234
         finally:
             client.close()
