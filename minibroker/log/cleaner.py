@@ -215,8 +215,8 @@ def cleanable(log_: PartitionLog, now_ms: int) -> Cleanable:
             if segment.largest_timestamp > now_ms - log_.config.min_compaction_lag_ms:
                 first_uncleanable = segment.base_offset
                 break
-    stamps = [t for t in map(_first_batch_timestamp, dirty) if t > 0]
     clean_until = now_ms - log_.config.max_compaction_lag_ms
+    stamps = [t for t in map(_first_batch_timestamp, dirty) if t > 0] if clean_until > 0 else []
     delay = clean_until - min(stamps) if stamps and min(stamps) < clean_until else 0
     return Cleanable(
         first_dirty_offset=first_dirty,
@@ -228,12 +228,13 @@ def cleanable(log_: PartitionLog, now_ms: int) -> Cleanable:
 
 
 def _first_batch_timestamp(segment: LogSegment) -> int:
-    """The max timestamp of a segment's first batch (Kafka's ``getFirstBatchTimestamp``)."""
-    if segment.first_batch_timestamp is not None:
-        return segment.first_batch_timestamp
-    for _, batch in segment.scan():
-        return batch.max_timestamp
-    return -1
+    """The max timestamp of a segment's first batch (Kafka's ``getFirstBatchTimestamp``),
+    read once from the file for a segment opened without a full scan."""
+    if segment.first_batch_timestamp is None:
+        for _, batch in segment.scan():
+            segment.first_batch_timestamp = batch.max_timestamp
+            break
+    return -1 if segment.first_batch_timestamp is None else segment.first_batch_timestamp
 
 
 def _group(log_: PartitionLog, segment_bytes: int, first_uncleanable: int) -> list[list[LogSegment]]:
