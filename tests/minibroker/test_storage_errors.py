@@ -510,3 +510,48 @@ def test_alter_configs_on_a_full_disk_changes_nothing(small_disk):
             assert log.config.retention_ms == 1234
         finally:
             client.close()
+
+
+def test_a_broker_whose_retention_fails_takes_that_partition_offline_and_goes_on(tmp_path, monkeypatch):
+    """Issue 10, through a running broker (maintenance every 50 ms): retention cannot
+    unlink a segment of topic "bad" (EIO). Before the fix "bad" stayed online, serving
+    and acknowledging although its files no longer matched it. Now it is offline
+    (Produce and Fetch answer KAFKA_STORAGE_ERROR, Metadata lists its replica offline)
+    while the maintenance loop goes on: retention keeps working on topic "good"."""
+    with MiniBroker(data_dir=tmp_path, config={"log.retention.check.interval.ms": 50}) as broker:
+        client = RawClient(broker.port)
+        try:
+            for name in ("bad", "good"):
+                create_topic(client, name, 1, segment_bytes="100", retention_ms="60000")
+            bad_dir = str(broker._server.state.topics["bad"].partitions[0].directory)
+            real_unlink = os.unlink
+
+            def unlink(path, *args, **kwargs):
+                if str(path).startswith(bad_dir) and str(path).endswith(".log"):
+                    raise OSError(errno.EIO, os.strerror(errno.EIO))
+                return real_unlink(path, *args, **kwargs)
+
+            monkeypatch.setattr(os, "unlink", unlink)
+            old = BatchBuilder()
+            old.append(1_000, b"k", b"x" * 80)  # 1970: past any retention
+            for _ in range(2):
+                for name in ("bad", "good"):
+                    assert produce(client, name, {0: old.build()})[0].error_code == 0
+            good = broker._server.state.topics["good"].partitions[0]
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline and good.log_start_offset < 1:
+                time.sleep(0.05)
+            assert good.log_start_offset >= 1
+            assert produce(client, "bad", {0: old.build()})[0].error_code == KafkaStorageError.code
+            # later passes still run: a new old segment of "good" goes too
+            for _ in range(2):
+                assert produce(client, "good", {0: old.build()})[0].error_code == 0
+            while time.monotonic() < deadline and good.log_start_offset < 3:
+                time.sleep(0.05)
+            assert good.log_start_offset >= 3
+            metadata = client.request(ApiKey.METADATA, 9, MetadataRequest(topics=None))
+            bad = next(t for t in metadata.topics if t.name == "bad").partitions[0]
+            assert (bad.error_code, bad.offline_replicas) == (LeaderNotAvailableError.code, [broker._server.state.node_id])
+        finally:
+            monkeypatch.undo()
+            client.close()
