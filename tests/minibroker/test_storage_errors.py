@@ -29,12 +29,14 @@ from kproto.protocol.messages import (
     AlterConfigsRequest,
     CreatePartitionsRequest,
     CreateTopicsRequest,
+    DeleteGroupsRequest,
     DeleteRecordsRequest,
     DeleteTopicsRequest,
     InitProducerIdRequest,
     ListOffsetsRequest,
     MetadataRequest,
     OffsetCommitRequest,
+    OffsetDeleteRequest,
     OffsetFetchRequest,
 )
 from kproto.records import BatchBuilder, decode_record_set
@@ -554,4 +556,39 @@ def test_a_broker_whose_retention_fails_takes_that_partition_offline_and_goes_on
             assert (bad.error_code, bad.offline_replicas) == (LeaderNotAvailableError.code, [broker._server.state.node_id])
         finally:
             monkeypatch.undo()
+            client.close()
+
+
+def test_offset_delete_and_delete_groups_on_an_offline_offsets_partition_change_nothing(tmp_path):
+    """Issue 10: the tombstones of OffsetDelete and DeleteGroups cannot be written: the
+    group's ``__consumer_offsets`` partition is offline (a write failed and so did its
+    undo). Before the fix the KafkaStorageError closed the connection. Now both answer
+    NOT_COORDINATOR and the offsets and the group stay (in memory as in the log); after
+    a restart, which recovers the partition, both succeed."""
+    offset_delete = OffsetDeleteRequest(group_id="g", topics=[OffsetDeleteRequest.OffsetDeleteRequestTopic(
+        name="t", partitions=[OffsetDeleteRequest.OffsetDeleteRequestPartition(partition_index=0)])])
+    delete_groups = DeleteGroupsRequest(groups_names=["g"])
+    with MiniBroker(data_dir=tmp_path, config=ONE_OFFSETS_PARTITION) as broker:
+        port = broker.port
+        client = RawClient(port)
+        try:
+            create_topic(client, "t", 1)
+            assert commit(client, "g", 5) == 0
+            broker._server.state.topics[OFFSETS_TOPIC].partitions[0]._go_offline("EIO on truncate (test)")
+            assert client.request(ApiKey.OFFSET_DELETE, 0, offset_delete).error_code == NotCoordinatorError.code
+            assert client.request(ApiKey.DELETE_GROUPS, 2, delete_groups).results[0].error_code == NotCoordinatorError.code
+            assert committed(client, "g") == 5 and broker._server.state.groups.get("g") is not None
+        finally:
+            client.close()
+    with MiniBroker(port=port, data_dir=tmp_path, config=ONE_OFFSETS_PARTITION) as broker:
+        client = RawClient(broker.port)
+        try:
+            assert committed(client, "g") == 5
+            answer = client.request(ApiKey.OFFSET_DELETE, 0, offset_delete)
+            assert (answer.error_code, answer.topics[0].partitions[0].error_code) == (0, 0)
+            assert committed(client, "g") == -1
+            assert commit(client, "g", 6) == 0
+            assert client.request(ApiKey.DELETE_GROUPS, 2, delete_groups).results[0].error_code == 0
+            assert committed(client, "g") == -1 and broker._server.state.groups.get("g") is None
+        finally:
             client.close()
