@@ -7,6 +7,10 @@ which makes partitions one at a time so that other connections are served meanwh
 Committed offsets are written to the internal ``__consumer_offsets`` topic, created on
 the first commit as Kafka does, and read back when the state is built. Producer ids are
 handed out by a :class:`~minibroker.producer_state.ProducerIdManager`, never twice.
+
+A file that cannot be written (a full disk) leaves the state as it was: a topic created,
+grown, reconfigured or deleted is recorded in the topics file before it counts, and
+what was made for it is removed if that fails; the caller answers KAFKA_STORAGE_ERROR.
 """
 
 from __future__ import annotations

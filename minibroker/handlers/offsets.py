@@ -16,7 +16,12 @@ without a commit, and every committed partition for null topics. OffsetDelete re
 topics that a member of a non-empty ``consumer`` group subscribes to
 (GROUP_SUBSCRIBED_TO_TOPIC, read from the members' subscriptions; unreadable ones count
 as subscribed to everything), and non-empty groups of other protocol types
-(NON_EMPTY_GROUP).
+(NON_EMPTY_GROUP). A commit or deletion whose record cannot be written to
+``__consumer_offsets`` (a full disk, an offline partition, the topic cannot be created)
+changes nothing and is answered as Kafka's ``GroupMetadataManager`` maps the append's
+error: NOT_COORDINATOR, or COORDINATOR_NOT_AVAILABLE (see
+:mod:`minibroker.coordinator.group_coordinator`); OffsetDelete answers it for the whole
+request, as Kafka's group coordinator does.
 Version notes: OffsetCommit v1 generation and member id, v1 only commit_timestamp, v2-4
 retention_time_ms (ignored, as Kafka does since KIP-211), v6 leader epoch (KIP-320), v7
 group_instance_id (KIP-345). OffsetFetch v2 null topics = all and a top-level error, v5
