@@ -196,8 +196,8 @@ class Cleanable:
 
     def due(self, config: LogConfig) -> bool:
         """Kafka's test: ``(needCompactionNow && cleanableBytes > 0) || cleanableRatio > minCleanableRatio``."""
-        return (self.max_compaction_delay_ms > 0 and self.cleanable_bytes > 0) or (
-            self.cleanable_bytes > 0 and self.dirty_ratio > config.min_cleanable_dirty_ratio)
+        return ((self.max_compaction_delay_ms > 0 and self.cleanable_bytes > 0)
+                or self.dirty_ratio > config.min_cleanable_dirty_ratio)
 
 
 def cleanable(log_: PartitionLog, now_ms: int) -> Cleanable:
