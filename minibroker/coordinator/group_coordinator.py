@@ -66,7 +66,7 @@ from minibroker.config import DEFAULTS
 from minibroker.coordinator.groups import Group, GroupConfig, GroupState, JoinResult, SyncResult
 from minibroker.coordinator.offsets import CommittedOffset, Journal, OffsetEntry, OffsetStore
 
-__all__ = ["GroupCoordinator", "write_error_code"]
+__all__ = ["GroupCoordinator"]
 
 log = logging.getLogger("minibroker.groups")
 
@@ -85,7 +85,7 @@ _APPEND_ERRORS = {
 }
 
 
-def write_error_code(exc: Exception) -> int:
+def _write_error_code(exc: Exception) -> int:
     """The coordinator's answer to a failed write of ``__consumer_offsets`` (see above)."""
     if isinstance(exc, KafkaCodeError):
         return _APPEND_ERRORS.get(exc.code, exc.code)
@@ -222,7 +222,7 @@ class GroupCoordinator:
         try:
             change(*args)
         except (KafkaError, OSError) as exc:
-            code = write_error_code(exc)
+            code = _write_error_code(exc)
             log.warning("group %r: could not write the %s of its offsets (answered error %d): %s",
                         group_id, what, code, exc)
             return code
