@@ -7,16 +7,22 @@ which makes partitions one at a time so that other connections are served meanwh
 Committed offsets are written to the internal ``__consumer_offsets`` topic, created on
 the first commit as Kafka does, and read back when the state is built. Producer ids are
 handed out by a :class:`~minibroker.producer_state.ProducerIdManager`, never twice.
+
+A file that cannot be written (a full disk) leaves the state as it was: a topic created,
+grown, reconfigured or deleted is recorded in the topics file before it counts, and
+what was made for it is removed if that fails; the caller answers KAFKA_STORAGE_ERROR.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from kproto.errors import KafkaStorageError, UnknownTopicOrPartitionError
 from kproto.records import Batch, read_batches
 from kproto.structs import validate_topic_name
 from minibroker.config import BrokerConfig
@@ -36,6 +42,9 @@ from minibroker.storage import Storage, StoredTopic
 __all__ = ["INTERNAL_TOPICS", "OFFSETS_TOPIC", "BrokerState", "Topic", "validate_topic_name"]
 
 INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC})  # written by the broker only
+
+log = logging.getLogger(__name__)
+
 
 def _batches(log: PartitionLog) -> Iterator[Batch]:
     """Every batch of a log, oldest first (headers are what callers read)."""
@@ -102,26 +111,41 @@ class BrokerState:
         for index in range(len(topic.partitions), count):
             topic.partitions.append(self.storage.open_partition(topic.name, topic.topic_id, index, topic.configs))
 
-    def _save_topics(self) -> None:
+    def _save_topics(self, without: Topic | None = None) -> None:
         self.storage.save_topics(StoredTopic(t.name, t.topic_id, len(t.partitions), t.configs)
-                                 for t in self.topics.values() if t.partitions)
+                                 for t in self.topics.values() if t.partitions and t is not without)
 
     def create_topic(self, name: str, partitions: int, configs: dict[str, str | None] | None = None) -> Topic:
+        """Make a topic and all its partitions at once. A file system error (a full disk)
+        leaves nothing of it: the partitions made are deleted, and the error raised."""
         topic = Topic(name, uuid.uuid4(), [], dict(configs or {}))
-        self._open_partitions(topic, partitions)
-        self.topics[name] = topic
-        self._save_topics()
+        try:
+            self._open_partitions(topic, partitions)
+            self.topics[name] = topic
+            self._save_topics()
+        except BaseException:
+            if self.topics.get(name) is topic:
+                del self.topics[name]
+            self.storage.delete_partitions(topic.topic_id, topic.partitions)
+            raise
         return topic
 
     def delete_topic(self, topic: Topic) -> None:
-        """Delete a topic, its logs and every group's committed offsets for it."""
-        self.groups.offsets.delete_topic(topic.name)
-        del self.topics[topic.name]
+        """Delete a topic, its logs and every group's committed offsets for it.
+
+        Raises:
+            OSError: the topics file could not be written; the topic is still there.
+        """
         # The topics file first, as Kafka commits the deletion to its metadata log before
         # any log goes: after a crash in between, the directories left are stray
         # (Storage.recover), never the logs of a topic created later under the name.
-        self._save_topics()
-        self.storage.delete_partitions(topic.topic_id, topic.partitions)
+        self._save_topics(without=topic)
+        del self.topics[topic.name]
+        self.groups.delete_topic(topic.name)
+        try:
+            self.storage.delete_partitions(topic.topic_id, topic.partitions)
+        except OSError as exc:  # the topic is gone; the next start removes or sets aside what is left
+            log.warning("topic %r: its partition directories could not all be removed: %s", topic.name, exc)
 
     def offsets_topic(self) -> Topic:
         """``__consumer_offsets``, created compacted on first use (as Kafka does)."""
@@ -134,8 +158,17 @@ class BrokerState:
         return topic
 
     def _write_offsets(self, group_id: str, entries: list[OffsetEntry]) -> None:
-        """The offset store's journal: one batch on the group's partition of the offsets topic."""
-        topic = self.offsets_topic()
+        """The offset store's journal: one batch on the group's partition of the offsets topic.
+
+        Raises:
+            UnknownTopicOrPartitionError: the offsets topic does not exist and cannot be
+                made (a full disk): the error Kafka's append would meet.
+            KafkaStorageError: the append failed (see :meth:`PartitionLog.append`).
+        """
+        try:
+            topic = self.offsets_topic()
+        except (OSError, KafkaStorageError) as exc:
+            raise UnknownTopicOrPartitionError(f"{OFFSETS_TOPIC} could not be created: {exc}") from exc
         now_ms = int(time.time() * 1000)
         builder = offsets_batch(entries, now_ms)
         topic.partitions[partition_for(group_id, len(topic.partitions))].append(
@@ -184,14 +217,29 @@ class BrokerState:
         for log in made:  # AlterConfigs may have come meanwhile
             log.config = self.storage.log_config(topic.configs)
         topic.partitions.extend(made)
-        self._save_topics()
+        try:
+            self._save_topics()
+        except BaseException:  # the topics file is as before: so is the topic
+            del topic.partitions[len(topic.partitions) - len(made):]
+            if not topic.partitions and self.topics.get(topic.name) is topic:
+                del self.topics[topic.name]
+            self.storage.delete_partitions(topic.topic_id, made)
+            raise
 
     def set_topic_configs(self, topic: Topic, configs: dict[str, str | None]) -> None:
-        """Replace a topic's configs; its logs take the new log settings at once."""
-        topic.configs = configs
+        """Replace a topic's configs; its logs take the new log settings at once.
+
+        Raises:
+            OSError: the topics file could not be written; nothing changed.
+        """
+        previous, topic.configs = topic.configs, configs
+        try:
+            self._save_topics()
+        except BaseException:
+            topic.configs = previous
+            raise
         for log in topic.partitions:
             log.config = self.storage.log_config(configs)
-        self._save_topics()
 
     async def maintain(self) -> None:
         """Retention, then compaction, on every partition (``log.retention.check.interval.ms``),

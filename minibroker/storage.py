@@ -90,7 +90,8 @@ log = logging.getLogger(__name__)
 _LOG_KEYS = ("log.segment.bytes", "log.roll.ms", "log.retention.ms", "log.retention.bytes",
              "log.flush.interval.messages", "log.index.interval.bytes", "log.cleanup.policy",
              "log.cleaner.delete.retention.ms", "log.index.size.max.bytes", "log.roll.jitter.ms",
-             "log.segment.delete.delay.ms", "log.flush.interval.ms")
+             "log.segment.delete.delay.ms", "log.flush.interval.ms",
+             "log.cleaner.min.cleanable.ratio", "log.cleaner.min.compaction.lag.ms", "log.cleaner.max.compaction.lag.ms")
 
 
 def kafka_uuid(topic_id: uuid.UUID) -> str:

@@ -23,6 +23,16 @@ A committed offset expires ``offsets.retention.minutes`` after
 Expired offsets are deleted with tombstones in ``__consumer_offsets``, so they stay gone
 after a restart. Then a group that is Empty and holds no offsets is Dead and forgotten:
 also a group that was only joined and left, at the first check after it emptied.
+
+A write to ``__consumer_offsets`` that fails (a full disk, an offline partition, the
+topic cannot be created) changes nothing in memory (the journal is written first) and
+is answered as Kafka's ``GroupMetadataManager.storeOffsets`` maps the append's error:
+KAFKA_STORAGE_ERROR and NOT_LEADER_OR_FOLLOWER become NOT_COORDINATOR,
+UNKNOWN_TOPIC_OR_PARTITION and NOT_ENOUGH_REPLICAS(_AFTER_APPEND) COORDINATOR_NOT_AVAILABLE,
+MESSAGE_TOO_LARGE, RECORD_LIST_TOO_LARGE and INVALID_FETCH_SIZE INVALID_COMMIT_OFFSET_SIZE.
+The first two are retriable: a client looks the coordinator up again and retries.
+Membership (JoinGroup, SyncGroup) is not written anywhere, so it cannot fail this way.
+Expiry tombstones that cannot be written are tried again at the next check.
 """
 
 from __future__ import annotations
@@ -37,9 +47,20 @@ from kproto.errors import (
     CoordinatorNotAvailableError,
     GroupIdNotFoundError,
     IllegalGenerationError,
+    InvalidCommitOffsetSizeError,
+    InvalidFetchSizeError,
+    KafkaCodeError,
+    KafkaError,
+    KafkaStorageError,
+    MessageTooLargeError,
     NonEmptyGroupError,
     NotCoordinatorError,
+    NotEnoughReplicasAfterAppendError,
+    NotEnoughReplicasError,
+    NotLeaderOrFollowerError,
+    RecordListTooLargeError,
     UnknownMemberIdError,
+    UnknownTopicOrPartitionError,
 )
 from minibroker.config import DEFAULTS
 from minibroker.coordinator.groups import Group, GroupConfig, GroupState, JoinResult, SyncResult
@@ -48,6 +69,27 @@ from minibroker.coordinator.offsets import CommittedOffset, Journal, OffsetEntry
 __all__ = ["GroupCoordinator"]
 
 log = logging.getLogger("minibroker.groups")
+
+
+# Kafka's GroupMetadataManager.storeOffsets: the error of the append to __consumer_offsets
+# -> what the coordinator answers (any other code is answered as it is).
+_APPEND_ERRORS = {
+    UnknownTopicOrPartitionError.code: CoordinatorNotAvailableError.code,
+    NotEnoughReplicasError.code: CoordinatorNotAvailableError.code,
+    NotEnoughReplicasAfterAppendError.code: CoordinatorNotAvailableError.code,
+    NotLeaderOrFollowerError.code: NotCoordinatorError.code,
+    KafkaStorageError.code: NotCoordinatorError.code,
+    MessageTooLargeError.code: InvalidCommitOffsetSizeError.code,
+    RecordListTooLargeError.code: InvalidCommitOffsetSizeError.code,
+    InvalidFetchSizeError.code: InvalidCommitOffsetSizeError.code,
+}
+
+
+def _write_error_code(exc: Exception) -> int:
+    """The coordinator's answer to a failed write of ``__consumer_offsets`` (see above)."""
+    if isinstance(exc, KafkaCodeError):
+        return _APPEND_ERRORS.get(exc.code, exc.code)
+    return NotCoordinatorError.code  # an OSError that escaped the log: a storage error
 
 
 def _wall_clock_ms() -> int:
@@ -171,27 +213,46 @@ class GroupCoordinator:
                                      generation_id=generation_id, now=self.clock())
         self._rearm(group)
         if code == 0:
-            try:
-                self.offsets.commit(group_id, offsets)
-            except OSError:
-                # Kafka answers NOT_COORDINATOR when the offsets log cannot be written.
-                log.exception("group %r: could not write its offsets", group_id)
-                return NotCoordinatorError.code
+            return self._write(group_id, "commit", self.offsets.commit, group_id, offsets)
         return code
+
+    def _write(self, group_id: str, what: str, change: Callable[..., None], *args: Any) -> int:
+        """Apply one change of the offset store: 0, or the error answered when its write
+        to ``__consumer_offsets`` failed (memory is then unchanged, see the module docstring)."""
+        try:
+            change(*args)
+        except (KafkaError, OSError) as exc:
+            code = _write_error_code(exc)
+            log.warning("group %r: could not write the %s of its offsets (answered error %d): %s",
+                        group_id, what, code, exc)
+            return code
+        return 0
 
     def delete_group(self, group_id: str) -> int:
         """DeleteGroups for one group: NON_EMPTY_GROUP while it has members."""
         group = self.groups.get(group_id)
         if group is None or group.state is GroupState.Dead:
             if self.offsets.has_offsets(group_id):  # offsets without a group object
-                self.offsets.delete_group(group_id)
-                return 0
+                return self._write(group_id, "deletion", self.offsets.delete_group, group_id)
             return GroupIdNotFoundError.code
         if group.state is not GroupState.Empty:
             return NonEmptyGroupError.code
-        self.offsets.delete_group(group_id)
-        self._remove(group)
-        return 0
+        code = self._write(group_id, "deletion", self.offsets.delete_group, group_id)
+        if code == 0:
+            self._remove(group)
+        return code
+
+    def delete_offsets(self, group_id: str, partitions: list[tuple[str, int]]) -> int:
+        """OffsetDelete's deletion of some committed partitions of a group: 0 or the error."""
+        return self._write(group_id, "deletion", self.offsets.delete_partitions, group_id, partitions)
+
+    def delete_topic(self, topic: str) -> None:
+        """Forget a deleted topic's offsets in every group, as Kafka does. A group whose
+        tombstones cannot be written keeps them (in memory as in the log), logged."""
+        for group_id in list(self.offsets.groups()):
+            self._write(group_id, f"deletion for topic {topic!r}",
+                        self.offsets.delete_partitions, group_id,
+                        [key for key in self.offsets.committed(group_id) if key[0] == topic])
 
     def _remove(self, group: Group) -> None:
         """An Empty group is Dead and forgotten (its offsets are gone already)."""
@@ -215,11 +276,8 @@ class GroupCoordinator:
             expired = [key for key, committed in self.offsets.committed(group_id).items()
                        if self._expired(group, key[0], committed, now)]
             if expired:
-                try:
-                    self.offsets.delete_partitions(group_id, expired)
-                except OSError:  # kept in memory as in the log; the next check tries again
-                    log.exception("group %r: could not write the expiry of its offsets", group_id)
-                    continue
+                if self._write(group_id, "expiry", self.offsets.delete_partitions, group_id, expired):
+                    continue  # kept in memory as in the log; the next check tries again
                 log.info("group %r: %d committed offsets expired", group_id, len(expired))
             # A KIP-394 member id handed out moments ago is about to join: wait for it
             # (or its expiry) rather than make it start over.

@@ -59,10 +59,6 @@ class OffsetStore:
     def groups(self) -> Iterable[str]:
         return [g for g, offsets in self._groups.items() if offsets]
 
-    def delete(self, group_id: str, topic: str, partition: int) -> None:
-        if (topic, partition) in self._groups.get(group_id, {}):
-            self._change(group_id, [(group_id, topic, partition, None)])
-
     def delete_partitions(self, group_id: str, partitions: Iterable[tuple[str, int]]) -> None:
         """Delete several committed partitions of one group at once (one journal write)."""
         offsets = self._groups.get(group_id, {})
@@ -70,11 +66,6 @@ class OffsetStore:
 
     def delete_group(self, group_id: str) -> None:
         self._change(group_id, [(group_id, t, p, None) for t, p in self._groups.get(group_id, {})])
-
-    def delete_topic(self, topic: str) -> None:
-        """Forget a deleted topic's offsets in every group, as Kafka does."""
-        for group_id, offsets in list(self._groups.items()):
-            self._change(group_id, [(group_id, t, p, None) for t, p in offsets if t == topic])
 
     def replay(self, entries: Iterable[OffsetEntry]) -> None:
         """Apply entries read back from the journal (without writing them again)."""

@@ -12,7 +12,8 @@ read-only, INVALID_REQUEST "Cannot update these configs dynamically". A bad brok
 config value is INVALID_REQUEST too, as Kafka answers it (``ConfigAdminManager``,
 KAFKA-13609), not INVALID_CONFIG. Dynamic broker configs are kept on disk with the logs.
 AlterConfigs replaces a resource's whole set, IncrementalAlterConfigs applies SET /
-DELETE / APPEND / SUBTRACT. ``validate_only`` checks without changing anything.
+DELETE / APPEND / SUBTRACT. ``validate_only`` checks without changing anything. A change
+that cannot be recorded on disk (a full disk) is KAFKA_STORAGE_ERROR and changes nothing.
 
 Synonyms, as Kafka's ``ConfigHelper`` builds them (KIP-226): a config's synonyms run
 from the setting in force to the fallback, and the first one gives its value and
@@ -31,7 +32,12 @@ one), configs that are stored but not acted on (``ConfigKey.enforced`` false), K
 coarser broker spellings (``log.retention.hours``...).
 """
 
-from kproto.errors import InvalidConfigError, InvalidRequestError, UnknownTopicOrPartitionError
+from kproto.errors import (
+    InvalidConfigError,
+    InvalidRequestError,
+    KafkaStorageError,
+    UnknownTopicOrPartitionError,
+)
 from kproto.protocol import ApiKey
 from kproto.protocol.messages import (
     AlterConfigsResponse,
@@ -148,8 +154,10 @@ def _alter_broker(state, resource, new_configs, validate_only):
         return (InvalidRequestError.code, error) if error else (0, None)
     try:
         state.storage.save_broker_configs()
-    except BaseException:
+    except BaseException as exc:
         state.config.set_dynamic(per_broker, previous)  # not kept, so not applied
+        if isinstance(exc, OSError):  # a full disk: retriable
+            return KafkaStorageError.code, f"cannot record the configs: {exc}"
         raise
     for topic in state.topics.values():  # topics without their own setting follow the broker's
         for log in topic.partitions:
@@ -178,7 +186,10 @@ def _alter(state, resource, new_configs, validate_only):
     if error is not None:
         return InvalidConfigError.code, error
     if not validate_only:
-        state.set_topic_configs(topic, configs)
+        try:
+            state.set_topic_configs(topic, configs)
+        except OSError as exc:  # a full disk: nothing changed, retriable
+            return KafkaStorageError.code, f"cannot record the configs: {exc}"
     return 0, None
 
 

@@ -5,13 +5,22 @@ high watermark), deleting whole segments that fall below it; the answer is the n
 watermark. An offset above the high watermark is OFFSET_OUT_OF_RANGE. Internal topics
 (``__consumer_offsets``) are refused with INVALID_TOPIC_EXCEPTION and low watermark -1,
 as Kafka's ``ReplicaManager.deleteRecordsOnLocalLog`` does: their records are the
-committed offsets, which would be gone at the next restart.
+committed offsets, which would be gone at the next restart. An offline partition (a
+storage error, see :mod:`minibroker.log.partition`) is KAFKA_STORAGE_ERROR, as Kafka's
+``ReplicaManager`` answers for a partition on an offline log dir; a file error while
+records are deleted takes the partition offline and is answered the same way.
 """
 
-from kproto.errors import InvalidTopicError, OffsetOutOfRangeError, UnknownTopicOrPartitionError
+from kproto.errors import (
+    InvalidTopicError,
+    KafkaStorageError,
+    OffsetOutOfRangeError,
+    UnknownTopicOrPartitionError,
+)
 from kproto.protocol import ApiKey
 from kproto.protocol.messages import DeleteRecordsResponse
 from minibroker.handlers import handles
+from minibroker.log.maintenance import offline_on_failure
 from minibroker.state import INTERNAL_TOPICS
 
 
@@ -27,11 +36,17 @@ async def handle(state, header, request):
                 code = UnknownTopicOrPartitionError.code
             elif topic.name in INTERNAL_TOPICS:
                 code = InvalidTopicError.code
+            elif topic.partitions[p.partition_index].offline:
+                code = KafkaStorageError.code
             else:
+                log = topic.partitions[p.partition_index]
                 try:
-                    low = topic.partitions[p.partition_index].delete_records(p.offset)
+                    with offline_on_failure(log, "DeleteRecords"):
+                        low = log.delete_records(p.offset)
                 except OffsetOutOfRangeError:
                     code = OffsetOutOfRangeError.code
+                except KafkaStorageError:
+                    code = KafkaStorageError.code
             partitions.append(DeleteRecordsResponse.DeleteRecordsPartitionResult(
                 partition_index=p.partition_index, low_watermark=low, error_code=code))
         topics.append(DeleteRecordsResponse.DeleteRecordsTopicResult(name=asked.name, partitions=partitions))

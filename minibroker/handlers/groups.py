@@ -10,7 +10,9 @@ DescribeGroups reports an unknown group as Dead with no error, as Kafka does; me
 metadata and assignments are shown only while the group is Stable; a member's
 client_host is the address it first joined from, in Kafka's form ("/127.0.0.1"). Only
 Empty groups can be deleted (NON_EMPTY_GROUP otherwise); deleting drops their committed
-offsets.
+offsets, and a deletion whose tombstones cannot be written is NOT_COORDINATOR with the
+group left as it was (see :mod:`minibroker.coordinator.group_coordinator`). Membership
+is never written to disk, so JoinGroup and SyncGroup do not meet storage errors.
 Version notes: FindCoordinator v1 adds key_type (KIP-98), v4 batched coordinator_keys
 (KIP-699). JoinGroup v1 rebalance_timeout_ms (KIP-62; v0 uses the session timeout),
 v4 MEMBER_ID_REQUIRED (KIP-394), v5 group_instance_id (KIP-345), v7 protocol_type in

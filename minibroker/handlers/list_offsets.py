@@ -3,12 +3,14 @@
 Behaviour: timestamp -2 is the log start offset, -1 the high watermark (which is also
 the last stable offset until transactions exist), -3 the record with the largest
 timestamp (KIP-734), and a real timestamp the first record at or after it, or offset -1
-when there is none.
+when there is none. An offline partition (a storage error, see
+:mod:`minibroker.log.partition`) is KAFKA_STORAGE_ERROR, as Kafka's ``ReplicaManager``
+answers for a partition on an offline log dir.
 Not implemented yet: v0 (``old_style_offsets``), a time index (timestamps are found by
 scanning batch max timestamps, then one batch's records), leader epoch fencing.
 """
 
-from kproto.errors import UnknownTopicOrPartitionError
+from kproto.errors import KafkaStorageError, UnknownTopicOrPartitionError
 from kproto.protocol import ApiKey
 from kproto.protocol.messages import ListOffsetsResponse
 from minibroker.handlers import handles
@@ -38,6 +40,9 @@ async def handle(state, header, request):
         for p in asked.partitions:
             if topic is None or not 0 <= p.partition_index < len(topic.partitions):
                 partitions.append(PartitionResponse(partition_index=p.partition_index, error_code=UnknownTopicOrPartitionError.code))
+                continue
+            if topic.partitions[p.partition_index].offline:
+                partitions.append(PartitionResponse(partition_index=p.partition_index, error_code=KafkaStorageError.code))
                 continue
             offset, timestamp = _lookup(topic, p.partition_index, p.timestamp)
             partitions.append(PartitionResponse(

@@ -15,7 +15,12 @@ v8-10, of the cluster), as a Kafka broker without an authorizer answers; see
 :mod:`minibroker.authorizer`. Unasked, INT32_MIN. Entries for an unknown topic id get none.
 """
 
-from kproto.errors import InvalidTopicError, UnknownTopicIdError, UnknownTopicOrPartitionError
+from kproto.errors import (
+    InvalidTopicError,
+    LeaderNotAvailableError,
+    UnknownTopicIdError,
+    UnknownTopicOrPartitionError,
+)
 from kproto.protocol import ApiKey
 from kproto.protocol.messages import MetadataResponse
 from minibroker.authorizer import ResourceType, authorized_operations
@@ -30,10 +35,11 @@ def _describe(state, topic):
     node = state.node_id
     return Topic_(
         error_code=0, name=topic.name, topic_id=topic.topic_id, is_internal=topic.name in INTERNAL_TOPICS,
-        partitions=[
-            Partition_(error_code=0, partition_index=i, leader_id=node, leader_epoch=topic.leader_epoch,
-                       replica_nodes=[node], isr_nodes=[node], offline_replicas=[])
-            for i in range(len(topic.partitions))
+        partitions=[  # an offline log has no leader (KRaftMetadataCache: LEADER_NOT_AVAILABLE)
+            Partition_(error_code=LeaderNotAvailableError.code if log.offline else 0, partition_index=i,
+                       leader_id=-1 if log.offline else node, leader_epoch=topic.leader_epoch,
+                       replica_nodes=[node], isr_nodes=[node], offline_replicas=[node] if log.offline else [])
+            for i, log in enumerate(topic.partitions)
         ],
     )
 
@@ -62,7 +68,11 @@ async def handle(state, header, request):
             elif validate_topic_name(name) is not None:
                 topics.append(Topic_(error_code=InvalidTopicError.code, name=name))
             elif allow:
-                created = state.offsets_topic() if name == OFFSETS_TOPIC else state.create_topic(name, state.config["num.partitions"])
+                try:
+                    created = state.offsets_topic() if name == OFFSETS_TOPIC else state.create_topic(name, state.config["num.partitions"])
+                except OSError:  # a full disk: nothing was made; as Kafka while a leader is missing
+                    topics.append(Topic_(error_code=LeaderNotAvailableError.code, name=name))
+                    continue
                 topics.append(_describe(state, created))
             else:
                 topics.append(Topic_(error_code=UnknownTopicOrPartitionError.code, name=name))

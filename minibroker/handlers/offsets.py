@@ -16,7 +16,12 @@ without a commit, and every committed partition for null topics. OffsetDelete re
 topics that a member of a non-empty ``consumer`` group subscribes to
 (GROUP_SUBSCRIBED_TO_TOPIC, read from the members' subscriptions; unreadable ones count
 as subscribed to everything), and non-empty groups of other protocol types
-(NON_EMPTY_GROUP).
+(NON_EMPTY_GROUP). A commit or deletion whose record cannot be written to
+``__consumer_offsets`` (a full disk, an offline partition, the topic cannot be created)
+changes nothing and is answered as Kafka's ``GroupMetadataManager`` maps the append's
+error: NOT_COORDINATOR, or COORDINATOR_NOT_AVAILABLE (see
+:mod:`minibroker.coordinator.group_coordinator`); OffsetDelete answers it for the whole
+request, as Kafka's group coordinator does.
 Version notes: OffsetCommit v1 generation and member id, v1 only commit_timestamp, v2-4
 retention_time_ms (ignored, as Kafka does since KIP-211), v6 leader epoch (KIP-320), v7
 group_instance_id (KIP-345). OffsetFetch v2 null topics = all and a top-level error, v5
@@ -134,18 +139,24 @@ async def offset_delete(state, header, request):
         if group.protocol_type != "consumer":
             return OffsetDeleteResponse(error_code=NonEmptyGroupError.code, topics=[])
         subscribed = group.subscribed_topics()  # None: unknown, so every topic counts
-    topics = []
+    codes = {}
     for t in request.topics:
-        partitions = []
         for p in t.partitions:
             if not _has_partition(state, t.name, p.partition_index):
-                code = UnknownTopicOrPartitionError.code
+                codes[(t.name, p.partition_index)] = UnknownTopicOrPartitionError.code
             elif subscribed is None or t.name in subscribed:
-                code = GroupSubscribedToTopicError.code
+                codes[(t.name, p.partition_index)] = GroupSubscribedToTopicError.code
             else:
-                state.groups.offsets.delete(request.group_id, t.name, p.partition_index)
-                code = 0
-            partitions.append(OffsetDeleteResponse.OffsetDeleteResponsePartition(
-                partition_index=p.partition_index, error_code=code))
-        topics.append(OffsetDeleteResponse.OffsetDeleteResponseTopic(name=t.name, partitions=partitions))
-    return OffsetDeleteResponse(error_code=0, topics=topics)
+                codes[(t.name, p.partition_index)] = 0
+    # One write for the group; if it fails, nothing is deleted and the whole request gets
+    # the error, as Kafka's group coordinator answers a failed write.
+    code = state.groups.delete_offsets(request.group_id, [key for key, c in codes.items() if c == 0])
+    if code:
+        return OffsetDeleteResponse(error_code=code, topics=[])
+    return OffsetDeleteResponse(error_code=0, topics=[
+        OffsetDeleteResponse.OffsetDeleteResponseTopic(name=t.name, partitions=[
+            OffsetDeleteResponse.OffsetDeleteResponsePartition(
+                partition_index=p.partition_index, error_code=codes[(t.name, p.partition_index)])
+            for p in t.partitions])
+        for t in request.topics
+    ])

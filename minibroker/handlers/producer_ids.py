@@ -4,11 +4,13 @@ Behaviour: every idempotent producer gets a new producer id with epoch 0, never 
 handed out before, by this broker or an earlier run of it on the same data: ids come in
 blocks recorded durably before use (see :class:`~minibroker.producer_state.ProducerIdManager`).
 Produce checks the sequences of each id (see :mod:`minibroker.producer_state`).
+A block that cannot be recorded (a full disk) hands out nothing: the answer is
+COORDINATOR_LOAD_IN_PROGRESS (retriable), as Kafka's while no id block is available.
 Not implemented yet: transactional ids (the transaction coordinator), epoch bumps of
 an existing producer id (v3+).
 """
 
-from kproto.errors import CoordinatorNotAvailableError
+from kproto.errors import CoordinatorLoadInProgressError, CoordinatorNotAvailableError
 from kproto.protocol import ApiKey
 from kproto.protocol.messages import InitProducerIdResponse
 from minibroker.handlers import handles
@@ -19,4 +21,8 @@ async def handle(state, header, request):
     if request.transactional_id is not None:
         # No transaction coordinator yet: say so the way Kafka does while one is missing.
         return InitProducerIdResponse(error_code=CoordinatorNotAvailableError.code)
-    return InitProducerIdResponse(error_code=0, producer_id=state.new_producer_id(), producer_epoch=0)
+    try:
+        producer_id = state.new_producer_id()
+    except OSError:  # Kafka's RPCProducerIdManager without a block: CoordinatorLoadInProgressException
+        return InitProducerIdResponse(error_code=CoordinatorLoadInProgressError.code, producer_id=-1, producer_epoch=-1)
+    return InitProducerIdResponse(error_code=0, producer_id=producer_id, producer_epoch=0)

@@ -18,7 +18,8 @@ time, the other connections served in between (see
 topic whose partitions are still being made cannot be created again (TOPIC_ALREADY_EXISTS)
 nor grown (UNKNOWN_TOPIC_OR_PARTITION, retriable) until then. A file system error while
 they are made (a full disk, too many open files) is KAFKA_STORAGE_ERROR, and none of the
-partitions of that request's topic is left.
+partitions of that request's topic is left; so is a deletion that cannot be recorded in
+the topics file, and the topic stays.
 Not implemented yet: manual replica assignments beyond one broker.
 """
 
@@ -122,7 +123,13 @@ async def delete_topics(state, header, request):
             results.append(DeleteTopicsResponse.DeletableTopicResult(
                 name=topic.name, topic_id=topic.topic_id, error_code=InvalidTopicError.code, error_message=_internal(topic.name)))
             continue
-        state.delete_topic(topic)
+        try:
+            state.delete_topic(topic)
+        except OSError as exc:  # the topics file could not be written: the topic stays
+            results.append(DeleteTopicsResponse.DeletableTopicResult(
+                name=topic.name, topic_id=topic.topic_id, error_code=KafkaStorageError.code,
+                error_message=f"cannot record the deletion: {exc}"))
+            continue
         results.append(DeleteTopicsResponse.DeletableTopicResult(name=topic.name, topic_id=topic.topic_id, error_code=0))
     return DeleteTopicsResponse(responses=results)
 

@@ -1,11 +1,13 @@
 """Log compaction (``cleanup.policy=compact``): keep the last record of every key.
 
-Theory of operation (Kafka's ``Cleaner``, simplified to one pass over the whole log):
+Theory of operation (Kafka's ``Cleaner``, simplified to one pass over the cleanable range):
 
-1. The *cleanable* range is every inactive segment; the active one is never read or
-   touched, so a key whose newest value is in the active segment keeps its older values
-   until that segment rolls (as in Kafka, whose offset map stops at the first uncleanable
-   offset).
+1. The *cleanable* range is the inactive segments up to the first uncleanable offset
+   (Kafka's ``LogCleanerManager.cleanableOffsets``): the active segment, and, with
+   ``min.compaction.lag.ms``, the first segment after the first dirty offset whose
+   largest timestamp is within that lag of now, and all after it. What lies beyond is
+   never read or touched, so a key whose newest value is there keeps its older values
+   until it becomes cleanable (as in Kafka, whose offset map stops at the same offset).
 2. An offset map ``key -> last offset`` is built over the cleanable range.
 3. Segments are grouped, oldest first, while their summed size stays within
    ``segment_bytes`` and their offsets within an i32 of the first base offset (Kafka's
@@ -27,6 +29,16 @@ Theory of operation (Kafka's ``Cleaner``, simplified to one pass over the whole 
    leaves gaps, which consumers skip.
 5. Control batches and legacy (magic 0/1) messages are copied unchanged: transaction
    markers have no cleaning rules until transactions exist, and minibroker writes only v2.
+
+When a log is due (Kafka's ``LogCleanerManager.grabFilthiestCompactedLog``, decided by
+:func:`minibroker.log.maintenance.compact` through :func:`cleanable`): the part of the
+log already cleaned ends at the *first dirty offset*, where the last cleaning stopped
+(Kafka's ``cleaner-offset-checkpoint``; kept in memory here, so after a restart the whole
+log is dirty, as in Kafka without a checkpoint). A log is cleaned when its dirty ratio,
+cleanable bytes / (clean bytes + cleanable bytes), exceeds ``min.cleanable.dirty.ratio``,
+or when ``max.compaction.lag.ms`` has passed since the first batch of its oldest dirty
+segment and something is cleanable, whatever the ratio. :func:`clean` and
+:meth:`PartitionLog.compact` clean whatever is cleanable, due or not.
 
 Tombstones: Kafka 3.1+ (KIP-534) starts a tombstone's ``delete.retention.ms`` at the first
 cleaning that sees it, stored in the batch's base timestamp with the delete-horizon
@@ -73,6 +85,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
+from weakref import WeakKeyDictionary
 
 from kproto.codec import crc32c
 from kproto.records import Batch, BatchBuilder, Record
@@ -88,7 +101,8 @@ from minibroker.log.segment import (
 if TYPE_CHECKING:
     from minibroker.log.partition import PartitionLog
 
-__all__ = ["Cleaning", "CleanerStats", "CleaningAborted", "clean", "complete_swaps", "empty_batch"]
+__all__ = ["Cleanable", "Cleaning", "CleanerStats", "CleaningAborted", "clean", "cleanable", "complete_swaps",
+           "empty_batch"]
 
 log = logging.getLogger(__name__)
 
@@ -108,6 +122,9 @@ _TIMESTAMP_TYPE_BIT = 0x08
 _TRANSACTIONAL_BIT = 0x10
 _CONTROL_BIT = 0x20
 _LOG_SWAP = re.compile(r"^(\d{20})\.log\.swap$")
+
+# Where each log's last cleaning stopped: Kafka's cleaner-offset-checkpoint, in memory.
+_first_dirty: WeakKeyDictionary[PartitionLog, int] = WeakKeyDictionary()
 
 
 @dataclass(slots=True)
@@ -161,8 +178,68 @@ def _rebuilt(batch: Batch, kept: list[Record]) -> bytes:
     return bytes(data)
 
 
-def _group(log_: PartitionLog, segment_bytes: int) -> list[list[LogSegment]]:
-    segments = list(log_.segments)
+@dataclass(frozen=True, slots=True)
+class Cleanable:
+    """What of a log compaction may clean now, and whether it is due (Kafka's
+    ``LogToClean``; see "When a log is due" above)."""
+
+    first_dirty_offset: int
+    first_uncleanable_offset: int  # a segment's base offset: the cleanable range ends there
+    clean_bytes: int  # segments wholly below the first dirty offset
+    cleanable_bytes: int  # inactive segments from the first dirty offset to the first uncleanable one
+    max_compaction_delay_ms: int  # how long past max.compaction.lag.ms the oldest dirty batch is
+
+    @property
+    def dirty_ratio(self) -> float:
+        total = self.clean_bytes + self.cleanable_bytes
+        return self.cleanable_bytes / total if total else 0.0
+
+    def due(self, config: LogConfig) -> bool:
+        """Kafka's test: ``(needCompactionNow && cleanableBytes > 0) || cleanableRatio > minCleanableRatio``."""
+        return ((self.max_compaction_delay_ms > 0 and self.cleanable_bytes > 0)
+                or self.dirty_ratio > config.min_cleanable_dirty_ratio)
+
+
+def cleanable(log_: PartitionLog, now_ms: int) -> Cleanable:
+    """The cleanable range of ``log_`` at ``now_ms`` (Kafka's ``cleanableOffsets``,
+    ``calculateCleanableBytes`` and ``maxCompactionDelay``)."""
+    segments = log_.segments
+    first_dirty = _first_dirty.get(log_, log_.log_start_offset)
+    if not log_.log_start_offset <= first_dirty <= log_.log_end_offset:
+        first_dirty = log_.log_start_offset  # as Kafka resets a checkpoint out of range
+    ends = [s.base_offset for s in segments[1:]]  # each inactive segment ends before the next
+    dirty = [s for s, end in zip(segments, ends) if end > first_dirty]
+    first_uncleanable = segments[-1].base_offset
+    if log_.config.min_compaction_lag_ms > 0:
+        for segment in dirty:  # Kafka: the first dirty segment with a record within the lag
+            if segment.largest_timestamp > now_ms - log_.config.min_compaction_lag_ms:
+                first_uncleanable = segment.base_offset
+                break
+    clean_until = now_ms - log_.config.max_compaction_lag_ms
+    stamps = [t for t in map(_first_batch_timestamp, dirty) if t > 0] if clean_until > 0 else []
+    delay = clean_until - min(stamps) if stamps and min(stamps) < clean_until else 0
+    return Cleanable(
+        first_dirty_offset=first_dirty,
+        first_uncleanable_offset=first_uncleanable,
+        clean_bytes=sum(s.size for s, end in zip(segments, ends) if end <= first_dirty),
+        cleanable_bytes=sum(s.size for s in dirty if s.base_offset < first_uncleanable),
+        max_compaction_delay_ms=delay,
+    )
+
+
+def _first_batch_timestamp(segment: LogSegment) -> int:
+    """The max timestamp of a segment's first batch (Kafka's ``getFirstBatchTimestamp``),
+    read once from the file for a segment opened without a full scan."""
+    if segment.first_batch_timestamp is None:
+        for _, batch in segment.scan():
+            segment.first_batch_timestamp = batch.max_timestamp
+            break
+    return -1 if segment.first_batch_timestamp is None else segment.first_batch_timestamp
+
+
+def _group(log_: PartitionLog, segment_bytes: int, first_uncleanable: int) -> list[list[LogSegment]]:
+    segments = [s for s in log_.segments[:-1] if s.base_offset < first_uncleanable]
+    segments.append(log_.segments[len(segments)])
     groups: list[list[LogSegment]] = []
     for i, segment in enumerate(segments[:-1]):
         end = segments[i + 1].base_offset  # the next segment bounds this one's offsets
@@ -204,6 +281,7 @@ class Cleaning:
     active_reader: LogSegment  # the active segment as it was, for the producers' last batches
     outputs: list[LogSegment]  # one cleaned segment per group, its files already created
     stats: CleanerStats
+    first_uncleanable_offset: int  # where the cleaned range ends: the next first dirty offset
     aborted: bool = False
 
     @classmethod
@@ -215,7 +293,10 @@ class Cleaning:
         """
         if len(log_.segments) < 2 or log_._closed:
             return None
-        groups = _group(log_, log_.config.segment_bytes)
+        upper = cleanable(log_, now_ms).first_uncleanable_offset
+        groups = _group(log_, log_.config.segment_bytes, upper)
+        if not groups:
+            return None
         readers: list[list[LogSegment]] = []
         outputs: list[LogSegment] = []
         opened: list[LogSegment] = []
@@ -230,7 +311,7 @@ class Cleaning:
                 segment.delete()
             _close_readers(opened, log_)
             raise
-        return cls(log_, now_ms, log_.config.delete_retention_ms, groups, readers, active, outputs, CleanerStats())
+        return cls(log_, now_ms, log_.config.delete_retention_ms, groups, readers, active, outputs, CleanerStats(), upper)
 
     def build(self) -> CleanerStats:
         """Read the snapshot and write every cleaned segment (safe off the log's thread:
@@ -300,11 +381,13 @@ class Cleaning:
                     cleaned.delete()
                     continue
                 if self.log.directory is not None:
-                    _swap_in(self.log.directory, group, cleaned)
+                    _swap_in(self.log, group, cleaned)
                 self.log._replace_segments(group, cleaned)
         finally:
             for _, cleaned in pending:
                 cleaned.delete()  # not committed: the originals stay
+        if not self.log._closed:
+            _first_dirty[self.log] = self.first_uncleanable_offset
         return self.stats
 
     def discard(self) -> None:
@@ -384,21 +467,30 @@ def _fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-def _swap_in(directory: Path, group: list[LogSegment], cleaned: LogSegment) -> None:
+def _swap_in(log_: PartitionLog, group: list[LogSegment], cleaned: LogSegment) -> None:
+    """Swap the files of ``cleaned`` in for ``group``'s. A failure before the commit point
+    leaves the originals; one after it leaves files that the log in memory does not
+    match: the log goes offline (KAFKA_STORAGE_ERROR) until a reopen completes the swap."""
+    directory = log_.directory
+    assert directory is not None
     try:
         cleaned.rename(CLEANED, SWAP)  # the .log goes last: its new name is the commit
     except BaseException:
         cleaned.delete()  # not committed: the originals stay
         raise
-    _fsync_dir(directory)  # committed: from here a crash is completed by complete_swaps
-    for old in group[1:]:
-        old.delete()
-    # The first old segment's files are replaced by the renames below; its open
-    # descriptors (and any LogSlice on them) keep the old bytes readable.
-    group[0].offset_index.close()
-    group[0].time_index.close()
-    cleaned.rename(SWAP, "")
-    _fsync_dir(directory)
+    try:
+        _fsync_dir(directory)  # committed: from here a crash is completed by complete_swaps
+        for old in group[1:]:
+            old.delete()
+        # The first old segment's files are replaced by the renames below; its open
+        # descriptors (and any LogSlice on them) keep the old bytes readable.
+        group[0].offset_index.close()
+        group[0].time_index.close()
+        cleaned.rename(SWAP, "")
+        _fsync_dir(directory)
+    except OSError as exc:
+        log_._go_offline(f"compaction failed after its commit point: {exc}")
+        raise
 
 
 def complete_swaps(directory: Path, config: LogConfig) -> int:

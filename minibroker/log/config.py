@@ -53,6 +53,12 @@ _NAMES: dict[str, str] = {
     "file.delete.delay.ms": "file_delete_delay_ms",
     "log.flush.interval.ms": "flush_ms",
     "flush.ms": "flush_ms",
+    "log.cleaner.min.cleanable.ratio": "min_cleanable_dirty_ratio",
+    "min.cleanable.dirty.ratio": "min_cleanable_dirty_ratio",
+    "log.cleaner.min.compaction.lag.ms": "min_compaction_lag_ms",
+    "min.compaction.lag.ms": "min_compaction_lag_ms",
+    "log.cleaner.max.compaction.lag.ms": "max_compaction_lag_ms",
+    "max.compaction.lag.ms": "max_compaction_lag_ms",
 }
 # Kafka's coarser spellings, used only when the ms form is absent.
 _HOURS = {"log.roll.hours": "segment_ms", "log.retention.hours": "retention_ms"}
@@ -94,6 +100,14 @@ class LogConfig:
             after.
         flush_ms: ``flush.ms`` (``log.flush.interval.ms``): fsync once this long has passed
             since the last flush; the default (Long.MAX) never does.
+        min_cleanable_dirty_ratio: ``min.cleanable.dirty.ratio``: a log is compacted once
+            its dirty (not yet cleaned) bytes are more than this share of its cleanable
+            bytes (see :mod:`minibroker.log.cleaner`).
+        min_compaction_lag_ms: ``min.compaction.lag.ms``: records stay uncompacted at
+            least this long (the cleanable range stops at the first segment holding a
+            newer record).
+        max_compaction_lag_ms: ``max.compaction.lag.ms``: a log whose dirty part holds a
+            record older than this is compacted whatever its dirty ratio.
     """
 
     segment_bytes: int = 1073741824
@@ -108,6 +122,9 @@ class LogConfig:
     segment_jitter_ms: int = 0
     file_delete_delay_ms: int = 60000
     flush_ms: int = LONG_MAX
+    min_cleanable_dirty_ratio: float = 0.5
+    min_compaction_lag_ms: int = 0
+    max_compaction_lag_ms: int = LONG_MAX
 
     def __post_init__(self) -> None:
         # Positions in the offset index are i32, so a segment can never pass 2 GiB.
@@ -127,6 +144,10 @@ class LogConfig:
             raise ValueError(f"segment_index_bytes must be >= 4, not {self.segment_index_bytes}")
         if min(self.segment_jitter_ms, self.file_delete_delay_ms, self.flush_ms) < 0:
             raise ValueError("segment_jitter_ms, file_delete_delay_ms and flush_ms must be >= 0")
+        if not 0 <= self.min_cleanable_dirty_ratio <= 1:
+            raise ValueError(f"min_cleanable_dirty_ratio must be in [0, 1], not {self.min_cleanable_dirty_ratio}")
+        if self.min_compaction_lag_ms < 0 or self.max_compaction_lag_ms < 1:
+            raise ValueError("min_compaction_lag_ms must be >= 0 and max_compaction_lag_ms >= 1")
         # Empty (neither) is valid: Kafka's ValidList takes the empty list.
         if not self.policies <= _POLICIES:
             raise ValueError(f"cleanup_policy must be 'delete', 'compact', both or neither, not {self.cleanup_policy!r}")
@@ -161,6 +182,8 @@ class LogConfig:
                     value = configs[name]
                     if attr == "cleanup_policy":
                         changes[attr] = value if isinstance(value, str) else ",".join(value)
+                    elif attr == "min_cleanable_dirty_ratio":  # Kafka's only DOUBLE log config
+                        changes[attr] = float(value)
                     else:
                         number = int(value)
                         changes[attr] = -1 if number < 0 else number * scale

@@ -23,19 +23,32 @@ made on the loop:
 
 When the broker stops during a compaction, the worker is told to stop at its next batch
 and awaited, its output deleted: no thread outlives the broker's logs.
+
+I/O errors: a log whose maintenance fails is logged and the other logs still get their
+turn, and the next check tries again (the server's periodic loop outlives any failure).
+A compaction that fails before its commit point (a full disk while the cleaned copy is
+written) leaves the originals as they were, and the log online. A failure that leaves
+the files and the log apart (a segment that retention or DeleteRecords removes from the
+log but cannot unlink, a swap that fails after its commit point, the log start offset
+checkpoint that cannot be written) takes the log offline, as Kafka's
+``LogDirFailureChannel`` takes a log dir offline on an ``IOException``: KAFKA_STORAGE_ERROR
+for it until the broker restarts and recovers it from its files (see
+:meth:`offline_on_failure`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 
-from minibroker.log.cleaner import CleanerStats, Cleaning
+from kproto.errors import KafkaStorageError
+from minibroker.log.cleaner import CleanerStats, Cleaning, cleanable
 from minibroker.log.partition import PartitionLog
 from minibroker.log.segment import LogSegment
 
-__all__ = ["compact", "maintain"]
+__all__ = ["compact", "maintain", "offline_on_failure"]
 
 log = logging.getLogger(__name__)
 
@@ -61,9 +74,22 @@ async def maintain(logs: Iterable[PartitionLog]) -> None:
             log.exception("maintenance of %r failed", plog)
 
 
+@contextmanager
+def offline_on_failure(plog: PartitionLog, what: str) -> Iterator[None]:
+    """Run a change of ``plog``'s files that is not undone if it fails halfway: an
+    ``OSError`` takes the log offline (see the module docstring) and is raised as
+    :class:`~kproto.errors.KafkaStorageError`."""
+    try:
+        yield
+    except OSError as exc:
+        plog._go_offline(f"{what} failed: {exc}")
+        raise KafkaStorageError(f"{plog!r}: {what} failed, the log is offline: {exc}") from exc
+
+
 async def _apply_retention(plog: PartitionLog) -> None:
     before = {id(s): s for s in plog.segments}
-    plog.apply_retention()
+    with offline_on_failure(plog, "retention"):
+        plog.apply_retention()
     for segment in plog.segments:
         before.pop(id(segment), None)
     if before:
@@ -78,12 +104,18 @@ def _drop(segments: list[LogSegment]) -> None:
 
 
 async def compact(plog: PartitionLog, now_ms: int | None = None) -> CleanerStats:
-    """Compact ``plog``'s inactive segments, the work in a worker thread (see above).
+    """Compact ``plog``'s cleanable segments if it is due (``min.cleanable.dirty.ratio``,
+    ``max.compaction.lag.ms``: see :mod:`minibroker.log.cleaner`), the work in a worker
+    thread (see above).
 
     Args:
-        now_ms: the time tombstones are aged against; the log's clock by default.
+        now_ms: the time compaction lags and tombstones are aged against; the log's clock
+            by default.
     """
-    cleaning = Cleaning.plan(plog, plog._clock() if now_ms is None else now_ms)
+    now = plog._clock() if now_ms is None else now_ms
+    if not cleanable(plog, now).due(plog.config):
+        return CleanerStats()
+    cleaning = Cleaning.plan(plog, now)
     if cleaning is None:
         return CleanerStats()
     build = asyncio.get_running_loop().run_in_executor(None, cleaning.build)

@@ -1,7 +1,12 @@
-"""Fixtures for minibroker's own tests: a fresh broker, and a raw protocol client."""
+"""Fixtures for minibroker's own tests: a fresh broker, a raw protocol client, and a
+small real disk (a tmpfs) that a test fills up."""
 
+import errno
+import os
 import socket
 import struct
+import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -77,3 +82,39 @@ def raw(broker):
 
 def size_prefixed(payload: bytes) -> bytes:
     return struct.pack(">i", len(payload)) + payload
+
+
+class SmallDisk:
+    """A tmpfs of ``size`` bytes at ``path``; :meth:`fill` takes every free page."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.filler = path / "filler"
+
+    def fill(self) -> None:
+        fd = os.open(self.filler, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        try:
+            while True:
+                os.write(fd, bytes(4096))
+        except OSError as exc:
+            assert exc.errno == errno.ENOSPC, exc
+        finally:
+            os.close(fd)
+
+    def free(self) -> None:
+        self.filler.unlink()
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    mountpoint = tmp_path / "disk"
+    mountpoint.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512k", "tmpfs", str(mountpoint)],
+                             capture_output=True, text=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here ({mounted.stderr.strip() or mounted.returncode}); "
+                    "tests that inject the failures at the file layer cover these paths")
+    try:
+        yield SmallDisk(mountpoint)
+    finally:
+        subprocess.run(["umount", "-l", str(mountpoint)], check=False)

@@ -334,7 +334,7 @@ def test_offset_store():
     assert store.get("g", "t", 0) is None and not store.has_offsets("g")
     store.commit("g", [("t", 0, CommittedOffset(offset=5, metadata="m", leader_epoch=2)), ("t", 1, CommittedOffset(offset=7))])
     assert store.get("g", "t", 0).metadata == "m" and list(store.committed("g")) == [("t", 0), ("t", 1)]
-    store.delete("g", "t", 0)
+    store.delete_partitions("g", [("t", 0)])
     assert list(store.committed("g")) == [("t", 1)]
     store.delete_group("g")
     assert not store.has_offsets("g") and list(store.groups()) == []
@@ -346,8 +346,9 @@ def test_offset_store_journals_every_change_before_applying_it_and_replays_it():
     one, two = CommittedOffset(offset=1), CommittedOffset(offset=2)
     store.commit("g", [("t", 0, one), ("u", 0, two)])
     store.commit("h", [("t", 0, two)])
-    store.delete("g", "nothing-there", 0)  # no change, nothing written
-    store.delete_topic("t")
+    store.delete_partitions("g", [("nothing-there", 0)])  # no change, nothing written
+    store.delete_partitions("g", [("t", 0)])
+    store.delete_partitions("h", [("t", 0)])
     store.delete_group("g")
     assert written == [
         ("g", [("g", "t", 0, one), ("g", "u", 0, two)]),

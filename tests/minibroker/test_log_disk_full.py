@@ -17,9 +17,7 @@ from __future__ import annotations
 
 import errno
 import os
-import subprocess
 import time
-from pathlib import Path
 
 import pytest
 
@@ -34,42 +32,6 @@ from kproto.protocol.messages import (
 from kproto.records import BatchBuilder, decode_record_set, read_batches
 from minibroker import MiniBroker
 from tests.minibroker.conftest import RawClient
-
-
-class SmallDisk:
-    """A tmpfs of ``size`` bytes at ``path``; :meth:`fill` takes every free page."""
-
-    def __init__(self, path: Path):
-        self.path = path
-        self.filler = path / "filler"
-
-    def fill(self) -> None:
-        fd = os.open(self.filler, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        try:
-            while True:
-                os.write(fd, bytes(4096))
-        except OSError as exc:
-            assert exc.errno == errno.ENOSPC, exc
-        finally:
-            os.close(fd)
-
-    def free(self) -> None:
-        self.filler.unlink()
-
-
-@pytest.fixture
-def small_disk(tmp_path):
-    mountpoint = tmp_path / "disk"
-    mountpoint.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512k", "tmpfs", str(mountpoint)],
-                             capture_output=True, text=True)
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here ({mounted.stderr.strip() or mounted.returncode}); "
-                    "test_log_write_failures.py injects the same failures at the file layer")
-    try:
-        yield SmallDisk(mountpoint)
-    finally:
-        subprocess.run(["umount", "-l", str(mountpoint)], check=False)
 
 
 def create_topic(client: RawClient, name: str, partitions: int, **configs: str) -> None:
