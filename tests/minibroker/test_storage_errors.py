@@ -311,27 +311,28 @@ def _log_with_segments(directory, policy: str, clock) -> PartitionLog:
 
 
 def test_retention_that_cannot_remove_a_segment_takes_the_log_offline_and_goes_on(tmp_path, monkeypatch, caplog):
-    """Issue 10: retention drops a segment from the log but its file cannot be unlinked
-    (EIO). Before the fix the log stayed online although its files no longer matched it
-    (after a restart the deleted records came back). Now the log goes offline, and
-    maintenance goes on with the next log."""
+    """Issue 10: retention drops a segment from the log but its ``.log`` cannot be renamed
+    to ``.deleted`` (EIO; Kafka's asyncDeleteSegment renames first, file.delete.delay.ms).
+    Before the fix the log stayed online although its files no longer matched it (after a
+    restart the deleted records came back). Now the log goes offline, and maintenance goes
+    on with the next log."""
     bad = _log_with_segments(tmp_path / "bad-0", "delete", lambda: 10_000)
     good = _log_with_segments(tmp_path / "good-0", "delete", lambda: 10_000)
-    real_unlink = os.unlink
+    real_replace = os.replace
 
-    def unlink(path, *args, **kwargs):
-        if str(path).startswith(str(bad.directory)) and str(path).endswith(".log"):
+    def replace(src, dst, *args, **kwargs):
+        if str(src).startswith(str(bad.directory)) and str(src).endswith(".log"):
             raise OSError(errno.EIO, os.strerror(errno.EIO))
-        return real_unlink(path, *args, **kwargs)
+        return real_replace(src, dst, *args, **kwargs)
 
-    monkeypatch.setattr(os, "unlink", unlink)
+    monkeypatch.setattr(os, "replace", replace)
     try:
         asyncio.run(maintain([bad, good]))
         assert bad.offline and not good.offline
         assert good.log_start_offset == 3 and len(good.segments) == 1
         with pytest.raises(KafkaStorageError):
             bad.read(0, 1000)
-        assert "retention failed" in caplog.text
+        assert "failed, the log is offline" in caplog.text
     finally:
         monkeypatch.undo()
         bad.close()
@@ -516,7 +517,7 @@ def test_alter_configs_on_a_full_disk_changes_nothing(small_disk):
 
 def test_a_broker_whose_retention_fails_takes_that_partition_offline_and_goes_on(tmp_path, monkeypatch):
     """Issue 10, through a running broker (maintenance every 50 ms): retention cannot
-    unlink a segment of topic "bad" (EIO). Before the fix "bad" stayed online, serving
+    rename a segment of topic "bad" to ``.deleted`` (EIO). Before the fix "bad" stayed online, serving
     and acknowledging although its files no longer matched it. Now it is offline
     (Produce and Fetch answer KAFKA_STORAGE_ERROR, Metadata lists its replica offline)
     while the maintenance loop goes on: retention keeps working on topic "good"."""
@@ -526,14 +527,14 @@ def test_a_broker_whose_retention_fails_takes_that_partition_offline_and_goes_on
             for name in ("bad", "good"):
                 create_topic(client, name, 1, segment_bytes="100", retention_ms="60000")
             bad_dir = str(broker._server.state.topics["bad"].partitions[0].directory)
-            real_unlink = os.unlink
+            real_replace = os.replace
 
-            def unlink(path, *args, **kwargs):
-                if str(path).startswith(bad_dir) and str(path).endswith(".log"):
+            def replace(src, dst, *args, **kwargs):
+                if str(src).startswith(bad_dir) and str(src).endswith(".log"):
                     raise OSError(errno.EIO, os.strerror(errno.EIO))
-                return real_unlink(path, *args, **kwargs)
+                return real_replace(src, dst, *args, **kwargs)
 
-            monkeypatch.setattr(os, "unlink", unlink)
+            monkeypatch.setattr(os, "replace", replace)
             old = BatchBuilder()
             old.append(1_000, b"k", b"x" * 80)  # 1970: past any retention
             for _ in range(2):
