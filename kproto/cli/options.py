@@ -23,7 +23,7 @@ from __future__ import annotations
 import argparse
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from kproto import AdminClient, Consumer, Producer
 from kproto.config import CONFIGS
@@ -169,14 +169,36 @@ def client_settings(args: argparse.Namespace, client: str, flags: Mapping[str, A
 
 def admin_client(args: argparse.Namespace) -> AdminClient:
     """An admin client for the command (close it, or use it in ``with``)."""
-    return AdminClient(client_settings(args, "admin"))
+    return _reached(AdminClient(client_settings(args, "admin")))
 
 
 def producer_client(args: argparse.Namespace, flags: Mapping[str, Any] | None = None) -> Producer:
     """A producer for the command, with the command's own settings in ``flags``."""
-    return Producer(client_settings(args, "producer", flags))
+    return _reached(Producer(client_settings(args, "producer", flags)))
 
 
 def consumer_client(args: argparse.Namespace, flags: Mapping[str, Any] | None = None) -> Consumer:
     """A consumer for the command, with the command's own settings in ``flags``."""
-    return Consumer(client_settings(args, "consumer", flags))
+    return _reached(Consumer(client_settings(args, "consumer", flags)))
+
+
+_Client = TypeVar("_Client", AdminClient, Producer, Consumer)
+
+
+def _reached(client: _Client) -> _Client:
+    """``client`` once one round over the bootstrap servers found a broker.
+
+    The clients connect lazily and keep trying for ``default.api.timeout.ms`` /
+    ``max.block.ms``, as Java's do, so that a broker may start after them; a command line
+    tool should instead say at once that nothing answers (each server tried once, bounded
+    by ``socket.connection.setup.timeout.ms`` and ``request.timeout.ms``).
+
+    Raises:
+        NoBrokersAvailableError: no bootstrap server answered (the client is closed).
+    """
+    try:
+        client._loop.run(client._core._cluster.refresh())
+    except BaseException:
+        client.close()
+        raise
+    return client
