@@ -54,12 +54,10 @@ Maintenance (retention, then compaction) runs every ``log.retention.check.interv
 
 from __future__ import annotations
 
-import base64
 import fcntl
 import json
 import logging
 import os
-import re
 import shutil
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
@@ -67,6 +65,18 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from kproto.log_files import (
+    DELETE_DIR_SUFFIX,
+    PARTITION_METADATA,
+    STRAY_DIR_SUFFIX,
+    format_partition_metadata,
+    kafka_uuid,
+    parse_partition_dir,
+    parse_partition_metadata,
+    parse_set_aside_dir,
+    partition_dir_name,
+    set_aside_dir_name,
+)
 from minibroker.config import BrokerConfig
 from minibroker.log import LogConfig, PartitionLog
 from minibroker.topic_configs import sanitize
@@ -76,13 +86,7 @@ __all__ = ["CorruptStateFileError", "LogDirInUseError", "Storage", "StoredTopic"
 TOPICS_FILE = "minibroker-topics.json"
 BROKER_CONFIGS_FILE = "minibroker-broker-configs.json"
 PRODUCER_IDS_FILE = "minibroker-producer-ids.json"
-PARTITION_METADATA = "partition.metadata"
 LOCK_FILE = ".lock"  # Kafka's LogManager.LockFileName
-DELETE_SUFFIX = "-delete"  # Kafka's LocalLog.DeleteDirSuffix
-STRAY_SUFFIX = "-stray"  # Kafka's LocalLog.StrayDirSuffix
-# Both matched whole: "<topic>-<partition>", and "<topic>-<partition>.<uuid hex>-delete" or -stray.
-_PARTITION_DIR = re.compile(r"(?P<topic>.+)-(?P<partition>[0-9]+)")
-_SET_ASIDE_DIR = re.compile(r"(?P<topic>.+)-(?P<partition>[0-9]+)\.[0-9a-f]{32}(?P<suffix>-delete|-stray)")
 
 log = logging.getLogger(__name__)
 
@@ -92,11 +96,6 @@ _LOG_KEYS = ("log.segment.bytes", "log.roll.ms", "log.retention.ms", "log.retent
              "log.cleaner.delete.retention.ms", "log.index.size.max.bytes", "log.roll.jitter.ms",
              "log.segment.delete.delay.ms", "log.flush.interval.ms",
              "log.cleaner.min.cleanable.ratio", "log.cleaner.min.compaction.lag.ms", "log.cleaner.max.compaction.lag.ms")
-
-
-def kafka_uuid(topic_id: uuid.UUID) -> str:
-    """A topic id as Kafka writes it: URL-safe base64 of the 16 bytes, no padding."""
-    return base64.urlsafe_b64encode(topic_id.bytes).rstrip(b"=").decode()
 
 
 class LogDirInUseError(RuntimeError):
@@ -205,7 +204,7 @@ class Storage:
 
     def _partition_dir(self, topic: str, index: int) -> Path | None:
         for d in self.log_dirs:
-            path = d / f"{topic}-{index}"
+            path = d / partition_dir_name(topic, index)
             if path.is_dir():
                 return path
         return None
@@ -234,10 +233,10 @@ class Storage:
             if found is not None and found != kafka_uuid(topic_id):
                 log.warning("%s belongs to topic id %s, not to %s's %s: set aside as stray",
                             existing, found, topic, kafka_uuid(topic_id))
-                _set_aside(existing, STRAY_SUFFIX)
+                _set_aside(existing, STRAY_DIR_SUFFIX)
                 existing = None
         new = existing is None
-        path = self._least_used_dir() / f"{topic}-{index}" if existing is None else existing
+        path = self._least_used_dir() / partition_dir_name(topic, index) if existing is None else existing
         if new:
             path.mkdir()
         try:
@@ -263,7 +262,7 @@ class Storage:
             partition.close()
             path = partition.directory
             if path is not None and path.is_dir() and _topic_id_or_none(path) in (None, kafka_uuid(topic_id)):
-                doomed.append(_set_aside(path, DELETE_SUFFIX))
+                doomed.append(_set_aside(path, DELETE_DIR_SUFFIX))
         for path in doomed:
             shutil.rmtree(path)
 
@@ -285,17 +284,17 @@ class Storage:
             for path in sorted(d.iterdir()):
                 if not path.is_dir():
                     continue
-                m = _SET_ASIDE_DIR.fullmatch(path.name)
-                if m is not None and m["suffix"] == DELETE_SUFFIX:
+                set_aside = parse_set_aside_dir(path.name)
+                if set_aside is not None and set_aside[2] == DELETE_DIR_SUFFIX:
                     log.info("removing %s, a deletion cut short", path)
                     shutil.rmtree(path)
                     continue
-                m = _PARTITION_DIR.fullmatch(path.name)
-                if m is None or not own:
+                parsed = parse_partition_dir(path.name)
+                if parsed is None or not own:
                     continue
-                known = topics.get(m["topic"])
+                known = topics.get(parsed[0])
                 # The id this directory must have: that of the topic named by the topics file.
-                owner = known[0] if known is not None and int(m["partition"]) < known[1] else None
+                owner = known[0] if known is not None and parsed[1] < known[1] else None
                 try:
                     found = _read_topic_id(path)
                 except PartitionMetadataCorrupt as exc:
@@ -308,7 +307,7 @@ class Storage:
                         found = kafka_uuid(owner)
                 if owner is None or found not in (None, kafka_uuid(owner)):
                     log.warning("%s is no partition of a known topic (topic id %s): set aside as stray", path, found)
-                    _set_aside(path, STRAY_SUFFIX)
+                    _set_aside(path, STRAY_DIR_SUFFIX)
 
     def save_topics(self, topics: Iterable[StoredTopic]) -> None:
         if not self.persistent:
@@ -354,9 +353,7 @@ def _set_aside(path: Path, suffix: str) -> Path:
     """Rename a partition directory to Kafka's ``<topic>-<partition>.<uuid hex><suffix>``,
     durably; the topic part is cut so that the name stays within 255 characters
     (``LocalLog.logDirNameWithSuffixCappedLength``)."""
-    topic, _, partition = path.name.rpartition("-")
-    tail = f"-{partition}.{uuid.uuid4().hex}{suffix}"
-    target = path.with_name(topic[:255 - len(tail)] + tail)
+    target = path.with_name(set_aside_dir_name(path.name, suffix))
     os.rename(path, target)
     _fsync_dir(path.parent)
     return target
@@ -392,20 +389,13 @@ def _read_topic_id(path: Path) -> str | None:
     except OSError as exc:
         raise PartitionMetadataCorrupt(f"{path / PARTITION_METADATA}: {exc}") from exc
     try:
-        lines = data.decode("utf-8").splitlines()
-        fields = {key.strip(): value for key, value in (line.split(":", 1) for line in lines)}
-        if fields.keys() != {"version", "topic_id"} or fields["version"].strip() != "0":
-            raise ValueError(f"not version 0 with a topic_id: {lines!r}")
-        topic_id = fields["topic_id"].strip()
-        if len(topic_id) != 22 or kafka_uuid(uuid.UUID(bytes=base64.urlsafe_b64decode(topic_id + "=="))) != topic_id:
-            raise ValueError(f"{topic_id!r} is not a topic id")
-        return topic_id
+        return parse_partition_metadata(data)
     except ValueError as exc:  # UnicodeDecodeError, binascii.Error and a short line included
         raise PartitionMetadataCorrupt(f"{path / PARTITION_METADATA} is malformed: {exc}") from exc
 
 
 def _write_topic_id(path: Path, topic_id: uuid.UUID) -> None:
-    _write_atomically(path / PARTITION_METADATA, f"version: 0\ntopic_id: {kafka_uuid(topic_id)}\n")
+    _write_atomically(path / PARTITION_METADATA, format_partition_metadata(topic_id))
 
 
 def _fsync_dir(path: Path) -> None:

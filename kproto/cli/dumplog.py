@@ -39,12 +39,11 @@ from kproto.cli.output import TIMESTAMP_TYPES
 from kproto.cli.progress import Progress, progress
 from kproto.compression import codec_name
 from kproto.errors import CorruptRecordError, KafkaError
+from kproto.log_files import INDEX_SUFFIX, OFFSET_INDEX_ENTRY, TIME_INDEX_ENTRY, TIME_INDEX_SUFFIX
 from kproto.records import Batch, ControlType, Record, parse_control_record, read_batches
 
 __all__ = ["register"]
 
-_OFFSET_ENTRY = struct.Struct(">ii")  # relativeOffset, position (Kafka's OffsetIndex)
-_TIME_ENTRY = struct.Struct(">qi")  # timestamp, relativeOffset (Kafka's TimeIndex)
 _MARKER_VALUE = struct.Struct(">hi")  # version, coordinatorEpoch (Kafka's EndTransactionMarker)
 _CONTROL_TYPES = {t.value for t in ControlType}
 
@@ -178,12 +177,12 @@ class _Dump:
 
     def offset_index(self, buf: bytes) -> None:
         base = _base_offset(self.path)
-        for relative, position in self.index(buf, _OFFSET_ENTRY):
+        for relative, position in self.index(buf, OFFSET_INDEX_ENTRY):
             self.line(f"offset: {base + relative} position: {position}")
 
     def time_index(self, buf: bytes) -> None:
         base = _base_offset(self.path)
-        for timestamp, relative in self.index(buf, _TIME_ENTRY):
+        for timestamp, relative in self.index(buf, TIME_INDEX_ENTRY):
             self.line(f"timestamp: {timestamp} offset: {base + relative}")
 
 
@@ -192,7 +191,7 @@ def _dump(path: Path, print_data: bool, bar: Progress) -> list[str]:
     buf = path.read_bytes()
     dump = _Dump(path, print_data, bar)
     dump.line(f"Dumping {path}")
-    {".index": dump.offset_index, ".timeindex": dump.time_index}.get(path.suffix, dump.segment)(buf)
+    {INDEX_SUFFIX: dump.offset_index, TIME_INDEX_SUFFIX: dump.time_index}.get(path.suffix, dump.segment)(buf)
     sys.stdout.flush()
     bar.update(len(buf) - dump.counted)  # what batches did not count: index files, a damaged tail
     return dump.problems

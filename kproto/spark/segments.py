@@ -31,7 +31,6 @@ from __future__ import annotations
 import json
 import mmap
 import os
-import re
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -43,6 +42,7 @@ from pyspark.sql.types import StructType
 
 from kproto.codec import decode_columnar
 from kproto.errors import CorruptRecordError, KafkaError
+from kproto.log_files import LOG_SUFFIX, parse_partition_dir, parse_segment_file
 from kproto.spark.arrow import record_batch
 from kproto.spark.options import check_schema, flag
 from kproto.spark.schema import arrow_schema, kafka_schema
@@ -53,8 +53,6 @@ CHUNK_BYTES = 4 << 20
 """About how many bytes of batches become one Arrow record batch."""
 
 _FRAME = struct.Struct(">qi")  # baseOffset, batchLength
-_PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")  # Kafka's "<topic>-<partition>"
-_SEGMENT = re.compile(r"^\d{20}\.log$")
 
 
 @dataclass(frozen=True)
@@ -67,15 +65,21 @@ class SegmentPartition(InputPartition):
 
 
 def _partition_of(directory: Path) -> tuple[str, int]:
-    match = _PARTITION_DIR.match(directory.name)
-    if match is None:
+    parsed = parse_partition_dir(directory.name)
+    if parsed is None:
         raise ValueError(f"{directory} is not a partition directory (<topic>-<partition>)")
-    return match["topic"], int(match["partition"])
+    return parsed
+
+
+def _is_segment(name: str) -> bool:
+    """A segment's ``.log`` in use: not a ``.deleted``, ``.cleaned`` or ``.swap`` one."""
+    parsed = parse_segment_file(name)
+    return parsed is not None and parsed.kind == LOG_SUFFIX and not parsed.suffix
 
 
 def _segments_in(directory: Path) -> list[SegmentPartition]:
     topic, partition = _partition_of(directory)
-    return [SegmentPartition(str(p), topic, partition) for p in sorted(directory.iterdir()) if _SEGMENT.match(p.name)]
+    return [SegmentPartition(str(p), topic, partition) for p in sorted(directory.iterdir()) if _is_segment(p.name)]
 
 
 def find_segments(path: str | os.PathLike) -> list[SegmentPartition]:
@@ -96,9 +100,9 @@ def find_segments(path: str | os.PathLike) -> list[SegmentPartition]:
         return [SegmentPartition(str(root), topic, partition)]
     if not root.is_dir():
         raise FileNotFoundError(f"no such file or directory: {root}")
-    if _PARTITION_DIR.match(root.name) and any(_SEGMENT.match(p.name) for p in root.iterdir()):
+    if parse_partition_dir(root.name) and any(_is_segment(p.name) for p in root.iterdir()):
         return _segments_in(root)
-    found = [s for d in sorted(root.iterdir()) if d.is_dir() and _PARTITION_DIR.match(d.name) for s in _segments_in(d)]
+    found = [s for d in sorted(root.iterdir()) if d.is_dir() and parse_partition_dir(d.name) for s in _segments_in(d)]
     return sorted(found, key=lambda s: (s.topic, s.partition, s.path))
 
 

@@ -1,6 +1,7 @@
 """A segment's offset index (``.index``) and time index (``.timeindex``), in Kafka's format.
 
-Facts (Kafka's ``OffsetIndex`` and ``TimeIndex``, storage/internals/log):
+Facts (Kafka's ``OffsetIndex`` and ``TimeIndex``, storage/internals/log; the entry layouts
+are :mod:`kproto.log_files`'):
 
 - Both are sparse, flat arrays of fixed-size big-endian entries, no header, no checksum
   ("in the event of a crash it is rebuilt").
@@ -38,16 +39,22 @@ from __future__ import annotations
 
 import bisect
 import os
-import struct
 import sys
 from array import array
 from collections.abc import Iterable
 from pathlib import Path
 
+from kproto.log_files import (
+    OFFSET_INDEX_ENTRY,
+    TIME_INDEX_ENTRY,
+    pack_offset_entry,
+    pack_time_entry,
+    unpack_offset_entries,
+    unpack_time_entries,
+)
+
 __all__ = ["OffsetIndex", "TimeIndex", "IndexCorrupt"]
 
-_OFFSET_ENTRY = struct.Struct(">ii")  # relativeOffset, position (Kafka OffsetIndex)
-_TIME_ENTRY = struct.Struct(">qi")  # timestamp, relativeOffset (Kafka TimeIndex)
 _BIG_ENDIAN = sys.byteorder == "big"
 
 NO_TIMESTAMP = -1  # Kafka's RecordBatch.NO_TIMESTAMP
@@ -192,7 +199,7 @@ class OffsetIndex(_Index):
         path: the index file, or None for a segment kept in memory.
     """
 
-    entry_size = _OFFSET_ENTRY.size
+    entry_size = OFFSET_INDEX_ENTRY.size
 
     def __init__(self, base_offset: int, path: Path | None = None):
         super().__init__(base_offset, path)
@@ -216,7 +223,7 @@ class OffsetIndex(_Index):
         relative = offset - self.base_offset
         if self._relative and (relative <= self._relative[-1] or position <= self._positions[-1]):
             raise ValueError(f"index entry ({offset}, {position}) does not follow {self.last_entry()}")
-        self._file.write_at(len(self._relative) * self.entry_size, _OFFSET_ENTRY.pack(relative, position))
+        self._file.write_at(len(self._relative) * self.entry_size, pack_offset_entry(relative, position))
         self._relative.append(relative)
         self._positions.append(position)
 
@@ -251,7 +258,7 @@ class OffsetIndex(_Index):
             raise IndexCorrupt(f"{self.path} has {len(data)} bytes, not a multiple of {self.entry_size}")
         relative, positions = array("i"), array("i")
         last_r = last_p = -1
-        for r, p in _OFFSET_ENTRY.iter_unpack(data):
+        for r, p in unpack_offset_entries(data):
             if r <= last_r or p <= last_p or p >= log_size:
                 raise IndexCorrupt(f"{self.path}: entry ({r}, {p}) out of order or past the log")
             relative.append(r)
@@ -280,7 +287,7 @@ class TimeIndex(_Index):
         path: the index file, or None for a segment kept in memory.
     """
 
-    entry_size = _TIME_ENTRY.size
+    entry_size = TIME_INDEX_ENTRY.size
 
     def __init__(self, base_offset: int, path: Path | None = None):
         super().__init__(base_offset, path)
@@ -312,7 +319,7 @@ class TimeIndex(_Index):
         if timestamp <= last_ts:
             return
         relative = offset - self.base_offset
-        self._file.write_at(len(self._timestamps) * self.entry_size, _TIME_ENTRY.pack(timestamp, relative))
+        self._file.write_at(len(self._timestamps) * self.entry_size, pack_time_entry(timestamp, relative))
         self._timestamps.append(timestamp)
         self._relative.append(relative)
 
@@ -343,7 +350,7 @@ class TimeIndex(_Index):
             raise IndexCorrupt(f"{self.path} has {len(data)} bytes, not a multiple of {self.entry_size}")
         timestamps, relative = array("q"), array("i")
         last_t, last_r = NO_TIMESTAMP, 0
-        for t, r in _TIME_ENTRY.iter_unpack(data):
+        for t, r in unpack_time_entries(data):
             if t <= last_t or r < last_r or self.base_offset + r >= offset_limit:
                 raise IndexCorrupt(f"{self.path}: entry ({t}, {r}) out of order or past the segment")
             timestamps.append(t)
@@ -358,6 +365,6 @@ class TimeIndex(_Index):
         for timestamp, offset in entries:
             self._timestamps.append(timestamp)
             self._relative.append(offset - self.base_offset)
-            out += _TIME_ENTRY.pack(timestamp, offset - self.base_offset)
+            out += pack_time_entry(timestamp, offset - self.base_offset)
         self._file.replace_all(bytes(out))
 

@@ -120,35 +120,33 @@ import functools
 import logging
 import os
 import random
-import re
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from kproto.errors import KafkaStorageError, OffsetOutOfRangeError
-from kproto.records import decode_record_set
-from minibroker.log.cleaner import CleanerStats, clean, complete_swaps
-from minibroker.log.config import LogConfig
-from minibroker.log.index import IndexCorrupt
-from minibroker.log.segment import (
+from kproto.log_files import (
     DELETED_SUFFIX,
     INDEX_SUFFIX,
     LOG_SUFFIX,
     TIME_INDEX_SUFFIX,
-    LogSegment,
-    LogSlice,
-    SegmentDamaged,
+    format_checkpoint,
+    parse_checkpoint,
+    parse_partition_dir,
+    parse_segment_file,
     segment_name,
 )
+from kproto.log_files import LOG_START_OFFSET_CHECKPOINT as CHECKPOINT_FILE
+from kproto.records import decode_record_set
+from minibroker.log.cleaner import CleanerStats, clean, complete_swaps
+from minibroker.log.config import LogConfig
+from minibroker.log.index import IndexCorrupt
+from minibroker.log.segment import LogSegment, LogSlice, SegmentDamaged
 
 __all__ = ["PartitionLog", "CHECKPOINT_FILE"]
 
 log = logging.getLogger(__name__)
-
-CHECKPOINT_FILE = "log-start-offset-checkpoint"
-
-_SEGMENT_FILE = re.compile(r"^(\d{20})(\.log|\.index|\.timeindex)(\.cleaned|\.swap|\.deleted)?$")
 
 _BASE_OFFSET_AT = 0
 _LEADER_EPOCH_AT = 12
@@ -652,26 +650,24 @@ class PartitionLog:
     def _read_checkpoint(self) -> int | None:
         assert self.directory is not None
         try:
-            lines = (self.directory / CHECKPOINT_FILE).read_text().split("\n")
-            if lines[0].strip() != "0" or int(lines[1]) != 1:
+            entries = parse_checkpoint((self.directory / CHECKPOINT_FILE).read_text())
+            if len(entries) != 1:
                 raise ValueError("unknown version or entry count")
-            return int(lines[2].split()[-1])
+            return entries[0][2]
         except FileNotFoundError:
             return None
-        except (ValueError, IndexError) as exc:
+        except ValueError as exc:
             log.warning("ignoring %s: %s", self.directory / CHECKPOINT_FILE, exc)
             return None
 
     def _write_checkpoint(self) -> None:
         if self.directory is None:
             return
-        topic, _, partition = self.directory.name.rpartition("-")
-        if not topic or not partition.isdigit():
-            topic, partition = self.directory.name, "0"
+        topic, partition = parse_partition_dir(self.directory.name) or (self.directory.name, 0)
         path = self.directory / CHECKPOINT_FILE
         tmp = path.with_name(path.name + ".tmp")
         with open(tmp, "w") as f:
-            f.write(f"0\n1\n{topic} {partition} {self.log_start_offset}\n")
+            f.write(format_checkpoint([(topic, partition, self.log_start_offset)]))
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
@@ -688,10 +684,10 @@ def _tidy_directory(directory: Path) -> list[int]:
     logs: set[int] = set()
     others: list[tuple[Path, int, str]] = []
     for path in directory.iterdir():
-        m = _SEGMENT_FILE.match(path.name)
-        if m is None:
+        parsed = parse_segment_file(path.name)
+        if parsed is None:
             continue
-        base, kind, suffix = int(m.group(1)), m.group(2), m.group(3)
+        base, kind, suffix = parsed
         if suffix:
             log.warning("removing leftover %s", path)
             path.unlink()

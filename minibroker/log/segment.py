@@ -2,7 +2,7 @@
 
 A segment holds the batches from its base offset up to the next segment's. Its files are
 named by the base offset in 20 digits, in the partition directory (Kafka's
-``LogFileUtils``)::
+``LogFileUtils``; the names are :mod:`kproto.log_files`')::
 
     00000000000000000000.log         the batches, byte for byte as Produce stored them and
                                      Fetch returns them (no framing of our own)
@@ -60,6 +60,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from kproto.errors import KafkaError
+from kproto.log_files import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, segment_name
 from kproto.records import Batch, decode_record_set, read_batches
 from minibroker.log.config import INT32_MAX
 from minibroker.log.index import IndexCorrupt, OffsetIndex, TimeIndex
@@ -71,19 +72,15 @@ __all__ = [
     "SegmentFile",
     "BatchInfo",
     "SegmentDamaged",
+    # Kafka's file names, owned by kproto.log_files; still exported here for
+    # minibroker.log.cleaner, which imports them from this module.
     "segment_name",
     "LOG_SUFFIX",
     "INDEX_SUFFIX",
     "TIME_INDEX_SUFFIX",
-    "DELETED_SUFFIX",
 ]
 
 log = logging.getLogger(__name__)
-
-LOG_SUFFIX = ".log"
-INDEX_SUFFIX = ".index"
-TIME_INDEX_SUFFIX = ".timeindex"
-DELETED_SUFFIX = ".deleted"  # a deleted segment's files until file.delete.delay.ms passes
 
 # Record batch v2 header, the fields a walk needs (Kafka's DefaultRecordBatch):
 #   baseOffset i64 @0, batchLength i32 @8, partitionLeaderEpoch i32 @12, magic i8 @16,
@@ -100,11 +97,6 @@ _MAGIC_AT = 16
 _HEAD_READ = _V2_HEAD.size  # 43: enough for either layout
 
 _SCAN_CHUNK = 4 << 20  # recovery and compaction read segments in 4 MiB chunks
-
-
-def segment_name(base_offset: int) -> str:
-    """The file stem of a segment: its base offset in 20 digits."""
-    return f"{base_offset:020d}"
 
 
 class SegmentDamaged(Exception):

@@ -1,0 +1,229 @@
+"""Kafka's on-disk log files: their names, index entries, checkpoints and ``partition.metadata``.
+
+The one owner of these formats: minibroker writes and reads its log directories with it,
+and the Spark segment reader and ``kproto dump-log`` read Kafka's (or minibroker's) with
+it. The record batches inside a ``.log`` are :mod:`kproto.records`' business; this module
+knows the files around them. No I/O here: names, bytes and text in and out.
+
+Facts (Kafka 3.x/4.x, ``storage/internals/log``):
+
+- A log directory holds one directory per partition, ``<topic>-<partition>``
+  (``UnifiedLog.logDirName``, parsed from the last ``-``: topic names may contain
+  ``-``). A partition being deleted is renamed ``<topic>-<partition>.<uuid hex>-delete``
+  and one the metadata does not know ``...-stray`` (``LocalLog.DeleteDirSuffix``,
+  ``StrayDirSuffix``, ``logDeleteDirName``), its topic part cut so that the whole name fits
+  in 255 characters (``logDirNameWithSuffixCappedLength``).
+- A segment is three files named by its base offset in 20 digits, zero-padded
+  (``LogFileUtils.filenamePrefixFromOffset``): ``.log`` (the batches), ``.index`` and
+  ``.timeindex``. A suffix marks a file in transit: ``.deleted`` (waiting for
+  ``file.delete.delay.ms``), ``.cleaned`` (being written by the cleaner) and ``.swap``
+  (cleaned, being swapped in) (``LogFileUtils.DELETED_FILE_SUFFIX``,
+  ``CLEANED_FILE_SUFFIX``, ``SWAP_FILE_SUFFIX``).
+- ``.index`` (``OffsetIndex``): 8-byte big-endian entries ``relativeOffset: i32,
+  position: i32``. ``.timeindex`` (``TimeIndex``): 12-byte entries ``timestamp: i64,
+  relativeOffset: i32``. No header, no checksum; relative offsets are ``offset -
+  baseOffset``. A preallocated file is zero past its used entries.
+- Checkpoint files (``CheckpointFile``; ``log-start-offset-checkpoint``,
+  ``recovery-point-offset-checkpoint``...) are text: the version (``0``), the number of
+  entries, then one entry per line, ``topic partition offset`` separated by spaces
+  (``OffsetCheckpointFile.Formatter``). A reader takes exactly that many entries, each of
+  exactly three fields, or the file is malformed.
+- ``partition.metadata`` (``PartitionMetadataFile``) is ``version: 0`` and ``topic_id:
+  <id>``, one per line, the topic id in Kafka's form: URL-safe base64 of its 16 bytes,
+  without padding (22 characters, ``Uuid.toString``).
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+import struct
+import uuid
+from collections.abc import Iterable, Iterator
+from typing import NamedTuple
+
+__all__ = [
+    "LOG_SUFFIX",
+    "INDEX_SUFFIX",
+    "TIME_INDEX_SUFFIX",
+    "DELETED_SUFFIX",
+    "CLEANED_SUFFIX",
+    "SWAP_SUFFIX",
+    "DELETE_DIR_SUFFIX",
+    "STRAY_DIR_SUFFIX",
+    "LOG_START_OFFSET_CHECKPOINT",
+    "PARTITION_METADATA",
+    "OFFSET_INDEX_ENTRY",
+    "TIME_INDEX_ENTRY",
+    "SegmentFileName",
+    "segment_name",
+    "parse_segment_file",
+    "pack_offset_entry",
+    "unpack_offset_entries",
+    "pack_time_entry",
+    "unpack_time_entries",
+    "partition_dir_name",
+    "parse_partition_dir",
+    "set_aside_dir_name",
+    "parse_set_aside_dir",
+    "format_checkpoint",
+    "parse_checkpoint",
+    "kafka_uuid",
+    "format_partition_metadata",
+    "parse_partition_metadata",
+]
+
+LOG_SUFFIX = ".log"
+INDEX_SUFFIX = ".index"
+TIME_INDEX_SUFFIX = ".timeindex"
+DELETED_SUFFIX = ".deleted"  # a deleted segment's files until file.delete.delay.ms passes
+CLEANED_SUFFIX = ".cleaned"  # the cleaner's output while it is written
+SWAP_SUFFIX = ".swap"  # the cleaner's output, committed, while it replaces the originals
+DELETE_DIR_SUFFIX = "-delete"  # Kafka's LocalLog.DeleteDirSuffix
+STRAY_DIR_SUFFIX = "-stray"  # Kafka's LocalLog.StrayDirSuffix
+
+LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
+PARTITION_METADATA = "partition.metadata"
+
+OFFSET_INDEX_ENTRY = struct.Struct(">ii")
+"""An ``.index`` entry: relative offset, position in the ``.log`` (Kafka's ``OffsetIndex``)."""
+TIME_INDEX_ENTRY = struct.Struct(">qi")
+"""A ``.timeindex`` entry: timestamp, relative offset (Kafka's ``TimeIndex``)."""
+
+_SEGMENT_FILE = re.compile(r"(\d{20})(\.log|\.index|\.timeindex)(\.cleaned|\.swap|\.deleted)?")
+_PARTITION_DIR = re.compile(r"(?P<topic>.+)-(?P<partition>[0-9]+)")
+_SET_ASIDE_DIR = re.compile(r"(?P<topic>.+)-(?P<partition>[0-9]+)\.[0-9a-f]{32}(?P<suffix>-delete|-stray)")
+_MAX_NAME = 255  # a file name's length limit on common file systems
+
+
+class SegmentFileName(NamedTuple):
+    """A segment file's name, taken apart: ``00000000000000000042.index.swap`` is
+    ``(42, ".index", ".swap")``."""
+
+    base_offset: int
+    kind: str  # LOG_SUFFIX, INDEX_SUFFIX or TIME_INDEX_SUFFIX
+    suffix: str  # "" or DELETED_SUFFIX, CLEANED_SUFFIX, SWAP_SUFFIX
+
+
+def segment_name(base_offset: int) -> str:
+    """The file stem of a segment: its base offset in 20 digits (``filenamePrefixFromOffset``)."""
+    return f"{base_offset:020d}"
+
+
+def parse_segment_file(name: str) -> SegmentFileName | None:
+    """Take a segment file's name apart; None if ``name`` is not one."""
+    m = _SEGMENT_FILE.fullmatch(name)
+    if m is None:
+        return None
+    return SegmentFileName(int(m.group(1)), m.group(2), m.group(3) or "")
+
+
+def pack_offset_entry(relative_offset: int, position: int) -> bytes:
+    """One ``.index`` entry's 8 bytes."""
+    return OFFSET_INDEX_ENTRY.pack(relative_offset, position)
+
+
+def unpack_offset_entries(data: bytes | memoryview) -> Iterator[tuple[int, int]]:
+    """Every ``(relative_offset, position)`` of an ``.index`` file's bytes.
+
+    Raises:
+        ValueError: ``data`` is not a whole number of entries.
+    """
+    if len(data) % OFFSET_INDEX_ENTRY.size:
+        raise ValueError(f"{len(data)} bytes is not a whole number of {OFFSET_INDEX_ENTRY.size}-byte entries")
+    return OFFSET_INDEX_ENTRY.iter_unpack(data)
+
+
+def pack_time_entry(timestamp: int, relative_offset: int) -> bytes:
+    """One ``.timeindex`` entry's 12 bytes."""
+    return TIME_INDEX_ENTRY.pack(timestamp, relative_offset)
+
+
+def unpack_time_entries(data: bytes | memoryview) -> Iterator[tuple[int, int]]:
+    """Every ``(timestamp, relative_offset)`` of a ``.timeindex`` file's bytes.
+
+    Raises:
+        ValueError: ``data`` is not a whole number of entries.
+    """
+    if len(data) % TIME_INDEX_ENTRY.size:
+        raise ValueError(f"{len(data)} bytes is not a whole number of {TIME_INDEX_ENTRY.size}-byte entries")
+    return TIME_INDEX_ENTRY.iter_unpack(data)
+
+
+def partition_dir_name(topic: str, partition: int) -> str:
+    """A partition's directory name, ``<topic>-<partition>``."""
+    return f"{topic}-{partition}"
+
+
+def parse_partition_dir(name: str) -> tuple[str, int] | None:
+    """``(topic, partition)`` of a partition directory's name; None if it is not one."""
+    m = _PARTITION_DIR.fullmatch(name)
+    return None if m is None else (m["topic"], int(m["partition"]))
+
+
+def set_aside_dir_name(name: str, suffix: str, unique: str | None = None) -> str:
+    """The name a partition directory ``name`` gets when deleted or stray:
+    ``<topic>-<partition>.<unique><suffix>``, ``unique`` a fresh uuid's hex unless given,
+    the topic cut so the name fits in 255 characters (``logDirNameWithSuffixCappedLength``)."""
+    topic, _, partition = name.rpartition("-")
+    tail = f"-{partition}.{uuid.uuid4().hex if unique is None else unique}{suffix}"
+    return topic[:_MAX_NAME - len(tail)] + tail
+
+
+def parse_set_aside_dir(name: str) -> tuple[str, int, str] | None:
+    """``(topic, partition, suffix)`` of a ``-delete`` or ``-stray`` directory's name."""
+    m = _SET_ASIDE_DIR.fullmatch(name)
+    return None if m is None else (m["topic"], int(m["partition"]), m["suffix"])
+
+
+def format_checkpoint(entries: Iterable[tuple[str, int, int]]) -> str:
+    """A checkpoint file's text: version 0, the count, ``topic partition offset`` lines."""
+    lines = [f"{topic} {partition} {offset}\n" for topic, partition, offset in entries]
+    return f"0\n{len(lines)}\n" + "".join(lines)
+
+
+def parse_checkpoint(text: str) -> list[tuple[str, int, int]]:
+    """The ``(topic, partition, offset)`` entries of a checkpoint file's text.
+
+    Raises:
+        ValueError: not version 0, or not as many well-formed entries as it says.
+    """
+    lines = text.split("\n")
+    if len(lines) < 2 or lines[0].strip() != "0":
+        raise ValueError("unknown version or entry count")
+    count = int(lines[1])
+    entries = []
+    for line in lines[2:2 + count]:
+        fields = line.split()
+        if len(fields) != 3:
+            raise ValueError(f"malformed entry {line!r}")
+        entries.append((fields[0], int(fields[1]), int(fields[2])))
+    if len(entries) != count:
+        raise ValueError(f"{count} entries expected, {len(entries)} found")
+    return entries
+
+
+def kafka_uuid(topic_id: uuid.UUID) -> str:
+    """A topic id as Kafka writes it: URL-safe base64 of the 16 bytes, no padding."""
+    return base64.urlsafe_b64encode(topic_id.bytes).rstrip(b"=").decode()
+
+
+def format_partition_metadata(topic_id: uuid.UUID) -> str:
+    """A ``partition.metadata`` file's text."""
+    return f"version: 0\ntopic_id: {kafka_uuid(topic_id)}\n"
+
+
+def parse_partition_metadata(data: bytes) -> str:
+    """The topic id (Kafka's form) in a ``partition.metadata`` file's bytes.
+
+    Raises:
+        ValueError: not UTF-8 text, not ``version: 0`` and a ``topic_id``, or not a topic id.
+    """
+    lines = data.decode("utf-8").splitlines()
+    fields = {key.strip(): value for key, value in (line.split(":", 1) for line in lines)}
+    if fields.keys() != {"version", "topic_id"} or fields["version"].strip() != "0":
+        raise ValueError(f"not version 0 with a topic_id: {lines!r}")
+    topic_id = fields["topic_id"].strip()
+    if len(topic_id) != 22 or kafka_uuid(uuid.UUID(bytes=base64.urlsafe_b64decode(topic_id + "=="))) != topic_id:
+        raise ValueError(f"{topic_id!r} is not a topic id")
+    return topic_id
