@@ -73,22 +73,34 @@ __all__ = [
     "parse_partition_metadata",
 ]
 
+#: A segment's record batches.
 LOG_SUFFIX = ".log"
+#: A segment's offset index.
 INDEX_SUFFIX = ".index"
+#: A segment's time index.
 TIME_INDEX_SUFFIX = ".timeindex"
-DELETED_SUFFIX = ".deleted"  # a deleted segment's files until file.delete.delay.ms passes
-CLEANED_SUFFIX = ".cleaned"  # the cleaner's output while it is written
-SWAP_SUFFIX = ".swap"  # the cleaner's output, committed, while it replaces the originals
-DELETE_DIR_SUFFIX = "-delete"  # Kafka's LocalLog.DeleteDirSuffix
-STRAY_DIR_SUFFIX = "-stray"  # Kafka's LocalLog.StrayDirSuffix
+#: Added to a deleted segment's files until ``file.delete.delay.ms`` passes.
+DELETED_SUFFIX = ".deleted"
+#: Added to the cleaner's output files while they are written.
+CLEANED_SUFFIX = ".cleaned"
+#: Added to the cleaner's output files, committed, while they replace the originals.
+SWAP_SUFFIX = ".swap"
+#: Ends the name of a partition directory being deleted (``LocalLog.DeleteDirSuffix``).
+DELETE_DIR_SUFFIX = "-delete"
+#: Ends the name of a partition directory the metadata does not know (``LocalLog.StrayDirSuffix``).
+STRAY_DIR_SUFFIX = "-stray"
 
+#: The checkpoint of a partition's log start offset (Kafka keeps one per log directory).
 LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
+#: The file naming a partition directory's topic id (``PartitionMetadataFile``).
 PARTITION_METADATA = "partition.metadata"
 
 OFFSET_INDEX_ENTRY = struct.Struct(">ii")
-"""An ``.index`` entry: relative offset, position in the ``.log`` (Kafka's ``OffsetIndex``)."""
+"""The layout of one ``.index`` entry, relative offset then position in the ``.log``
+(Kafka's ``OffsetIndex``)."""
 TIME_INDEX_ENTRY = struct.Struct(">qi")
-"""A ``.timeindex`` entry: timestamp, relative offset (Kafka's ``TimeIndex``)."""
+"""The layout of one ``.timeindex`` entry, timestamp then relative offset (Kafka's
+``TimeIndex``)."""
 
 _SEGMENT_FILE = re.compile(r"(\d{20})(\.log|\.index|\.timeindex)(\.cleaned|\.swap|\.deleted)?")
 _PARTITION_DIR = re.compile(r"(?P<topic>.+)-(?P<partition>[0-9]+)")
