@@ -9,7 +9,7 @@ rewritten atomically (write, fsync, rename) on every change; dynamic broker conf
 (KIP-226) likewise in ``minibroker-broker-configs.json``. On start the topics are
 read back, with their ids and configs, and every partition log recovers itself. The
 last block of producer ids handed out is kept beside it in
-``minibroker-producer-ids.json`` (see :class:`~minibroker.producer_state.ProducerIdManager`).
+``minibroker-producer-ids.json`` (see :class:`~minibroker.coordinator.producer_state.ProducerIdManager`).
 
 These three files are written atomically, so only damage from outside (a disk error, a
 hand edit) leaves one unreadable. Then the broker refuses to start with
