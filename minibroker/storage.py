@@ -69,6 +69,7 @@ from typing import Any
 
 from minibroker.config import BrokerConfig
 from minibroker.log import LogConfig, PartitionLog
+from minibroker.log.files import fsync_dir
 from minibroker.topic_configs import sanitize
 
 __all__ = ["CorruptStateFileError", "LogDirInUseError", "Storage", "StoredTopic"]
@@ -358,7 +359,7 @@ def _set_aside(path: Path, suffix: str) -> Path:
     tail = f"-{partition}.{uuid.uuid4().hex}{suffix}"
     target = path.with_name(topic[:255 - len(tail)] + tail)
     os.rename(path, target)
-    _fsync_dir(path.parent)
+    fsync_dir(path.parent)
     return target
 
 
@@ -408,14 +409,6 @@ def _write_topic_id(path: Path, topic_id: uuid.UUID) -> None:
     _write_atomically(path / PARTITION_METADATA, f"version: 0\ntopic_id: {kafka_uuid(topic_id)}\n")
 
 
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)  # a rename survives a power cut only once its directory is fsynced
-    finally:
-        os.close(fd)
-
-
 def _write_atomically(path: Path, text: str) -> None:
     tmp = path.with_name(path.name + ".tmp")
     with open(tmp, "w") as f:
@@ -423,4 +416,4 @@ def _write_atomically(path: Path, text: str) -> None:
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)
-    _fsync_dir(path.parent)
+    fsync_dir(path.parent)

@@ -78,7 +78,6 @@ so the thread touches none of it:
 from __future__ import annotations
 
 import logging
-import os
 import re
 import struct
 from collections.abc import Iterator
@@ -90,6 +89,7 @@ from weakref import WeakKeyDictionary
 from kproto.codec import crc32c
 from kproto.records import Batch, BatchBuilder, Record
 from minibroker.log.config import INT32_MAX, LogConfig
+from minibroker.log.files import fsync_dir
 from minibroker.log.segment import (
     INDEX_SUFFIX,
     LOG_SUFFIX,
@@ -459,14 +459,6 @@ def _filter(segment: LogSegment, position: int, batch: Batch, keep, stats: Clean
     return None, -1
 
 
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def _swap_in(log_: PartitionLog, group: list[LogSegment], cleaned: LogSegment) -> None:
     """Swap the files of ``cleaned`` in for ``group``'s. A failure before the commit point
     leaves the originals; one after it leaves files that the log in memory does not
@@ -479,7 +471,7 @@ def _swap_in(log_: PartitionLog, group: list[LogSegment], cleaned: LogSegment) -
         cleaned.delete()  # not committed: the originals stay
         raise
     try:
-        _fsync_dir(directory)  # committed: from here a crash is completed by complete_swaps
+        fsync_dir(directory)  # committed: from here a crash is completed by complete_swaps
         for old in group[1:]:
             old.delete()
         # The first old segment's files are replaced by the renames below; its open
@@ -487,7 +479,7 @@ def _swap_in(log_: PartitionLog, group: list[LogSegment], cleaned: LogSegment) -
         group[0].offset_index.close()
         group[0].time_index.close()
         cleaned.rename(SWAP, "")
-        _fsync_dir(directory)
+        fsync_dir(directory)
     except OSError as exc:
         log_._go_offline(f"compaction failed after its commit point: {exc}")
         raise
@@ -516,5 +508,5 @@ def complete_swaps(directory: Path, config: LogConfig) -> int:
         log.warning("completed the compaction of %s%s", segment_name(base), LOG_SUFFIX)
         done += 1
     if done:
-        _fsync_dir(directory)
+        fsync_dir(directory)
     return done

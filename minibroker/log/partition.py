@@ -130,6 +130,7 @@ from kproto.errors import KafkaStorageError, OffsetOutOfRangeError
 from kproto.records import decode_record_set
 from minibroker.log.cleaner import CleanerStats, clean, complete_swaps
 from minibroker.log.config import LogConfig
+from minibroker.log.files import fsync_dir
 from minibroker.log.index import IndexCorrupt
 from minibroker.log.segment import (
     DELETED_SUFFIX,
@@ -156,15 +157,6 @@ _LEADER_EPOCH_AT = 12
 
 def _wall_clock_ms() -> int:
     return time.time_ns() // 1_000_000
-
-
-def _fsync_dir(directory: Path) -> None:
-    # A new, renamed or deleted file is durable only once its directory is fsynced.
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 class PartitionLog:
@@ -300,7 +292,7 @@ class PartitionLog:
             segment = self._new_segment(self.log_end_offset, now)
             self._add_segment(segment)
             if self.directory is not None:
-                self._fsync(functools.partial(_fsync_dir, self.directory))
+                self._fsync(functools.partial(fsync_dir, self.directory))
             return segment
 
     def flush(self) -> None:
@@ -524,7 +516,7 @@ class PartitionLog:
                 self.log_start_offset = self._segments[0].base_offset
                 self._write_checkpoint()
             if self.directory is not None:
-                _fsync_dir(self.directory)
+                fsync_dir(self.directory)
             self._remove_deleted_files(now)
         return count
 
@@ -617,14 +609,14 @@ class PartitionLog:
         assert directory is not None
         if not directory.is_dir():
             directory.mkdir(parents=True)
-            _fsync_dir(directory.parent)
+            fsync_dir(directory.parent)
         complete_swaps(directory, self.config)
         bases = _tidy_directory(directory)
         checkpoint = self._read_checkpoint()
         now = self._clock()
         if not bases:
             self._add_segment(self._new_segment(checkpoint or 0, now))
-            _fsync_dir(directory)
+            fsync_dir(directory)
         for i, base in enumerate(bases):
             segment = LogSegment.open(directory, base, index_interval_bytes=self.config.index_interval_bytes, now_ms=now,
                                       roll_jitter_ms=self._roll_jitter())
@@ -675,7 +667,7 @@ class PartitionLog:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-        _fsync_dir(self.directory)
+        fsync_dir(self.directory)
 
 
 def _tidy_directory(directory: Path) -> list[int]:
