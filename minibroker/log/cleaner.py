@@ -291,7 +291,7 @@ class Cleaning:
         Every file build writes exists once this returns, so a thread never adds a name
         to the directory: a topic deleted meanwhile only unlinks files build still writes.
         """
-        if len(log_.segments) < 2 or log_._closed:
+        if len(log_.segments) < 2 or log_.closed:
             return None
         upper = cleanable(log_, now_ms).first_uncleanable_offset
         groups = _group(log_, log_.config.segment_bytes, upper)
@@ -304,7 +304,7 @@ class Cleaning:
             for group in groups:
                 readers.append([_reader(log_, s) for s in group])
                 opened.extend(readers[-1])
-                outputs.append(log_._new_segment(group[0].base_offset, now_ms, suffix=CLEANED if log_.directory else ""))
+                outputs.append(log_.new_segment(group[0].base_offset, now_ms, suffix=CLEANED if log_.directory else ""))
             active = _reader(log_, log_.segments[-1])
         except BaseException:
             for segment in outputs:
@@ -377,16 +377,16 @@ class Cleaning:
         try:
             while pending:
                 group, cleaned = pending.pop(0)
-                if self.log._closed or not _intact(self.log, group):
+                if self.log.closed or not _intact(self.log, group):
                     cleaned.delete()
                     continue
                 if self.log.directory is not None:
                     _swap_in(self.log, group, cleaned)
-                self.log._replace_segments(group, cleaned)
+                self.log.replace_segments(group, cleaned)
         finally:
             for _, cleaned in pending:
                 cleaned.delete()  # not committed: the originals stay
-        if not self.log._closed:
+        if not self.log.closed:
             _first_dirty[self.log] = self.first_uncleanable_offset
         return self.stats
 
@@ -481,7 +481,7 @@ def _swap_in(log_: PartitionLog, group: list[LogSegment], cleaned: LogSegment) -
         cleaned.rename(SWAP, "")
         fsync_dir(directory)
     except OSError as exc:
-        log_._go_offline(f"compaction failed after its commit point: {exc}")
+        log_.go_offline(f"compaction failed after its commit point: {exc}")
         raise
 
 
