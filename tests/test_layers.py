@@ -69,9 +69,9 @@ LAYERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 
 # (module, imported module) pairs against the table, each with its reason.
 EXCEPTIONS = {
-    # The client's version for ApiVersions (KIP-511), read at call time: kproto/__init__
-    # sets __version__ before it imports anything, and it has no other home yet.
-    ("kproto.io.connection", "kproto"),
+    ("kproto.io.connection", "kproto"):
+        "kproto.__version__, the client's software version in ApiVersions (KIP-511), read at "
+        "call time; kproto/__init__ sets it before importing anything, and it has no other home",
 }
 
 

@@ -93,10 +93,6 @@ TOP_USERS = 5
 DEFAULT_EVENTS = 30_000  # about 20 s on two cores, most of it Spark's fixed cost per micro-batch
 _PROGRESS_STEP = 1_000  # events sent between updates of the progress bar
 
-# ``progress(total, unit, description)`` -> a bar with ``update(n)`` and ``close()`` (tqdm's
-# names): the command's progress line is the CLI's, passed in, as the library draws nothing.
-_ProgressFactory = Callable[[int, str, str], Any]
-
 # Traffic that looks like a small product site: a few busy pages, a long tail of users
 # (weights 1/rank), more clicks on pages that sell, mobile apps that buffer events.
 PAGES = {"/": 20, "/pricing": 9, "/docs": 12, "/docs/quickstart": 10, "/docs/consumer": 6, "/docs/producer": 6,
@@ -304,7 +300,7 @@ def _end_offsets(admin: AdminClient, topic: str) -> dict[int, int]:
     return {tp.partition: o.offset for tp, o in listed.items()}
 
 
-def _produce(bootstrap_servers: str, events: Sequence[Event], progress: _ProgressFactory | None) -> float:
+def _produce(bootstrap_servers: str, events: Sequence[Event], progress: Callable[[int, str, str], Any] | None) -> float:
     """Send ``events`` and the heartbeat; return the seconds it took, every record acknowledged.
 
     Raises:
@@ -388,7 +384,7 @@ def _batch_writer(bootstrap_servers: str, minutes_path: str) -> Callable[[DataFr
     return write
 
 
-def _await(query: StreamingQuery, records: int, progress: _ProgressFactory | None) -> list[StreamingQueryProgress]:
+def _await(query: StreamingQuery, records: int, progress: Callable[[int, str, str], Any] | None) -> list[StreamingQueryProgress]:
     """Wait for ``query`` to end, drawing its progress; return the progress of each micro-batch.
 
     Raises:
@@ -430,7 +426,7 @@ def _summary(spark: SparkSession, minutes_path: str) -> tuple[list[PageMinute], 
 
 def run_pipeline(spark: SparkSession, bootstrap_servers: str, *, events: int = DEFAULT_EVENTS, seed: int = 1,
                  output: str, max_offsets_per_trigger: int | None = None, start_ms: int | None = None,
-                 progress: _ProgressFactory | None = None) -> Report:
+                 progress: Callable[[int, str, str], Any] | None = None) -> Report:
     """Produce the stream, run the streaming job on ``spark`` and read its Parquet back (steps 2-5).
 
     Args:
