@@ -19,6 +19,11 @@ The tree, split by who is to blame::
     ├── ConfigError                 a client config key or value is wrong (also a ValueError)
     └── ClientClosedError           the client was closed
 
+    IllegalTransitionError          (a RuntimeError, not a KafkaError) a state machine was
+                                    asked for a move its transition table forbids: a bug
+                                    in its driver, never a peer's or a user's doing; raised
+                                    by the consumer's membership and minibroker's groups
+
 Classes for Kafka codes are declared once, below, each with its code, Kafka's NAME and
 whether a retry can succeed; ``for_code(code)`` returns the class for a code (an
 unknown code gets :class:`UnknownServerError`'s behaviour but keeps its number).
@@ -43,6 +48,7 @@ __all__ = [
     "ConfigError",
     "ClientClosedError",
     "CorruptRecordError",
+    "IllegalTransitionError",
     "for_code",
     # One class per Kafka error code, in code order.
     "UnknownServerError",
@@ -214,6 +220,15 @@ class ConfigError(KafkaError, ValueError):
 
 class ClientClosedError(KafkaError):
     """The client was closed; it cannot be used any more."""
+
+
+class IllegalTransitionError(RuntimeError):
+    """A state machine was asked for a move its ``TRANSITIONS`` table does not allow.
+
+    A bug in the code that drives the machine, so not a :class:`KafkaError`: nothing a
+    retry or a peer can cause. The one class for every such table (the consumer's
+    membership, minibroker's group states).
+    """
 
 
 _BY_CODE: dict[int, type[KafkaCodeError]] = {}

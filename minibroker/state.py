@@ -6,7 +6,7 @@ long-polled fetches await and every append wakes, and :meth:`BrokerState.grow_to
 which makes partitions one at a time so that other connections are served meanwhile.
 Committed offsets are written to the internal ``__consumer_offsets`` topic, created on
 the first commit as Kafka does, and read back when the state is built. Producer ids are
-handed out by a :class:`~minibroker.producer_state.ProducerIdManager`, never twice.
+handed out by a :class:`~minibroker.coordinator.producer_state.ProducerIdManager`, never twice.
 
 A file that cannot be written (a full disk) leaves the state as it was: a topic created,
 grown, reconfigured or deleted is recorded in the topics file before it counts, and
@@ -34,9 +34,9 @@ from minibroker.coordinator.offsets_log import (
     partition_for,
     read_offset_records,
 )
+from minibroker.coordinator.producer_state import ProducerIdManager, ProducerStates
 from minibroker.log import PartitionLog
 from minibroker.log.maintenance import maintain as maintain_logs
-from minibroker.producer_state import ProducerIdManager, ProducerStates
 from minibroker.storage import Storage, StoredTopic
 
 __all__ = ["INTERNAL_TOPICS", "OFFSETS_TOPIC", "BrokerState", "Topic", "validate_topic_name"]

@@ -9,7 +9,7 @@ rewritten atomically (write, fsync, rename) on every change; dynamic broker conf
 (KIP-226) likewise in ``minibroker-broker-configs.json``. On start the topics are
 read back, with their ids and configs, and every partition log recovers itself. The
 last block of producer ids handed out is kept beside it in
-``minibroker-producer-ids.json`` (see :class:`~minibroker.producer_state.ProducerIdManager`).
+``minibroker-producer-ids.json`` (see :class:`~minibroker.coordinator.producer_state.ProducerIdManager`).
 
 These three files are written atomically, so only damage from outside (a disk error, a
 hand edit) leaves one unreadable. Then the broker refuses to start with
@@ -79,6 +79,7 @@ from kproto.log_files import (
 )
 from minibroker.config import BrokerConfig
 from minibroker.log import LogConfig, PartitionLog
+from minibroker.log.files import fsync_dir
 from minibroker.topic_configs import sanitize
 
 __all__ = ["CorruptStateFileError", "LogDirInUseError", "Storage", "StoredTopic"]
@@ -355,7 +356,7 @@ def _set_aside(path: Path, suffix: str) -> Path:
     (``LocalLog.logDirNameWithSuffixCappedLength``)."""
     target = path.with_name(set_aside_dir_name(path.name, suffix))
     os.rename(path, target)
-    _fsync_dir(path.parent)
+    fsync_dir(path.parent)
     return target
 
 
@@ -398,14 +399,6 @@ def _write_topic_id(path: Path, topic_id: uuid.UUID) -> None:
     _write_atomically(path / PARTITION_METADATA, format_partition_metadata(topic_id))
 
 
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)  # a rename survives a power cut only once its directory is fsynced
-    finally:
-        os.close(fd)
-
-
 def _write_atomically(path: Path, text: str) -> None:
     tmp = path.with_name(path.name + ".tmp")
     with open(tmp, "w") as f:
@@ -413,4 +406,4 @@ def _write_atomically(path: Path, text: str) -> None:
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)
-    _fsync_dir(path.parent)
+    fsync_dir(path.parent)

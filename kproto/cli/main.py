@@ -23,8 +23,8 @@ import os
 import sys
 from collections.abc import Sequence
 
-from kproto import __version__, pipeline
-from kproto.cli import broker, consume, dumplog, groups, perf, produce, topics
+from kproto import __version__
+from kproto.cli import broker, consume, dumplog, groups, perf, pipeline, produce, topics
 from kproto.cli.options import UsageError, add_connection_options
 from kproto.errors import KafkaCodeError, KafkaError
 

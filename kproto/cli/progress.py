@@ -1,5 +1,5 @@
 """A live progress line on stderr for long commands (``perf``, ``produce``, ``consume``,
-``dump-log``, ``groups reset-offsets``).
+``dump-log``, ``groups reset-offsets``, ``pipeline``).
 
 tqdm draws it when it is installed; without it, a plain line redrawn in place does (no
 dependency is needed for the CLI). Nothing is drawn when stderr is not a terminal, so

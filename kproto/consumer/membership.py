@@ -48,6 +48,7 @@ from kproto.consumer.protocol import (
 from kproto.errors import (
     FencedInstanceIdError,
     IllegalGenerationError,
+    IllegalTransitionError,
     InconsistentGroupProtocolError,
     MemberIdRequiredError,
     RebalanceInProgressError,
@@ -88,10 +89,6 @@ TRANSITIONS: dict[MemberState, frozenset[MemberState]] = {
                                                  MemberState.UNJOINED}),
     MemberState.STABLE: frozenset({MemberState.PREPARING_REBALANCE, MemberState.UNJOINED}),
 }
-
-
-class IllegalTransitionError(RuntimeError):
-    """A move :data:`TRANSITIONS` does not allow: a bug in the driver."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,7 +2,8 @@
 
 For now the classic group coordinator: :mod:`.groups` (the state machine, no I/O),
 :mod:`.offsets` (committed offsets) and :mod:`.group_coordinator` (the asyncio driver
-with the timers). Producer state and the transaction coordinator come later.
+with the timers); :mod:`.producer_state` (idempotent producers' sequences and the
+producer ids handed out). The transaction coordinator comes later.
 """
 
 from minibroker.coordinator.group_coordinator import GroupCoordinator

@@ -48,6 +48,7 @@ from kproto.errors import (
     CoordinatorNotAvailableError,
     FencedInstanceIdError,
     IllegalGenerationError,
+    IllegalTransitionError,
     InconsistentGroupProtocolError,
     InvalidSessionTimeoutError,
     MemberIdRequiredError,
@@ -89,10 +90,6 @@ TRANSITIONS: dict[GroupState, frozenset[GroupState]] = {
     S.Stable: frozenset({S.PreparingRebalance, S.Dead}),
     S.Dead: frozenset({S.Dead}),
 }
-
-
-class IllegalTransitionError(RuntimeError):
-    """A group was asked to move between two states Kafka does not connect (a bug here)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -9,7 +9,7 @@ acks 1 and -1 (all) are the same with one replica. A write that fails (disk full
 error) answers KAFKA_STORAGE_ERROR for its partition, with the log left as it was or
 taken offline (see :mod:`minibroker.log.partition`); the connection stays up.
 Idempotent producers: sequences are checked per producer id, epoch and partition, with
-the last 5 batches remembered (see :mod:`minibroker.producer_state`).
+the last 5 batches remembered (see :mod:`minibroker.coordinator.producer_state`).
 Topic configs, each the topic's own setting or else its broker synonym's value
 (``log.cleanup.policy``, ``message.max.bytes``): ``cleanup.policy=compact`` refuses
 records without a key (INVALID_RECORD, each one named in ``record_errors``), ``max.message.bytes``,

@@ -2,8 +2,8 @@
 
 Behaviour: every idempotent producer gets a new producer id with epoch 0, never one
 handed out before, by this broker or an earlier run of it on the same data: ids come in
-blocks recorded durably before use (see :class:`~minibroker.producer_state.ProducerIdManager`).
-Produce checks the sequences of each id (see :mod:`minibroker.producer_state`).
+blocks recorded durably before use (see :class:`~minibroker.coordinator.producer_state.ProducerIdManager`).
+Produce checks the sequences of each id (see :mod:`minibroker.coordinator.producer_state`).
 A block that cannot be recorded (a full disk) hands out nothing: the answer is
 COORDINATOR_LOAD_IN_PROGRESS (retriable), as Kafka's while no id block is available.
 Not implemented yet: transactional ids (the transaction coordinator), epoch bumps of

@@ -78,7 +78,6 @@ so the thread touches none of it:
 from __future__ import annotations
 
 import logging
-import os
 import re
 import struct
 from collections.abc import Iterator
@@ -90,6 +89,7 @@ from weakref import WeakKeyDictionary
 from kproto.codec import crc32c
 from kproto.records import Batch, BatchBuilder, Record
 from minibroker.log.config import INT32_MAX, LogConfig
+from minibroker.log.files import fsync_dir
 from minibroker.log.segment import (
     INDEX_SUFFIX,
     LOG_SUFFIX,
@@ -291,7 +291,7 @@ class Cleaning:
         Every file build writes exists once this returns, so a thread never adds a name
         to the directory: a topic deleted meanwhile only unlinks files build still writes.
         """
-        if len(log_.segments) < 2 or log_._closed:
+        if len(log_.segments) < 2 or log_.closed:
             return None
         upper = cleanable(log_, now_ms).first_uncleanable_offset
         groups = _group(log_, log_.config.segment_bytes, upper)
@@ -304,7 +304,7 @@ class Cleaning:
             for group in groups:
                 readers.append([_reader(log_, s) for s in group])
                 opened.extend(readers[-1])
-                outputs.append(log_._new_segment(group[0].base_offset, now_ms, suffix=CLEANED if log_.directory else ""))
+                outputs.append(log_.new_segment(group[0].base_offset, now_ms, suffix=CLEANED if log_.directory else ""))
             active = _reader(log_, log_.segments[-1])
         except BaseException:
             for segment in outputs:
@@ -377,16 +377,16 @@ class Cleaning:
         try:
             while pending:
                 group, cleaned = pending.pop(0)
-                if self.log._closed or not _intact(self.log, group):
+                if self.log.closed or not _intact(self.log, group):
                     cleaned.delete()
                     continue
                 if self.log.directory is not None:
                     _swap_in(self.log, group, cleaned)
-                self.log._replace_segments(group, cleaned)
+                self.log.replace_segments(group, cleaned)
         finally:
             for _, cleaned in pending:
                 cleaned.delete()  # not committed: the originals stay
-        if not self.log._closed:
+        if not self.log.closed:
             _first_dirty[self.log] = self.first_uncleanable_offset
         return self.stats
 
@@ -459,14 +459,6 @@ def _filter(segment: LogSegment, position: int, batch: Batch, keep, stats: Clean
     return None, -1
 
 
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def _swap_in(log_: PartitionLog, group: list[LogSegment], cleaned: LogSegment) -> None:
     """Swap the files of ``cleaned`` in for ``group``'s. A failure before the commit point
     leaves the originals; one after it leaves files that the log in memory does not
@@ -479,7 +471,7 @@ def _swap_in(log_: PartitionLog, group: list[LogSegment], cleaned: LogSegment) -
         cleaned.delete()  # not committed: the originals stay
         raise
     try:
-        _fsync_dir(directory)  # committed: from here a crash is completed by complete_swaps
+        fsync_dir(directory)  # committed: from here a crash is completed by complete_swaps
         for old in group[1:]:
             old.delete()
         # The first old segment's files are replaced by the renames below; its open
@@ -487,9 +479,9 @@ def _swap_in(log_: PartitionLog, group: list[LogSegment], cleaned: LogSegment) -
         group[0].offset_index.close()
         group[0].time_index.close()
         cleaned.rename(SWAP, "")
-        _fsync_dir(directory)
+        fsync_dir(directory)
     except OSError as exc:
-        log_._go_offline(f"compaction failed after its commit point: {exc}")
+        log_.go_offline(f"compaction failed after its commit point: {exc}")
         raise
 
 
@@ -516,5 +508,5 @@ def complete_swaps(directory: Path, config: LogConfig) -> int:
         log.warning("completed the compaction of %s%s", segment_name(base), LOG_SUFFIX)
         done += 1
     if done:
-        _fsync_dir(directory)
+        fsync_dir(directory)
     return done

@@ -59,7 +59,7 @@ async def maintain(logs: Iterable[PartitionLog]) -> None:
     A log that fails is logged and the others still get their turn.
     """
     for plog in logs:
-        if plog._closed:  # its topic was deleted while an earlier log was maintained
+        if plog.closed:  # its topic was deleted while an earlier log was maintained
             continue
         try:
             # flush.ms, and the files of segments deleted file.delete.delay.ms ago
@@ -68,7 +68,7 @@ async def maintain(logs: Iterable[PartitionLog]) -> None:
                 await asyncio.to_thread(_drop, removed)
             if plog.config.delete:
                 await _apply_retention(plog)
-            if plog.config.compact and not plog._closed:
+            if plog.config.compact and not plog.closed:
                 await compact(plog)
         except Exception:
             log.exception("maintenance of %r failed", plog)
@@ -82,7 +82,7 @@ def offline_on_failure(plog: PartitionLog, what: str) -> Iterator[None]:
     try:
         yield
     except OSError as exc:
-        plog._go_offline(f"{what} failed: {exc}")
+        plog.go_offline(f"{what} failed: {exc}")
         raise KafkaStorageError(f"{plog!r}: {what} failed, the log is offline: {exc}") from exc
 
 
@@ -112,7 +112,7 @@ async def compact(plog: PartitionLog, now_ms: int | None = None) -> CleanerStats
         now_ms: the time compaction lags and tombstones are aged against; the log's clock
             by default.
     """
-    now = plog._clock() if now_ms is None else now_ms
+    now = plog.now_ms() if now_ms is None else now_ms
     if not cleanable(plog, now).due(plog.config):
         return CleanerStats()
     cleaning = Cleaning.plan(plog, now)

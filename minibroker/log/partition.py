@@ -141,6 +141,7 @@ from kproto.log_files import LOG_START_OFFSET_CHECKPOINT as CHECKPOINT_FILE
 from kproto.records import decode_record_set
 from minibroker.log.cleaner import CleanerStats, clean, complete_swaps
 from minibroker.log.config import LogConfig
+from minibroker.log.files import fsync_dir
 from minibroker.log.index import IndexCorrupt
 from minibroker.log.segment import LogSegment, LogSlice, SegmentDamaged
 
@@ -154,15 +155,6 @@ _LEADER_EPOCH_AT = 12
 
 def _wall_clock_ms() -> int:
     return time.time_ns() // 1_000_000
-
-
-def _fsync_dir(directory: Path) -> None:
-    # A new, renamed or deleted file is durable only once its directory is fsynced.
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 class PartitionLog:
@@ -209,7 +201,7 @@ class PartitionLog:
         self._closed = False
         self._offline_reason: str | None = None  # why a storage error took the log offline
         if self.directory is None:
-            self._add_segment(self._new_segment(0))
+            self._add_segment(self.new_segment(0))
         else:
             self._load()
 
@@ -295,10 +287,10 @@ class PartitionLog:
                 self._fsync(active.flush)
                 self._recovery_point = max(self._recovery_point, self.log_end_offset)
                 self._last_flush_ms = now
-            segment = self._new_segment(self.log_end_offset, now)
+            segment = self.new_segment(self.log_end_offset, now)
             self._add_segment(segment)
             if self.directory is not None:
-                self._fsync(functools.partial(_fsync_dir, self.directory))
+                self._fsync(functools.partial(fsync_dir, self.directory))
             return segment
 
     def flush(self) -> None:
@@ -346,7 +338,7 @@ class PartitionLog:
         try:
             yield
         except SegmentDamaged as exc:
-            self._go_offline(str(exc))
+            self.go_offline(str(exc))
             raise KafkaStorageError(f"{self._where()}: {what} failed, the log is offline: {exc}") from exc
         except OSError as exc:
             outcome = "the log is offline" if self.offline else "undone"
@@ -364,13 +356,8 @@ class PartitionLog:
         try:
             fsync()
         except OSError as exc:
-            self._go_offline(f"fsync failed: {exc}")
+            self.go_offline(f"fsync failed: {exc}")
             raise
-
-    def _go_offline(self, reason: str) -> None:
-        if self._offline_reason is None:
-            log.error("%s goes offline: %s", self._where(), reason)
-            self._offline_reason = reason
 
     def _where(self) -> str:
         return f"partition log {self.directory}" if self.directory is not None else "partition log in memory"
@@ -511,7 +498,7 @@ class PartitionLog:
                 try:
                     segment.rename("", DELETED_SUFFIX)
                 except OSError as exc:
-                    self._go_offline(f"cannot rename a deleted segment's files: {exc}")
+                    self.go_offline(f"cannot rename a deleted segment's files: {exc}")
                     raise KafkaStorageError(f"{self._where()}: deleting {segment.path} failed, the log is offline: {exc}") from exc
                 self._deleted.append((now + self.config.file_delete_delay_ms, segment))
             else:
@@ -522,7 +509,7 @@ class PartitionLog:
                 self.log_start_offset = self._segments[0].base_offset
                 self._write_checkpoint()
             if self.directory is not None:
-                _fsync_dir(self.directory)
+                fsync_dir(self.directory)
             self._remove_deleted_files(now)
         return count
 
@@ -543,13 +530,45 @@ class PartitionLog:
             return CleanerStats()
         return clean(self, self._clock() if now_ms is None else now_ms)
 
-    def _replace_segments(self, old: list[LogSegment], new: LogSegment | None) -> None:
-        """Swap consecutive inactive segments for their cleaned replacement (in memory;
-        the cleaner has already done the files)."""
+    # -- for the cleaner and maintenance --------------------------------------------------
+    # What minibroker.log.cleaner and minibroker.log.maintenance need beyond the facts
+    # above: they change the segments' files themselves (in a worker thread, off the event
+    # loop), so the log gives them its clock, new segments and the swap in memory; nothing
+    # else outside this module touches its internals.
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called (its topic deleted, the broker stopping):
+        maintenance and compaction then leave the log alone."""
+        return self._closed
+
+    def now_ms(self) -> int:
+        """The log's clock (the ``clock`` argument), in milliseconds since the epoch."""
+        return self._clock()
+
+    def new_segment(self, base_offset: int, now_ms: int | None = None, suffix: str = "") -> LogSegment:
+        """A new, empty segment of this log starting at ``base_offset``, not yet part of it;
+        ``suffix`` (e.g. ``.cleaned``) is added to its file names, as the cleaner's output's."""
+        return LogSegment.create(
+            self.directory, base_offset, index_interval_bytes=self.config.index_interval_bytes,
+            now_ms=self._clock() if now_ms is None else now_ms, suffix=suffix, roll_jitter_ms=self._roll_jitter(),
+        )
+
+    def replace_segments(self, old: list[LogSegment], new: LogSegment | None) -> None:
+        """Swap consecutive inactive segments for their cleaned replacement, or for nothing
+        (in memory; the cleaner has already done the files)."""
         first = self._segments.index(old[0])
         assert self._segments[first : first + len(old)] == old and first + len(old) < len(self._segments)
         self._segments[first : first + len(old)] = [new] if new is not None else []
         self._bases = [s.base_offset for s in self._segments]
+
+    def go_offline(self, reason: str) -> None:
+        """Take the log offline after a storage error (see :attr:`offline`): a change of its
+        files failed halfway, so they may no longer match what the log holds in memory.
+        The first reason is kept and logged; the log recovers when it is reopened."""
+        if self._offline_reason is None:
+            log.error("%s goes offline: %s", self._where(), reason)
+            self._offline_reason = reason
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -595,12 +614,6 @@ class PartitionLog:
 
     # -- internals ------------------------------------------------------------------------
 
-    def _new_segment(self, base_offset: int, now_ms: int | None = None, suffix: str = "") -> LogSegment:
-        return LogSegment.create(
-            self.directory, base_offset, index_interval_bytes=self.config.index_interval_bytes,
-            now_ms=self._clock() if now_ms is None else now_ms, suffix=suffix, roll_jitter_ms=self._roll_jitter(),
-        )
-
     def _roll_jitter(self) -> int:
         # Kafka's LogConfig.randomSegmentJitter: uniform in [0, min(segment.jitter.ms, segment.ms)).
         jitter = min(self.config.segment_jitter_ms, self.config.segment_ms)
@@ -615,14 +628,14 @@ class PartitionLog:
         assert directory is not None
         if not directory.is_dir():
             directory.mkdir(parents=True)
-            _fsync_dir(directory.parent)
+            fsync_dir(directory.parent)
         complete_swaps(directory, self.config)
         bases = _tidy_directory(directory)
         checkpoint = self._read_checkpoint()
         now = self._clock()
         if not bases:
-            self._add_segment(self._new_segment(checkpoint or 0, now))
-            _fsync_dir(directory)
+            self._add_segment(self.new_segment(checkpoint or 0, now))
+            fsync_dir(directory)
         for i, base in enumerate(bases):
             segment = LogSegment.open(directory, base, index_interval_bytes=self.config.index_interval_bytes, now_ms=now,
                                       roll_jitter_ms=self._roll_jitter())
@@ -671,7 +684,7 @@ class PartitionLog:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-        _fsync_dir(self.directory)
+        fsync_dir(self.directory)
 
 
 def _tidy_directory(directory: Path) -> list[int]:

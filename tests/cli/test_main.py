@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import argparse
 import socket
+import subprocess
+import sys
 import time
 
 import pytest
 
 from kproto.cli.main import build_parser, main
+from tests.cli.conftest import ROOT, TIMEOUT, process_env
 
 
 def _leaf_commands(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()):
@@ -163,3 +166,12 @@ def test_runs_as_python_dash_m(run_process, broker):
     assert bad.returncode == 1
     assert bad.stderr.decode().startswith("kproto: error: [UNKNOWN_TOPIC_OR_PARTITION]")
     assert b"Traceback" not in bad.stderr
+
+
+def test_python_dash_m_kproto_pipeline_is_the_pipeline_command():
+    """Issue 12: ``python -m kproto.pipeline`` stays ``kproto pipeline`` now that the job
+    (kproto/pipeline/) no longer imports the command line: its ``__main__`` runs it."""
+    run = subprocess.run([sys.executable, "-m", "kproto.pipeline", "--help"], capture_output=True, cwd=ROOT,
+                         env=process_env(), timeout=TIMEOUT)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.decode().startswith("usage: kproto pipeline ")

@@ -20,7 +20,7 @@ from kproto.protocol.messages import (
 from kproto.records import BatchBuilder, decode_record_set
 from minibroker import MiniBroker
 from minibroker.config import DEFAULTS as BROKER_DEFAULTS
-from minibroker.producer_state import ProducerStates
+from minibroker.coordinator.producer_state import ProducerStates
 from tests.minibroker.conftest import RawClient
 
 

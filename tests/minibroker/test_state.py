@@ -34,7 +34,7 @@ from kproto.protocol.messages import (
 from kproto.records import BatchBuilder
 from minibroker import MiniBroker
 from minibroker.config import BrokerConfig
-from minibroker.producer_state import PRODUCER_ID_BLOCK_SIZE, ProducerIdManager
+from minibroker.coordinator.producer_state import PRODUCER_ID_BLOCK_SIZE, ProducerIdManager
 from minibroker.state import BrokerState
 from minibroker.storage import LogDirInUseError, kafka_uuid
 from tests.minibroker.conftest import RawClient

@@ -239,7 +239,7 @@ def test_delete_records_and_list_offsets_on_an_offline_partition_answer_storage_
         try:
             create_topic(client, "t", 2)
             assert produce(client, "t", {0: batch(b"a"), 1: batch(b"b")})[0].error_code == 0
-            broker._server.state.topics["t"].partitions[0]._go_offline("EIO on truncate (test)")
+            broker._server.state.topics["t"].partitions[0].go_offline("EIO on truncate (test)")
             deleted = client.request(ApiKey.DELETE_RECORDS, 2, DeleteRecordsRequest(timeout_ms=5000, topics=[
                 DeleteRecordsRequest.DeleteRecordsTopic(name="t", partitions=[
                     DeleteRecordsRequest.DeleteRecordsPartition(partition_index=p, offset=1) for p in (0, 1)])]))
@@ -575,7 +575,7 @@ def test_offset_delete_and_delete_groups_on_an_offline_offsets_partition_change_
         try:
             create_topic(client, "t", 1)
             assert commit(client, "g", 5) == 0
-            broker._server.state.topics[OFFSETS_TOPIC].partitions[0]._go_offline("EIO on truncate (test)")
+            broker._server.state.topics[OFFSETS_TOPIC].partitions[0].go_offline("EIO on truncate (test)")
             assert client.request(ApiKey.OFFSET_DELETE, 0, offset_delete).error_code == NotCoordinatorError.code
             assert client.request(ApiKey.DELETE_GROUPS, 2, delete_groups).results[0].error_code == NotCoordinatorError.code
             assert committed(client, "g") == 5 and broker._server.state.groups.get("g") is not None

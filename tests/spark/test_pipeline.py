@@ -16,6 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from kproto import AdminClient, Consumer, TopicPartition
+from kproto.cli.main import main as kproto
 from kproto.pipeline import (
     MAX_LATENESS_MS,
     RESULTS_TOPIC,
@@ -27,7 +28,6 @@ from kproto.pipeline import (
     format_report,
     generate_events,
     heartbeat,
-    main,
     run_pipeline,
 )
 
@@ -186,5 +186,5 @@ def test_the_embedded_broker_does_not_outlive_a_killed_pipeline():
 
 def test_a_non_empty_output_is_refused_before_anything_starts(tmp_path, capsys):
     (tmp_path / "old.parquet").write_bytes(b"")
-    assert main(["--output", str(tmp_path)]) == 2
+    assert kproto(["pipeline", "--output", str(tmp_path)]) == 2
     assert "is not empty" in capsys.readouterr().err

@@ -41,28 +41,22 @@ every executor can write (HDFS, S3, NFS).
 
 from __future__ import annotations
 
-import argparse
-import importlib.util
 import itertools
 import json
-import logging
 import math
 import os
 import random
-import shutil
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kproto.admin import AdminClient, NewTopic
-from kproto.cli.options import UsageError, add_command, positive_int
-from kproto.cli.progress import progress
 from kproto.producer import Producer
 from kproto.structs import TopicPartition
 
@@ -82,8 +76,6 @@ __all__ = [
     "format_report",
     "generate_events",
     "heartbeat",
-    "main",
-    "register",
     "run_pipeline",
     "spark_session",
 ]
@@ -308,26 +300,28 @@ def _end_offsets(admin: AdminClient, topic: str) -> dict[int, int]:
     return {tp.partition: o.offset for tp, o in listed.items()}
 
 
-def _produce(bootstrap_servers: str, events: Sequence[Event]) -> float:
+def _produce(bootstrap_servers: str, events: Sequence[Event], progress: Callable[[int, str, str], Any] | None) -> float:
     """Send ``events`` and the heartbeat; return the seconds it took, every record acknowledged.
 
     Raises:
         KafkaError: a record was not delivered.
     """
     started = time.perf_counter()
-    bar = progress(len(events), "events", "producing")
+    bar = progress(len(events), "events", "producing") if progress is not None else None
     with Producer(bootstrap_servers=bootstrap_servers, linger_ms=5, compression_type="lz4") as producer:
         sent = []
         for first in range(0, len(events), _PROGRESS_STEP):
             chunk = events[first:first + _PROGRESS_STEP]
             sent += [producer.send(EVENTS_TOPIC, e.value(), e.key(), timestamp_ms=e.arrival_ms, headers=e.headers())
                      for e in chunk]
-            bar.update(len(chunk))
+            if bar is not None:
+                bar.update(len(chunk))
         sent.append(producer.send(EVENTS_TOPIC, heartbeat(events), headers=[("source", b"kproto-pipeline")]))
         producer.flush()
         for future in sent:
             future.result()
-    bar.close()
+    if bar is not None:
+        bar.close()
     return time.perf_counter() - started
 
 
@@ -390,27 +384,29 @@ def _batch_writer(bootstrap_servers: str, minutes_path: str) -> Callable[[DataFr
     return write
 
 
-def _await(query: StreamingQuery, records: int) -> list[StreamingQueryProgress]:
+def _await(query: StreamingQuery, records: int, progress: Callable[[int, str, str], Any] | None) -> list[StreamingQueryProgress]:
     """Wait for ``query`` to end, drawing its progress; return the progress of each micro-batch.
 
     Raises:
         StreamingQueryException: the query failed.
     """
-    bar = progress(records, "records", "streaming")
+    bar = progress(records, "records", "streaming") if progress is not None else None
     seen: dict[int, StreamingQueryProgress] = {}
 
     def collect() -> None:
         for batch in query.recentProgress:  # the last 100 micro-batches; polled often enough to see them all
             if batch.batchId not in seen:
                 seen[batch.batchId] = batch
-                bar.update(batch.numInputRows)
+                if bar is not None:
+                    bar.update(batch.numInputRows)
 
     try:
         while not query.awaitTermination(0.5):
             collect()
         collect()
     finally:
-        bar.close()
+        if bar is not None:
+            bar.close()
     return [seen[i] for i in sorted(seen)]
 
 
@@ -429,7 +425,8 @@ def _summary(spark: SparkSession, minutes_path: str) -> tuple[list[PageMinute], 
 
 
 def run_pipeline(spark: SparkSession, bootstrap_servers: str, *, events: int = DEFAULT_EVENTS, seed: int = 1,
-                 output: str, max_offsets_per_trigger: int | None = None, start_ms: int | None = None) -> Report:
+                 output: str, max_offsets_per_trigger: int | None = None, start_ms: int | None = None,
+                 progress: Callable[[int, str, str], Any] | None = None) -> Report:
     """Produce the stream, run the streaming job on ``spark`` and read its Parquet back (steps 2-5).
 
     Args:
@@ -441,6 +438,11 @@ def run_pipeline(spark: SparkSession, bootstrap_servers: str, *, events: int = D
             ``_checkpoint/`` go there.
         max_offsets_per_trigger: records per micro-batch (default: a third of the stream).
         start_ms: the first arrival time (default: five minutes ago, at a whole minute).
+        progress: draws the progress of producing and of streaming: called as
+            ``progress(total, unit, description)``, it returns a bar with tqdm's
+            ``update(n)`` and ``close()``. The ``kproto pipeline`` command passes its
+            progress line on stderr (:func:`kproto.cli.progress.progress`); None, the
+            default, draws nothing.
 
     Raises:
         KafkaError: the cluster refused a topic or a record.
@@ -458,7 +460,7 @@ def run_pipeline(spark: SparkSession, bootstrap_servers: str, *, events: int = D
         # This run's records are the ones past these offsets, on a new topic or one used before.
         events_start = _end_offsets(admin, EVENTS_TOPIC)
         results_start = _end_offsets(admin, RESULTS_TOPIC)
-        produce_seconds = _produce(bootstrap_servers, stream)
+        produce_seconds = _produce(bootstrap_servers, stream, progress)
         # Spark rounds each partition's share of a micro-batch down: one record per
         # partition more keeps a last micro-batch of a few records from following.
         limit = max_offsets_per_trigger or math.ceil((events + 1) / MICRO_BATCHES) + len(events_start)
@@ -468,7 +470,7 @@ def run_pipeline(spark: SparkSession, bootstrap_servers: str, *, events: int = D
                  .option("checkpointLocation", os.path.join(output, "_checkpoint"))
                  .trigger(availableNow=True).queryName("kproto-pipeline").start())
         try:
-            batches = _await(query, events + 1)
+            batches = _await(query, events + 1, progress)
         finally:
             query.stop()
         stream_seconds = time.perf_counter() - started
@@ -514,86 +516,3 @@ def format_report(report: Report) -> str:
     lines += ["", "Top users", f"  {'user':10}  {'events':>6}  {'clicks':>6}  {'minutes':>7}"]
     lines += [f"  {u.user:10}  {u.events:>6,}  {u.clicks:>6,}  {u.minutes:>7}" for u in report.top_users]
     return "\n".join(lines)
-
-
-_EXAMPLES = [
-    "kproto pipeline                    # minibroker and Spark local[2], 30,000 events",
-    "kproto pipeline --events 200000 --output /tmp/activity --seed 7",
-    "kproto pipeline --bootstrap-servers kafka:9092 --master spark://spark:7077 --output hdfs:///tmp/activity",
-]
-
-
-def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add ``kproto pipeline`` (this module's job) to the ``kproto`` command."""
-    parser = add_command(subparsers, "pipeline", examples=_EXAMPLES,
-                         help="the main job: an activity stream through Kafka into a Spark streaming job",
-                         description="The main job: minibroker (or --bootstrap-servers), a stream of page "
-                         "views and clicks, a Spark Structured Streaming job reading it with "
-                         "format(\"kproto\") (events per page and minute, top users) that writes Kafka "
-                         "and Parquet, and a summary. Needs pyspark and pyarrow (the spark extra) and Java 17.")
-    parser.add_argument("--bootstrap-servers", metavar="HOST:PORT[,...]", default=argparse.SUPPRESS,
-                        help="a Kafka cluster to use (default: start minibroker for the run)")
-    parser.add_argument("--master", default="local[2]", help="Spark master URL (default: local[2])")
-    parser.add_argument("--events", type=positive_int, default=DEFAULT_EVENTS,
-                        help=f"events to generate (default: {DEFAULT_EVENTS})")
-    parser.add_argument("--max-offsets-per-trigger", type=positive_int, metavar="N",
-                        help=f"records per micro-batch (default: the stream in {MICRO_BATCHES})")
-    parser.add_argument("--output", metavar="DIR", help="a new or empty directory for the Parquet (default: a new "
-                                                        "temporary directory, kept)")
-    parser.add_argument("--seed", type=int, default=1, help="seed of the generated events (default: 1)")
-    parser.set_defaults(run=_run)
-
-
-def _missing_requirement() -> str | None:
-    """What the Spark job lacks on this machine, said so that the user can fix it."""
-    if importlib.util.find_spec("pyspark") is None or importlib.util.find_spec("pyarrow") is None:
-        return 'the pipeline needs pyspark and pyarrow: python3 -m pip install "kproto[spark]"'
-    if not os.environ.get("JAVA_HOME") and shutil.which("java") is None:
-        return "Spark needs Java 17 or later: install it, or set JAVA_HOME"
-    return None
-
-
-def _output_dir(path: str | None) -> str:
-    """``--output``, checked to be new or empty when it is local; else a new temporary directory."""
-    if path is None:
-        return tempfile.mkdtemp(prefix="kproto-pipeline-")
-    if "://" not in path:
-        if os.path.isdir(path) and os.listdir(path):
-            raise UsageError(f"--output {path} is not empty: the Parquet and the query's checkpoint need a new "
-                             "or empty directory")
-        path = os.path.abspath(path)
-    return path
-
-
-def _run(args: argparse.Namespace) -> int:
-    missing = _missing_requirement()
-    if missing:
-        print(f"kproto pipeline: error: {missing}", file=sys.stderr)
-        return 1
-    output = _output_dir(args.output)
-    if not logging.getLogger().handlers:
-        # py4j reports a call that Ctrl-C interrupted with logging.exception on the root
-        # logger, which would print a traceback or two before the command exits with 130.
-        logging.getLogger().addHandler(logging.NullHandler())
-    with ExitStack() as stack:  # unwinds on errors and Ctrl-C too: the query, then Spark, then the broker
-        servers = args.bootstrap_servers
-        if not servers:
-            servers = stack.enter_context(embedded_broker())
-            print(f"minibroker listening on {servers}", file=sys.stderr)
-        print(f"starting Spark ({args.master})", file=sys.stderr)
-        spark = stack.enter_context(spark_session(args.master))
-        report = run_pipeline(spark, servers, events=args.events, seed=args.seed, output=output,
-                              max_offsets_per_trigger=args.max_offsets_per_trigger)
-    print(format_report(report))
-    return 0
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m kproto.pipeline [OPTIONS]``: exactly ``kproto pipeline [OPTIONS]``."""
-    from kproto.cli.main import main as kproto
-
-    return kproto(["pipeline", *(sys.argv[1:] if argv is None else argv)])
-
-
-if __name__ == "__main__":
-    sys.exit(main())
