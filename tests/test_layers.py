@@ -33,8 +33,9 @@ LAYERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     # kproto, bottom up
     "kproto.base": (("kproto.errors", "kproto.structs", "kproto._habits", "kproto._loop",
                      "kproto.serialization"), ()),
+    # Kafka's byte formats: batches (the codec), compression, the log's files on disk
     "kproto.codec": (("kproto._codec", "kproto._codec_py", "kproto.codec", "kproto.records",
-                      "kproto.compression"), ("kproto.base",)),
+                      "kproto.compression", "kproto.log_files"), ("kproto.base",)),
     "kproto.protocol": (("kproto.protocol",), ("kproto.base", "kproto.codec")),
     "kproto.config": (("kproto.config",), ("kproto.base", "kproto.codec")),
     # connections, cluster metadata, retries, and the requests the clients share
