@@ -141,9 +141,7 @@ def unpack_offset_entries(data: bytes | memoryview) -> Iterator[tuple[int, int]]
     Raises:
         ValueError: ``data`` is not a whole number of entries.
     """
-    if len(data) % OFFSET_INDEX_ENTRY.size:
-        raise ValueError(f"{len(data)} bytes is not a whole number of {OFFSET_INDEX_ENTRY.size}-byte entries")
-    return OFFSET_INDEX_ENTRY.iter_unpack(data)
+    return _entries(OFFSET_INDEX_ENTRY, data)
 
 
 def pack_time_entry(timestamp: int, relative_offset: int) -> bytes:
@@ -157,9 +155,14 @@ def unpack_time_entries(data: bytes | memoryview) -> Iterator[tuple[int, int]]:
     Raises:
         ValueError: ``data`` is not a whole number of entries.
     """
-    if len(data) % TIME_INDEX_ENTRY.size:
-        raise ValueError(f"{len(data)} bytes is not a whole number of {TIME_INDEX_ENTRY.size}-byte entries")
-    return TIME_INDEX_ENTRY.iter_unpack(data)
+    return _entries(TIME_INDEX_ENTRY, data)
+
+
+def _entries(entry: struct.Struct, data: bytes | memoryview) -> Iterator[tuple[int, int]]:
+    """The entries of an index file's bytes, which must hold a whole number of them."""
+    if len(data) % entry.size:
+        raise ValueError(f"{len(data)} bytes is not a whole number of {entry.size}-byte entries")
+    return entry.iter_unpack(data)
 
 
 def partition_dir_name(topic: str, partition: int) -> str:
