@@ -35,7 +35,7 @@ from kproto.errors import (
 )
 from kproto.group_offsets import offset_fetch_request, offset_fetch_topics
 from kproto.io import BrokerInfo, Cluster, PartitionInfo
-from kproto.io.retry import retrying
+from kproto.io.retry import Backoff, retrying
 from kproto.protocol import ApiKey
 from kproto.protocol.messages import (
     AlterConfigsRequest,
@@ -236,7 +236,7 @@ class AIOAdminClient:
             return
         c = self.config
         await retrying(self._cluster.refresh, deadline=time.monotonic() + c["default.api.timeout.ms"] / 1000,
-                       backoff=c["retry.backoff.ms"] / 1000, max_backoff=c["retry.backoff.max.ms"] / 1000)
+                       backoff=Backoff.retry(c))
 
     async def _retrying(self, attempt: Callable[[], Awaitable[K]]) -> K:
         """Run ``attempt`` until it does not raise a retriable error, within the API timeout."""
@@ -245,8 +245,7 @@ class AIOAdminClient:
                 await self._cluster.refresh()  # the broker we relied on may have moved
         c = self.config
         return await retrying(attempt, deadline=time.monotonic() + c["default.api.timeout.ms"] / 1000,
-                              backoff=c["retry.backoff.ms"] / 1000, max_backoff=c["retry.backoff.max.ms"] / 1000,
-                              on_retry=moved)
+                              backoff=Backoff.retry(c), on_retry=moved)
 
     async def _controller(self):
         if self._cluster.controller_id < 0:

@@ -52,7 +52,7 @@ from kproto.errors import (
 )
 from kproto.group_offsets import offset_fetch_request, offset_fetch_topics
 from kproto.io import Cluster, Connection
-from kproto.io.retry import retrying
+from kproto.io.retry import Backoff, retrying
 from kproto.protocol import ApiKey, Message
 from kproto.protocol.messages import OffsetCommitRequest, OffsetFetchRequest
 from kproto.structs import OffsetAndMetadata, TopicPartition, by_topic
@@ -88,8 +88,7 @@ class GroupCoordinator:
         self._metadata = metadata
         self._wakeup = wakeup
         self._node: int | None = None
-        self._backoff = config["retry.backoff.ms"] / 1000
-        self._max_backoff = config["retry.backoff.max.ms"] / 1000
+        self._backoff = Backoff.retry(config)
         self._request_timeout = config["request.timeout.ms"] / 1000
         self._heartbeat_interval = config["heartbeat.interval.ms"] / 1000
         self._max_poll_interval = config["max.poll.interval.ms"] / 1000
@@ -122,7 +121,7 @@ class GroupCoordinator:
             if isinstance(exc, _COORDINATOR_GONE):
                 self._node = None
             log.debug("group %r: retrying after %s", self.membership.group_id, exc)
-        return await retrying(attempt, deadline=deadline, backoff=self._backoff, max_backoff=self._max_backoff,
+        return await retrying(attempt, deadline=deadline, backoff=self._backoff,
                               on_retry=forget)
 
     # -- joining ------------------------------------------------------------------------------
@@ -134,7 +133,7 @@ class GroupCoordinator:
             KafkaError: a failure no retry can fix (authorization, a fenced instance id,
                 an inconsistent protocol...).
         """
-        backoff = self._backoff
+        failures = 0
         while True:
             flow = self.membership.join(topics, owned)
             try:
@@ -156,8 +155,8 @@ class GroupCoordinator:
                 log.info("group %r: join failed (%s); retrying", self.membership.group_id, exc)
             finally:
                 flow.close()
-            await asyncio.sleep(backoff)
-            backoff = min(backoff * 2, self._max_backoff)
+            failures += 1
+            await asyncio.sleep(self._backoff.delay(failures))
 
     async def _partition_counts(self, topics: Iterable[str]) -> dict[str, int]:
         topics = list(topics)

@@ -29,6 +29,7 @@ from kproto.errors import (
     for_code,
 )
 from kproto.io.connection import Connection
+from kproto.io.retry import Backoff
 from kproto.protocol import ApiKey
 from kproto.protocol.messages import FindCoordinatorRequest, MetadataRequest
 
@@ -139,9 +140,7 @@ class Cluster:
         failures, at = self._failures.get(node_id, (0, 0.0))
         if not failures:
             return 0.0
-        base = self.config["reconnect.backoff.ms"] * 2 ** (failures - 1)
-        delay = min(base, self.config["reconnect.backoff.max.ms"]) * random.uniform(0.8, 1.2) / 1000  # jitter: Java's 20 %
-        return max(0.0, at + delay - time.monotonic())
+        return max(0.0, at + Backoff.reconnect(self.config).delay(failures) - time.monotonic())
 
     async def connection(self, node_id: int) -> Connection:
         """An open connection to broker ``node_id`` (opened, or reopened after a backoff).
@@ -292,6 +291,7 @@ class Cluster:
             allow_auto_topic_creation=self.allow_auto_topic_creation,
         )
         deadline = time.monotonic() + self.config["request.timeout.ms"] / 1000
+        backoff, failures = Backoff.retry(self.config), 0
         while True:
             conn = await self.any_connection()
             try:
@@ -300,7 +300,8 @@ class Cluster:
             except KafkaConnectionError:
                 if time.monotonic() > deadline:
                     raise
-                await asyncio.sleep(self.config["retry.backoff.ms"] / 1000)
+                failures += 1
+                await asyncio.sleep(backoff.delay(failures))
         self._apply(response, full=names is None)
 
     def _apply(self, response: Any, *, full: bool) -> None:
