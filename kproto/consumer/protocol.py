@@ -48,8 +48,8 @@ __all__ = [
 PROTOCOL_TYPE = "consumer"
 
 #: The newest version of each body known here (both are 3 in Kafka 4.x).
-SUBSCRIPTION_VERSION = ConsumerProtocolSubscription.VERSIONS.hi
-ASSIGNMENT_VERSION = ConsumerProtocolAssignment.VERSIONS.hi
+SUBSCRIPTION_VERSION: int = ConsumerProtocolSubscription.VERSIONS.hi
+ASSIGNMENT_VERSION: int = ConsumerProtocolAssignment.VERSIONS.hi
 
 @dataclass(frozen=True, slots=True)
 class Subscription:
