@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 import kproto.protocol as protocol
 from kproto.errors import ProtocolError
 from kproto.protocol import messages as m
-from kproto.protocol.schema import DataMessage, read_version
+from kproto.protocol.schema import DataMessage, build_data_message, read_version
+from kproto.protocol.spec import data
 from tests.protocol.table_strategies import message_strategy, populated
 
 CASES = [(d.name, v) for d in m.DATA for v in d.versions]
@@ -126,3 +127,23 @@ def test_bytes_after_the_body_are_ignored_and_short_bytes_are_protocol_errors() 
     assert read_version(b"\x00\x02rest") == 2
     with pytest.raises(ProtocolError, match="no int16 version"):
         read_version(b"\x01")
+
+
+def test_a_new_data_message_needs_only_its_table_entry() -> None:
+    """The mechanism the ``__transaction_state`` records will use (issue 14): a flexible
+    data message with a tagged field and a struct array, declared and built."""
+    entry = data("TxnLikeValue", "0-1", flexible="1+", notes="v1: flexible", fields="""
+        producer_id   int64
+        partitions    []Partition  v1+
+          topic       string       v1+
+          indexes     []int32      v1+
+        note          string       v1+  null  tag=0  default=null
+    """)
+    cls = build_data_message(entry.message)
+    assert issubclass(cls, DataMessage) and cls.NAME == "TxnLikeValue"
+    value = cls(producer_id=7, partitions=[cls.Partition(topic="t", indexes=[1, 2])], note="n")
+    wire = value.encode_versioned(1)
+    assert wire == (struct.pack(">hq", 1, 7) + b"\x02\x02t\x03" + struct.pack(">ii", 1, 2) + b"\x00"
+                    + b"\x01\x00\x02\x02n")
+    assert cls.decode_versioned(wire) == (1, value)
+    assert cls.decode_versioned(cls(producer_id=7).encode_versioned(0)) == (0, cls(producer_id=7))
