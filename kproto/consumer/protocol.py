@@ -18,21 +18,20 @@ Facts, from those files and Java's ``ConsumerProtocol``:
 - An empty assignment (what a coordinator sends a member the leader left out) means
   no partitions.
 
-The bodies are described once in the schema DSL and encoded by the same generic codec
-as every request (:mod:`kproto.protocol.schema`); this module only adds the version
-prefix and converts to and from :class:`Subscription` and :class:`Assignment`.
+The bodies are declared once, in the schema table's data messages
+(:class:`~kproto.protocol.messages.ConsumerProtocolSubscription` and
+:class:`~kproto.protocol.messages.ConsumerProtocolAssignment`, which minibroker's coordinator
+reads too), and encoded with their version prefix by the same generic codec as every
+request; this module only converts to and from :class:`Subscription` and :class:`Assignment`.
 """
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from kproto.errors import ProtocolError
-from kproto.protocol.schema import Message, build_message
-from kproto.protocol.spec import MessageSpec, Versions, parse_fields
+from kproto.protocol.messages import ConsumerProtocolAssignment, ConsumerProtocolSubscription
 from kproto.structs import TopicPartition
 
 __all__ = [
@@ -49,38 +48,8 @@ __all__ = [
 PROTOCOL_TYPE = "consumer"
 
 #: The newest version of each body known here (both are 3 in Kafka 4.x).
-SUBSCRIPTION_VERSION = 3
-ASSIGNMENT_VERSION = 3
-
-_version = struct.Struct(">h")
-
-
-def _data_message(name: str, versions: str, fields: str) -> type[Message]:
-    """A message class for one of Kafka's ``"type": "data"`` structures (not an API body)."""
-    spec = MessageSpec(name, -1, False, Versions.parse(versions), Versions.parse("none"), parse_fields(fields, name))
-    cls = build_message(spec)
-    cls.__module__ = __name__
-    cls.__doc__ = f"Kafka's {name} (v{versions}), generated from the DSL in {__name__}."
-    return cls
-
-
-SubscriptionBody = _data_message("ConsumerProtocolSubscription", "0-3", """
-    topics            []string
-    user_data         bytes             null  default=null
-    owned_partitions  []TopicPartition  v1+  ignorable
-      topic           string            v1+
-      partitions      []int32           v1+
-    generation_id     int32             v2+  default=-1  ignorable
-    rack_id           string            v3+  null  default=null  ignorable
-""")
-
-AssignmentBody = _data_message("ConsumerProtocolAssignment", "0-3", """
-    assigned_partitions  []TopicPartition
-      topic              string
-      partitions         []int32
-    user_data            bytes             null  default=null
-""")
-
+SUBSCRIPTION_VERSION: int = ConsumerProtocolSubscription.VERSIONS.hi
+ASSIGNMENT_VERSION: int = ConsumerProtocolAssignment.VERSIONS.hi
 
 @dataclass(frozen=True, slots=True)
 class Subscription:
@@ -121,27 +90,17 @@ def _flat(groups: Iterable[Any]) -> tuple[TopicPartition, ...]:
     return tuple(TopicPartition(g.topic, p) for g in groups for p in g.partitions)
 
 
-def _split(data: bytes, what: str, newest: int) -> tuple[bytes, int]:
-    """The body and the version to decode it at (a newer one is read as ``newest``)."""
-    data = bytes(data)
-    if len(data) < _version.size:
-        raise ProtocolError(f"{what} of {len(data)} bytes has no version")
-    (version,) = _version.unpack_from(data)
-    if version < 0:
-        raise ProtocolError(f"{what} has a negative version {version}")
-    return data, min(version, newest)
-
-
 def encode_subscription(subscription: Subscription, version: int = SUBSCRIPTION_VERSION) -> bytes:
     """Serialize ``subscription`` at ``version`` (fields a version lacks are left out)."""
-    body = SubscriptionBody(
+    cls = ConsumerProtocolSubscription
+    body = cls(
         topics=list(subscription.topics),
         user_data=subscription.user_data,
-        owned_partitions=_grouped(subscription.owned_partitions, SubscriptionBody.TopicPartition) if version >= 1 else [],
+        owned_partitions=_grouped(subscription.owned_partitions, cls.TopicPartition) if version >= 1 else [],
         generation_id=subscription.generation_id if version >= 2 else -1,
         rack_id=subscription.rack_id if version >= 3 else None,
     )
-    return _version.pack(version) + body.encode(version)
+    return body.encode_versioned(version)
 
 
 def decode_subscription(data: bytes) -> Subscription:
@@ -150,17 +109,16 @@ def decode_subscription(data: bytes) -> Subscription:
     Raises:
         ProtocolError: the bytes are not a subscription.
     """
-    data, version = _split(data, "subscription", SUBSCRIPTION_VERSION)
-    body, _ = SubscriptionBody._codec.decode_from(data, _version.size, version)
+    _, body = ConsumerProtocolSubscription.decode_versioned(data, newer_as_newest=True)
     return Subscription(tuple(body.topics), body.user_data, _flat(body.owned_partitions), body.generation_id,
                         body.rack_id)
 
 
 def encode_assignment(assignment: Assignment, version: int = ASSIGNMENT_VERSION) -> bytes:
     """Serialize ``assignment`` at ``version``."""
-    body = AssignmentBody(assigned_partitions=_grouped(assignment.partitions, AssignmentBody.TopicPartition),
-                          user_data=assignment.user_data)
-    return _version.pack(version) + body.encode(version)
+    cls = ConsumerProtocolAssignment
+    body = cls(assigned_partitions=_grouped(assignment.partitions, cls.TopicPartition), user_data=assignment.user_data)
+    return body.encode_versioned(version)
 
 
 def decode_assignment(data: bytes) -> Assignment:
@@ -171,6 +129,5 @@ def decode_assignment(data: bytes) -> Assignment:
     """
     if not data:
         return Assignment(())
-    data, version = _split(data, "assignment", ASSIGNMENT_VERSION)
-    body, _ = AssignmentBody._codec.decode_from(data, _version.size, version)
+    _, body = ConsumerProtocolAssignment.decode_versioned(data, newer_as_newest=True)
     return Assignment(_flat(body.assigned_partitions), body.user_data)

@@ -7,8 +7,9 @@ Layers, bottom up:
 
 * :mod:`~kproto.protocol.types`: primitive wire types (integers, strings, arrays, tags...).
 * :mod:`~kproto.protocol.spec`: the table's data model and its DSL.
-* :mod:`~kproto.protocol.messages`: the schema table, one entry per API key, and the
-  message classes built from it (``ProduceRequest``, ``FetchResponse``...).
+* :mod:`~kproto.protocol.messages`: the schema table, one entry per API key and one per
+  data message, and the classes built from it (``ProduceRequest``, ``FetchResponse``...,
+  ``ConsumerProtocolSubscription``, ``OffsetCommitValue``...).
 * :mod:`~kproto.protocol.schema`: the generic codec that compiles the table into
   per-version encoders and decoders (its code generator is ``_codegen``).
 * :mod:`~kproto.protocol.frames`: headers, size prefixes and :class:`FrameReader`.
@@ -37,18 +38,29 @@ from kproto.protocol.frames import (
     request_header_version,
     response_header_version,
 )
-from kproto.protocol.messages import APIS, TABLE, ApiKey, request_class, response_class
-from kproto.protocol.schema import EncodeError, Message, Struct, UnsupportedFieldError
-from kproto.protocol.spec import Api, Route, Versions
+from kproto.protocol.messages import (
+    APIS,
+    DATA,
+    TABLE,
+    ApiKey,
+    data_class,
+    request_class,
+    response_class,
+)
+from kproto.protocol.schema import DataMessage, EncodeError, Message, Struct, UnsupportedFieldError
+from kproto.protocol.spec import Api, Data, Route, Versions
 
 __all__ = [
     "APIS",
+    "DATA",
     "TABLE",
     "Api",
     "ApiKey",
+    "Data",
     "Route",
     "Versions",
     "Message",
+    "DataMessage",
     "Struct",
     "EncodeError",
     "UnsupportedFieldError",
@@ -65,4 +77,5 @@ __all__ = [
     "response_header_version",
     "request_class",
     "response_class",
+    "data_class",
 ]

@@ -17,8 +17,9 @@ them on demand. Only versions actually used get compiled; likewise each class's 
 Message objects
 ---------------
 Every struct of a message becomes a class: the top level is a :class:`Message`
-(``ProduceRequest``), nested structs are :class:`Struct` s reachable as attributes of it
-(``ProduceRequest.TopicProduceData``). One class serves every version: its slots are the
+(``ProduceRequest``), or a :class:`DataMessage` for Kafka's data messages
+(``OffsetCommitValue``, whose bytes carry their version as an int16 prefix), nested structs
+are :class:`Struct` s reachable as attributes of it (``ProduceRequest.TopicProduceData``). One class serves every version: its slots are the
 union of the fields of all versions, each defaulting to the table's default, and a field
 that a version lacks decodes to its default. Constructors are keyword-only and do not
 validate (they run on hot paths); the encoder reports bad values instead. Instances are
@@ -62,11 +63,14 @@ from kproto.protocol.spec import DEFAULT_STRUCT, EMPTY_ARRAY, Field, MessageSpec
 __all__ = [
     "Struct",
     "Message",
+    "DataMessage",
     "MessageCodec",
     "EncodeError",
     "UnsupportedFieldError",
     "build_message",
+    "build_data_message",
     "join_parts",
+    "read_version",
 ]
 
 
@@ -196,6 +200,94 @@ class Message(Struct):
         return cls._codec.decode(data, version)
 
 
+_VERSION_PREFIX = struct.Struct(">h")
+
+
+def read_version(data: Any) -> int:
+    """The version of a data message: the int16 its bytes start with.
+
+    Raises:
+        ProtocolError: fewer than two bytes.
+    """
+    if len(data) < _VERSION_PREFIX.size:
+        raise ProtocolError(f"{len(data)} bytes hold no int16 version")
+    return _VERSION_PREFIX.unpack_from(data)[0]
+
+
+class DataMessage(Struct):
+    """Base of data message classes (``ConsumerProtocolSubscription``, ``OffsetCommitValue``...).
+
+    Kafka's ``"type": "data"`` messages have no API key and travel inside other bytes (a
+    JoinGroup's member metadata, a record's key or value), each preceded by its version
+    as an int16: :meth:`encode_versioned` and :meth:`decode_versioned` write and read that
+    prefix (Java's ``MessageUtil.toVersionPrefixedBytes`` and the readers of
+    ``ConsumerProtocol`` and ``GroupMetadataManager``); :meth:`encode` and :meth:`decode`
+    handle the body alone.
+    """
+
+    __slots__ = ()
+    #: Kafka's message name, e.g. ``"OffsetCommitValue"``.
+    NAME: ClassVar[str]
+    #: The versions the table covers.
+    VERSIONS: ClassVar[Versions]
+    #: The flexible (KIP-482) versions.
+    FLEXIBLE: ClassVar[Versions]
+    _codec: ClassVar[MessageCodec]
+
+    def encode(self, version: int) -> bytes:
+        """Encode the body alone (no version prefix) at ``version``.
+
+        Raises:
+            EncodeError: a value cannot be encoded at this version.
+            ValueError: the table has no such version.
+        """
+        return self._codec.encode(self, version)
+
+    @classmethod
+    def decode(cls, data: Any, version: int) -> DataMessage:
+        """Decode a whole body (no version prefix) at ``version``.
+
+        Raises:
+            ProtocolError: the bytes are not exactly one valid body of this version.
+        """
+        return cls._codec.decode(data, version)
+
+    def encode_versioned(self, version: int) -> bytes:
+        """The int16 ``version`` followed by the body at ``version``.
+
+        Raises:
+            EncodeError: a value cannot be encoded at this version.
+            ValueError: the table has no such version.
+        """
+        parts: list[Any] = [_VERSION_PREFIX.pack(version)]
+        self._codec.encode_into(self, version, parts.append)
+        return join_parts(parts)
+
+    @classmethod
+    def decode_versioned(cls, data: Any, *, newer_as_newest: bool = False) -> tuple[int, DataMessage]:
+        """Read the int16 version, then the body at that version; return both.
+
+        Bytes after the body are ignored, as Java's generated readers ignore them (they
+        read their fields and stop). With ``newer_as_newest``, a version above the newest
+        the table knows is read as the newest: Kafka's rule for messages whose later
+        versions may only append fields (``ConsumerProtocol.checkSubscriptionVersion``).
+        The version returned is the one written.
+
+        Raises:
+            ProtocolError: no version, a version the table does not cover, or a body that
+                is not valid at it.
+        """
+        b = data if type(data) is bytes else bytes(data)
+        version = read_version(b)
+        at = version
+        if newer_as_newest and version > cls.VERSIONS.hi:
+            at = cls.VERSIONS.hi
+        if at not in cls.VERSIONS:
+            raise ProtocolError(f"{cls.NAME} version {version} is not supported (the table has v{cls.VERSIONS})")
+        obj, _ = cls._codec.decode_from(b, _VERSION_PREFIX.size, at)
+        return version, obj
+
+
 # ---------------------------------------------------------------------------
 # Class generation
 # ---------------------------------------------------------------------------
@@ -261,12 +353,8 @@ def _make_class(name: str, qualname: str, fields: tuple[Field, ...], base: type,
     return cls
 
 
-def build_message(spec: MessageSpec) -> type[Message]:
-    """Generate the classes of one message and attach its :class:`MessageCodec`.
-
-    Returns:
-        The top-level class; nested struct classes are its attributes.
-    """
+def _build(spec: MessageSpec, base: type, doc: str) -> type:
+    """Generate the classes of one message (the top one based on ``base``) and its codec."""
     classes: dict[str, type] = {}
 
     def visit(fields: tuple[Field, ...]) -> None:
@@ -279,19 +367,44 @@ def build_message(spec: MessageSpec) -> type[Message]:
                 )
 
     visit(spec.fields)
-    kind = "request" if spec.is_request else "response"
-    top = _make_class(
-        spec.name, spec.name, spec.fields, Message, classes,
-        f"The {spec.name[: -len(kind)]} {kind} body (API key {spec.api_key}, v{spec.versions}, flexible v{spec.flexible}).",
-    )
+    top = _make_class(spec.name, spec.name, spec.fields, base, classes, doc)
     for sname, cls in classes.items():
         setattr(top, sname, cls)
-    top.API_KEY = spec.api_key  # type: ignore[attr-defined]
-    top.API_NAME = spec.name[: -len(kind)]  # type: ignore[attr-defined]
-    top.IS_REQUEST = spec.is_request  # type: ignore[attr-defined]
     top.VERSIONS = spec.versions  # type: ignore[attr-defined]
     top.FLEXIBLE = spec.flexible  # type: ignore[attr-defined]
     top._codec = MessageCodec(spec, top, classes)  # type: ignore[attr-defined]
+    return top
+
+
+def build_message(spec: MessageSpec) -> type[Message]:
+    """Generate the classes of one request or response and attach its :class:`MessageCodec`.
+
+    Returns:
+        The top-level class; nested struct classes are its attributes.
+    """
+    kind = "request" if spec.is_request else "response"
+    top = _build(
+        spec, Message,
+        f"The {spec.name[: -len(kind)]} {kind} body (API key {spec.api_key}, v{spec.versions}, flexible v{spec.flexible}).",
+    )
+    top.API_KEY = spec.api_key  # type: ignore[attr-defined]
+    top.API_NAME = spec.name[: -len(kind)]  # type: ignore[attr-defined]
+    top.IS_REQUEST = spec.is_request  # type: ignore[attr-defined]
+    return top  # type: ignore[return-value]
+
+
+def build_data_message(spec: MessageSpec) -> type[DataMessage]:
+    """Generate the classes of one data message (Kafka's ``"type": "data"``) and its codec.
+
+    Returns:
+        The top-level class, a :class:`DataMessage`; nested struct classes are its attributes.
+    """
+    top = _build(
+        spec, DataMessage,
+        f"Kafka's {spec.name} data message (v{spec.versions}, flexible v{spec.flexible}); on the wire "
+        "its version comes first, as an int16 (encode_versioned, decode_versioned).",
+    )
+    top.NAME = spec.name  # type: ignore[attr-defined]
     return top  # type: ignore[return-value]
 
 

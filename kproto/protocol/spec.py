@@ -1,7 +1,10 @@
 """The schema table's data model, and the small text DSL the table is written in.
 
 An :class:`Api` is one Kafka API key: its valid and flexible versions, where requests
-are routed, version notes, and a request and a response :class:`MessageSpec`. A message
+are routed, version notes, and a request and a response :class:`MessageSpec`. A
+:class:`Data` is one of Kafka's ``"type": "data"`` messages: a versioned structure with no
+API key, written with its version as a leading int16 (the consumer protocol's
+subscriptions and assignments, the records of ``__consumer_offsets``). A message
 is a tree of :class:`Field` s, each with the versions it exists in, the versions in which
 it may be null, an optional tag (KIP-482 tagged fields), a default and nested fields for
 struct types. Nothing here encodes bytes: :mod:`kproto.protocol.schema` compiles these
@@ -50,8 +53,10 @@ __all__ = [
     "Field",
     "MessageSpec",
     "Api",
+    "Data",
     "SpecError",
     "api",
+    "data",
     "parse_fields",
     "EMPTY_ARRAY",
     "DEFAULT_STRUCT",
@@ -200,7 +205,8 @@ class Field:
 
 @dataclass(frozen=True, slots=True)
 class MessageSpec:
-    """A request or response body: a named top-level struct with version metadata."""
+    """A request or response body, or a data message: a named top-level struct with version
+    metadata. A data message has no API key (``api_key`` is -1, ``is_request`` False)."""
 
     name: str
     api_key: int
@@ -208,6 +214,7 @@ class MessageSpec:
     versions: Versions
     flexible: Versions
     fields: tuple[Field, ...]
+    is_data: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,6 +229,29 @@ class Api:
     notes: str
     request: MessageSpec = field(repr=False)
     response: MessageSpec = field(repr=False)
+
+    @property
+    def min_version(self) -> int:
+        return self.versions.lo
+
+    @property
+    def max_version(self) -> int:
+        return self.versions.hi
+
+
+@dataclass(frozen=True, slots=True)
+class Data:
+    """One data message of the table (Kafka's ``"type": "data"``): versioned, no API key.
+
+    On the wire (in a JoinGroup's metadata, a record's key or value) its body follows its
+    version as an int16, the prefix Java's ``MessageUtil.toVersionPrefixedBytes`` writes.
+    """
+
+    name: str
+    versions: Versions
+    flexible: Versions
+    notes: str
+    message: MessageSpec = field(repr=False)
 
     @property
     def min_version(self) -> int:
@@ -422,3 +452,23 @@ def api(
 def _dedent(text: str) -> str:
     lines = [ln.strip() for ln in text.strip().splitlines()]
     return "\n".join(lines)
+
+
+def data(name: str, versions: str, *, flexible: str, notes: str, fields: str) -> Data:
+    """Declare one data message: the table's constructor for Kafka's ``"type": "data"``.
+
+    Args:
+        name: Kafka's message name (``"OffsetCommitValue"``), also the class's name.
+        versions: the valid versions, e.g. ``"0-4"``.
+        flexible: the first flexible version as ``"4+"``, or ``"none"``.
+        notes: version notes with KIP numbers.
+        fields: the fields in the DSL.
+
+    Raises:
+        SpecError: the entry is malformed.
+    """
+    v = Versions.parse(versions)
+    flex = Versions.parse(flexible)
+    msg = MessageSpec(name, -1, False, v, flex, parse_fields(fields, name), is_data=True)
+    _check_message(msg)
+    return Data(name, v, flex, _dedent(notes), msg)

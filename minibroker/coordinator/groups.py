@@ -39,7 +39,6 @@ The leader is the first member to join, kept as long as it stays in the group.
 from __future__ import annotations
 
 import enum
-import struct
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -52,9 +51,11 @@ from kproto.errors import (
     InconsistentGroupProtocolError,
     InvalidSessionTimeoutError,
     MemberIdRequiredError,
+    ProtocolError,
     RebalanceInProgressError,
     UnknownMemberIdError,
 )
+from kproto.protocol.messages import ConsumerProtocolSubscription
 
 __all__ = [
     "TRANSITIONS",
@@ -175,21 +176,16 @@ def _new_member_id(prefix: str | None) -> str:
 def parse_subscription_topics(metadata: bytes) -> list[str] | None:
     """Topics of a ``consumer`` protocol Subscription (any version), or None if unreadable.
 
-    Layout (Kafka's ``ConsumerProtocolSubscription``): int16 version, then an int32 count
-    of int16-length topic names; later fields (user data, owned partitions) follow.
+    The bytes are the table's :class:`~kproto.protocol.messages.ConsumerProtocolSubscription`
+    with its version prefix, read as Kafka's ``ConsumerProtocol.deserializeSubscription``
+    reads them for ``ClassicGroup.computeSubscribedTopics``: a newer version as the newest
+    known; an unsupported version or malformed bytes mean the topics are unknown.
     """
     try:
-        (count,) = struct.unpack_from(">i", metadata, 2)
-        pos, topics = 6, []
-        for _ in range(count):
-            (n,) = struct.unpack_from(">h", metadata, pos)
-            if n < 0 or pos + 2 + n > len(metadata):
-                return None
-            topics.append(bytes(metadata[pos + 2 : pos + 2 + n]).decode())
-            pos += 2 + n
-        return topics
-    except (struct.error, UnicodeDecodeError):
+        _, subscription = ConsumerProtocolSubscription.decode_versioned(metadata, newer_as_newest=True)
+    except ProtocolError:
         return None
+    return subscription.topics
 
 
 class Group:

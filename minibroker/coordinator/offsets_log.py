@@ -9,15 +9,16 @@ tombstone) deletes it. minibroker writes the same records, byte for byte, so tha
 - anything that reads Kafka's offsets topic (a consumer of ``__consumer_offsets``,
   ``kafka-dump-log.sh --offsets-decoder`` on a segment) reads ours.
 
-Formats (all integers big-endian, strings int16-length-prefixed UTF-8):
+Formats: the key and the value are the schema table's data messages, each after its
+version as an int16 (:mod:`kproto.protocol.messages.data`, Kafka's ``OffsetCommitKey``,
+``OffsetCommitValue`` and ``GroupMetadataKey``):
 
-- key, version 0 or 1: ``version:int16 group:string topic:string partition:int32``;
-  version 2 keys name a group's membership (Kafka's GroupMetadata), which minibroker
-  neither writes nor needs: replay skips them.
-- value, version 0: ``offset:int64 metadata:string commit_timestamp:int64``;
-  version 1 adds ``expire_timestamp:int64`` at the end; version 2 is version 0 again;
-  version 3 (what minibroker writes, as Kafka does without an expiry) puts
-  ``leader_epoch:int32`` after the offset.
+- key, version 0 or 1: an :class:`~kproto.protocol.messages.OffsetCommitKey` (group, topic,
+  partition); version 2 keys name a group's membership (a ``GroupMetadataKey``), which
+  minibroker neither writes nor needs: replay skips them, as it skips newer record types.
+- value: an :class:`~kproto.protocol.messages.OffsetCommitValue`, version 0 to 4. Version 1
+  adds ``expire_timestamp``, version 3 ``leader_epoch``, version 4 is flexible (KIP-915).
+  minibroker writes version 3 with key version 1, as Kafka does without an expiry.
 
 A group's commits all go to partition ``abs(java_hash(group_id)) % partitions``, Kafka's
 own rule, so one partition holds a group's history in order.
@@ -26,10 +27,11 @@ own rule, so one partition holds a group's history in order.
 from __future__ import annotations
 
 import logging
-import struct
 from collections.abc import Iterable, Iterator
 
-from kproto.errors import KafkaError
+from kproto.errors import KafkaError, ProtocolError
+from kproto.protocol.messages import OffsetCommitKey, OffsetCommitValue
+from kproto.protocol.schema import read_version
 from kproto.records import BatchBuilder, decode_record_set
 from minibroker.coordinator.offsets import CommittedOffset, OffsetEntry
 
@@ -48,12 +50,9 @@ __all__ = [
 log = logging.getLogger("minibroker.groups")
 
 OFFSETS_TOPIC = "__consumer_offsets"
+#: The versions written (Kafka's GroupMetadataManager: key 1, value 3 without an expiry).
 KEY_VERSION = 1
 VALUE_VERSION = 3
-
-_I16 = struct.Struct(">h")
-_I32 = struct.Struct(">i")
-_I64 = struct.Struct(">q")
 
 
 def java_string_hash(text: str) -> int:
@@ -71,71 +70,40 @@ def partition_for(group_id: str, partitions: int) -> int:
     return (0 if h == -(1 << 31) else abs(h)) % partitions
 
 
-def _string(text: str) -> bytes:
-    data = text.encode()
-    return _I16.pack(len(data)) + data
-
-
 def encode_offset_key(group_id: str, topic: str, partition: int) -> bytes:
-    return _I16.pack(KEY_VERSION) + _string(group_id) + _string(topic) + _I32.pack(partition)
+    return OffsetCommitKey(group=group_id, topic=topic, partition=partition).encode_versioned(KEY_VERSION)
 
 
 def encode_offset_value(committed: CommittedOffset) -> bytes:
-    return (_I16.pack(VALUE_VERSION) + _I64.pack(committed.offset) + _I32.pack(committed.leader_epoch)
-            + _string(committed.metadata or "") + _I64.pack(committed.commit_timestamp))
-
-
-class _Reader:
-    """Bounds-checked reads over one key or value; a short buffer raises ValueError."""
-
-    def __init__(self, data: bytes):
-        self.data = data
-        self.pos = 0
-
-    def _take(self, n: int) -> bytes:
-        if n < 0 or self.pos + n > len(self.data):
-            raise ValueError("truncated")
-        out = self.data[self.pos:self.pos + n]
-        self.pos += n
-        return out
-
-    def int16(self) -> int:
-        return _I16.unpack(self._take(2))[0]
-
-    def int32(self) -> int:
-        return _I32.unpack(self._take(4))[0]
-
-    def int64(self) -> int:
-        return _I64.unpack(self._take(8))[0]
-
-    def string(self) -> str:
-        return self._take(self.int16()).decode()
+    return OffsetCommitValue(offset=committed.offset, leader_epoch=committed.leader_epoch,
+                             metadata=committed.metadata or "",
+                             commit_timestamp=committed.commit_timestamp).encode_versioned(VALUE_VERSION)
 
 
 def decode_offset_record(key: bytes | None, value: bytes | None) -> OffsetEntry | None:
     """One record of ``__consumer_offsets`` as an entry, or None if it is not an offset.
 
     Raises:
-        ValueError: a malformed key or value, or a value version newer than 3.
+        ValueError: a malformed key or value, or a value version the table does not know.
     """
     if key is None:
         raise ValueError("a record of __consumer_offsets without a key")
-    k = _Reader(bytes(key))
-    if k.int16() not in (0, 1):
-        return None  # group metadata (version 2) or a newer record type: not an offset
-    group_id, topic, partition = k.string(), k.string(), k.int32()
-    if value is None:
-        return group_id, topic, partition, None
-    v = _Reader(bytes(value))
-    version = v.int16()
-    if not 0 <= version <= 3:
-        raise ValueError(f"offset commit value version {version} is not supported")
-    offset = v.int64()
-    leader_epoch = v.int32() if version >= 3 else -1
-    metadata = v.string()
-    commit_timestamp = v.int64()
-    return group_id, topic, partition, CommittedOffset(
-        offset=offset, leader_epoch=leader_epoch, metadata=metadata, commit_timestamp=commit_timestamp)
+    try:
+        if read_version(key) not in OffsetCommitKey.VERSIONS:
+            return None  # group metadata (version 2) or a newer record type: not an offset
+        version, k = OffsetCommitKey.decode_versioned(key)
+        # Strings decode leniently, but a key's bytes are what compaction and the tombstones
+        # that delete the commit match on: a key that does not re-encode to itself (its
+        # strings are not UTF-8) is refused rather than replayed under another key.
+        if not bytes(key).startswith(k.encode_versioned(version)):
+            raise ValueError(f"a key of {OFFSETS_TOPIC} whose strings are not UTF-8")
+        if value is None:
+            return k.group, k.topic, k.partition, None
+        _, v = OffsetCommitValue.decode_versioned(value)
+    except ProtocolError as exc:
+        raise ValueError(f"malformed {OFFSETS_TOPIC} record: {exc}") from exc
+    return k.group, k.topic, k.partition, CommittedOffset(
+        offset=v.offset, leader_epoch=v.leader_epoch, metadata=v.metadata, commit_timestamp=v.commit_timestamp)
 
 
 def offsets_batch(entries: Iterable[OffsetEntry], now_ms: int) -> BatchBuilder:

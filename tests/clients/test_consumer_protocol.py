@@ -1,8 +1,6 @@
-"""The consumer protocol's subscription and assignment bodies: round trips, Kafka's JSON,
-kafka-python's encoder as an oracle, and Kafka's rule for newer versions."""
-
-import json
-from pathlib import Path
+"""The consumer protocol's subscription and assignment: round trips, kafka-python's encoder
+as an oracle, and Kafka's rule for newer versions. The bodies are the schema table's data
+messages, checked against Kafka's JSON in tests/protocol/test_table_vs_kafka_json.py."""
 
 import pytest
 from hypothesis import given, settings
@@ -10,9 +8,7 @@ from hypothesis import strategies as st
 
 from kproto.consumer.protocol import (
     Assignment,
-    AssignmentBody,
     Subscription,
-    SubscriptionBody,
     decode_assignment,
     decode_subscription,
     encode_assignment,
@@ -20,8 +16,6 @@ from kproto.consumer.protocol import (
 )
 from kproto.errors import ProtocolError
 from kproto.structs import TopicPartition
-
-JSON_DIR = Path(__file__).resolve().parents[2] / ".." / "shared" / "kafka-protocol" / "messages"
 
 names = st.text(alphabet="abcxyz-._", min_size=1, max_size=6)
 partitions = st.lists(st.builds(TopicPartition, names, st.integers(0, 50)), unique=True, max_size=6)
@@ -87,27 +81,3 @@ def test_empty_assignment_is_no_partitions_and_garbage_is_a_protocol_error():
             decode_subscription(garbage)
     with pytest.raises(ProtocolError):
         decode_assignment(b"\x00\x01\x00\x00\x00\x09")
-
-
-@pytest.mark.skipif(not JSON_DIR.is_dir(), reason=f"Kafka's message JSON not found at {JSON_DIR}")
-@pytest.mark.parametrize("cls", [SubscriptionBody, AssignmentBody], ids=lambda c: c.__name__)
-def test_bodies_match_kafkas_json(cls):
-    text = (JSON_DIR / f"{cls._codec.spec.name}.json").read_text()
-    data = json.loads("\n".join(line for line in text.splitlines() if not line.strip().startswith("//")))
-    assert data["validVersions"] == "0-3" and data["flexibleVersions"] == "none"
-
-    def view(fields, version):
-        out = []
-        for f in fields:
-            lo = int(f["versions"].rstrip("+"))
-            if version >= lo:
-                nullable = "nullableVersions" in f and version >= int(f["nullableVersions"].rstrip("+"))
-                out.append((f["name"].lower(), f["type"], nullable, view(f.get("fields", []), version)))
-        return out
-
-    def ours(fields, version):
-        return [(f.name.replace("_", ""), f.type, version in f.nullable, ours(f.fields, version))
-                for f in fields if version in f.versions]
-
-    for version in range(4):
-        assert ours(cls._codec.spec.fields, version) == view(data["fields"], version)

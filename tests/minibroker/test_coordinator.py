@@ -316,6 +316,21 @@ def subscription(*topics, version=1):
     return body + struct.pack(">i", -1) + b"\x00\x00\x00\x00"
 
 
+def test_subscriptions_are_read_as_kafkas_consumer_protocol():
+    """Issue 12: the coordinator reads subscriptions with the table's
+    ConsumerProtocolSubscription, as Kafka's ClassicGroup.computeSubscribedTopics does with
+    ConsumerProtocol: every version, newer ones as the newest known; a version below 0 or
+    bytes cut short are unreadable (None: the topics are unknown), not a topic list."""
+    from kproto.protocol.messages import ConsumerProtocolSubscription as Sub
+
+    v3 = Sub(topics=["a", "b"], owned_partitions=[Sub.TopicPartition(topic="a", partitions=[0, 2])],
+             generation_id=7, rack_id="r1").encode_versioned(3)
+    assert parse_subscription_topics(v3) == ["a", "b"]
+    assert parse_subscription_topics(b"\x00\x09" + v3[2:] + b"appended later") == ["a", "b"]
+    assert parse_subscription_topics(b"\xff\xff" + subscription("a")[2:]) is None
+    assert parse_subscription_topics(struct.pack(">hi", 0, 1) + struct.pack(">h", 1) + b"a") is None  # no user_data
+
+
 def test_subscribed_topics_come_from_consumer_subscriptions():
     assert parse_subscription_topics(subscription("a", "b")) == ["a", "b"]
     assert parse_subscription_topics(b"\x00") is None

@@ -16,7 +16,9 @@ from tests.minibroker.conftest import RawClient
 from tests.minibroker.test_groups import PARTITIONS, Member, join_request, produce, wait_until
 
 MINUTE = 60_000
-SUBSCRIBES_T = b"\x00\x01\x00\x00\x00\x01\x00\x01t"  # a consumer Subscription of topic "t"
+# A consumer Subscription v1 of topic "t": topics, null user_data, no owned partitions
+# (the coordinator reads it whole, as Kafka's ConsumerProtocol does).
+SUBSCRIBES_T = b"\x00\x01\x00\x00\x00\x01\x00\x01t\xff\xff\xff\xff\x00\x00\x00\x00"
 
 
 def test_offsets_expire_as_kafka_says_and_empty_groups_go():

@@ -357,7 +357,9 @@ def test_admin_lists_describes_and_deletes_groups(broker6):
 
 # -- exact requests ------------------------------------------------------------------------
 
-PROTOCOLS = [JoinGroupRequest.JoinGroupRequestProtocol(name="range", metadata=b"\x00\x01\x00\x00\x00\x01\x00\x01t")]
+# metadata: a consumer Subscription v1 of topic "t" (null user_data, no owned partitions)
+PROTOCOLS = [JoinGroupRequest.JoinGroupRequestProtocol(
+    name="range", metadata=b"\x00\x01\x00\x00\x00\x01\x00\x01t\xff\xff\xff\xff\x00\x00\x00\x00")]
 
 
 def join_request(member_id="", group="g", instance=None, session=6000, rebalance=6000, protocols=PROTOCOLS):

@@ -5,6 +5,8 @@ import struct
 import time
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kproto.admin import AdminClient
 from kproto.errors import InvalidTopicError
@@ -72,6 +74,78 @@ def test_group_metadata_records_are_not_offsets():
 def test_malformed_records_raise_value_error(key, value):
     with pytest.raises(ValueError):
         decode_offset_record(key, value)
+
+
+# The hand-packed format minibroker wrote before the records became the schema table's
+# data messages (issue 12), kept here as the oracle: data dirs it wrote must still load,
+# and what is written now must read back with it.
+
+def old_encode_key(group_id, topic, partition):
+    return struct.pack(">h", 1) + kstring(group_id) + kstring(topic) + struct.pack(">i", partition)
+
+
+def old_encode_value(c):
+    return struct.pack(">hqi", 3, c.offset, c.leader_epoch) + kstring(c.metadata or "") + struct.pack(
+        ">q", c.commit_timestamp)
+
+
+def old_decode(key, value):
+    pos = 0
+
+    def take(fmt):
+        nonlocal pos
+        (x,) = struct.unpack_from(fmt, key_or_value, pos)
+        pos += struct.calcsize(fmt)
+        return x
+
+    def string():
+        nonlocal pos
+        n = take(">h")
+        pos += n
+        return key_or_value[pos - n:pos].decode()
+
+    key_or_value = key
+    if take(">h") not in (0, 1):
+        return None
+    group_id, topic, partition = string(), string(), take(">i")
+    if value is None:
+        return group_id, topic, partition, None
+    key_or_value, pos = value, 0
+    version = take(">h")
+    offset = take(">q")
+    epoch = take(">i") if version >= 3 else -1
+    metadata = string()
+    return group_id, topic, partition, CommittedOffset(
+        offset=offset, leader_epoch=epoch, metadata=metadata, commit_timestamp=take(">q"))
+
+
+texts = st.text(max_size=10)
+commits = st.builds(CommittedOffset, offset=st.integers(-1, 2**63 - 1), leader_epoch=st.integers(-1, 2**31 - 1),
+                    metadata=texts, commit_timestamp=st.integers(-1, 2**63 - 1))
+
+
+@settings(max_examples=200, deadline=None)
+@given(texts, texts, st.integers(0, 2**31 - 1), st.one_of(st.none(), commits))
+def test_records_are_byte_identical_to_the_old_format_both_ways(group_id, topic, partition, committed):
+    """Issue 12: the table's OffsetCommitKey/Value write the bytes the hand-packed code
+    wrote, read what it wrote (existing data dirs load), and it reads what they write."""
+    key = encode_offset_key(group_id, topic, partition)
+    value = None if committed is None else encode_offset_value(committed)
+    assert key == old_encode_key(group_id, topic, partition)
+    assert value == (None if committed is None else old_encode_value(committed))
+    entry = (group_id, topic, partition, committed)
+    assert old_decode(key, value) == entry
+    old_key = old_encode_key(group_id, topic, partition)
+    old_value = None if committed is None else old_encode_value(committed)
+    assert decode_offset_record(old_key, old_value) == entry
+
+
+def test_a_value_of_version_4_is_read():
+    """Issue 12: Kafka's OffsetCommitValue v4 (flexible, KIP-915) is in the table, so replay reads it."""
+    key = encode_offset_key("g", "t", 0)
+    value = struct.pack(">hqi", 4, 9, 2) + b"\x03md" + struct.pack(">q", 5) + b"\x00"
+    assert decode_offset_record(key, value) == ("g", "t", 0, CommittedOffset(
+        offset=9, leader_epoch=2, metadata="md", commit_timestamp=5))
 
 
 def test_java_string_hash_and_kafkas_partition_rule():

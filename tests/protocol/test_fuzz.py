@@ -75,3 +75,21 @@ def test_huge_counts_fail_fast() -> None:
     flexible = b"\x00\x03\x00\x09\x00\x00\x00\x01\xff\xff\x00"  # Metadata v9, header v2
     with pytest.raises(ProtocolError):
         decode_request(flexible + b"\xff\xff\xff\xff\x0f")
+
+
+@pytest.mark.parametrize("entry", m.DATA, ids=lambda d: d.name)
+def test_damaged_data_messages_raise_only_protocol_error(entry) -> None:
+    """Issue 12: the broker reads peers' subscriptions and replays record keys and values
+    with the data messages' decoders, newer versions included."""
+    cls = m.data_class(entry.name)
+    rng = random.Random(entry.name)
+    for version in entry.versions:
+        for bad in _mutations(populated(cls, version).encode_versioned(version), rng):
+            _only_protocol_errors(cls.decode_versioned, bad)
+            _only_protocol_errors(lambda d: cls.decode_versioned(d, newer_as_newest=True), bad)
+
+
+@settings(max_examples=200, deadline=None)
+@given(name=st.sampled_from([d.name for d in m.DATA]), data=st.binary(max_size=48))
+def test_random_data_messages_raise_only_protocol_error(name: str, data: bytes) -> None:
+    _only_protocol_errors(lambda d: m.data_class(name).decode_versioned(d, newer_as_newest=True), data)

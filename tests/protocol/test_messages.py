@@ -6,7 +6,7 @@ import pytest
 
 import kproto.protocol as protocol
 from kproto.protocol import messages as m
-from kproto.protocol.messages import admin, connection, groups, produce_fetch, txn
+from kproto.protocol.messages import admin, connection, data, groups, produce_fetch, txn
 from kproto.protocol.spec import Route
 
 #: The APIs the brief requires, with the lowest and highest version each must cover.
@@ -70,7 +70,7 @@ def _upper(name: str) -> str:
 def test_public_names() -> None:
     for name in protocol.__all__:
         assert hasattr(protocol, name), name
-    for mod in (m, connection, produce_fetch, groups, txn, admin):
+    for mod in (m, connection, produce_fetch, groups, txn, admin, data):
         for name in mod.__all__:
             assert hasattr(mod, name), (mod.__name__, name)
 

@@ -14,6 +14,7 @@ from kproto.protocol.spec import (
     SpecError,
     Versions,
     api,
+    data,
     parse_fields,
 )
 
@@ -93,3 +94,17 @@ def test_api_checks_tags() -> None:
     ok = api(1, "X", "0-3", flexible="2+", request="a int8 v2+ tag=0", notes="  line one\n   line two  ",
              route=Route.LEADER, response="")
     assert ok.notes == "line one\nline two" and ok.min_version == 0 and ok.max_version == 3
+
+
+def test_data_declares_a_versioned_message_without_an_api_key() -> None:
+    """Issue 12: the table's constructor for Kafka's "type": "data" messages, checked as api() is."""
+    with pytest.raises(SpecError, match="non-flexible"):
+        data("X", "0-1", flexible="none", notes="", fields="a int8 tag=0")
+    with pytest.raises(SpecError, match="duplicate"):
+        data("X", "0-1", flexible="none", notes="", fields="a int8\na int8")
+    entry = data("TransactionLogValue", "0-1", flexible="1+", notes="  v1: flexible  ",
+                 fields="producer_id int64\nepoch int16\ntagged int32 v1+ tag=0")
+    assert entry.notes == "v1: flexible" and (entry.min_version, entry.max_version) == (0, 1)
+    assert entry.flexible == Versions(1, MAX_VERSION) and entry.message.name == "TransactionLogValue"
+    assert entry.message.is_data and entry.message.api_key == -1 and not entry.message.is_request
+    assert [f.name for f in entry.message.fields] == ["producer_id", "epoch", "tagged"]

@@ -1,15 +1,19 @@
 """The schema table agrees with Apache Kafka's own message JSON, version by version.
 
-For every API in the table and every version both cover, the fields that exist in that
-version must match Kafka's in name (snake_case), type, order, nullability, tag, default
-and ignorability, recursively; and valid and flexible versions must match. Kafka's JSON
-lives outside the repository (``../shared/kafka-protocol/messages``); without it the test
-skips. It is read here as a test oracle only, never by kproto at runtime.
+For every API and every data message in the table and every version both cover, the
+fields that exist in that version must match Kafka's in name (snake_case), type, order,
+nullability, tag, default and ignorability, recursively; and valid and flexible versions
+must match. Kafka's JSON lives outside the repository (``../shared/kafka-protocol/messages``,
+or the directory ``KAFKA_MESSAGE_JSON_DIR`` names); without it the test skips, and a data
+message whose JSON is not there (the ``__consumer_offsets`` records live in Kafka's
+group-coordinator module, not with the clients' messages) skips alone. It is read here as
+a test oracle only, never by kproto at runtime.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import uuid
 from pathlib import Path
@@ -17,10 +21,11 @@ from typing import Any
 
 import pytest
 
-from kproto.protocol.messages import TABLE
-from kproto.protocol.spec import DEFAULT_STRUCT, EMPTY_ARRAY, Field, MessageSpec, Versions
+from kproto.protocol.messages import DATA, TABLE
+from kproto.protocol.spec import DEFAULT_STRUCT, EMPTY_ARRAY, Data, Field, MessageSpec, Versions
 
-JSON_DIR = Path(__file__).resolve().parents[2] / ".." / "shared" / "kafka-protocol" / "messages"
+JSON_DIR = Path(os.environ.get("KAFKA_MESSAGE_JSON_DIR") or
+                Path(__file__).resolve().parents[2] / ".." / "shared" / "kafka-protocol" / "messages")
 
 pytestmark = pytest.mark.skipif(not JSON_DIR.is_dir(), reason=f"Kafka's message JSON not found at {JSON_DIR}")
 
@@ -118,8 +123,11 @@ def _first_difference(ours: list[tuple], theirs: list[tuple], path: str) -> str:
 
 def _check(msg: MessageSpec) -> None:
     data = _load(msg.name)
-    assert data["apiKey"] == msg.api_key
-    assert data["type"] == ("request" if msg.is_request else "response")
+    if msg.is_data:
+        assert data["type"] == "data" and "apiKey" not in data
+    else:
+        assert data["apiKey"] == msg.api_key
+        assert data["type"] == ("request" if msg.is_request else "response")
     assert _versions(data["flexibleVersions"]) & msg.versions == msg.flexible & msg.versions
     json_versions = _versions(data["validVersions"])
     common = {c["name"]: c for c in data.get("commonStructs", [])}
@@ -140,6 +148,15 @@ def test_table_matches_kafka_json(api: Any) -> None:
     ), f"{api.name}: valid versions differ from Kafka's"
     _check(api.request)
     _check(api.response)
+
+
+@pytest.mark.parametrize("entry", DATA, ids=lambda d: d.name)
+def test_data_messages_match_kafka_json(entry: Data) -> None:
+    """Issue 12: the data messages (consumer protocol, __consumer_offsets) are Kafka's."""
+    if not (JSON_DIR / f"{entry.name}.json").is_file():
+        pytest.skip(f"Kafka's {entry.name}.json is not in {JSON_DIR}")
+    assert _versions(_load(entry.name)["validVersions"]) == entry.versions, f"{entry.name}: valid versions differ"
+    _check(entry.message)
 
 
 def test_table_covers_every_version_kafka_lists() -> None:

@@ -1,16 +1,21 @@
-"""The schema table: every API kproto speaks, and the message classes built from it.
+"""The schema table: every API kproto speaks, its data messages, and the classes built from them.
 
 The table is split by API family (:mod:`.connection`, :mod:`.produce_fetch`, :mod:`.groups`,
 :mod:`.txn`, :mod:`.admin`), each written in the :mod:`kproto.protocol.spec` DSL with one
-entry per API key in key order; :data:`TABLE` joins them in key order. Classes are generated
-from the table at import (:func:`kproto.protocol.schema.build_message`) and bound below
-under Kafka's message names, e.g.::
+entry per API key in key order; :data:`TABLE` joins them in key order. Kafka's data
+messages (no API key: the consumer protocol, the ``__consumer_offsets`` records) are in
+:mod:`.data`, joined in :data:`DATA`. Classes are generated from the table at import
+(:func:`kproto.protocol.schema.build_message`, :func:`~kproto.protocol.schema.build_data_message`)
+and bound below under Kafka's message names, e.g.::
 
-    from kproto.protocol.messages import MetadataRequest
+    from kproto.protocol.messages import MetadataRequest, OffsetCommitKey
 
     req = MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name="orders")])
     body = req.encode(12)
     assert MetadataRequest.decode(body, 12) == req
+
+    key = OffsetCommitKey(group="g", topic="orders", partition=0).encode_versioned(1)
+    assert OffsetCommitKey.decode_versioned(key) == (1, OffsetCommitKey(group="g", topic="orders", partition=0))
 
 Every class documents its fields (``help(MetadataRequest)``).
 """
@@ -19,9 +24,9 @@ from __future__ import annotations
 
 import enum
 
-from kproto.protocol.messages import admin, connection, groups, produce_fetch, txn
-from kproto.protocol.schema import Message, build_message
-from kproto.protocol.spec import Api
+from kproto.protocol.messages import admin, connection, data, groups, produce_fetch, txn
+from kproto.protocol.schema import DataMessage, Message, build_data_message, build_message
+from kproto.protocol.spec import Api, Data
 
 __all__ = [
     "TABLE",
@@ -31,6 +36,15 @@ __all__ = [
     "RESPONSES",
     "request_class",
     "response_class",
+    "DATA",
+    "DATA_CLASSES",
+    "data_class",
+    "ConsumerProtocolAssignment",
+    "ConsumerProtocolSubscription",
+    "GroupMetadataKey",
+    "GroupMetadataValue",
+    "OffsetCommitKey",
+    "OffsetCommitValue",
     "AddOffsetsToTxnRequest", "AddOffsetsToTxnResponse",
     "AddPartitionsToTxnRequest", "AddPartitionsToTxnResponse",
     "AlterClientQuotasRequest", "AlterClientQuotasResponse",
@@ -98,6 +112,14 @@ REQUESTS: dict[int, type[Message]] = {a.key: build_message(a.request) for a in T
 RESPONSES: dict[int, type[Message]] = {a.key: build_message(a.response) for a in TABLE}
 
 
+#: Every data message of the table, in name order.
+DATA: tuple[Data, ...] = tuple(sorted(data.DATA, key=lambda d: d.name))
+#: The data message classes by name.
+DATA_CLASSES: dict[str, type[DataMessage]] = {d.name: build_data_message(d.message) for d in DATA}
+if len(DATA_CLASSES) != len(DATA):  # pragma: no cover - a table bug, caught at import
+    raise RuntimeError("the schema table declares a data message twice")
+
+
 def request_class(api_key: int) -> type[Message]:
     """Return the request class of ``api_key``.
 
@@ -114,6 +136,15 @@ def response_class(api_key: int) -> type[Message]:
         KeyError: the table has no such API.
     """
     return RESPONSES[api_key]
+
+
+def data_class(name: str) -> type[DataMessage]:
+    """Return the class of the data message ``name`` (``"OffsetCommitValue"``).
+
+    Raises:
+        KeyError: the table has no such data message.
+    """
+    return DATA_CLASSES[name]
 
 
 # Bound by name so the classes can be imported and grepped; a test checks this list
@@ -162,3 +193,9 @@ DescribeTransactionsRequest, DescribeTransactionsResponse = REQUESTS[65], RESPON
 ListTransactionsRequest, ListTransactionsResponse = REQUESTS[66], RESPONSES[66]
 ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse = REQUESTS[68], RESPONSES[68]
 ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse = REQUESTS[69], RESPONSES[69]
+ConsumerProtocolSubscription = DATA_CLASSES["ConsumerProtocolSubscription"]
+ConsumerProtocolAssignment = DATA_CLASSES["ConsumerProtocolAssignment"]
+OffsetCommitKey = DATA_CLASSES["OffsetCommitKey"]
+OffsetCommitValue = DATA_CLASSES["OffsetCommitValue"]
+GroupMetadataKey = DATA_CLASSES["GroupMetadataKey"]
+GroupMetadataValue = DATA_CLASSES["GroupMetadataValue"]
