@@ -31,6 +31,7 @@ performs the I/O and asks this object what to do:
   UNSUPPORTED_VERSION
   anything else                                         ``AS_USUAL`` (retriable errors
                                                         retry, others fail the batch)
+  any error in FATAL_ERROR                              ``FATAL``
   ====================================================  ==================================
 
   The fatal ones are Java's (``TransactionManager.maybeTransitionToErrorState``): no
@@ -228,8 +229,8 @@ class Idempotence:
             earlier_waiting: a batch of the same epoch with a lower sequence waits for its
                 retry (then OUT_OF_ORDER_SEQUENCE_NUMBER is this batch arriving before it).
         """
-        if isinstance(error, _FATAL):
-            self._fatal(error)
+        if isinstance(error, _FATAL) or self.state is ProducerState.FATAL_ERROR:
+            self._fatal(error)  # in FATAL_ERROR already, the first error is kept
             return ErrorAction.FATAL
         if isinstance(error, _NEW_SEQUENCES):
             self.reset(error)

@@ -14,8 +14,8 @@ its own id after a reset, KIP-360) once nothing is in flight under the old ones,
 stamps each batch, when first sent, with the partition's next sequence number. Retried
 batches keep their sequence and go back to the head of their queue in sequence order, so
 the broker sees them in order; after a reset they are restamped as they are sent again.
-A fatal error (PRODUCER_FENCED, CLUSTER_AUTHORIZATION_FAILED, ...) stops the sender: every
-record not yet acknowledged fails with it, as does every later send.
+After a fatal error (PRODUCER_FENCED, CLUSTER_AUTHORIZATION_FAILED, ...) nothing is sent:
+every record not yet acknowledged fails with it, and so does every later one, as in Java.
 
 Failures: retriable errors (connection loss, NOT_LEADER_OR_FOLLOWER, REQUEST_TIMED_OUT,
 NOT_ENOUGH_REPLICAS, ...) retry after ``retry.backoff.ms`` doubling to
@@ -105,7 +105,7 @@ class Sender:
         self._last_error: BaseException | None = None  # named by a batch that expires unsent
         self._refreshing: asyncio.Task | None = None
         self.failed: KafkaError | None = None
-        """Set when the sender stopped, on a fatal error or a bug: every record fails with it."""
+        """Set when the sender stopped on an unexpected error: every record fails with it."""
         self.task = self._loop.create_task(self._run())
 
     # -- waking -----------------------------------------------------------------------------
@@ -140,7 +140,7 @@ class Sender:
     # -- the loop ---------------------------------------------------------------------------
 
     async def _run(self) -> None:
-        while not self._stopping and self.failed is None and not (self._closing and self.acc.unsettled == 0):
+        while not self._stopping and not (self._closing and self.acc.unsettled == 0):
             self._event.clear()
             try:
                 wait = await self._step()
@@ -155,7 +155,9 @@ class Sender:
                 wait = self.backoff
             except Exception as exc:  # a bug: fail loudly rather than leave every future pending
                 log.exception("producer: the sender failed; failing every record not yet sent")
-                self._fatal(KafkaError(f"the producer's sender failed: {exc!r}"))
+                self.failed = KafkaError(f"the producer's sender failed: {exc!r}")
+                self.acc.appender.closed = True  # later sends raise instead of queueing for nobody
+                self.fail_queued(self.failed)
                 return
             if self._closing and self.acc.unsettled == 0:
                 break
@@ -173,9 +175,15 @@ class Sender:
             if any(self._partitions_in_flight.values()):
                 return None  # a new producer id or epoch waits until nothing is in flight under the old one
             await self._init_producer_id(self.idempotence)
-            if self.failed is not None:
-                return None
         ready, soonest = self.acc.ready(now)
+        if (fatal := self._fatal_error()) is not None:
+            # Java's Sender in FATAL_ERROR: every batch fails with the error, later ones too.
+            for batch in ready:
+                self.acc.take(batch)
+                self._fail(batch, fatal)
+            if ready:
+                return 0.0  # look again: that also tells the appender to wake us for the next record
+            return None if soonest is None else max(soonest - time.monotonic(), 0.0)
         by_node: dict[int, list[ProducerBatch]] = {}
         sizes: dict[int, int] = {}
         missing = set()
@@ -255,8 +263,7 @@ class Sender:
         except KafkaError as exc:
             if idempotence.fatal_error is None:
                 raise
-            log.error("producer: %s is fatal: failing every record", exc)
-            self._fatal(exc)
+            log.error("producer: %s is fatal: every record fails with it", exc)
 
     def _prepare(self, batch: ProducerBatch) -> None:
         """Build (first send) or restamp (after a producer id change) a batch's bytes."""
@@ -340,9 +347,11 @@ class Sender:
         action = ErrorAction.AS_USUAL if self.idempotence is None else self.idempotence.on_error(
             error, earlier_waiting=self._earlier_waiting(batch))
         if action is ErrorAction.FATAL:
-            log.error("producer: %s is fatal: failing every record not yet acknowledged", error)
-            self._fatal(error)
-            self._fail(batch, error)
+            fatal = self._fatal_error()
+            if fatal is error:
+                log.error("producer: %s is fatal: every record not yet acknowledged fails with it", error)
+                self._event.set()  # the queued batches fail now
+            self._fail(batch, fatal or error)
         elif action is ErrorAction.RETRY:
             self._retry_or_fail(batch, error, force_retriable=True)
         else:
@@ -362,8 +371,8 @@ class Sender:
             self.acc.settle(batch, -1, error=error)
 
     def _retry_or_fail(self, batch: ProducerBatch, error: KafkaError, *, force_retriable: bool = False) -> None:
-        if self.failed is not None:  # nobody would send it again
-            self._fail(batch, self.failed)
+        if (stopped := self.failed or self._fatal_error()) is not None:  # nobody would send it again
+            self._fail(batch, stopped)
             return
         now = time.monotonic()
         retriable = error.retriable or force_retriable
@@ -388,10 +397,6 @@ class Sender:
             self.idempotence.on_batch_failed(batch.stamp is not None, error)
         self.acc.settle(batch, -1, error=error)
 
-    def _fatal(self, error: KafkaError) -> None:
-        """The producer cannot go on (Java's FATAL_ERROR): the loop ends, every record not
-        yet acknowledged fails with ``error``, and so does every later send."""
-        self.failed = error
-        self.acc.appender.closed = True  # later sends raise instead of queueing for nobody
-        self.fail_queued(error)
-        self._event.set()
+    def _fatal_error(self) -> KafkaError | None:
+        """The error that put the idempotent producer in FATAL_ERROR, if it is there."""
+        return None if self.idempotence is None else self.idempotence.fatal_error
