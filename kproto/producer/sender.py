@@ -19,11 +19,12 @@ every record not yet acknowledged fails with it, and so does every later one, as
 
 Failures: retriable errors (connection loss, NOT_LEADER_OR_FOLLOWER, REQUEST_TIMED_OUT,
 NOT_ENOUGH_REPLICAS, ...) retry after ``retry.backoff.ms`` doubling to
-``retry.backoff.max.ms``, while ``retries`` and ``delivery.timeout.ms`` allow; anything
-else fails the batch's records with the broker's typed error. ``delivery.timeout.ms``
-bounds a batch also while it is in flight: a request is given up (as on
-``request.timeout.ms``) when its oldest batch's delivery time is up, so a broker that
-stops answering or reading cannot hold a record past it.
+``retry.backoff.max.ms`` (with KIP-580's jitter: :class:`~kproto.io.retry.Backoff`), while
+``retries`` and ``delivery.timeout.ms`` allow; anything else fails the batch's records
+with the broker's typed error. ``delivery.timeout.ms`` bounds a batch also while it is in
+flight: a request is given up (as on ``request.timeout.ms``) when its oldest batch's
+delivery time is up, so a broker that stops answering or reading cannot hold a record
+past it.
 """
 
 from __future__ import annotations
