@@ -7,27 +7,24 @@ without), packs one request per broker (one batch per partition, up to
 per broker, none to a broker that asked to be throttled), and sleeps until a batch
 becomes ready, a response frees a slot, or the linger or a retry backoff ends.
 
-Idempotence (on by default, as in Java): the sender gets a producer id and epoch with
-InitProducerId and stamps each batch, when first sent, with the partition's next
-sequence number. Retried batches keep their sequence and go back to the head of their
-queue in sequence order, so the broker sees them in order; OUT_OF_ORDER_SEQUENCE for a
-batch after an earlier failed one is such a retry. When sequences cannot be repaired
-(UNKNOWN_PRODUCER_ID, an epoch the broker fenced, a gap the broker does not know, or a
-batch that failed for good after it was sent), the sender moves to the next epoch of its
-producer id (a new id only when the epoch is exhausted), restarts every partition's
-sequences at 0, and restamps batches as they are sent again — what Java's producer does
-without transactions (KIP-360): a broker takes a newer epoch starting at sequence 0.
-Should the broker refuse the bumped epoch too (no batch of it acknowledged before the next
-reset), the sender asks InitProducerId for a new producer id instead: a broker that does
-not take epochs from clients then ends the cycle rather than every batch repeating it.
+Idempotence (on by default, as in Java): the decisions are
+:class:`~kproto.producer.idempotence.Idempotence`'s, a sans-I/O state machine; the sender
+does what it says. It gets a producer id and epoch (InitProducerId, or the next epoch of
+its own id after a reset, KIP-360) once nothing is in flight under the old ones, and
+stamps each batch, when first sent, with the partition's next sequence number. Retried
+batches keep their sequence and go back to the head of their queue in sequence order, so
+the broker sees them in order; after a reset they are restamped as they are sent again.
+After a fatal error (PRODUCER_FENCED, CLUSTER_AUTHORIZATION_FAILED, ...) nothing is sent:
+every record not yet acknowledged fails with it, and so does every later one, as in Java.
 
 Failures: retriable errors (connection loss, NOT_LEADER_OR_FOLLOWER, REQUEST_TIMED_OUT,
 NOT_ENOUGH_REPLICAS, ...) retry after ``retry.backoff.ms`` doubling to
-``retry.backoff.max.ms``, while ``retries`` and ``delivery.timeout.ms`` allow; anything
-else fails the batch's records with the broker's typed error. ``delivery.timeout.ms``
-bounds a batch also while it is in flight: a request is given up (as on
-``request.timeout.ms``) when its oldest batch's delivery time is up, so a broker that
-stops answering or reading cannot hold a record past it.
+``retry.backoff.max.ms`` (with KIP-580's jitter: :class:`~kproto.io.retry.Backoff`), while
+``retries`` and ``delivery.timeout.ms`` allow; anything else fails the batch's records
+with the broker's typed error. ``delivery.timeout.ms`` bounds a batch also while it is in
+flight: a request is given up (as on ``request.timeout.ms``) when its oldest batch's
+delivery time is up, so a broker that stops answering or reading cannot hold a record
+past it.
 """
 
 from __future__ import annotations
@@ -41,17 +38,17 @@ from typing import Any
 from kproto.codec import crc32c
 from kproto.errors import (
     DuplicateSequenceNumberError,
-    InvalidProducerEpochError,
     KafkaError,
     KafkaTimeoutError,
-    OutOfOrderSequenceNumberError,
-    ProducerFencedError,
-    UnknownProducerIdError,
+    NotLeaderOrFollowerError,
+    UnknownTopicOrPartitionError,
     for_code,
 )
 from kproto.io import Cluster, Connection
+from kproto.io.retry import Backoff
 from kproto.producer.accumulator import ProducerBatch, RecordAccumulator
-from kproto.protocol.messages import InitProducerIdRequest, ProduceRequest
+from kproto.producer.idempotence import ErrorAction, Idempotence
+from kproto.protocol.messages import ProduceRequest
 
 __all__ = ["Sender", "stamp_producer"]
 
@@ -60,9 +57,9 @@ log = logging.getLogger("kproto.producer")
 # v2 batch header positions: the producer fields and the CRC that covers them.
 _CRC_AT, _ATTRIBUTES_AT, _PRODUCER_AT = 17, 21, 43
 _PRODUCER = struct.Struct(">qhi")
-_SEQUENCE_LIMIT = 1 << 31
-_MAX_EPOCH = 32767
-_RESET = {UnknownProducerIdError.code, InvalidProducerEpochError.code, ProducerFencedError.code}
+# The partition's leader moved or is not known yet: look it up again (Java's Sender refreshes
+# metadata on an InvalidMetadataException; these are the two a Produce answer carries).
+_ROUTING_MOVED = (UnknownTopicOrPartitionError, NotLeaderOrFollowerError)
 
 
 async def _cancel(*tasks: asyncio.Task) -> None:
@@ -89,20 +86,14 @@ class Sender:
         self.config = config
         self.cluster = cluster
         self.acc = accumulator
-        self.idempotent = idempotent
+        self.idempotence = Idempotence() if idempotent else None
         self.acks = config["acks"]
         self.max_in_flight = config["max.in.flight.requests.per.connection"]
         self.max_request_size = config["max.request.size"]
         self.retries = config["retries"]
         self.backoff = config["retry.backoff.ms"] / 1000
-        self.backoff_max = config["retry.backoff.max.ms"] / 1000
+        self.retry_backoff = Backoff.retry(config)
         self.request_timeout = config["request.timeout.ms"] / 1000
-        self.producer_id = -1
-        self.producer_epoch = -1
-        self._reset_needed = False
-        self._reset_cause: BaseException | None = None
-        self._bump_unconfirmed = False  # the epoch was bumped here and no batch of it was acknowledged yet
-        self._sequences: dict[tuple[str, int], int] = {}  # next sequence to stamp
         self._in_flight: dict[int, int] = {}  # node -> requests in flight
         self._connecting: set[int] = set()  # nodes whose connection is being opened for us
         self._partitions_in_flight: dict[tuple[str, int], int] = {}
@@ -181,11 +172,19 @@ class Sender:
         now = time.monotonic()
         for batch in self.acc.expired(now):  # named with the last error seen, as the guide promises
             self._fail(batch, self._expired(batch, batch.last_error or self._last_error))
-        if self.idempotent and (self.producer_id < 0 or self._reset_needed):
+        if self.idempotence is not None and self.idempotence.needs_init:
             if any(self._partitions_in_flight.values()):
-                return None  # a new producer id waits until nothing is in flight under the old one
-            await self._init_producer_id()
+                return None  # a new producer id or epoch waits until nothing is in flight under the old one
+            await self._init_producer_id(self.idempotence)
         ready, soonest = self.acc.ready(now)
+        if (fatal := self._fatal_error()) is not None:
+            # Java's Sender in FATAL_ERROR: every batch fails with the error, later ones too.
+            for batch in ready:
+                self.acc.take(batch)
+                self._fail(batch, fatal)
+            if ready:
+                return 0.0  # look again: that also tells the appender to wake us for the next record
+            return None if soonest is None else max(soonest - time.monotonic(), 0.0)
         by_node: dict[int, list[ProducerBatch]] = {}
         sizes: dict[int, int] = {}
         missing = set()
@@ -193,7 +192,7 @@ class Sender:
         conns: dict[int, Connection | None] = {}  # None: being connected
         for batch in ready:
             tp = (batch.topic, batch.partition)
-            if self.idempotent and self._partitions_in_flight.get(tp, 0) >= self.max_in_flight:
+            if self.idempotence is not None and self._partitions_in_flight.get(tp, 0) >= self.max_in_flight:
                 continue
             if batch.attempts and self._partitions_in_flight.get(tp, 0):
                 continue  # a retry goes alone, after what is in flight, so order holds
@@ -252,47 +251,38 @@ class Sender:
             log.info("producer: metadata refresh failed: %s", exc)
         self._event.set()
 
-    async def _init_producer_id(self) -> None:
-        """Get a producer id, or move to the next epoch of ours (Java's idempotent producer
-        bumps the epoch itself; only an exhausted epoch needs a new id from a broker)."""
-        if self.producer_id >= 0 and self.producer_epoch < _MAX_EPOCH and not self._bump_unconfirmed:
-            log.info("producer: sequences reset (%s); producer id %d epoch %d -> %d", self._reset_cause,
-                     self.producer_id, self.producer_epoch, self.producer_epoch + 1)
-            self.producer_epoch += 1
-            self._bump_unconfirmed = True
-        else:
-            if self.producer_id >= 0:
-                log.info("producer: sequences reset (%s); asking for a new producer id instead of epoch %d of %d",
-                         self._reset_cause, self.producer_epoch + 1, self.producer_id)
-            response = await self.cluster.request(None, InitProducerIdRequest(
-                transactional_id=None, transaction_timeout_ms=60000), max_version=4)
-            if response.error_code:
-                raise for_code(response.error_code)("InitProducerId")
-            self.producer_id, self.producer_epoch = response.producer_id, response.producer_epoch
-            self._bump_unconfirmed = False
-        self._sequences.clear()
-        self._reset_needed = False
+    async def _init_producer_id(self, idempotence: Idempotence) -> None:
+        """Get a usable producer id and epoch, as ``idempotence`` says: the next epoch of ours
+        (no request), or InitProducerId's answer. A failure raises (the step is tried again
+        after ``retry.backoff.ms``), a fatal one stops the sender."""
+        request = idempotence.begin_init()
+        if request is None:
+            return
+        response = await self.cluster.request(None, request, max_version=4)
+        try:
+            idempotence.on_init_producer_id(response)
+        except KafkaError as exc:
+            if idempotence.fatal_error is None:
+                raise
+            log.error("producer: %s is fatal: every record fails with it", exc)
 
     def _prepare(self, batch: ProducerBatch) -> None:
         """Build (first send) or restamp (after a producer id change) a batch's bytes."""
         batch.attempts += 1
-        if not self.idempotent:
+        if self.idempotence is None:
             if batch.data is None:
                 batch.data = batch.builder.build()
             return
-        stamp = (self.producer_id, self.producer_epoch)
-        if batch.stamp == stamp:
+        if batch.stamp == self.idempotence.stamp:
             return
-        tp = (batch.topic, batch.partition)
-        sequence = self._sequences.get(tp, 0)
-        self._sequences[tp] = (sequence + batch.record_count) % _SEQUENCE_LIMIT
-        batch.stamp, batch.base_sequence = stamp, sequence
+        producer_id, epoch, sequence = self.idempotence.next_sequence(batch.topic, batch.partition, batch.record_count)
+        batch.stamp, batch.base_sequence = (producer_id, epoch), sequence
         if batch.data is None:
             b = batch.builder
-            b.producer_id, b.producer_epoch, b.base_sequence = self.producer_id, self.producer_epoch, sequence
+            b.producer_id, b.producer_epoch, b.base_sequence = producer_id, epoch, sequence
             batch.data = b.build()
         else:
-            batch.data = stamp_producer(batch.data, self.producer_id, self.producer_epoch, sequence)
+            batch.data = stamp_producer(batch.data, producer_id, epoch, sequence)
 
     # -- one request ------------------------------------------------------------------------
 
@@ -351,24 +341,27 @@ class Sender:
         code = p.error_code
         if code == 0 or code == DuplicateSequenceNumberError.code:
             self.acc.settle(batch, p.base_offset if code == 0 else -1, p.log_append_time_ms)
-            self._bump_unconfirmed = False
+            if self.idempotence is not None:
+                self.idempotence.on_acknowledged()
             return
         error = for_code(code)(p.error_message or f"producing to {batch.topic}-{batch.partition}")
-        if self.idempotent and code in _RESET:
-            self._reset(error)
-            self._retry_or_fail(batch, error, force_retriable=True)
-        elif self.idempotent and code == OutOfOrderSequenceNumberError.code:
-            # After an earlier batch failed this is a retry in waiting; otherwise the broker
-            # lost our sequence and only a new producer id repairs it.
-            if not self._earlier_pending(batch):
-                self._reset(error)
+        action = ErrorAction.AS_USUAL if self.idempotence is None else self.idempotence.on_error(
+            error, earlier_waiting=self._earlier_waiting(batch))
+        if action is ErrorAction.FATAL:
+            fatal = self._fatal_error()
+            if fatal is error:
+                log.error("producer: %s is fatal: every record not yet acknowledged fails with it", error)
+                self._event.set()  # the queued batches fail now
+            self._fail(batch, fatal or error)
+        elif action is ErrorAction.RETRY:
             self._retry_or_fail(batch, error, force_retriable=True)
         else:
-            if code in (3, 6):  # UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER: routing moved
+            if isinstance(error, _ROUTING_MOVED):
                 self._refresh({batch.topic})
             self._retry_or_fail(batch, error)
 
-    def _earlier_pending(self, batch: ProducerBatch) -> bool:
+    def _earlier_waiting(self, batch: ProducerBatch) -> bool:
+        """A batch of ``batch``'s epoch with a lower sequence is queued for its retry."""
         queue = self.acc.queues.get((batch.topic, batch.partition)) or ()
         return any(b.stamp == batch.stamp and b.base_sequence < batch.base_sequence for b in queue)
 
@@ -379,13 +372,13 @@ class Sender:
             self.acc.settle(batch, -1, error=error)
 
     def _retry_or_fail(self, batch: ProducerBatch, error: KafkaError, *, force_retriable: bool = False) -> None:
-        if self.failed is not None:  # nobody would send it again
-            self._fail(batch, self.failed)
+        if (stopped := self.failed or self._fatal_error()) is not None:  # nobody would send it again
+            self._fail(batch, stopped)
             return
         now = time.monotonic()
         retriable = error.retriable or force_retriable
         if retriable and batch.attempts <= self.retries and now < batch.deadline:
-            batch.next_attempt = now + min(self.backoff * 2 ** (batch.attempts - 1), self.backoff_max)
+            batch.next_attempt = now + self.retry_backoff.delay(batch.attempts)
             self.acc.requeue(batch, error)
             self._event.set()
         elif retriable and now >= batch.deadline:
@@ -400,12 +393,11 @@ class Sender:
         error.__cause__ = cause
         return error
 
-    def _reset(self, cause: BaseException) -> None:
-        """Start new sequences (a new epoch) once nothing is in flight."""
-        self._reset_needed = True
-        self._reset_cause = cause
-
     def _fail(self, batch: ProducerBatch, error: BaseException) -> None:
-        if self.idempotent and batch.stamp is not None:
-            self._reset(error)  # its sequence will never be written: later ones would wait forever
+        if self.idempotence is not None:
+            self.idempotence.on_batch_failed(batch.stamp is not None, error)
         self.acc.settle(batch, -1, error=error)
+
+    def _fatal_error(self) -> KafkaError | None:
+        """The error that put the idempotent producer in FATAL_ERROR, if it is there."""
+        return None if self.idempotence is None else self.idempotence.fatal_error

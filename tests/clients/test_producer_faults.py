@@ -13,17 +13,19 @@ import pytest
 from kproto import Producer
 from kproto.codec import read_batches
 from kproto.errors import (
+    ClusterAuthorizationFailedError,
     InvalidProducerEpochError,
     KafkaTimeoutError,
     NotEnoughReplicasError,
     NotLeaderOrFollowerError,
     OutOfOrderSequenceNumberError,
+    ProducerFencedError,
     RequestTimedOutError,
     TopicAuthorizationFailedError,
     UnknownProducerIdError,
 )
 from kproto.protocol import ApiKey
-from kproto.protocol.messages import ProduceResponse
+from kproto.protocol.messages import InitProducerIdResponse, ProduceResponse
 from minibroker import MiniBroker
 from tests.clients.proxy import FORWARD, LOSE_ACK, Edit, FaultProxy, Later
 
@@ -179,6 +181,45 @@ def test_an_error_that_cannot_be_retried_fails_only_its_records():
         assert len(failed) + len(delivered) == RECORDS
         assert delivered == list(range(len(delivered)))  # the rest went on, under the next epoch
         assert len(stored_values(proxy)) == len(delivered)
+
+
+def test_producer_fenced_is_fatal_every_record_not_acknowledged_fails_with_it():
+    """Issue 12, producer idempotence: PRODUCER_FENCED is fatal, as in Java's
+    TransactionManager (no new epoch repairs it): the records acknowledged before it stay
+    delivered, every other one fails with the error, and so does every later send."""
+    with FaultProxy(fail_produce(2, ProducerFencedError.code)) as proxy:
+        with Producer(bootstrap_servers=proxy.bootstrap_servers, batch_size=1000, linger_ms=0,
+                      retry_backoff_ms=10, max_in_flight_requests_per_connection=1) as producer:
+            futures = [producer.send("faults", b"%04d" % i, partition=0) for i in range(RECORDS)]
+            producer.flush(20)
+            with pytest.raises(ProducerFencedError):
+                producer.send("faults", b"later", partition=0).result(10)
+        delivered = [f.result(0).offset for f in futures if f.exception(0) is None]
+        failed = [f.exception(0) for f in futures if f.exception(0) is not None]
+        assert delivered == list(range(len(delivered))) and 0 < len(delivered) < RECORDS
+        assert all(isinstance(e, ProducerFencedError) for e in failed) and len(failed) + len(delivered) == RECORDS
+        assert proxy.counts[ApiKey.INIT_PRODUCER_ID] == 1 and proxy.counts[ApiKey.PRODUCE] == 2
+        assert len(stored_values(proxy)) == len(delivered)
+
+
+def test_cluster_authorization_failed_for_a_producer_id_is_fatal():
+    """Issue 12, producer idempotence: InitProducerId answered CLUSTER_AUTHORIZATION_FAILED
+    (the producer may not write idempotently) fails the records with that error at once,
+    as Java's producer does, instead of asking again until delivery.timeout.ms."""
+    def rule(api_key, version, request, n):
+        if api_key == ApiKey.INIT_PRODUCER_ID:
+            return InitProducerIdResponse(error_code=ClusterAuthorizationFailedError.code, producer_id=-1,
+                                          producer_epoch=-1)
+        return FORWARD
+
+    with FaultProxy(rule) as proxy:
+        with Producer(bootstrap_servers=proxy.bootstrap_servers, linger_ms=0, retry_backoff_ms=10) as producer:
+            future = producer.send("faults", b"x", partition=0)
+            with pytest.raises(ClusterAuthorizationFailedError):
+                future.result(10)
+            with pytest.raises(ClusterAuthorizationFailedError):
+                producer.send("faults", b"later", partition=0).result(10)
+        assert proxy.counts[ApiKey.INIT_PRODUCER_ID] == 1 and ApiKey.PRODUCE not in proxy.counts
 
 
 # -- helpers for the tests below ----------------------------------------------------------
