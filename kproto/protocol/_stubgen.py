@@ -304,7 +304,8 @@ def stub_source(module: types.ModuleType) -> str | None:
             typ, more = _inferred_type(value, where)
             pairs |= more
             body.append([f"{name}: {typ}"])
-    pairs = {(m, n) for m, n in pairs if (n or m.partition(".")[0]) in _loaded(body)}
+    loaded = _loaded(body)
+    pairs = {(m, n) for m, n in pairs if (n or m.partition(".")[0]) in loaded}
     # In a class body a field's name hides the module's name for the annotations after it.
     shadowed = {f.name for f in _all_fields(module, names)} & _loaded([classes])
     if shadowed:
