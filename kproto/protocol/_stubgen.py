@@ -42,7 +42,8 @@ from typing import Any
 from kproto.protocol.schema import Struct
 from kproto.protocol.spec import DEFAULT_STRUCT, EMPTY_ARRAY, Field
 
-__all__ = ["PACKAGE", "COMMAND", "StubError", "stub_source", "stubs", "write_stubs", "stale_stubs", "main"]
+__all__ = ["PACKAGE", "COMMAND", "StubError", "is_generated", "modules", "stub_source", "stubs", "write_stubs",
+           "stale_stubs", "main"]
 
 #: The package whose modules bind generated classes.
 PACKAGE = "kproto.protocol.messages"
@@ -281,9 +282,7 @@ def stub_source(module: types.ModuleType) -> str | None:
     for name in names:
         value = getattr(module, name)
         where = f"{module.__name__}.{name}"
-        if name in annotations:
-            body.append([f"{name}: {annotations[name]}"])
-        elif is_generated(value) and value in stubbed:
+        if is_generated(value) and value in stubbed:
             body.append([f"{name} = {stubbed[value]}"])
         elif is_generated(value):
             stubbed[value] = name
@@ -291,6 +290,8 @@ def stub_source(module: types.ModuleType) -> str | None:
             pairs |= {(b.__module__, b.__name__) for b in bases}
             body.append(lines)
             classes += lines
+        elif name in annotations:
+            body.append([f"{name}: {annotations[name]}"])
         elif isinstance(value, type) and issubclass(value, enum.Enum) and name not in defined:  # IntEnum("N", ...)
             lines, base = _enum_class(name, value)
             pairs.add((base.__module__, base.__name__))
@@ -304,8 +305,9 @@ def stub_source(module: types.ModuleType) -> str | None:
             typ, more = _inferred_type(value, where)
             pairs |= more
             body.append([f"{name}: {typ}"])
-    loaded = _loaded(body)
-    pairs = {(m, n) for m, n in pairs if (n or m.partition(".")[0]) in loaded}
+    # the imports the stub reads, and those it re-exports (a name in __all__ is re-exported)
+    wanted = _loaded(body) | set(getattr(module, "__all__", ()))
+    pairs = {(m, n) for m, n in pairs if (n or m.partition(".")[0]) in wanted}
     # In a class body a field's name hides the module's name for the annotations after it.
     shadowed = {f.name for f in _all_fields(module, names)} & _loaded([classes])
     if shadowed:
@@ -327,7 +329,8 @@ def stub_source(module: types.ModuleType) -> str | None:
 # ---------------------------------------------------------------------------
 
 
-def _modules() -> Iterator[types.ModuleType]:
+def modules() -> Iterator[types.ModuleType]:
+    """:data:`PACKAGE` and its modules (imported)."""
     package = importlib.import_module(PACKAGE)
     yield package
     for info in pkgutil.walk_packages(package.__path__, PACKAGE + "."):
@@ -337,26 +340,28 @@ def _modules() -> Iterator[types.ModuleType]:
 def stubs() -> dict[Path, str]:
     """Every stub the table calls for: its path (the module's, as ``.pyi``) and source."""
     out: dict[Path, str] = {}
-    for module in _modules():
+    for module in modules():
         source = stub_source(module)
         if source is not None:
             out[Path(module.__file__ or "").with_suffix(".pyi")] = source
     return out
 
 
+def _stale(wanted: dict[Path, str]) -> list[Path]:
+    root = Path(importlib.import_module(PACKAGE).__file__ or "").parent
+    differ = [p for p, src in wanted.items() if not p.is_file() or p.read_text() != src]
+    return sorted(differ + [p for p in root.rglob("*.pyi") if p not in wanted])
+
+
 def stale_stubs() -> list[Path]:
     """The stubs on disk that differ from what the table generates, or that it no longer calls for."""
-    wanted = stubs()
-    root = Path(importlib.import_module(PACKAGE).__file__ or "").parent
-    on_disk = set(root.rglob("*.pyi"))
-    differ = [p for p, src in wanted.items() if not p.is_file() or p.read_text() != src]
-    return sorted(differ + [p for p in on_disk if p not in wanted])
+    return _stale(stubs())
 
 
 def write_stubs() -> list[Path]:
     """Write the stubs that are stale, delete the ones no longer called for; return their paths."""
     wanted = stubs()
-    changed = stale_stubs()
+    changed = _stale(wanted)
     for path in changed:
         if path in wanted:
             path.write_text(wanted[path])

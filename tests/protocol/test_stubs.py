@@ -33,9 +33,20 @@ def test_the_checked_in_stubs_are_what_the_table_generates():
                        f"schema table: regenerate them with `{_stubgen.COMMAND}` and commit them")
 
 
-def _stub_classes() -> tuple[ast.Module, dict[str, ast.ClassDef]]:
-    tree = ast.parse(STUB.read_text())
-    return tree, {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
+def _stubbed_modules() -> list[tuple[types.ModuleType, ast.Module]]:
+    """Each module of kproto.protocol.messages that has a stub, with the stub's syntax tree."""
+    return [(m, ast.parse(stub.read_text())) for m in _stubgen.modules()
+            if (stub := Path(m.__file__ or "").with_suffix(".pyi")).is_file()]
+
+
+def _declared() -> list[tuple[str, ast.ClassDef, type]]:
+    """(stub name, stub class, runtime class) of every generated class a stub declares."""
+    out = []
+    for module, tree in _stubbed_modules():
+        classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
+        out += [(name, classes[name], value) for name, value in vars(module).items()
+                if _stubgen.is_generated(value) and name in classes]
+    return out
 
 
 def _fields(node: ast.ClassDef) -> dict[str, str]:
@@ -51,21 +62,19 @@ def _init_keywords(node: ast.ClassDef) -> list[str]:
     return [a.arg for a in init.args.kwonlyargs]
 
 
-def _generated() -> list[tuple[str, type]]:
-    return [(name, value) for name, value in vars(messages).items() if _stubgen.is_generated(value)]
-
-
 def test_the_stub_declares_every_public_name_and_every_class_as_built():
     """Issue 12: each generated class of kproto.protocol.messages has a stub class with the
     attribute names the runtime class has, in order, its keyword-only constructor, the same
-    nested struct classes (``MetadataRequest.MetadataRequestTopic``) and its API key."""
-    tree, classes = _stub_classes()
-    bound = {t.id for n in tree.body if isinstance(n, ast.AnnAssign) for t in [n.target] if isinstance(t, ast.Name)}
-    bound |= {n.name for n in tree.body if isinstance(n, (ast.ClassDef, ast.FunctionDef))}
-    assert set(messages.__all__) <= bound
-    assert len(_generated()) == 2 * len(messages.TABLE)
-    for name, cls in _generated():
-        node = classes[name]
+    nested struct classes (``MetadataRequest.MetadataRequestTopic``) and its API key; each
+    stub binds every name of its module's ``__all__``."""
+    for module, tree in _stubbed_modules():
+        bound = {n.target.id for n in tree.body if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)}
+        bound |= {n.name for n in tree.body if isinstance(n, (ast.ClassDef, ast.FunctionDef))}
+        bound |= {a.name for n in tree.body if isinstance(n, ast.ImportFrom) for a in n.names}
+        assert set(module.__all__) <= bound, module.__name__
+    declared = _declared()
+    assert {c for *_, c in declared} >= {*messages.REQUESTS.values(), *messages.RESPONSES.values()}
+    for name, node, cls in declared:
         consts = {n.target.id: ast.unparse(n.annotation) for n in node.body  # type: ignore[union-attr]
                   if isinstance(n, ast.AnnAssign) and ast.unparse(n.annotation).startswith("ClassVar")}
         assert consts["API_KEY"] == f"ClassVar[Literal[{cls.API_KEY}]]"
@@ -79,11 +88,10 @@ def test_the_stub_declares_every_public_name_and_every_class_as_built():
 
 def _annotations() -> dict[type, dict[str, Any]]:
     """Each generated class's stub annotations, evaluated to runtime types."""
-    _, classes = _stub_classes()
-    namespace: dict[str, Any] = {"UUID": uuid.UUID, **dict(_generated())}
+    declared = _declared()
+    namespace: dict[str, Any] = {"UUID": uuid.UUID, **{name: cls for name, _, cls in declared}}
     out: dict[type, dict[str, Any]] = {}
-    for name, cls in _generated():
-        node = classes[name]
+    for _, node, cls in declared:
         out[cls] = {k: eval(v, namespace) for k, v in _fields(node).items()}  # noqa: S307 - our stub
         for sub in (n for n in node.body if isinstance(n, ast.ClassDef)):
             out[getattr(cls, sub.name)] = {k: eval(v, namespace) for k, v in _fields(sub).items()}  # noqa: S307
