@@ -26,10 +26,10 @@ def offset_fetch_request(version: int, group_id: str, partitions: Iterable[Topic
     version 2 or later)."""
     wanted = None if partitions is None else by_topic(partitions)
     if version >= _GROUPS_FORM:
-        topics = None if wanted is None else [
+        group_topics = None if wanted is None else [
             OffsetFetchRequest.OffsetFetchRequestTopics(name=t, partition_indexes=p) for t, p in wanted.items()]
         return OffsetFetchRequest(require_stable=require_stable, groups=[
-            OffsetFetchRequest.OffsetFetchRequestGroup(group_id=group_id, topics=topics)])
+            OffsetFetchRequest.OffsetFetchRequestGroup(group_id=group_id, topics=group_topics)])
     topics = None if wanted is None else [
         OffsetFetchRequest.OffsetFetchRequestTopic(name=t, partition_indexes=p) for t, p in wanted.items()]
     return OffsetFetchRequest(group_id=group_id, topics=topics, require_stable=require_stable)

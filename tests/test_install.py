@@ -70,6 +70,8 @@ def test_pip_install_then_running_from_the_checkout_uses_the_cython_codec(tmp_pa
     assert install.returncode == 0, install.stderr[-3000:]
     assert built_extension(site / "kproto"), "the installed package has its extension"
     assert (site / "kproto" / "py.typed").is_file() and (site / "minibroker" / "py.typed").is_file()
+    # issue 12: the generated message classes' type stubs ship with the package
+    assert (site / "kproto" / "protocol" / "messages" / "__init__.pyi").is_file()
     # `python -m ...` in the checkout: the current directory comes first on sys.path.
     run = run_from(clone, site, tmp_path)
     assert run.returncode == 0, run.stderr

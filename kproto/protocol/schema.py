@@ -112,6 +112,8 @@ class Struct:
     """Base of every generated struct class: value equality, a readable repr, ``to_dict``."""
 
     __slots__ = ("unknown_tagged_fields",)
+    #: ``{tag: bytes}`` of the tagged fields the table does not know (KIP-482), or None.
+    unknown_tagged_fields: dict[int, bytes] | None
     #: The struct's field names, in table order.
     _fields: ClassVar[tuple[str, ...]] = ()
 
