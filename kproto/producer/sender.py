@@ -34,11 +34,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import struct
 import time
 from typing import Any
 
-from kproto.codec import crc32c
+from kproto.codec import rewrite_batch
 from kproto.errors import (
     DuplicateSequenceNumberError,
     InvalidProducerEpochError,
@@ -53,13 +52,10 @@ from kproto.io import Cluster, Connection
 from kproto.producer.accumulator import ProducerBatch, RecordAccumulator
 from kproto.protocol.messages import InitProducerIdRequest, ProduceRequest
 
-__all__ = ["Sender", "stamp_producer"]
+__all__ = ["Sender"]
 
 log = logging.getLogger("kproto.producer")
 
-# v2 batch header positions: the producer fields and the CRC that covers them.
-_CRC_AT, _ATTRIBUTES_AT, _PRODUCER_AT = 17, 21, 43
-_PRODUCER = struct.Struct(">qhi")
 _SEQUENCE_LIMIT = 1 << 31
 _MAX_EPOCH = 32767
 _RESET = {UnknownProducerIdError.code, InvalidProducerEpochError.code, ProducerFencedError.code}
@@ -72,14 +68,6 @@ async def _cancel(*tasks: asyncio.Task) -> None:
         for task in pending:
             task.cancel()
         await asyncio.wait(pending, timeout=0.05)
-
-
-def stamp_producer(data: bytes, producer_id: int, epoch: int, base_sequence: int) -> bytes:
-    """A built v2 batch with other producer fields (they lie under the CRC: recomputed)."""
-    out = bytearray(data)
-    _PRODUCER.pack_into(out, _PRODUCER_AT, producer_id, epoch, base_sequence)
-    struct.pack_into(">I", out, _CRC_AT, crc32c(memoryview(out)[_ATTRIBUTES_AT:]))
-    return bytes(out)
 
 
 class Sender:
@@ -292,7 +280,9 @@ class Sender:
             b.producer_id, b.producer_epoch, b.base_sequence = self.producer_id, self.producer_epoch, sequence
             batch.data = b.build()
         else:
-            batch.data = stamp_producer(batch.data, self.producer_id, self.producer_epoch, sequence)
+            # A built batch sent again: other producer fields (under the CRC, which the codec recomputes).
+            batch.data = rewrite_batch(batch.data, producer_id=self.producer_id,
+                                       producer_epoch=self.producer_epoch, base_sequence=sequence)
 
     # -- one request ------------------------------------------------------------------------
 
