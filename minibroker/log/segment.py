@@ -19,8 +19,8 @@ Theory of operation (Kafka's ``LogSegment``):
   entry ``(last offset of this batch, its position)`` and a time index entry (largest
   timestamp so far, last offset of the batch that holds it).
 - ``translate(offset)``: the offset index gives a batch start at or before the offset;
-  batch headers are walked from there (12 to 43 bytes read per batch) to the first batch
-  whose last offset reaches it. Reads never load a whole segment.
+  batch headers are walked from there (one ``BATCH_HEADER_SIZE`` read per batch, read by
+  :func:`~kproto.records.read_batch_header`) to the first batch whose last offset reaches it. Reads never load a whole segment.
 - ``read_range``: from that batch, whole batches up to a byte budget; the end is found
   from the indexed positions (batch boundaries) and a short walk, so a 1 MiB read of
   small batches does not parse every header.
