@@ -28,8 +28,9 @@ LogAppendTime, the producer's idempotence fields, the cleaner's lastOffsetDelta)
 CRC is computed again when it covers them. :func:`empty_batch` writes the records-less
 batch the cleaner keeps for a producer's sequence numbers.
 
-The v2 header layout lives in the codec alone: nothing else in kproto or minibroker
-knows a byte position in it.
+The batch header layouts (v2 and legacy) live in the codec alone: outside it, kproto and
+minibroker know no byte position in a header, only the 12-byte offset and length frame
+that every batch starts with (Kafka's ``LOG_OVERHEAD``).
 """
 
 from __future__ import annotations
