@@ -384,8 +384,8 @@ cdef class Record:
 
 
 
-cdef class Batch:
-    """One batch of a record set, its records decoded on demand; see ``_codec_py.Batch``."""
+cdef class BatchHeader:
+    """The header of one batch (v2 or legacy); see ``_codec_py.BatchHeader``."""
     cdef public int64_t base_offset
     cdef public int32_t last_offset_delta
     cdef public Py_ssize_t size
@@ -399,9 +399,6 @@ cdef class Batch:
     cdef public int producer_epoch
     cdef public int32_t base_sequence
     cdef public int32_t records_count
-    cdef public object _buf
-    cdef public Py_ssize_t _start
-    cdef public object _legacy
 
     @property
     def last_offset(self):
@@ -433,6 +430,17 @@ cdef class Batch:
     def has_delete_horizon(self):
         return self.magic == 2 and bool(self.attributes & DELETE_HORIZON_BIT)
 
+    def __repr__(self):
+        return (f"{type(self).__name__}(magic={self.magic}, base_offset={self.base_offset}, "
+                f"last_offset={self.last_offset}, records_count={self.records_count}, size={self.size})")
+
+
+cdef class Batch(BatchHeader):
+    """One batch of a record set, its records decoded on demand; see ``_codec_py.Batch``."""
+    cdef public object _buf
+    cdef public Py_ssize_t _start
+    cdef public object _legacy
+
     def records(self):
         if self._legacy is not None:
             return list(self._legacy)
@@ -449,9 +457,6 @@ cdef class Batch:
 
     def __iter__(self):
         return iter(self.records())
-
-    def __repr__(self):
-        return f"Batch(magic={self.magic}, base_offset={self.base_offset}, last_offset={self.last_offset}, records_count={self.records_count}, size={self.size})"
 
 
 
@@ -792,32 +797,39 @@ cdef int _check_utf8(const uint8_t* p, Py_ssize_t n) except -1:
     return 0
 
 
+cdef int _v2_fields(BatchHeader header, const uint8_t* b, Py_ssize_t size) except -1:
+    """Fill ``header`` from the v2 header at ``b`` and check what needs no other byte: the
+    one reader of the v2 header layout here (``_codec_py._v2_fields``)."""
+    header.base_offset = _ld64(b + BASE_OFFSET)
+    header.partition_leader_epoch = _ld32(b + LEADER_EPOCH)
+    header.magic = b[MAGIC]
+    header.crc = <uint32_t>_ld32(b + CRC)
+    header.attributes = _ld16(b + ATTRIBUTES)
+    header.last_offset_delta = _ld32(b + LAST_OFFSET_DELTA)
+    header.base_timestamp = _ld64(b + BASE_TIMESTAMP)
+    header.max_timestamp = _ld64(b + MAX_TIMESTAMP)
+    header.producer_id = _ld64(b + PRODUCER_ID)
+    header.producer_epoch = _ld16(b + PRODUCER_EPOCH)
+    header.base_sequence = _ld32(b + BASE_SEQUENCE)
+    header.records_count = _ld32(b + RECORDS_COUNT)
+    header.size = size
+    if header.records_count < 0:
+        raise _corrupt(f"negative record count {header.records_count}", header.base_offset,
+                       header.base_offset + header.last_offset_delta)
+    if ((header.last_offset_delta >= 0 and header.base_offset > INT64_MAX - 1 - header.last_offset_delta)
+            or (header.last_offset_delta < 0 and header.base_offset < INT64_MIN - 1 - header.last_offset_delta)):
+        raise _corrupt("batch offsets overflow 64 bits", header.base_offset)
+    if header.attributes & CODEC_MASK > 4:
+        raise UnsupportedCompressionTypeError(f"compression codec id {header.attributes & CODEC_MASK}")
+    return 0
+
+
 cdef Batch _read_v2_header(object buf, const uint8_t* p, Py_ssize_t start, Py_ssize_t size, bint check_crc):
-    cdef const uint8_t* b = p + start
     cdef Batch batch = Batch.__new__(Batch)
-    batch.base_offset = _ld64(b + BASE_OFFSET)
-    batch.partition_leader_epoch = _ld32(b + LEADER_EPOCH)
-    batch.magic = b[MAGIC]
-    batch.crc = <uint32_t>_ld32(b + CRC)
-    batch.attributes = _ld16(b + ATTRIBUTES)
-    batch.last_offset_delta = _ld32(b + LAST_OFFSET_DELTA)
-    batch.base_timestamp = _ld64(b + BASE_TIMESTAMP)
-    batch.max_timestamp = _ld64(b + MAX_TIMESTAMP)
-    batch.producer_id = _ld64(b + PRODUCER_ID)
-    batch.producer_epoch = _ld16(b + PRODUCER_EPOCH)
-    batch.base_sequence = _ld32(b + BASE_SEQUENCE)
-    batch.records_count = _ld32(b + RECORDS_COUNT)
-    batch.size = size
     batch._buf = buf
     batch._start = start
     batch._legacy = None
-    if batch.records_count < 0:
-        raise _corrupt(f"negative record count {batch.records_count}", batch.base_offset, batch.base_offset + batch.last_offset_delta)
-    if ((batch.last_offset_delta >= 0 and batch.base_offset > INT64_MAX - 1 - batch.last_offset_delta)
-            or (batch.last_offset_delta < 0 and batch.base_offset < INT64_MIN - 1 - batch.last_offset_delta)):
-        raise _corrupt("batch offsets overflow 64 bits", batch.base_offset)
-    if batch.attributes & CODEC_MASK > 4:
-        raise UnsupportedCompressionTypeError(f"compression codec id {batch.attributes & CODEC_MASK}")
+    _v2_fields(batch, p + start, size)
     if check_crc and _crc32c(memoryview(buf)[start + ATTRIBUTES: start + size]) != batch.crc:
         raise _corrupt("CRC-32C mismatch", batch.base_offset, batch.base_offset + batch.last_offset_delta)
     return batch
@@ -915,6 +927,142 @@ def decode_record_set(buf, int64_t fetch_offset=0, check_crc=True):
     cdef list out = []
     next_offset, consumed = _decode_set(buf, fetch_offset, check_crc, out, None)
     return out, next_offset, consumed
+
+
+# ---------------------------------------------------------------------------
+# one batch header: read, rewrite, empty, validate (see the twin's docstrings)
+# ---------------------------------------------------------------------------
+
+BATCH_HEADER_SIZE = V2_HEADER
+
+
+def read_batch_header(buf, Py_ssize_t pos=0):
+    cdef _View v = _View(buf)
+    cdef const uint8_t* p = v.ptr
+    cdef Py_ssize_t end = v.size
+    if pos < 0:
+        raise ValueError(f"negative position {pos}")
+    if end - pos <= MAGIC:
+        return None
+    cdef int64_t base_offset = _ld64(p + pos)
+    cdef int32_t length = _ld32(p + pos + LENGTH)
+    if length < 0:
+        raise _corrupt(f"negative batch length {length}", base_offset)
+    cdef int magic = p[pos + MAGIC]
+    cdef BatchHeader header = BatchHeader.__new__(BatchHeader)
+    if magic == 2:
+        if length < V2_MIN_LENGTH:
+            raise _corrupt(f"batch length {length} below the v2 minimum", base_offset)
+        if end - pos < V2_HEADER:
+            return None
+        _v2_fields(header, p + pos, <Py_ssize_t>length + LOG_OVERHEAD)
+    elif magic == 0 or magic == 1:
+        # Legacy formats are not a hot path: the twin's reader of their head.
+        # offset, size, crc u32, magic, attributes (+ timestamp i64 with magic 1)
+        if end - pos < LOG_OVERHEAD + 6 + (8 if magic == 1 else 0):
+            return None
+        _twin._legacy_fields(header, buf, pos, <Py_ssize_t>length + LOG_OVERHEAD)
+        if base_offset == INT64_MAX:
+            raise _corrupt("message offset leaves no next offset", base_offset)
+    else:
+        raise _corrupt(f"unknown magic byte {magic}", base_offset)
+    return header
+
+
+cdef Py_ssize_t _whole_v2(const uint8_t* p, Py_ssize_t end) except -1:
+    if end < V2_HEADER or p[MAGIC] != 2 or <Py_ssize_t>_ld32(p + LENGTH) + LOG_OVERHEAD != end:
+        raise _corrupt("not one whole v2 record batch")
+    return end
+
+
+def rewrite_batch(buf, *, base_offset=None, partition_leader_epoch=None, attributes=None,
+                  last_offset_delta=None, max_timestamp=None, producer_id=None, producer_epoch=None,
+                  base_sequence=None):
+    cdef _View v = _View(buf)
+    cdef Py_ssize_t end = _whole_v2(v.ptr, v.size)
+    # Range checks (and their messages) are the twin's: once per call, not per byte.
+    field = _twin._field
+    if base_offset is not None:
+        field("base_offset", base_offset, 64)
+    if partition_leader_epoch is not None:
+        field("partition_leader_epoch", partition_leader_epoch, 32)
+    if attributes is not None:
+        field("attributes", attributes, 16)
+    if last_offset_delta is not None:
+        field("last_offset_delta", last_offset_delta, 32)
+    if max_timestamp is not None:
+        field("max_timestamp", max_timestamp, 64)
+    if producer_id is not None:
+        field("producer_id", producer_id, 64)
+    if producer_epoch is not None:
+        field("producer_epoch", producer_epoch, 16)
+    if base_sequence is not None:
+        field("base_sequence", base_sequence, 32)
+    out = PyBytes_FromStringAndSize(<const char*>v.ptr, end)
+    cdef uint8_t* b = <uint8_t*>PyBytes_AS_STRING(out)
+    cdef bint under_crc = False
+    if base_offset is not None:
+        _st64(b + BASE_OFFSET, base_offset)
+    if partition_leader_epoch is not None:
+        _st32(b + LEADER_EPOCH, partition_leader_epoch)
+    if attributes is not None:
+        _st16(b + ATTRIBUTES, attributes)
+        under_crc = True
+    if last_offset_delta is not None:
+        _st32(b + LAST_OFFSET_DELTA, last_offset_delta)
+        under_crc = True
+    if max_timestamp is not None:
+        _st64(b + MAX_TIMESTAMP, max_timestamp)
+        under_crc = True
+    if producer_id is not None:
+        _st64(b + PRODUCER_ID, producer_id)
+        under_crc = True
+    if producer_epoch is not None:
+        _st16(b + PRODUCER_EPOCH, producer_epoch)
+        under_crc = True
+    if base_sequence is not None:
+        _st32(b + BASE_SEQUENCE, base_sequence)
+        under_crc = True
+    if base_offset is not None or last_offset_delta is not None:
+        _twin._offsets_fit(_ld64(b + BASE_OFFSET), _ld32(b + LAST_OFFSET_DELTA))
+    if under_crc:
+        _st32(b + CRC, _crc32c(memoryview(out)[ATTRIBUTES:]))
+    return out
+
+
+def empty_batch(header):
+    if header.magic != 2:
+        raise ValueError(f"an empty batch is a v2 batch, not magic {header.magic}")
+    out = PyBytes_FromStringAndSize(NULL, V2_HEADER)
+    cdef uint8_t* b = <uint8_t*>PyBytes_AS_STRING(out)
+    _st64(b + BASE_OFFSET, header.base_offset)
+    _st32(b + LENGTH, V2_MIN_LENGTH)
+    _st32(b + LEADER_EPOCH, header.partition_leader_epoch)
+    b[MAGIC] = 2
+    _st16(b + ATTRIBUTES, header.attributes & (TIMESTAMP_TYPE_BIT | TRANSACTIONAL_BIT | CONTROL_BIT))
+    _st32(b + LAST_OFFSET_DELTA, header.last_offset_delta)
+    _st64(b + BASE_TIMESTAMP, header.max_timestamp)
+    _st64(b + MAX_TIMESTAMP, header.max_timestamp)
+    _st64(b + PRODUCER_ID, header.producer_id)
+    _st16(b + PRODUCER_EPOCH, header.producer_epoch)
+    _st32(b + BASE_SEQUENCE, header.base_sequence)
+    _st32(b + RECORDS_COUNT, 0)
+    _st32(b + CRC, _crc32c(memoryview(out)[ATTRIBUTES:]))
+    return out
+
+
+def validate_batch(buf):
+    cdef _BatchIter it = _BatchIter(buf, True)
+    obj = it.next_batch()
+    if obj is None or (<Batch>obj).size != it.view.size:
+        raise _corrupt("expected exactly one whole record batch")
+    cdef Batch batch = <Batch>obj
+    _twin._check_produced(batch)
+    try:
+        _decode_v2(batch, INT64_MIN, None, None, True)
+    except InvalidRecordError:  # a null key, raised only once every record parsed
+        return batch, True
+    return batch, False
 
 
 # ---------------------------------------------------------------------------
@@ -1198,7 +1346,8 @@ cdef class BatchBuilder:
 
 for _name in ("encode_uvarint", "decode_uvarint", "encode_varint", "decode_varint", "encode_varlong",
               "decode_varlong", "size_of_varint", "size_of_varlong", "crc32", "murmur2",
-              "murmur2_partition", "read_batches", "decode_record_set", "decode_columnar"):
+              "murmur2_partition", "read_batches", "decode_record_set", "decode_columnar",
+              "read_batch_header", "rewrite_batch", "empty_batch", "validate_batch"):
     globals()[_name].__doc__ = getattr(_twin, _name).__doc__
 del _name
 

@@ -72,9 +72,15 @@ __all__ = [
     "murmur2",
     "murmur2_partition",
     "Record",
+    "BatchHeader",
     "Batch",
     "BatchBuilder",
+    "BATCH_HEADER_SIZE",
     "read_batches",
+    "read_batch_header",
+    "rewrite_batch",
+    "empty_batch",
+    "validate_batch",
     "decode_record_set",
     "decode_columnar",
     "Columns",
@@ -347,28 +353,31 @@ def _record_tuple(r: Any) -> tuple:
     return (r.offset, r.timestamp, r.timestamp_type, r.key, r.value, r.headers)
 
 
-class Batch:
-    """One batch of a record set: a v2 record batch, or one legacy (magic 0/1) message.
+class BatchHeader:
+    """The header of one batch: a v2 record batch's, or one legacy (magic 0/1) message's.
 
-    Built by :func:`read_batches`; the header fields are read at once (and the CRC checked
-    when asked), the records are decoded (and decompressed) only when :meth:`records` is
-    called. A legacy compressed wrapper is one Batch whose records are its inner messages.
+    :func:`read_batch_header` reads one from a header's bytes alone (no CRC check, no
+    records); :class:`Batch`, what :func:`read_batches` yields, is a header with its records.
 
     Attributes:
         base_offset, last_offset, next_offset: first and last offsets the batch covers
             (records may have gaps after compaction; an empty batch still covers them),
             and ``last_offset + 1``.
-        size: bytes the batch occupies in the record set.
+        size: bytes the batch occupies in the record set (its length field + 12).
         magic, crc, attributes, compression, timestamp_type, is_transactional, is_control,
         has_delete_horizon, partition_leader_epoch, last_offset_delta, base_timestamp,
         max_timestamp, producer_id, producer_epoch, base_sequence, records_count: the
-            header fields (legacy messages: the wrapper's, with -1 for the v2-only ones).
+            header fields. A legacy message has -1 for the v2-only ones, its timestamp
+            (magic 1; -1 for magic 0) as both timestamps and its CRC-32 as ``crc``. A
+            compressed legacy wrapper's header gives only its last offset (its first
+            needs the inner messages): ``base_offset`` is that, ``last_offset_delta`` 0 and
+            ``records_count`` -1, until :func:`read_batches` reads the wrapper whole.
     """
 
     __slots__ = (
         "base_offset", "last_offset_delta", "size", "magic", "crc", "attributes",
         "partition_leader_epoch", "base_timestamp", "max_timestamp", "producer_id",
-        "producer_epoch", "base_sequence", "records_count", "_buf", "_start", "_legacy",
+        "producer_epoch", "base_sequence", "records_count",
     )
 
     @property
@@ -400,6 +409,22 @@ class Batch:
     @property
     def has_delete_horizon(self) -> bool:
         return self.magic == 2 and bool(self.attributes & _DELETE_HORIZON_BIT)
+
+    def __repr__(self) -> str:
+        return (f"{type(self).__name__}(magic={self.magic}, base_offset={self.base_offset}, "
+                f"last_offset={self.last_offset}, records_count={self.records_count}, size={self.size})")
+
+
+class Batch(BatchHeader):
+    """One batch of a record set: a v2 record batch, or one legacy (magic 0/1) message.
+
+    Built by :func:`read_batches`; the header fields (see :class:`BatchHeader`) are read
+    at once (and the CRC checked when asked), the records are decoded (and decompressed)
+    only when :meth:`records` is called. A legacy compressed wrapper is one Batch whose
+    records are its inner messages, its offsets theirs.
+    """
+
+    __slots__ = ("_buf", "_start", "_legacy")
 
     def records(self) -> list[Record]:
         """Decode every record of the batch.
@@ -440,9 +465,6 @@ class Batch:
 
     def __iter__(self) -> Iterator[Record]:
         return iter(self.records())
-
-    def __repr__(self) -> str:
-        return f"Batch(magic={self.magic}, base_offset={self.base_offset}, last_offset={self.last_offset}, records_count={self.records_count}, size={self.size})"
 
 
 def _batch_payload(batch: Batch) -> bytes | memoryview:
@@ -544,35 +566,64 @@ def _decode_v2_records(batch: Batch, fetch_offset: int, out: list | None, requir
         raise _keyless(keyless)
 
 
-def _read_v2_header(buf: Any, start: int, size: int, check_crc: bool) -> Batch:
+def _v2_fields(header: BatchHeader, buf: Any, start: int, size: int) -> None:
+    """Fill ``header`` from the v2 header at ``start`` and check what needs no other byte:
+    the one reader of the v2 header layout, for :func:`read_batches` and
+    :func:`read_batch_header` alike."""
     (base_offset, _length, leader_epoch, magic, crc, attributes, last_delta, base_ts, max_ts,
      pid, epoch, base_seq, count) = _v2_header.unpack_from(buf, start)
-    batch = Batch()
-    batch.base_offset = base_offset
-    batch.last_offset_delta = last_delta
-    batch.size = size
-    batch.magic = magic
-    batch.crc = crc
-    batch.attributes = attributes
-    batch.partition_leader_epoch = leader_epoch
-    batch.base_timestamp = base_ts
-    batch.max_timestamp = max_ts
-    batch.producer_id = pid
-    batch.producer_epoch = epoch
-    batch.base_sequence = base_seq
-    batch.records_count = count
-    batch._buf = buf
-    batch._start = start
-    batch._legacy = None
+    header.base_offset = base_offset
+    header.last_offset_delta = last_delta
+    header.size = size
+    header.magic = magic
+    header.crc = crc
+    header.attributes = attributes
+    header.partition_leader_epoch = leader_epoch
+    header.base_timestamp = base_ts
+    header.max_timestamp = max_ts
+    header.producer_id = pid
+    header.producer_epoch = epoch
+    header.base_sequence = base_seq
+    header.records_count = count
     if count < 0:
-        raise _corrupt(f"negative record count {count}", base_offset, batch.last_offset)
+        raise _corrupt(f"negative record count {count}", base_offset, header.last_offset)
     if not _INT64_MIN <= base_offset + last_delta + 1 <= _INT64_MAX:
         raise _corrupt("batch offsets overflow 64 bits", base_offset)
     if attributes & _CODEC_MASK > compression.ZSTD:
         raise UnsupportedCompressionTypeError(f"compression codec id {attributes & _CODEC_MASK}")
-    if check_crc and _crc32c(memoryview(buf)[start + _ATTRIBUTES : start + size]) != crc:
-        raise _corrupt("CRC-32C mismatch", base_offset, batch.last_offset)
+
+
+def _read_v2_header(buf: Any, start: int, size: int, check_crc: bool) -> Batch:
+    batch = Batch()
+    batch._buf = buf
+    batch._start = start
+    batch._legacy = None
+    _v2_fields(batch, buf, start, size)
+    if check_crc and _crc32c(memoryview(buf)[start + _ATTRIBUTES : start + size]) != batch.crc:
+        raise _corrupt("CRC-32C mismatch", batch.base_offset, batch.last_offset)
     return batch
+
+
+def _legacy_fields(header: BatchHeader, buf: Any, start: int, size: int) -> None:
+    """Fill ``header`` from the legacy message head at ``start`` (the one reader of that
+    layout) and check its size; a compressed wrapper's offsets are its last inner one's."""
+    offset, msg_size, crc, magic, attributes = _legacy_head.unpack_from(buf, start)
+    if msg_size < (_LEGACY_V0_MIN_SIZE if magic == 0 else _LEGACY_V1_MIN_SIZE):
+        raise _corrupt(f"legacy message size {msg_size} too small", offset, offset)
+    timestamp = _i64.unpack_from(buf, start + _LEGACY_ATTRIBUTES + 1)[0] if magic == 1 else -1
+    header.base_offset = offset
+    header.last_offset_delta = 0
+    header.size = size
+    header.magic = magic
+    header.crc = crc
+    header.attributes = attributes
+    header.partition_leader_epoch = -1
+    header.base_timestamp = timestamp
+    header.max_timestamp = timestamp
+    header.producer_id = -1
+    header.producer_epoch = -1
+    header.base_sequence = -1
+    header.records_count = -1 if attributes & _CODEC_MASK else 1
 
 
 def _read_legacy(buf: Any, start: int, size: int, check_crc: bool, record_cls: type = Record, batch_cls: type = Batch) -> Any:
@@ -581,31 +632,17 @@ def _read_legacy(buf: Any, start: int, size: int, check_crc: bool, record_cls: t
     ``record_cls`` and ``batch_cls`` let the Cython codec reuse this code with its own
     classes: legacy formats are not a hot path, so they have one implementation.
     """
-    offset, msg_size, crc, magic, attributes = _legacy_head.unpack_from(buf, start)
-    if msg_size < (_LEGACY_V0_MIN_SIZE if magic == 0 else _LEGACY_V1_MIN_SIZE):
-        raise _corrupt(f"legacy message size {msg_size} too small", offset, offset)
+    batch = batch_cls()
+    _legacy_fields(batch, buf, start, size)
+    offset, crc, magic, attributes, timestamp = batch.base_offset, batch.crc, batch.magic, batch.attributes, batch.max_timestamp
     end = start + size
     if check_crc and zlib.crc32(memoryview(buf)[start + _LEGACY_MAGIC : end]) != crc:
         raise _corrupt("CRC-32 mismatch", offset, offset)
-    pos = start + _LEGACY_ATTRIBUTES + 1
-    timestamp = -1
-    if magic == 1:
-        (timestamp,) = _i64.unpack_from(buf, pos)
-        pos += 8
+    pos = start + _LEGACY_ATTRIBUTES + 1 + (8 if magic == 1 else 0)
     key, pos = _legacy_bytes(buf, pos, end, offset)
     value, pos = _legacy_bytes(buf, pos, end, offset)
     if pos != end:
         raise _corrupt("legacy message size does not match its fields", offset, offset)
-    batch = batch_cls()
-    batch.size = size
-    batch.magic = magic
-    batch.crc = crc
-    batch.attributes = attributes
-    batch.partition_leader_epoch = -1
-    batch.max_timestamp = timestamp
-    batch.producer_id = -1
-    batch.producer_epoch = -1
-    batch.base_sequence = -1
     batch._buf = buf
     batch._start = start
     codec = attributes & _CODEC_MASK
@@ -613,10 +650,6 @@ def _read_legacy(buf: Any, start: int, size: int, check_crc: bool, record_cls: t
     if offset == _INT64_MAX:
         raise _corrupt("message offset leaves no next offset", offset)
     if codec == 0:
-        batch.base_offset = offset
-        batch.last_offset_delta = 0
-        batch.base_timestamp = timestamp
-        batch.records_count = 1
         batch._legacy = (record_cls(offset, timestamp, ts_type, key, value, _EMPTY),)
         return batch
     if codec > compression.LZ4:
@@ -740,6 +773,184 @@ def decode_record_set(buf: Any, fetch_offset: int = 0, check_crc: bool = True) -
         else:
             _decode_v2_records(batch, fetch_offset, out)
     return out, next_offset, consumed
+
+
+# ---------------------------------------------------------------------------
+# one batch header: read, rewrite, empty, validate
+# ---------------------------------------------------------------------------
+
+BATCH_HEADER_SIZE = _V2_HEADER
+"""Bytes of a v2 batch header (61), the longest batch header: enough to read any."""
+
+
+def read_batch_header(buf: Any, pos: int = 0) -> BatchHeader | None:
+    """Read the header of the batch at ``pos``: from its bytes alone, without its records.
+
+    Only the header's bytes need to be in ``buf`` (at most :data:`BATCH_HEADER_SIZE`);
+    the CRC, which covers the records, is not checked (:func:`read_batches` does).
+
+    Returns:
+        the header, or None when ``buf`` ends before the header does (a torn tail).
+
+    Raises:
+        CorruptRecordError: a negative length, a length below the smallest batch of its
+            magic, a negative record count, offsets past 64 bits, an unknown magic.
+        UnsupportedCompressionTypeError: a codec id above 4 (v2).
+    """
+    if pos < 0:
+        raise ValueError(f"negative position {pos}")
+    end = len(buf)
+    if end - pos <= _MAGIC:
+        return None
+    (base_offset, length) = struct.unpack_from(">qi", buf, pos)
+    if length < 0:
+        raise _corrupt(f"negative batch length {length}", base_offset)
+    magic = buf[pos + _MAGIC]
+    header = BatchHeader()
+    if magic == 2:
+        if length < _V2_MIN_LENGTH:
+            raise _corrupt(f"batch length {length} below the v2 minimum", base_offset)
+        if end - pos < _V2_HEADER:
+            return None
+        _v2_fields(header, buf, pos, length + _LOG_OVERHEAD)
+    elif magic in (0, 1):
+        if end - pos < _LEGACY_ATTRIBUTES + 1 + (8 if magic == 1 else 0):
+            return None
+        _legacy_fields(header, buf, pos, length + _LOG_OVERHEAD)
+        if base_offset == _INT64_MAX:
+            raise _corrupt("message offset leaves no next offset", base_offset)
+    else:
+        raise _corrupt(f"unknown magic byte {magic}", base_offset)
+    return header
+
+
+def _field(name: str, value: int, bits: int) -> int:
+    """``value`` if it fits a signed field of ``bits``, else ValueError naming the field."""
+    if not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, not {type(value).__name__}")
+    if not -(1 << (bits - 1)) <= value < 1 << (bits - 1):
+        raise ValueError(f"{name} {value} does not fit {bits} bits")
+    return value
+
+
+def _offsets_fit(base_offset: int, last_offset_delta: int) -> None:
+    """ValueError unless the batch's last offset and the next one fit 64 bits, as a reader
+    requires (a rewritten batch must stay readable)."""
+    if not _INT64_MIN <= base_offset + last_offset_delta + 1 <= _INT64_MAX:
+        raise ValueError(f"base_offset {base_offset} + last_offset_delta {last_offset_delta} overflows 64 bits")
+
+
+def _whole_v2(buf: Any) -> int:
+    """The length of ``buf``, which must be exactly one whole v2 batch."""
+    end = len(buf)
+    if end < _V2_HEADER or buf[_MAGIC] != 2 or _i32.unpack_from(buf, _LENGTH)[0] + _LOG_OVERHEAD != end:
+        raise _corrupt("not one whole v2 record batch")
+    return end
+
+
+def rewrite_batch(
+    buf: Any,
+    *,
+    base_offset: int | None = None,
+    partition_leader_epoch: int | None = None,
+    attributes: int | None = None,
+    last_offset_delta: int | None = None,
+    max_timestamp: int | None = None,
+    producer_id: int | None = None,
+    producer_epoch: int | None = None,
+    base_sequence: int | None = None,
+) -> bytes:
+    """A copy of one whole v2 batch with the given header fields written in.
+
+    The CRC-32C is computed again when a field it covers changed (all but the base offset
+    and the leader epoch), as Kafka does when a broker stamps LogAppendTime
+    (``DefaultRecordBatch.setMaxTimestamp``) and a producer its sequence
+    (``MemoryRecordsBuilder``). The records are copied as they are.
+
+    Raises:
+        CorruptRecordError: ``buf`` is not exactly one whole v2 batch (magic 2, its
+            length field matching).
+        ValueError: a value does not fit its field (i64, i32 or i16), or the new base
+            offset and last offset delta leave the batch's offsets beyond 64 bits.
+    """
+    _whole_v2(buf)
+    fields = [
+        (_BASE_OFFSET, _i64, "base_offset", base_offset, 64),
+        (_LEADER_EPOCH, _i32, "partition_leader_epoch", partition_leader_epoch, 32),
+        (_ATTRIBUTES, _i16, "attributes", attributes, 16),
+        (_LAST_OFFSET_DELTA, _i32, "last_offset_delta", last_offset_delta, 32),
+        (_MAX_TIMESTAMP, _i64, "max_timestamp", max_timestamp, 64),
+        (_PRODUCER_ID, _i64, "producer_id", producer_id, 64),
+        (_PRODUCER_EPOCH, _i16, "producer_epoch", producer_epoch, 16),
+        (_BASE_SEQUENCE, _i32, "base_sequence", base_sequence, 32),
+    ]
+    given = [(at, fmt, _field(name, value, bits)) for at, fmt, name, value, bits in fields if value is not None]
+    out = bytearray(buf)
+    for at, fmt, value in given:
+        fmt.pack_into(out, at, value)
+    if base_offset is not None or last_offset_delta is not None:
+        _offsets_fit(_i64.unpack_from(out, _BASE_OFFSET)[0], _i32.unpack_from(out, _LAST_OFFSET_DELTA)[0])
+    if any(at >= _ATTRIBUTES for at, _, _ in given):
+        _u32.pack_into(out, _CRC, _crc32c(memoryview(out)[_ATTRIBUTES:]))
+    return bytes(out)
+
+
+def empty_batch(header: BatchHeader) -> bytes:
+    """A v2 batch with no records and ``header``'s offsets, producer fields, leader epoch
+    and timestamp-type, transactional and control bits, not compressed.
+
+    What Kafka's cleaner keeps of a batch whose records all went, when the batch must stay
+    for its producer's sequence numbers or to keep the offsets advancing
+    (``DefaultRecordBatch.writeEmptyHeader``, which uses the max timestamp as both
+    timestamps).
+
+    Raises:
+        ValueError: ``header`` is not a v2 batch's.
+    """
+    if header.magic != 2:
+        raise ValueError(f"an empty batch is a v2 batch, not magic {header.magic}")
+    attributes = header.attributes & (_TIMESTAMP_TYPE_BIT | _TRANSACTIONAL_BIT | _CONTROL_BIT)
+    out = bytearray(_v2_header.pack(
+        header.base_offset, _V2_MIN_LENGTH, header.partition_leader_epoch, 2, 0, attributes,
+        header.last_offset_delta, header.max_timestamp, header.max_timestamp, header.producer_id,
+        header.producer_epoch, header.base_sequence, 0,
+    ))
+    _u32.pack_into(out, _CRC, _crc32c(memoryview(out)[_ATTRIBUTES:]))
+    return bytes(out)
+
+
+def validate_batch(buf: Any) -> tuple[Batch, bool]:
+    """Check a produced record set as a broker does before appending it, building no record.
+
+    The checks, in Kafka's order (``LogValidator``), each with its error: exactly one whole
+    batch with a sound header, codec and CRC-32C (:func:`read_batches`' errors, else
+    CorruptRecordError); magic 2, not a control batch, ``records_count`` equal to
+    ``last_offset_delta + 1`` and above 0 (InvalidRecordError); every record parses and
+    the records fill the batch (:meth:`Batch.validate`'s CorruptRecordError).
+
+    Returns:
+        ``(batch, keyless)``: the batch, and whether a record has a null key (which a
+        compacted topic refuses; only the failure path needs the records themselves).
+    """
+    batch = next(iter(read_batches(buf)), None)
+    if batch is None or batch.size != len(buf):
+        raise _corrupt("expected exactly one whole record batch")
+    _check_produced(batch)
+    try:
+        _decode_v2_records(batch, _INT64_MIN, None, True)
+    except InvalidRecordError:  # a null key, raised only once every record parsed
+        return batch, True
+    return batch, False
+
+
+def _check_produced(batch: Batch) -> None:
+    """The header checks of :func:`validate_batch` (shared with the Cython codec)."""
+    if batch.magic != 2:
+        raise InvalidRecordError("Produce v3+ carries record batches of magic 2 only")
+    if batch.is_control:
+        raise InvalidRecordError("clients may not produce control batches")
+    if batch.records_count <= 0 or batch.records_count != batch.last_offset_delta + 1:
+        raise InvalidRecordError("record count does not match lastOffsetDelta")
 
 
 # ---------------------------------------------------------------------------

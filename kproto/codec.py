@@ -36,9 +36,15 @@ __all__ = [
     "murmur2",
     "murmur2_partition",
     "Record",
+    "BatchHeader",
     "Batch",
     "BatchBuilder",
+    "BATCH_HEADER_SIZE",
     "read_batches",
+    "read_batch_header",
+    "rewrite_batch",
+    "empty_batch",
+    "validate_batch",
     "decode_record_set",
     "decode_columnar",
     "Columns",
@@ -113,9 +119,15 @@ crc32 = _impl.crc32
 murmur2 = _impl.murmur2
 murmur2_partition = _impl.murmur2_partition
 Record = _impl.Record
+BatchHeader = _impl.BatchHeader
 Batch = _impl.Batch
 BatchBuilder = _impl.BatchBuilder
+BATCH_HEADER_SIZE = _impl.BATCH_HEADER_SIZE
 read_batches = _impl.read_batches
+read_batch_header = _impl.read_batch_header
+rewrite_batch = _impl.rewrite_batch
+empty_batch = _impl.empty_batch
+validate_batch = _impl.validate_batch
 decode_record_set = _impl.decode_record_set
 decode_columnar = _impl.decode_columnar
 Columns = _impl.Columns

@@ -11,13 +11,26 @@ Reading, from the cheapest to the richest:
 - :func:`read_batches` walks the batches themselves (header fields, control batches,
   lazy decoding of each batch's records with :meth:`Batch.records`).
 
+- :func:`read_batch_header` reads one batch's header from its bytes alone (a log
+  segment's walk: no records, no CRC), v2 and legacy alike, as a :class:`BatchHeader`
+  (which every :class:`Batch` also is).
+
 Checking without reading: :meth:`Batch.validate` walks a batch's records as
-:meth:`Batch.records` does and fails on exactly the same batches, but builds no record
-(what a broker does before it appends a produced batch); ``require_keys=True`` also
-refuses null keys, as a compacted topic must.
+:meth:`Batch.records` does and fails on exactly the same batches, but builds no record;
+``require_keys=True`` also refuses null keys, as a compacted topic must.
+:func:`validate_batch` is the whole check a broker makes of a produced record set before
+it appends it (one whole v2 batch, CRC, codec, counts, every record), on the same walk.
 
 Writing: :class:`BatchBuilder` for data batches (magic 2, or legacy 0/1) and
-:func:`build_control_batch` for transaction markers.
+:func:`build_control_batch` for transaction markers. :func:`rewrite_batch` is the one
+way to change header fields of a built batch (the broker's base offset, leader epoch and
+LogAppendTime, the producer's idempotence fields, the cleaner's lastOffsetDelta): the
+CRC is computed again when it covers them. :func:`empty_batch` writes the records-less
+batch the cleaner keeps for a producer's sequence numbers.
+
+The batch header layouts (v2 and legacy) live in the codec alone: outside it, kproto and
+minibroker know no byte position in a header, only the 12-byte offset and length frame
+that every batch starts with (Kafka's ``LOG_OVERHEAD``).
 """
 
 from __future__ import annotations
@@ -26,24 +39,36 @@ import enum
 import struct
 
 from kproto.codec import (
+    BATCH_HEADER_SIZE,
     Batch,
     BatchBuilder,
+    BatchHeader,
     Columns,
     Record,
     decode_columnar,
     decode_record_set,
+    empty_batch,
+    read_batch_header,
     read_batches,
+    rewrite_batch,
+    validate_batch,
 )
 from kproto.errors import CorruptRecordError
 
 __all__ = [
     "Record",
+    "BatchHeader",
     "Batch",
     "BatchBuilder",
+    "BATCH_HEADER_SIZE",
     "Columns",
     "TimestampType",
     "ControlType",
     "read_batches",
+    "read_batch_header",
+    "rewrite_batch",
+    "empty_batch",
+    "validate_batch",
     "decode_record_set",
     "decode_columnar",
     "build_control_batch",

@@ -459,3 +459,135 @@ def test_an_empty_batch_asked_to_compress_is_written_uncompressed_and_reads_back
     assert batch.compression == 0 and batch.records_count == 0
     records, _, whole = codec.decode_record_set(raw)
     assert records == [] and whole == len(raw)
+
+
+# --- one batch header: read, rewrite, empty, validate (issue 12) -----------------------
+
+def _fields(header):
+    return {f: getattr(header, f) for f in (
+        "base_offset", "last_offset", "size", "magic", "crc", "attributes", "partition_leader_epoch",
+        "base_timestamp", "max_timestamp", "producer_id", "producer_epoch", "base_sequence", "records_count")}
+
+
+def test_read_batch_header_reads_a_v2_header_from_its_61_bytes(codec):
+    """issue 12: one header reader; a segment walk hands it the header's bytes only."""
+    raw = build(codec, [(5, b"k", b"v"), (9, None, b"w")], base_offset=100, producer_id=7, producer_epoch=2,
+                base_sequence=30, partition_leader_epoch=4, compression=1)
+    head = codec.read_batch_header(raw[: codec.BATCH_HEADER_SIZE])
+    assert isinstance(head, codec.BatchHeader) and not isinstance(head, codec.Batch)
+    assert _fields(head) == _fields(_only_batch(codec, raw))
+    assert codec.read_batch_header(b"\0" * 3 + raw, 3).base_offset == 100
+    assert codec.read_batch_header(raw[: codec.BATCH_HEADER_SIZE - 1]) is None  # a torn header
+    assert codec.read_batch_header(raw[:16]) is None
+
+
+def test_read_batch_header_of_legacy_messages(codec):
+    """issue 12: magic 0/1 headers too; a compressed wrapper gives its last offset only."""
+    plain = build(codec, [(7, b"k", b"v")], magic=1, base_offset=3)
+    head = codec.read_batch_header(plain[:26])
+    assert (head.magic, head.base_offset, head.last_offset, head.max_timestamp, head.records_count) == (1, 3, 3, 7, 1)
+    assert (head.producer_id, head.partition_leader_epoch, head.timestamp_type) == (-1, -1, 0)
+    assert codec.read_batch_header(plain[:25]) is None
+    wrapper = build(codec, [(7, b"k", b"v"), (8, b"k", b"v")], magic=1, compression=1, base_offset=3)
+    head = codec.read_batch_header(wrapper)
+    assert (head.base_offset, head.last_offset, head.records_count, head.compression) == (4, 4, -1, 1)
+    v0 = codec.read_batch_header(build(codec, [(-1, b"k", b"v")], magic=0))
+    assert (v0.magic, v0.max_timestamp, v0.timestamp_type) == (0, -1, -1)
+
+
+@pytest.mark.parametrize("damage, error", [
+    ({8: b"\xff\xff\xff\xff"}, "negative batch length"),
+    ({16: b"\x05"}, "unknown magic byte 5"),
+    ({8: b"\x00\x00\x00\x30"}, "below the v2 minimum"),
+    ({57: b"\xff\xff\xff\xff"}, "negative record count"),
+])
+def test_read_batch_header_refuses_damaged_headers(codec, damage, error):
+    raw = bytearray(build(codec, [(1, b"k", b"v")]))
+    for at, data in damage.items():
+        raw[at : at + len(data)] = data
+    with pytest.raises(CorruptRecordError, match=error):
+        codec.read_batch_header(bytes(raw))
+
+
+def test_rewrite_batch_writes_fields_and_recomputes_the_crc_only_when_it_covers_them(codec):
+    """issue 12: the one rewrite (producer stamping, LogAppendTime, offsets, the cleaner's
+    lastOffsetDelta) in place of four copies of the header layout."""
+    raw = build(codec, [(5, b"k", b"v"), (6, b"k", b"w")], base_offset=0)
+    moved = codec.rewrite_batch(raw, base_offset=1000, partition_leader_epoch=3)
+    assert moved[17:] == raw[17:]  # outside the CRC: the CRC is left as it was
+    stamped = codec.rewrite_batch(moved, producer_id=42, producer_epoch=1, base_sequence=9,
+                                  attributes=0x08, max_timestamp=77, last_offset_delta=5)
+    batch = _only_batch(codec, stamped)  # the CRC is checked
+    assert (batch.base_offset, batch.partition_leader_epoch, batch.producer_id, batch.producer_epoch,
+            batch.base_sequence, batch.timestamp_type, batch.max_timestamp, batch.last_offset) == (
+            1000, 3, 42, 1, 9, 1, 77, 1005)
+    assert [(r.offset, r.timestamp, r.value) for r in batch.records()] == [(1000, 77, b"v"), (1001, 77, b"w")]
+    assert isinstance(codec.rewrite_batch(memoryview(bytearray(raw)), producer_id=1), bytes)
+
+
+@pytest.mark.parametrize("cut", [0, 60, -1])
+def test_rewrite_batch_needs_one_whole_v2_batch(codec, cut):
+    raw = build(codec, [(5, b"k", b"v")])
+    with pytest.raises(CorruptRecordError, match="not one whole v2 record batch"):
+        codec.rewrite_batch(raw[:cut], producer_id=1)
+    with pytest.raises(CorruptRecordError):
+        codec.rewrite_batch(raw + raw, producer_id=1)
+    with pytest.raises(CorruptRecordError):
+        codec.rewrite_batch(build(codec, [(5, b"k", b"v")], magic=1), producer_id=1)
+
+
+@pytest.mark.parametrize("field, value", [("producer_epoch", 1 << 15), ("base_sequence", -(1 << 31) - 1),
+                                          ("base_offset", 1 << 63), ("attributes", -(1 << 15) - 1)])
+def test_rewrite_batch_refuses_a_value_that_does_not_fit(codec, field, value):
+    with pytest.raises(ValueError, match=field):
+        codec.rewrite_batch(build(codec, [(5, b"k", b"v")]), **{field: value})
+
+
+def test_rewrite_batch_refuses_offsets_a_reader_would_refuse(codec):
+    """issue 12 (found by the differential test): a base offset whose batch would end past
+    2**63-1 gives an unreadable batch, so the rewrite refuses it."""
+    raw = build(codec, [(5, b"k", b"v"), (9, b"k", b"v")])  # last offset delta 1
+    with pytest.raises(ValueError, match="overflows 64 bits"):
+        codec.rewrite_batch(raw, base_offset=(1 << 63) - 2)
+    assert _only_batch(codec, codec.rewrite_batch(raw, base_offset=(1 << 63) - 3)).last_offset == (1 << 63) - 2
+
+
+def test_empty_batch_keeps_offsets_and_producer_fields(codec):
+    """issue 12: the cleaner's empty batch (Kafka's writeEmptyHeader) is the codec's."""
+    raw = build(codec, [(5, b"k", b"v"), (9, b"k", b"v")], base_offset=50, producer_id=3, producer_epoch=4,
+                base_sequence=11, is_transactional=True, partition_leader_epoch=2, compression=1, timestamp_type=1)
+    batch = _only_batch(codec, raw)
+    empty = _only_batch(codec, codec.empty_batch(batch))
+    assert empty.records() == [] and empty.size == codec.BATCH_HEADER_SIZE and empty.compression == 0
+    same = ("base_offset", "last_offset", "partition_leader_epoch", "producer_id", "producer_epoch",
+            "base_sequence", "max_timestamp", "is_transactional", "timestamp_type")
+    assert {f: getattr(empty, f) for f in same} == {f: getattr(batch, f) for f in same}
+    assert empty.base_timestamp == batch.max_timestamp
+    assert codec.empty_batch(codec.read_batch_header(raw)) == codec.empty_batch(batch)
+    with pytest.raises(ValueError, match="magic 1"):
+        codec.empty_batch(codec.read_batch_header(build(codec, [(5, b"k", b"v")], magic=1)))
+
+
+def test_validate_batch_accepts_one_v2_batch_and_says_whether_a_key_is_null(codec):
+    """issue 12: the Produce path's validate-only pass (no Record built)."""
+    raw = build(codec, [(5, b"k", b"v"), (6, b"k", b"w")], base_offset=0, compression=2)
+    batch, keyless = codec.validate_batch(raw)
+    assert (batch.records_count, batch.last_offset, keyless) == (2, 1, False)
+    assert codec.validate_batch(memoryview(build(codec, [(5, b"k", b"v"), (6, None, b"w")])))[1] is True
+
+
+@pytest.mark.parametrize("make, error, message", [
+    (lambda c: build(c, [(1, b"k", b"v")], magic=1), InvalidRecordError, "magic 2 only"),
+    (lambda c: build_control_batch(ControlType.COMMIT, producer_id=1, producer_epoch=0, timestamp=1),
+     InvalidRecordError, "control batches"),
+    (lambda c: patch_v2(build(c, [(1, b"k", b"v")] * 2), last_offset_delta=2), InvalidRecordError, "lastOffsetDelta"),
+    (lambda c: patch_v2(build(c, [(1, b"k", b"v")] * 2), records_count=3, last_offset_delta=2),
+     CorruptRecordError, "run"),
+    (lambda c: build(c, [(1, b"k", b"v")]) * 2, CorruptRecordError, "exactly one whole record batch"),
+    (lambda c: build(c, [(1, b"k", b"v")])[:-1], CorruptRecordError, "exactly one whole record batch"),
+    (lambda c: build(c, [(1, b"k", b"v")])[:-1] + b"x", CorruptRecordError, "CRC"),
+    (lambda c: patch_v2(build(c, [(1, b"k", b"v")]), attributes=6), UnsupportedCompressionTypeError, "codec id 6"),
+])
+def test_validate_batch_refuses_with_the_produce_handlers_errors(codec, make, error, message):
+    with pytest.raises(error, match=message):
+        codec.validate_batch(make(codec))

@@ -31,11 +31,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import struct
 import time
 from typing import Any
 
-from kproto.codec import crc32c
+from kproto.codec import rewrite_batch
 from kproto.errors import (
     DuplicateSequenceNumberError,
     KafkaError,
@@ -50,13 +49,10 @@ from kproto.producer.accumulator import ProducerBatch, RecordAccumulator
 from kproto.producer.idempotence import ErrorAction, Idempotence
 from kproto.protocol.messages import ProduceRequest
 
-__all__ = ["Sender", "stamp_producer"]
+__all__ = ["Sender"]
 
 log = logging.getLogger("kproto.producer")
 
-# v2 batch header positions: the producer fields and the CRC that covers them.
-_CRC_AT, _ATTRIBUTES_AT, _PRODUCER_AT = 17, 21, 43
-_PRODUCER = struct.Struct(">qhi")
 # The partition's leader moved or is not known yet: look it up again (Java's Sender refreshes
 # metadata on an InvalidMetadataException; these are the two a Produce answer carries).
 _ROUTING_MOVED = (UnknownTopicOrPartitionError, NotLeaderOrFollowerError)
@@ -69,14 +65,6 @@ async def _cancel(*tasks: asyncio.Task) -> None:
         for task in pending:
             task.cancel()
         await asyncio.wait(pending, timeout=0.05)
-
-
-def stamp_producer(data: bytes, producer_id: int, epoch: int, base_sequence: int) -> bytes:
-    """A built v2 batch with other producer fields (they lie under the CRC: recomputed)."""
-    out = bytearray(data)
-    _PRODUCER.pack_into(out, _PRODUCER_AT, producer_id, epoch, base_sequence)
-    struct.pack_into(">I", out, _CRC_AT, crc32c(memoryview(out)[_ATTRIBUTES_AT:]))
-    return bytes(out)
 
 
 class Sender:
@@ -282,7 +270,8 @@ class Sender:
             b.producer_id, b.producer_epoch, b.base_sequence = producer_id, epoch, sequence
             batch.data = b.build()
         else:
-            batch.data = stamp_producer(batch.data, producer_id, epoch, sequence)
+            # A built batch sent again: other producer fields (under the CRC, which the codec recomputes).
+            batch.data = rewrite_batch(batch.data, producer_id=producer_id, producer_epoch=epoch, base_sequence=sequence)
 
     # -- one request ------------------------------------------------------------------------
 

@@ -19,13 +19,12 @@ validity bitmaps re-packed); a refused row is then pinned to its index.
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Sequence
 
 import numpy as np
 import pyarrow as pa
 
-from kproto.codec import Columns, decode_columnar
+from kproto.codec import Columns, decode_columnar, read_batch_header
 from kproto.errors import CorruptRecordError, KafkaError
 from kproto.spark.schema import ARROW_HEADERS, ARROW_RECORD_FIELDS
 
@@ -166,15 +165,6 @@ def _stitch(parts: Sequence[Columns]) -> Columns:
 
 # -- the UDF's work: one record set per row ----------------------------------------------------
 
-# A magic-2 batch header (Kafka's DefaultRecordBatch): baseOffset int64, batchLength
-# int32, partitionLeaderEpoch int32, magic int8, crc uint32, attributes int16, ...,
-# recordsCount int32 at byte 57 of 61. Only the fields that count records are read.
-_V2_HEAD = struct.Struct(">8xi4xb4xh34xi")
-_V2_HEAD_SIZE = 61
-_LOG_OVERHEAD = 12  # baseOffset + batchLength: the bytes batchLength does not count
-_CONTROL = 0x20  # attributes bit 5: a control batch, which readers skip
-
-
 def _counts_if_whole_v2(data: memoryview, row_offsets: list[int], valid: np.ndarray) -> np.ndarray | None:
     """Records per row, read from the batch headers, if every row is whole magic-2 batches.
 
@@ -182,7 +172,6 @@ def _counts_if_whole_v2(data: memoryview, row_offsets: list[int], valid: np.ndar
     partial batch, or a null spanning bytes: the caller then decodes row by row.
     """
     counts = np.zeros(len(valid), np.int64)
-    unpack = _V2_HEAD.unpack_from
     for i in range(len(valid)):
         pos, end = row_offsets[i], row_offsets[i + 1]
         if not valid[i]:
@@ -190,15 +179,17 @@ def _counts_if_whole_v2(data: memoryview, row_offsets: list[int], valid: np.ndar
                 return None
             continue
         count = 0
+        row = data[:end]  # a header cut by the row's end is a torn row, not the next row's bytes
         while pos < end:
-            if end - pos < _V2_HEAD_SIZE:
+            try:
+                header = read_batch_header(row, pos)
+            except KafkaError:  # a damaged header: the row's own decode names the error
                 return None
-            length, magic, attributes, records = unpack(data, pos)
-            pos += _LOG_OVERHEAD + length
-            if magic != 2 or length < _V2_HEAD_SIZE - _LOG_OVERHEAD or pos > end:
+            if header is None or header.magic != 2 or pos + header.size > end:
                 return None
-            if not attributes & _CONTROL:
-                count += records
+            pos += header.size
+            if not header.is_control:  # control batches (transaction markers) hold no data record
+                count += header.records_count
         counts[i] = count
     return counts
 

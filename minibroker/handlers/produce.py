@@ -2,8 +2,8 @@
 
 Behaviour: each partition's records must be exactly one v2 record batch (v3+ allows no
 other), CRC-checked, not a control batch, with lastOffsetDelta + 1 == record count > 0
-and at most ``message.max.bytes``, and every record must parse (checked by
-:meth:`~kproto.records.Batch.validate`, which builds no records). Accepted batches are
+and at most ``message.max.bytes``, and every record must parse (all checked by
+:func:`~kproto.records.validate_batch`, which builds no records). Accepted batches are
 stored as sent, with the base offset and leader epoch written in (both outside the CRC). acks=0 gets no response;
 acks 1 and -1 (all) are the same with one replica. A write that fails (disk full, an I/O
 error) answers KAFKA_STORAGE_ERROR for its partition, with the log left as it was or
@@ -13,8 +13,9 @@ the last 5 batches remembered (see :mod:`minibroker.coordinator.producer_state`)
 Topic configs, each the topic's own setting or else its broker synonym's value
 (``log.cleanup.policy``, ``message.max.bytes``): ``cleanup.policy=compact`` refuses
 records without a key (INVALID_RECORD, each one named in ``record_errors``), ``max.message.bytes``,
-``message.timestamp.type=LogAppendTime`` (the broker stamps the batch, CRC recomputed,
-and says the time in ``log_append_time_ms``), ``message.timestamp.before.max.ms`` and
+``message.timestamp.type=LogAppendTime`` (the broker stamps the batch with
+:func:`~kproto.records.rewrite_batch`, CRC recomputed, and says the time in
+``log_append_time_ms``), ``message.timestamp.before.max.ms`` and
 ``message.timestamp.after.max.ms`` on a CreateTime topic (KIP-937: INVALID_TIMESTAMP,
 each record out of range named in ``record_errors``; Kafka 4.0 removed the older
 ``message.timestamp.difference.max.ms``), ``min.insync.replicas`` > 1 with acks=all
@@ -24,12 +25,10 @@ Version notes: v8+ carries ``record_errors`` and ``error_message`` (KIP-467).
 Not implemented yet: transactions, broker-side recompression.
 """
 
-import struct
 import time
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from kproto.codec import crc32c
 from kproto.errors import (
     CorruptMessageError,
     CorruptRecordError,
@@ -45,30 +44,14 @@ from kproto.errors import (
 )
 from kproto.protocol import ApiKey
 from kproto.protocol.messages import ProduceResponse
-from kproto.records import read_batches
+from kproto.records import rewrite_batch, validate_batch
 from minibroker.handlers import handles
 from minibroker.state import INTERNAL_TOPICS
 from minibroker.topic_configs import LONG_MAX, effective
 
-# v2 batch header positions (see kproto/_codec_py.py) and the timestamp-type bit.
-_CRC, _ATTRIBUTES, _MAX_TIMESTAMP = 17, 21, 35
-_LOG_APPEND_TIME = 0x08
-
 PartitionResponse = ProduceResponse.PartitionProduceResponse
 TopicResponse = ProduceResponse.TopicProduceResponse
-
-
-def set_log_append_time(batch: bytes | bytearray | memoryview, now_ms: int) -> bytearray:
-    """A copy of the batch with the LogAppendTime bit set and ``now_ms`` as its max timestamp.
-
-    Both lie inside the CRC-32C, so it is computed again (Kafka does the same).
-    """
-    out = bytearray(batch)
-    (attributes,) = struct.unpack_from(">h", out, _ATTRIBUTES)
-    struct.pack_into(">h", out, _ATTRIBUTES, attributes | _LOG_APPEND_TIME)
-    struct.pack_into(">q", out, _MAX_TIMESTAMP, now_ms)
-    struct.pack_into(">I", out, _CRC, crc32c(memoryview(out)[_ATTRIBUTES:]))
-    return out
+_LOG_APPEND_TIME_BIT = 0x08  # attributes bit 3: the timestamp type (Kafka's TIMESTAMP_TYPE_MASK)
 
 
 class _Outcome(NamedTuple):
@@ -144,30 +127,17 @@ def _append(state, topic, index, records) -> _Outcome:
         return _Outcome(MessageTooLargeError.code, message=f"batch of {len(records)} bytes is above the limit of {limit}")
     # The request decoder hands records over as a memoryview into the request frame, which
     # is immutable bytes: it is read and appended as it is, with no copy of our own.
+    # Kafka's LogValidator, before the producer state is looked at: the batch and every
+    # record (none built), then keys, then timestamps.
     try:
-        batches = list(read_batches(records))
+        batch, keyless = validate_batch(records)
     except CorruptRecordError as exc:
         return _Outcome(CorruptMessageError.code, message=str(exc))
-    except KafkaCodeError as exc:
+    except KafkaCodeError as exc:  # INVALID_RECORD (magic, control, counts), an unknown codec
         return _Outcome(exc.code, message=str(exc))
-    if len(batches) != 1 or batches[0].size != len(records):
-        return _Outcome(CorruptMessageError.code, message="expected exactly one whole record batch")
-    batch = batches[0]
-    if batch.magic != 2:
-        return _Outcome(InvalidRecordError.code, message="Produce v3+ carries record batches of magic 2 only")
-    if batch.is_control:
-        return _Outcome(InvalidRecordError.code, message="clients may not produce control batches")
-    if batch.records_count <= 0 or batch.records_count != batch.last_offset_delta + 1:
-        return _Outcome(InvalidRecordError.code, message="record count does not match lastOffsetDelta")
-    # Kafka's LogValidator, before the producer state is looked at: keys, then timestamps.
     refused: _Outcome | None = None
-    try:
-        # Every record must parse before the batch is acknowledged; none needs building.
-        batch.validate(require_keys="compact" in effective(topic.configs, "cleanup.policy", state.config))
-    except InvalidRecordError:  # only raised for a null key, and only once every record parsed
+    if keyless and "compact" in effective(topic.configs, "cleanup.policy", state.config):
         refused = _keyless_records(batch, f"{topic.name}-{index}")
-    except KafkaCodeError as exc:
-        return _Outcome(CorruptMessageError.code if isinstance(exc, CorruptRecordError) else exc.code, message=str(exc))
     log_append_time = effective(topic.configs, "message.timestamp.type", state.config) == "LogAppendTime"
     if not log_append_time:
         out_of_range = _timestamps_out_of_range(
@@ -189,7 +159,9 @@ def _append(state, topic, index, records) -> _Outcome:
     max_timestamp = append_time = batch.max_timestamp
     if log_append_time:
         max_timestamp = append_time = int(time.time() * 1000)
-        records = set_log_append_time(records, max_timestamp)
+        # Both lie under the CRC-32C, which the codec computes again (Kafka's
+        # DefaultRecordBatch.setMaxTimestamp).
+        records = rewrite_batch(records, attributes=batch.attributes | _LOG_APPEND_TIME_BIT, max_timestamp=max_timestamp)
     else:
         append_time = -1
     try:

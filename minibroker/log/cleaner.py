@@ -79,15 +79,20 @@ from __future__ import annotations
 
 import logging
 import re
-import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 from weakref import WeakKeyDictionary
 
-from kproto.codec import crc32c
-from kproto.records import Batch, BatchBuilder, Record
+from kproto.records import (
+    Batch,
+    BatchBuilder,
+    Record,
+    empty_batch,
+    read_batch_header,
+    rewrite_batch,
+)
 from minibroker.log.config import INT32_MAX, LogConfig
 from minibroker.log.files import fsync_dir
 from minibroker.log.segment import (
@@ -101,26 +106,13 @@ from minibroker.log.segment import (
 if TYPE_CHECKING:
     from minibroker.log.partition import PartitionLog
 
-__all__ = ["Cleanable", "Cleaning", "CleanerStats", "CleaningAborted", "clean", "cleanable", "complete_swaps",
-           "empty_batch"]
+__all__ = ["Cleanable", "Cleaning", "CleanerStats", "CleaningAborted", "clean", "cleanable", "complete_swaps"]
 
 log = logging.getLogger(__name__)
 
 CLEANED = ".cleaned"
 SWAP = ".swap"
 
-# v2 header (see minibroker.log.segment): the CRC at 17 covers attributes (21) to the end.
-_V2_HEADER = struct.Struct(">qiibIhiqqqhii")
-_CRC_AT = 17
-_ATTRIBUTES_AT = 21
-_LAST_OFFSET_DELTA_AT = 23
-_MAX_TIMESTAMP_AT = 35
-_I32 = struct.Struct(">i")
-_U32 = struct.Struct(">I")
-_I64 = struct.Struct(">q")
-_TIMESTAMP_TYPE_BIT = 0x08
-_TRANSACTIONAL_BIT = 0x10
-_CONTROL_BIT = 0x20
 _LOG_SWAP = re.compile(r"^(\d{20})\.log\.swap$")
 
 # Where each log's last cleaning stopped: Kafka's cleaner-offset-checkpoint, in memory.
@@ -142,24 +134,6 @@ class CleanerStats:
     bytes_after: int = 0
 
 
-def empty_batch(batch: Batch) -> bytes:
-    """A header-only copy of a v2 batch: same offsets, producer fields and timestamp
-    type, no records, no compression (Kafka's ``DefaultRecordBatch.writeEmptyHeader``,
-    which uses the max timestamp as both timestamps)."""
-    attributes = (
-        (_TIMESTAMP_TYPE_BIT if batch.timestamp_type == 1 else 0)
-        | (_TRANSACTIONAL_BIT if batch.is_transactional else 0)
-        | (_CONTROL_BIT if batch.is_control else 0)
-    )
-    head = bytearray(_V2_HEADER.pack(
-        batch.base_offset, _V2_HEADER.size - 12, batch.partition_leader_epoch, 2, 0, attributes,
-        batch.last_offset_delta, batch.max_timestamp, batch.max_timestamp, batch.producer_id,
-        batch.producer_epoch, batch.base_sequence, 0,
-    ))
-    _U32.pack_into(head, _CRC_AT, crc32c(bytes(head[_ATTRIBUTES_AT:])))
-    return bytes(head)
-
-
 def _rebuilt(batch: Batch, kept: list[Record]) -> bytes:
     builder = BatchBuilder(
         2, batch.compression, base_offset=batch.base_offset, producer_id=batch.producer_id,
@@ -170,12 +144,9 @@ def _rebuilt(batch: Batch, kept: list[Record]) -> bytes:
     for record in kept:
         builder.append(record.timestamp, record.key, record.value, record.headers or None,
                        offset_delta=record.offset - batch.base_offset)
-    data = bytearray(builder.build())
     # The builder ends the batch at its last record; the original end must stay, so that
     # offsets keep advancing past dropped records and the last sequence number survives.
-    _I32.pack_into(data, _LAST_OFFSET_DELTA_AT, batch.last_offset_delta)
-    _U32.pack_into(data, _CRC_AT, crc32c(bytes(data[_ATTRIBUTES_AT:])))
-    return bytes(data)
+    return rewrite_batch(builder.build(), last_offset_delta=batch.last_offset_delta)
 
 
 @dataclass(frozen=True, slots=True)
@@ -452,7 +423,7 @@ def _filter(segment: LogSegment, position: int, batch: Batch, keep, stats: Clean
         return segment.pread(position, batch.size), batch.max_timestamp
     if kept:
         data = _rebuilt(batch, kept)
-        return data, _I64.unpack_from(data, _MAX_TIMESTAMP_AT)[0]
+        return data, read_batch_header(data).max_timestamp
     if retain_empty:
         stats.empty_batches_kept += 1
         return empty_batch(batch), batch.max_timestamp

@@ -138,7 +138,7 @@ from kproto.log_files import (
     segment_name,
 )
 from kproto.log_files import LOG_START_OFFSET_CHECKPOINT as CHECKPOINT_FILE
-from kproto.records import decode_record_set
+from kproto.records import decode_record_set, rewrite_batch
 from minibroker.log.cleaner import CleanerStats, clean, complete_swaps
 from minibroker.log.config import LogConfig
 from minibroker.log.files import fsync_dir
@@ -148,9 +148,6 @@ from minibroker.log.segment import LogSegment, LogSlice, SegmentDamaged
 __all__ = ["PartitionLog", "CHECKPOINT_FILE"]
 
 log = logging.getLogger(__name__)
-
-_BASE_OFFSET_AT = 0
-_LEADER_EPOCH_AT = 12
 
 
 def _wall_clock_ms() -> int:
@@ -241,9 +238,8 @@ class PartitionLog:
                 retry may succeed), or the log is (now) offline; see "Durability" above.
         """
         base = self.log_end_offset
-        data = bytearray(batch)
-        data[_BASE_OFFSET_AT : _BASE_OFFSET_AT + 8] = base.to_bytes(8, "big", signed=True)
-        data[_LEADER_EPOCH_AT : _LEADER_EPOCH_AT + 4] = leader_epoch.to_bytes(4, "big", signed=True)
+        # Both outside the CRC: the codec copies the batch and writes them, no CRC pass.
+        data = rewrite_batch(batch, base_offset=base, partition_leader_epoch=leader_epoch)
         last = base + last_offset_delta
         with self._storage("append"):
             segment = self._segments[-1]

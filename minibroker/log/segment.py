@@ -19,8 +19,8 @@ Theory of operation (Kafka's ``LogSegment``):
   entry ``(last offset of this batch, its position)`` and a time index entry (largest
   timestamp so far, last offset of the batch that holds it).
 - ``translate(offset)``: the offset index gives a batch start at or before the offset;
-  batch headers are walked from there (12 to 43 bytes read per batch) to the first batch
-  whose last offset reaches it. Reads never load a whole segment.
+  batch headers are walked from there (one ``BATCH_HEADER_SIZE`` read per batch, read by
+  :func:`~kproto.records.read_batch_header`) to the first batch whose last offset reaches it. Reads never load a whole segment.
 - ``read_range``: from that batch, whole batches up to a byte budget; the end is found
   from the indexed positions (batch boundaries) and a short walk, so a 1 MiB read of
   small batches does not parse every header.
@@ -53,7 +53,6 @@ from __future__ import annotations
 
 import logging
 import os
-import struct
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -61,7 +60,13 @@ from typing import NamedTuple
 
 from kproto.errors import KafkaError
 from kproto.log_files import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, segment_name
-from kproto.records import Batch, decode_record_set, read_batches
+from kproto.records import (
+    BATCH_HEADER_SIZE,
+    Batch,
+    decode_record_set,
+    read_batch_header,
+    read_batches,
+)
 from minibroker.log.config import INT32_MAX
 from minibroker.log.index import IndexCorrupt, OffsetIndex, TimeIndex
 
@@ -82,19 +87,9 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-# Record batch v2 header, the fields a walk needs (Kafka's DefaultRecordBatch):
-#   baseOffset i64 @0, batchLength i32 @8, partitionLeaderEpoch i32 @12, magic i8 @16,
-#   crc u32 @17, attributes i16 @21, lastOffsetDelta i32 @23, baseTimestamp i64 @27,
-#   maxTimestamp i64 @35 (then producerId, producerEpoch, baseSequence, recordsCount: 61).
-# A legacy message (magic 0/1, Kafka's LegacyRecord) shares the first 17 bytes:
-#   offset i64 @0 (a compressed wrapper's is its last inner offset), size i32 @8,
-#   crc u32 @12, magic i8 @16, attributes i8 @17, timestamp i64 @18 (magic 1 only).
-_LOG_OVERHEAD = struct.Struct(">qi")  # offset, length: 12 bytes not counted in length
-_V2_HEAD = struct.Struct(">qiibIhiqq")
-_LEGACY_TIMESTAMP = struct.Struct(">q")
-_LEGACY_TIMESTAMP_AT = 18
-_MAGIC_AT = 16
-_HEAD_READ = _V2_HEAD.size  # 43: enough for either layout
+# A batch (v2 or legacy) is framed by its offset i64 and length i32: 12 bytes that its
+# length does not count (Kafka's LOG_OVERHEAD). Everything else of a header is the codec's.
+_LOG_OVERHEAD = 12
 
 _SCAN_CHUNK = 4 << 20  # recovery and compaction read segments in 4 MiB chunks
 
@@ -318,18 +313,6 @@ class _MemoryStore:
 
     def unlink(self) -> None:
         self._buf = bytearray()
-
-
-def _parse_head(head: bytes, position: int) -> BatchInfo:
-    """Read a batch header (v2 or legacy) at the start of ``head``."""
-    offset, length = _LOG_OVERHEAD.unpack_from(head, 0)
-    size = length + _LOG_OVERHEAD.size
-    magic = head[_MAGIC_AT]
-    if magic >= 2:
-        _, _, _, _, _, _, delta, _, max_ts = _V2_HEAD.unpack_from(head, 0)
-        return BatchInfo(position, size, offset + delta, max_ts)
-    timestamp = _LEGACY_TIMESTAMP.unpack_from(head, _LEGACY_TIMESTAMP_AT)[0] if magic == 1 else -1
-    return BatchInfo(position, size, offset, timestamp)
 
 
 class LogSegment:
@@ -559,12 +542,15 @@ class LogSegment:
     def batches(self, position: int = 0) -> Iterator[BatchInfo]:
         """Walk batch headers from ``position`` (a batch start) to the end."""
         end = self._store.size
-        while end - position >= _LOG_OVERHEAD.size + 5:
-            info = _parse_head(self._store.pread(position, _HEAD_READ), position)
-            if info.size <= _LOG_OVERHEAD.size or position + info.size > end:
+        while end - position > _LOG_OVERHEAD:
+            try:
+                header = read_batch_header(self._store.pread(position, BATCH_HEADER_SIZE))
+            except KafkaError:
+                return  # only valid batches are ever written; stop rather than walk garbage
+            if header is None or header.size <= _LOG_OVERHEAD or position + header.size > end:
                 return  # only whole batches are ever written; stop rather than loop
-            yield info
-            position += info.size
+            yield BatchInfo(position, header.size, header.last_offset, header.max_timestamp)
+            position += header.size
 
     def translate(self, offset: int) -> BatchInfo | None:
         """The first batch whose last offset is at or above ``offset``, or None."""
@@ -647,7 +633,7 @@ class LogSegment:
                     consumed += batch.size
                     next_offset = batch.last_offset + 1
                     self.valid_bytes = position + consumed
-            except (KafkaError, ValueError, struct.error) as exc:
+            except (KafkaError, ValueError) as exc:
                 log.warning("%s: invalid batch at byte %d (%s); the valid log ends there", self.path, position + consumed, exc)
                 return
             if consumed:
@@ -655,13 +641,14 @@ class LogSegment:
                 want = _SCAN_CHUNK
                 continue
             # No whole batch in the chunk: a batch larger than the chunk, or a torn tail.
-            if len(chunk) < _LOG_OVERHEAD.size:
+            try:
+                header = read_batch_header(chunk)
+            except KafkaError as exc:
+                log.warning("%s: invalid batch at byte %d (%s); the valid log ends there", self.path, position, exc)
                 return
-            _, length = _LOG_OVERHEAD.unpack_from(chunk, 0)
-            size = length + _LOG_OVERHEAD.size
-            if length < 0 or size > end - position or size <= len(chunk):
+            if header is None or header.size > end - position or header.size <= len(chunk):
                 return
-            want = size
+            want = header.size
 
     # -- recovery -------------------------------------------------------------------------
 
