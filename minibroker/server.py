@@ -69,7 +69,7 @@ from kproto.protocol.frames import encode_response_parts
 from minibroker.config import BrokerConfig
 from minibroker.handlers import HANDLERS, RequestContext, client_host
 from minibroker.handlers.api_versions import api_versions_response
-from minibroker.log.segment import LogSlice, SegmentFile
+from minibroker.log.store import LogSlice, SegmentFile
 from minibroker.state import BrokerState
 
 __all__ = ["RequestMemory", "Server", "send_response"]

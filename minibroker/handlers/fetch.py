@@ -31,7 +31,7 @@ from kproto.errors import (
 from kproto.protocol import ApiKey
 from kproto.protocol.messages import FetchResponse
 from minibroker.handlers import handles
-from minibroker.log.segment import RecordSlices
+from minibroker.log.store import RecordSlices
 
 PartitionData = FetchResponse.PartitionData
 TopicResponse = FetchResponse.FetchableTopicResponse

@@ -3,6 +3,8 @@
 - :mod:`~minibroker.log.partition`: :class:`PartitionLog`, one partition's segments, with
   appends, reads, retention, DeleteRecords, flushing and recovery;
 - :mod:`~minibroker.log.segment`: one segment (``.log`` + indexes) and its reads;
+- :mod:`~minibroker.log.store`: where a segment's bytes live (a file or memory) and the
+  slices a read returns for ``os.sendfile``;
 - :mod:`~minibroker.log.index`: the ``.index`` and ``.timeindex`` files;
 - :mod:`~minibroker.log.cleaner`: compaction;
 - :mod:`~minibroker.log.config`: :class:`LogConfig`, the settings under Kafka's names.
@@ -11,6 +13,7 @@
 from minibroker.log.cleaner import CleanerStats
 from minibroker.log.config import LogConfig
 from minibroker.log.partition import PartitionLog
-from minibroker.log.segment import LogSegment, LogSlice
+from minibroker.log.segment import LogSegment
+from minibroker.log.store import LogSlice
 
 __all__ = ["PartitionLog", "LogConfig", "LogSegment", "LogSlice", "CleanerStats"]

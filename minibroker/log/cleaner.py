@@ -85,6 +85,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from weakref import WeakKeyDictionary
 
+from kproto.log_files import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, segment_name
 from kproto.records import (
     Batch,
     BatchBuilder,
@@ -95,13 +96,7 @@ from kproto.records import (
 )
 from minibroker.log.config import INT32_MAX, LogConfig
 from minibroker.log.files import fsync_dir
-from minibroker.log.segment import (
-    INDEX_SUFFIX,
-    LOG_SUFFIX,
-    TIME_INDEX_SUFFIX,
-    LogSegment,
-    segment_name,
-)
+from minibroker.log.segment import LogSegment
 
 if TYPE_CHECKING:
     from minibroker.log.partition import PartitionLog

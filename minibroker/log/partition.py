@@ -143,7 +143,8 @@ from minibroker.log.cleaner import CleanerStats, clean, complete_swaps
 from minibroker.log.config import LogConfig
 from minibroker.log.files import fsync_dir
 from minibroker.log.index import IndexCorrupt
-from minibroker.log.segment import LogSegment, LogSlice, SegmentDamaged
+from minibroker.log.segment import LogSegment, SegmentDamaged
+from minibroker.log.store import LogSlice
 
 __all__ = ["PartitionLog", "CHECKPOINT_FILE"]
 

@@ -40,20 +40,17 @@ Theory of operation (Kafka's ``LogSegment``):
   by a failed write) sends the segment to ``recover``, which cuts it after its last valid
   batch.
 
-Reads for ``os.sendfile`` get :class:`LogSlice` objects holding the segment's
-:class:`SegmentFile`; the file descriptor stays open as long as a slice refers to it, so
-a segment deleted by retention or replaced by compaction in the meantime is still read
-whole, whatever ``file.delete.delay.ms`` (which the partition log honours too, see
+The bytes live in a store (:mod:`minibroker.log.store`: a file or memory); reads for
+``os.sendfile`` are its :class:`~minibroker.log.store.LogSlice` objects, which keep a
+deleted segment's file readable while a Fetch answer still refers to it, whatever
+``file.delete.delay.ms`` (which the partition log honours too, see
 :meth:`~minibroker.log.partition.PartitionLog.run_scheduled`).
-Fetch answers with :class:`RecordSlices`, a stand-in for the records bytes that the
-protocol encoder measures without reading (Kafka's ``FileRecords`` plays this part).
 """
 
 from __future__ import annotations
 
 import logging
-import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import NamedTuple
@@ -69,20 +66,12 @@ from kproto.records import (
 )
 from minibroker.log.config import INT32_MAX
 from minibroker.log.index import IndexCorrupt, OffsetIndex, TimeIndex
+from minibroker.log.store import FileStore, LogSlice, MemoryStore
 
 __all__ = [
     "LogSegment",
-    "LogSlice",
-    "RecordSlices",
-    "SegmentFile",
     "BatchInfo",
     "SegmentDamaged",
-    # Kafka's file names, owned by kproto.log_files; still exported here for
-    # minibroker.log.cleaner, which imports them from this module.
-    "segment_name",
-    "LOG_SUFFIX",
-    "INDEX_SUFFIX",
-    "TIME_INDEX_SUFFIX",
 ]
 
 log = logging.getLogger(__name__)
@@ -121,200 +110,6 @@ class BatchInfo(NamedTuple):
     max_timestamp: int
 
 
-class SegmentFile:
-    """An open ``.log`` file descriptor, closed when closed or no longer referenced.
-
-    :class:`LogSlice` objects keep a reference, so that a segment deleted while a read of it
-    is in flight (``os.sendfile`` on another thread, say) keeps its bytes until the read
-    ends: POSIX keeps an unlinked file while a descriptor is open, and a descriptor number
-    is never reused while this object lives.
-    """
-
-    __slots__ = ("path", "_fd")
-
-    def __init__(self, path: Path, fd: int):
-        self.path = path
-        self._fd: int | None = fd
-
-    def fileno(self) -> int:
-        if self._fd is None:
-            raise ValueError(f"{self.path} is closed")
-        return self._fd
-
-    @property
-    def closed(self) -> bool:
-        return self._fd is None
-
-    def close(self) -> None:
-        fd, self._fd = self._fd, None
-        if fd is not None:
-            os.close(fd)
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:  # pragma: no cover - interpreter shutdown
-            pass
-
-    def __repr__(self) -> str:
-        return f"SegmentFile({str(self.path)!r}, fd={self._fd})"
-
-
-class LogSlice(NamedTuple):
-    """A run of whole batches: ``length`` bytes at ``position`` of ``source``.
-
-    ``source`` is a :class:`SegmentFile` for a log on disk (``os.sendfile(out,
-    source.fileno(), position, length)``) or ``bytes`` for a log in memory (then
-    ``position`` is 0 and ``length`` is ``len(source)``).
-    """
-
-    source: SegmentFile | bytes
-    position: int
-    length: int
-
-    def tobytes(self) -> bytes:
-        if isinstance(self.source, bytes):
-            return self.source[self.position : self.position + self.length]
-        return _pread_exact(self.source.fileno(), self.length, self.position)
-
-
-class RecordSlices:
-    """A records field's value made of log slices, not read yet.
-
-    ``len()`` is the size of the bytes the slices hold, which is all the protocol encoder
-    asks of a records value (:func:`kproto.protocol.frames.encode_response_parts` keeps the
-    object in place), so a broker can send the slices from disk with ``os.sendfile``;
-    :meth:`tobytes` reads them for any other use.
-    """
-
-    __slots__ = ("slices", "_size")
-
-    def __init__(self, slices: Iterable[LogSlice]) -> None:
-        self.slices = tuple(slices)
-        self._size = sum(s.length for s in self.slices)
-
-    def __len__(self) -> int:
-        return self._size
-
-    def tobytes(self) -> bytes:
-        return b"".join(s.tobytes() for s in self.slices)
-
-    def __repr__(self) -> str:
-        return f"RecordSlices({len(self.slices)} slices, {self._size} bytes)"
-
-
-def _pread_exact(fd: int, length: int, position: int) -> bytes:
-    data = os.pread(fd, length, position)
-    if len(data) == length:
-        return data
-    # Short reads happen only at end of file for regular files; loop for the rest.
-    parts = [data]
-    got = len(data)
-    while got < length:
-        more = os.pread(fd, length - got, position + got)
-        if not more:
-            raise OSError(f"file ended {length - got} bytes early at position {position + got}")
-        parts.append(more)
-        got += len(more)
-    return b"".join(parts)
-
-
-class _FileStore:
-    """A segment's ``.log`` on disk."""
-
-    def __init__(self, path: Path, *, create: bool):
-        # O_EXCL: a new segment never silently reuses (and truncates) a file of that name.
-        flags = os.O_RDWR | (os.O_CREAT | os.O_EXCL if create else 0)
-        fd = os.open(path, flags, 0o644)
-        self.file = SegmentFile(path, fd)
-        self.size = os.fstat(fd).st_size
-
-    @property
-    def path(self) -> Path:
-        return self.file.path
-
-    def append(self, data: bytes | bytearray) -> int:
-        position = self.size
-        view = memoryview(data)
-        fd = self.file.fileno()
-        at = position
-        while view:
-            written = os.pwrite(fd, view, at)
-            view = view[written:]
-            at += written
-        self.size = at
-        return position
-
-    def pread(self, position: int, length: int) -> bytes:
-        return os.pread(self.file.fileno(), length, position)
-
-    def slice(self, position: int, length: int) -> LogSlice:
-        return LogSlice(self.file, position, length)
-
-    def truncate(self, size: int) -> None:
-        os.ftruncate(self.file.fileno(), size)
-        self.size = size
-
-    def flush(self) -> None:
-        os.fsync(self.file.fileno())
-
-    def mtime_ms(self) -> int:
-        return int(os.stat(self.path).st_mtime * 1000)
-
-    def close(self) -> None:
-        self.file.close()
-
-    def rename(self, path: Path) -> None:
-        os.replace(self.file.path, path)
-        self.file.path = path
-
-    def unlink(self) -> None:
-        # The descriptor is not closed here: a LogSlice may still be reading it. It closes
-        # when the last reference to the SegmentFile goes.
-        try:
-            os.unlink(self.file.path)
-        except FileNotFoundError:
-            pass
-
-
-class _MemoryStore:
-    """A segment's bytes in memory."""
-
-    def __init__(self, created_ms: int):
-        self._buf = bytearray()
-        self._created_ms = created_ms
-
-    @property
-    def size(self) -> int:
-        return len(self._buf)
-
-    def append(self, data: bytes | bytearray) -> int:
-        position = len(self._buf)
-        self._buf += data
-        return position
-
-    def pread(self, position: int, length: int) -> bytes:
-        return bytes(self._buf[position : position + length])
-
-    def slice(self, position: int, length: int) -> LogSlice:
-        return LogSlice(self.pread(position, length), 0, length)
-
-    def truncate(self, size: int) -> None:
-        del self._buf[size:]
-
-    def flush(self) -> None:
-        pass
-
-    def mtime_ms(self) -> int:
-        return self._created_ms
-
-    def close(self) -> None:
-        pass
-
-    def unlink(self) -> None:
-        self._buf = bytearray()
-
-
 class LogSegment:
     """One segment of a partition log, on disk or in memory.
 
@@ -336,7 +131,7 @@ class LogSegment:
     def __init__(
         self,
         base_offset: int,
-        store: _FileStore | _MemoryStore,
+        store: FileStore | MemoryStore,
         offset_index: OffsetIndex,
         time_index: TimeIndex,
         *,
@@ -380,11 +175,11 @@ class LogSegment:
         """
         if directory is None:
             return cls(
-                base_offset, _MemoryStore(now_ms), OffsetIndex(base_offset), TimeIndex(base_offset),
+                base_offset, MemoryStore(now_ms), OffsetIndex(base_offset), TimeIndex(base_offset),
                 index_interval_bytes=index_interval_bytes, created_ms=now_ms, roll_jitter_ms=roll_jitter_ms,
             )
         stem = directory / segment_name(base_offset)
-        store = _FileStore(Path(f"{stem}{LOG_SUFFIX}{suffix}"), create=True)
+        store = FileStore(Path(f"{stem}{LOG_SUFFIX}{suffix}"), create=True)
         offset_index = OffsetIndex(base_offset, Path(f"{stem}{INDEX_SUFFIX}{suffix}"))
         time_index = TimeIndex(base_offset, Path(f"{stem}{TIME_INDEX_SUFFIX}{suffix}"))
         segment = cls(base_offset, store, offset_index, time_index, index_interval_bytes=index_interval_bytes,
@@ -410,7 +205,7 @@ class LogSegment:
     ) -> LogSegment:
         """An existing segment's files, not yet checked: call :meth:`load_indexes` or :meth:`recover`."""
         stem = directory / segment_name(base_offset)
-        store = _FileStore(Path(f"{stem}{LOG_SUFFIX}{suffix}"), create=False)
+        store = FileStore(Path(f"{stem}{LOG_SUFFIX}{suffix}"), create=False)
         offset_index = OffsetIndex(base_offset, Path(f"{stem}{INDEX_SUFFIX}{suffix}"))
         time_index = TimeIndex(base_offset, Path(f"{stem}{TIME_INDEX_SUFFIX}{suffix}"))
         return cls(base_offset, store, offset_index, time_index, index_interval_bytes=index_interval_bytes,
@@ -425,12 +220,12 @@ class LogSegment:
 
     @property
     def on_disk(self) -> bool:
-        return isinstance(self._store, _FileStore)
+        return isinstance(self._store, FileStore)
 
     @property
     def path(self) -> Path | None:
         """The ``.log`` file, or None in memory."""
-        return self._store.path if isinstance(self._store, _FileStore) else None
+        return self._store.path if isinstance(self._store, FileStore) else None
 
     @property
     def largest_timestamp(self) -> int:
@@ -746,7 +541,7 @@ class LogSegment:
     def rename(self, old_suffix: str, new_suffix: str) -> None:
         """Change the suffix of all three files: indexes first, the ``.log`` last, so
         the ``.log``'s name is the commit point (see the cleaner's swap protocol)."""
-        assert isinstance(self._store, _FileStore)
+        assert isinstance(self._store, FileStore)
         for index in (self.offset_index, self.time_index):
             assert index.path is not None
             index.rename(_with_suffix(index.path, old_suffix, new_suffix))

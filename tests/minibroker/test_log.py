@@ -15,9 +15,8 @@ from pathlib import Path
 import pytest
 
 from kproto.errors import OffsetOutOfRangeError
-from kproto.records import BatchBuilder, decode_record_set, read_batches
+from kproto.records import BatchBuilder, decode_record_set, empty_batch, read_batches
 from minibroker.log import LogConfig, LogSlice, PartitionLog
-from minibroker.log.cleaner import empty_batch
 from minibroker.log.partition import CHECKPOINT_FILE
 
 # -- helpers ---------------------------------------------------------------------------

@@ -21,7 +21,7 @@ from minibroker import MiniBroker
 from minibroker.handlers import RequestContext, fetch
 from minibroker.log.config import LogConfig
 from minibroker.log.partition import PartitionLog
-from minibroker.log.segment import RecordSlices
+from minibroker.log.store import RecordSlices
 from minibroker.server import send_response
 
 from .conftest import RawClient, size_prefixed
