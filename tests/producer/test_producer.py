@@ -16,7 +16,7 @@ from kproto.producer import AIOProducer, Producer, RecordMetadata
 from kproto.protocol import ApiKey
 from kproto.serialization import json_serializer, string_serializer
 from minibroker import MiniBroker
-from tests.clients.proxy import FORWARD, FaultProxy
+from tests.support.proxy import FORWARD, FaultProxy
 
 kafka = pytest.importorskip("kafka")
 confluent = pytest.importorskip("confluent_kafka")

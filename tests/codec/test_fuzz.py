@@ -628,7 +628,7 @@ def _outcome(report: Campaign, backend, api, buf, check_crc, fetch_offset, where
 # with its input, not a dead or swapping test run. Its address space is capped: an
 # allocation past the cap is a MemoryError, which the harness reports as untyped.
 CHILD_ADDRESS_SPACE = 1536 * MiB
-CHILD_CODE = "import sys; from tests.test_codec_fuzz import child_main; child_main(*sys.argv[1:])"
+CHILD_CODE = "import sys; from tests.codec.test_fuzz import child_main; child_main(*sys.argv[1:])"
 
 
 def child_main(job: str, out_path: str, progress_path: str) -> None:
@@ -655,7 +655,7 @@ def run_in_capped_child(job: str, tmp, timeout: float) -> tuple[object, str]:
     import sys
 
     out_path, progress_path = tmp / f"{job}.json", tmp / f"{job}.progress"
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     try:
         proc = subprocess.run(
             [sys.executable, "-c", CHILD_CODE, job, str(out_path), str(progress_path)],

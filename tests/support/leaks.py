@@ -1,5 +1,8 @@
-"""Every client test must leave nothing behind: no kproto thread and no socket outlives it.
+"""``nothing_left_behind``: a client test must leave nothing behind, no kproto thread and
+no socket outlives it.
 
+An autouse fixture for the clients' tests: the conftest.py of tests/producer, tests/consumer,
+tests/admin and tests/io imports it, as do the top-level modules that drive every client.
 Module-scoped brokers are set up before this fixture counts, so their sockets are not
 counted; a broker serving in this process closes its side of a connection a moment
 after the client does, hence the short grace period.
@@ -10,6 +13,8 @@ import threading
 import time
 
 import pytest
+
+__all__ = ["nothing_left_behind"]
 
 GRACE = 2.0  # seconds for closed connections and peers' threads to wind down
 

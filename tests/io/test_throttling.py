@@ -1,6 +1,6 @@
 """Quotas (KIP-219): a response with ``throttle_time_ms`` holds its connection, and the
 producer keeps its batches back, until the time is up. The throttle is injected by the
-fault proxy (tests/clients/proxy.py) into minibroker's real responses."""
+fault proxy (tests/support/proxy.py) into minibroker's real responses."""
 
 import asyncio
 import time
@@ -9,7 +9,7 @@ from kproto import Producer
 from kproto.io import Connection
 from kproto.protocol import ApiKey
 from kproto.protocol.messages import MetadataRequest
-from tests.clients.proxy import FORWARD, Edit, FaultProxy
+from tests.support.proxy import FORWARD, Edit, FaultProxy
 
 THROTTLE_MS = 600
 EARLY = 0.05  # timers may fire up to a clock tick early; a real hold is ~THROTTLE_MS anyway

@@ -1,5 +1,5 @@
 """kproto.aio.AIOProducer, the asyncio face, against minibroker: the sync face's behaviour
-(tests/clients/test_producer.py) on a loop of the caller's — delivery callbacks, headers,
+(tests/producer/test_producer.py) on a loop of the caller's — delivery callbacks, headers,
 serializers, flush, and send waiting (not failing) for ``buffer.memory`` up to ``max.block.ms``."""
 
 import asyncio
@@ -15,8 +15,8 @@ from kproto.producer import RecordFuture, RecordMetadata
 from kproto.protocol import ApiKey
 from kproto.serialization import json_serializer, string_serializer
 from minibroker import MiniBroker
-from tests.clients.proxy import FORWARD, FaultProxy
-from tests.clients.test_producer_faults import error_response, never_answer_produce
+from tests.producer.test_faults import error_response, never_answer_produce
+from tests.support.proxy import FORWARD, FaultProxy
 
 EARLY = 0.05  # timers may fire up to a clock tick early
 

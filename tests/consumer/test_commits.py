@@ -1,4 +1,4 @@
-"""The consumer's commits under coordinator faults (tests/clients/proxy.py in front of a real
+"""The consumer's commits under coordinator faults (tests/support/proxy.py in front of a real
 minibroker): a committed offset never moves backwards because a stale commit was retried
 after a newer one, and no commit reaches the broker for a partition the member no longer
 owns (issue 10, item 7). The proxy records every OffsetCommit that reaches the broker."""
@@ -15,7 +15,7 @@ from kproto.errors import NotCoordinatorError
 from kproto.protocol import ApiKey
 from kproto.protocol.messages import OffsetCommitResponse
 from kproto.structs import TopicPartition
-from tests.clients.proxy import FORWARD, Edit, FaultProxy, Later
+from tests.support.proxy import FORWARD, Edit, FaultProxy, Later
 
 
 def refuse(request, code):

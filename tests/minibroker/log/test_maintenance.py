@@ -17,8 +17,8 @@ from minibroker.log import PartitionLog
 from minibroker.log.cleaner import Cleaning
 from minibroker.log.maintenance import compact
 from tests.minibroker.conftest import RawClient
+from tests.minibroker.log.test_recovery import compacted_setup, records_at
 from tests.minibroker.test_cli import run_cli
-from tests.minibroker.test_log_recovery import compacted_setup, records_at
 from tests.minibroker.test_server import fetch_request, produce
 
 GZIP = 1

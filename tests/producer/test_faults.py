@@ -1,4 +1,4 @@
-"""The producer under faults injected between it and minibroker (tests/clients/proxy.py):
+"""The producer under faults injected between it and minibroker (tests/support/proxy.py):
 lost acknowledgements, a broker that forgot the producer id, leader changes, sequence
 gaps, errors that cannot be retried or keep coming, and a broker that stops answering.
 Idempotence must deliver every record once, in order."""
@@ -25,7 +25,7 @@ from kproto.errors import (
 from kproto.protocol import ApiKey
 from kproto.protocol.messages import ProduceResponse
 from minibroker import MiniBroker
-from tests.clients.proxy import FORWARD, LOSE_ACK, Edit, FaultProxy, Later
+from tests.support.proxy import FORWARD, LOSE_ACK, Edit, FaultProxy, Later
 
 kafka = pytest.importorskip("kafka")
 

@@ -13,7 +13,13 @@ from kproto.protocol.messages import LeaveGroupRequest, ListGroupsRequest, Offse
 from minibroker import MiniBroker
 from minibroker.coordinator import CommittedOffset, GroupCoordinator, GroupState
 from tests.minibroker.conftest import RawClient
-from tests.minibroker.test_groups import PARTITIONS, Member, join_request, produce, wait_until
+from tests.minibroker.coordinator.test_groups import (
+    PARTITIONS,
+    Member,
+    join_request,
+    produce,
+    wait_until,
+)
 
 MINUTE = 60_000
 SUBSCRIBES_T = b"\x00\x01\x00\x00\x00\x01\x00\x01t"  # a consumer Subscription of topic "t"

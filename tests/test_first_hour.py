@@ -20,6 +20,7 @@ from kproto.errors import ClientClosedError, ConfigError, InvalidTopicError, Kaf
 from kproto.producer import AIOProducer, Producer
 from kproto.structs import TopicPartition
 from minibroker import MiniBroker
+from tests.support.leaks import nothing_left_behind  # noqa: F401  (autouse)
 
 
 @pytest.fixture(scope="module")

@@ -31,7 +31,7 @@ from .test_log import (
 )
 
 CONFIG = LogConfig(segment_bytes=1_500, index_interval_bytes=100)
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def written_log(directory: Path, batches: int = 40):

@@ -43,7 +43,8 @@ from kproto.protocol import ApiKey
 from kproto.protocol.messages import FetchRequest
 from kproto.structs import OffsetAndMetadata, TopicPartition
 from tests.minibroker.conftest import RawClient
-from tests.minibroker.tansu import tansu_fixture
+from tests.support.leaks import nothing_left_behind  # noqa: F401  (autouse)
+from tests.support.tansu import tansu_fixture
 
 ck = pytest.importorskip("confluent_kafka")
 kafka = pytest.importorskip("kafka")

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kproto import _codec_py as py
-from tests.codec_strategies import batch_specs, build
+from tests.support.codec_strategies import batch_specs, build
 
 pytestmark = pytest.mark.codec
 

@@ -20,7 +20,7 @@ from minibroker.log import LogConfig, PartitionLog
 from minibroker.log.cleaner import cleanable
 from minibroker.log.maintenance import compact
 from tests.minibroker.conftest import RawClient
-from tests.minibroker.test_log_disk_full import create_topic, fetch, produce
+from tests.minibroker.log.test_disk_full import create_topic, fetch, produce
 
 
 def keyed(key: bytes, value: bytes | None, timestamp: int) -> bytes:

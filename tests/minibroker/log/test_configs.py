@@ -21,7 +21,7 @@ from kproto.records import BatchBuilder
 from minibroker import MiniBroker
 from minibroker.log import LogConfig, PartitionLog
 from tests.minibroker.conftest import RawClient
-from tests.minibroker.test_log import append, fill
+from tests.minibroker.log.test_log import append, fill
 from tests.minibroker.test_server import produce
 
 
