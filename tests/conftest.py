@@ -1,4 +1,11 @@
-"""Shared test setup: in CI the Cython codec must have been built (no silent slow path)."""
+"""Shared test setup: in CI the Cython codec must have been built (no silent slow path),
+and the tests' ``broker``.
+
+``broker`` is minibroker's own ``kafka_broker_module`` (minibroker/pytest_plugin.py, the
+fixtures users get too): one broker per test module. A module gives its broker Kafka's
+settings by overriding ``minibroker_config`` with a module-scoped fixture; tests/minibroker
+makes ``broker`` one per test (``kafka_broker``).
+"""
 
 import os
 
@@ -9,6 +16,12 @@ from kproto import codec_backend
 
 def pytest_report_header(config):
     return f"kproto codec backend: {codec_backend()}"
+
+
+@pytest.fixture(scope="module")
+def broker(kafka_broker_module):
+    """A started minibroker shared by this module's tests, configured by ``minibroker_config``."""
+    return kafka_broker_module
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -24,9 +24,8 @@ from tests.support.leaks import nothing_left_behind  # noqa: F401  (autouse)
 
 
 @pytest.fixture(scope="module")
-def broker():
-    with MiniBroker(config={"num.partitions": 2}) as b:
-        yield b
+def minibroker_config():
+    return {"num.partitions": 2}
 
 
 @pytest.mark.parametrize("topic, error", [

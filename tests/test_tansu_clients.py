@@ -42,8 +42,8 @@ from kproto.producer import AIOProducer, Producer
 from kproto.protocol import ApiKey
 from kproto.protocol.messages import FetchRequest
 from kproto.structs import OffsetAndMetadata, TopicPartition
-from tests.minibroker.conftest import RawClient
 from tests.support.leaks import nothing_left_behind  # noqa: F401  (autouse)
+from tests.support.raw_client import RawClient
 from tests.support.tansu import tansu_fixture
 
 ck = pytest.importorskip("confluent_kafka")

@@ -17,15 +17,13 @@ from kproto.errors import (
     UnknownTopicOrPartitionError,
 )
 from kproto.structs import OffsetAndMetadata, TopicPartition
-from minibroker import MiniBroker
 
 kafka = pytest.importorskip("kafka")
 
 
 @pytest.fixture(scope="module")
-def minibroker():
-    with MiniBroker() as b:
-        yield b
+def minibroker(broker):
+    return broker
 
 
 @pytest.fixture

@@ -14,7 +14,6 @@ from kproto.consumer import RecordDeserializationError
 from kproto.errors import InvalidGroupIdError
 from kproto.serialization import json_deserializer, string_deserializer
 from kproto.structs import OffsetAndMetadata, TopicPartition
-from minibroker import MiniBroker
 
 ck = pytest.importorskip("confluent_kafka")
 
@@ -23,9 +22,8 @@ FAST = {"fetch_max_wait_ms": 100, "auto_offset_reset": "earliest"}
 
 
 @pytest.fixture(scope="module")
-def broker():
-    with MiniBroker(config={"group.min.session.timeout.ms": 1000}) as b:
-        yield b
+def minibroker_config():
+    return {"group.min.session.timeout.ms": 1000}
 
 
 @pytest.fixture(scope="module")

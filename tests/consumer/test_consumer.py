@@ -22,7 +22,6 @@ from kproto.consumer import (
 from kproto.errors import ClientClosedError, ConfigError, OffsetOutOfRangeError
 from kproto.serialization import string_deserializer
 from kproto.structs import TopicPartition
-from minibroker import MiniBroker
 
 ck = pytest.importorskip("confluent_kafka")
 kafka = pytest.importorskip("kafka")
@@ -31,9 +30,8 @@ DEADLINE = 15
 
 
 @pytest.fixture(scope="module")
-def broker():
-    with MiniBroker(config={"log.retention.check.interval.ms": 100}) as b:
-        yield b
+def minibroker_config():
+    return {"log.retention.check.interval.ms": 100}
 
 
 @pytest.fixture(autouse=True)

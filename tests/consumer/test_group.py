@@ -33,9 +33,8 @@ MIN_SESSION_MS = 500  # the broker's group.min.session.timeout.ms (its default, 
 
 
 @pytest.fixture(scope="module")
-def broker():
-    with MiniBroker(config={"group.min.session.timeout.ms": MIN_SESSION_MS}) as b:
-        yield b
+def minibroker_config():
+    return {"group.min.session.timeout.ms": MIN_SESSION_MS}
 
 
 @pytest.fixture(autouse=True)

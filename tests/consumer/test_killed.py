@@ -14,7 +14,6 @@ import pytest
 
 from kproto import AdminClient, Consumer, Producer, TopicPartition
 from kproto.admin import NewTopic
-from minibroker import MiniBroker
 
 ROOT = Path(__file__).resolve().parents[2]
 TOPIC, GROUP, PARTITIONS, PER_PARTITION = "victim", "kill-group", 4, 200
@@ -37,10 +36,15 @@ CHILD = textwrap.dedent("""
 """) % (GROUP, TOPIC)
 
 
+@pytest.fixture(scope="module")
+def minibroker_config():
+    return {"group.min.session.timeout.ms": 1000}
+
+
 @pytest.fixture
-def broker():
-    with MiniBroker(config={"group.min.session.timeout.ms": 1000}) as b:
-        yield b
+def broker(kafka_broker):
+    """A fresh broker for each test: a member gets killed in it."""
+    return kafka_broker
 
 
 def test_a_killed_members_partitions_move_and_resume_at_its_commits(broker):

@@ -22,12 +22,6 @@ from kproto.protocol.messages import ApiVersionsResponse, FetchRequest, Metadata
 from minibroker import MiniBroker
 
 
-@pytest.fixture(scope="module")
-def broker():
-    with MiniBroker() as b:
-        yield b
-
-
 class ScriptedBroker:
     """A TCP server on 127.0.0.1 that answers each request with ``script(header, request)``:
     a response body, None for silence, or "close" to drop the connection."""

@@ -9,7 +9,6 @@ import contextlib
 import os
 import signal
 import subprocess
-import sys
 import time
 
 import pytest
@@ -18,6 +17,7 @@ from kproto import AdminClient, Consumer, Producer
 from kproto.admin import ConfigResource, NewTopic
 from kproto.errors import KafkaError, KafkaTimeoutError
 from kproto.structs import TopicPartition
+from tests.support.process import minibroker_process
 
 MARGIN = 3.0  # seconds on top of a bound: timers fire late on a busy machine, never early
 FAST = {"request_timeout_ms": 1000, "socket_connection_setup_timeout_ms": 500, "reconnect_backoff_ms": 20,
@@ -28,21 +28,8 @@ FAST = {"request_timeout_ms": 1000, "socket_connection_setup_timeout_ms": 500, "
 def broker_process():
     """A ``python -m minibroker`` child; yields (bootstrap servers, freeze). It is continued
     and stopped at the end, whatever happened: never left behind, stopped or not."""
-    proc = subprocess.Popen([sys.executable, "-m", "minibroker", "--port", "0", "--stop-on-stdin-eof"],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    try:
-        line = proc.stdout.readline()
-        assert line.startswith("minibroker listening on "), line
-        yield line.split()[-1], lambda: os.kill(proc.pid, signal.SIGSTOP)
-    finally:
-        os.kill(proc.pid, signal.SIGCONT)
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        proc.stdin.close()
+    with minibroker_process("--port", "0", "--stop-on-stdin-eof", stdin=subprocess.PIPE) as (proc, bootstrap):
+        yield bootstrap, lambda: os.kill(proc.pid, signal.SIGSTOP)
         proc.stdout.close()
 
 

@@ -43,9 +43,8 @@ from kproto.protocol.messages import (
     ProduceRequest,
 )
 from kproto.records import BatchBuilder, decode_record_set
-from minibroker import MiniBroker
-from tests.minibroker.conftest import RawClient
 from tests.support import tansu as tansu_helper
+from tests.support.raw_client import RawClient
 from tests.support.tansu import tansu_fixture
 
 ck = pytest.importorskip("confluent_kafka")
@@ -64,9 +63,13 @@ FETCH_WAIT_MS = 200
 
 
 @pytest.fixture(scope="module")
-def minibroker():
-    with MiniBroker(config={"auto.create.topics.enable": False}) as broker:
-        yield broker
+def minibroker_config():
+    return {"auto.create.topics.enable": False}
+
+
+@pytest.fixture(scope="module")
+def minibroker(kafka_broker_module):
+    return kafka_broker_module
 
 
 @pytest.fixture(scope="module")

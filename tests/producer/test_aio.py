@@ -14,7 +14,6 @@ from kproto.errors import KafkaTimeoutError, TopicAuthorizationFailedError
 from kproto.producer import RecordFuture, RecordMetadata
 from kproto.protocol import ApiKey
 from kproto.serialization import json_serializer, string_serializer
-from minibroker import MiniBroker
 from tests.producer.test_faults import error_response, never_answer_produce
 from tests.support.proxy import FORWARD, FaultProxy
 
@@ -22,9 +21,8 @@ EARLY = 0.05  # timers may fire up to a clock tick early
 
 
 @pytest.fixture(scope="module")
-def broker():
-    with MiniBroker(config={"num.partitions": 2}) as b:
-        yield b
+def minibroker_config():
+    return {"num.partitions": 2}
 
 
 def stored(broker, topic, partition=0):

@@ -23,9 +23,8 @@ confluent = pytest.importorskip("confluent_kafka")
 
 
 @pytest.fixture(scope="module")
-def broker():
-    with MiniBroker(config={"num.partitions": 4}) as b:
-        yield b
+def minibroker_config():
+    return {"num.partitions": 4}
 
 
 def consume(bootstrap, topic, partitions=(0,), count=None, timeout_ms=3000):

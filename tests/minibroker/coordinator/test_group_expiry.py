@@ -12,7 +12,6 @@ from kproto.protocol import ApiKey
 from kproto.protocol.messages import LeaveGroupRequest, ListGroupsRequest, OffsetFetchRequest
 from minibroker import MiniBroker
 from minibroker.coordinator import CommittedOffset, GroupCoordinator, GroupState
-from tests.minibroker.conftest import RawClient
 from tests.minibroker.coordinator.test_groups import (
     PARTITIONS,
     Member,
@@ -20,6 +19,7 @@ from tests.minibroker.coordinator.test_groups import (
     produce,
     wait_until,
 )
+from tests.support.raw_client import RawClient
 
 MINUTE = 60_000
 SUBSCRIBES_T = b"\x00\x01\x00\x00\x00\x01\x00\x01t"  # a consumer Subscription of topic "t"

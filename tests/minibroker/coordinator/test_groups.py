@@ -37,7 +37,7 @@ from kproto.protocol.messages import (
     SyncGroupRequest,
 )
 from minibroker import MiniBroker
-from tests.minibroker.conftest import RawClient
+from tests.support.raw_client import RawClient
 
 PARTITIONS = 6
 PER_BATCH = 60

@@ -21,7 +21,7 @@ from kproto.records import BatchBuilder, decode_record_set
 from minibroker import MiniBroker
 from minibroker.config import DEFAULTS as BROKER_DEFAULTS
 from minibroker.coordinator.producer_state import ProducerStates
-from tests.minibroker.conftest import RawClient
+from tests.support.raw_client import RawClient
 
 
 @pytest.fixture

@@ -19,8 +19,8 @@ from minibroker import MiniBroker
 from minibroker.log import LogConfig, PartitionLog
 from minibroker.log.cleaner import cleanable
 from minibroker.log.maintenance import compact
-from tests.minibroker.conftest import RawClient
 from tests.minibroker.log.test_disk_full import create_topic, fetch, produce
+from tests.support.raw_client import RawClient
 
 
 def keyed(key: bytes, value: bytes | None, timestamp: int) -> bytes:

@@ -20,9 +20,9 @@ from kproto.protocol.messages import CreateTopicsRequest, DeleteRecordsRequest
 from kproto.records import BatchBuilder
 from minibroker import MiniBroker
 from minibroker.log import LogConfig, PartitionLog
-from tests.minibroker.conftest import RawClient
 from tests.minibroker.log.test_log import append, fill
 from tests.minibroker.test_server import produce
+from tests.support.raw_client import RawClient
 
 
 def create_topic(client, topic, **configs):

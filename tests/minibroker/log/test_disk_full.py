@@ -31,7 +31,7 @@ from kproto.protocol.messages import (
 )
 from kproto.records import BatchBuilder, decode_record_set, read_batches
 from minibroker import MiniBroker
-from tests.minibroker.conftest import RawClient
+from tests.support.raw_client import RawClient
 
 
 def create_topic(client: RawClient, name: str, partitions: int, **configs: str) -> None:

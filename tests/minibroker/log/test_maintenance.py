@@ -16,10 +16,10 @@ from kproto.records import BatchBuilder, decode_record_set, read_batches
 from minibroker.log import PartitionLog
 from minibroker.log.cleaner import Cleaning
 from minibroker.log.maintenance import compact
-from tests.minibroker.conftest import RawClient
 from tests.minibroker.log.test_recovery import compacted_setup, records_at
 from tests.minibroker.test_cli import run_cli
 from tests.minibroker.test_server import fetch_request, produce
+from tests.support.raw_client import RawClient
 
 GZIP = 1
 BATCHES = 200  # 800,000 records: the cleaner takes seconds over them
