@@ -75,7 +75,7 @@ def wait_ready(proc: subprocess.Popen, timeout: float = TIMEOUT, log: Path | Non
     none comes within ``timeout`` s (with ``log``'s text, the file its stderr went to)."""
     line = read_line(proc.stdout, timeout)
     if not line.startswith(READY):
-        said = f"; its stderr: {log.read_text()}" if log is not None and log.exists() else ""
+        said = f"; its stderr ({log}): {log.read_text()[-3000:]}" if log is not None and log.exists() else ""
         raise RuntimeError(f"minibroker did not start (exit {proc.poll()}): {line!r}{said}")
     return line[len(READY):].strip()
 
