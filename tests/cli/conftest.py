@@ -1,5 +1,5 @@
 """Fixtures for the ``kproto`` command's tests: two ways to run the command against ``broker``
-(one per module, tests/conftest.py).
+(one per module, tests/conftest.py), and ``admin`` to check what it did.
 
 ``cli`` runs :func:`kproto.cli.main.main` in this process (stdin given as bytes, stdout
 and stderr captured); ``run_process`` runs ``python -m kproto`` as a real subprocess.
@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import pytest
 
+from kproto.admin import AdminClient
 from kproto.cli.main import main
 from minibroker import MiniBroker
 from tests.cli.helpers import ROOT, TIMEOUT, command, process_env
@@ -32,6 +33,13 @@ class Result:
     @property
     def lines(self) -> list[str]:
         return self.out.splitlines()
+
+
+@pytest.fixture(scope="module")
+def admin(broker: MiniBroker) -> Iterator[AdminClient]:
+    """kproto's AdminClient on ``broker``, to check what a command did."""
+    with AdminClient(bootstrap_servers=broker.bootstrap_servers) as client:
+        yield client
 
 
 @pytest.fixture

@@ -26,15 +26,6 @@ def minibroker_config():
     return {"group.min.session.timeout.ms": 1000}
 
 
-@pytest.fixture(scope="module")
-def producer(broker):
-    p = ck.Producer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 5})
-    p.produce("warm-up", b"")  # its connections open now, before a test counts sockets
-    assert p.flush(DEADLINE) == 0
-    yield p
-    p.flush(DEADLINE)
-
-
 def create(broker, topic, partitions=1):
     with AdminClient(bootstrap_servers=broker.bootstrap_servers) as admin:
         admin.create_topics([NewTopic(topic, partitions)])

@@ -46,15 +46,6 @@ def no_consumer_threads_left():
     assert not [t.name for t in threading.enumerate() if t.name.startswith("kproto")]
 
 
-@pytest.fixture(scope="module")
-def producer(broker):
-    p = ck.Producer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 2})
-    p.produce("warm-up", b"")  # its connections open now, before a test counts sockets
-    assert p.flush(DEADLINE) == 0
-    yield p
-    p.flush(DEADLINE)
-
-
 def create(broker, topic, partitions):
     with AdminClient(bootstrap_servers=broker.bootstrap_servers) as admin:
         admin.create_topics([NewTopic(topic, partitions)])
