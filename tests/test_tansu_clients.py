@@ -44,12 +44,10 @@ from kproto.protocol.messages import FetchRequest
 from kproto.structs import OffsetAndMetadata, TopicPartition
 from tests.support.leaks import nothing_left_behind  # noqa: F401  (autouse)
 from tests.support.raw_client import RawClient
-from tests.support.tansu import tansu_fixture
 
 ck = pytest.importorskip("confluent_kafka")
 kafka = pytest.importorskip("kafka")
 
-tansu_broker = tansu_fixture(scope="module")
 
 DEADLINE = 20  # seconds: a bound on waiting, never a sleep
 T0 = 1_700_000_000_000

@@ -45,13 +45,10 @@ from kproto.protocol.messages import (
 from kproto.records import BatchBuilder, decode_record_set
 from tests.support import tansu as tansu_helper
 from tests.support.raw_client import RawClient
-from tests.support.tansu import tansu_fixture
 
 ck = pytest.importorskip("confluent_kafka")
 kafka = pytest.importorskip("kafka")
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
-
-tansu_broker = tansu_fixture(scope="module")
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 N = 30

