@@ -1,5 +1,5 @@
 """The asyncio face, :class:`kproto.aio.AIOConsumer`, against minibroker: the same calls as
-the threads' face in test_consumer.py and test_consumer_group.py — positions, seeks,
+the threads' face in test_consumer.py and test_group.py — positions, seeks,
 pauses, offset lookups, commits (sync and async, with plain and async callbacks), headers
 and deserializers — awaited on the caller's own loop, which it leaves without a task."""
 

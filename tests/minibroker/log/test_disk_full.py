@@ -9,7 +9,7 @@ every acknowledged record is read back in order with no garbage between batches.
 The disk is a tmpfs of a few hundred KiB mounted for the test (we run as root), filled
 to the last page by a filler file: then a write that fits in a page a file already has
 succeeds, and one that needs a new page fails, byte for byte as on a real full disk. The
-same failures injected at the file layer are in test_log_write_failures.py, which also
+same failures injected at the file layer are in test_write_failures.py, which also
 covers these paths where mounting is not permitted.
 """
 

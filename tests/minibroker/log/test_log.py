@@ -3,7 +3,7 @@
 Most behaviour tests run twice, on a log in memory and on one in a temporary directory:
 the handlers see the same log either way. File-format tests decode the files with
 struct, following Kafka's OffsetIndex / TimeIndex / LogSegment rules independently of the
-code under test. Recovery after damage and crashes is in test_log_recovery.py.
+code under test. Recovery after damage and crashes is in test_recovery.py.
 """
 
 from __future__ import annotations

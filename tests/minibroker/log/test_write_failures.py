@@ -11,7 +11,7 @@ also after a reopen.
 Failures are injected at the file layer: ``os.pwrite``, ``os.ftruncate``, ``os.open``
 and ``os.fsync`` fail for chosen files the way a full tmpfs makes them fail (a short
 write, then ENOSPC). The same scenarios on a real tmpfs that fills up, through a real
-broker and real clients, are in test_log_disk_full.py.
+broker and real clients, are in test_disk_full.py.
 """
 
 from __future__ import annotations
