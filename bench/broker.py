@@ -19,7 +19,6 @@ Prints medians and ratios. Usage: ``python bench/broker.py [--messages N] [--run
 from __future__ import annotations
 
 import argparse
-import os
 import socket
 import statistics
 import subprocess
@@ -47,6 +46,9 @@ from kproto.records import BatchBuilder, read_batches
 from minibroker import MiniBroker
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from tests.support import process  # noqa: E402  (python -m minibroker, as the tests run it)
+
 JOIN_TIMEOUT = 10  # seconds a client gets for its first assignment
 
 
@@ -70,11 +72,10 @@ def wait_for_port(port: int, timeout: float = 15.0) -> None:
 @contextmanager
 def minibroker_process(on_disk: bool = False, sendfile: bool = True) -> Iterator[str]:
     """A minibroker in a child process: logs in memory, or on disk in a fresh directory."""
-    port = free_port()
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "MINIBROKER_SENDFILE": "1" if sendfile else "0"}
+    env = process.child_env(MINIBROKER_SENDFILE="1" if sendfile else "0")
     with tempfile.TemporaryDirectory(prefix="bench-minibroker-") as data_dir:
         args = ["--data-dir", data_dir] if on_disk else []
-        with serving([sys.executable, "-m", "minibroker", "--port", str(port), *args], port, env) as bootstrap:
+        with process.minibroker_process("--port", "0", *args, env=env) as (_, bootstrap):
             yield bootstrap
 
 

@@ -2,7 +2,7 @@
 or corrupted at whatever position, the broker's state restarts, serves only valid
 batches, and keeps every record and committed offset that lay intact before the damage.
 
-The invariant and the damage are those of ``tests/minibroker/test_disk_fuzz.py`` (its
+The invariant and the damage are those of ``tests/minibroker/log/test_disk_fuzz.py`` (its
 docstring states them; this script uses its ``build_golden``, ``damage_cases`` and
 ``check_case``), which runs a bounded sample; here every position of every file is cut
 and flipped, or every ``--step``-th.
@@ -33,7 +33,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.minibroker.test_disk_fuzz import (  # noqa: E402
+from tests.minibroker.log.test_disk_fuzz import (  # noqa: E402
     build_golden,
     build_golden_state,
     check_case,

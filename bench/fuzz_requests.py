@@ -59,6 +59,9 @@ from kproto.protocol.messages import APIS, ApiVersionsRequest, MetadataRequest
 from kproto.records import BatchBuilder
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from tests.support import process  # noqa: E402  (python -m minibroker, as the tests run it)
+
 INTERESTING = [b"\x00", b"\xff", b"\x7f", b"\x80", b"\x01", b"\x00\x00", b"\xff\xff", b"\x7f\xff", b"\x80\x00",
                b"\x00\x00\x00\x00", b"\xff\xff\xff\xff", b"\x7f\xff\xff\xff", b"\x80\x00\x00\x00", b"\x00\x00\x00\x01"]
 SHORT_WAITS = {"max_wait_ms", "timeout_ms", "session_timeout_ms", "rebalance_timeout_ms", "timeout",
@@ -185,15 +188,10 @@ def with_correlation_id(frame: bytes, correlation_id: int) -> bytes:
 # -- the broker and the connections --------------------------------------------------------------
 
 def start_broker(log_path: str) -> tuple[subprocess.Popen, int]:
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
-    log = open(log_path, "ab")  # noqa: SIM115 - closed with the process
-    proc = subprocess.Popen([sys.executable, "-m", "minibroker", "--port", "0", "--stop-on-stdin-eof"],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, env=env)
-    log.close()
-    line = proc.stdout.readline().decode()
-    if not line.startswith("minibroker listening on"):
-        raise RuntimeError(f"broker did not start: {line!r}; see {log_path}")
-    return proc, int(line.rsplit(":", 1)[1])
+    with open(log_path, "ab") as log:
+        proc = process.start_minibroker("--port", "0", "--stop-on-stdin-eof", stdin=subprocess.PIPE, stderr=log)
+    bootstrap = process.wait_ready(proc, 60, Path(log_path))
+    return proc, int(bootstrap.rsplit(":", 1)[1])
 
 
 def rss_mb(pid: int) -> float:

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import select
 import signal
 import socket
 import statistics
@@ -50,6 +49,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 import kproto
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from tests.support import process  # noqa: E402  (python -m minibroker, as the tests run it)
 
 
 def free_port() -> int:
@@ -69,22 +70,9 @@ class Broker:
 
     def start(self, timeout: float = 60.0) -> None:
         started = time.monotonic()
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "minibroker", "--port", str(self.port), "--data-dir", self.data_dir,
-             "--stop-on-stdin-eof"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, env=env)
-        deadline = started + timeout
-        line = b""
-        while not line.endswith(b"\n"):
-            left = deadline - time.monotonic()
-            if left <= 0 or self.proc.poll() is not None:
-                raise RuntimeError(f"broker did not start (exit {self.proc.poll()}); see {self.log.name}")
-            if select.select([self.proc.stdout], [], [], left)[0]:
-                chunk = os.read(self.proc.stdout.fileno(), 4096)
-                if not chunk:
-                    continue
-                line += chunk
+        self.proc = process.start_minibroker("--port", str(self.port), "--data-dir", self.data_dir,
+                                             "--stop-on-stdin-eof", stdin=subprocess.PIPE, stderr=self.log)
+        process.wait_ready(self.proc, timeout, Path(self.log.name))
         self.restart_seconds.append(time.monotonic() - started)
 
     def kill(self) -> None:

@@ -84,7 +84,7 @@ _LEVEL_RANGES = {GZIP: (1, 9), LZ4: (1, 17), ZSTD: (-131072, 22)}
 
 _DecompressionError = cramjam.DecompressionError
 # What cramjam's *_into functions say when the output buffer is full (Rust's
-# io::ErrorKind::WriteZero); tests/test_compression.py pins this behaviour.
+# io::ErrorKind::WriteZero); tests/codec/test_compression.py pins this behaviour.
 _BUFFER_FULL = "failed to write whole buffer"
 _MIN_GUESS = 64 * 1024
 

@@ -13,13 +13,16 @@ Fixtures:
 
 - ``kafka_broker``: a fresh broker for one test, stopped after it.
 - ``kafka_bootstrap_servers``: that broker's ``"host:port"``.
+- ``kafka_broker_module``: one broker shared by the tests of one module.
 - ``kafka_broker_session``: one broker shared by the whole session.
-- ``minibroker_config``: the broker settings both brokers start with (Kafka's names, as
+- ``minibroker_config``: the broker settings every broker starts with (Kafka's names, as
   ``MiniBroker(config=...)`` takes them); ``{}`` here. Override it in a ``conftest.py``
   (or a test module) to configure the brokers: ``{"num.partitions": 3}``, or
   ``{"log.dirs": path}`` to keep their logs on disk. It is session-scoped so that
-  ``kafka_broker_session`` can use it; an override of narrower scope (one that uses
-  ``tmp_path`` for a data directory per test, say) configures ``kafka_broker`` only.
+  ``kafka_broker_session`` can use it; an override of narrower scope configures only the
+  brokers of that scope or narrower: module scope, ``kafka_broker_module`` and
+  ``kafka_broker``; function scope (one that uses ``tmp_path`` for a data directory per
+  test, say), ``kafka_broker`` only.
 """
 
 from __future__ import annotations
@@ -31,12 +34,13 @@ import pytest
 
 from minibroker import MiniBroker
 
-__all__ = ["kafka_bootstrap_servers", "kafka_broker", "kafka_broker_session", "minibroker_config"]
+__all__ = ["kafka_bootstrap_servers", "kafka_broker", "kafka_broker_module", "kafka_broker_session",
+           "minibroker_config"]
 
 
 @pytest.fixture(scope="session")
 def minibroker_config() -> Mapping[str, Any]:
-    """Broker settings for ``kafka_broker`` and ``kafka_broker_session``: none here.
+    """Broker settings for every broker fixture of this plugin: none here.
 
     Override this fixture to configure them, with Kafka's names (see
     :class:`minibroker.MiniBroker`), e.g. in ``conftest.py``::
@@ -64,6 +68,18 @@ def kafka_broker(minibroker_config: Mapping[str, Any]) -> Iterator[MiniBroker]:
 def kafka_bootstrap_servers(kafka_broker: MiniBroker) -> str:
     """``"host:port"`` of this test's fresh ``kafka_broker``, for ``bootstrap.servers``."""
     return kafka_broker.bootstrap_servers
+
+
+@pytest.fixture(scope="module")
+def kafka_broker_module(minibroker_config: Mapping[str, Any]) -> Iterator[MiniBroker]:
+    """One started minibroker shared by the tests of one module, stopped after its last test.
+
+    Started with ``minibroker_config``; a module-scoped override of it in the module
+    configures this module's broker only. Tests of the module share its topics and
+    records, so give each test its own topic names; the next module gets a fresh broker.
+    """
+    with MiniBroker(config=minibroker_config) as broker:
+        yield broker
 
 
 @pytest.fixture(scope="session")

@@ -1,4 +1,5 @@
-"""Fixtures for the ``kproto`` command's tests: a broker, and two ways to run the command.
+"""Fixtures for the ``kproto`` command's tests: two ways to run the command against ``broker``
+(one per module, tests/conftest.py), and ``admin`` to check what it did.
 
 ``cli`` runs :func:`kproto.cli.main.main` in this process (stdin given as bytes, stdout
 and stderr captured); ``run_process`` runs ``python -m kproto`` as a real subprocess.
@@ -8,22 +9,19 @@ Every test also checks that it left no client thread running.
 from __future__ import annotations
 
 import io
-import os
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 
+from kproto.admin import AdminClient
 from kproto.cli.main import main
 from minibroker import MiniBroker
-
-ROOT = Path(__file__).resolve().parents[2]
-TIMEOUT = 20.0  # seconds a subprocess may take before the test fails
+from tests.cli.helpers import ROOT, TIMEOUT, command, process_env
 
 
 @dataclass
@@ -38,9 +36,10 @@ class Result:
 
 
 @pytest.fixture(scope="module")
-def broker() -> Iterator[MiniBroker]:
-    with MiniBroker() as b:
-        yield b
+def admin(broker: MiniBroker) -> Iterator[AdminClient]:
+    """kproto's AdminClient on ``broker``, to check what a command did."""
+    with AdminClient(bootstrap_servers=broker.bootstrap_servers) as client:
+        yield client
 
 
 @pytest.fixture
@@ -58,17 +57,6 @@ def cli(broker: MiniBroker, capsys: pytest.CaptureFixture, monkeypatch: pytest.M
         return Result(code, captured.out, captured.err)
 
     return run
-
-
-def process_env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
-    env.pop("KPROTO_BOOTSTRAP_SERVERS", None)
-    return env
-
-
-def command(*args: str) -> list[str]:
-    return [sys.executable, "-m", "kproto", *args]
 
 
 @pytest.fixture

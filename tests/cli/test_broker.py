@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 from kproto.cli.main import main
-from tests.cli.conftest import ROOT, TIMEOUT, command, process_env
+from tests.cli.helpers import ROOT, TIMEOUT, command, process_env
 
 READY = b"minibroker listening on "
 

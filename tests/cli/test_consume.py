@@ -13,7 +13,7 @@ import pytest
 
 from kproto import AdminClient, TopicPartition
 from kproto.admin import NewTopic
-from tests.cli.conftest import ROOT, TIMEOUT, command, process_env
+from tests.cli.helpers import ROOT, TIMEOUT, command, process_env
 
 kafka = pytest.importorskip("kafka")
 

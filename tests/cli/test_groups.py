@@ -15,12 +15,6 @@ TOPIC = "gr-orders"
 
 
 @pytest.fixture(scope="module")
-def admin(broker):
-    with AdminClient(bootstrap_servers=broker.bootstrap_servers) as client:
-        yield client
-
-
-@pytest.fixture(scope="module")
 def orders(broker, admin):
     """TOPIC: 2 partitions of 10 records each, timestamps 1000..1009 on both."""
     admin.create_topics([NewTopic(TOPIC, 2)])

@@ -12,7 +12,7 @@ import time
 import pytest
 
 from kproto.cli.main import build_parser, main
-from tests.cli.conftest import ROOT, TIMEOUT, process_env
+from tests.cli.helpers import ROOT, TIMEOUT, process_env
 
 
 def _leaf_commands(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()):

@@ -18,8 +18,7 @@ import pytest
 
 from kproto import Consumer, Producer
 from minibroker import MiniBroker
-
-from .conftest import ROOT, TIMEOUT, command, process_env
+from tests.cli.helpers import ROOT, TIMEOUT, command, process_env
 
 RECORDS = 5000
 

@@ -7,16 +7,10 @@ import json
 
 import pytest
 
-from kproto import AdminClient, TopicPartition
+from kproto import TopicPartition
 from kproto.admin import ConfigResource
 
 kafka = pytest.importorskip("kafka")
-
-
-@pytest.fixture
-def admin(broker):
-    with AdminClient(bootstrap_servers=broker.bootstrap_servers) as client:
-        yield client
 
 
 def test_create_with_partitions_and_configs(cli, broker, admin):

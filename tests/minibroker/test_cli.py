@@ -2,68 +2,46 @@
 
 from __future__ import annotations
 
-import os
-import queue
 import signal
 import socket
 import subprocess
-import sys
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 import pytest
 
 from minibroker.__main__ import load_config, main, parse_properties
-
-ROOT = Path(__file__).resolve().parents[2]
-READY = "minibroker listening on "
-TIMEOUT = 10.0
+from tests.support.process import (
+    READY,
+    ROOT,
+    TIMEOUT,
+    child_env,
+    minibroker_command,
+    minibroker_process,
+    read_line,
+)
 
 kafka = pytest.importorskip("kafka")
 
-
-def _env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
-    env["PYTHONUNBUFFERED"] = "1"
-    return env
+_env, _readline = child_env, read_line  # the names this module's tests use
 
 
-def _readline(stream, timeout: float) -> str:
-    """One line from ``stream``, or "" at EOF; raises TimeoutError after ``timeout`` s."""
-    lines: queue.Queue[str] = queue.Queue()
-    threading.Thread(target=lambda: lines.put(stream.readline()), daemon=True).start()
-    try:
-        return lines.get(timeout=timeout)
-    except queue.Empty:
-        raise TimeoutError(f"no line within {timeout} s") from None
+def _host(host: str | None) -> list[str]:
+    return ["--host", host] if host is not None else []
 
 
 def _command(args: tuple[str, ...], host: str | None) -> list[str]:
-    return [sys.executable, "-m", "minibroker", *(["--host", host] if host is not None else []), *args]
+    return minibroker_command(*_host(host), *args)
 
 
-@contextmanager
-def run_cli(tmp_path: Path, *args: str, host: str | None = "127.0.0.1") -> Iterator[tuple[subprocess.Popen, str]]:
+def run_cli(tmp_path: Path, *args: str, host: str | None = "127.0.0.1"
+            ) -> AbstractContextManager[tuple[subprocess.Popen, str]]:
     """Start the command, wait for its ready line, yield (process, bootstrap servers).
 
     ``host`` is passed as ``--host`` unless None. The process is always killed on the
     way out; its stderr is in ``tmp_path/stderr``.
     """
-    with open(tmp_path / "stderr", "wb") as stderr:
-        proc = subprocess.Popen(_command(args, host),
-                                cwd=ROOT, env=_env(), stdout=subprocess.PIPE, stderr=stderr, text=True)
-    try:
-        line = _readline(proc.stdout, TIMEOUT)
-        assert line.startswith(READY), (line, (tmp_path / "stderr").read_text())
-        yield proc, line[len(READY):].strip()
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        proc.wait(timeout=TIMEOUT)
-        proc.stdout.close()
+    return minibroker_process(*_host(host), *args, log=tmp_path / "stderr")
 
 
 def run_to_exit(tmp_path: Path, *args: str, host: str | None = "127.0.0.1") -> subprocess.CompletedProcess:

@@ -26,8 +26,7 @@ import pytest
 from kproto.protocol import ApiKey
 from kproto.protocol.messages import FetchRequest
 from kproto.records import read_batches
-from minibroker import MiniBroker
-from tests.minibroker.conftest import RawClient
+from tests.support.raw_client import RawClient
 
 ck = pytest.importorskip("confluent_kafka")
 kafka = pytest.importorskip("kafka")
@@ -58,9 +57,14 @@ WRITES = (
 
 
 @pytest.fixture(scope="module")
-def broker():
-    with MiniBroker(config={"log.retention.check.interval.ms": 100}) as b:
-        yield b
+def minibroker_config():
+    return {"log.retention.check.interval.ms": 100}
+
+
+@pytest.fixture(scope="module")
+def broker(kafka_broker_module):
+    """One broker for the module (tests/minibroker's is one per test): compacting takes time."""
+    return kafka_broker_module
 
 
 def fetch_batches(client: RawClient, topic: str) -> list[tuple[int, int, list[tuple]]]:

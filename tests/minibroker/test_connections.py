@@ -15,9 +15,9 @@ import pytest
 from kproto.protocol import ApiKey, encode_request
 from kproto.protocol.messages import ApiVersionsRequest
 from minibroker import MiniBroker
-from tests.minibroker.conftest import RawClient
 from tests.minibroker.test_cli import run_cli
 from tests.minibroker.test_server import batch, create, fetch_request, produce
+from tests.support.raw_client import RawClient
 
 HUGE = 100 * 1024 * 1024 - 1  # announced, within socket.request.max.bytes (104857600)
 

@@ -14,7 +14,7 @@ from kproto.protocol import ApiKey
 from kproto.protocol.messages import DescribeClusterRequest, MetadataRequest
 from minibroker import MiniBroker
 from minibroker.config import BrokerConfig, Listener, parse_listener
-from tests.minibroker.conftest import RawClient
+from tests.support.raw_client import RawClient
 
 
 def advertised(port: int) -> tuple[list[tuple[str, int]], list[tuple[str, int]]]:

@@ -1,22 +1,17 @@
 """minibroker with a data directory: restarts, several log dirs, compaction, retention,
 DeleteRecords and a SIGKILL under acks=all, seen through real clients."""
 
-import os
 import signal
 import socket
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
 
 from minibroker import MiniBroker
+from tests.support.process import start_minibroker, wait_ready
 
 kafka = pytest.importorskip("kafka")
 from kafka.admin import NewTopic  # noqa: E402
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def produce(bootstrap, topic, records, **config):
@@ -137,11 +132,8 @@ def _free_port():
 
 
 def _start(port, data_dir):
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen([sys.executable, "-m", "minibroker", "--port", str(port), "--data-dir", str(data_dir)],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    line = proc.stdout.readline()
-    assert "listening" in line, line
+    proc = start_minibroker("--port", str(port), "--data-dir", str(data_dir))
+    wait_ready(proc)
     return proc
 
 

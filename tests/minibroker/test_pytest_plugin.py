@@ -97,5 +97,56 @@ def test_fixtures_are_documented(inner):
         "*kafka_broker*",
         "*fresh, started minibroker*",
         "*kafka_bootstrap_servers*",
+        "*kafka_broker_module*",
         "*kafka_broker_session*",
     ])
+
+
+MODULE_TESTS = """
+from kproto import Producer
+
+
+def _port(broker):
+    return int(broker.bootstrap_servers.rsplit(":", 1)[1])
+
+
+def test_first(kafka_broker_module, port_log):
+    port_log("{name}", _port(kafka_broker_module))
+
+
+def test_second(kafka_broker_module, port_log):
+    port_log("{name}", _port(kafka_broker_module))
+    with Producer(bootstrap_servers=kafka_broker_module.bootstrap_servers) as producer:
+        assert len(producer.partitions_for("auto-created")) == {partitions}
+"""
+
+MODULE_CONFIG = """
+import pytest
+
+
+@pytest.fixture(scope="module")
+def minibroker_config():
+    return {"num.partitions": 3}
+"""
+
+
+def test_module_broker_is_shared_by_a_module_and_configured_by_its_override(inner):
+    """Issue 12: ``kafka_broker_module``, one broker per test module (the scope most of this
+    project's own tests use), configured by a module-scoped ``minibroker_config``."""
+    pytester, log = inner
+    pytester.makepyfile(
+        test_plain=MODULE_TESTS.format(name="plain", partitions=1),
+        test_configured=MODULE_CONFIG + MODULE_TESTS.format(name="configured", partitions=3))
+    result = pytester.runpytest("-p", "minibroker.pytest_plugin", "-p", "no:cacheprovider", "-q",
+                                "test_plain.py", "test_configured.py")
+    result.assert_outcomes(passed=4)
+
+    ports: dict[str, list[int]] = {}
+    for line in log.read_text().splitlines():
+        kind, port = line.split()
+        ports.setdefault(kind, []).append(int(port))
+    assert len(ports["plain"]) == 2 and len(set(ports["plain"])) == 1
+    assert len(ports["configured"]) == 2 and len(set(ports["configured"])) == 1
+    assert ports["plain"][0] != ports["configured"][0]
+    for port in {*ports["plain"], *ports["configured"]}:
+        assert _closed(port), f"a broker still listens on port {port}"

@@ -23,8 +23,7 @@ from minibroker.log.config import LogConfig
 from minibroker.log.partition import PartitionLog
 from minibroker.log.store import RecordSlices
 from minibroker.server import send_response
-
-from .conftest import RawClient, size_prefixed
+from tests.support.raw_client import RawClient, size_prefixed
 
 VERSIONS = (4, 11, 12, 13, 17)
 

@@ -28,7 +28,7 @@ from kproto.protocol.messages import (
 )
 from kproto.records import BatchBuilder, decode_record_set
 from minibroker import MiniBroker
-from tests.minibroker.conftest import RawClient, size_prefixed
+from tests.support.raw_client import RawClient, size_prefixed
 
 
 def batch(*values, ts=1_000):

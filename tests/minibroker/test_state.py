@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import signal
 import subprocess
-import sys
 import time
 import uuid
 from pathlib import Path
@@ -37,13 +35,12 @@ from minibroker.config import BrokerConfig
 from minibroker.coordinator.producer_state import PRODUCER_ID_BLOCK_SIZE, ProducerIdManager
 from minibroker.state import BrokerState
 from minibroker.storage import LogDirInUseError, kafka_uuid
-from tests.minibroker.conftest import RawClient
+from tests.support.process import start_minibroker
+from tests.support.raw_client import RawClient
 
 kafka = pytest.importorskip("kafka")
 ck = pytest.importorskip("confluent_kafka")
 import confluent_kafka.admin  # noqa: E402,F401  (ck.admin)
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def create(client, name, partitions=1, version=5):
@@ -115,9 +112,7 @@ def test_delete_records_on_the_offsets_topic_is_refused_and_commits_survive(tmp_
 
 
 def _start_cli(data_dir: Path, *extra: str) -> subprocess.Popen:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1"}
-    return subprocess.Popen([sys.executable, "-m", "minibroker", "--port", "0", "--data-dir", str(data_dir), *extra],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return start_minibroker("--port", "0", "--data-dir", str(data_dir), *extra, stderr=subprocess.PIPE)
 
 
 def test_a_second_broker_process_on_the_same_data_dir_fails_to_start(tmp_path):
@@ -508,17 +503,9 @@ def test_without_a_topics_file_directories_are_left_alone_until_their_name_is_cr
 
 
 @pytest.fixture
-def small_disk(tmp_path):
-    """A 256 KiB tmpfs (root only), unmounted afterwards."""
-    disk = tmp_path / "disk"
-    disk.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(disk)],
-                      capture_output=True).returncode != 0:
-        pytest.skip("mounting a tmpfs needs root")
-    try:
-        yield disk
-    finally:
-        subprocess.run(["umount", "-l", str(disk)], check=True)
+def small_disk(small_disk):
+    """The directory of tests/minibroker/conftest.py's small tmpfs."""
+    return small_disk.path
 
 
 def test_a_full_disk_while_partitions_are_made_is_a_storage_error(small_disk):

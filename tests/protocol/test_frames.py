@@ -24,7 +24,7 @@ from kproto.protocol import (
 )
 from kproto.protocol import messages as m
 from kproto.protocol.schema import EncodeError
-from tests.protocol.table_strategies import populated
+from tests.support.table_strategies import populated
 
 
 class Pair:

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from kproto.errors import ProtocolError
 from kproto.protocol import decode_request, decode_response, encode_request, encode_response
 from kproto.protocol import messages as m
-from tests.protocol.table_strategies import populated
+from tests.support.table_strategies import populated
 
 MUTATIONS_PER_FRAME = 12
 

@@ -14,7 +14,7 @@ from kproto.protocol import messages as m
 from kproto.protocol import types as t
 from kproto.protocol.schema import EncodeError, Struct, UnsupportedFieldError, build_message
 from kproto.protocol.spec import Route, api
-from tests.protocol.table_strategies import every_case, message_strategy, populated
+from tests.support.table_strategies import every_case, message_strategy, populated
 
 CASES = every_case()
 

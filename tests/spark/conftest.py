@@ -1,5 +1,5 @@
 """One local[2] SparkSession for every Spark test, and its JVM shut down at the end;
-a minibroker per test module.
+a minibroker per test module (``broker``, tests/conftest.py).
 
 Skipped without pyspark (``pip install kproto[spark]``) or without Java. Spark's JVM
 is a child process that outlives ``SparkSession.stop()`` (py4j keeps it for the next
@@ -49,11 +49,3 @@ def spark(tmp_path_factory):
                 process.wait(30)
             SparkContext._gateway = None
             SparkContext._jvm = None
-
-
-@pytest.fixture(scope="module")
-def broker():
-    from minibroker import MiniBroker
-
-    with MiniBroker() as broker:
-        yield broker

@@ -1,0 +1,3 @@
+"""Tests of kproto.admin: none may leave a kproto thread or a socket behind."""
+
+from tests.support.leaks import nothing_left_behind  # noqa: F401  (autouse)

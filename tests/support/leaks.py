@@ -1,0 +1,41 @@
+"""``nothing_left_behind``: a client test must leave nothing behind, no kproto thread and
+no socket outlives it.
+
+An autouse fixture for the clients' tests: the conftest.py of tests/producer, tests/consumer,
+tests/admin and tests/io imports it, as do the top-level modules that drive every client.
+Module-scoped brokers are set up before this fixture counts, so their sockets are not
+counted; a broker serving in this process closes its side of a connection a moment
+after the client does, hence the short grace period.
+"""
+
+import os
+import threading
+import time
+
+import pytest
+
+__all__ = ["nothing_left_behind"]
+
+GRACE = 2.0  # seconds for closed connections and peers' threads to wind down
+
+
+def _sockets() -> int:
+    count = 0
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            count += os.readlink(f"/proc/self/fd/{fd}").startswith("socket:")
+        except OSError:
+            pass  # closed while we looked (listdir's own fd, for one)
+    return count
+
+
+@pytest.fixture(autouse=True)
+def nothing_left_behind():
+    threads, sockets = set(threading.enumerate()), _sockets()
+    yield
+    deadline = time.monotonic() + GRACE
+    while time.monotonic() < deadline and (
+            [t for t in set(threading.enumerate()) - threads if t.name.startswith("kproto")] or _sockets() > sockets):
+        time.sleep(0.05)
+    assert not [t for t in set(threading.enumerate()) - threads if t.name.startswith("kproto")]
+    assert _sockets() <= sockets, "a socket outlived the test"
