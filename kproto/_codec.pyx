@@ -3,7 +3,7 @@
 
 The twin ``kproto/_codec_py.py`` holds the reference implementation, the docstrings and
 the format drawings; this module must give the same results and raise the same exception
-types (tests/test_codec_differential.py). Import through ``kproto.codec``.
+types (tests/codec/test_differential.py). Import through ``kproto.codec``.
 
 Per-record work happens here in C: record batches are decoded in one loop into Record
 objects or straight into Arrow-layout column buffers, and built by appending into one

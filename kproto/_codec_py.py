@@ -1,7 +1,7 @@
 """The pure-Python twin of ``kproto._codec``: Kafka's record formats without a compiler.
 
 Same functions, same classes, same results and same exceptions as the Cython module; a
-differential test (tests/test_codec_differential.py) holds them to it. This module is
+differential test (tests/codec/test_differential.py) holds them to it. This module is
 the readable reference and carries the docstrings; ``kproto.codec`` picks which of the
 two is used. Do not import this module directly.
 

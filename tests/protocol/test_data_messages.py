@@ -14,7 +14,7 @@ from kproto.errors import ProtocolError
 from kproto.protocol import messages as m
 from kproto.protocol.schema import DataMessage, build_data_message, read_version
 from kproto.protocol.spec import data
-from tests.protocol.table_strategies import message_strategy, populated
+from tests.support.table_strategies import message_strategy, populated
 
 CASES = [(d.name, v) for d in m.DATA for v in d.versions]
 

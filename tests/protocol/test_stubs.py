@@ -20,7 +20,7 @@ import pytest
 
 from kproto.protocol import _stubgen, messages
 from kproto.protocol.schema import Struct
-from tests.protocol.table_strategies import every_case, populated
+from tests.support.table_strategies import every_case, populated
 
 ROOT = Path(__file__).resolve().parents[2]
 STUB = ROOT / "kproto" / "protocol" / "messages" / "__init__.pyi"
