@@ -61,7 +61,8 @@ from kproto.errors import (
     for_code,
 )
 from kproto.io import Cluster
-from kproto.protocol.messages import FetchRequest, ListOffsetsRequest
+from kproto.io.list_offsets import list_offsets, timestamp_of
+from kproto.protocol.messages import FetchRequest
 from kproto.records import Batch, ControlType, parse_control_record, read_batches
 from kproto.structs import TopicPartition
 
@@ -70,8 +71,6 @@ __all__ = ["Fetcher"]
 log = logging.getLogger("kproto.consumer")
 
 _new_record = tuple.__new__
-_EARLIEST, _LATEST = -2, -1  # ListOffsets' special timestamps
-_RESET_TIMESTAMPS = {"earliest": _EARLIEST, "latest": _LATEST}
 # Codes after which the partition's leader is looked up again before the next fetch.
 _STALE_METADATA = frozenset({3, 5, 6, 9, 56, 74, 76, 100, 103})  # UNKNOWN_TOPIC_OR_PARTITION, LEADER_NOT_AVAILABLE,
 # NOT_LEADER_OR_FOLLOWER, REPLICA_NOT_AVAILABLE, KAFKA_STORAGE_ERROR, FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH,
@@ -440,7 +439,8 @@ class Fetcher:
 
     async def list_offsets(self, timestamps: Mapping[TopicPartition, int], deadline: float
                            ) -> dict[TopicPartition, OffsetAndTimestamp]:
-        """ListOffsets for each partition (-2 earliest, -1 latest, or a timestamp in ms).
+        """ListOffsets for each partition (an :class:`~kproto.protocol.timestamps.OffsetTimestamp`,
+        or a timestamp in ms).
 
         Offsets honour ``isolation.level`` (latest is the last stable offset under
         read_committed). A timestamp after every record gives offset -1. Retries
@@ -479,25 +479,16 @@ class Fetcher:
 
     async def _list_offsets_at(self, leader: int, timestamps: dict[TopicPartition, int],
                                found: dict[TopicPartition, OffsetAndTimestamp]) -> KafkaError | None:
-        by_topic: dict[str, list[Any]] = {}
-        for tp, ts in timestamps.items():
-            by_topic.setdefault(tp.topic, []).append(
-                ListOffsetsRequest.ListOffsetsPartition(partition_index=tp.partition, timestamp=ts))
-        request = ListOffsetsRequest(
-            replica_id=-1, isolation_level=1 if self._read_committed else 0,
-            topics=[ListOffsetsRequest.ListOffsetsTopic(name=t, partitions=ps) for t, ps in by_topic.items()])
-        response = await self._cluster.request(leader, request, min_version=1, max_version=8)
+        answers = await list_offsets(self._cluster, leader, timestamps, read_committed=self._read_committed)
         retry = None
-        for t in response.topics:
-            for p in t.partitions:
-                tp = TopicPartition(t.name, p.partition_index)
-                if p.error_code == 0:
-                    found[tp] = OffsetAndTimestamp(p.offset, p.timestamp, p.leader_epoch)
-                    continue
-                error = for_code(p.error_code)(f"ListOffsets for {tp.topic}-{tp.partition}")
-                if not error.retriable:
-                    raise error
-                retry = error
+        for tp, p in answers.items():
+            if p.error_code == 0:
+                found[tp] = OffsetAndTimestamp(p.offset, p.timestamp, p.leader_epoch)
+                continue
+            error = for_code(p.error_code)(f"ListOffsets for {tp.topic}-{tp.partition}")
+            if not error.retriable:
+                raise error
+            retry = error
         return retry
 
     async def reset_positions(self, deadline: float) -> None:
@@ -506,7 +497,7 @@ class Fetcher:
         if not awaiting:
             return
         versions = {tp: self._subscriptions.state(tp).version for tp in awaiting}
-        offsets = await self.list_offsets({tp: _RESET_TIMESTAMPS[s] for tp, s in awaiting.items()}, deadline)
+        offsets = await self.list_offsets({tp: timestamp_of(s) for tp, s in awaiting.items()}, deadline)
         for tp, found in offsets.items():
             state = self._subscriptions.get(tp)
             if state is not None and state.version == versions[tp] and state.reset is not None:
