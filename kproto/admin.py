@@ -9,8 +9,11 @@ per broker that must answer and collects one result per item. When every item
 succeeded it returns them; when one failed it raises that item's typed error
 (``TopicAlreadyExistsError``, ``GroupNotEmptyError``...) with ``.results`` holding every
 item's outcome (a result, or the exception), so nothing about the others is lost.
-Retriable failures (a coordinator that moved, a leader election) are retried with
-``retry.backoff.ms`` until ``default.api.timeout.ms``.
+Retriable failures (a coordinator that moved, a leader election) are retried after
+``retry.backoff.ms`` doubling up to ``retry.backoff.max.ms`` with KIP-580's jitter
+(:class:`~kproto.io.retry.Backoff`) until ``default.api.timeout.ms``. Requests go at
+the highest version both kproto's clients (:mod:`kproto.io.versions`) and the broker
+have; ListOffsets is :mod:`kproto.io.list_offsets`'.
 """
 
 from __future__ import annotations
