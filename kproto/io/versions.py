@@ -36,10 +36,6 @@ CLIENT_VERSIONS: dict[int, Versions] = {
     ApiKey.METADATA: Versions(1, MAX_VERSION),
     # v9+: KIP-848's member epochs, which the classic group protocol does not have.
     ApiKey.OFFSET_COMMIT: Versions(0, 8),
-    # v6: share groups' coordinator keys (KIP-932), which no client asks for.
-    ApiKey.FIND_COORDINATOR: Versions(0, 5),
-    # v5: group types (KIP-848), which GroupListing does not carry.
-    ApiKey.LIST_GROUPS: Versions(0, 4),
     # v5: TRANSACTION_ABORTABLE (KIP-890), whose handling the producer does not have.
     ApiKey.INIT_PRODUCER_ID: Versions(0, 4),
 }
