@@ -36,7 +36,8 @@ CLIENT_VERSIONS: dict[int, Versions] = {
     ApiKey.METADATA: Versions(1, MAX_VERSION),
     # v9+: KIP-848's member epochs, which the classic group protocol does not have.
     ApiKey.OFFSET_COMMIT: Versions(0, 8),
-    # v5: TRANSACTION_ABORTABLE (KIP-890), whose handling the producer does not have.
+    # v5 opts in to TRANSACTION_ABORTABLE (KIP-890), an error of transactions; the producer
+    # is idempotent only and asks for ids at v4, the version its sender was written for.
     ApiKey.INIT_PRODUCER_ID: Versions(0, 4),
 }
 
