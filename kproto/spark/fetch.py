@@ -39,7 +39,7 @@ import pyarrow as pa
 
 from kproto.codec import decode_columnar
 from kproto.config import ClientConfig
-from kproto.errors import KafkaError, KafkaTimeoutError, for_code
+from kproto.errors import KafkaError, KafkaTimeoutError, LeaderNotAvailableError, for_code
 from kproto.io import Cluster
 from kproto.io.fetch import (
     Action,
@@ -80,7 +80,7 @@ class _RangeReader:
             await self.cluster.refresh([t.topic])
         leader = self.cluster.leader(t.topic, t.partition)
         if leader < 0:
-            raise for_code(5)(f"{t.topic}-{t.partition} has no leader")  # LEADER_NOT_AVAILABLE: retriable
+            raise LeaderNotAvailableError(f"{t.topic}-{t.partition} has no leader")  # retriable
         return leader
 
     async def fetch(self) -> Any:
