@@ -9,8 +9,11 @@ per broker that must answer and collects one result per item. When every item
 succeeded it returns them; when one failed it raises that item's typed error
 (``TopicAlreadyExistsError``, ``GroupNotEmptyError``...) with ``.results`` holding every
 item's outcome (a result, or the exception), so nothing about the others is lost.
-Retriable failures (a coordinator that moved, a leader election) are retried with
-``retry.backoff.ms`` until ``default.api.timeout.ms``.
+Retriable failures (a coordinator that moved, a leader election) are retried after
+``retry.backoff.ms`` doubling up to ``retry.backoff.max.ms`` with KIP-580's jitter
+(:class:`~kproto.io.retry.Backoff`) until ``default.api.timeout.ms``. Requests go at
+the highest version both kproto's clients (:mod:`kproto.io.versions`) and the broker
+have; ListOffsets is :mod:`kproto.io.list_offsets`'.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from kproto.errors import (
 )
 from kproto.group_offsets import offset_fetch_request, offset_fetch_topics
 from kproto.io import BrokerInfo, Cluster, PartitionInfo
+from kproto.io.list_offsets import list_offsets, timestamp_of
 from kproto.io.retry import Backoff, retrying
 from kproto.protocol import ApiKey
 from kproto.protocol.messages import (
@@ -49,7 +53,6 @@ from kproto.protocol.messages import (
     DescribeGroupsRequest,
     IncrementalAlterConfigsRequest,
     ListGroupsRequest,
-    ListOffsetsRequest,
     OffsetCommitRequest,
     OffsetDeleteRequest,
 )
@@ -74,7 +77,6 @@ K = TypeVar("K")
 
 TOPIC, BROKER = 2, 4  # Kafka's ConfigResource types
 _OPERATIONS = {"set": 0, "delete": 1, "append": 2, "subtract": 3}
-_SPECIAL_TIMESTAMPS = {"latest": -1, "earliest": -2, "max_timestamp": -3}
 
 
 # -- what goes in ---------------------------------------------------------------------------
@@ -285,7 +287,7 @@ class AIOAdminClient:
             validate_only=validate_only,
         )
         conn = await self._controller()
-        response = await conn.request(request, max_version=7)
+        response = await conn.request(request)
         results: dict[str, Any] = {}
         for r in response.topics:
             error = _error(r.error_code, r.error_message, r.name)
@@ -296,7 +298,7 @@ class AIOAdminClient:
         """Delete topics by name."""
         names = list(topics)
         conn = await self._controller()
-        version = conn.version_for(ApiKey.DELETE_TOPICS, max_version=6)
+        version = conn.version_for(ApiKey.DELETE_TOPICS)
         timeout = self.config["request.timeout.ms"] if timeout_ms is None else timeout_ms
         if version >= 6:
             request = DeleteTopicsRequest(topics=[DeleteTopicsRequest.DeleteTopicState(name=n) for n in names], timeout_ms=timeout)
@@ -329,7 +331,7 @@ class AIOAdminClient:
         request = CreatePartitionsRequest(
             topics=[CreatePartitionsRequest.CreatePartitionsTopic(name=n, count=c, assignments=None) for n, c in counts.items()],
             timeout_ms=self.config["request.timeout.ms"], validate_only=validate_only)
-        response = await (await self._controller()).request(request, max_version=3)
+        response = await (await self._controller()).request(request)
         return _outcome({r.name: _error(r.error_code, r.error_message, r.name) for r in response.results})
 
     # -- configs --------------------------------------------------------------------------
@@ -341,7 +343,7 @@ class AIOAdminClient:
         request = DescribeConfigsRequest(resources=[
             DescribeConfigsRequest.DescribeConfigsResource(resource_type=r.type, resource_name=r.name, configuration_keys=None)
             for r in resources], include_synonyms=include_synonyms)
-        response = await self._retrying(lambda: self._cluster.request(None, request, max_version=4))
+        response = await self._retrying(lambda: self._cluster.request(None, request))
         results: dict[ConfigResource, Any] = {}
         for r in response.results:
             resource = ConfigResource(r.resource_type, r.resource_name)
@@ -359,7 +361,7 @@ class AIOAdminClient:
             AlterConfigsRequest.AlterConfigsResource(resource_type=r.type, resource_name=r.name, configs=[
                 AlterConfigsRequest.AlterableConfig(name=k, value=v) for k, v in values.items()])
             for r, values in configs.items()], validate_only=validate_only)
-        response = await self._cluster.request(None, request, max_version=2)
+        response = await self._cluster.request(None, request)
         return _outcome({ConfigResource(r.resource_type, r.resource_name): _error(r.error_code, r.error_message)
                          for r in response.responses})
 
@@ -372,7 +374,7 @@ class AIOAdminClient:
                 IncrementalAlterConfigsRequest.AlterableConfig(name=name, config_operation=_OPERATIONS[op], value=value)
                 for name, op, value in ops])
             for r, ops in changes.items()], validate_only=validate_only)
-        response = await self._cluster.request(None, request, max_version=1)
+        response = await self._cluster.request(None, request)
         return _outcome({ConfigResource(r.resource_type, r.resource_name): _error(r.error_code, r.error_message)
                          for r in response.responses})
 
@@ -385,7 +387,7 @@ class AIOAdminClient:
         wanted = list(states) if states is not None else []
         for node_id in list(self._cluster.brokers):
             conn = await self._cluster.connection(node_id)
-            version = conn.version_for(ApiKey.LIST_GROUPS, max_version=4)
+            version = conn.version_for(ApiKey.LIST_GROUPS)
             response = await conn.request_versioned(ListGroupsRequest(states_filter=wanted), version)
             if response.error_code:
                 raise for_code(response.error_code)(f"ListGroups on broker {node_id}")
@@ -398,7 +400,7 @@ class AIOAdminClient:
         results: dict[str, Any] = {}
         for group_id in group_ids:
             node = await self._coordinator(group_id)
-            response = await self._cluster.request(node, DescribeGroupsRequest(groups=[group_id]), max_version=5)
+            response = await self._cluster.request(node, DescribeGroupsRequest(groups=[group_id]))
             g = response.groups[0]
             results[group_id] = _error(g.error_code, None, group_id) or GroupDescription(
                 g.group_id, g.group_state, g.protocol_type, g.protocol_data,
@@ -412,7 +414,7 @@ class AIOAdminClient:
         results: dict[str, Any] = {}
         for group_id in group_ids:
             node = await self._coordinator(group_id)
-            response = await self._cluster.request(node, DeleteGroupsRequest(groups_names=[group_id]), max_version=2)
+            response = await self._cluster.request(node, DeleteGroupsRequest(groups_names=[group_id]))
             results[group_id] = _error(response.results[0].error_code, None, group_id)
         return _outcome(results)
 
@@ -421,7 +423,7 @@ class AIOAdminClient:
         """A group's committed offsets (all of them, or of ``partitions``; -1 where none)."""
         node = await self._coordinator(group_id)
         conn = await self._cluster.connection(node)
-        version = conn.version_for(ApiKey.OFFSET_FETCH, min_version=2, max_version=9)  # 2: null topics = all
+        version = conn.version_for(ApiKey.OFFSET_FETCH, min_version=2)  # 2: null topics = all
         response = await conn.request_versioned(offset_fetch_request(version, group_id, partitions), version)
         error_code, topics = offset_fetch_topics(response)
         if error_code:
@@ -447,7 +449,7 @@ class AIOAdminClient:
                                       topics=[OffsetCommitRequest.OffsetCommitRequestTopic(name=t, partitions=p)
                                               for t, p in topics.items()])
         node = await self._coordinator(group_id)
-        response = await self._cluster.request(node, request, min_version=2, max_version=8)
+        response = await self._cluster.request(node, request, min_version=2)  # v0-1 commit to ZooKeeper
         return _outcome({TopicPartition(t.name, p.partition_index): _error(p.error_code, None, t.name)
                          for t in response.topics for p in t.partitions})
 
@@ -473,24 +475,17 @@ class AIOAdminClient:
         A timestamp gives the first offset whose timestamp is at or after it (offset -1
         when there is none).
         """
-        timestamps = {tp: _SPECIAL_TIMESTAMPS[s] if isinstance(s, str) else int(s) for tp, s in specs.items()}
+        timestamps = {tp: timestamp_of(s) for tp, s in specs.items()}
         results: dict[TopicPartition, Any] = {}
         for leader, tps in (await self._leaders(timestamps)).items():
             if leader < 0:
                 for tp in tps:
                     results[tp] = UnknownTopicOrPartitionError(f"{tp.topic}-{tp.partition} has no leader")
                 continue
-            request = ListOffsetsRequest(
-                replica_id=-1, isolation_level=1 if isolation_level == "read_committed" else 0,
-                topics=[ListOffsetsRequest.ListOffsetsTopic(name=t, partitions=[
-                    ListOffsetsRequest.ListOffsetsPartition(partition_index=p, timestamp=timestamps[TopicPartition(t, p)])
-                    for p in ps]) for t, ps in by_topic(tps).items()])
-            min_version = 7 if -3 in timestamps.values() else 1
-            response = await self._cluster.request(leader, request, min_version=min_version, max_version=8)
-            for t in response.topics:
-                for p in t.partitions:
-                    tp = TopicPartition(t.name, p.partition_index)
-                    results[tp] = _error(p.error_code, None, tp) or ListedOffset(p.offset, p.timestamp, p.leader_epoch)
+            found = await list_offsets(self._cluster, leader, {tp: timestamps[tp] for tp in tps},
+                                       read_committed=isolation_level == "read_committed")
+            for tp, p in found.items():
+                results[tp] = _error(p.error_code, None, tp) or ListedOffset(p.offset, p.timestamp, p.leader_epoch)
         return _outcome(results)
 
     async def delete_records(self, before: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
@@ -504,7 +499,7 @@ class AIOAdminClient:
             request = DeleteRecordsRequest(topics=[DeleteRecordsRequest.DeleteRecordsTopic(name=t, partitions=[
                 DeleteRecordsRequest.DeleteRecordsPartition(partition_index=p, offset=before[TopicPartition(t, p)])
                 for p in ps]) for t, ps in by_topic(tps).items()], timeout_ms=self.config["request.timeout.ms"])
-            response = await self._cluster.request(leader, request, max_version=2)
+            response = await self._cluster.request(leader, request)
             for t in response.topics:
                 for p in t.partitions:
                     tp = TopicPartition(t.name, p.partition_index)
@@ -517,7 +512,7 @@ class AIOAdminClient:
         """Cluster id, controller and brokers."""
         conn = await self._cluster.any_connection()
         try:
-            version = conn.version_for(ApiKey.DESCRIBE_CLUSTER, max_version=1)
+            version = conn.version_for(ApiKey.DESCRIBE_CLUSTER)
         except KafkaCodeError:  # brokers before 2.8 have no DescribeCluster: Metadata says the same
             await self._cluster.refresh()
             c = self._cluster

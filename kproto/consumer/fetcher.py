@@ -24,15 +24,13 @@ batches), control batches and (read_committed) aborted batches are skipped, and 
 partition's position moves past every batch drained, so it ends past compaction gaps and
 transaction markers, as Java's does.
 
-read_committed (Java's ``CompletedFetch``). The broker returns records up to the last
-stable offset and the aborted transactions overlapping them, ``(producer_id,
-first_offset)``. Walking the batches in order, each aborted transaction whose first
-offset is at or before a batch's last offset marks its producer as aborting; a
-transactional batch of an aborting producer is skipped, and that producer's ABORT
-marker (a control batch) ends it.
+The request, the per-partition error actions and the read_committed filter (Java's
+``CompletedFetch``) are :mod:`kproto.io.fetch`'s, shared with the Spark source.
 
 Errors per partition: leadership changes (NOT_LEADER_OR_FOLLOWER and friends) refresh
-metadata and retry after ``retry.backoff.ms``; OFFSET_OUT_OF_RANGE resets the position
+metadata and retry after a backoff (``retry.backoff.ms`` doubling up to
+``retry.backoff.max.ms`` per broker while fetches keep failing, with KIP-580's jitter:
+:class:`~kproto.io.retry.Backoff`); OFFSET_OUT_OF_RANGE resets the position
 per ``auto.offset.reset``, or, with ``none``, raises :class:`~kproto.errors.OffsetOutOfRangeError`
 from poll; a corrupt batch or a failing deserializer raises from poll with the position
 left at the bad record, so that each later poll raises again until the application
@@ -42,7 +40,6 @@ seeks past it.
 from __future__ import annotations
 
 import asyncio
-import heapq
 import logging
 import time
 from collections import deque
@@ -61,8 +58,10 @@ from kproto.errors import (
     for_code,
 )
 from kproto.io import Cluster
-from kproto.protocol.messages import FetchRequest, ListOffsetsRequest
-from kproto.records import Batch, ControlType, parse_control_record, read_batches
+from kproto.io.fetch import Action, BatchFilter, FetchSettings, fetch, partition_action
+from kproto.io.list_offsets import list_offsets, timestamp_of
+from kproto.io.retry import Backoff
+from kproto.records import Batch, read_batches
 from kproto.structs import TopicPartition
 
 __all__ = ["Fetcher"]
@@ -70,20 +69,13 @@ __all__ = ["Fetcher"]
 log = logging.getLogger("kproto.consumer")
 
 _new_record = tuple.__new__
-_EARLIEST, _LATEST = -2, -1  # ListOffsets' special timestamps
-_RESET_TIMESTAMPS = {"earliest": _EARLIEST, "latest": _LATEST}
-# Codes after which the partition's leader is looked up again before the next fetch.
-_STALE_METADATA = frozenset({3, 5, 6, 9, 56, 74, 76, 100, 103})  # UNKNOWN_TOPIC_OR_PARTITION, LEADER_NOT_AVAILABLE,
-# NOT_LEADER_OR_FOLLOWER, REPLICA_NOT_AVAILABLE, KAFKA_STORAGE_ERROR, FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH,
-# UNKNOWN_TOPIC_ID, INCONSISTENT_TOPIC_ID
-_RETRY_LATER = frozenset({-1, 78})  # UNKNOWN_SERVER_ERROR, OFFSET_NOT_AVAILABLE: transient, fetch again
 
 
 class _Chunk:
     """One partition's share of one Fetch response, decoded a batch at a time."""
 
     __slots__ = ("tp", "version", "position", "end", "epoch", "batches", "records", "index", "batch_end", "error",
-                 "aborted", "aborting", "key_deserializer", "value_deserializer")
+                 "filter", "key_deserializer", "value_deserializer")
 
     def __init__(self, tp: TopicPartition, version: int, fetch_offset: int, data: Any, *, check_crcs: bool,
                  aborted: Iterable[Any] | None, deserializers: tuple[Callable | None, Callable | None]) -> None:
@@ -103,11 +95,7 @@ class _Chunk:
         self.end = max(fetch_offset, self.batches[-1].next_offset) if self.batches else fetch_offset
         if self.error is None and not self.batches and data and len(data):
             log.debug("%s-%d: no whole batch at offset %d in %d bytes", tp.topic, tp.partition, fetch_offset, len(data))
-        self.aborted = None
-        if aborted is not None:
-            self.aborted = [(a.first_offset, a.producer_id) for a in aborted]
-            heapq.heapify(self.aborted)
-        self.aborting: set[int] = set()
+        self.filter = BatchFilter(aborted)  # skips control batches, and aborted ones under read_committed
         self.key_deserializer, self.value_deserializer = deserializers
 
     @property
@@ -132,27 +120,12 @@ class _Chunk:
             else:  # past the whole batch, whatever gaps compaction left at its end
                 self.position = max(self.position, self.batch_end)
 
-    def _skip(self, batch: Batch) -> bool:
-        """Whether a batch holds nothing to return (control, or aborted under read_committed)."""
-        aborted = self.aborted
-        if aborted is not None and batch.producer_id >= 0:
-            while aborted and aborted[0][0] <= batch.last_offset:
-                self.aborting.add(heapq.heappop(aborted)[1])
-            if batch.is_control:
-                records = batch.records()
-                if records and parse_control_record(records[0])[1] == ControlType.ABORT:
-                    self.aborting.discard(batch.producer_id)
-                return True
-            if batch.is_transactional and batch.producer_id in self.aborting:
-                return True
-        return batch.is_control
-
     def _next_batch(self) -> bool:
         """Decode the next batch with records to return into :attr:`records`."""
         while self.batches:
             batch = self.batches[0]
             try:
-                records = self._decode(batch) if not self._skip(batch) else []
+                records = self._decode(batch) if not self.filter.skip(batch) else []
             except KafkaError as exc:
                 self.error, self.batches = exc, deque()  # the position stays at this batch
                 return False
@@ -221,22 +194,18 @@ class Fetcher:
         self._subscriptions = subscriptions
         self._on_data = on_data
         self._on_stale_metadata = on_stale_metadata
-        self._read_committed = config["isolation.level"] == "read_committed"
+        self._settings = FetchSettings.from_config(config)
+        self._read_committed = self._settings.read_committed
         self._check_crcs = config["check.crcs"]
         self._deserializers = (config["key.deserializer"], config["value.deserializer"])
-        self._min_bytes = config["fetch.min.bytes"]
-        self._max_wait_ms = config["fetch.max.wait.ms"]
-        self._max_bytes = config["fetch.max.bytes"]
-        self._partition_max_bytes = config["max.partition.fetch.bytes"]
-        self._rack = config["client.rack"]
-        self._backoff = config["retry.backoff.ms"] / 1000
-        self._timeout = (config["request.timeout.ms"] + self._max_wait_ms) / 1000
+        self._backoff = Backoff.retry(config)
         self._buffered: dict[TopicPartition, deque[_Chunk]] = {}
         self._errors: dict[TopicPartition, KafkaError] = {}  # raised by the next poll
         self._failure: Exception | None = None  # unexpected: raised by every poll
         self._in_flight: set[TopicPartition] = set()
         self._busy_nodes: set[int] = set()
         self._resting: dict[int, float] = {}  # node -> monotonic time its backoff ends
+        self._failures: dict[int, int] = {}  # node -> fetches in a row that ended in a backoff
         self._wake = asyncio.Event()
         self._task: asyncio.Task | None = None
         self._requests: set[asyncio.Task] = set()
@@ -295,32 +264,27 @@ class Fetcher:
         return plan
 
     def _rest(self, node: int) -> None:
-        """No fetch to ``node`` for ``retry.backoff.ms``; then plan again."""
-        self._resting[node] = time.monotonic() + self._backoff
-        asyncio.get_running_loop().call_later(self._backoff, self._wake.set)
+        """No fetch to ``node`` for a backoff (longer after each failed fetch in a row); then
+        plan again. Several partitions of one answer asking for it count once."""
+        now = time.monotonic()
+        if self._resting.get(node, 0) > now:
+            return
+        failures = self._failures[node] = self._failures.get(node, 0) + 1
+        wait = self._backoff.delay(failures)
+        self._resting[node] = now + wait
+        asyncio.get_running_loop().call_later(wait, self._wake.set)
 
     # -- one fetch ------------------------------------------------------------------------------
 
     async def _fetch(self, node: int, offsets: dict[TopicPartition, int]) -> None:
         versions = {tp: self._subscriptions.get(tp).version for tp in offsets}
-        by_topic: dict[str, list[Any]] = {}
-        for tp, offset in offsets.items():
-            by_topic.setdefault(tp.topic, []).append(FetchRequest.FetchPartition(
-                partition=tp.partition, fetch_offset=offset, partition_max_bytes=self._partition_max_bytes))
-        request = FetchRequest(
-            replica_id=-1, max_wait_ms=self._max_wait_ms, min_bytes=self._min_bytes, max_bytes=self._max_bytes,
-            isolation_level=1 if self._read_committed else 0, session_id=0, session_epoch=-1,
-            topics=[FetchRequest.FetchTopic(topic=t, partitions=ps) for t, ps in by_topic.items()],
-            rack_id=self._rack)
         try:
-            response = await self._cluster.request(node, request, min_version=4, max_version=12, timeout=self._timeout)
-            if response.error_code:
-                raise for_code(response.error_code)(f"Fetch from broker {node}")
-            for topic in response.responses:
-                for p in topic.partitions:
-                    tp = TopicPartition(topic.topic, p.partition_index)
-                    if tp in versions:
-                        self._handle(tp, versions[tp], offsets[tp], p)
+            answers = await fetch(self._cluster, node, self._settings, offsets)
+            for tp, p in answers.items():
+                if tp in versions:
+                    self._handle(tp, versions[tp], offsets[tp], p)
+            if self._resting.get(node, 0) <= time.monotonic():
+                self._failures.pop(node, None)  # it answered and asked for no backoff
         except ClientClosedError:
             return
         except KafkaError as exc:
@@ -340,7 +304,8 @@ class Fetcher:
         if state is None or state.version != version:
             return  # unassigned or moved while in flight
         code = p.error_code
-        if code == 0:
+        action = partition_action(code)
+        if action is Action.RECORDS:
             if not p.records:
                 return
             chunk = _Chunk(tp, version, offset, p.records, check_crcs=self._check_crcs,
@@ -350,7 +315,7 @@ class Fetcher:
                 self._buffered.setdefault(tp, deque()).append(chunk)
                 self._subscriptions.move_to_end(tp)
                 self._on_data()
-        elif code == OffsetOutOfRangeError.code:
+        elif action is Action.OUT_OF_RANGE:
             if state.position != offset or self._buffered.get(tp):
                 return  # only the offset poll would return next counts
             if self._subscriptions.default_reset == "none":
@@ -364,8 +329,8 @@ class Fetcher:
                          self._subscriptions.default_reset)
                 self._subscriptions.request_reset(tp)
                 self._on_data()  # poll looks the new position up
-        elif code in _STALE_METADATA or code in _RETRY_LATER:
-            if code in _STALE_METADATA:
+        elif action is Action.REFRESH or action is Action.RETRY:
+            if action is Action.REFRESH:
                 self._on_stale_metadata()
             node = self._cluster.leader(tp.topic, tp.partition)
             if node >= 0:
@@ -440,7 +405,8 @@ class Fetcher:
 
     async def list_offsets(self, timestamps: Mapping[TopicPartition, int], deadline: float
                            ) -> dict[TopicPartition, OffsetAndTimestamp]:
-        """ListOffsets for each partition (-2 earliest, -1 latest, or a timestamp in ms).
+        """ListOffsets for each partition (an :class:`~kproto.protocol.timestamps.OffsetTimestamp`,
+        or a timestamp in ms).
 
         Offsets honour ``isolation.level`` (latest is the last stable offset under
         read_committed). A timestamp after every record gives offset -1. Retries
@@ -453,6 +419,7 @@ class Fetcher:
         pending = dict(timestamps)
         found: dict[TopicPartition, OffsetAndTimestamp] = {}
         refresh = any(self._cluster.leader(tp.topic, tp.partition) < 0 for tp in pending)
+        failures = 0
         while True:
             retry: KafkaError | None = None
             try:
@@ -472,32 +439,25 @@ class Fetcher:
                 pending.pop(tp, None)
             if not pending:
                 return found
-            if time.monotonic() + self._backoff > deadline:
+            failures += 1
+            wait = self._backoff.delay(failures)
+            if time.monotonic() + wait > deadline:
                 raise KafkaTimeoutError(f"no offsets for {len(pending)} partition(s) before the timeout: {retry}")
-            await asyncio.sleep(self._backoff)
+            await asyncio.sleep(wait)
             refresh = True  # a leader may have moved
 
     async def _list_offsets_at(self, leader: int, timestamps: dict[TopicPartition, int],
                                found: dict[TopicPartition, OffsetAndTimestamp]) -> KafkaError | None:
-        by_topic: dict[str, list[Any]] = {}
-        for tp, ts in timestamps.items():
-            by_topic.setdefault(tp.topic, []).append(
-                ListOffsetsRequest.ListOffsetsPartition(partition_index=tp.partition, timestamp=ts))
-        request = ListOffsetsRequest(
-            replica_id=-1, isolation_level=1 if self._read_committed else 0,
-            topics=[ListOffsetsRequest.ListOffsetsTopic(name=t, partitions=ps) for t, ps in by_topic.items()])
-        response = await self._cluster.request(leader, request, min_version=1, max_version=8)
+        answers = await list_offsets(self._cluster, leader, timestamps, read_committed=self._read_committed)
         retry = None
-        for t in response.topics:
-            for p in t.partitions:
-                tp = TopicPartition(t.name, p.partition_index)
-                if p.error_code == 0:
-                    found[tp] = OffsetAndTimestamp(p.offset, p.timestamp, p.leader_epoch)
-                    continue
-                error = for_code(p.error_code)(f"ListOffsets for {tp.topic}-{tp.partition}")
-                if not error.retriable:
-                    raise error
-                retry = error
+        for tp, p in answers.items():
+            if p.error_code == 0:
+                found[tp] = OffsetAndTimestamp(p.offset, p.timestamp, p.leader_epoch)
+                continue
+            error = for_code(p.error_code)(f"ListOffsets for {tp.topic}-{tp.partition}")
+            if not error.retriable:
+                raise error
+            retry = error
         return retry
 
     async def reset_positions(self, deadline: float) -> None:
@@ -506,7 +466,7 @@ class Fetcher:
         if not awaiting:
             return
         versions = {tp: self._subscriptions.state(tp).version for tp in awaiting}
-        offsets = await self.list_offsets({tp: _RESET_TIMESTAMPS[s] for tp, s in awaiting.items()}, deadline)
+        offsets = await self.list_offsets({tp: timestamp_of(s) for tp, s in awaiting.items()}, deadline)
         for tp, found in offsets.items():
             state = self._subscriptions.get(tp)
             if state is not None and state.version == versions[tp] and state.reset is not None:

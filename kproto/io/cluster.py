@@ -245,7 +245,7 @@ class Cluster:
             KafkaCodeError: the broker's answer (COORDINATOR_NOT_AVAILABLE is retriable).
         """
         conn = await self.any_connection()
-        version = conn.version_for(ApiKey.FIND_COORDINATOR, max_version=5)
+        version = conn.version_for(ApiKey.FIND_COORDINATOR)
         if version >= 4:  # KIP-699: batched keys
             response = await conn.request_versioned(FindCoordinatorRequest(key_type=key_type, coordinator_keys=[key]), version)
             c = response.coordinators[0]
@@ -295,7 +295,7 @@ class Cluster:
         while True:
             conn = await self.any_connection()
             try:
-                response = await conn.request(request, min_version=1, max_version=12)
+                response = await conn.request(request)
                 break
             except KafkaConnectionError:
                 if time.monotonic() > deadline:

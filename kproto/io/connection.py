@@ -3,7 +3,8 @@
 Theory of operation. :meth:`Connection.open` connects and sends ApiVersions first (v3;
 an old broker answers UNSUPPORTED_VERSION in a v0 body and we ask again at its highest
 version, as KIP-511 intends). From then on :meth:`Connection.request` picks, for each
-API, the highest version both sides support within the caller's bounds, writes the
+API, the highest version both sides support within the caller's bounds (and within
+the versions kproto's clients send, :mod:`kproto.io.versions`), writes the
 frame at once (requests are pipelined: many may be in flight) and awaits the response,
 which one reader task matches by correlation id. A broker answers a connection's
 requests in order, so an out-of-order or unknown correlation id means the stream is
@@ -52,6 +53,7 @@ from kproto.errors import (
     UnsupportedVersionError,
     for_code,
 )
+from kproto.io.versions import client_versions
 from kproto.protocol import APIS, ApiKey, FrameReader, Message, decode_response, encode_request
 from kproto.protocol.messages import REQUESTS, ApiVersionsRequest
 
@@ -229,10 +231,14 @@ class Connection:
     def version_for(self, api_key: int, min_version: int = 0, max_version: int | None = None) -> int:
         """The highest version of ``api_key`` that kproto, the caller and the broker share.
 
+        kproto's are the versions its clients send (:func:`kproto.io.versions.client_versions`:
+        the schema table's, narrowed where a client does not use what a version adds);
+        ``min_version``/``max_version`` narrow them for one request.
+
         Raises:
             UnsupportedVersionError: there is none.
         """
-        ours = APIS[api_key].versions
+        ours = client_versions(api_key)
         theirs = self.api_versions.get(api_key)
         hi = ours.hi if max_version is None else min(ours.hi, max_version)
         lo = max(ours.lo, min_version)

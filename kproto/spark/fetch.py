@@ -8,18 +8,21 @@ needs no thread. Each Fetch response's records go through
 range are sliced off (a fetch returns whole batches, so the first may start before the
 range and the last may run past it).
 
-Theory of operation, per Fetch (v4-v12, topic names):
+Theory of operation, per Fetch (the request, its error actions and the read_committed
+filter are :mod:`kproto.io.fetch`'s, shared with the consumer):
 
 - The position starts at the range's start and moves to the ``next_offset`` of the
-  decoded batches, so gaps left by compaction and the offsets of transaction markers
+  batches read, so gaps left by compaction and the offsets of transaction markers
   are stepped over, as a Java consumer does.
 - ``isolation.level=read_committed``: the broker answers up to the last stable offset
   and lists the aborted transactions; batches of those are dropped here before
   decoding (Java's ``Fetcher`` does the same walk over batch headers).
-- Retriable partition errors (leader moved, metadata stale) refresh the metadata and
-  retry. OFFSET_OUT_OF_RANGE, or a partition that ends before the range does, is data
-  loss: an error under ``failOnDataLoss=true``, otherwise the task skips to what is
-  still there (or stops).
+- Partition errors that a fetch may outlive (leader moved, metadata stale, a transient
+  broker error) refresh the metadata and retry after a backoff
+  (:class:`~kproto.io.retry.Backoff`: ``retry.backoff.ms`` doubling up to
+  ``retry.backoff.max.ms``, with KIP-580's jitter). OFFSET_OUT_OF_RANGE, or a
+  partition that ends before the range does, is data loss: an error under
+  ``failOnDataLoss=true``, otherwise the task skips to what is still there (or stops).
 - A response that brings no progress while the range is not done is retried until
   ``kafkaConsumer.pollTimeoutMs``, then fails the task (Spark's connector does too).
 """
@@ -36,47 +39,23 @@ import pyarrow as pa
 
 from kproto.codec import decode_columnar
 from kproto.config import ClientConfig
-from kproto.errors import KafkaError, KafkaTimeoutError, OffsetOutOfRangeError, for_code
+from kproto.errors import KafkaError, KafkaTimeoutError, LeaderNotAvailableError, for_code
 from kproto.io import Cluster
-from kproto.protocol.messages import FetchRequest
-from kproto.records import ControlType, parse_control_record, read_batches
+from kproto.io.fetch import (
+    Action,
+    BatchFilter,
+    FetchSettings,
+    fetch,
+    kept_batches,
+    partition_action,
+)
+from kproto.io.retry import Backoff
 from kproto.spark.arrow import record_batch
 from kproto.spark.planning import DataLossError, OffsetRange, SourceOptions
 from kproto.spark.schema import arrow_schema
+from kproto.structs import TopicPartition
 
-__all__ = ["drop_aborted", "read_range"]
-
-_FETCH_MAX_VERSION = 12  # v13+ names topics by id; names keep one request shape for every broker
-
-
-def drop_aborted(records: Any, aborted: list[tuple[int, int]], check_crc: bool) -> bytes:
-    """``records`` without the batches of aborted transactions (read_committed).
-
-    Args:
-        records: a Fetch response's record set.
-        aborted: ``(producer_id, first_offset)`` of each aborted transaction it overlaps.
-
-    The walk is Java's: a transaction becomes current at its first offset, its data
-    batches are dropped while it is current, and its ABORT marker ends it.
-    """
-    pending = sorted(aborted, key=lambda a: a[1])
-    current: set[int] = set()
-    kept = []
-    view = memoryview(records)
-    pos = 0
-    for batch in read_batches(view, check_crc):
-        start, pos = pos, pos + batch.size
-        while pending and pending[0][1] <= batch.last_offset:
-            current.add(pending.pop(0)[0])
-        if batch.is_control:
-            if batch.producer_id in current and any(
-                    parse_control_record(r)[1] == ControlType.ABORT for r in batch.records()):
-                current.discard(batch.producer_id)
-            continue  # markers are never data
-        if batch.is_transactional and batch.producer_id in current:
-            continue
-        kept.append(view[start:pos])
-    return b"".join(kept)
+__all__ = ["read_range"]
 
 
 class _RangeReader:
@@ -88,19 +67,12 @@ class _RangeReader:
         self.config = ClientConfig("consumer", options.kafka)
         self.cluster = Cluster(self.config)
         self.position = task.start
-        self.read_committed = self.config["isolation.level"] == "read_committed"
+        self.settings = FetchSettings.from_config(self.config)
+        self.read_committed = self.settings.read_committed
+        self.backoff = Backoff.retry(self.config)
+        self.failures = 0  # fetches in a row that ended in a retry
         self.schema = arrow_schema(options.include_headers)
         self.last_error: KafkaError | None = None  # of the retries, for the timeout's message
-
-    def _request(self) -> FetchRequest:
-        c = self.config
-        return FetchRequest(
-            replica_id=-1, max_wait_ms=c["fetch.max.wait.ms"], min_bytes=c["fetch.min.bytes"],
-            max_bytes=c["fetch.max.bytes"], isolation_level=1 if self.read_committed else 0,
-            session_id=0, session_epoch=-1, forgotten_topics_data=[], rack_id=c["client.rack"],
-            topics=[FetchRequest.FetchTopic(topic=self.task.topic, partitions=[FetchRequest.FetchPartition(
-                partition=self.task.partition, fetch_offset=self.position, current_leader_epoch=-1,
-                last_fetched_epoch=-1, log_start_offset=-1, partition_max_bytes=c["max.partition.fetch.bytes"])])])
 
     async def _leader(self) -> int:
         t = self.task
@@ -108,35 +80,35 @@ class _RangeReader:
             await self.cluster.refresh([t.topic])
         leader = self.cluster.leader(t.topic, t.partition)
         if leader < 0:
-            raise for_code(5)(f"{t.topic}-{t.partition} has no leader")  # LEADER_NOT_AVAILABLE: retriable
+            raise LeaderNotAvailableError(f"{t.topic}-{t.partition} has no leader")  # retriable
         return leader
 
     async def fetch(self) -> Any:
         """One Fetch; returns the partition's data, or None after a retriable error."""
+        t = self.task
+        tp = TopicPartition(t.topic, t.partition)
         try:
             leader = await self._leader()
-            response = await self.cluster.request(leader, self._request(), min_version=4,
-                                                  max_version=_FETCH_MAX_VERSION)
+            data = (await fetch(self.cluster, leader, self.settings, {tp: self.position}))[tp]
         except KafkaError as exc:
             if not exc.retriable:
                 raise
             await self._retry_later(exc)
             return None
-        data = response.responses[0].partitions[0]
-        if data.error_code == OffsetOutOfRangeError.code:
-            return data
-        if data.error_code:
-            error = for_code(data.error_code)(f"fetching {self.task.topic}-{self.task.partition} at {self.position}")
-            if not error.retriable:
-                raise error
-            await self._retry_later(error)
+        action = partition_action(data.error_code)
+        if action is Action.REFRESH or action is Action.RETRY:
+            await self._retry_later(for_code(data.error_code)(f"fetching {t.topic}-{t.partition} at {self.position}"))
             return None
+        if action is Action.RAISE:
+            raise for_code(data.error_code)(f"fetching {t.topic}-{t.partition} at {self.position}")
+        self.failures = 0
         return data
 
     async def _retry_later(self, error: KafkaError) -> None:
         self.last_error = error
         self.cluster.topics.pop(self.task.topic, None)  # forces a metadata refresh
-        await asyncio.sleep(self.config["retry.backoff.ms"] / 1000)
+        self.failures += 1
+        await asyncio.sleep(self.backoff.delay(self.failures))
 
     def lost(self, what: str) -> None:
         if self.options.fail_on_data_loss:
@@ -146,7 +118,7 @@ class _RangeReader:
     def take(self, data: Any) -> pa.RecordBatch | None:
         """Advance past ``data`` (a partition's Fetch answer); its records in the range, if any."""
         t = self.task
-        if data.error_code == OffsetOutOfRangeError.code:
+        if partition_action(data.error_code) is Action.OUT_OF_RANGE:
             if self.position < data.log_start_offset:
                 self.lost(f"offsets {self.position}-{data.log_start_offset - 1} are gone (the log starts at "
                           f"{data.log_start_offset})")
@@ -164,11 +136,12 @@ class _RangeReader:
                 self.position = t.end
             return None
         check_crc = self.config["check.crcs"]
+        walked = -1
         if self.read_committed and data.aborted_transactions:
-            records = drop_aborted(records, [(a.producer_id, a.first_offset) for a in data.aborted_transactions],
-                                   check_crc)
+            records, walked = kept_batches(records, BatchFilter.of(data, True), check_crc)
         cols = decode_columnar(records, self.position, check_crc)
-        self.position = max(self.position, cols.next_offset)
+        # Past the batches decoded, and past aborted batches and markers dropped after them.
+        self.position = max(self.position, cols.next_offset, walked)
         if cols.count == 0:
             return None
         batch = record_batch(cols, t.topic, t.partition, self.schema)

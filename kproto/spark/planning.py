@@ -34,12 +34,14 @@ from pyspark.sql.datasource import InputPartition
 from kproto.admin import AdminClient
 from kproto.config import ADMIN, CONFIGS, ClientConfig
 from kproto.errors import KafkaError, UnknownTopicOrPartitionError
+from kproto.protocol.timestamps import OffsetTimestamp
 from kproto.spark.options import flag, get, kafka_options, number
 from kproto.structs import TopicPartition
 
 __all__ = ["OffsetRange", "Planner", "SourceOptions", "DataLossError", "EARLIEST", "LATEST"]
 
-EARLIEST, LATEST = -2, -1  # Spark's JSON offsets for "earliest" and "latest"
+# Spark's JSON offsets for "earliest" and "latest" are Kafka's ListOffsets timestamps.
+EARLIEST, LATEST = OffsetTimestamp.EARLIEST, OffsetTimestamp.LATEST
 
 # Spark refuses these kafka.* options: the source, not Kafka, manages offsets and bytes.
 _REFUSED = {

@@ -1,9 +1,10 @@
 """ListOffsets v1-10.
 
-Behaviour: timestamp -2 is the log start offset, -1 the high watermark (which is also
-the last stable offset until transactions exist), -3 the record with the largest
-timestamp (KIP-734), and a real timestamp the first record at or after it, or offset -1
-when there is none. An offline partition (a storage error, see
+Behaviour (:class:`~kproto.protocol.timestamps.OffsetTimestamp`): EARLIEST (-2) is the
+log start offset, LATEST (-1) the high watermark (which is also the last stable offset
+until transactions exist), MAX_TIMESTAMP (-3) the record with the largest timestamp
+(KIP-734), and a real timestamp the first record at or after it, or offset -1 when there
+is none. An offline partition (a storage error, see
 :mod:`minibroker.log.partition`) is KAFKA_STORAGE_ERROR, as Kafka's ``ReplicaManager``
 answers for a partition on an offline log dir.
 Not implemented yet: v0 (``old_style_offsets``), a time index (timestamps are found by
@@ -13,21 +14,20 @@ scanning batch max timestamps, then one batch's records), leader epoch fencing.
 from kproto.errors import KafkaStorageError, UnknownTopicOrPartitionError
 from kproto.protocol import ApiKey
 from kproto.protocol.messages import ListOffsetsResponse
+from kproto.protocol.timestamps import OffsetTimestamp
 from minibroker.handlers import handles
 
 PartitionResponse = ListOffsetsResponse.ListOffsetsPartitionResponse
 TopicResponse = ListOffsetsResponse.ListOffsetsTopicResponse
 
-LATEST, EARLIEST, MAX_TIMESTAMP = -1, -2, -3
-
 
 def _lookup(topic, partition, timestamp):
     log = topic.partitions[partition]
-    if timestamp == LATEST:
+    if timestamp == OffsetTimestamp.LATEST:
         return log.high_watermark, -1
-    if timestamp == EARLIEST:
+    if timestamp == OffsetTimestamp.EARLIEST:
         return log.log_start_offset, -1
-    found = log.max_timestamp_offset() if timestamp == MAX_TIMESTAMP else log.offset_for_timestamp(timestamp)
+    found = log.max_timestamp_offset() if timestamp == OffsetTimestamp.MAX_TIMESTAMP else log.offset_for_timestamp(timestamp)
     return found if found is not None else (-1, -1)
 
 

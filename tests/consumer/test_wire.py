@@ -144,8 +144,73 @@ def test_a_fetch_answered_with_a_routing_error_refreshes_metadata_and_goes_on(co
             while len(got) < 10:
                 assert time.monotonic() < deadline, "timed out"
                 got += consumer.poll(0.2)
+            # The refresh asked for may come after the retried fetch: both wait a backoff
+            # (with jitter, KIP-580), so either may end first.
+            while proxy.counts[ApiKey.METADATA] <= metadata_at_fault[0]:
+                assert time.monotonic() < deadline, "no metadata refresh"
+                got += consumer.poll(0.05)
         assert metadata_at_fault and proxy.counts[ApiKey.METADATA] > metadata_at_fault[0]
     assert [r.offset for r in got] == list(range(10))
+
+
+def _failing_fetches(code, times):
+    """A proxy rule answering the first ``times`` Fetches with ``code`` for every partition."""
+    def fail(response):
+        for t in response.responses:
+            for p in t.partitions:
+                p.error_code, p.records, p.high_watermark = code, None, -1
+        return response
+
+    def rule(api_key, version, request, n):
+        if api_key == ApiKey.FETCH:
+            rule.fetches.append(time.monotonic())
+            if n <= times:
+                return Edit(fail)
+        return FORWARD
+    rule.fetches = []
+    return rule
+
+
+def test_a_fetch_answered_unknown_leader_epoch_is_fetched_again():
+    """Issue 12 (one Fetch owner, Java's AbstractFetch rules): UNKNOWN_LEADER_EPOCH (75)
+    means the broker has not caught up with the leader epoch yet: fetch again after a
+    backoff. It was raised from poll (the stale-metadata set had 76,
+    UNSUPPORTED_COMPRESSION_TYPE, in its place)."""
+    rule = _failing_fetches(75, 1)
+    with FaultProxy(rule) as proxy:
+        bs = proxy.bootstrap_servers
+        producer = ck.Producer({"bootstrap.servers": bs, "linger.ms": 0})
+        for i in range(5):
+            producer.produce("epoch", b"%d" % i, partition=0)
+        assert producer.flush(DEADLINE) == 0
+        del producer
+        with Consumer(bootstrap_servers=bs, fetch_max_wait_ms=100) as consumer:
+            consumer.assign([TopicPartition("epoch", 0)])
+            consumer.seek(TopicPartition("epoch", 0), 0)
+            got, deadline = [], time.monotonic() + DEADLINE
+            while len(got) < 5:
+                assert time.monotonic() < deadline, "timed out"
+                got += consumer.poll(0.2)
+    assert [r.offset for r in got] == list(range(5))
+
+
+def test_fetch_retries_back_off_exponentially():
+    """Issue 12 (one backoff policy): a broker that keeps answering NOT_LEADER_OR_FOLLOWER
+    is fetched from again after ``retry.backoff.ms`` doubling up to
+    ``retry.backoff.max.ms`` (KIP-580), not every ``retry.backoff.ms``: over 1.5 s with
+    50 ms doubling up to 1 s that is about 5 fetches (every 50 ms, about 25)."""
+    rule = _failing_fetches(6, 1000)
+    with FaultProxy(rule) as proxy:
+        with Consumer(bootstrap_servers=proxy.bootstrap_servers, fetch_max_wait_ms=10,
+                      retry_backoff_ms=50, retry_backoff_max_ms=1000) as consumer:
+            consumer.assign([TopicPartition("backoff", 0)])
+            consumer.seek(TopicPartition("backoff", 0), 0)
+            wait_for(lambda: rule.fetches)
+            end = rule.fetches[0] + 1.5
+            while time.monotonic() < end:
+                assert consumer.poll(0.1) == []
+            fetches = [t for t in rule.fetches if t < end]
+    assert 2 <= len(fetches) <= 12, [round(t - fetches[0], 3) for t in fetches]
 
 
 # -- isolation.level ---------------------------------------------------------------------------------

@@ -5,8 +5,10 @@ from __future__ import annotations
 import pytest
 
 from kproto.errors import ConfigError
+from kproto.io.fetch import BatchFilter, kept_batches
+from kproto.protocol.messages import FetchResponse
 from kproto.records import BatchBuilder, ControlType, build_control_batch, decode_record_set
-from kproto.spark.fetch import drop_aborted
+from kproto.spark.fetch import _RangeReader
 from kproto.spark.planning import OffsetRange, SourceOptions, split_ranges
 from kproto.spark.source import from_json, rate_limit, to_json
 from kproto.structs import TopicPartition as TP
@@ -77,19 +79,46 @@ def test_offsets_round_trip_through_sparks_json_form():
     assert from_json(to_json(offsets)) == offsets
 
 
-def test_read_committed_drops_aborted_transactions_and_markers():
-    def txn(pid, base, values):
-        b = BatchBuilder(2, 0, base_offset=base, producer_id=pid, producer_epoch=0, base_sequence=0,
-                         is_transactional=True)
-        for v in values:
-            b.append(1, None, v)
-        return b.build()
+def txn(pid, base, values):
+    b = BatchBuilder(2, 0, base_offset=base, producer_id=pid, producer_epoch=0, base_sequence=0,
+                     is_transactional=True)
+    for v in values:
+        b.append(1, None, v)
+    return b.build()
 
+
+def test_read_committed_drops_aborted_transactions_and_markers():
     plain = BatchBuilder(2, 0, base_offset=2)
     plain.append(1, None, b"plain")
     log = (txn(7, 0, [b"aborted-1", b"aborted-2"]) + plain.build() + txn(8, 3, [b"committed"])
            + build_control_batch(ControlType.ABORT, producer_id=7, producer_epoch=0, timestamp=1, base_offset=4)
            + build_control_batch(ControlType.COMMIT, producer_id=8, producer_epoch=0, timestamp=1, base_offset=5)
            + txn(7, 6, [b"after-abort"]))
-    kept = drop_aborted(log, [(7, 0)], check_crc=True)
+    kept, end = kept_batches(log, BatchFilter([FetchResponse.AbortedTransaction(producer_id=7, first_offset=0)]),
+                             check_crc=True)
     assert [r.value for r in decode_record_set(kept)[0]] == [b"plain", b"committed", b"after-abort"]
+    assert end == 7
+
+
+def test_read_committed_steps_past_an_aborted_transaction_that_ends_the_answer():
+    """Issue 12 (one Fetch owner): an answer whose last batches are an aborted transaction
+    and its ABORT marker moves the task's position past them, as the consumer's does;
+    it stayed at the aborted batch, fetched the same answer again and timed out."""
+    options = SourceOptions.parse({**BASE, "subscribe": "t", "kafka.isolation.level": "read_committed"},
+                                  streaming=False)
+    reader = _RangeReader(options, OffsetRange("t", 0, 0, 10))
+    plain = BatchBuilder(2, 0, base_offset=0)
+    plain.append(1, None, b"plain")
+    log = (plain.build() + txn(7, 1, [b"aborted-1", b"aborted-2"])
+           + build_control_batch(ControlType.ABORT, producer_id=7, producer_epoch=0, timestamp=1, base_offset=3))
+    data = FetchResponse.PartitionData(
+        partition_index=0, error_code=0, high_watermark=10, last_stable_offset=10, records=log,
+        aborted_transactions=[FetchResponse.AbortedTransaction(producer_id=7, first_offset=1)])
+    batch = reader.take(data)
+    assert batch.column("value").to_pylist() == [b"plain"]
+    assert reader.position == 4
+    data = FetchResponse.PartitionData(
+        partition_index=0, error_code=0, high_watermark=10, last_stable_offset=10, records=log[len(plain.build()):],
+        aborted_transactions=[FetchResponse.AbortedTransaction(producer_id=7, first_offset=1)])
+    reader.position = 1
+    assert reader.take(data) is None and reader.position == 4
