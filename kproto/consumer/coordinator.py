@@ -64,9 +64,6 @@ log = logging.getLogger("kproto.consumer")
 T = TypeVar("T")
 
 _JOIN_MARGIN_S = 5.0  # Java's JOIN_GROUP_TIMEOUT_LAPSE
-_MAX_VERSIONS = {ApiKey.JOIN_GROUP: 9, ApiKey.SYNC_GROUP: 5, ApiKey.HEARTBEAT: 4, ApiKey.LEAVE_GROUP: 5,
-                 ApiKey.OFFSET_COMMIT: 8, ApiKey.OFFSET_FETCH: 9}
-# OffsetCommit v9+ needs KIP-848's member epochs; OffsetFetch v9 only adds them as options.
 # After these the coordinator must be found again.
 _COORDINATOR_GONE = (NotCoordinatorError, CoordinatorNotAvailableError, KafkaConnectionError, KafkaTimeoutError)
 
@@ -108,7 +105,7 @@ class GroupCoordinator:
         """Send to the coordinator at the best version (``body`` may depend on it)."""
         try:
             conn = await self._connection()
-            version = conn.version_for(api_key, self.membership.min_version(api_key), _MAX_VERSIONS[api_key])
+            version = conn.version_for(api_key, self.membership.min_version(api_key))  # caps: kproto.io.versions
             request = body(version) if callable(body) else body
             return await conn.request_versioned(request, version, timeout=timeout)
         except _COORDINATOR_GONE:

@@ -79,8 +79,8 @@ class Sender:
         self.max_in_flight = config["max.in.flight.requests.per.connection"]
         self.max_request_size = config["max.request.size"]
         self.retries = config["retries"]
-        self.backoff = config["retry.backoff.ms"] / 1000
         self.retry_backoff = Backoff.retry(config)
+        self._step_failures = 0  # failed steps in a row (InitProducerId, say): their backoff grows
         self.request_timeout = config["request.timeout.ms"] / 1000
         self._in_flight: dict[int, int] = {}  # node -> requests in flight
         self._connecting: set[int] = set()  # nodes whose connection is being opened for us
@@ -133,15 +133,16 @@ class Sender:
             self._event.clear()
             try:
                 wait = await self._step()
-                self._warned = None
+                self._warned, self._step_failures = None, 0
             except asyncio.CancelledError:
                 raise
             except KafkaError as exc:  # e.g. no broker reachable for InitProducerId: try again later
                 self._last_error = exc
                 if str(exc) != self._warned:  # not every backoff (issue 11)
                     self._warned = str(exc)
-                    log.warning("producer: %s (retrying every retry.backoff.ms)", exc)
-                wait = self.backoff
+                    log.warning("producer: %s (retrying after retry.backoff.ms, doubling)", exc)
+                self._step_failures += 1
+                wait = self.retry_backoff.delay(self._step_failures)
             except Exception as exc:  # a bug: fail loudly rather than leave every future pending
                 log.exception("producer: the sender failed; failing every record not yet sent")
                 self.failed = KafkaError(f"the producer's sender failed: {exc!r}")
@@ -225,7 +226,7 @@ class Sender:
             return 0.0  # the next batches of those partitions may be ready already
         wakes = [t for t in (soonest, min(throttled, default=None)) if t is not None]
         if missing:
-            wakes.append(now + self.backoff)
+            wakes.append(now + self.retry_backoff.delay(1))  # look again once the refresh may be back
         return max(min(wakes) - time.monotonic(), 0.0) if wakes else None
 
     def _refresh(self, topics: set[str]) -> None:
@@ -246,7 +247,7 @@ class Sender:
         request = idempotence.begin_init()
         if request is None:
             return
-        response = await self.cluster.request(None, request, max_version=4)
+        response = await self.cluster.request(None, request)  # versions: kproto.io.versions
         try:
             idempotence.on_init_producer_id(response)
         except KafkaError as exc:
@@ -297,7 +298,7 @@ class Sender:
         # than its oldest batch may, then fails as a request timeout does (issue 10, item 14).
         timeout = min(self.request_timeout, min(b.deadline for b in batches) - time.monotonic())
         try:
-            response = await conn.request(request, min_version=3, max_version=11, expect_response=self.acks != 0,
+            response = await conn.request(request, expect_response=self.acks != 0,
                                           timeout=timeout)
         except KafkaError as exc:
             self._refresh({b.topic for b in batches})
