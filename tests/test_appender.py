@@ -150,3 +150,39 @@ def test_a_partition_beyond_the_topics_is_refused_whoever_chose_it(backend):
     with pytest.raises(ValueError, match=r"partition 3 is not in \[0, 3\)"):
         appender.append("t", 3, 3, 0, None, b"v")
     assert appender.used == 0 and not appender.lock.locked()
+
+
+@pytest.mark.parametrize("backend", [cy, py], ids=["cython", "python"])
+def test_the_sticky_choice_is_the_partitioners_asked_per_batch_not_per_record(backend):
+    """Issue 12, "One owner": the codec applies the producer's Partitioner; it asks it once
+    for the topic's first sticky partition and once per full batch (KIP-480), and follows
+    what it answers."""
+    asked = []
+
+    class Counting(Partitioner):
+        __slots__ = ()
+
+        def stick(self, topic, partitions):
+            asked.append(("stick", topic))
+            return super().stick(topic, partitions)
+
+        def next_sticky(self, topic, previous, partitions):
+            asked.append(("next", topic))
+            self.sticky[topic] = (previous + 1) % partitions  # not random: the codec must follow it
+            return self.sticky[topic]
+
+    batches = []
+
+    def new_batch(topic, partition):
+        batches.append(backend.OpenBatch(backend.BatchBuilder(max_bytes=250), (topic, partition)))
+        return batches[-1]
+
+    random.seed(3)
+    appender = backend.Appender(SendPolicy(new_batch, lambda: None, threading.Lock(), 1 << 20, Counting(),
+                                           ref(backend), counts={"t": 5}))
+    futures = [appender.send("t", b"x" * 50, timestamp_ms=0) for _ in range(10)]  # 3 records a batch
+    assert [b.builder.record_count for b in batches] == [3, 3, 3, 1]
+    assert asked == [("stick", "t")] + [("next", "t")] * 4  # once per new batch (the first one's too)
+    first = batches[0].result[1]
+    assert [b.result[1] for b in batches] == [(first + i) % 5 for i in range(4)]
+    assert [f[0] for f in futures] == [b.result for b in batches for _ in range(b.builder.record_count)]
