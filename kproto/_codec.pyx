@@ -1378,7 +1378,8 @@ cdef class Appender:
                     partition = -1 if found is None else <Py_ssize_t>found
                     if not 0 <= partition < partitions:
                         partition = self._partitioner.stick(topic, partitions)
-            elif partition >= partitions:  # a chooser's or a direct caller's: the list below is indexed by it
+            # A chooser's, a direct caller's or the partitioner's: the list below is indexed by it.
+            if not 0 <= partition < partitions:
                 raise self._partitioner.refuse(topic, partition, partitions)
             # Open batches by topic, then by partition in a list: no (topic, partition) tuple per record.
             opened = self._open.get(topic)
@@ -1390,6 +1391,8 @@ cdef class Appender:
             if index < 0:
                 if sticky:
                     partition = self._partitioner.next_sticky(topic, partition, partitions)
+                    if not 0 <= partition < partitions:
+                        raise self._partitioner.refuse(topic, partition, partitions)
                     batch = _open_batch(opened, partition)
                     if batch is not None and not batch.closed:
                         index = self._try(batch, timestamp, key, value, headers)

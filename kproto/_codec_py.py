@@ -1250,7 +1250,7 @@ class Appender:
                     partition = self._sticky.get(topic, -1)
                     if not 0 <= partition < partitions:
                         partition = self._partitioner.stick(topic, partitions)
-            elif partition >= partitions:
+            if not 0 <= partition < partitions:  # a chooser's, a direct caller's or the partitioner's
                 raise self._partitioner.refuse(topic, partition, partitions)
             batch = self._open.get((topic, partition))
             if batch is not None and batch.closed:
@@ -1259,6 +1259,8 @@ class Appender:
             if index < 0:
                 if sticky:
                     partition = self._partitioner.next_sticky(topic, partition, partitions)
+                    if not 0 <= partition < partitions:
+                        raise self._partitioner.refuse(topic, partition, partitions)
                     batch = self._open.get((topic, partition))
                     if batch is not None and not batch.closed:
                         index = self._try(batch, timestamp, key, value, headers)

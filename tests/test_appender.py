@@ -151,6 +151,19 @@ def test_a_partition_beyond_the_topics_is_refused_whoever_chose_it(backend):
         appender.append("t", 3, 3, 0, None, b"v")
     assert appender.used == 0 and not appender.lock.locked()
 
+    class Wrong(Partitioner):  # the policy is the codec's caller's: its answers are checked too
+        __slots__ = ()
+
+        def next_sticky(self, topic, previous, partitions):
+            return -1
+
+    appender = backend.Appender(SendPolicy(lambda t, p: backend.OpenBatch(backend.BatchBuilder(), (t, p)),
+                                           lambda: None, threading.Lock(), 1 << 20, Wrong(), ref(backend),
+                                           counts={"t": 3}))
+    with pytest.raises(ValueError, match=r"partition -1 is not in \[0, 3\)"):
+        appender.send("t", b"v")
+    assert appender.used == 0 and not appender.lock.locked()
+
 
 @pytest.mark.parametrize("backend", [cy, py], ids=["cython", "python"])
 def test_the_sticky_choice_is_the_partitioners_asked_per_batch_not_per_record(backend):

@@ -2,8 +2,8 @@
 
 Both share the per-record path (:meth:`kproto.codec.Appender.send`, in Cython: serialize,
 partition, append into the open batch, as the accumulator's
-:class:`~kproto.producer.accumulator.SendPolicy` says) and one asyncio sender; the sync face runs the
-sender on a background loop and appends from the caller's thread directly, so a
+:class:`~kproto.producer.accumulator.SendPolicy` says) and one asyncio sender; the sync
+face runs the sender on a background loop and appends from the caller's thread directly, so a
 ``send`` crosses no thread boundary unless it must wait (for a topic's metadata, or for
 ``buffer.memory``), which it does for at most ``max.block.ms``.
 
