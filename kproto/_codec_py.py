@@ -1130,8 +1130,9 @@ class Appender:
     partition), a size check (only a record with a key or value over ``policy.max_part``
     asks ``policy.check_size``), the timestamp, and :meth:`append` into the partition's
     open batch. It calls back into the policy per batch (``new_batch``; the
-    partitioner's ``next_sticky`` when a sticky partition's batch is full, ``stick`` for
-    a topic without one) and to refuse a record. A record that must wait (unknown
+    partitioner's ``next_sticky`` when a new batch would be opened for a sticky
+    partition, ``stick`` for a topic without one) and to refuse a record (the
+    partitioner's ``refuse``, for a partition out of range whoever chose it). A record that must wait (unknown
     partitions, full memory, or records already waiting: :attr:`hold`) goes to
     ``waiting`` instead. Producers bind their ``send`` to it, so the common case runs no
     Python code of theirs.
