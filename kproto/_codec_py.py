@@ -49,7 +49,11 @@ from typing import Any
 from crc32c import crc32c as _crc32c
 
 from kproto import compression
-from kproto.errors import CorruptRecordError, InvalidRecordError, UnsupportedCompressionTypeError
+from kproto.errors import (
+    CorruptRecordError,
+    InvalidRecordError,
+    UnsupportedCompressionTypeError,
+)
 
 __all__ = [
     "encode_varint",
