@@ -1356,13 +1356,6 @@ del _name
 # the producer's per-record path
 # ---------------------------------------------------------------------------
 
-import random as _random
-
-from kproto.errors import ClientClosedError, MessageTooLargeError
-
-cdef Py_ssize_t _RECORD_OVERHEAD = _twin._RECORD_OVERHEAD
-
-
 cdef extern from "Python.h":
     ctypedef struct PyObject
     # Only the slot we call: a type's __new__ in C, without the type call's __init__.
@@ -1406,6 +1399,7 @@ cdef inline OpenBatch _open_batch(list opened, Py_ssize_t partition):
 @cython.final
 cdef class Appender:
     """The producer's per-record path; see ``_codec_py.Appender``."""
+    cdef object _policy
     cdef object _new_batch
     cdef object _future_class  # holds a reference, so that _future_type stays valid
     cdef _NewSlot* _future_type  # the same class, whose tp_new makes each record's future
@@ -1414,51 +1408,51 @@ cdef class Appender:
     cdef object _acquire
     cdef object _release
     cdef public Py_ssize_t buffer_memory
-    cdef public bint ignore_keys
     cdef public Py_ssize_t used
     cdef public bint idle
     cdef public bint closed
     cdef dict _open
+    cdef object _partitioner
+    cdef object _chooser
+    cdef bint _hash_keys
     cdef dict _sticky
     cdef dict _counts
     cdef object _key_serializer
     cdef object _value_serializer
-    cdef object _chooser
-    cdef Py_ssize_t _max_request_size
     cdef Py_ssize_t _max_part
     cdef public object waiting
     cdef object _register
     cdef public bint hold
 
-    def __init__(self, new_batch, future_class, wake, lock, Py_ssize_t buffer_memory, bint ignore_keys=False,
-                 dict counts=None, key_serializer=None, value_serializer=None, chooser=None,
-                 Py_ssize_t max_request_size=1048576, waiting=None, register=None):
-        self._new_batch = new_batch
+    def __init__(self, policy):
+        future_class = policy.future_class
         if not (isinstance(future_class, type) and issubclass(future_class, RecordRef)):
             raise TypeError(f"future_class must be a RecordRef subclass, not {future_class!r}")
+        self._policy = policy
         self._future_class = future_class
         self._future_type = <_NewSlot*>future_class
-        self._wake = wake
-        self.lock = lock
+        self._new_batch = policy.new_batch
+        self._wake = policy.wake
+        self.lock = policy.lock
         # Bound once: ``with lock`` would look up __enter__ and __exit__ on every record.
-        self._acquire = lock.acquire
-        self._release = lock.release
-        self.buffer_memory = buffer_memory
-        self.ignore_keys = ignore_keys
-        self._counts = {} if counts is None else counts
-        self._key_serializer = key_serializer
-        self._value_serializer = value_serializer
-        self._chooser = chooser
-        self._max_request_size = max_request_size
-        self._max_part = (max_request_size - _RECORD_OVERHEAD) // 2
-        self.waiting = waiting
-        self._register = register
+        self._acquire = self.lock.acquire
+        self._release = self.lock.release
+        self.buffer_memory = policy.buffer_memory
+        self._partitioner = partitioner = policy.partitioner
+        self._chooser = partitioner.chooser
+        self._hash_keys = partitioner.hash_keys
+        self._sticky = partitioner.sticky
+        self._counts = policy.counts
+        self._key_serializer = policy.key_serializer
+        self._value_serializer = policy.value_serializer
+        self._max_part = policy.max_part
+        self.waiting = policy.waiting
+        self._register = policy.register
         self.used = 0
         self.idle = True
         self.closed = False
         self.hold = False
         self._open = {}
-        self._sticky = {}
 
     def send(self, str topic, value=None, key=None, partition=None, timestamp_ms=None, headers=None,
              on_delivery=None):
@@ -1471,7 +1465,7 @@ cdef class Appender:
 
     cpdef object try_send(self, str topic, value=None, key=None, partition=None, timestamp_ms=None, headers=None):
         if self.closed:
-            raise ClientClosedError("the producer is closed")
+            raise self._policy.closed_error()
         if key is not None and self._key_serializer is not None:
             key = self._key_serializer(key)
         if value is not None and self._value_serializer is not None:
@@ -1486,16 +1480,13 @@ cdef class Appender:
         else:
             p = partition
             if not 0 <= p < partitions:
-                raise ValueError(f"partition {partition} is not in [0, {partitions}) of topic {topic!r}")
+                raise self._partitioner.refuse(topic, partition, partitions)
         if headers is not None and not isinstance(headers, (list, tuple)):
             headers = list(headers.items())
         cdef Py_ssize_t vlen = 0 if value is None else (PyBytes_GET_SIZE(value) if PyBytes_CheckExact(value) else _twin._length("value", value))
         cdef Py_ssize_t klen = 0 if key is None else (PyBytes_GET_SIZE(key) if PyBytes_CheckExact(key) else _twin._length("key", key))
-        cdef Py_ssize_t size
         if vlen > self._max_part or klen > self._max_part:
-            size = _RECORD_OVERHEAD + vlen + klen
-            if size > self._max_request_size:
-                raise MessageTooLargeError(f"a record of about {size} bytes is over max.request.size={self._max_request_size}")
+            self._policy.check_size(klen, vlen)
         cdef timespec now
         cdef int64_t timestamp
         if timestamp_ms is None:
@@ -1522,7 +1513,7 @@ cdef class Appender:
             if self.used >= self.buffer_memory:
                 return None
             if partition < 0:
-                if key is not None and not self.ignore_keys:
+                if key is not None and self._hash_keys:
                     if PyBytes_CheckExact(key):
                         if partitions <= 0:
                             raise ValueError(f"num_partitions must be positive, got {partitions}")
@@ -1535,10 +1526,10 @@ cdef class Appender:
                     found = self._sticky.get(topic)
                     partition = -1 if found is None else <Py_ssize_t>found
                     if not 0 <= partition < partitions:
-                        partition = _random.randrange(partitions)
-                        self._sticky[topic] = partition
-            elif partition >= partitions:  # a chooser's or a direct caller's: the list below is indexed by it
-                raise ValueError(f"partition {partition} is not in [0, {partitions}) of topic {topic!r}")
+                        partition = self._partitioner.stick(topic, partitions)
+            # A chooser's, a direct caller's or the partitioner's: the list below is indexed by it.
+            if not 0 <= partition < partitions:
+                raise self._partitioner.refuse(topic, partition, partitions)
             # Open batches by topic, then by partition in a list: no (topic, partition) tuple per record.
             opened = self._open.get(topic)
             if opened is None:
@@ -1548,7 +1539,9 @@ cdef class Appender:
                 index = self._try(batch, timestamp, key, value, headers)
             if index < 0:
                 if sticky:
-                    partition = self._next_sticky(topic, partition, partitions)
+                    partition = self._partitioner.next_sticky(topic, partition, partitions)
+                    if not 0 <= partition < partitions:
+                        raise self._partitioner.refuse(topic, partition, partitions)
                     batch = _open_batch(opened, partition)
                     if batch is not None and not batch.closed:
                         index = self._try(batch, timestamp, key, value, headers)
@@ -1587,10 +1580,3 @@ cdef class Appender:
         batch.size += grown
         self.used += grown
         return index
-
-    cdef Py_ssize_t _next_sticky(self, str topic, Py_ssize_t previous, Py_ssize_t partitions) except -1:
-        cdef Py_ssize_t p = _random.randrange(partitions)
-        if partitions > 1 and p == previous:
-            p = (p + 1 + _random.randrange(partitions - 1)) % partitions
-        self._sticky[topic] = p
-        return p

@@ -40,7 +40,6 @@ offset of the last inner message; with magic 0 inner offsets are absolute.
 from __future__ import annotations
 
 import itertools
-import random as _random
 import struct
 import time as _time
 import zlib
@@ -51,10 +50,8 @@ from crc32c import crc32c as _crc32c
 
 from kproto import compression
 from kproto.errors import (
-    ClientClosedError,
     CorruptRecordError,
     InvalidRecordError,
-    MessageTooLargeError,
     UnsupportedCompressionTypeError,
 )
 
@@ -1302,9 +1299,6 @@ def decode_columnar(buf: Any, fetch_offset: int = 0, check_crc: bool = True) -> 
 
 # -- the producer's per-record path -------------------------------------------------------------
 
-_RECORD_OVERHEAD = 70  # a v2 batch header plus a record's framing: enough for the size check
-
-
 class OpenBatch:
     """What :class:`Appender` needs of a producer's batch; producers subclass it.
 
@@ -1341,79 +1335,67 @@ class RecordRef:
 
 
 class Appender:
-    """The producer's per-record path: serialize, pick the partition, append into its batch.
+    """The producer's per-record path: a producer's decisions, applied to one record at a time.
 
-    :meth:`send` is the whole of a producer's ``send`` that runs per record: serializers,
-    the partition count, the partition choice, the size check, the timestamp, and
-    :meth:`append` into the partition's open batch; a record that must wait (unknown
-    partitions, full memory, or records already waiting: :attr:`hold`) goes to the owner's
+    The decisions are the producer's, in one Python object given once (``policy``, the
+    producer's :class:`~kproto.producer.accumulator.SendPolicy`); this class applies
+    them per record: the serializers, the partition count, the partition (one given with
+    the record; else the partitioner's ``chooser``; else Java's default: murmur2 of the
+    key unless the partitioner does not ``hash_keys``, or the topic's ``sticky``
+    partition), a size check (only a record with a key or value over ``policy.max_part``
+    asks ``policy.check_size``), the timestamp, and :meth:`append` into the partition's
+    open batch. It calls back into the policy per batch (``new_batch``; the
+    partitioner's ``next_sticky`` when a new batch would be opened for a sticky
+    partition, ``stick`` for a topic without one) and to refuse a record (the
+    partitioner's ``refuse``, for a partition out of range whoever chose it). A record that must wait (unknown
+    partitions, full memory, or records already waiting: :attr:`hold`) goes to
     ``waiting`` instead. Producers bind their ``send`` to it, so the common case runs no
     Python code of theirs.
 
-    Partitions as Java's default partitioner does: a record with a key (unless
-    ``ignore_keys``) goes to ``murmur2_partition(key, partitions)``; one without goes to
-    the topic's sticky partition, which changes when a new batch would be opened for it
-    (KIP-480), to another partition chosen at random. ``chooser`` replaces both (round
-    robin, a user's partitioner); a partition given with the record is taken as it is.
-
-    Batches are the owner's objects, made by ``new_batch(topic, partition)``: instances of
-    :class:`OpenBatch` (or subclasses) whose builder's ``max_bytes`` is ``batch.size``. A batch closes when a record
-    does not fit; the owner closes them too when it takes them to send.
+    A batch closes when a record does not fit (its builder's ``max_bytes``); the owner
+    closes them too when it takes them to send.
 
     Args:
-        new_batch: ``(topic, partition) -> batch``, a new open batch, registered by the owner.
-        future_class: the class of what ``send`` returns per record: a :class:`RecordRef`
-            subclass, made from ``(batch.result, index, timestamp)``.
-        wake: called when a batch closes full, or a record arrives while :attr:`idle`.
-        lock: held while appending (the owner takes it for everything else).
-        buffer_memory: nothing is appended while :attr:`used` is at or above it.
-        ignore_keys: keyed records are partitioned like keyless ones.
-        counts: topic -> partition count, for the topics whose metadata is known (read
-            without the lock: its owner only ever adds to it or replaces values).
-        key_serializer, value_serializer: callables or None.
-        chooser: ``(topic, key, partitions) -> partition`` or None for Java's default.
-        max_request_size: a bigger record raises :class:`~kproto.errors.MessageTooLargeError`.
-        waiting: ``(topic, value, key, partition, timestamp_ms, headers, on_delivery) ->``
-            what ``send`` returns for a record that must wait (the owner's slow path).
-        register: ``(future, on_delivery)``: attaches a delivery callback to a future.
+        policy: read once: ``new_batch``, ``wake``, ``lock``, ``buffer_memory``,
+            ``partitioner``, ``future_class`` (a :class:`RecordRef` subclass), ``counts``,
+            ``key_serializer``, ``value_serializer``, ``max_part``, ``waiting``,
+            ``register``; called: ``check_size(key_length, value_length)``,
+            ``closed_error()``.
 
     Attributes:
         used: bytes appended to batches not yet settled (the owner subtracts settled ones).
         idle: True when no batch is open; the next record starts a linger clock (the owner
             sets it back).
-        closed: set by the owner; :meth:`send` then raises
-            :class:`~kproto.errors.ClientClosedError`.
+        closed: set by the owner; :meth:`send` then raises ``policy.closed_error()``.
         hold: set by the owner while records wait, so that later ones queue behind them.
-        waiting: the ``waiting`` argument, which the owner may replace.
+        waiting: ``policy.waiting``, which the owner may replace.
     """
 
-    def __init__(self, new_batch: Any, future_class: Any, wake: Any, lock: Any, buffer_memory: int,
-                 ignore_keys: bool = False, counts: dict[str, int] | None = None, key_serializer: Any = None,
-                 value_serializer: Any = None, chooser: Any = None, max_request_size: int = 1048576,
-                 waiting: Any = None, register: Any = None) -> None:
-        self._new_batch = new_batch
+    def __init__(self, policy: Any) -> None:
+        future_class = policy.future_class
         if not (isinstance(future_class, type) and issubclass(future_class, RecordRef)):
             raise TypeError(f"future_class must be a RecordRef subclass, not {future_class!r}")
+        self._policy = policy
         self._future_class = future_class
-        self._wake = wake
-        self.lock = lock
-        self.buffer_memory = buffer_memory
-        self.ignore_keys = ignore_keys
-        self._counts = {} if counts is None else counts
-        self._key_serializer = key_serializer
-        self._value_serializer = value_serializer
-        self._chooser = chooser
-        self._max_request_size = max_request_size
-        # Key and value both below this: the record fits max.request.size without adding up.
-        self._max_part = (max_request_size - _RECORD_OVERHEAD) // 2
-        self.waiting = waiting
-        self._register = register
+        self._new_batch = policy.new_batch
+        self._wake = policy.wake
+        self.lock = policy.lock
+        self.buffer_memory = policy.buffer_memory
+        partitioner = self._partitioner = policy.partitioner
+        self._chooser = partitioner.chooser
+        self._hash_keys = partitioner.hash_keys
+        self._sticky = partitioner.sticky
+        self._counts = policy.counts
+        self._key_serializer = policy.key_serializer
+        self._value_serializer = policy.value_serializer
+        self._max_part = policy.max_part
+        self.waiting = policy.waiting
+        self._register = policy.register
         self.used = 0
         self.idle = True
         self.closed = False
         self.hold = False
         self._open: dict[tuple[str, int], Any] = {}
-        self._sticky: dict[str, int] = {}
 
     def send(self, topic: str, value: Any = None, key: Any = None, partition: int | None = None,
              timestamp_ms: int | None = None, headers: Any = None, on_delivery: Any = None) -> Any:
@@ -1435,13 +1417,13 @@ class Appender:
         unknown, or memory is full); nothing is appended then.
 
         Raises:
-            ClientClosedError: :attr:`closed` is set.
+            what ``policy.closed_error()`` returns: :attr:`closed` is set.
             ValueError: ``partition`` is not one of the topic's.
-            MessageTooLargeError: the record alone is over ``max_request_size``.
+            what ``policy.check_size`` raises: the record alone is too large.
             TypeError: key, value or a header has the wrong type.
         """
         if self.closed:
-            raise ClientClosedError("the producer is closed")
+            raise self._policy.closed_error()
         if key is not None and self._key_serializer is not None:
             key = self._key_serializer(key)
         if value is not None and self._value_serializer is not None:
@@ -1452,15 +1434,13 @@ class Appender:
         if partition is None:
             partition = -1 if self._chooser is None else self._chooser(topic, key, partitions)
         elif not 0 <= partition < partitions:
-            raise ValueError(f"partition {partition} is not in [0, {partitions}) of topic {topic!r}")
+            raise self._partitioner.refuse(topic, partition, partitions)
         if headers is not None and not isinstance(headers, (list, tuple)):
             headers = list(headers.items())
         vlen = 0 if value is None else _length("value", value)
         klen = 0 if key is None else _length("key", key)
         if vlen > self._max_part or klen > self._max_part:
-            size = _RECORD_OVERHEAD + vlen + klen
-            if size > self._max_request_size:
-                raise MessageTooLargeError(f"a record of about {size} bytes is over max.request.size={self._max_request_size}")
+            self._policy.check_size(klen, vlen)
         if timestamp_ms is None:
             timestamp_ms = int(_time.time() * 1000)
         return self.append(topic, partition, partitions, timestamp_ms, key, value, headers)
@@ -1469,7 +1449,7 @@ class Appender:
                headers: Sequence[tuple[str, Any]] | None = None) -> Any:
         """Append one record; returns its future, or None when memory is full (nothing added).
 
-        ``partition`` -1 lets the partitioner choose.
+        ``partition`` -1 applies Java's default partitioner (murmur2 or sticky).
 
         Raises:
             TypeError: key, value or a header has the wrong type (as :meth:`BatchBuilder.append`).
@@ -1479,22 +1459,24 @@ class Appender:
                 return None
             sticky = False
             if partition < 0:
-                if key is not None and not self.ignore_keys:
+                if key is not None and self._hash_keys:
                     partition = murmur2_partition(key, partitions)
                 else:
                     sticky = True
                     partition = self._sticky.get(topic, -1)
                     if not 0 <= partition < partitions:
-                        partition = self._sticky[topic] = _random.randrange(partitions)
-            elif partition >= partitions:
-                raise ValueError(f"partition {partition} is not in [0, {partitions}) of topic {topic!r}")
+                        partition = self._partitioner.stick(topic, partitions)
+            if not 0 <= partition < partitions:  # a chooser's, a direct caller's or the partitioner's
+                raise self._partitioner.refuse(topic, partition, partitions)
             batch = self._open.get((topic, partition))
             if batch is not None and batch.closed:
                 batch = None
             index = -1 if batch is None else self._try(batch, timestamp, key, value, headers)
             if index < 0:
                 if sticky:
-                    partition = self._next_sticky(topic, partition, partitions)
+                    partition = self._partitioner.next_sticky(topic, partition, partitions)
+                    if not 0 <= partition < partitions:
+                        raise self._partitioner.refuse(topic, partition, partitions)
                     batch = self._open.get((topic, partition))
                     if batch is not None and not batch.closed:
                         index = self._try(batch, timestamp, key, value, headers)
@@ -1519,10 +1501,3 @@ class Appender:
         batch.size += grown
         self.used += grown
         return index
-
-    def _next_sticky(self, topic: str, previous: int, partitions: int) -> int:
-        p = _random.randrange(partitions)
-        if partitions > 1 and p == previous:
-            p = (p + 1 + _random.randrange(partitions - 1)) % partitions
-        self._sticky[topic] = p
-        return p

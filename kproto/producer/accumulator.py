@@ -1,12 +1,17 @@
 """The record accumulator: records appended into one open batch per partition.
 
 ``append`` is the per-record path and runs on the caller's thread (a sync producer's user
-thread, or the asyncio producer's loop): the codec's :class:`~kproto.codec.Appender`
-(Cython) picks the partition as Java does, appends to the partition's open
-:class:`~kproto.records.BatchBuilder` (the record is encoded at once, so no per-record
-object is kept) and returns a :class:`~kproto.producer.futures.RecordFuture`. A batch closes when the next record would
-take it past ``batch.size``; the sender takes closed batches, and open ones once they
-are ``linger.ms`` old or a flush asks for them.
+thread, or the asyncio producer's loop). Its decisions are made here, in Python, once:
+:class:`SendPolicy` holds them (serializers, the :class:`~kproto.producer.partitioner.Partitioner`,
+``max.request.size``, ``buffer.memory``, what makes a record's future, where a record that
+must wait goes). The codec's :class:`~kproto.codec.Appender` (Cython) reads the policy
+once and applies it per record with no Python call of ours: it serializes, picks the
+partition, appends to the partition's open :class:`~kproto.records.BatchBuilder` (the
+record is encoded at once, so no per-record object is kept) and returns a
+:class:`~kproto.producer.futures.RecordFuture`; it calls back into the policy only per
+batch (a new batch, a new sticky partition) and for a refused record. A batch closes when
+the next record would take it past ``batch.size``; the sender takes closed batches, and
+open ones once they are ``linger.ms`` old or a flush asks for them.
 
 Each partition's queue is in send order: retried batches go back to its head, before
 any batch not yet sent, in sequence order (the broker needs an idempotent producer's
@@ -24,10 +29,82 @@ from collections.abc import Callable
 from typing import Any
 
 from kproto.codec import Appender, OpenBatch
+from kproto.errors import ClientClosedError, MessageTooLargeError
 from kproto.producer.futures import BatchResult, RecordFuture
+from kproto.producer.partitioner import Partitioner
 from kproto.records import BatchBuilder
 
-__all__ = ["ProducerBatch", "RecordAccumulator"]
+__all__ = ["ProducerBatch", "RecordAccumulator", "SendPolicy"]
+
+# A v2 batch header plus a record's framing: what a record adds to its key and value in
+# a request of its own (Java's KafkaProducer.ensureValidRecordSize checks such an estimate).
+RECORD_OVERHEAD = 70
+
+
+class SendPolicy:
+    """What a producer decides per record, in one place: the codec's
+    :class:`~kproto.codec.Appender` reads these attributes once and applies them.
+
+    Args:
+        new_batch: ``(topic, partition) -> batch``: a new open batch (an
+            :class:`~kproto.codec.OpenBatch` whose builder's ``max_bytes`` is
+            ``batch.size``), registered by the owner; called with ``lock`` held.
+        wake: called when a batch closes full, or a record arrives while no batch was open.
+        lock: held while appending (the owner takes it for everything else).
+        buffer_memory: ``buffer.memory``: nothing is appended while the bytes of unsettled
+            batches are at or above it (the record waits).
+        partitioner: which partition a record without one goes to.
+        future_class: what a record's future is: a :class:`~kproto.codec.RecordRef`
+            subclass, made from ``(batch.result, index, timestamp)`` without its ``__init__``.
+        counts: topic -> partition count, for the topics whose metadata is known (read
+            without the lock: its owner only ever adds to it or replaces values). A topic
+            not in it makes the record wait.
+        key_serializer, value_serializer: ``key.serializer`` and ``value.serializer``:
+            callables applied to a key or value that is not None, or None.
+        max_request_size: ``max.request.size``: a record bigger alone is refused.
+        waiting: ``(topic, value, key, partition, timestamp_ms, headers, on_delivery) ->``
+            what ``send`` returns for a record that must wait (the owner's slow path).
+        register: ``(future, on_delivery)``: attaches a delivery callback to a future.
+    """
+
+    __slots__ = ("new_batch", "wake", "lock", "buffer_memory", "partitioner", "future_class", "counts",
+                 "key_serializer", "value_serializer", "max_request_size", "max_part", "waiting", "register")
+
+    def __init__(self, new_batch: Callable[[str, int], OpenBatch], wake: Callable[[], None], lock: Any,
+                 buffer_memory: int, partitioner: Partitioner | None = None, future_class: type = RecordFuture,
+                 counts: dict[str, int] | None = None, key_serializer: Callable[[Any], Any] | None = None,
+                 value_serializer: Callable[[Any], Any] | None = None, max_request_size: int = 1048576,
+                 waiting: Callable[..., Any] | None = None, register: Callable[[Any, Any], None] | None = None) -> None:
+        self.new_batch = new_batch
+        self.wake = wake
+        self.lock = lock
+        self.buffer_memory = buffer_memory
+        self.partitioner = Partitioner() if partitioner is None else partitioner
+        self.future_class = future_class
+        self.counts = {} if counts is None else counts
+        self.key_serializer = key_serializer
+        self.value_serializer = value_serializer
+        self.max_request_size = max_request_size
+        # Key and value both at most this: the record fits max.request.size without adding
+        # up, so the codec calls check_size only for records with a bigger part.
+        self.max_part = (max_request_size - RECORD_OVERHEAD) // 2
+        self.waiting = waiting
+        self.register = register
+
+    def check_size(self, key_length: int, value_length: int) -> None:
+        """Refuse a record over ``max.request.size`` alone (Java: RecordTooLargeException).
+
+        Raises:
+            MessageTooLargeError: it is.
+        """
+        size = RECORD_OVERHEAD + key_length + value_length
+        if size > self.max_request_size:
+            raise MessageTooLargeError(f"a record of about {size} bytes is over max.request.size={self.max_request_size}")
+
+    @staticmethod
+    def closed_error() -> ClientClosedError:
+        """What a send to a closed producer raises."""
+        return ClientClosedError("the producer is closed")
 
 
 class ProducerBatch(OpenBatch):
@@ -70,16 +147,15 @@ class RecordAccumulator:
         buffer_memory: ``buffer.memory``.
         compression, compression_level: the codec id and level of new batches.
         delivery_timeout: ``delivery.timeout.ms`` in seconds.
-        ignore_keys: ``partitioner.ignore.keys``.
-        per_record: the rest of the codec's :class:`~kproto.codec.Appender` arguments
-            (partition counts, serializers, chooser, ``max.request.size``).
         wake: called (from any thread) when a batch becomes sendable without waiting.
         freed: called (on the sender's loop) after a batch settles and frees memory.
+        per_record: the rest of the :class:`SendPolicy` (partitioner, partition counts,
+            serializers, ``max.request.size``, waiting, register).
     """
 
     def __init__(self, *, batch_size: int, linger: float, buffer_memory: int, compression: int,
-                 compression_level: int | None, delivery_timeout: float, ignore_keys: bool,
-                 wake: Callable[[], None], freed: Callable[[], None] = lambda: None, **per_record: Any) -> None:
+                 compression_level: int | None, delivery_timeout: float, wake: Callable[[], None],
+                 freed: Callable[[], None] = lambda: None, **per_record: Any) -> None:
         self.batch_size = batch_size
         self.linger = linger
         self.buffer_memory = buffer_memory
@@ -93,10 +169,10 @@ class RecordAccumulator:
         self.unsettled = 0  # batches not yet settled: flush waits for 0
         self.flushing = 0  # > 0 while a flush wants every open batch sent now
         self.home: Any = None  # the sender's event loop, which settles batches (set when it starts)
-        self.appender = Appender(self._new_batch, RecordFuture, wake, self.lock, buffer_memory, ignore_keys,
-                                 **per_record)
+        self.policy = SendPolicy(self._new_batch, wake, self.lock, buffer_memory, **per_record)
+        self.appender = Appender(self.policy)
         # The per-record path, in the codec: ``send(topic, value, key, partition,
-        # timestamp_ms, headers) -> RecordFuture | None`` (None: it must wait).
+        # timestamp_ms, headers, on_delivery) -> RecordFuture`` or what ``waiting`` returns.
         self.send = self.appender.send
 
     @property

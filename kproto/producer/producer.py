@@ -1,8 +1,9 @@
 """The producer: :class:`AIOProducer` for asyncio, :class:`Producer` for threads.
 
 Both share the per-record path (:meth:`kproto.codec.Appender.send`, in Cython: serialize,
-partition, append into the open batch) and one asyncio sender; the sync face runs the
-sender on a background loop and appends from the caller's thread directly, so a
+partition, append into the open batch, as the accumulator's
+:class:`~kproto.producer.accumulator.SendPolicy` says) and one asyncio sender; the sync
+face runs the sender on a background loop and appends from the caller's thread directly, so a
 ``send`` crosses no thread boundary unless it must wait (for a topic's metadata, or for
 ``buffer.memory``), which it does for at most ``max.block.ms``.
 
@@ -45,7 +46,7 @@ from kproto.errors import (
 from kproto.io import Cluster
 from kproto.producer.accumulator import RecordAccumulator
 from kproto.producer.futures import RecordFuture, RecordMetadata
-from kproto.producer.partitioner import make_partitioner
+from kproto.producer.partitioner import Partitioner
 from kproto.producer.sender import Sender
 from kproto.structs import check_topic
 
@@ -145,10 +146,10 @@ class AIOProducer:
         self._acc = RecordAccumulator(
             batch_size=c["batch.size"], linger=c["linger.ms"] / 1000, buffer_memory=c["buffer.memory"],
             compression=codec, compression_level=level,
-            delivery_timeout=c["delivery.timeout.ms"] / 1000, ignore_keys=c["partitioner.ignore.keys"],
-            wake=self._wake, freed=self._freed, counts=self._cluster.partition_counts,
-            key_serializer=c["key.serializer"], value_serializer=c["value.serializer"],
-            chooser=make_partitioner(c["partitioner.class"]), max_request_size=c["max.request.size"],
+            delivery_timeout=c["delivery.timeout.ms"] / 1000, wake=self._wake, freed=self._freed,
+            partitioner=Partitioner(c["partitioner.class"], c["partitioner.ignore.keys"]),
+            counts=self._cluster.partition_counts, key_serializer=c["key.serializer"],
+            value_serializer=c["value.serializer"], max_request_size=c["max.request.size"],
             waiting=self._wait_then_append, register=_on_delivery)
         self._append = self._acc.appender.try_send
         # The per-record path runs in the codec with no Python frame of ours: the method

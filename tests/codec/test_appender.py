@@ -1,5 +1,6 @@
-"""The producer's per-record path in the codec (Appender): both backends partition and
-batch exactly alike, Java's way, and keep the memory count honest."""
+"""The producer's per-record path in the codec (Appender): both backends apply the one
+policy (kproto.producer's SendPolicy and Partitioner) exactly alike, Java's way, and keep
+the memory count honest."""
 
 import random
 import threading
@@ -10,6 +11,8 @@ from hypothesis import strategies as st
 
 from kproto import _codec_py as py
 from kproto.codec import murmur2_partition
+from kproto.producer.accumulator import SendPolicy
+from kproto.producer.partitioner import Partitioner
 
 pytestmark = pytest.mark.codec
 
@@ -39,8 +42,8 @@ def run(backend, ops, *, partitions=3, batch_bytes=300, memory=1 << 30, ignore_k
         batches.append(batch)
         return batch
 
-    appender = backend.Appender(new_batch, ref(backend), lambda: wakes.append(1),
-                                threading.Lock(), memory, ignore_keys)
+    appender = backend.Appender(SendPolicy(new_batch, lambda: wakes.append(1), threading.Lock(), memory,
+                                           Partitioner(ignore_keys=ignore_keys), ref(backend)))
     futures = []
     for i, (topic, partition, key, value, headers) in enumerate(ops):
         f = appender.append(topic, partition, partitions, 1000 + i, key, value, headers)
@@ -89,14 +92,15 @@ def test_memory_full_appends_nothing(backend):
 
 @pytest.mark.parametrize("backend", [cy, py], ids=["cython", "python"])
 def test_wrong_types_raise_before_anything_is_counted(backend):
-    appender = backend.Appender(lambda t, p: backend.OpenBatch(backend.BatchBuilder(), (t, p)), ref(backend),
-                                lambda: None, threading.Lock(), 1 << 20)
+    appender = backend.Appender(SendPolicy(lambda t, p: backend.OpenBatch(backend.BatchBuilder(), (t, p)),
+                                           lambda: None, threading.Lock(), 1 << 20, future_class=ref(backend)))
     with pytest.raises(TypeError):
         appender.append("t", 0, 1, 0, None, "text", None)
     assert appender.used == 0
     assert not appender.lock.locked()
     with pytest.raises(TypeError, match="RecordRef"):
-        backend.Appender(lambda t, p: None, lambda *a: a, lambda: None, threading.Lock(), 1 << 20)
+        backend.Appender(SendPolicy(lambda t, p: None, lambda: None, threading.Lock(), 1 << 20,
+                                    future_class=lambda *a: a))
 
 
 @pytest.mark.parametrize("backend", [cy, py], ids=["cython", "python"])
@@ -110,11 +114,10 @@ def test_send_is_the_whole_per_record_path(backend):
         batches.append(backend.OpenBatch(backend.BatchBuilder(), (topic, partition)))
         return batches[-1]
 
-    appender = backend.Appender(
-        new_batch, ref(backend), lambda: None, threading.Lock(), 1 << 20,
-        counts={"t": 4}, key_serializer=str.encode, value_serializer=lambda v: v * 2,
-        chooser=lambda topic, key, n: 3, max_request_size=200,
-        waiting=lambda *args: waited.append(args) or "waiting", register=lambda f, cb: registered.append(cb))
+    appender = backend.Appender(SendPolicy(
+        new_batch, lambda: None, threading.Lock(), 1 << 20, Partitioner(lambda key, n, topic: 3), ref(backend),
+        counts={"t": 4}, key_serializer=str.encode, value_serializer=lambda v: v * 2, max_request_size=200,
+        waiting=lambda *args: waited.append(args) or "waiting", register=lambda f, cb: registered.append(cb)))
     assert appender.send("t", b"v", "k", timestamp_ms=5) == ((("t", 3)), 0, 5)  # chooser, serializers
     assert appender.send("t", b"v", partition=1, headers={"h": b"1"}, on_delivery=print)[0] == ("t", 1)
     assert registered == [print]
@@ -137,11 +140,62 @@ def test_send_is_the_whole_per_record_path(backend):
 
 @pytest.mark.parametrize("backend", [cy, py], ids=["cython", "python"])
 def test_a_partition_beyond_the_topics_is_refused_whoever_chose_it(backend):
-    appender = backend.Appender(lambda t, p: backend.OpenBatch(backend.BatchBuilder(), (t, p)), ref(backend),
-                                lambda: None, threading.Lock(), 1 << 20, counts={"t": 3},
-                                chooser=lambda topic, key, n: 10**9)
+    partitioner = Partitioner()
+    partitioner.chooser = lambda topic, key, n: 10**9  # a chooser that does not check (the user's ones are checked)
+    appender = backend.Appender(SendPolicy(lambda t, p: backend.OpenBatch(backend.BatchBuilder(), (t, p)),
+                                           lambda: None, threading.Lock(), 1 << 20, partitioner, ref(backend),
+                                           counts={"t": 3}))
     with pytest.raises(ValueError, match=r"partition 1000000000 is not in \[0, 3\)"):
-        appender.send("t", b"v")  # a user's partitioner
+        appender.send("t", b"v")
     with pytest.raises(ValueError, match=r"partition 3 is not in \[0, 3\)"):
         appender.append("t", 3, 3, 0, None, b"v")
     assert appender.used == 0 and not appender.lock.locked()
+
+    class Wrong(Partitioner):  # the policy is the codec's caller's: its answers are checked too
+        __slots__ = ()
+
+        def next_sticky(self, topic, previous, partitions):
+            return -1
+
+    appender = backend.Appender(SendPolicy(lambda t, p: backend.OpenBatch(backend.BatchBuilder(), (t, p)),
+                                           lambda: None, threading.Lock(), 1 << 20, Wrong(), ref(backend),
+                                           counts={"t": 3}))
+    with pytest.raises(ValueError, match=r"partition -1 is not in \[0, 3\)"):
+        appender.send("t", b"v")
+    assert appender.used == 0 and not appender.lock.locked()
+
+
+@pytest.mark.parametrize("backend", [cy, py], ids=["cython", "python"])
+def test_the_sticky_choice_is_the_partitioners_asked_per_batch_not_per_record(backend):
+    """Issue 12, "One owner": the codec applies the producer's Partitioner; it asks it once
+    for the topic's first sticky partition and once per full batch (KIP-480), and follows
+    what it answers."""
+    asked = []
+
+    class Counting(Partitioner):
+        __slots__ = ()
+
+        def stick(self, topic, partitions):
+            asked.append(("stick", topic))
+            return super().stick(topic, partitions)
+
+        def next_sticky(self, topic, previous, partitions):
+            asked.append(("next", topic))
+            self.sticky[topic] = (previous + 1) % partitions  # not random: the codec must follow it
+            return self.sticky[topic]
+
+    batches = []
+
+    def new_batch(topic, partition):
+        batches.append(backend.OpenBatch(backend.BatchBuilder(max_bytes=250), (topic, partition)))
+        return batches[-1]
+
+    random.seed(3)
+    appender = backend.Appender(SendPolicy(new_batch, lambda: None, threading.Lock(), 1 << 20, Counting(),
+                                           ref(backend), counts={"t": 5}))
+    futures = [appender.send("t", b"x" * 50, timestamp_ms=0) for _ in range(10)]  # 3 records a batch
+    assert [b.builder.record_count for b in batches] == [3, 3, 3, 1]
+    assert asked == [("stick", "t")] + [("next", "t")] * 4  # once per new batch (the first one's too)
+    first = batches[0].result[1]
+    assert [b.result[1] for b in batches] == [(first + i) % 5 for i in range(4)]
+    assert [f[0] for f in futures] == [b.result for b in batches for _ in range(b.builder.record_count)]
