@@ -31,19 +31,15 @@ at its first record not yet yielded (the consumer seeks back), so nothing is ski
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
-import functools
-import inspect
 import logging
-import queue
 import re
 import time
 import warnings
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Iterator, Mapping
-from typing import Any, Concatenate, ParamSpec, TypeVar, overload
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
+from typing import Any
 
 from kproto._habits import missing
-from kproto._loop import LoopThread, check_loop, refuse_when_closed
+from kproto._loop import Portal, blocking, check_loop, refuse_when_closed, run_in_caller
 from kproto.config import ClientConfig
 from kproto.consumer.assignors import ASSIGNORS, Assignor, RebalanceProtocol
 from kproto.consumer.coordinator import GroupCoordinator
@@ -68,7 +64,6 @@ __all__ = ["AIOConsumer", "Consumer"]
 log = logging.getLogger("kproto.consumer")
 
 _EARLIEST, _LATEST = -2, -1  # ListOffsets' special timestamps
-_SLICE = 0.2  # seconds: how often a blocked sync call lets Ctrl-C in
 _CLOSE_TIMEOUT_S = 30.0  # Java's KafkaConsumer.DEFAULT_CLOSE_TIMEOUT_MS
 
 #: ``on_assign(consumer, partitions)``, ``on_revoke``, ``on_lost``: plain or async functions.
@@ -114,14 +109,6 @@ def _seconds(timeout: float | None, timeout_ms: int | None) -> float | None:
                       f"confluent-kafka's; for milliseconds (kafka-python's habit) write poll(timeout_ms={timeout!r})",
                       UserWarning, stacklevel=3)
     return timeout
-
-
-async def _call_here(callback: Callable[..., Any], *args: Any) -> Any:
-    """Run a user callback on the loop (awaiting it if it is a coroutine function)."""
-    result = callback(*args)
-    if inspect.isawaitable(result):
-        result = await result
-    return result
 
 
 @refuse_when_closed("consumer", lambda self: self._closed, keep=("close", "stop"))
@@ -189,7 +176,6 @@ class AIOConsumer:
         self._last_poll = time.monotonic()  # when the last poll returned
         self._polling = 0  # polls in progress
         self._face: Any = self  # what callbacks get as their consumer (Consumer sets itself)
-        self._invoke: Callable[..., Any] = _call_here  # how callbacks run (Consumer: in its caller's thread)
 
     _habit_kind = "consumer"
     __getattr__ = missing  # a peer's method name gets an error naming kproto's call
@@ -475,7 +461,7 @@ class AIOConsumer:
         self._fetcher.wakeup()
         log.info("group %r generation %d: assigned %s", membership.group_id, membership.generation_id, added)
         if self._callbacks["assign"] is not None:
-            await self._invoke(self._callbacks["assign"], self._face, sorted(added))
+            await run_in_caller(self._callbacks["assign"], self._face, sorted(added))
 
     async def _drop(self, partitions: list[TopicPartition], *, lost: bool) -> None:
         """Give up ``partitions``: auto-commit them (unless lost), run on_revoke (or on_lost).
@@ -493,7 +479,7 @@ class AIOConsumer:
         callback = (self._callbacks["lost"] or self._callbacks["revoke"]) if lost else self._callbacks["revoke"]
         try:
             if callback is not None:
-                await self._invoke(callback, self._face, sorted(partitions))
+                await run_in_caller(callback, self._face, sorted(partitions))
         finally:
             gone = set(partitions)
             self._subscriptions.set_assignment(tp for tp in self._subscriptions.assigned() if tp not in gone)
@@ -686,7 +672,7 @@ class AIOConsumer:
     async def _run_commit_callbacks(self) -> None:
         while self._commit_results:
             callback, offsets, error = self._commit_results.pop(0)
-            await self._invoke(callback, offsets, error)
+            await run_in_caller(callback, offsets, error)
 
     def _maybe_auto_commit(self) -> None:
         """Every ``auto.commit.interval.ms``, commit in the background what earlier polls returned."""
@@ -879,36 +865,6 @@ class _Iteration:
 
 # -- the face for threads ------------------------------------------------------------------
 
-async def _call(method: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
-    return method(*args, **kwargs)
-
-
-_P = ParamSpec("_P")
-_R = TypeVar("_R")
-
-
-@overload
-def _on_loop(method: Callable[Concatenate[AIOConsumer, _P], Coroutine[Any, Any, _R]]
-             ) -> Callable[Concatenate[Consumer, _P], _R]: ...
-@overload
-def _on_loop(method: Callable[Concatenate[AIOConsumer, _P], _R]) -> Callable[Concatenate[Consumer, _P], _R]: ...
-def _on_loop(method: Callable[..., Any]) -> Callable[..., Any]:
-    """The sync twin of an :class:`AIOConsumer` method: run on the consumer's loop and wait.
-
-    Coroutine methods are awaited there; plain ones are called there (the consumer's
-    state belongs to its loop's thread).
-    """
-    name = method.__name__
-    is_async = inspect.iscoroutinefunction(method)
-
-    @functools.wraps(method)
-    def call(self: Consumer, /, *args: Any, **kwargs: Any) -> Any:
-        bound = getattr(self._core, name)
-        return self._run(bound(*args, **kwargs) if is_async else _call(bound, args, kwargs))
-
-    return call
-
-
 @refuse_when_closed("consumer", lambda self: self._core._closed)
 class Consumer:
     """The consumer for threads: :class:`AIOConsumer` on a background loop.
@@ -922,10 +878,10 @@ class Consumer:
     def __init__(self, config: Mapping[str, Any] | str | list[str] | tuple[str, ...] | None = None, **kwargs: Any) -> None:
         self._core = AIOConsumer(config, **kwargs)  # validates the config before a thread starts
         self.config = self._core.config
-        self._callers: list[queue.SimpleQueue] = []  # one per blocked call, innermost last
         self._core._face = self
-        self._core._invoke = self._invoke_in_caller
-        self._loop = LoopThread("kproto-consumer")
+        # The shared loop thread (kproto._loop); its calls run the consumer's callbacks in
+        # the thread that called poll (or close), as Java does.
+        self._portal = Portal("consumer")
 
     _habit_kind = "consumer"
     __getattr__ = missing
@@ -942,7 +898,7 @@ class Consumer:
             raise ClientClosedError("the consumer is closed")
         while True:
             try:
-                batch = self._run(core._poll(None))
+                batch = self._portal.call(core._poll, None)
             except ClientClosedError:
                 return
             iteration = core._iteration = _Iteration(batch)
@@ -950,77 +906,31 @@ class Consumer:
                 iteration.consumed = i
                 yield record
 
-    def _run(self, coro: Any) -> Any:
-        """Run ``coro`` on the loop and wait for it, running the callbacks it hands to this
-        thread meanwhile, and letting Ctrl-C in every 200 ms."""
-        loop = self._loop.loop
-        if loop.is_closed():
-            coro.close()
-            raise ClientClosedError("the consumer is closed")
-        try:
-            running = asyncio.get_running_loop()
-        except RuntimeError:
-            running = None
-        if running is loop:
-            coro.close()
-            raise RuntimeError("a blocking consumer call was made from the consumer's own loop")
-        calls: queue.SimpleQueue = queue.SimpleQueue()
-        self._callers.append(calls)
-        try:
-            future = asyncio.run_coroutine_threadsafe(coro, loop)
-            future.add_done_callback(lambda _: calls.put(None))
-            while True:
-                try:
-                    call = calls.get(timeout=_SLICE)
-                except queue.Empty:
-                    continue
-                except KeyboardInterrupt:
-                    future.cancel()
-                    raise
-                if call is None:
-                    break
-                callback, args, reply = call
-                try:
-                    reply.set_result(callback(*args))
-                except BaseException as exc:  # handed back to the loop, which raises it
-                    reply.set_exception(exc)
-            try:
-                return future.result()
-            except concurrent.futures.CancelledError:
-                raise ClientClosedError("the consumer was closed during the call") from None
-        finally:
-            self._callers.pop()
-
-    async def _invoke_in_caller(self, callback: Callable[..., Any], *args: Any) -> Any:
-        """Run a user callback in the thread blocked in :meth:`_run` (the one that polls)."""
-        if not self._callers:
-            return await _call_here(callback, *args)
-        reply: concurrent.futures.Future = concurrent.futures.Future()
-        self._callers[-1].put((callback, args, reply))
-        return await asyncio.wrap_future(reply)
-
     def close(self) -> None:
-        """Close the consumer and stop its background loop. Idempotent."""
-        if not self._loop.loop.is_closed():
-            self._run(self._core.close())
-            self._loop.stop()
+        """Close the consumer and let go of the background loop (which the sync clients
+        share; the last one closed stops it). Idempotent."""
+        if not self._portal.closed:
+            try:
+                self._portal.call(self._core.close)
+            finally:
+                self._portal.close()
 
-    subscribe = _on_loop(AIOConsumer.subscribe)
-    unsubscribe = _on_loop(AIOConsumer.unsubscribe)
-    assign = _on_loop(AIOConsumer.assign)
-    assignment = _on_loop(AIOConsumer.assignment)
-    subscription = _on_loop(AIOConsumer.subscription)
-    commit = _on_loop(AIOConsumer.commit)
-    commit_async = _on_loop(AIOConsumer.commit_async)
-    committed = _on_loop(AIOConsumer.committed)
-    poll = _on_loop(AIOConsumer.poll)
-    position = _on_loop(AIOConsumer.position)
-    seek = _on_loop(AIOConsumer.seek)
-    seek_to_beginning = _on_loop(AIOConsumer.seek_to_beginning)
-    seek_to_end = _on_loop(AIOConsumer.seek_to_end)
-    pause = _on_loop(AIOConsumer.pause)
-    resume = _on_loop(AIOConsumer.resume)
-    paused = _on_loop(AIOConsumer.paused)
-    beginning_offsets = _on_loop(AIOConsumer.beginning_offsets)
-    end_offsets = _on_loop(AIOConsumer.end_offsets)
-    offsets_for_times = _on_loop(AIOConsumer.offsets_for_times)
+    subscribe = blocking(AIOConsumer.subscribe)
+    unsubscribe = blocking(AIOConsumer.unsubscribe)
+    assign = blocking(AIOConsumer.assign)
+    assignment = blocking(AIOConsumer.assignment)
+    subscription = blocking(AIOConsumer.subscription)
+    commit = blocking(AIOConsumer.commit)
+    commit_async = blocking(AIOConsumer.commit_async)
+    committed = blocking(AIOConsumer.committed)
+    poll = blocking(AIOConsumer.poll)
+    position = blocking(AIOConsumer.position)
+    seek = blocking(AIOConsumer.seek)
+    seek_to_beginning = blocking(AIOConsumer.seek_to_beginning)
+    seek_to_end = blocking(AIOConsumer.seek_to_end)
+    pause = blocking(AIOConsumer.pause)
+    resume = blocking(AIOConsumer.resume)
+    paused = blocking(AIOConsumer.paused)
+    beginning_offsets = blocking(AIOConsumer.beginning_offsets)
+    end_offsets = blocking(AIOConsumer.end_offsets)
+    offsets_for_times = blocking(AIOConsumer.offsets_for_times)
