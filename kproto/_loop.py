@@ -200,8 +200,9 @@ class Portal:
             _leases -= 1
             if _leases:
                 return
-            _shared = None
-            thread.stop()  # under the lock: a client made meanwhile waits, then starts a new loop
+            _shared = None  # a client made from now on starts a new loop thread
+        # Outside the lock: a task cancelled here may make a client, which takes the lock.
+        thread.stop()
 
 
 async def _run(call: _Call, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:

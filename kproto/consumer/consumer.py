@@ -37,7 +37,7 @@ from kproto.consumer.fetcher import Fetcher
 from kproto.consumer.iteration import Batch, Iteration
 from kproto.consumer.membership import Membership
 from kproto.consumer.positions import Positions
-from kproto.consumer.rebalance import RebalanceCallback, Rebalancing, _assignors, _topics_or_pattern
+from kproto.consumer.rebalance import RebalanceCallback, Rebalancing, assignors, topics_or_pattern
 from kproto.consumer.structs import ConsumerRecord
 from kproto.consumer.subscription import SubscriptionState, SubscriptionType
 from kproto.errors import ClientClosedError, ConfigError, KafkaError
@@ -91,7 +91,7 @@ class AIOConsumer(Positions, Rebalancing, Commits, Iteration):
             raise ConfigError(f"{type(self).__name__}({topics!r}, ...) subscribes to {topics!r} as a member of a "
                               f"group: add group_id='...', or, without a group, assign partitions: "
                               f"consumer.assign([TopicPartition({(topics if isinstance(topics, str) else topics[0])!r}, 0)])")
-        self._initial_topics = _topics_or_pattern(topics) if topics is not None else None
+        self._initial_topics = topics_or_pattern(topics) if topics is not None else None
         self._cluster = Cluster(c, allow_auto_topic_creation=c["allow.auto.create.topics"])
         self._subscriptions = SubscriptionState(c["auto.offset.reset"], c["exclude.internal.topics"])
         self._api_timeout = c["default.api.timeout.ms"] / 1000
@@ -117,7 +117,7 @@ class AIOConsumer(Positions, Rebalancing, Commits, Iteration):
         self._next_auto_commit = 0.0
         self._retry_backoff = c["retry.backoff.ms"] / 1000
         self._membership = Membership(
-            group_id, _assignors(c["partition.assignment.strategy"]), session_timeout_ms=c["session.timeout.ms"],
+            group_id, assignors(c["partition.assignment.strategy"]), session_timeout_ms=c["session.timeout.ms"],
             rebalance_timeout_ms=c["max.poll.interval.ms"], group_instance_id=c["group.instance.id"],
             rack_id=c["client.rack"]) if group_id else None
         self._group: GroupCoordinator | None = None

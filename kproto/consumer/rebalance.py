@@ -29,7 +29,7 @@ from kproto.consumer.subscription import SubscriptionType
 from kproto.errors import InvalidGroupIdError, KafkaError
 from kproto.structs import TopicPartition, check_topic
 
-__all__ = ["RebalanceCallback", "Rebalancing"]
+__all__ = ["RebalanceCallback", "Rebalancing", "assignors", "topics_or_pattern"]
 
 log = logging.getLogger("kproto.consumer")
 
@@ -37,12 +37,12 @@ log = logging.getLogger("kproto.consumer")
 RebalanceCallback = Callable[[Any, list[TopicPartition]], Any]
 
 
-def _assignors(names: Iterable[Any]) -> list[Assignor]:
+def assignors(names: Iterable[Any]) -> list[Assignor]:
     """``partition.assignment.strategy``: names, or :class:`Assignor` instances as they are."""
     return [ASSIGNORS[n]() if isinstance(n, str) else n for n in names]
 
 
-def _topics_or_pattern(topics: Iterable[str] | str | re.Pattern[str]) -> list[str] | re.Pattern[str]:
+def topics_or_pattern(topics: Iterable[str] | str | re.Pattern[str]) -> list[str] | re.Pattern[str]:
     """What :meth:`AIOConsumer.subscribe` was given: checked topic names, or one pattern
     (names starting with ``^`` are patterns, as librdkafka's; literal names beside one are
     escaped into it)."""
@@ -85,7 +85,7 @@ class Rebalancing:
         if self._membership is None:
             raise InvalidGroupIdError("subscribe() needs a group.id; use assign() to consume without a group")
         before = (self._subscriptions.pattern, self._subscriptions.topics)
-        topics = _topics_or_pattern(topics)
+        topics = topics_or_pattern(topics)
         if isinstance(topics, re.Pattern):
             self._subscriptions.subscribe_pattern(topics)
             self._matched = False
