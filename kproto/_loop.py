@@ -138,7 +138,11 @@ class Portal:
         """The lease was returned (:meth:`close`)."""
         return self._thread is None
 
-    def call(self, fn: Callable[..., Awaitable[T] | T], /, *args: Any, **kwargs: Any) -> T:
+    @overload
+    def call(self, fn: Callable[P, Awaitable[T]], /, *args: P.args, **kwargs: P.kwargs) -> T: ...
+    @overload
+    def call(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T: ...
+    def call(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
         """Run ``fn(*args, **kwargs)`` on the loop, awaiting what it returns if that is
         awaitable, and return its result (or raise its exception) here.
 

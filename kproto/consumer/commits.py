@@ -20,6 +20,7 @@ from typing import Any
 from kproto._loop import run_in_caller
 from kproto.consumer.coordinator import GroupCoordinator
 from kproto.consumer.membership import MemberState
+from kproto.consumer.state import ConsumerState
 from kproto.errors import InvalidGroupIdError, KafkaError
 from kproto.structs import OffsetAndMetadata, TopicPartition
 
@@ -36,7 +37,7 @@ def _offsets(offsets: Mapping[TopicPartition, int | OffsetAndMetadata]) -> dict[
             for tp, o in offsets.items()}
 
 
-class Commits:
+class Commits(ConsumerState):
     """Commits; :class:`~kproto.consumer.AIOConsumer` holds the state (``_group``, the
     commits in flight ``_commits``, callbacks due ``_commit_results``, the auto-commit clock)."""
 

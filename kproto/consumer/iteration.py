@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
 
+from kproto.consumer.state import ConsumerState
 from kproto.consumer.structs import ConsumerRecord
 from kproto.errors import ClientClosedError
 from kproto.structs import OffsetAndMetadata, TopicPartition
@@ -29,7 +30,7 @@ class Batch:
         self.consumed = 0  # records yielded so far
 
 
-class Iteration:
+class Iteration(ConsumerState):
     """Iteration over records; :class:`~kproto.consumer.AIOConsumer` holds the batch
     being handed out (``_iteration``)."""
 

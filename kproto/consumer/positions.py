@@ -17,6 +17,7 @@ import asyncio
 from collections.abc import Iterable, Mapping
 
 from kproto.consumer.errors import NoOffsetForPartitionError
+from kproto.consumer.state import ConsumerState
 from kproto.consumer.structs import OffsetAndTimestamp
 from kproto.errors import KafkaError, KafkaTimeoutError
 from kproto.structs import OffsetAndMetadata, TopicPartition
@@ -26,7 +27,7 @@ __all__ = ["Positions"]
 _EARLIEST, _LATEST = -2, -1  # ListOffsets' special timestamps
 
 
-class Positions:
+class Positions(ConsumerState):
     """Positions and partition offsets; :class:`~kproto.consumer.AIOConsumer` holds the
     state (``_subscriptions``, ``_fetcher``, the lookup task ``_positions``)."""
 

@@ -25,6 +25,7 @@ from kproto._loop import run_in_caller
 from kproto.consumer.assignors import ASSIGNORS, Assignor, RebalanceProtocol
 from kproto.consumer.membership import MemberState
 from kproto.consumer.protocol import Assignment
+from kproto.consumer.state import ConsumerState
 from kproto.consumer.subscription import SubscriptionType
 from kproto.errors import InvalidGroupIdError, KafkaError
 from kproto.structs import TopicPartition, check_topic
@@ -55,7 +56,7 @@ def topics_or_pattern(topics: Iterable[str] | str | re.Pattern[str]) -> list[str
     return re.compile(parts[0] if len(parts) == 1 else "|".join(f"(?:{p})" for p in parts))
 
 
-class Rebalancing:
+class Rebalancing(ConsumerState):
     """Subscription, assignment and rebalances; :class:`~kproto.consumer.AIOConsumer`
     holds the state (``_membership``, ``_group``, the running ``_join``, ``_callbacks``)."""
 
