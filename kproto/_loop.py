@@ -164,25 +164,16 @@ class Portal:
         call = _Call()
         future = asyncio.run_coroutine_threadsafe(_run(call, fn, args, kwargs), self._thread.loop)
         future.add_done_callback(lambda _: call.requests.put(None))
-        while True:
-            try:
-                request = call.requests.get(timeout=_SLICE)
-            except queue.Empty:
-                continue
-            except KeyboardInterrupt:
-                future.cancel()
-                raise
-            if request is None:
-                break
-            callback, callback_args, reply = request
-            try:
-                reply.set_result(callback(*callback_args))
-            except Exception as exc:  # handed back to the coroutine, which raises it
-                reply.set_exception(exc)
-            except BaseException:  # Ctrl-C in the callback: it is this thread's, not the loop's
-                reply.cancel()
-                future.cancel()
-                raise
+        try:
+            while (request := _next(call.requests)) is not None:
+                callback, callback_args, reply = request
+                try:
+                    reply.set_result(callback(*callback_args))
+                except Exception as exc:  # handed back to the coroutine, which raises it
+                    reply.set_exception(exc)
+        except BaseException:  # Ctrl-C, wherever it lands (in a callback too): the call stops too
+            future.cancel()
+            raise
         try:
             return future.result()
         except concurrent.futures.CancelledError:
@@ -207,6 +198,15 @@ class Portal:
             _shared = None  # a client made from now on starts a new loop thread
         # Outside the lock: a task cancelled here may make a client, which takes the lock.
         thread.stop()
+
+
+def _next(requests: queue.SimpleQueue[Any]) -> Any:
+    """The next request, waiting in slices so that signals (Ctrl-C) get in."""
+    while True:
+        try:
+            return requests.get(timeout=_SLICE)
+        except queue.Empty:
+            pass
 
 
 async def _run(call: _Call, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:

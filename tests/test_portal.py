@@ -115,3 +115,27 @@ def test_a_forked_child_starts_its_own_loop_thread():
         assert results.get() == 0
     finally:
         portal.close()
+
+
+def test_ctrl_c_interrupts_a_blocked_call_and_cancels_its_coroutine():
+    import _thread
+    import asyncio
+
+    portal = Portal("test client")
+    cancelled = threading.Event()
+
+    async def forever():
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+    timer = threading.Timer(0.3, _thread.interrupt_main)  # Ctrl-C, as the main thread sees it
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            portal.call(forever)
+        assert cancelled.wait(5)
+    finally:
+        timer.join()
+        portal.close()
