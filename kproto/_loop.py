@@ -1,9 +1,31 @@
-"""The background event loop behind each sync client (``Producer``, ``Consumer``...).
+"""The one background event loop behind the sync clients (``Producer``, ``Consumer``,
+``AdminClient``), and the lifecycle rules every client follows.
 
-A sync client is a facade: it owns one :class:`LoopThread`, runs the asyncio core on it,
-and blocks on the results. Calls wait in short slices so Ctrl-C interrupts them, and a
-call from the loop's own thread (a callback calling back into the client) is refused
-instead of deadlocking.
+Sync over async. A sync client is a facade over its asyncio core, and reaches the core
+through one mechanism, a :class:`Portal` (modelled on anyio's ``BlockingPortal``):
+``portal.call(fn, *args)`` runs ``fn`` on the loop (awaiting it when it returns an
+awaitable) and returns its result, or raises its exception, in the caller's thread.
+:func:`blocking` makes a sync method out of its async twin that way, so each method has
+one implementation and one docstring. While it waits, ``call`` serves the coroutine's
+:func:`run_in_caller` requests: a consumer's rebalance and commit callbacks run in the
+thread that called ``poll`` (as in Java), so they may call the clients' blocking methods.
+Calls wait in short slices so Ctrl-C interrupts them, and a call from the loop's own
+thread (a callback on the loop calling back into a sync client) is refused instead of
+deadlocking.
+
+One loop thread per process, not one per client. Every portal is a lease on one shared
+loop thread (``kproto-loop``, the shape of anyio's lease-counted
+``BlockingPortalProvider``): the first client starts it, each client's ``close`` returns
+its lease, and the last one stops the loop and joins the thread, so nothing outlives the
+clients (a test suite sees no leftover thread). Why shared: the clients' work on the loop
+is waiting on sockets and timers, which one loop does for all of them; a thread and a
+loop per client bought nothing but threads (the GIL runs one at a time anyway), and a
+program that consumes, transforms and produces ran two loops to do one job. The price,
+said in the clients' docs: a callback that runs on the loop (a producer's delivery
+callback) holds up every client's I/O while it runs, so it must be short, and it may not
+call any sync client's blocking method (refused with RuntimeError: the loop it would
+wait for is the one it is holding). A child process made by ``fork`` starts with no loop
+thread (threads do not survive a fork), so its first client starts its own.
 
 Two lifecycle rules of every client live here too (issue 11). A closed client refuses
 every call with :class:`~kproto.errors.ClientClosedError` (:func:`refuse_when_closed`,
@@ -17,16 +39,18 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextvars
 import functools
 import inspect
+import os
+import queue
 import threading
-import time
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar, overload
 
-from kproto.errors import ClientClosedError, KafkaTimeoutError
+from kproto.errors import ClientClosedError
 
-__all__ = ["LoopThread", "check_loop", "refuse_when_closed"]
+__all__ = ["Portal", "blocking", "check_loop", "refuse_when_closed", "run_in_caller"]
 
 T = TypeVar("T")
 P = ParamSpec("P")
@@ -34,14 +58,14 @@ P = ParamSpec("P")
 _SLICE = 0.2  # seconds: how often a blocked call lets signals in
 
 
-class LoopThread:
+class _LoopThread:
     """An asyncio loop running on a daemon thread until :meth:`stop`."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
         ready = threading.Event()
-        self._thread = threading.Thread(target=self._main, args=(ready,), name=name, daemon=True)
-        self._thread.start()
+        self.thread = threading.Thread(target=self._main, args=(ready,), name="kproto-loop", daemon=True)
+        self.thread.start()
         ready.wait()
 
     def _main(self, ready: threading.Event) -> None:
@@ -49,55 +73,13 @@ class LoopThread:
         self.loop.call_soon(ready.set)
         self.loop.run_forever()
 
-    def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
-        """Schedule ``coro`` on the loop; returns a thread-safe future of its result."""
-        return asyncio.run_coroutine_threadsafe(coro, self.loop)
-
-    def run(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
-        """Run ``coro`` on the loop and wait for its result.
-
-        Raises:
-            KafkaTimeoutError: ``timeout`` seconds passed (the coroutine is cancelled).
-            RuntimeError: called from the loop's own thread.
-            ClientClosedError: the loop was stopped (its client is closed).
-        """
-        if threading.current_thread() is self._thread:
-            coro.close()
-            raise RuntimeError("a blocking kproto call was made from its own callback thread")
-        if self.loop.is_closed():
-            coro.close()
-            raise ClientClosedError(f"the {self._thread.name.removeprefix('kproto-')} is closed")
-        future = self.submit(coro)
-        return wait(future, timeout)
-
-    def call_soon(self, fn: Any, *args: Any) -> None:
-        self.loop.call_soon_threadsafe(fn, *args)
-
     def stop(self) -> None:
-        """Stop the loop (after cancelling what still runs) and join the thread."""
-        if not self.loop.is_closed():
-            if self._thread.is_alive():
-                self.submit(_cancel_all()).result()
-                self.loop.call_soon_threadsafe(self.loop.stop)
-                self._thread.join()
-            self.loop.close()
-
-
-def wait(future: concurrent.futures.Future[T], timeout: float | None = None) -> T:
-    """``future.result(timeout)``, waking every 200 ms so Ctrl-C gets through."""
-    deadline = None if timeout is None else time.monotonic() + timeout
-    while True:
-        left = _SLICE if deadline is None else min(_SLICE, deadline - time.monotonic())
-        if left <= 0:
-            future.cancel()
-            raise KafkaTimeoutError(f"gave up after {timeout:g} s")
-        try:
-            return future.result(left)
-        except concurrent.futures.TimeoutError:
-            continue
-        except KeyboardInterrupt:
-            future.cancel()
-            raise
+        """Cancel what still runs, stop the loop and join the thread."""
+        if self.thread.is_alive():
+            asyncio.run_coroutine_threadsafe(_cancel_all(), self.loop).result()
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self.thread.join()
+        self.loop.close()
 
 
 async def _cancel_all() -> None:
@@ -107,18 +89,173 @@ async def _cancel_all() -> None:
     await asyncio.gather(*tasks, return_exceptions=True)
 
 
-def blocking(method: Callable[Concatenate[Any, P], Awaitable[T]]) -> Callable[Concatenate[Any, P], T]:
-    """A sync method that runs the async ``method`` of ``self._core`` on ``self._loop``.
+_lock = threading.Lock()  # guards the two below
+_shared: _LoopThread | None = None  # the loop thread, while any portal holds a lease
+_leases = 0
+
+
+def _forget_after_fork() -> None:
+    """In a forked child: the parent's loop thread did not come along; start afresh."""
+    global _lock, _shared, _leases
+    _lock, _shared, _leases = threading.Lock(), None, 0
+
+
+os.register_at_fork(after_in_child=_forget_after_fork)
+
+
+class _Call:
+    """One :meth:`Portal.call` in progress: the queue its caller's thread serves."""
+
+    __slots__ = ("requests", "done")
+
+    def __init__(self) -> None:
+        self.requests: queue.SimpleQueue[tuple[Callable[..., Any], tuple, concurrent.futures.Future] | None] = \
+            queue.SimpleQueue()
+        self.done = False  # set on the loop when the call's coroutine ends
+
+
+_caller: contextvars.ContextVar[_Call] = contextvars.ContextVar("kproto_portal_caller")
+
+
+class Portal:
+    """A sync client's lease on the shared loop thread; see the module doc.
+
+    Args:
+        what: the client, for errors ("the consumer is closed").
+    """
+
+    def __init__(self, what: str) -> None:
+        global _shared, _leases
+        self._what = what
+        with _lock:
+            if _shared is None:
+                _shared = _LoopThread()
+            _leases += 1
+            self._thread: _LoopThread | None = _shared
+
+    @property
+    def closed(self) -> bool:
+        """The lease was returned (:meth:`close`)."""
+        return self._thread is None
+
+    @overload
+    def call(self, fn: Callable[P, Awaitable[T]], /, *args: P.args, **kwargs: P.kwargs) -> T: ...
+    @overload
+    def call(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T: ...
+    def call(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+        """Run ``fn(*args, **kwargs)`` on the loop, awaiting what it returns if that is
+        awaitable, and return its result (or raise its exception) here.
+
+        Meanwhile this thread runs the callbacks that :func:`run_in_caller` hands it.
+        Ctrl-C cancels the call. There is no timeout here: each async method bounds its
+        own wait (``max.block.ms``, ``default.api.timeout.ms``, its ``timeout`` argument).
+
+        Raises:
+            RuntimeError: called from the loop's own thread (it would wait for itself).
+            ClientClosedError: the portal was closed, or the call was cancelled by the
+                loop stopping.
+        """
+        if self._thread is None:
+            raise ClientClosedError(f"the {self._what} is closed")
+        if threading.current_thread() is self._thread.thread:
+            raise RuntimeError(f"a blocking {self._what} call was made on kproto's loop thread, from a callback "
+                               f"that runs there (a delivery callback): it would wait for itself. Do it from "
+                               f"another thread, or use the asyncio client")
+        call = _Call()
+        future = asyncio.run_coroutine_threadsafe(_run(call, fn, args, kwargs), self._thread.loop)
+        future.add_done_callback(lambda _: call.requests.put(None))
+        try:
+            while (request := _next(call.requests)) is not None:
+                callback, callback_args, reply = request
+                try:
+                    reply.set_result(callback(*callback_args))
+                except Exception as exc:  # handed back to the coroutine, which raises it
+                    reply.set_exception(exc)
+        except BaseException:  # Ctrl-C, wherever it lands (in a callback too): the call stops too
+            future.cancel()
+            raise
+        try:
+            return future.result()
+        except concurrent.futures.CancelledError:
+            raise ClientClosedError(f"the {self._what} was closed during the call") from None
+
+    def close(self) -> None:
+        """Return the lease; the last one stops the loop and joins its thread. Idempotent.
+
+        What the client still runs on the loop must be finished first (its ``close``):
+        the last lease cancels whatever is left.
+        """
+        global _shared, _leases
+        thread, self._thread = self._thread, None
+        if thread is None:
+            return
+        with _lock:
+            if thread is not _shared:  # started before a fork: nothing of it is here
+                return
+            _leases -= 1
+            if _leases:
+                return
+            _shared = None  # a client made from now on starts a new loop thread
+        # Outside the lock: a task cancelled here may make a client, which takes the lock.
+        thread.stop()
+
+
+def _next(requests: queue.SimpleQueue[Any]) -> Any:
+    """The next request, waiting in slices so that signals (Ctrl-C) get in."""
+    while True:
+        try:
+            return requests.get(timeout=_SLICE)
+        except queue.Empty:
+            pass
+
+
+async def _run(call: _Call, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+    _caller.set(call)  # this task's context (and its children's): run_in_caller finds the call
+    try:
+        result = fn(*args, **kwargs)
+        if inspect.isawaitable(result):
+            result = await result
+        return result
+    finally:
+        call.done = True
+
+
+async def run_in_caller(callback: Callable[..., Any], *args: Any) -> Any:
+    """Run a user callback in the thread blocked in the :meth:`Portal.call` whose coroutine
+    runs this, or here on the loop when there is none (an asyncio client, or a task that
+    outlived its call); an awaitable result is awaited on the loop."""
+    call = _caller.get(None)
+    if call is None or call.done:
+        result = callback(*args)
+    else:
+        reply: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        call.requests.put((callback, args, reply))
+        result = await asyncio.wrap_future(reply)
+    if inspect.isawaitable(result):
+        result = await result
+    return result
+
+
+_R = TypeVar("_R")
+
+
+@overload
+def blocking(method: Callable[Concatenate[Any, P], Coroutine[Any, Any, _R]]) -> Callable[Concatenate[Any, P], _R]: ...
+@overload
+def blocking(method: Callable[Concatenate[Any, P], _R]) -> Callable[Concatenate[Any, P], _R]: ...
+def blocking(method: Callable[..., Any]) -> Callable[..., Any]:
+    """The sync twin of an async client's ``method``: ``self._portal.call`` runs it on
+    ``self._core`` and waits.
 
     The sync faces are built from the async ones with this, so there is one
-    implementation and one docstring; the async method bounds its own wait.
+    implementation and one docstring. Coroutine methods are awaited on the loop; plain
+    ones are called there too (the core's state belongs to the loop's thread).
     """
     name = method.__name__
 
     @functools.wraps(method)
-    def call(self: Any, /, *args: P.args, **kwargs: P.kwargs) -> T:
-        result: T = self._loop.run(getattr(self._core, name)(*args, **kwargs))
-        return result
+    def call(self: Any, /, *args: Any, **kwargs: Any) -> Any:
+        return self._portal.call(getattr(self._core, name), *args, **kwargs)
 
     return call
 
@@ -147,13 +284,17 @@ def refuse_when_closed(what: str, closed: Callable[[Any], bool], keep: tuple[str
     :class:`~kproto.errors.ClientClosedError` once ``closed(self)`` is true.
 
     One guard for all methods, so a method added later cannot forget it (a test walks
-    every public method of every client). Async methods raise when awaited. With
-    ``bind``, the first async call binds the client to its loop (``self._home``) and
-    later ones go through :func:`check_loop`; ``before(self)`` is awaited before each
-    async call.
+    every public method of every client). Methods the class gets from its bases (the
+    consumer's parts, one job each) are guarded too, on the class. Async methods raise
+    when awaited. With ``bind``, the first async call binds the client to its loop
+    (``self._home``) and later ones go through :func:`check_loop`; ``before(self)`` is
+    awaited before each async call.
     """
     def decorate(cls: type) -> type:
-        for name, method in list(vars(cls).items()):
+        methods: dict[str, Any] = {}
+        for klass in reversed(cls.__mro__[:-1]):  # object's own are not the client's
+            methods.update(vars(klass))
+        for name, method in methods.items():
             if name.startswith("_") or name in keep or not inspect.isfunction(method):
                 continue
             setattr(cls, name, _guarded(method, what, closed, cls.__name__ if bind else None, before))

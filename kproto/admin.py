@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from kproto._habits import missing
-from kproto._loop import LoopThread, blocking, check_loop, refuse_when_closed
+from kproto._loop import Portal, blocking, check_loop, refuse_when_closed
 from kproto.config import ClientConfig
 from kproto.errors import (
     KafkaCodeError,
@@ -536,7 +536,7 @@ class AdminClient:
     def __init__(self, config: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
         self._core = AIOAdminClient(config, **kwargs)  # validates the config before a thread starts
         self.config = self._core.config
-        self._loop = LoopThread("kproto-admin")
+        self._portal = Portal("admin client")  # the shared loop thread (kproto._loop)
 
     _habit_kind = "admin"
     __getattr__ = missing
@@ -548,10 +548,13 @@ class AdminClient:
         self.close()
 
     def close(self) -> None:
-        """Close every connection and stop the background loop. Idempotent."""
-        if not self._loop.loop.is_closed():
-            self._loop.run(self._core.close())
-            self._loop.stop()
+        """Close every connection and let go of the background loop (which the sync
+        clients share; the last one closed stops it). Idempotent."""
+        if not self._portal.closed:
+            try:
+                self._portal.call(self._core.close)
+            finally:
+                self._portal.close()
 
     create_topics = blocking(AIOAdminClient.create_topics)
     delete_topics = blocking(AIOAdminClient.delete_topics)

@@ -197,7 +197,7 @@ def _reached(client: _Client) -> _Client:
         NoBrokersAvailableError: no bootstrap server answered (the client is closed).
     """
     try:
-        client._loop.run(client._core._cluster.refresh())
+        client._portal.call(client._core._cluster.refresh)
     except BaseException:
         client.close()
         raise

@@ -6,7 +6,9 @@ cooperative-sticky) and :mod:`~kproto.consumer.subscription` (what is consumed, 
 positions) and :mod:`~kproto.consumer.membership` (a group member's state machine) are
 sans-I/O; :mod:`~kproto.consumer.fetcher` fetches and decodes,
 :mod:`~kproto.consumer.coordinator` talks to the group coordinator, and
-:mod:`~kproto.consumer.consumer` is the client.
+:mod:`~kproto.consumer.consumer` is the client, whose jobs in poll are one module each:
+:mod:`~kproto.consumer.positions`, :mod:`~kproto.consumer.rebalance`,
+:mod:`~kproto.consumer.commits` and :mod:`~kproto.consumer.iteration`.
 """
 
 from kproto.consumer.assignors import ASSIGNORS, Assignor, GroupMember, RebalanceProtocol

@@ -2,103 +2,52 @@
 
 :class:`AIOConsumer` is the implementation. Background tasks on its loop fetch ahead
 (:mod:`~kproto.consumer.fetcher`) and keep metadata fresh; :meth:`AIOConsumer.poll`
-hands out what was fetched, up to ``max.poll.records``. :class:`Consumer` runs the same
-object on a background loop and blocks on it.
+hands out what was fetched, up to ``max.poll.records``, after stepping each job that
+happens in poll. The jobs are parts of the class, one module each:
 
-Positions. A partition's position is the offset of the next record poll returns. A new
-partition gets one from a seek, else (with ``group.id``) from its committed offset, else
-from ``auto.offset.reset``; these lookups run in the background, started by poll, so a
-poll with a short timeout never abandons one half way. Calls that move positions
-(:meth:`~AIOConsumer.seek`, :meth:`~AIOConsumer.seek_to_beginning`...) are lazy as in
-Java: they take effect by the next poll.
+- :mod:`~kproto.consumer.positions`: where each partition's next record comes from
+  (seeks, committed offsets, ``auto.offset.reset``), pausing, and partition offsets;
+- :mod:`~kproto.consumer.rebalance`: subscribe or assign, and the group's rebalances
+  with their callbacks;
+- :mod:`~kproto.consumer.commits`: sync, async and automatic commits;
+- :mod:`~kproto.consumer.iteration`: ``for`` / ``async for`` one record at a time.
 
-Groups. With ``group.id``, :meth:`~AIOConsumer.subscribe` joins the group (Java's
-classic protocol; :mod:`~kproto.consumer.membership`, :mod:`~kproto.consumer.coordinator`).
-Heartbeats run in the background; joining, rebalance callbacks and auto-commits happen in
-poll, in the caller's context, as in Java. Eager assignors (range, roundrobin, or any mix
-with them) revoke every partition before a rebalance; with cooperative-sticky alone only
-the partitions that move are revoked, and the others keep being fetched and returned
-while the group rebalances (KIP-429). Before each rebalance and on close, auto-commit
-commits what was consumed. :class:`Consumer` runs callbacks in the thread that called
-poll (or close), so they may call the consumer's blocking methods, ``commit`` included.
-
-Iteration (``for record in consumer`` / ``async for``) polls batches and yields their
-records one by one. A record counts as consumed once yielded: a commit inside the loop
-commits up to it, and after leaving the loop early, the next poll starts each partition
-at its first record not yet yielded (the consumer seeks back), so nothing is skipped.
+This module holds what ties them: the state, starting and stopping the background tasks,
+poll's loop and close. :class:`Consumer` runs the same object through a
+:class:`~kproto._loop.Portal` (the loop thread the sync clients share) and blocks on it;
+its rebalance and commit callbacks run in the thread that called poll (or close), so they
+may call the consumer's blocking methods, ``commit`` included.
 """
 
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
-import functools
-import inspect
 import logging
-import queue
-import re
 import time
 import warnings
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Iterator, Mapping
-from typing import Any, Concatenate, ParamSpec, TypeVar, overload
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 from kproto._habits import missing
-from kproto._loop import LoopThread, check_loop, refuse_when_closed
+from kproto._loop import Portal, blocking, check_loop, refuse_when_closed
 from kproto.config import ClientConfig
-from kproto.consumer.assignors import ASSIGNORS, Assignor, RebalanceProtocol
+from kproto.consumer.commits import CommitCallback, Commits
 from kproto.consumer.coordinator import GroupCoordinator
-from kproto.consumer.errors import NoOffsetForPartitionError
 from kproto.consumer.fetcher import Fetcher
-from kproto.consumer.membership import Membership, MemberState
-from kproto.consumer.protocol import Assignment
-from kproto.consumer.structs import ConsumerRecord, OffsetAndTimestamp
+from kproto.consumer.iteration import Batch, Iteration
+from kproto.consumer.membership import Membership
+from kproto.consumer.positions import Positions
+from kproto.consumer.rebalance import RebalanceCallback, Rebalancing, assignors, topics_or_pattern
+from kproto.consumer.structs import ConsumerRecord
 from kproto.consumer.subscription import SubscriptionState, SubscriptionType
-from kproto.errors import (
-    ClientClosedError,
-    ConfigError,
-    InvalidGroupIdError,
-    KafkaError,
-    KafkaTimeoutError,
-)
+from kproto.errors import ClientClosedError, ConfigError, KafkaError
 from kproto.io import Cluster
-from kproto.structs import OffsetAndMetadata, TopicPartition, check_topic
 
 __all__ = ["AIOConsumer", "Consumer"]
 
 log = logging.getLogger("kproto.consumer")
 
-_EARLIEST, _LATEST = -2, -1  # ListOffsets' special timestamps
-_SLICE = 0.2  # seconds: how often a blocked sync call lets Ctrl-C in
 _CLOSE_TIMEOUT_S = 30.0  # Java's KafkaConsumer.DEFAULT_CLOSE_TIMEOUT_MS
-
-#: ``on_assign(consumer, partitions)``, ``on_revoke``, ``on_lost``: plain or async functions.
-RebalanceCallback = Callable[[Any, list[TopicPartition]], Any]
-#: ``callback(offsets, error)`` of :meth:`AIOConsumer.commit_async` (error None on success).
-CommitCallback = Callable[[dict[TopicPartition, OffsetAndMetadata], BaseException | None], Any]
-
-
-def _assignors(names: Iterable[Any]) -> list[Assignor]:
-    """``partition.assignment.strategy``: names, or :class:`Assignor` instances as they are."""
-    return [ASSIGNORS[n]() if isinstance(n, str) else n for n in names]
-
-
-def _offsets(offsets: Mapping[TopicPartition, int | OffsetAndMetadata]) -> dict[TopicPartition, OffsetAndMetadata]:
-    return {TopicPartition(*tp): o if isinstance(o, OffsetAndMetadata) else OffsetAndMetadata(o)
-            for tp, o in offsets.items()}
-
-
-def _topics_or_pattern(topics: Iterable[str] | str | re.Pattern[str]) -> list[str] | re.Pattern[str]:
-    """What :meth:`AIOConsumer.subscribe` was given: checked topic names, or one pattern
-    (names starting with ``^`` are patterns, as librdkafka's; literal names beside one are
-    escaped into it)."""
-    if isinstance(topics, re.Pattern):
-        return topics
-    topics = [topics] if isinstance(topics, str) else list(topics)
-    if not any(isinstance(t, str) and t.startswith("^") for t in topics):
-        return [check_topic(t) for t in topics]
-    parts = [t if t.startswith("^") else re.escape(check_topic(t)) for t in topics]
-    return re.compile(parts[0] if len(parts) == 1 else "|".join(f"(?:{p})" for p in parts))
-
 
 _IMPLAUSIBLE = 300  # seconds: a poll as long as max.poll.interval.ms's default is surely in ms
 
@@ -116,16 +65,8 @@ def _seconds(timeout: float | None, timeout_ms: int | None) -> float | None:
     return timeout
 
 
-async def _call_here(callback: Callable[..., Any], *args: Any) -> Any:
-    """Run a user callback on the loop (awaiting it if it is a coroutine function)."""
-    result = callback(*args)
-    if inspect.isawaitable(result):
-        result = await result
-    return result
-
-
 @refuse_when_closed("consumer", lambda self: self._closed, keep=("close", "stop"))
-class AIOConsumer:
+class AIOConsumer(Positions, Rebalancing, Commits, Iteration):
     """The consumer for asyncio code.
 
     Args:
@@ -150,7 +91,7 @@ class AIOConsumer:
             raise ConfigError(f"{type(self).__name__}({topics!r}, ...) subscribes to {topics!r} as a member of a "
                               f"group: add group_id='...', or, without a group, assign partitions: "
                               f"consumer.assign([TopicPartition({(topics if isinstance(topics, str) else topics[0])!r}, 0)])")
-        self._initial_topics = _topics_or_pattern(topics) if topics is not None else None
+        self._initial_topics = topics_or_pattern(topics) if topics is not None else None
         self._cluster = Cluster(c, allow_auto_topic_creation=c["allow.auto.create.topics"])
         self._subscriptions = SubscriptionState(c["auto.offset.reset"], c["exclude.internal.topics"])
         self._api_timeout = c["default.api.timeout.ms"] / 1000
@@ -164,7 +105,7 @@ class AIOConsumer:
         self._fetcher: Fetcher | None = None
         self._tasks: list[asyncio.Task] = []
         self._positions: asyncio.Task | None = None
-        self._iteration: _Iteration | None = None
+        self._iteration: Batch | None = None
         self._home: asyncio.AbstractEventLoop | None = None  # the loop its tasks run on
         self._closed = False
         # Groups: the coordinator (with group.id), the running join, callbacks, auto-commit.
@@ -176,7 +117,7 @@ class AIOConsumer:
         self._next_auto_commit = 0.0
         self._retry_backoff = c["retry.backoff.ms"] / 1000
         self._membership = Membership(
-            group_id, _assignors(c["partition.assignment.strategy"]), session_timeout_ms=c["session.timeout.ms"],
+            group_id, assignors(c["partition.assignment.strategy"]), session_timeout_ms=c["session.timeout.ms"],
             rebalance_timeout_ms=c["max.poll.interval.ms"], group_instance_id=c["group.instance.id"],
             rack_id=c["client.rack"]) if group_id else None
         self._group: GroupCoordinator | None = None
@@ -189,7 +130,6 @@ class AIOConsumer:
         self._last_poll = time.monotonic()  # when the last poll returned
         self._polling = 0  # polls in progress
         self._face: Any = self  # what callbacks get as their consumer (Consumer sets itself)
-        self._invoke: Callable[..., Any] = _call_here  # how callbacks run (Consumer: in its caller's thread)
 
     _habit_kind = "consumer"
     __getattr__ = missing  # a peer's method name gets an error naming kproto's call
@@ -213,11 +153,6 @@ class AIOConsumer:
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.close()
-
-    def __aiter__(self) -> AsyncIterator[ConsumerRecord]:
-        if self._closed:  # a close during the iteration ends it; iterating a closed one is a mistake
-            raise ClientClosedError("the consumer is closed")
-        return self._records()
 
     # -- plumbing -------------------------------------------------------------------------
 
@@ -272,61 +207,6 @@ class AIOConsumer:
                 self._fetcher.wakeup()
             await asyncio.sleep(backoff)
 
-    def _on_metadata(self) -> None:
-        """After a refresh: a pattern's matches and partition counts may ask for a rebalance."""
-        subscriptions, membership = self._subscriptions, self._membership
-        if subscriptions.type is SubscriptionType.AUTO_PATTERN:
-            if subscriptions.match((n, t.is_internal) for n, t in self._cluster.topics.items()) and self._matched:
-                membership.request_rejoin("the subscription pattern matches other topics now")
-            self._matched = True
-            self._cluster.want(subscriptions.topics)
-            self._event.set()
-        if self._snapshot is not None and membership.state is MemberState.STABLE:
-            if self._metadata_snapshot() != self._snapshot:
-                membership.request_rejoin("partition counts of subscribed topics changed")
-                self._event.set()
-
-    def _metadata_snapshot(self) -> dict[str, int | None]:
-        """Partition counts of the topics a rebalance depends on (the leader watches every member's)."""
-        topics = self._membership.group_topics if self._membership.is_leader else self._subscriptions.topics
-        return {t: self._cluster.partitions_for(t) for t in topics}
-
-    def _step_positions(self) -> None:
-        """Start looking up missing positions; raise what the last lookup could not resolve."""
-        task = self._positions
-        if task is not None and task.done():
-            self._positions = None
-            error = task.exception()
-            if error is not None and not (isinstance(error, KafkaError) and error.retriable):
-                raise error
-        subscriptions = self._subscriptions
-        if self._positions is None and (subscriptions.missing_positions() or subscriptions.awaiting_reset()):
-            self._positions = asyncio.get_running_loop().create_task(self._update_positions())
-            self._positions.add_done_callback(lambda _: self._event.set())
-
-    async def _update_positions(self) -> None:
-        deadline = self._deadline(None)
-        subscriptions = self._subscriptions
-        missing = subscriptions.missing_positions()
-        if missing and self._group is not None:
-            versions = {tp: subscriptions.state(tp).version for tp in missing}
-            committed = await self._group.committed(missing, deadline)
-            missing = []
-            for tp, offset in committed.items():
-                state = subscriptions.get(tp)
-                if state is None or state.version != versions[tp] or state.position is not None:
-                    continue  # moved while we asked
-                if offset is not None:
-                    subscriptions.seek(tp, offset.offset, offset.leader_epoch)
-                else:
-                    missing.append(tp)
-        if missing and subscriptions.default_reset == "none":
-            raise NoOffsetForPartitionError(missing)
-        for tp in missing:
-            subscriptions.request_reset(tp)
-        self._fetcher.wakeup()
-        await self._fetcher.reset_positions(deadline)
-
     async def _wait(self, deadline: float | None) -> bool:
         """Wait for an event or ``deadline`` (monotonic; None: no limit); False on timeout."""
         event = self._event
@@ -341,182 +221,6 @@ class AIOConsumer:
         except asyncio.TimeoutError:
             return False
         return True
-
-    # -- subscription and assignment -------------------------------------------------------
-
-    def subscribe(self, topics: Iterable[str] | str | re.Pattern[str], *, on_assign: RebalanceCallback | None = None,
-                  on_revoke: RebalanceCallback | None = None, on_lost: RebalanceCallback | None = None) -> None:
-        """Consume ``topics`` (or every topic a compiled pattern matches whole) as a
-        member of ``group.id``; replaces an earlier subscription (topics or pattern). Takes
-        effect by the next poll.
-
-        A topic name that starts with ``^`` is a regular expression, as in librdkafka
-        (``subscribe("^orders-.*")``; Kafka's names cannot start with ``^``); a list that
-        holds one subscribes to every topic matching it or named by the others.
-
-        Callbacks get ``(consumer, partitions)`` and run inside poll (or close): on_revoke
-        before partitions go (commit there to hand over cleanly), on_assign once new ones
-        arrive (seek there to choose where they start), on_lost when they were taken away
-        already (the member fell out of the group: committing is no longer possible;
-        defaults to on_revoke). Patterns see topics created later once metadata is
-        refreshed (``metadata.max.age.ms``).
-
-        Raises:
-            InvalidGroupIdError: there is no ``group.id``.
-            RuntimeError: the consumer assigned partitions itself (unsubscribe first).
-            TypeError, InvalidTopicError: a topic name is not a str, or not a legal name.
-        """
-        self._started()
-        if self._membership is None:
-            raise InvalidGroupIdError("subscribe() needs a group.id; use assign() to consume without a group")
-        before = (self._subscriptions.pattern, self._subscriptions.topics)
-        topics = _topics_or_pattern(topics)
-        if isinstance(topics, re.Pattern):
-            self._subscriptions.subscribe_pattern(topics)
-            self._matched = False
-            self._metadata_wanted.set()
-        else:
-            self._subscriptions.subscribe(topics)
-            self._cluster.want(topics)
-        self._callbacks = {"assign": on_assign, "revoke": on_revoke, "lost": on_lost}
-        if (self._subscriptions.pattern, self._subscriptions.topics) != before:
-            self._membership.request_rejoin("the subscription changed")
-        self._event.set()
-
-    async def unsubscribe(self) -> None:
-        """Stop consuming: revoke (callbacks run) and leave the group, or drop a manual
-        assignment; positions are forgotten."""
-        fetcher = self._started()
-        if self._subscriptions.auto_assigned:
-            await self._stop_joining()
-            await self._drop(self._subscriptions.assigned(), lost=self._membership.lost)
-            await self._group.leave("the consumer unsubscribed")
-        fetcher.forget(self._subscriptions.assigned())
-        self._subscriptions.unsubscribe()
-
-    def assign(self, partitions: Iterable[TopicPartition]) -> None:
-        """Consume exactly ``partitions``, without group membership; replaces an earlier ``assign``.
-
-        Positions of partitions kept stay; new ones start at their committed offset (with
-        ``group.id``) or per ``auto.offset.reset``.
-
-        Raises:
-            RuntimeError: the consumer subscribed (call :meth:`unsubscribe` first).
-        """
-        fetcher = self._started()
-        partitions = [TopicPartition(*tp) for tp in partitions]
-        if self._auto_commit and self._subscriptions.type is SubscriptionType.USER_ASSIGNED:
-            self._commit_in_background(self._consumed(), None)  # Java commits before reassigning
-        before = set(self._subscriptions.assigned())
-        self._subscriptions.assign(partitions)
-        fetcher.forget(before - set(partitions))
-        self._cluster.want({tp.topic for tp in partitions})
-        self._metadata_wanted.set()
-
-    def assignment(self) -> set[TopicPartition]:
-        """The partitions assigned to this consumer now."""
-        return set(self._subscriptions.assigned())
-
-    def subscription(self) -> set[str]:
-        """The topics subscribed to (for a pattern, those it matches now)."""
-        return set(self._subscriptions.topics)
-
-    # -- rebalancing (in poll) -----------------------------------------------------------
-
-    async def _step_group(self) -> None:
-        """Apply a finished join, hand over lost partitions, and start a join when one is due."""
-        group, membership = self._group, self._membership
-        if group is None or not self._subscriptions.auto_assigned:
-            return
-        if group.failure is not None:
-            raise group.failure
-        join = self._join
-        if join is not None and join.done():
-            self._join = None
-            await self._assigned(join.result())  # a join fails only for good: poll raises it
-        if membership.lost and self._join is None:
-            await self._drop(self._subscriptions.assigned(), lost=True)
-        if self._join is None and membership.rejoin_reason is not None:
-            pattern = self._subscriptions.type is SubscriptionType.AUTO_PATTERN
-            if pattern and not self._matched:
-                self._metadata_wanted.set()  # a pattern joins once it knows what it matches
-                return
-            owned = self._subscriptions.assigned()
-            if membership.protocol is RebalanceProtocol.EAGER:
-                await self._drop(owned, lost=False)
-            else:  # cooperative: commit all (Java's onJoinPrepare), give up what is no longer subscribed
-                await self._commit_before_rebalance()
-                await self._drop([tp for tp in owned if tp.topic not in self._subscriptions.topics], lost=False)
-            self._join = asyncio.get_running_loop().create_task(
-                group.join(self._subscriptions.topics, self._subscriptions.assigned()), name="kproto-join")
-            self._join.add_done_callback(lambda _: self._event.set())
-
-    async def _assigned(self, assignment: Assignment) -> None:
-        """This member's new assignment arrived: keep, revoke and add partitions, then on_assign."""
-        subscriptions, membership = self._subscriptions, self._membership
-        new = list(assignment.partitions)
-        owned = subscriptions.assigned()
-        new_set, owned_set = set(new), set(owned)
-        revoked = [tp for tp in owned if tp not in new_set]
-        if revoked:  # cooperative (eager members own nothing here): hand these over, then rejoin
-            await self._drop(revoked, lost=False)
-            membership.request_rejoin("partitions were revoked; the group rebalances again to assign them")
-        added = [tp for tp in new if tp not in owned_set]
-        subscriptions.set_assignment(new)
-        watched = membership.group_topics | subscriptions.topics
-        self._cluster.want(watched)
-        try:  # the snapshot must hold counts as they are now, not "not fetched yet"
-            await self._cluster.refresh(watched)
-        except KafkaError as exc:
-            log.debug("metadata refresh after a rebalance failed: %s", exc)
-        self._snapshot = self._metadata_snapshot()
-        if any(tp.topic not in subscriptions.topics for tp in new):
-            membership.request_rejoin("the assignment holds topics no longer subscribed")
-        self._fetcher.wakeup()
-        log.info("group %r generation %d: assigned %s", membership.group_id, membership.generation_id, added)
-        if self._callbacks["assign"] is not None:
-            await self._invoke(self._callbacks["assign"], self._face, sorted(added))
-
-    async def _drop(self, partitions: list[TopicPartition], *, lost: bool) -> None:
-        """Give up ``partitions``: auto-commit them (unless lost), run on_revoke (or on_lost).
-
-        Committing revoked partitions here, not only before the rebalance, matters to
-        cooperative members: they keep consuming while the group rebalances.
-        """
-        if lost:
-            self._membership.lost = False
-        if not partitions:
-            return
-        if not lost and self._auto_commit and self._membership.generation_id >= 0:
-            consumed = self._consumed()
-            await self._commit_logged({tp: consumed[tp] for tp in partitions if tp in consumed})
-        callback = (self._callbacks["lost"] or self._callbacks["revoke"]) if lost else self._callbacks["revoke"]
-        try:
-            if callback is not None:
-                await self._invoke(callback, self._face, sorted(partitions))
-        finally:
-            gone = set(partitions)
-            self._subscriptions.set_assignment(tp for tp in self._subscriptions.assigned() if tp not in gone)
-            self._fetcher.forget(partitions)
-
-    async def _commit_before_rebalance(self) -> None:
-        """Auto-commit what was consumed while the generation still counts (Java's onJoinPrepare)."""
-        if self._auto_commit and self._membership.generation_id >= 0:
-            await self._commit_logged(self._consumed())
-
-    async def _commit_logged(self, offsets: dict[TopicPartition, OffsetAndMetadata]) -> None:
-        if not offsets:
-            return
-        try:
-            await self._group.commit(offsets, self._deadline(None), as_member=self._subscriptions.auto_assigned)
-        except KafkaError as exc:
-            log.warning("group %r: auto-commit failed: %s", self._membership.group_id, exc)
-
-    async def _stop_joining(self) -> None:
-        join, self._join = self._join, None
-        if join is not None:
-            join.cancel()
-            await asyncio.gather(join, return_exceptions=True)
 
     # -- consuming --------------------------------------------------------------------------
 
@@ -577,245 +281,6 @@ class AIOConsumer:
             self._polling -= 1
             self._last_poll = time.monotonic()
 
-    async def _records(self) -> AsyncIterator[ConsumerRecord]:
-        while True:
-            try:
-                batch = await self._poll(None)
-            except ClientClosedError:
-                return
-            iteration = self._iteration = _Iteration(batch)
-            for i, record in enumerate(batch, 1):
-                iteration.consumed = i
-                yield record
-
-    def _unconsumed(self) -> dict[TopicPartition, ConsumerRecord]:
-        """First record per partition that iteration handed out of a batch but not yet yielded."""
-        iteration = self._iteration
-        if iteration is None:
-            return {}
-        first: dict[TopicPartition, ConsumerRecord] = {}
-        for record in iteration.batch[iteration.consumed:]:
-            first.setdefault(TopicPartition(record.topic, record.partition), record)
-        return first
-
-    def _abandon_iteration(self) -> None:
-        """An iteration was left early: its records not yet yielded are to be polled again."""
-        for tp, record in self._unconsumed().items():
-            if self._subscriptions.get(tp) is not None:
-                self.seek(tp, OffsetAndMetadata(record.offset, "", record.leader_epoch))
-        self._iteration = None
-
-    # -- commits ------------------------------------------------------------------------------
-
-    def _require_group(self) -> GroupCoordinator:
-        self._started()
-        if self._group is None:
-            raise InvalidGroupIdError("committed offsets belong to a group: set group.id")
-        return self._group
-
-    def _consumed(self) -> dict[TopicPartition, OffsetAndMetadata]:
-        """Positions to commit: past every record handed out (by iteration: yielded)."""
-        consumed = self._subscriptions.all_consumed()
-        for tp, record in self._unconsumed().items():
-            if tp in consumed:
-                consumed[tp] = OffsetAndMetadata(record.offset, "", record.leader_epoch)
-        return consumed
-
-    async def commit(self, offsets: Mapping[TopicPartition, int | OffsetAndMetadata] | None = None,
-                     timeout: float | None = None) -> None:
-        """Commit ``offsets`` (default: the position of every assigned partition, i.e. past
-        every record polled) and wait for the coordinator's answer.
-
-        An offset is the next one to consume; give an :class:`~kproto.structs.OffsetAndMetadata`
-        to store metadata with it.
-
-        Raises:
-            InvalidGroupIdError: there is no ``group.id``.
-            CommitFailedError: the group rebalanced without this member.
-            RebalanceInProgressError: the group is rebalancing: poll, then commit again.
-            KafkaTimeoutError: no success within ``timeout`` seconds (None:
-                ``default.api.timeout.ms``), retrying what can be retried.
-        """
-        group = self._require_group()
-        await self._run_commit_callbacks()
-        offsets = self._consumed() if offsets is None else _offsets(offsets)
-        if offsets:
-            await group.commit(offsets, self._deadline(timeout), as_member=self._subscriptions.auto_assigned)
-
-    def commit_async(self, offsets: Mapping[TopicPartition, int | OffsetAndMetadata] | None = None,
-                     callback: CommitCallback | None = None) -> None:
-        """Commit in the background; ``callback(offsets, error)`` runs in a later
-        :meth:`poll`, :meth:`commit` or :meth:`close` (error None on success).
-
-        Raises:
-            InvalidGroupIdError: there is no ``group.id``.
-        """
-        self._require_group()
-        self._commit_in_background(self._consumed() if offsets is None else _offsets(offsets), callback)
-
-    def _commit_in_background(self, offsets: dict[TopicPartition, OffsetAndMetadata],
-                              callback: CommitCallback | None, *, auto: bool = False) -> None:
-        if not offsets and callback is None:
-            return
-        # In line now (commits reach the coordinator in the order they are made), and one
-        # attempt: a later commit carries newer offsets (Java's commitOffsetsAsync).
-        committing = self._group.commit(offsets, self._deadline(None), as_member=self._subscriptions.auto_assigned,
-                                        retry=False) if offsets else None
-
-        async def commit() -> None:
-            error = None
-            try:
-                if committing is not None:
-                    await committing
-            except KafkaError as exc:
-                error = exc
-                if auto and exc.retriable:  # Java: the next auto-commit comes after retry.backoff.ms
-                    self._next_auto_commit = min(self._next_auto_commit, time.monotonic() + self._retry_backoff)
-            if callback is not None:
-                self._commit_results.append((callback, offsets, error))
-                self._event.set()
-            elif error is not None:
-                log.warning("group %r: commit failed: %s", self._membership.group_id, error)
-
-        task = asyncio.get_running_loop().create_task(commit())
-        self._commits.add(task)
-        task.add_done_callback(self._commits.discard)
-        if committing is not None:  # cancelled before it awaited the commit (a close): that stops too
-            task.add_done_callback(lambda _: committing.cancel())
-
-    async def _run_commit_callbacks(self) -> None:
-        while self._commit_results:
-            callback, offsets, error = self._commit_results.pop(0)
-            await self._invoke(callback, offsets, error)
-
-    def _maybe_auto_commit(self) -> None:
-        """Every ``auto.commit.interval.ms``, commit in the background what earlier polls returned."""
-        now = time.monotonic()
-        if not self._auto_commit or now < self._next_auto_commit:
-            return
-        if self._subscriptions.auto_assigned and self._membership.state is not MemberState.STABLE:
-            # Rebalancing: the commit before the rebalance covers it; look again after
-            # retry.backoff.ms (as Java), not at once (a waiting poll would spin).
-            self._next_auto_commit = now + self._retry_backoff
-            return
-        self._next_auto_commit = now + self._auto_commit_interval
-        self._commit_in_background(self._consumed(), None, auto=True)
-
-    async def committed(self, partitions: Iterable[TopicPartition], timeout: float | None = None
-                        ) -> dict[TopicPartition, OffsetAndMetadata | None]:
-        """The group's committed offsets of ``partitions`` (None where there is none).
-
-        Raises:
-            InvalidGroupIdError: there is no ``group.id``.
-            KafkaTimeoutError: no answer within ``timeout`` seconds (None: ``default.api.timeout.ms``).
-        """
-        group = self._require_group()
-        return await group.committed([TopicPartition(*tp) for tp in partitions], self._deadline(timeout))
-
-    # -- positions --------------------------------------------------------------------------
-
-    async def position(self, partition: TopicPartition, timeout: float | None = None) -> int:
-        """The offset of the next record :meth:`poll` returns from ``partition``.
-
-        Looks the position up (committed offset or ``auto.offset.reset``) if it is not
-        known yet, for at most ``timeout`` seconds (None: ``default.api.timeout.ms``).
-
-        Raises:
-            ValueError: the partition is not assigned.
-            KafkaTimeoutError: the position could not be found in time.
-        """
-        self._started()
-        state = self._subscriptions.state(partition)
-        unconsumed = self._unconsumed().get(partition)
-        if unconsumed is not None:
-            return unconsumed.offset
-        deadline = self._deadline(timeout)
-        while state.position is None:
-            self._event.clear()
-            self._step_positions()
-            if state.position is None and not await self._wait(deadline):
-                raise KafkaTimeoutError(f"no position for {partition.topic}-{partition.partition} in time")
-        return state.position
-
-    def seek(self, partition: TopicPartition, offset: int | OffsetAndMetadata) -> None:
-        """Make the next poll of ``partition`` start at ``offset``.
-
-        Raises:
-            ValueError: the partition is not assigned, or the offset is negative.
-        """
-        fetcher = self._started()
-        if isinstance(offset, OffsetAndMetadata):
-            self._subscriptions.seek(partition, offset.offset, offset.leader_epoch)
-        else:
-            self._subscriptions.seek(partition, offset)
-        fetcher.forget([partition])
-
-    def seek_to_beginning(self, partitions: Iterable[TopicPartition] | None = None) -> None:
-        """Move ``partitions`` (default: all assigned) to their first offset, by the next poll."""
-        self._reset(partitions, "earliest")
-
-    def seek_to_end(self, partitions: Iterable[TopicPartition] | None = None) -> None:
-        """Move ``partitions`` (default: all assigned) to their end (the last stable offset
-        under read_committed), by the next poll."""
-        self._reset(partitions, "latest")
-
-    def _reset(self, partitions: Iterable[TopicPartition] | None, strategy: str) -> None:
-        fetcher = self._started()
-        partitions = self._subscriptions.assigned() if partitions is None else list(partitions)
-        for tp in partitions:
-            self._subscriptions.request_reset(tp, strategy)
-        fetcher.forget(partitions)
-
-    def pause(self, partitions: Iterable[TopicPartition]) -> None:
-        """Stop fetching and returning ``partitions`` until :meth:`resume`; what was
-        fetched already is kept."""
-        self._started()
-        self._subscriptions.pause(partitions)
-
-    def resume(self, partitions: Iterable[TopicPartition]) -> None:
-        """Fetch and return paused ``partitions`` again."""
-        fetcher = self._started()
-        self._subscriptions.resume(partitions)
-        fetcher.wakeup()
-        self._event.set()
-
-    def paused(self) -> set[TopicPartition]:
-        """The partitions paused now."""
-        return set(self._subscriptions.paused())
-
-    # -- offsets of partitions --------------------------------------------------------------
-
-    async def beginning_offsets(self, partitions: Iterable[TopicPartition], timeout: float | None = None
-                                ) -> dict[TopicPartition, int]:
-        """The first offset of each partition (its log start offset)."""
-        self._started()
-        found = await self._fetcher.list_offsets({tp: _EARLIEST for tp in partitions}, self._deadline(timeout))
-        return {tp: f.offset for tp, f in found.items()}
-
-    async def end_offsets(self, partitions: Iterable[TopicPartition], timeout: float | None = None
-                          ) -> dict[TopicPartition, int]:
-        """The offset after the last record of each partition: the high watermark, or the
-        last stable offset under read_committed.
-
-        Raises:
-            KafkaTimeoutError: not every partition answered within ``timeout`` seconds
-                (None: ``default.api.timeout.ms``).
-        """
-        self._started()
-        found = await self._fetcher.list_offsets({tp: _LATEST for tp in partitions}, self._deadline(timeout))
-        return {tp: f.offset for tp, f in found.items()}
-
-    async def offsets_for_times(self, timestamps: Mapping[TopicPartition, int], timeout: float | None = None
-                                ) -> dict[TopicPartition, OffsetAndTimestamp | None]:
-        """For each partition, the first offset whose timestamp is at or after the given
-        one (ms), with that timestamp; None when every record is older."""
-        self._started()
-        for tp, ts in timestamps.items():
-            if ts < 0:
-                raise ValueError(f"timestamp of {tp.topic}-{tp.partition} must be >= 0, got {ts}")
-        found = await self._fetcher.list_offsets(dict(timestamps), self._deadline(timeout))
-        return {tp: f if f.offset >= 0 else None for tp, f in found.items()}
-
     # -- closing ----------------------------------------------------------------------------
 
     async def close(self) -> None:
@@ -855,59 +320,8 @@ class AIOConsumer:
                 await self._group.close(left)
             await self._cluster.close(left)
 
-    async def _close_group(self) -> None:
-        if self._commits:
-            await asyncio.wait(self._commits, timeout=max(self._closing_by - time.monotonic(), 0))
-        await self._run_commit_callbacks()
-        if self._subscriptions.auto_assigned:
-            await self._stop_joining()
-            await self._drop(self._subscriptions.assigned(), lost=self._membership.lost)
-            await self._group.leave("the consumer is closing", self._closing_by)
-        elif self._auto_commit:
-            await self._commit_logged(self._consumed())
-
-
-class _Iteration:
-    """A polled batch that ``for``/``async for`` hands out one record at a time."""
-
-    __slots__ = ("batch", "consumed")
-
-    def __init__(self, batch: list[ConsumerRecord]) -> None:
-        self.batch = batch
-        self.consumed = 0  # records yielded so far
-
 
 # -- the face for threads ------------------------------------------------------------------
-
-async def _call(method: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
-    return method(*args, **kwargs)
-
-
-_P = ParamSpec("_P")
-_R = TypeVar("_R")
-
-
-@overload
-def _on_loop(method: Callable[Concatenate[AIOConsumer, _P], Coroutine[Any, Any, _R]]
-             ) -> Callable[Concatenate[Consumer, _P], _R]: ...
-@overload
-def _on_loop(method: Callable[Concatenate[AIOConsumer, _P], _R]) -> Callable[Concatenate[Consumer, _P], _R]: ...
-def _on_loop(method: Callable[..., Any]) -> Callable[..., Any]:
-    """The sync twin of an :class:`AIOConsumer` method: run on the consumer's loop and wait.
-
-    Coroutine methods are awaited there; plain ones are called there (the consumer's
-    state belongs to its loop's thread).
-    """
-    name = method.__name__
-    is_async = inspect.iscoroutinefunction(method)
-
-    @functools.wraps(method)
-    def call(self: Consumer, /, *args: Any, **kwargs: Any) -> Any:
-        bound = getattr(self._core, name)
-        return self._run(bound(*args, **kwargs) if is_async else _call(bound, args, kwargs))
-
-    return call
-
 
 @refuse_when_closed("consumer", lambda self: self._core._closed)
 class Consumer:
@@ -922,10 +336,10 @@ class Consumer:
     def __init__(self, config: Mapping[str, Any] | str | list[str] | tuple[str, ...] | None = None, **kwargs: Any) -> None:
         self._core = AIOConsumer(config, **kwargs)  # validates the config before a thread starts
         self.config = self._core.config
-        self._callers: list[queue.SimpleQueue] = []  # one per blocked call, innermost last
         self._core._face = self
-        self._core._invoke = self._invoke_in_caller
-        self._loop = LoopThread("kproto-consumer")
+        # The shared loop thread (kproto._loop); its calls run the consumer's callbacks in
+        # the thread that called poll (or close), as Java does.
+        self._portal = Portal("consumer")
 
     _habit_kind = "consumer"
     __getattr__ = missing
@@ -942,85 +356,36 @@ class Consumer:
             raise ClientClosedError("the consumer is closed")
         while True:
             try:
-                batch = self._run(core._poll(None))
+                batch = self._portal.call(core._poll, None)
             except ClientClosedError:
                 return
-            iteration = core._iteration = _Iteration(batch)
-            for i, record in enumerate(batch, 1):
-                iteration.consumed = i
-                yield record
-
-    def _run(self, coro: Any) -> Any:
-        """Run ``coro`` on the loop and wait for it, running the callbacks it hands to this
-        thread meanwhile, and letting Ctrl-C in every 200 ms."""
-        loop = self._loop.loop
-        if loop.is_closed():
-            coro.close()
-            raise ClientClosedError("the consumer is closed")
-        try:
-            running = asyncio.get_running_loop()
-        except RuntimeError:
-            running = None
-        if running is loop:
-            coro.close()
-            raise RuntimeError("a blocking consumer call was made from the consumer's own loop")
-        calls: queue.SimpleQueue = queue.SimpleQueue()
-        self._callers.append(calls)
-        try:
-            future = asyncio.run_coroutine_threadsafe(coro, loop)
-            future.add_done_callback(lambda _: calls.put(None))
-            while True:
-                try:
-                    call = calls.get(timeout=_SLICE)
-                except queue.Empty:
-                    continue
-                except KeyboardInterrupt:
-                    future.cancel()
-                    raise
-                if call is None:
-                    break
-                callback, args, reply = call
-                try:
-                    reply.set_result(callback(*args))
-                except BaseException as exc:  # handed back to the loop, which raises it
-                    reply.set_exception(exc)
-            try:
-                return future.result()
-            except concurrent.futures.CancelledError:
-                raise ClientClosedError("the consumer was closed during the call") from None
-        finally:
-            self._callers.pop()
-
-    async def _invoke_in_caller(self, callback: Callable[..., Any], *args: Any) -> Any:
-        """Run a user callback in the thread blocked in :meth:`_run` (the one that polls)."""
-        if not self._callers:
-            return await _call_here(callback, *args)
-        reply: concurrent.futures.Future = concurrent.futures.Future()
-        self._callers[-1].put((callback, args, reply))
-        return await asyncio.wrap_future(reply)
+            yield from core._yielding(batch)
 
     def close(self) -> None:
-        """Close the consumer and stop its background loop. Idempotent."""
-        if not self._loop.loop.is_closed():
-            self._run(self._core.close())
-            self._loop.stop()
+        """Close the consumer and let go of the background loop (which the sync clients
+        share; the last one closed stops it). Idempotent."""
+        if not self._portal.closed:
+            try:
+                self._portal.call(self._core.close)
+            finally:
+                self._portal.close()
 
-    subscribe = _on_loop(AIOConsumer.subscribe)
-    unsubscribe = _on_loop(AIOConsumer.unsubscribe)
-    assign = _on_loop(AIOConsumer.assign)
-    assignment = _on_loop(AIOConsumer.assignment)
-    subscription = _on_loop(AIOConsumer.subscription)
-    commit = _on_loop(AIOConsumer.commit)
-    commit_async = _on_loop(AIOConsumer.commit_async)
-    committed = _on_loop(AIOConsumer.committed)
-    poll = _on_loop(AIOConsumer.poll)
-    position = _on_loop(AIOConsumer.position)
-    seek = _on_loop(AIOConsumer.seek)
-    seek_to_beginning = _on_loop(AIOConsumer.seek_to_beginning)
-    seek_to_end = _on_loop(AIOConsumer.seek_to_end)
-    pause = _on_loop(AIOConsumer.pause)
-    resume = _on_loop(AIOConsumer.resume)
-    paused = _on_loop(AIOConsumer.paused)
-    beginning_offsets = _on_loop(AIOConsumer.beginning_offsets)
-    end_offsets = _on_loop(AIOConsumer.end_offsets)
-    offsets_for_times = _on_loop(AIOConsumer.offsets_for_times)
+    subscribe = blocking(AIOConsumer.subscribe)
+    unsubscribe = blocking(AIOConsumer.unsubscribe)
+    assign = blocking(AIOConsumer.assign)
+    assignment = blocking(AIOConsumer.assignment)
+    subscription = blocking(AIOConsumer.subscription)
+    commit = blocking(AIOConsumer.commit)
+    commit_async = blocking(AIOConsumer.commit_async)
+    committed = blocking(AIOConsumer.committed)
+    poll = blocking(AIOConsumer.poll)
+    position = blocking(AIOConsumer.position)
+    seek = blocking(AIOConsumer.seek)
+    seek_to_beginning = blocking(AIOConsumer.seek_to_beginning)
+    seek_to_end = blocking(AIOConsumer.seek_to_end)
+    pause = blocking(AIOConsumer.pause)
+    resume = blocking(AIOConsumer.resume)
+    paused = blocking(AIOConsumer.paused)
+    beginning_offsets = blocking(AIOConsumer.beginning_offsets)
+    end_offsets = blocking(AIOConsumer.end_offsets)
+    offsets_for_times = blocking(AIOConsumer.offsets_for_times)

@@ -31,7 +31,7 @@ from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from typing import Any
 
 from kproto._habits import missing
-from kproto._loop import LoopThread, check_loop, refuse_when_closed
+from kproto._loop import Portal, blocking, check_loop, refuse_when_closed
 from kproto.compression import GZIP, LZ4, ZSTD, codec_id
 from kproto.config import CONFIGS, ClientConfig
 from kproto.errors import (
@@ -438,8 +438,8 @@ class Producer:
     :class:`concurrent.futures.Future` (a :class:`~kproto.producer.futures.RecordFuture`)
     of the record's :class:`RecordMetadata`; it blocks only while it must wait for a
     topic's metadata or for memory, up to ``max.block.ms``. Delivery callbacks run on the
-    background loop's thread: keep them short and do not call the producer's blocking
-    methods from them.
+    background loop's thread, which every sync client of the process shares: keep them
+    short and do not call a client's blocking methods from them.
 
     Args:
         config: Kafka producer settings (``bootstrap.servers`` is required).
@@ -451,10 +451,10 @@ class Producer:
         self.config = self._core.config
         self._core._acc.appender.waiting = self._append_blocking  # threads block where asyncio would queue
         self.send = self._core._acc.send  # see AIOProducer.__init__
-        self._loop = LoopThread("kproto-producer")
+        self._portal = Portal("producer")  # the shared loop thread (kproto._loop)
         # No broker is needed yet: as Java's and librdkafka's, the producer connects
         # lazily, and max.block.ms bounds the first send's wait for metadata (issue 11).
-        self._loop.run(self._core._begin())
+        self._portal.call(self._core._begin)
         _unclosed.discard(self._core)  # closed with this face, which is what exit closes
         _unclosed.add(self)
 
@@ -482,7 +482,7 @@ class Producer:
         while (record := core._append(topic, value, key, partition, timestamp_ms, headers)) is None:
             left = deadline - time.monotonic()
             if core._cluster.partitions_for(topic) is None:
-                self._loop.run(core._prepare(topic))  # bounded by max.block.ms itself
+                self._portal.call(core._prepare, topic)  # bounded by max.block.ms itself
                 continue
             with core._acc.space:
                 if left <= 0:
@@ -500,20 +500,17 @@ class Producer:
                       UserWarning, stacklevel=1)  # seen without logging configured (see above)
         self.close(timeout)
 
-    def partitions_for(self, topic: str) -> list[int]:
-        """The partition ids of ``topic``."""
-        return self._loop.run(self._core.partitions_for(topic))
-
-    def flush(self, timeout: float | None = None) -> None:
-        """Send every queued record now and wait until all are settled (see :meth:`AIOProducer.flush`)."""
-        self._loop.run(self._core.flush(timeout))
+    partitions_for = blocking(AIOProducer.partitions_for)
+    flush = blocking(AIOProducer.flush)
 
     def close(self, timeout: float | None = None) -> None:
-        """Send what is queued, then close and stop the background loop. Idempotent."""
+        """Send what is queued (waiting up to ``timeout`` seconds), then close and let go of
+        the background loop (which the sync clients share; the last one closed stops it).
+        Idempotent."""
         _unclosed.discard(self)
-        if not self._loop.loop.is_closed():
+        if not self._portal.closed:
             try:
-                self._loop.run(self._core.close(timeout))
+                self._portal.call(self._core.close, timeout)
             finally:
-                self._loop.stop()
+                self._portal.close()
 

@@ -1,0 +1,73 @@
+"""The consumer's iteration: ``for record in consumer`` and ``async for`` (:class:`Iteration`,
+a part of :class:`~kproto.consumer.AIOConsumer`).
+
+Iteration polls batches and yields their records one by one. A record counts as consumed
+once yielded: a commit inside the loop commits up to it, and after leaving the loop
+early, the next poll starts each partition at its first record not yet yielded (the
+consumer seeks back), so nothing is skipped. Both faces yield through
+:meth:`Iteration._yielding`, which keeps that count.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+
+from kproto.consumer.state import ConsumerState
+from kproto.consumer.structs import ConsumerRecord
+from kproto.errors import ClientClosedError
+from kproto.structs import OffsetAndMetadata, TopicPartition
+
+__all__ = ["Batch", "Iteration"]
+
+
+class Batch:
+    """A polled batch that ``for``/``async for`` hands out one record at a time."""
+
+    __slots__ = ("records", "consumed")
+
+    def __init__(self, records: list[ConsumerRecord]) -> None:
+        self.records = records
+        self.consumed = 0  # records yielded so far
+
+
+class Iteration(ConsumerState):
+    """Iteration over records; :class:`~kproto.consumer.AIOConsumer` holds the batch
+    being handed out (``_iteration``)."""
+
+    def __aiter__(self) -> AsyncIterator[ConsumerRecord]:
+        if self._closed:  # a close during the iteration ends it; iterating a closed one is a mistake
+            raise ClientClosedError("the consumer is closed")
+        return self._records()
+
+    async def _records(self) -> AsyncIterator[ConsumerRecord]:
+        while True:
+            try:
+                batch = await self._poll(None)
+            except ClientClosedError:
+                return
+            for record in self._yielding(batch):
+                yield record
+
+    def _yielding(self, batch: list[ConsumerRecord]) -> Iterator[ConsumerRecord]:
+        """Hand out ``batch`` one record at a time, counting what was yielded (both faces)."""
+        iteration = self._iteration = Batch(batch)
+        for i, record in enumerate(batch, 1):
+            iteration.consumed = i
+            yield record
+
+    def _unconsumed(self) -> dict[TopicPartition, ConsumerRecord]:
+        """First record per partition that iteration handed out of a batch but not yet yielded."""
+        iteration = self._iteration
+        if iteration is None:
+            return {}
+        first: dict[TopicPartition, ConsumerRecord] = {}
+        for record in iteration.records[iteration.consumed:]:
+            first.setdefault(TopicPartition(record.topic, record.partition), record)
+        return first
+
+    def _abandon_iteration(self) -> None:
+        """An iteration was left early: its records not yet yielded are to be polled again."""
+        for tp, record in self._unconsumed().items():
+            if self._subscriptions.get(tp) is not None:
+                self.seek(tp, OffsetAndMetadata(record.offset, "", record.leader_epoch))
+        self._iteration = None

@@ -1,0 +1,141 @@
+"""The sync clients' one sync-over-async mechanism (kproto._loop.Portal), issue 12, "One
+client request layer": "the three sync faces use three mechanisms and each client owns a
+loop thread". Every sync client runs on one shared loop thread, which the first client
+starts and the last one's close stops."""
+
+import multiprocessing
+import os
+import threading
+
+import pytest
+
+from kproto import AdminClient, Consumer, Producer
+from kproto._loop import Portal, run_in_caller
+from kproto.errors import ClientClosedError
+
+# Nothing listens there: the constructors need no broker (issue 11), and no call below
+# reaches one.
+NOWHERE = {"bootstrap.servers": "127.0.0.1:1"}
+
+
+def _loop_threads():
+    return [t for t in threading.enumerate() if t.name.startswith("kproto")]
+
+
+def test_the_sync_clients_share_one_loop_thread_that_stops_with_the_last():
+    """Issue 12: a producer, a consumer and an admin client made in one process run on
+    one loop thread (they had one each), and closing the last of them joins it."""
+    before = _loop_threads()
+    producer = Producer(NOWHERE)
+    consumer = Consumer({**NOWHERE, "group.id": "g"})
+    admin = AdminClient(NOWHERE)
+    try:
+        assert len(_loop_threads()) == len(before) + 1
+    finally:
+        producer.close()
+        consumer.close()
+        assert len(_loop_threads()) == len(before) + 1  # the admin client holds it still
+        admin.close()
+    assert _loop_threads() == before
+    with Producer(NOWHERE):  # and a later client starts it afresh
+        assert len(_loop_threads()) == len(before) + 1
+    assert _loop_threads() == before
+
+
+def test_a_call_returns_or_raises_in_the_callers_thread():
+    portal = Portal("test client")
+    try:
+        assert portal.call(threading.current_thread) is not threading.current_thread()  # ran on the loop
+
+        async def add(a, b):
+            return a + b
+        assert portal.call(add, 1, b=2) == 3
+
+        async def fail():
+            raise ValueError("from the loop")
+        with pytest.raises(ValueError, match="from the loop"):
+            portal.call(fail)
+    finally:
+        portal.close()
+    with pytest.raises(ClientClosedError, match="the test client is closed"):
+        portal.call(add, 1, 2)
+    portal.close()  # idempotent
+
+
+def test_callbacks_handed_to_the_caller_run_in_its_thread_and_may_call_the_portal():
+    """A consumer's rebalance callbacks run in the thread that polls, and may make
+    blocking calls themselves (a commit in on_revoke)."""
+    portal = Portal("test client")
+    seen = []
+
+    def callback(tag):
+        seen.append((tag, threading.current_thread()))
+        return portal.call(lambda: tag * 2)  # a nested call from the callback
+
+    async def work():
+        return await run_in_caller(callback, 21)
+    try:
+        assert portal.call(work) == 42
+    finally:
+        portal.close()
+    assert seen == [(21, threading.current_thread())]
+
+
+def test_a_blocking_call_from_the_loop_thread_is_refused_not_deadlocked():
+    portal = Portal("test client")
+    try:
+        with pytest.raises(RuntimeError, match="on kproto's loop thread"):
+            portal.call(portal.call, threading.current_thread)
+    finally:
+        portal.close()
+
+
+def _in_child(results):
+    portal = Portal("child client")
+    try:
+        results.put(portal.call(os.getpid))
+    finally:
+        portal.close()
+    results.put(len(_loop_threads()))
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork only")
+def test_a_forked_child_starts_its_own_loop_thread():
+    """The parent's loop thread does not survive a fork: a client in the child must not
+    wait for it (forever) but start its own."""
+    portal = Portal("parent client")
+    try:
+        context = multiprocessing.get_context("fork")
+        results = context.SimpleQueue()
+        child = context.Process(target=_in_child, args=(results,))
+        child.start()
+        child.join(30)
+        assert child.exitcode == 0
+        assert results.get() == child.pid
+        assert results.get() == 0
+    finally:
+        portal.close()
+
+
+def test_ctrl_c_interrupts_a_blocked_call_and_cancels_its_coroutine():
+    import _thread
+    import asyncio
+
+    portal = Portal("test client")
+    cancelled = threading.Event()
+
+    async def forever():
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+    timer = threading.Timer(0.3, _thread.interrupt_main)  # Ctrl-C, as the main thread sees it
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            portal.call(forever)
+        assert cancelled.wait(5)
+    finally:
+        timer.join()
+        portal.close()
