@@ -42,6 +42,7 @@ from kproto.consumer.structs import ConsumerRecord
 from kproto.consumer.subscription import SubscriptionState, SubscriptionType
 from kproto.errors import ClientClosedError, ConfigError, KafkaError
 from kproto.io import Cluster
+from kproto.io.retry import Backoff
 
 __all__ = ["AIOConsumer", "Consumer"]
 
@@ -190,7 +191,7 @@ class AIOConsumer(Positions, Rebalancing, Commits, Iteration):
         (but not twice within ``retry.backoff.ms``: a topic without a leader asks each time)."""
         wanted = self._metadata_wanted
         max_age = self.config["metadata.max.age.ms"] / 1000
-        backoff = self.config["retry.backoff.ms"] / 1000
+        backoff, failures = Backoff.retry(self.config), 0
         while True:
             try:
                 await asyncio.wait_for(wanted.wait(), max_age)
@@ -202,10 +203,13 @@ class AIOConsumer(Positions, Rebalancing, Commits, Iteration):
             except (KafkaError, OSError) as exc:
                 log.debug("metadata refresh failed: %s", exc)
                 wanted.set()
+                failures += 1
             else:
+                failures = 0
                 self._on_metadata()
                 self._fetcher.wakeup()
-            await asyncio.sleep(backoff)
+            # At most one refresh per retry.backoff.ms, doubling while refreshes fail (KIP-580).
+            await asyncio.sleep(backoff.delay(max(failures, 1)))
 
     async def _wait(self, deadline: float | None) -> bool:
         """Wait for an event or ``deadline`` (monotonic; None: no limit); False on timeout."""

@@ -20,11 +20,10 @@ from kproto.consumer.errors import NoOffsetForPartitionError
 from kproto.consumer.state import ConsumerState
 from kproto.consumer.structs import OffsetAndTimestamp
 from kproto.errors import KafkaError, KafkaTimeoutError
+from kproto.protocol.timestamps import OffsetTimestamp
 from kproto.structs import OffsetAndMetadata, TopicPartition
 
 __all__ = ["Positions"]
-
-_EARLIEST, _LATEST = -2, -1  # ListOffsets' special timestamps
 
 
 class Positions(ConsumerState):
@@ -140,7 +139,7 @@ class Positions(ConsumerState):
                                 ) -> dict[TopicPartition, int]:
         """The first offset of each partition (its log start offset)."""
         self._started()
-        found = await self._fetcher.list_offsets({tp: _EARLIEST for tp in partitions}, self._deadline(timeout))
+        found = await self._fetcher.list_offsets({tp: OffsetTimestamp.EARLIEST for tp in partitions}, self._deadline(timeout))
         return {tp: f.offset for tp, f in found.items()}
 
     async def end_offsets(self, partitions: Iterable[TopicPartition], timeout: float | None = None
@@ -153,7 +152,7 @@ class Positions(ConsumerState):
                 (None: ``default.api.timeout.ms``).
         """
         self._started()
-        found = await self._fetcher.list_offsets({tp: _LATEST for tp in partitions}, self._deadline(timeout))
+        found = await self._fetcher.list_offsets({tp: OffsetTimestamp.LATEST for tp in partitions}, self._deadline(timeout))
         return {tp: f.offset for tp, f in found.items()}
 
     async def offsets_for_times(self, timestamps: Mapping[TopicPartition, int], timeout: float | None = None

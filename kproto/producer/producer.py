@@ -44,6 +44,7 @@ from kproto.errors import (
     for_code,
 )
 from kproto.io import Cluster
+from kproto.io.retry import Backoff
 from kproto.producer.accumulator import RecordAccumulator
 from kproto.producer.futures import RecordFuture, RecordMetadata
 from kproto.producer.partitioner import Partitioner
@@ -162,6 +163,7 @@ class AIOProducer:
         self._space: asyncio.Event | None = None
         self._home: asyncio.AbstractEventLoop | None = None  # the loop the sender runs on
         self._metadata_errors: dict[str, BaseException] = {}  # why a topic's metadata is missing
+        self._metadata_attempts: dict[str, int] = {}  # failed looks at a topic: their backoff grows
         self._closed = False
         _unclosed.add(self)
 
@@ -309,7 +311,11 @@ class AIOProducer:
                 raise error(f"topic {topic!r}")
             self._metadata_errors[topic] = error(f"topic {topic!r}")
         if self._cluster.partitions_for(topic) is None:
-            await asyncio.sleep(min(self.config["retry.backoff.ms"] / 1000, max(deadline - time.monotonic(), 0)))
+            # Java's metadata backoff since KIP-580: retry.backoff.ms doubling, with jitter.
+            attempts = self._metadata_attempts[topic] = self._metadata_attempts.get(topic, 0) + 1
+            await asyncio.sleep(min(Backoff.retry(self.config).delay(attempts), max(deadline - time.monotonic(), 0)))
+        else:
+            self._metadata_attempts.pop(topic, None)
 
     def _no_metadata(self, topic: str) -> KafkaTimeoutError:
         """The error of a send or call that waited ``max.block.ms`` for ``topic``'s metadata."""
