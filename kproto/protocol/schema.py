@@ -54,7 +54,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
 from kproto.errors import CorruptRecordError, KafkaError, ProtocolError
 from kproto.protocol._codegen import Generator, default_expr, exec_source
@@ -167,7 +167,36 @@ def _rebuild(cls: type, values: tuple[Any, ...], unknown: dict[int, bytes] | Non
     return obj
 
 
-class Message(Struct):
+class _Body(Struct):
+    """What request, response and data bodies share: versions and the body's codec."""
+
+    __slots__ = ()
+    #: The versions the table covers.
+    VERSIONS: ClassVar[Versions]
+    #: The flexible (KIP-482) versions.
+    FLEXIBLE: ClassVar[Versions]
+    _codec: ClassVar[MessageCodec]
+
+    def encode(self, version: int) -> bytes:
+        """Encode the body alone (no header, size or version prefix) at ``version``.
+
+        Raises:
+            EncodeError: a value cannot be encoded at this version.
+            ValueError: the table has no such version.
+        """
+        return self._codec.encode(self, version)
+
+    @classmethod
+    def decode(cls, data: Any, version: int) -> Self:
+        """Decode a whole body (no header, size or version prefix) at ``version``.
+
+        Raises:
+            ProtocolError: the bytes are not exactly one valid body of this version.
+        """
+        return cls._codec.decode(data, version)
+
+
+class Message(_Body):
     """Base of request and response body classes (``ProduceRequest`` ...)."""
 
     __slots__ = ()
@@ -177,29 +206,6 @@ class Message(Struct):
     API_NAME: ClassVar[str]
     #: True for requests, False for responses.
     IS_REQUEST: ClassVar[bool]
-    #: The versions the table covers.
-    VERSIONS: ClassVar[Versions]
-    #: The flexible (KIP-482) versions.
-    FLEXIBLE: ClassVar[Versions]
-    _codec: ClassVar[MessageCodec]
-
-    def encode(self, version: int) -> bytes:
-        """Encode this body (no header, no size prefix) at ``version``.
-
-        Raises:
-            EncodeError: a value cannot be encoded at this version.
-            ValueError: the table has no such version.
-        """
-        return self._codec.encode(self, version)
-
-    @classmethod
-    def decode(cls, data: Any, version: int) -> Message:
-        """Decode a whole body (no header) at ``version``.
-
-        Raises:
-            ProtocolError: the bytes are not a valid body of this version.
-        """
-        return cls._codec.decode(data, version)
 
 
 _VERSION_PREFIX = struct.Struct(">h")
@@ -216,7 +222,7 @@ def read_version(data: Any) -> int:
     return _VERSION_PREFIX.unpack_from(data)[0]
 
 
-class DataMessage(Struct):
+class DataMessage(_Body):
     """Base of data message classes (``ConsumerProtocolSubscription``, ``OffsetCommitValue``...).
 
     Kafka's ``"type": "data"`` messages have no API key and travel inside other bytes (a
@@ -230,29 +236,6 @@ class DataMessage(Struct):
     __slots__ = ()
     #: Kafka's message name, e.g. ``"OffsetCommitValue"``.
     NAME: ClassVar[str]
-    #: The versions the table covers.
-    VERSIONS: ClassVar[Versions]
-    #: The flexible (KIP-482) versions.
-    FLEXIBLE: ClassVar[Versions]
-    _codec: ClassVar[MessageCodec]
-
-    def encode(self, version: int) -> bytes:
-        """Encode the body alone (no version prefix) at ``version``.
-
-        Raises:
-            EncodeError: a value cannot be encoded at this version.
-            ValueError: the table has no such version.
-        """
-        return self._codec.encode(self, version)
-
-    @classmethod
-    def decode(cls, data: Any, version: int) -> DataMessage:
-        """Decode a whole body (no version prefix) at ``version``.
-
-        Raises:
-            ProtocolError: the bytes are not exactly one valid body of this version.
-        """
-        return cls._codec.decode(data, version)
 
     def encode_versioned(self, version: int) -> bytes:
         """The int16 ``version`` followed by the body at ``version``.

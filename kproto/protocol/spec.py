@@ -253,14 +253,6 @@ class Data:
     notes: str
     message: MessageSpec = field(repr=False)
 
-    @property
-    def min_version(self) -> int:
-        return self.versions.lo
-
-    @property
-    def max_version(self) -> int:
-        return self.versions.hi
-
 
 # ---------------------------------------------------------------------------
 # The DSL parser

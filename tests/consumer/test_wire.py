@@ -131,19 +131,9 @@ def test_a_fetch_answered_with_a_routing_error_refreshes_metadata_and_goes_on(co
         return FORWARD
 
     with FaultProxy(rule) as proxy:
-        bs = proxy.bootstrap_servers
-        producer = ck.Producer({"bootstrap.servers": bs, "linger.ms": 0})
-        for i in range(10):
-            producer.produce("moved", b"%d" % i, partition=0)
-        assert producer.flush(DEADLINE) == 0
-        del producer
-        with Consumer(bootstrap_servers=bs, fetch_max_wait_ms=100) as consumer:
-            consumer.assign([TopicPartition("moved", 0)])
-            consumer.seek(TopicPartition("moved", 0), 0)
-            got, deadline = [], time.monotonic() + DEADLINE
-            while len(got) < 10:
-                assert time.monotonic() < deadline, "timed out"
-                got += consumer.poll(0.2)
+        _produce(proxy.bootstrap_servers, "moved", 10)
+        with _consumer_from_start(proxy.bootstrap_servers, "moved") as consumer:
+            got, deadline = _poll_until(consumer, 10), time.monotonic() + DEADLINE
             # The refresh asked for may come after the retried fetch: both wait a backoff
             # (with jitter, KIP-580), so either may end first.
             while proxy.counts[ApiKey.METADATA] <= metadata_at_fault[0]:
@@ -151,6 +141,30 @@ def test_a_fetch_answered_with_a_routing_error_refreshes_metadata_and_goes_on(co
                 got += consumer.poll(0.05)
         assert metadata_at_fault and proxy.counts[ApiKey.METADATA] > metadata_at_fault[0]
     assert [r.offset for r in got] == list(range(10))
+
+
+def _produce(bootstrap_servers, topic, count):
+    """``count`` records ``b"0"``, ``b"1"`` ... to partition 0 of ``topic`` (confluent-kafka)."""
+    producer = ck.Producer({"bootstrap.servers": bootstrap_servers, "linger.ms": 0})
+    for i in range(count):
+        producer.produce(topic, b"%d" % i, partition=0)
+    assert producer.flush(DEADLINE) == 0
+
+
+def _consumer_from_start(bootstrap_servers, topic):
+    consumer = Consumer(bootstrap_servers=bootstrap_servers, fetch_max_wait_ms=100)
+    consumer.assign([TopicPartition(topic, 0)])
+    consumer.seek(TopicPartition(topic, 0), 0)
+    return consumer
+
+
+def _poll_until(consumer, count):
+    """Records polled until there are ``count`` (within DEADLINE)."""
+    got, deadline = [], time.monotonic() + DEADLINE
+    while len(got) < count:
+        assert time.monotonic() < deadline, "timed out"
+        got += consumer.poll(0.2)
+    return got
 
 
 def _failing_fetches(code, times):
@@ -178,19 +192,9 @@ def test_a_fetch_answered_unknown_leader_epoch_is_fetched_again():
     UNSUPPORTED_COMPRESSION_TYPE, in its place)."""
     rule = _failing_fetches(75, 1)
     with FaultProxy(rule) as proxy:
-        bs = proxy.bootstrap_servers
-        producer = ck.Producer({"bootstrap.servers": bs, "linger.ms": 0})
-        for i in range(5):
-            producer.produce("epoch", b"%d" % i, partition=0)
-        assert producer.flush(DEADLINE) == 0
-        del producer
-        with Consumer(bootstrap_servers=bs, fetch_max_wait_ms=100) as consumer:
-            consumer.assign([TopicPartition("epoch", 0)])
-            consumer.seek(TopicPartition("epoch", 0), 0)
-            got, deadline = [], time.monotonic() + DEADLINE
-            while len(got) < 5:
-                assert time.monotonic() < deadline, "timed out"
-                got += consumer.poll(0.2)
+        _produce(proxy.bootstrap_servers, "epoch", 5)
+        with _consumer_from_start(proxy.bootstrap_servers, "epoch") as consumer:
+            got = _poll_until(consumer, 5)
     assert [r.offset for r in got] == list(range(5))
 
 

@@ -104,7 +104,7 @@ def test_data_declares_a_versioned_message_without_an_api_key() -> None:
         data("X", "0-1", flexible="none", notes="", fields="a int8\na int8")
     entry = data("TransactionLogValue", "0-1", flexible="1+", notes="  v1: flexible  ",
                  fields="producer_id int64\nepoch int16\ntagged int32 v1+ tag=0")
-    assert entry.notes == "v1: flexible" and (entry.min_version, entry.max_version) == (0, 1)
+    assert entry.notes == "v1: flexible" and (entry.versions.lo, entry.versions.hi) == (0, 1)
     assert entry.flexible == Versions(1, MAX_VERSION) and entry.message.name == "TransactionLogValue"
     assert entry.message.is_data and entry.message.api_key == -1 and not entry.message.is_request
     assert [f.name for f in entry.message.fields] == ["producer_id", "epoch", "tagged"]
