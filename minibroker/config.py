@@ -67,6 +67,20 @@ DEFAULTS: dict[str, tuple[Any, type, str]] = {
     "offsets.retention.minutes": (10080, int, "How long an empty group's committed offsets are kept (KIP-211: counted from when the group became empty; for a standalone consumer, from the commit); then they and the group go. Kafka's minimum is 1; minibroker also takes 0 (expire at the next check), for tests."),
     "offsets.retention.check.interval.ms": (600000, int, "How often expired offsets and empty groups are looked for."),
     "connections.max.idle.ms": (600000, int, "Close a connection that has received and sent nothing for this long."),
+    # Replication and the controller: read by a MiniCluster's brokers (minibroker.cluster);
+    # a single MiniBroker accepts them and has nothing to replicate.
+    "broker.rack": ("", str, "This broker's rack (KIP-36): replicas of a partition go to distinct racks where they can. Empty: no rack. Used by a MiniCluster only."),
+    "replica.lag.time.max.ms": (30000, int, "A follower that has not caught up with the leader's log end for this long leaves the ISR. Used by a MiniCluster only."),
+    "replica.fetch.wait.max.ms": (500, int, "How long a follower's Fetch waits at the leader for data. Used by a MiniCluster only."),
+    "replica.fetch.min.bytes": (1, int, "Bytes a follower's Fetch waits for. Used by a MiniCluster only."),
+    "replica.fetch.max.bytes": (1048576, int, "Bytes a follower fetches per partition (at least one batch). Used by a MiniCluster only."),
+    "replica.fetch.response.max.bytes": (10485760, int, "Bytes a follower's Fetch answer may hold in all (at least one batch). Used by a MiniCluster only."),
+    "replica.fetch.backoff.ms": (1000, int, "How long a follower waits after a failed Fetch. Used by a MiniCluster only."),
+    "replica.high.watermark.checkpoint.interval.ms": (5000, int, "How often the high watermarks are written to replication-offset-checkpoint. Used by a MiniCluster only."),
+    "broker.heartbeat.interval.ms": (2000, int, "How often a broker heartbeats to the controller. Used by a MiniCluster only."),
+    "broker.session.timeout.ms": (9000, int, "A broker without a heartbeat for this long is fenced by the controller: it leaves every ISR and its partitions get new leaders. Used by a MiniCluster only."),
+    "controller.quorum.fetch.timeout.ms": (2000, int, "A controller silent for this long is replaced by another broker's (combined mode). Used by a MiniCluster only."),
+    "offsets.topic.replication.factor": (3, int, "Replication factor of __consumer_offsets (a MiniCluster uses at most its number of brokers). Used by a MiniCluster only."),
     "queued.max.request.bytes": (104857600, int, "Bytes of requests being received, across connections, beyond which no new request is read until memory frees up (-1: no limit). Kafka's default is -1; minibroker's is 100 MB so that half-sent huge requests cannot take all memory."),
 }
 

@@ -54,12 +54,16 @@ LAYERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     # minibroker, bottom up
     "minibroker.config": (("minibroker.config", "minibroker.topic_configs", "minibroker.authorizer"), _SHARED),
     "minibroker.log": (("minibroker.log",), (*_SHARED, "minibroker.config")),
+    # the cluster's metadata, the controller and a partition's replica state: no I/O but files
+    "minibroker.cluster core": (("minibroker.cluster",), (*_SHARED, "minibroker.config", "minibroker.log")),
     "minibroker.coordinator": (("minibroker.coordinator",), (*_SHARED, "minibroker.config", "minibroker.log")),
     "minibroker.storage": (("minibroker.storage",), (*_SHARED, "minibroker.config", "minibroker.log")),
     "minibroker.state": (("minibroker.state",), (*_SHARED, "minibroker.config", "minibroker.log",
-                                                 "minibroker.coordinator", "minibroker.storage")),
+                                                 "minibroker.coordinator", "minibroker.storage",
+                                                 "minibroker.cluster core")),
     "minibroker.handlers": (("minibroker.handlers",), (*_SHARED, "minibroker.config", "minibroker.log",
-                                                       "minibroker.coordinator", "minibroker.state")),
+                                                       "minibroker.coordinator", "minibroker.state",
+                                                       "minibroker.cluster core")),
     "minibroker.server": (("minibroker.server",), (*_SHARED, "minibroker.config", "minibroker.log",
                                                    "minibroker.coordinator", "minibroker.state",
                                                    "minibroker.handlers")),

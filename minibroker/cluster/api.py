@@ -1,0 +1,154 @@
+"""What a broker asks the controller, and what it answers.
+
+KRaft brokers talk to the controller with BrokerRegistration (62), BrokerHeartbeat (63),
+AlterPartition (56) and AllocateProducerIds (67), and forward CreateTopics,
+CreatePartitions and DeleteTopics to it. In a MiniCluster these are in-process calls on a
+:class:`ControllerChannel`, with dataclasses named and shaped after those RPCs, so that a
+later step can put them on the wire (a broker per process) without changing a caller.
+Error codes are Kafka's (``kproto.errors``).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from minibroker.cluster.metadata import MetadataImage, PartitionRegistration
+
+__all__ = [
+    "AlterPartitionReply",
+    "AlterPartitionRequest",
+    "BrokerHeartbeatReply",
+    "BrokerHeartbeatRequest",
+    "BrokerRegistrationReply",
+    "BrokerRegistrationRequest",
+    "ClusterContext",
+    "ControllerChannel",
+    "NewTopic",
+    "ReplicaBrokerEpoch",
+    "TopicResult",
+]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BrokerRegistrationRequest:
+    """BrokerRegistration (62): a broker starting (or restarting) joins the cluster."""
+
+    broker_id: int
+    incarnation_id: uuid.UUID
+    host: str
+    port: int
+    rack: str | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BrokerRegistrationReply:
+    error_code: int
+    broker_epoch: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BrokerHeartbeatRequest:
+    """BrokerHeartbeat (63): alive, and how far the broker has applied the metadata."""
+
+    broker_id: int
+    broker_epoch: int
+    current_metadata_offset: int
+    want_shut_down: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BrokerHeartbeatReply:
+    error_code: int
+    is_caught_up: bool
+    is_fenced: bool
+    should_shut_down: bool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReplicaBrokerEpoch:
+    """An ISR member with the broker epoch its leader saw (AlterPartition v3's
+    ``BrokerState``, KIP-903; renamed because minibroker has a ``BrokerState``)."""
+
+    broker_id: int
+    broker_epoch: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AlterPartitionRequest:
+    """AlterPartition (56): a leader proposes a new ISR for one of its partitions."""
+
+    broker_id: int
+    broker_epoch: int
+    topic_id: uuid.UUID
+    partition: int
+    leader_epoch: int
+    partition_epoch: int
+    new_isr: tuple[ReplicaBrokerEpoch, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AlterPartitionReply:
+    """0 and the committed registration, or FENCED_LEADER_EPOCH, INVALID_UPDATE_VERSION,
+    INELIGIBLE_REPLICA, STALE_BROKER_EPOCH, NOT_CONTROLLER, UNKNOWN_TOPIC_ID."""
+
+    error_code: int
+    registration: PartitionRegistration | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NewTopic:
+    """One topic of a CreateTopics forwarded to the controller (-1: the broker defaults)."""
+
+    name: str
+    num_partitions: int
+    replication_factor: int
+    assignments: dict[int, tuple[int, ...]] | None = None
+    configs: dict[str, str | None] | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TopicResult:
+    name: str
+    topic_id: uuid.UUID | None
+    error_code: int
+    error_message: str | None = None
+    num_partitions: int = -1
+    replication_factor: int = -1
+
+
+class ControllerChannel(Protocol):
+    """A broker's way to the active controller (one per broker)."""
+
+    @property
+    def active_controller_id(self) -> int: ...
+
+    async def register_broker(self, request: BrokerRegistrationRequest) -> BrokerRegistrationReply: ...
+
+    async def heartbeat(self, request: BrokerHeartbeatRequest) -> BrokerHeartbeatReply: ...
+
+    async def alter_partition(self, request: AlterPartitionRequest) -> AlterPartitionReply: ...
+
+    async def create_topics(self, topics: Sequence[NewTopic], *, validate_only: bool) -> list[TopicResult]: ...
+
+    async def create_partitions(self, name: str, count: int, assignments: Sequence[tuple[int, ...]] | None, *,
+                                validate_only: bool) -> TopicResult: ...
+
+    async def delete_topics(self, topic_ids: Sequence[uuid.UUID]) -> list[TopicResult]: ...
+
+    async def allocate_producer_ids(self, broker_id: int, broker_epoch: int) -> tuple[int, int]:
+        """A block of producer ids for this broker: ``(first, count)``."""
+        ...
+
+
+@dataclass(slots=True)
+class ClusterContext:
+    """What a broker of a cluster knows of it: its id, the channel to the controller, the
+    metadata image it has applied, and the epoch its registration gave it."""
+
+    node_id: int
+    channel: ControllerChannel
+    image: MetadataImage
+    broker_epoch: int = -1  # set after registration
