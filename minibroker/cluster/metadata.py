@@ -388,7 +388,8 @@ class MetadataLog:
 
     def read(self, from_offset: int) -> list[tuple[int, Record]]:
         """``(offset, record)`` of every record from ``from_offset`` on."""
-        return [(offset, record) for offset, (_, record) in enumerate(self._entries[from_offset:], max(from_offset, 0))]
+        start = max(from_offset, 0)
+        return [(offset, record) for offset, (_, record) in enumerate(self._entries[start:], start)]
 
     def close(self) -> None:
         if self._file is not None:
