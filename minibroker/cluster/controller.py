@@ -326,7 +326,9 @@ class Controller:
             return InvalidReplicationFactorError.code, str(exc), []
 
     def create_topics(self, topics: Sequence[NewTopic], *, validate_only: bool) -> list[TopicResult]:
-        results, records, taken = [], [], set()
+        results: list[TopicResult] = []
+        records: list[Record] = []
+        taken: set[str] = set()
         for t in topics:
             code, message, placed = self._check_create(t, taken)
             if code:
@@ -402,7 +404,8 @@ class Controller:
                            replication_factor=replication)
 
     def delete_topics(self, topic_ids: Sequence[uuid.UUID]) -> list[TopicResult]:
-        results, records = [], []
+        results: list[TopicResult] = []
+        records: list[RemoveTopicRecord] = []
         for topic_id in topic_ids:
             topic = self.image.topics.get(topic_id)
             if topic is None or any(r.topic_id == topic_id for r in records):

@@ -281,7 +281,7 @@ _TUPLE_FIELDS = frozenset({"replicas", "isr"})
 
 def _encode(record: Record) -> dict[str, object]:
     data: dict[str, object] = {"type": type(record).__name__}
-    for f in fields(record):  # type: ignore[arg-type]
+    for f in fields(record):
         value = getattr(record, f.name)
         data[f.name] = str(value) if isinstance(value, uuid.UUID) else list(value) if isinstance(value, tuple) else value
     return data
