@@ -12,8 +12,8 @@ request that changes nothing appends nothing. Every rule below is KRaft's
   with another incarnation id while the first one's session is alive is
   DUPLICATE_BROKER_REGISTRATION (the restarted broker retries after the old session
   expires); an expired one is fenced first (below).
-- **Heartbeats**: unknown broker → BROKER_ID_NOT_REGISTERED; an epoch other than the
-  registration's → STALE_BROKER_EPOCH. A fenced broker is unfenced by the first heartbeat
+- **Heartbeats**: an unknown broker, or an epoch other than its registration's →
+  STALE_BROKER_EPOCH (``ClusterControlManager.checkBrokerEpoch``). A fenced broker is unfenced by the first heartbeat
   whose ``current_metadata_offset`` reaches its registration's offset (it has caught up);
   unfencing elects it for the leaderless partitions it may lead. ``want_shut_down`` fences
   it and answers ``should_shut_down`` (controlled shutdown's ISR handover, KIP-841, is not
@@ -58,7 +58,6 @@ import uuid
 from collections.abc import Callable, Sequence
 
 from kproto.errors import (
-    BrokerIdNotRegisteredError,
     DuplicateBrokerRegistrationError,
     FencedLeaderEpochError,
     IneligibleReplicaError,
@@ -233,12 +232,10 @@ class Controller:
 
     def heartbeat(self, r: BrokerHeartbeatRequest) -> BrokerHeartbeatReply:
         broker = self.image.brokers.get(r.broker_id)
-        if broker is None:
-            return BrokerHeartbeatReply(error_code=BrokerIdNotRegisteredError.code, is_caught_up=False,
-                                        is_fenced=True, should_shut_down=False)
-        if broker.broker_epoch != r.broker_epoch:
+        if broker is None or broker.broker_epoch != r.broker_epoch:
+            # ClusterControlManager.checkBrokerEpoch: not registered is a stale epoch too
             return BrokerHeartbeatReply(error_code=StaleBrokerEpochError.code, is_caught_up=False,
-                                        is_fenced=broker.fenced, should_shut_down=False)
+                                        is_fenced=True if broker is None else broker.fenced, should_shut_down=False)
         self._last_heartbeat[r.broker_id] = self.clock_ms()
         caught_up = r.current_metadata_offset >= broker.broker_epoch
         if r.want_shut_down:
