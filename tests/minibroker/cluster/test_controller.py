@@ -418,3 +418,60 @@ def test_a_new_controller_replays_the_log_and_keeps_every_registration_and_parti
     again = Controller(node_id=1, epoch=2, log=w.log, config=w.config, clock_ms=w.clock, rng=random.Random(1))
     assert again.image == w.c.image
     assert again.allocate_producer_ids(0, w.epochs[0]) == (1000, 1000)
+
+
+def test_a_stalled_broker_that_heartbeats_again_is_unfenced_but_not_back_in_the_isr():
+    w = World(n=3)
+    w.create(rf=3)
+    w.alive(0, 2, ms=SESSION + 1)
+    assert w.c.image.brokers[1].fenced and 1 not in w.part().isr
+    reply = w.heartbeat(1)  # same epoch: the process was only stalled
+    assert reply.error_code == 0 and not reply.is_fenced
+    assert 1 not in w.part().isr  # its leader adds it back by AlterPartition once it caught up
+    assert w.alter((*w.part().isr, 1)).error_code == 0 and 1 in w.part().isr
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_random_histories_keep_the_partition_invariants(seed):
+    """Brokers die, stall, come back and re-register at random; leaders shrink and expand
+    their ISR. After every step: the ISR is a non-empty subset of the replicas, a leader is
+    an unfenced ISR member (or -1), epochs never go back, and the brokers' image (fed by
+    the commits) equals the controller's."""
+    rng = random.Random(seed)
+    unclean = rng.random() < 0.5
+    w = World(n=4, config={"unclean.leader.election.enable": unclean})
+    w.create(partitions=4, rf=3)
+    up = {0, 1, 2, 3}
+    last = {p: w.part(p=p) for p in range(4)}
+    for _ in range(60):
+        action = rng.choice(["die", "back", "shrink", "expand", "tick"])
+        if action == "die" and len(up) > 1:
+            up.discard(rng.choice(sorted(up)))
+        elif action == "back":
+            b = rng.choice(range(4))
+            if b not in up:
+                up.add(b)
+                if w.register(b, incarnation=uuid.uuid4()).error_code == 0:
+                    w.heartbeat(b)
+        elif action in ("shrink", "expand"):
+            p = rng.choice(range(4))
+            part = w.part(p=p)
+            if part.leader != -1:
+                others = [r for r in part.replicas if r != part.leader]
+                isr = (part.leader, *rng.sample(others, rng.randint(0, len(others))))
+                topic_id = w.c.image.topic_by_name("t").topic_id
+                w.c.alter_partition(AlterPartitionRequest(
+                    broker_id=part.leader, broker_epoch=w.epochs[part.leader], topic_id=topic_id, partition=p,
+                    leader_epoch=part.leader_epoch, partition_epoch=part.partition_epoch,
+                    new_isr=tuple(ReplicaBrokerEpoch(broker_id=b, broker_epoch=-1) for b in isr)))
+        w.alive(*sorted(up), ms=rng.choice([50, 130, 300]))
+        for p in range(4):
+            part = w.part(p=p)
+            assert part.isr and set(part.isr) <= set(part.replicas)
+            if part.leader != -1:
+                assert part.leader in part.isr and not w.c.image.brokers[part.leader].fenced
+            assert part.leader_epoch >= last[p].leader_epoch and part.partition_epoch >= last[p].partition_epoch
+            if part.leader != last[p].leader:
+                assert part.leader_epoch > last[p].leader_epoch
+            last[p] = part
+        assert w.delivered == w.c.image
