@@ -13,9 +13,15 @@ change of its registration (leader or ISR).
 
 from __future__ import annotations
 
+import json
+import logging
+import os
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+
+from kproto.errors import NotControllerError
 
 __all__ = [
     "BrokerRegistration",
@@ -23,6 +29,7 @@ __all__ = [
     "ConfigRecord",
     "MetadataDelta",
     "MetadataImage",
+    "MetadataLog",
     "NO_LEADER",
     "PartitionChangeRecord",
     "PartitionRecord",
@@ -33,9 +40,14 @@ __all__ = [
     "RemoveTopicRecord",
     "TopicImage",
     "TopicRecord",
+    "TOPIC_RESOURCE",
+    "merge_partition_change",
 ]
 
 NO_LEADER = -1  # Kafka's LeaderConstants.NO_LEADER
+log = logging.getLogger("minibroker.cluster")
+
+TOPIC_RESOURCE = 2  # Kafka's ConfigResource.Type.TOPIC, the resource_type of a topic's ConfigRecord
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -145,6 +157,18 @@ Record = (RegisterBrokerRecord | BrokerRegistrationChangeRecord | TopicRecord | 
           | PartitionChangeRecord | ConfigRecord | RemoveTopicRecord | ProducerIdsRecord)
 
 
+def merge_partition_change(current: PartitionRegistration, change: PartitionChangeRecord) -> PartitionRegistration:
+    """``current`` with ``change`` applied (Kafka's ``PartitionRegistration.merge``): a new
+    leader (-1 included) bumps the leader epoch; any change bumps the partition epoch."""
+    leader = current.leader if change.leader is None else change.leader
+    return PartitionRegistration(
+        replicas=current.replicas,
+        isr=current.isr if change.isr is None else tuple(change.isr),
+        leader=leader,
+        leader_epoch=current.leader_epoch + (leader != current.leader),
+        partition_epoch=current.partition_epoch + 1)
+
+
 # -- the image ----------------------------------------------------------------------------
 
 
@@ -176,8 +200,67 @@ class MetadataImage:
     next_producer_id: int = 0
 
     def apply(self, offset: int, records: Sequence[Record]) -> MetadataDelta:
-        """Apply ``records``, the last of which is at ``offset``; return what changed."""
-        raise NotImplementedError("filled in by the controller's work package (issue 13)")
+        """Apply ``records``, the last of which is at ``offset``; return what changed.
+
+        Every record is applied as KRaft's image builders apply theirs: a registration
+        replaces the broker's (fenced), a partition change merges into the registration
+        and bumps its epochs (:func:`merge_partition_change`), a topic removal drops its
+        partitions. A record naming something the image does not hold (a change of a
+        removed topic) is ignored, as the controller never writes one.
+        """
+        changed: set[tuple[uuid.UUID, int]] = set()
+        created: set[uuid.UUID] = set()
+        deleted: dict[uuid.UUID, str] = {}
+        brokers: set[int] = set()
+        for record in records:
+            match record:
+                case RegisterBrokerRecord():
+                    self.brokers[record.broker_id] = BrokerRegistration(
+                        broker_id=record.broker_id, broker_epoch=record.broker_epoch,
+                        incarnation_id=record.incarnation_id, host=record.host, port=record.port,
+                        rack=record.rack, fenced=True)
+                    brokers.add(record.broker_id)
+                case BrokerRegistrationChangeRecord():
+                    broker = self.brokers.get(record.broker_id)
+                    if broker is not None and broker.broker_epoch == record.broker_epoch:
+                        self.brokers[record.broker_id] = replace(broker, fenced=record.fenced)
+                        brokers.add(record.broker_id)
+                case TopicRecord():
+                    self.topics[record.topic_id] = TopicImage(name=record.name, topic_id=record.topic_id)
+                    created.add(record.topic_id)
+                case PartitionRecord():
+                    topic = self.topics.get(record.topic_id)
+                    if topic is not None:
+                        topic.partitions[record.partition_id] = PartitionRegistration(
+                            replicas=tuple(record.replicas), isr=tuple(record.isr), leader=record.leader,
+                            leader_epoch=record.leader_epoch, partition_epoch=record.partition_epoch)
+                        changed.add((record.topic_id, record.partition_id))
+                case PartitionChangeRecord():
+                    topic = self.topics.get(record.topic_id)
+                    current = topic.partitions.get(record.partition_id) if topic is not None else None
+                    if topic is not None and current is not None:
+                        topic.partitions[record.partition_id] = merge_partition_change(current, record)
+                        changed.add((record.topic_id, record.partition_id))
+                case ConfigRecord():
+                    topic = self.topic_by_name(record.resource_name) if record.resource_type == TOPIC_RESOURCE else None
+                    if topic is not None:
+                        if record.value is None:
+                            topic.configs.pop(record.name, None)
+                        else:
+                            topic.configs[record.name] = record.value
+                case RemoveTopicRecord():
+                    topic = self.topics.pop(record.topic_id, None)
+                    if topic is not None:
+                        deleted[record.topic_id] = topic.name
+                        created.discard(record.topic_id)
+                        changed.difference_update({(record.topic_id, p) for p in topic.partitions})
+                case ProducerIdsRecord():
+                    self.next_producer_id = record.next_producer_id
+                case _:
+                    raise TypeError(f"not a metadata record: {record!r}")
+        self.offset = offset
+        return MetadataDelta(changed=frozenset(changed), created_topics=frozenset(created),
+                             deleted_topics=deleted, brokers=frozenset(brokers))
 
     def topic_by_name(self, name: str) -> TopicImage | None:
         return next((t for t in self.topics.values() if t.name == name), None)
@@ -185,3 +268,130 @@ class MetadataImage:
     def live_brokers(self) -> list[BrokerRegistration]:
         """The unfenced brokers, by id."""
         return [b for _, b in sorted(self.brokers.items()) if not b.fenced]
+
+
+# -- the log ------------------------------------------------------------------------------
+
+_RECORD_TYPES: dict[str, type] = {t.__name__: t for t in (
+    RegisterBrokerRecord, BrokerRegistrationChangeRecord, TopicRecord, PartitionRecord,
+    PartitionChangeRecord, ConfigRecord, RemoveTopicRecord, ProducerIdsRecord)}
+_UUID_FIELDS = frozenset({"topic_id", "incarnation_id"})
+_TUPLE_FIELDS = frozenset({"replicas", "isr"})
+
+
+def _encode(record: Record) -> dict[str, object]:
+    data: dict[str, object] = {"type": type(record).__name__}
+    for f in fields(record):
+        value = getattr(record, f.name)
+        data[f.name] = str(value) if isinstance(value, uuid.UUID) else list(value) if isinstance(value, tuple) else value
+    return data
+
+
+def _decode(data: dict[str, object]) -> Record:
+    kind = _RECORD_TYPES[str(data.pop("type"))]
+    for name in _UUID_FIELDS & data.keys():
+        data[name] = uuid.UUID(str(data[name]))
+    for name in _TUPLE_FIELDS & data.keys():
+        if data[name] is not None:
+            data[name] = tuple(data[name])  # type: ignore[arg-type]
+    return kind(**data)  # type: ignore[no-any-return]
+
+
+class MetadataLog:
+    """The cluster's metadata log: records at consecutive offsets from 0, each written by a
+    controller epoch.
+
+    Kafka keeps this log in ``__cluster_metadata``, replicated by Raft among the controllers
+    (KIP-500, KIP-595). A MiniCluster keeps one shared log instead (its controllers are
+    objects in one process); what a client can see of Raft is kept: every controller has an
+    epoch, a new one claims the log with :meth:`begin_epoch`, and from then on an append by
+    an older epoch (a deposed controller whose coroutine still runs) raises
+    :class:`~kproto.errors.NotControllerError`.
+
+    On disk (``path``, else in memory) it is JSON lines, one per append (its records, all
+    or none: ``{"offset", "epoch", "records": [{"type", ...fields}]}``) and one per epoch
+    claimed (``{"epoch"}``), each written and fsynced before the call returns. **Not**
+    Kafka's ``__cluster_metadata`` format. A torn last line (a crash mid-write, so a commit
+    that never returned) is dropped when the file is opened again, and the file cut back to
+    its last whole line; a damaged whole line is corruption, and opening refuses with
+    ValueError naming the line.
+    """
+
+    def __init__(self, path: Path | None):
+        self.path = path
+        self._entries: list[tuple[int, Record]] = []  # (controller epoch, record); offset = index
+        self.epoch = 0  # the newest controller epoch that claimed the log
+        self._file = None
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._load(path)
+            self._file = open(path, "ab")  # noqa: SIM115 - kept open, closed by close()
+
+    def _load(self, path: Path) -> None:
+        if not path.exists():
+            return
+        raw = path.read_bytes()
+        *lines, tail = raw.split(b"\n")  # every line written ends with its newline
+        for number, line in enumerate(lines, 1):
+            if not line:
+                continue
+            try:
+                entry = json.loads(line)
+                epoch = int(entry["epoch"])
+                if "records" in entry:
+                    if int(entry["offset"]) != len(self._entries):
+                        raise ValueError(f"offset {entry['offset']}, expected {len(self._entries)}")
+                    records = [_decode(dict(r)) for r in entry["records"]]
+                    self._entries.extend((epoch, r) for r in records)
+            except (ValueError, KeyError, TypeError) as exc:
+                raise ValueError(f"{path}: line {number} is not a metadata log entry: {exc}") from exc
+            self.epoch = max(self.epoch, epoch)
+        if tail:  # a crash mid-write: that commit never returned, so nothing lost is acknowledged
+            log.warning("%s: dropping a torn last line of %d bytes", path, len(tail))
+            with open(path, "r+b") as f:
+                f.truncate(len(raw) - len(tail))
+
+    @property
+    def end_offset(self) -> int:
+        """The offset the next record gets."""
+        return len(self._entries)
+
+    def _write(self, line: dict[str, object]) -> None:
+        if self._file is None:
+            return
+        self._file.write(json.dumps(line, separators=(",", ":")).encode() + b"\n")
+        self._file.flush()
+        os.fsync(self._file.fileno())
+
+    def begin_epoch(self, controller_epoch: int) -> None:
+        """A new controller claims the log: appends of older epochs are refused from now on."""
+        if controller_epoch <= self.epoch:
+            raise NotControllerError(f"controller epoch {controller_epoch} is not newer than {self.epoch}")
+        self._write({"epoch": controller_epoch})
+        self.epoch = controller_epoch
+
+    def append(self, controller_epoch: int, records: Sequence[Record]) -> int:
+        """Append ``records`` (committed once this returns); the offset of the last one.
+
+        Raises:
+            NotControllerError: ``controller_epoch`` is not the newest (a deposed controller).
+        """
+        if controller_epoch != self.epoch:
+            raise NotControllerError(
+                f"controller epoch {controller_epoch} was deposed; the active controller's is {self.epoch}")
+        if not records:
+            return self.end_offset - 1
+        first = self.end_offset
+        self._write({"offset": first, "epoch": controller_epoch, "records": [_encode(r) for r in records]})
+        self._entries.extend((controller_epoch, r) for r in records)
+        return self.end_offset - 1
+
+    def read(self, from_offset: int) -> list[tuple[int, Record]]:
+        """``(offset, record)`` of every record from ``from_offset`` on."""
+        start = max(from_offset, 0)
+        return [(offset, record) for offset, (_, record) in enumerate(self._entries[start:], start)]
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
