@@ -543,9 +543,13 @@ class Partition:
         - ``(-1, -1)``, or this replica has no epochs → its high watermark;
         - this replica has ``leader_epoch`` → min(leader's end offset, own end of that epoch);
         - its largest epoch at or below ``leader_epoch`` is smaller → :class:`EpochQuery`
-          for that epoch: ask the leader again;
+          for that epoch: ask the leader again (each round asks about an older epoch, so
+          the rounds end);
         - it has no epoch at or below ``leader_epoch`` (its first epoch is newer) → the
-          leader's end offset (Kafka's fallback for an epoch the follower cannot place).
+          start of its first epoch: nothing is known to be common (the cache's
+          ``end_offset_for`` answers so, as Kafka's does);
+        - ``leader_epoch`` is above every epoch it has (cannot happen when it asked with
+          its latest) → the leader's end offset.
 
         Never above the own LEO, never below the log start offset.
         """
