@@ -222,10 +222,6 @@ class Partition:
         """The log's high watermark; -1 without a local log."""
         return self.log.high_watermark if self.log is not None else -1
 
-    @property
-    def log_end_offset(self) -> int:
-        return self.log.log_end_offset if self.log is not None else -1
-
     def _local_log(self) -> PartitionLog:
         if self.log is None:
             raise NotLeaderOrFollowerError(f"no replica of {self.topic}-{self.index} on broker {self.node_id}")
@@ -244,6 +240,8 @@ class Partition:
         A registration older than the one held (smaller leader epoch, or smaller partition
         epoch) changes nothing. A new leader epoch makes this replica leader or follower;
         the same leader epoch with a new partition epoch changes the ISR (and replicas).
+        A registration that names this broker a replica needs its log attached first
+        (:meth:`attach_log`).
         """
         if reg.leader_epoch < self.leader_epoch or reg.partition_epoch < self.partition_epoch or (
                 reg.partition_epoch == self.partition_epoch and self.role is not ReplicaRole.NONE):

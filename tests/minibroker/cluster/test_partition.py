@@ -344,6 +344,24 @@ def test_fetch_from_a_non_replica_is_refused(who):
         p.on_follower_fetch(who, 1, 0, 0)
 
 
+@pytest.mark.parametrize("offset", [11, 2])
+def test_a_fetch_outside_the_log_is_not_recorded(offset):
+    """The fetch itself answers OFFSET_OUT_OF_RANGE; the follower's state is not touched."""
+    p = leader([(0, 9, 0)], hw=5, isr=(0, 1))
+    p.log.delete_records(3)
+    p.on_follower_fetch(1, 1, offset, 0)
+    assert p.followers[1].log_end_offset == -1 and p.high_watermark == 5
+
+
+def test_attach_log_once():
+    p = replica(None)
+    log = FakeLog()
+    p.attach_log(log)
+    p.attach_log(log)
+    with pytest.raises(ValueError):
+        p.attach_log(FakeLog())
+
+
 def test_fetch_on_a_follower_is_refused():
     p = replica(FakeLog(high_watermark=0))
     p.apply_registration(reg(1, 1, 1), 0)
