@@ -110,7 +110,7 @@ def test_truncated_logs_reopen_with_the_same_end_valid_indexes_and_epoch_file(tm
         verify_like_dump_log_segments(segment.path)
     plog.close()
     text = (directory / LEADER_EPOCH_CHECKPOINT).read_text()
-    assert text == "0\n%d\n" % len(entries) + "".join(f"{e} {s}\n" for e, s in entries)
+    assert text == f"0\n{len(entries)}\n" + "".join(f"{e} {s}\n" for e, s in entries)
     with PartitionLog(directory, config=LogConfig(segment_bytes=600, index_interval_bytes=60),
                       epoch_checkpoint=True) as again:
         assert again.log_end_offset == end and again.epochs.entries == entries
