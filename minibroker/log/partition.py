@@ -109,7 +109,7 @@ Kafka's ``LocalLog.deleteSegmentFiles`` does with its scheduler. Reads in flight
 ``.log``'s descriptor anyway (see :mod:`minibroker.log.segment`).
 
 Replication (KIP-101, KIP-279; Kafka's ``UnifiedLog``)
------------------------------------------------------
+------------------------------------------------------
 
 - **Leader epochs**: :attr:`PartitionLog.epochs` (:mod:`minibroker.log.leader_epochs`) holds
   where each leader epoch began; :meth:`~PartitionLog.append` records the epoch it stamps
@@ -250,7 +250,10 @@ class PartitionLog:
     def high_watermark(self) -> int:
         """The offset below which records are committed: the log end offset unless
         :meth:`set_high_watermark` was called."""
-        return self.log_end_offset if self._high_watermark is None else self._high_watermark
+        if self._high_watermark is None:
+            return self.log_end_offset
+        # Retention may move the log start past a high watermark set earlier.
+        return min(max(self._high_watermark, self.log_start_offset), self.log_end_offset)
 
     def set_high_watermark(self, offset: int) -> None:
         """Set the high watermark (a replicated partition's), clamped to
@@ -395,6 +398,7 @@ class PartitionLog:
             active.on_become_inactive()
             if self.directory is not None:
                 self._fsync(active.flush)
+                self._fsync(self.epochs.flush)
                 self._recovery_point = max(self._recovery_point, self.log_end_offset)
                 self._last_flush_ms = now
             segment = self.new_segment(max(self.log_end_offset, base_offset or 0), now)

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from kproto.log_files import LEADER_EPOCH_CHECKPOINT
@@ -160,3 +162,22 @@ def test_delete_records_moves_the_first_epoch_up(tmp_path):
     append(plog, 1, 3)
     plog.delete_records(4)
     assert plog.epochs.entries == ((1, 4),)
+
+
+def test_a_new_epochs_entry_is_fsynced_with_the_log_not_on_append(tmp_path, monkeypatch):
+    """KAFKA-15046: no fsync on the append path; the entry becomes durable with the batches
+    it describes, when the log is flushed (or rolls)."""
+    synced = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(os.readlink(f"/proc/self/fd/{fd}")), real_fsync(fd))[1])
+    plog = PartitionLog(tmp_path / "t-0", epoch_checkpoint=True)
+    synced.clear()
+    append(plog, 0, 2)
+    assert (tmp_path / "t-0" / LEADER_EPOCH_CHECKPOINT).read_text() == "0\n1\n0 0\n"
+    assert not any(p.endswith(LEADER_EPOCH_CHECKPOINT) for p in synced)
+    plog.flush()
+    assert any(p.endswith(LEADER_EPOCH_CHECKPOINT) for p in synced)
+    synced.clear()
+    plog.flush()
+    assert not synced  # nothing new
+    plog.close()
