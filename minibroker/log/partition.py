@@ -311,7 +311,7 @@ class PartitionLog:
             # An older epoch is not recorded (a leader never writes one; a copy of a log
             # written by brokers with higher epochs keeps its cache).
             if leader_epoch > self.epochs.latest_epoch():
-                self.epochs.assign(leader_epoch, base)
+                self._assign_epoch(leader_epoch, base)
             self._maybe_flush(now)
         return base
 
@@ -366,9 +366,18 @@ class PartitionLog:
                 segment.append(data, last_offset=batch.last_offset, max_timestamp=batch.max_timestamp)
                 self.log_end_offset = batch.last_offset + 1
                 if batch.magic >= 2:
-                    self.epochs.assign(batch.partition_leader_epoch, batch.base_offset)
+                    self._assign_epoch(batch.partition_leader_epoch, batch.base_offset)
             self._maybe_flush(now)
         return self.log_end_offset
+
+    def _assign_epoch(self, epoch: int, start_offset: int) -> None:
+        try:
+            self.epochs.assign(epoch, start_offset)
+        except OSError as exc:
+            # The batch is in the log already: the append cannot be undone, and the
+            # checkpoint is neither right nor gone (see leader_epochs). A reopen rebuilds.
+            self.go_offline(f"cannot write or remove the leader epoch checkpoint: {exc}")
+            raise
 
     def _maybe_flush(self, now_ms: int) -> None:
         if (self.log_end_offset - self._recovery_point >= self.config.flush_interval_messages

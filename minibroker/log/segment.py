@@ -471,6 +471,10 @@ class LogSegment:
         """
         info = self.translate(offset)
         if info is None:
+            # Every batch is below ``offset``; a segment loaded inactive may still name the
+            # next (now deleted) segment's base as its end: the end is ``offset`` at most,
+            # as Kafka's log end after a truncation is the target.
+            self.next_offset = min(self.next_offset, offset)
             return 0
         removed = self.size - info.position
         self._store.truncate(info.position)

@@ -158,3 +158,21 @@ def test_a_target_below_the_log_start_empties_the_log(open_log):
     plog.delete_records(9)
     assert plog.truncate_to(4) == 11
     assert (plog.log_start_offset, plog.log_end_offset) == (4, 4)
+
+
+def test_a_target_in_a_gap_before_a_deleted_segment_ends_the_log_there(tmp_path):
+    """A compacted log's gap (here a follower's forward skip) at the end of a segment: after
+    the later segments go, the log ends at the target, not at their base (reopened: the
+    inactive segment's end was the next segment's base)."""
+    leader = PartitionLog()
+    fill(leader, 10)
+    directory = tmp_path / "t-0"
+    config = LogConfig(segment_bytes=100)  # one batch per segment
+    plog = PartitionLog(directory, config=config)
+    plog.append_replicated(leader.read(0, 1))  # 0-2
+    plog.append_replicated(leader.read(12, 1 << 20))  # 12-29, rolling at 12 (Kafka rolls at the batch)
+    plog.close()
+    with PartitionLog(directory, config=config) as again:
+        assert [s.base_offset for s in again.segments][:2] == [0, 12]
+        assert again.truncate_to(7) == 23
+        assert again.log_end_offset == 7 and len(again.segments) == 1
