@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 
 import pytest
@@ -181,3 +182,28 @@ def test_a_new_epochs_entry_is_fsynced_with_the_log_not_on_append(tmp_path, monk
     plog.flush()
     assert not synced  # nothing new
     plog.close()
+
+
+def test_a_checkpoint_that_cannot_be_written_is_removed_and_rebuilt_at_the_next_open(tmp_path, monkeypatch):
+    """A full disk while the checkpoint is rewritten: a stale file would mislead the next
+    open, so it goes; the appends go on and the next open rebuilds it from the batches."""
+    plog = PartitionLog(tmp_path / "t-0", epoch_checkpoint=True)
+    append(plog, 0, 2)
+    path = tmp_path / "t-0" / LEADER_EPOCH_CHECKPOINT
+    assert path.exists()
+    real_replace = os.replace
+
+    def replace(src, dst):
+        if str(dst).endswith(LEADER_EPOCH_CHECKPOINT):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", replace)
+    append(plog, 3, 2)
+    assert not path.exists() and not path.with_name(path.name + ".tmp").exists()
+    assert plog.epochs.entries == ((0, 0), (3, 2)) and not plog.offline
+    monkeypatch.setattr(os, "replace", real_replace)
+    plog.close()
+    with PartitionLog(tmp_path / "t-0", epoch_checkpoint=True) as again:
+        assert again.epochs.entries == ((0, 0), (3, 2))
+    assert path.read_text() == "0\n2\n0 0\n3 2\n"
