@@ -3,8 +3,12 @@ its leader's (issue 13, step 1, WP1; KIP-101, Kafka's ``UnifiedLog.truncateTo``)
 
 from __future__ import annotations
 
+import errno
+import os
+
 import pytest
 
+from kproto.errors import KafkaStorageError
 from kproto.log_files import LEADER_EPOCH_CHECKPOINT
 from kproto.records import read_batches
 from minibroker.log import LogConfig, PartitionLog
@@ -176,3 +180,28 @@ def test_a_target_in_a_gap_before_a_deleted_segment_ends_the_log_there(tmp_path)
         assert [s.base_offset for s in again.segments][:2] == [0, 12]
         assert again.truncate_to(7) == 23
         assert again.log_end_offset == 7 and len(again.segments) == 1
+
+
+def test_a_truncation_whose_file_cut_fails_takes_the_log_offline_until_reopened(tmp_path, monkeypatch):
+    """As every other failed change of a log's files: KAFKA_STORAGE_ERROR, offline, and a
+    reopen recovers from what the files hold."""
+    directory = tmp_path / "t-0"
+    plog = PartitionLog(directory)
+    fill(plog, 5)
+    real_ftruncate = os.ftruncate
+
+    def ftruncate(fd, size):
+        if os.readlink(f"/proc/self/fd/{fd}").endswith(".log"):
+            raise OSError(errno.EIO, "Input/output error")
+        return real_ftruncate(fd, size)
+
+    monkeypatch.setattr(os, "ftruncate", ftruncate)
+    with pytest.raises(KafkaStorageError, match="offline"):
+        plog.truncate_to(6)
+    assert plog.offline
+    with pytest.raises(KafkaStorageError):
+        plog.read(0, 100)
+    monkeypatch.setattr(os, "ftruncate", real_ftruncate)
+    plog.close()
+    with PartitionLog(directory) as again:
+        assert again.log_end_offset == 15 and again.truncate_to(6) == 9
