@@ -28,6 +28,17 @@ Facts (Kafka 3.x/4.x, ``storage/internals/log``):
   entries, then one entry per line, ``topic partition offset`` separated by spaces
   (``OffsetCheckpointFile.Formatter``). A reader takes exactly that many entries, each of
   exactly three fields, or the file is malformed.
+- ``replication-offset-checkpoint`` (the high watermarks) and
+  ``recovery-point-offset-checkpoint`` (the offsets below which each log is flushed) are
+  log-directory-wide checkpoints in that same format, one line per partition of the
+  directory (``ReplicaManager.highWatermarkCheckpoints``, ``LogManager.checkpointRecoveryOffsetsInDir``).
+- ``leader-epoch-checkpoint`` (``LeaderEpochCheckpointFile``, KIP-101), in each partition
+  directory: version ``0``, the number of entries, then ``epoch start_offset`` per line,
+  separated by whitespace, epochs and start offsets increasing.
+- ``meta.properties`` (``MetaProperties``; KRaft version 1, KIP-631/KIP-858), in each log
+  directory: a Java properties file, ``key=value`` lines and ``#`` comments, with
+  ``version=1``, ``node.id``, ``cluster.id`` and ``directory.id`` (a Kafka uuid). Version
+  0 (ZooKeeper brokers) has ``broker.id`` instead of ``node.id``.
 - ``partition.metadata`` (``PartitionMetadataFile``) is ``version: 0`` and ``topic_id:
   <id>``, one per line, the topic id in Kafka's form: URL-safe base64 of its 16 bytes,
   without padding (22 characters, ``Uuid.toString``).
@@ -52,6 +63,10 @@ __all__ = [
     "DELETE_DIR_SUFFIX",
     "STRAY_DIR_SUFFIX",
     "LOG_START_OFFSET_CHECKPOINT",
+    "REPLICATION_OFFSET_CHECKPOINT",
+    "RECOVERY_POINT_OFFSET_CHECKPOINT",
+    "LEADER_EPOCH_CHECKPOINT",
+    "META_PROPERTIES",
     "PARTITION_METADATA",
     "OFFSET_INDEX_ENTRY",
     "TIME_INDEX_ENTRY",
@@ -68,6 +83,10 @@ __all__ = [
     "parse_set_aside_dir",
     "format_checkpoint",
     "parse_checkpoint",
+    "format_epoch_checkpoint",
+    "parse_epoch_checkpoint",
+    "format_meta_properties",
+    "parse_meta_properties",
     "kafka_uuid",
     "format_partition_metadata",
     "parse_partition_metadata",
@@ -92,6 +111,14 @@ STRAY_DIR_SUFFIX = "-stray"
 
 #: The checkpoint of a partition's log start offset (Kafka keeps one per log directory).
 LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
+#: The high watermark of every partition of a log directory (``ReplicaManager``).
+REPLICATION_OFFSET_CHECKPOINT = "replication-offset-checkpoint"
+#: The recovery point of every partition of a log directory (``LogManager``).
+RECOVERY_POINT_OFFSET_CHECKPOINT = "recovery-point-offset-checkpoint"
+#: A partition's leader epochs and their start offsets (``LeaderEpochCheckpointFile``).
+LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
+#: A log directory's node id, cluster id and directory id (``MetaProperties``).
+META_PROPERTIES = "meta.properties"
 #: The file naming a partition directory's topic id (``PartitionMetadataFile``).
 PARTITION_METADATA = "partition.metadata"
 
@@ -216,6 +243,78 @@ def parse_checkpoint(text: str) -> list[tuple[str, int, int]]:
     if len(entries) != count:
         raise ValueError(f"{count} entries expected, {len(entries)} found")
     return entries
+
+
+def format_epoch_checkpoint(entries: Iterable[tuple[int, int]]) -> str:
+    """A ``leader-epoch-checkpoint``'s text: version 0, the count, ``epoch start_offset`` lines."""
+    lines = [f"{epoch} {start_offset}\n" for epoch, start_offset in entries]
+    return f"0\n{len(lines)}\n" + "".join(lines)
+
+
+def parse_epoch_checkpoint(text: str) -> list[tuple[int, int]]:
+    """The ``(epoch, start_offset)`` entries of a ``leader-epoch-checkpoint``'s text.
+
+    Raises:
+        ValueError: not version 0, not as many well-formed entries as it says, or epochs
+            and start offsets not increasing (``LeaderEpochFileCache`` keeps them so).
+    """
+    lines = text.split("\n")
+    if len(lines) < 2 or lines[0].strip() != "0":
+        raise ValueError("unknown version or entry count")
+    count = int(lines[1])
+    entries: list[tuple[int, int]] = []
+    for line in lines[2:2 + count]:
+        fields = line.split()
+        if len(fields) != 2:
+            raise ValueError(f"malformed entry {line!r}")
+        epoch, start = int(fields[0]), int(fields[1])
+        if epoch < 0 or start < 0 or (entries and (epoch <= entries[-1][0] or start < entries[-1][1])):
+            raise ValueError(f"entry {line!r} does not follow {entries[-1] if entries else 'nothing'}")
+        entries.append((epoch, start))
+    if len(entries) != count:
+        raise ValueError(f"{count} entries expected, {len(entries)} found")
+    return entries
+
+
+def format_meta_properties(*, node_id: int, cluster_id: str, directory_id: str) -> str:
+    """A KRaft ``meta.properties`` (version 1)'s text, keys sorted.
+
+    Java's ``Properties.store`` starts the file with a comment line and the date, and
+    writes the keys in hash order; readers ignore both, so this writes one fixed comment.
+    """
+    props = {"cluster.id": cluster_id, "directory.id": directory_id, "node.id": str(node_id), "version": "1"}
+    return "#\n#Written by minibroker\n" + "".join(f"{k}={v}\n" for k, v in sorted(props.items()))
+
+
+def parse_meta_properties(text: str) -> dict[str, str]:
+    """The properties of a ``meta.properties``' text, checked as Kafka's ``MetaProperties``.
+
+    Lines are ``key=value`` (or ``key:value``); blank lines and ``#``/``!`` comments are
+    skipped. Version 1 needs ``node.id`` (an integer) and ``cluster.id``; version 0
+    ``broker.id``.
+
+    Raises:
+        ValueError: a line without a separator, no ``version``, an unknown version, or a
+            required key missing or malformed.
+    """
+    props: dict[str, str] = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line[0] in "#!":
+            continue
+        cut = min((i for i in (line.find("="), line.find(":")) if i >= 0), default=-1)
+        if cut <= 0:
+            raise ValueError(f"malformed line {line!r}")
+        props[line[:cut].strip()] = line[cut + 1:].strip()
+    version = props.get("version")
+    required = {"1": ("node.id", "cluster.id"), "0": ("broker.id",)}.get(version or "")
+    if required is None:
+        raise ValueError(f"unknown meta.properties version {version!r}")
+    for key in required:
+        if not props.get(key):
+            raise ValueError(f"version {version} without {key}")
+    int(props[required[0]])  # node.id / broker.id: an integer, else ValueError
+    return props
 
 
 def kafka_uuid(topic_id: uuid.UUID) -> str:

@@ -50,6 +50,26 @@ with :exc:`LogDirInUseError` naming it, instead of both appending to the same se
 the lock keeps minibrokers apart, not a minibroker from a Kafka broker.)
 
 Maintenance (retention, then compaction) runs every ``log.retention.check.interval.ms``.
+
+A broker of a cluster (:mod:`minibroker.cluster`) keeps more of Kafka's files, written by
+the methods below and not by the single broker (whose directories stay as they were):
+
+- ``meta.properties`` in every log directory (KRaft version 1, KIP-631; ``directory.id``
+  from KIP-858): :meth:`Storage.check_meta_properties` writes it on the first start and
+  checks it on every later one. A directory of another node or another cluster refuses
+  to start (:exc:`InconsistentBrokerMetadataError`), as Kafka refuses with
+  ``InconsistentNodeIdException`` / ``InconsistentClusterIdException``: its logs are
+  another broker's replicas.
+- ``replication-offset-checkpoint`` (high watermarks) and
+  ``recovery-point-offset-checkpoint`` in every log directory, one line per partition of
+  that directory (:meth:`Storage.save_offset_checkpoints`, every
+  ``replica.high.watermark.checkpoint.interval.ms`` and at a clean stop);
+  :meth:`Storage.load_hw_checkpoint` reads the high watermarks back on start. A damaged
+  one is ignored with a warning: a high watermark only comes back from the leader's
+  next answer (Kafka takes the directory offline instead; here it would stop a replica
+  for a value the leader gives back within one fetch).
+- Partition logs opened with ``replicated=True`` keep ``leader-epoch-checkpoint``
+  (:mod:`minibroker.log.leader_epochs`).
 """
 
 from __future__ import annotations
@@ -67,10 +87,17 @@ from typing import Any
 
 from kproto.log_files import (
     DELETE_DIR_SUFFIX,
+    META_PROPERTIES,
     PARTITION_METADATA,
+    RECOVERY_POINT_OFFSET_CHECKPOINT,
+    REPLICATION_OFFSET_CHECKPOINT,
     STRAY_DIR_SUFFIX,
+    format_checkpoint,
+    format_meta_properties,
     format_partition_metadata,
     kafka_uuid,
+    parse_checkpoint,
+    parse_meta_properties,
     parse_partition_dir,
     parse_partition_metadata,
     parse_set_aside_dir,
@@ -82,7 +109,7 @@ from minibroker.log import LogConfig, PartitionLog
 from minibroker.log.files import fsync_dir
 from minibroker.topic_configs import sanitize
 
-__all__ = ["CorruptStateFileError", "LogDirInUseError", "Storage", "StoredTopic"]
+__all__ = ["CorruptStateFileError", "InconsistentBrokerMetadataError", "LogDirInUseError", "Storage", "StoredTopic"]
 
 TOPICS_FILE = "minibroker-topics.json"
 BROKER_CONFIGS_FILE = "minibroker-broker-configs.json"
@@ -101,6 +128,12 @@ _LOG_KEYS = ("log.segment.bytes", "log.roll.ms", "log.retention.ms", "log.retent
 
 class LogDirInUseError(RuntimeError):
     """A log directory is locked by another broker (see the module docstring)."""
+
+
+class InconsistentBrokerMetadataError(RuntimeError):
+    """A log directory's ``meta.properties`` names another node id or cluster id than this
+    broker's: it holds another broker's data, and the broker refuses to start (Kafka's
+    ``InconsistentNodeIdException`` / ``InconsistentClusterIdException``)."""
 
 
 class CorruptStateFileError(RuntimeError):
@@ -213,11 +246,14 @@ class Storage:
     def _least_used_dir(self) -> Path:
         return min(self.log_dirs, key=lambda d: sum(1 for p in d.iterdir() if p.is_dir()))
 
-    def open_partition(self, topic: str, topic_id: uuid.UUID, index: int, topic_configs: Mapping[str, Any]) -> PartitionLog:
+    def open_partition(
+        self, topic: str, topic_id: uuid.UUID, index: int, topic_configs: Mapping[str, Any], *, replicated: bool = False,
+    ) -> PartitionLog:
         """The log of one partition: recovered from disk if it exists, else new.
 
         A directory of that name whose ``partition.metadata`` names another topic id is
         another topic's (one deleted, say): it is set aside as stray, never opened.
+        ``replicated`` (a replica of a cluster) keeps its ``leader-epoch-checkpoint``.
         """
         config = self.log_config(topic_configs)
         if not self.persistent:
@@ -243,7 +279,7 @@ class Storage:
         try:
             if not (path / PARTITION_METADATA).exists():
                 _write_topic_id(path, topic_id)
-            return PartitionLog(path, config=config)
+            return PartitionLog(path, config=config, epoch_checkpoint=replicated)
         except BaseException:
             if new:  # e.g. a full disk: no half-made directory is left for a later topic of the name
                 shutil.rmtree(path, ignore_errors=True)
@@ -309,6 +345,73 @@ class Storage:
                 if owner is None or found not in (None, kafka_uuid(owner)):
                     log.warning("%s is no partition of a known topic (topic id %s): set aside as stray", path, found)
                     _set_aside(path, STRAY_DIR_SUFFIX)
+
+    # -- a cluster broker's files (see the module docstring) ---------------------------------
+
+    def check_meta_properties(self, node_id: int, cluster_id: str) -> None:
+        """Write ``meta.properties`` in every log directory that has none; check it in the
+        others (memory only: nothing to do).
+
+        Raises:
+            InconsistentBrokerMetadataError: a directory's file names another node id or
+                cluster id (the message names the file and both values).
+            CorruptStateFileError: a file that cannot be read or parsed.
+        """
+        for d in self.log_dirs:
+            path = d / META_PROPERTIES
+            if not path.exists():
+                _write_atomically(path, format_meta_properties(
+                    node_id=node_id, cluster_id=cluster_id, directory_id=kafka_uuid(uuid.uuid4())))
+                continue
+            refusal = "the broker does not start rather than guess whose data the directory holds; restore the file"
+            try:
+                props = parse_meta_properties(path.read_text())
+            except (OSError, ValueError) as exc:
+                raise CorruptStateFileError(f"{path} is damaged ({exc}): {refusal}") from exc
+            found_node = props.get("node.id", props.get("broker.id"))
+            if found_node != str(node_id):
+                raise InconsistentBrokerMetadataError(
+                    f"{path} has node.id {found_node}, but this broker is node {node_id}: the directory "
+                    "holds another broker's data; give this broker its own directory")
+            if props.get("cluster.id") != cluster_id:
+                raise InconsistentBrokerMetadataError(
+                    f"{path} has cluster.id {props.get('cluster.id')}, but this broker's cluster is {cluster_id}: "
+                    "the directory holds another cluster's data; give this broker its own directory")
+
+    def save_offset_checkpoints(
+        self, hw: Mapping[tuple[str, int], int], recovery: Mapping[tuple[str, int], int],
+    ) -> None:
+        """Write ``replication-offset-checkpoint`` (``hw``) and
+        ``recovery-point-offset-checkpoint`` (``recovery``) in every log directory, each
+        with the partitions that directory holds (Kafka's per-directory files), atomically."""
+        if not self.persistent:
+            return
+        home: dict[tuple[str, int], Path] = {}
+        for key in {*hw, *recovery}:
+            found = self._partition_dir(*key)
+            if found is not None:
+                home[key] = found.parent
+        for d in self.log_dirs:
+            for name, offsets in ((REPLICATION_OFFSET_CHECKPOINT, hw), (RECOVERY_POINT_OFFSET_CHECKPOINT, recovery)):
+                entries = sorted((t, p, o) for (t, p), o in offsets.items() if home.get((t, p)) == d)
+                _write_atomically(d / name, format_checkpoint(entries))
+
+    def load_hw_checkpoint(self) -> dict[tuple[str, int], int]:
+        """The high watermarks in every log directory's ``replication-offset-checkpoint``
+        (missing files: none; a damaged one is skipped with a warning, see the module
+        docstring). The caller clamps each to its log: HW = min(checkpoint, LEO)."""
+        out: dict[tuple[str, int], int] = {}
+        for d in self.log_dirs:
+            path = d / REPLICATION_OFFSET_CHECKPOINT
+            try:
+                entries = parse_checkpoint(path.read_text())
+            except FileNotFoundError:
+                continue
+            except (OSError, ValueError) as exc:
+                log.warning("ignoring %s (%s): high watermarks come back from the leaders", path, exc)
+                continue
+            out.update(((topic, partition), offset) for topic, partition, offset in entries)
+        return out
 
     def save_topics(self, topics: Iterable[StoredTopic]) -> None:
         if not self.persistent:

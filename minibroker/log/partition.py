@@ -108,8 +108,34 @@ files are renamed ``*.deleted``; they are removed ``file_delete_delay_ms`` later
 Kafka's ``LocalLog.deleteSegmentFiles`` does with its scheduler. Reads in flight hold the
 ``.log``'s descriptor anyway (see :mod:`minibroker.log.segment`).
 
-Not implemented: ``.txnindex`` (no transactions yet), leader-epoch-checkpoint and
-partition.metadata (the broker's business), preallocated files (``preallocate``, and
+Replication (KIP-101, KIP-279; Kafka's ``UnifiedLog``)
+------------------------------------------------------
+
+- **Leader epochs**: :attr:`PartitionLog.epochs` (:mod:`minibroker.log.leader_epochs`) holds
+  where each leader epoch began; :meth:`~PartitionLog.append` records the epoch it stamps
+  when it is newer, :meth:`~PartitionLog.append_replicated` the epochs of the batches it
+  copies. On disk the cache is ``leader-epoch-checkpoint`` in the partition directory; a
+  missing or unreadable one is rebuilt at open from the batch headers. At open it is cut
+  to the log end offset (a crash may have written it ahead of the log) and to the log
+  start offset.
+- **A follower's appends**: :meth:`~PartitionLog.append_replicated` takes batches exactly
+  as the leader wrote them (offsets, epochs and CRCs untouched: the ``.log`` files come
+  out byte-identical), CRC-checked, starting at or after the log end offset (Kafka lets
+  offsets skip forward, as compaction leaves them; backwards is refused).
+- **The high watermark** is the log end offset until someone sets it
+  (:meth:`~PartitionLog.set_high_watermark`: a replicated partition); then it stays
+  within ``[log start, log end]``. ``read_slices(..., max_offset=hw)`` gives a
+  consumer only whole batches below it.
+- **Truncation**: :meth:`~PartitionLog.truncate_to` removes whole batches from the end
+  (segments wholly past the target are deleted, the one holding it is cut at a batch
+  start and its indexes rebuilt), cuts the epoch cache and clamps the high watermark and
+  recovery point; :meth:`~PartitionLog.truncate_fully_and_start_at` empties the log.
+  Producer state is the broker's: the caller rebuilds it after a truncation (the records
+  removed are returned).
+- **A crash**: :meth:`~PartitionLog.abandon` closes the files without writing anything.
+
+Not implemented: ``.txnindex`` (no transactions yet), partition.metadata (the broker's
+business), preallocated files (``preallocate``, and
 index files sized to ``segment.index.bytes``).
 """
 
@@ -129,6 +155,7 @@ from kproto.errors import KafkaStorageError, OffsetOutOfRangeError
 from kproto.log_files import (
     DELETED_SUFFIX,
     INDEX_SUFFIX,
+    LEADER_EPOCH_CHECKPOINT,
     LOG_SUFFIX,
     TIME_INDEX_SUFFIX,
     format_checkpoint,
@@ -138,11 +165,16 @@ from kproto.log_files import (
     segment_name,
 )
 from kproto.log_files import LOG_START_OFFSET_CHECKPOINT as CHECKPOINT_FILE
-from kproto.records import decode_record_set, rewrite_batch
+from kproto.records import (
+    decode_record_set,
+    read_batches,
+    rewrite_batch,
+)
 from minibroker.log.cleaner import CleanerStats, clean, complete_swaps
 from minibroker.log.config import LogConfig
 from minibroker.log.files import fsync_dir
 from minibroker.log.index import IndexCorrupt
+from minibroker.log.leader_epochs import LeaderEpochCache
 from minibroker.log.segment import LogSegment, SegmentDamaged
 from minibroker.log.store import LogSlice
 
@@ -159,7 +191,8 @@ class PartitionLog:
     """The batches of one partition, with Kafka's offsets bookkeeping.
 
     With one replica the high watermark is the log end offset: a batch is committed
-    as soon as it is appended. Not thread-safe: the broker drives it from its event loop.
+    as soon as it is appended; a replicated partition sets it
+    (:meth:`set_high_watermark`). Not thread-safe: the broker drives it from its event loop.
 
     Args:
         directory: the partition directory (created if missing); None keeps the log in
@@ -170,10 +203,14 @@ class PartitionLog:
             and compaction when no ``now_ms`` is given.
         rng: draws each segment's roll jitter (``segment_jitter_ms``); a seeded one makes
             it repeatable.
+        epoch_checkpoint: keep :attr:`epochs` in ``leader-epoch-checkpoint`` (a replica
+            of a cluster); otherwise the cache lives in memory and is rebuilt at each
+            open from the batches (the single broker's directories keep their files).
 
     Attributes:
         log_start_offset: the first offset a consumer may fetch.
         log_end_offset: the offset the next appended record gets.
+        epochs: the leader epochs of the log and where each began (KIP-101).
     """
 
     def __init__(
@@ -183,6 +220,7 @@ class PartitionLog:
         config: LogConfig | None = None,
         clock: Callable[[], int] | None = None,
         rng: random.Random | None = None,
+        epoch_checkpoint: bool = False,
     ) -> None:
         self.config = config if config is not None else LogConfig()
         self.directory = Path(directory) if directory is not None else None
@@ -198,8 +236,11 @@ class PartitionLog:
         self._deleted: list[tuple[int, LogSegment]] = []
         self._closed = False
         self._offline_reason: str | None = None  # why a storage error took the log offline
+        self._high_watermark: int | None = None  # None: the log end offset (one replica)
+        self._epoch_checkpoint = epoch_checkpoint
         if self.directory is None:
             self._add_segment(self.new_segment(0))
+            self.epochs = LeaderEpochCache(None)
         else:
             self._load()
 
@@ -207,7 +248,18 @@ class PartitionLog:
 
     @property
     def high_watermark(self) -> int:
-        return self.log_end_offset
+        """The offset below which records are committed: the log end offset unless
+        :meth:`set_high_watermark` was called."""
+        if self._high_watermark is None:
+            return self.log_end_offset
+        # Retention may move the log start past a high watermark set earlier.
+        return min(max(self._high_watermark, self.log_start_offset), self.log_end_offset)
+
+    def set_high_watermark(self, offset: int) -> None:
+        """Set the high watermark (a replicated partition's), clamped to
+        ``[log_start_offset, log_end_offset]``. From then on it moves only when set, or
+        down when a truncation passes it."""
+        self._high_watermark = min(max(offset, self.log_start_offset), self.log_end_offset)
 
     @property
     def segments(self) -> tuple[LogSegment, ...]:
@@ -255,17 +307,90 @@ class PartitionLog:
             # Only now, with the batch and its index entries written: a failed write never
             # moves the log end offset, so no offset is ever handed out twice.
             self.log_end_offset = last + 1
-            if (self.log_end_offset - self._recovery_point >= self.config.flush_interval_messages
-                    or self._flush_due(now)):
-                self.flush()
+            # Kafka's UnifiedLog.append (as leader): a batch of a newer epoch starts it.
+            # An older epoch is not recorded (a leader never writes one; a copy of a log
+            # written by brokers with higher epochs keeps its cache).
+            if leader_epoch > self.epochs.latest_epoch():
+                self._assign_epoch(leader_epoch, base)
+            self._maybe_flush(now)
         return base
+
+    def append_replicated(self, records: bytes | bytearray | memoryview) -> int:
+        """Append a follower's copy of the leader's batches, byte for byte; returns the new
+        log end offset.
+
+        Kafka's ``UnifiedLog.appendAsFollower``: offsets, partition leader epochs and CRCs
+        stay as the leader wrote them (no ``rewrite_batch``). Every batch is checked
+        before any is written: CRC-32C, offsets increasing, the first starting at or after
+        the log end offset (a gap forward is legal, as compaction leaves them; Kafka's
+        ``UnexpectedAppendOffsetException`` refuses a batch below it), leader epochs not
+        going backwards. A partial batch at the end (a fetch cut by its byte limit) is
+        ignored. A batch of a newer epoch adds it to :attr:`epochs`.
+
+        Raises:
+            CorruptRecordError: a batch does not parse or its CRC is wrong (nothing written).
+            ValueError: a batch starts below the log end offset, or offsets or epochs go
+                backwards (nothing written).
+            KafkaStorageError: as :meth:`append` (the batches before the failing one stay).
+        """
+        self._check_online()
+        batches = []
+        position, next_offset, epoch = 0, self.log_end_offset, self.epochs.latest_epoch()
+        for batch in read_batches(records, True):
+            first = batch.base_offset if batch.magic >= 2 else batch.last_offset
+            if first < next_offset or batch.last_offset < first:
+                raise ValueError(f"{self._where()}: batch at offsets {first}-{batch.last_offset} does not follow "
+                                 f"offset {next_offset - 1} (log end offset {self.log_end_offset})")
+            if batch.magic >= 2 and 0 <= batch.partition_leader_epoch < epoch:
+                raise ValueError(f"{self._where()}: batch at offset {first} has leader epoch "
+                                 f"{batch.partition_leader_epoch}, below {epoch}")
+            if batch.magic >= 2:
+                epoch = max(epoch, batch.partition_leader_epoch)
+            batches.append((position, batch))
+            position += batch.size
+            next_offset = batch.last_offset + 1
+        view = memoryview(records)
+        with self._storage("append"):
+            now = self._clock()
+            for position, batch in batches:
+                data = view[position:position + batch.size]
+                first = batch.base_offset if batch.magic >= 2 else batch.last_offset
+                segment = self._segments[-1]
+                if segment.should_roll(
+                    batch_size=batch.size, max_timestamp=batch.max_timestamp, last_offset=batch.last_offset,
+                    now_ms=now, segment_bytes=self.config.segment_bytes, segment_ms=self.config.segment_ms,
+                    index_bytes=self.config.segment_index_bytes,
+                ):
+                    # Kafka rolls at the batch's first offset (a gap forward may name it).
+                    segment = self.roll(now_ms=now, base_offset=first)
+                segment.append(data, last_offset=batch.last_offset, max_timestamp=batch.max_timestamp)
+                self.log_end_offset = batch.last_offset + 1
+                if batch.magic >= 2:
+                    self._assign_epoch(batch.partition_leader_epoch, batch.base_offset)
+            self._maybe_flush(now)
+        return self.log_end_offset
+
+    def _assign_epoch(self, epoch: int, start_offset: int) -> None:
+        try:
+            self.epochs.assign(epoch, start_offset)
+        except OSError as exc:
+            # The batch is in the log already: the append cannot be undone, and the
+            # checkpoint is neither right nor gone (see leader_epochs). A reopen rebuilds.
+            self.go_offline(f"cannot write or remove the leader epoch checkpoint: {exc}")
+            raise
+
+    def _maybe_flush(self, now_ms: int) -> None:
+        if (self.log_end_offset - self._recovery_point >= self.config.flush_interval_messages
+                or self._flush_due(now_ms)):
+            self.flush()
 
     def _flush_due(self, now_ms: int) -> bool:
         # flush.ms: Kafka's LogManager.flushDirtyLogs, "time since the last flush >= flush.ms".
         return now_ms - self._last_flush_ms >= self.config.flush_ms
 
-    def roll(self, *, now_ms: int | None = None) -> LogSegment:
-        """Start a new active segment at the log end offset (a no-op on an empty one).
+    def roll(self, *, now_ms: int | None = None, base_offset: int | None = None) -> LogSegment:
+        """Start a new active segment at the log end offset (a no-op on an empty one), or
+        at ``base_offset`` when that is higher (a follower's batch after a gap).
 
         The old segment gets its final time index entry and, on disk, is fsynced with its
         indexes before the new files appear: every inactive segment is durable.
@@ -282,9 +407,10 @@ class PartitionLog:
             active.on_become_inactive()
             if self.directory is not None:
                 self._fsync(active.flush)
+                self._fsync(self.epochs.flush)
                 self._recovery_point = max(self._recovery_point, self.log_end_offset)
                 self._last_flush_ms = now
-            segment = self.new_segment(self.log_end_offset, now)
+            segment = self.new_segment(max(self.log_end_offset, base_offset or 0), now)
             self._add_segment(segment)
             if self.directory is not None:
                 self._fsync(functools.partial(fsync_dir, self.directory))
@@ -300,6 +426,8 @@ class PartitionLog:
             if self.directory is not None and self._recovery_point < self.log_end_offset:
                 # Inactive segments were fsynced when they rolled; only the active one is dirty.
                 self._fsync(self._segments[-1].flush)
+                # The epochs of what is now durable (written unsynced by append).
+                self._fsync(self.epochs.flush)
             self._recovery_point = self.log_end_offset
             self._last_flush_ms = self._clock()
 
@@ -361,20 +489,29 @@ class PartitionLog:
 
     # -- reading --------------------------------------------------------------------------
 
-    def read_slices(self, offset: int, max_bytes: int, *, at_least_one: bool = True) -> list[LogSlice]:
+    def read_slices(
+        self, offset: int, max_bytes: int, *, at_least_one: bool = True, max_offset: int | None = None,
+    ) -> list[LogSlice]:
         """Like :meth:`read`, as ``(source, position, length)`` runs for ``os.sendfile``.
 
         One slice per segment touched; a slice of a segment on disk holds its open file,
         which stays valid even if retention or compaction deletes the segment meanwhile.
         """
         self._check_online()
-        if offset >= self.log_end_offset:
+        end = self.log_end_offset if max_offset is None else min(max_offset, self.log_end_offset)
+        if offset >= end:
             return []
+        # The last segment that may hold offsets below ``end``, and in it the start of the
+        # first batch reaching ``end`` (None: every batch of it is below).
+        last = max(bisect.bisect_right(self._bases, end - 1) - 1, 0)
+        cut = self._segments[last].translate(end) if end < self.log_end_offset else None
         i = max(bisect.bisect_right(self._bases, offset) - 1, 0)
         out: list[LogSlice] = []
         total = 0
-        for segment in self._segments[i:]:
-            found = segment.read_range(offset, max_bytes - total, take_first=at_least_one and not out)
+        for j in range(i, last + 1):
+            segment = self._segments[j]
+            found = segment.read_range(offset, max_bytes - total, take_first=at_least_one and not out,
+                                       end_position=cut.position if cut is not None and j == last else None)
             if found is None:
                 continue  # nothing at or after offset here (a gap left by compaction)
             position, length, stopped = found
@@ -385,13 +522,16 @@ class PartitionLog:
                 break
         return out
 
-    def read(self, offset: int, max_bytes: int, *, at_least_one: bool = True) -> bytes:
+    def read(self, offset: int, max_bytes: int, *, at_least_one: bool = True, max_offset: int | None = None) -> bytes:
         """Whole batches from the one holding ``offset``, up to ``max_bytes``.
 
         With ``at_least_one`` the first batch comes even when it is larger than
-        ``max_bytes`` (KIP-74). Clients drop the records before ``offset``.
+        ``max_bytes`` (KIP-74). Clients drop the records before ``offset``. With
+        ``max_offset`` (a consumer's read: the high watermark) no batch whose last offset
+        is at or above it is returned.
         """
-        return b"".join(s.tobytes() for s in self.read_slices(offset, max_bytes, at_least_one=at_least_one))
+        slices = self.read_slices(offset, max_bytes, at_least_one=at_least_one, max_offset=max_offset)
+        return b"".join(s.tobytes() for s in slices)
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         """The first record whose timestamp is >= ``timestamp``: ``(offset, timestamp)``.
@@ -421,6 +561,82 @@ class PartitionLog:
                 if record.timestamp == best.max_timestamp:
                     return record.offset, record.timestamp
         return best.offset_of_max_timestamp, best.max_timestamp
+
+    # -- truncation (replication) ---------------------------------------------------------
+
+    def truncate_to(self, offset: int) -> int:
+        """Remove every batch whose last offset is at or above ``offset``; returns how many
+        offsets the log end offset went back (0 when ``offset`` is at or past it).
+
+        Kafka's ``UnifiedLog.truncateTo`` (a follower matching its leader, KIP-101):
+        segments starting above ``offset`` are deleted (newest first, so a crash halfway
+        leaves a prefix of the log), the one holding it is cut at the start of the batch
+        holding it (a target inside a batch removes the whole batch) and its indexes
+        rebuilt; then the epoch cache loses the epochs starting at or after the new log
+        end offset, and the high watermark and recovery point are clamped to it. A target
+        below the log start offset empties the log (:meth:`truncate_fully_and_start_at`).
+        The caller rebuilds whatever it derives from the log (producer state).
+
+        Raises:
+            KafkaStorageError: a file could not be cut; the log is offline.
+        """
+        if offset >= self.log_end_offset:
+            # KAFKA-10706: epochs begun at the log end without data (a leader that wrote
+            # nothing) may still conflict with the new leader's.
+            with self._storage("truncate"):
+                self.epochs.truncate_from_end(offset)
+            return 0
+        if offset < self.log_start_offset:
+            removed = self.log_end_offset - offset
+            self.truncate_fully_and_start_at(offset)
+            return removed
+        before = self.log_end_offset
+        with self._storage("truncate"):
+            try:
+                while len(self._segments) > 1 and self._segments[-1].base_offset > offset:
+                    segment = self._segments.pop()
+                    self._bases.pop()
+                    # Unlinked, not closed: a read in flight keeps its descriptor (see store).
+                    segment.delete()
+                self._segments[-1].truncate_to(offset)
+            except OSError as exc:
+                raise SegmentDamaged(f"truncating to offset {offset} failed halfway: {exc}") from exc
+            self.log_end_offset = self._segments[-1].next_offset
+            self._after_truncation()
+        log.info("%s truncated to offset %d: log end offset %d -> %d", self._where(), offset, before,
+                 self.log_end_offset)
+        return before - self.log_end_offset
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Empty the log and start it again at ``offset`` (log start = log end = high
+        watermark = ``offset``): Kafka's ``truncateFullyAndStartAt``, for a follower whose
+        log ends before its leader's log start. The epoch cache is cleared.
+
+        Raises:
+            KafkaStorageError: a file could not be changed; the log is offline.
+        """
+        with self._storage("truncate"):
+            try:
+                for segment in reversed(self._segments):
+                    segment.delete()
+                self._segments.clear()
+                self._bases.clear()
+                self._add_segment(self.new_segment(offset))
+            except OSError as exc:
+                raise SegmentDamaged(f"emptying the log to start at offset {offset} failed: {exc}") from exc
+            self.log_start_offset = self.log_end_offset = offset
+            self._write_checkpoint()
+            self.epochs.clear()
+            self._after_truncation()
+            if self.directory is not None:
+                fsync_dir(self.directory)
+        log.info("%s emptied, starting at offset %d", self._where(), offset)
+
+    def _after_truncation(self) -> None:
+        self.epochs.truncate_from_end(self.log_end_offset)
+        self._recovery_point = min(self._recovery_point, self.log_end_offset)
+        if self._high_watermark is not None:
+            self._high_watermark = min(max(self._high_watermark, self.log_start_offset), self.log_end_offset)
 
     # -- retention ------------------------------------------------------------------------
 
@@ -474,6 +690,7 @@ class PartitionLog:
             self.log_start_offset = before_offset
             # Durable before any file goes: a reopened log must not serve deleted records.
             self._write_checkpoint()
+            self.epochs.truncate_from_start(self.log_start_offset)
             self._delete_oldest_while(lambda s, nxt: nxt.base_offset <= self.log_start_offset)
         return self.log_start_offset
 
@@ -505,6 +722,7 @@ class PartitionLog:
             if self._segments[0].base_offset > self.log_start_offset:
                 self.log_start_offset = self._segments[0].base_offset
                 self._write_checkpoint()
+                self.epochs.truncate_from_start(self.log_start_offset)
             if self.directory is not None:
                 fsync_dir(self.directory)
             self._remove_deleted_files(now)
@@ -586,6 +804,7 @@ class PartitionLog:
                 with self._storage("close"):
                     self._segments[-1].on_become_inactive()
                     self._fsync(self._segments[-1].flush)
+                    self._fsync(self.epochs.flush)
                     self._recovery_point = self.log_end_offset
         except KafkaStorageError as exc:
             log.error("%s", exc)
@@ -597,6 +816,19 @@ class PartitionLog:
             for _, segment in self._deleted:
                 segment.delete()
             self._deleted.clear()
+
+    def abandon(self) -> None:
+        """Close the files without writing anything: a crash, as a killed process leaves
+        them (no flush, no final time index entry, ``*.deleted`` files left for the next
+        open). What :meth:`append` wrote is in the page cache and a reopen recovers it."""
+        if self._closed:
+            return
+        self._closed = True
+        for segment in self._segments:
+            segment.close()
+        for _, segment in self._deleted:
+            segment.close()
+        self._deleted.clear()
 
     def __enter__(self) -> PartitionLog:
         return self
@@ -656,6 +888,15 @@ class PartitionLog:
         self.log_end_offset = self._segments[-1].next_offset
         self.log_start_offset = min(max(self._segments[0].base_offset, checkpoint or 0), self.log_end_offset)
         self._recovery_point = self.log_end_offset
+        path = directory / LEADER_EPOCH_CHECKPOINT if self._epoch_checkpoint else None
+        epochs = LeaderEpochCache.load(path) if path is not None else None
+        if epochs is None:
+            # The segments noted the epochs while they were validated above: no re-read.
+            epochs = LeaderEpochCache.rebuild(path, (e for s in self._segments for e in s.epoch_starts))
+        # As Kafka's UnifiedLog on load: the file may be ahead of a log cut by recovery.
+        epochs.truncate_from_end(self.log_end_offset)
+        epochs.truncate_from_start(self.log_start_offset)
+        self.epochs = epochs
 
     def _read_checkpoint(self) -> int | None:
         assert self.directory is not None

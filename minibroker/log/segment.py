@@ -150,6 +150,10 @@ class LogSegment:
         self.max_timestamp = -1
         self.offset_of_max_timestamp = base_offset
         self.first_batch_timestamp: int | None = None
+        # (partition leader epoch, base offset) wherever the epoch grows, as the last
+        # recover() or load_indexes() found them: the partition log rebuilds its leader
+        # epoch cache from these without reading the segment again.
+        self.epoch_starts: list[tuple[int, int]] = []
         # Position of the batch that got the last index entry: Kafka's
         # bytesSinceLastIndexEntry is "current position minus this".
         self._last_indexed_position = 0
@@ -355,18 +359,26 @@ class LogSegment:
                 return info
         return None
 
-    def read_range(self, offset: int, budget: int, *, take_first: bool) -> tuple[int, int, bool] | None:
+    def read_range(
+        self, offset: int, budget: int, *, take_first: bool, end_position: int | None = None,
+    ) -> tuple[int, int, bool] | None:
         """Whole batches from the one holding ``offset``, within ``budget`` bytes.
+
+        Args:
+            end_position: a batch start (or the size) where the range must end at the
+                latest: the high watermark's batch, for a consumer's read.
 
         Returns:
             ``(position, length, stopped)``, where ``stopped`` says the budget ended the
-            range before the end of the segment; None when no batch reaches ``offset``.
-            With ``take_first`` the first batch is included whatever its size (KIP-74).
+            range before the end of the segment (or ``end_position``); None when no batch
+            reaches ``offset`` before ``end_position``. With ``take_first`` the first
+            batch is included whatever its size (KIP-74).
         """
         first = self.translate(offset)
-        if first is None:
+        size = self._store.size if end_position is None else min(end_position, self._store.size)
+        if first is None or first.position >= size:
             return None
-        start, size = first.position, self._store.size
+        start = first.position
         if budget >= size - start:
             return start, size - start, False
         limit = start + max(budget, 0)
@@ -445,6 +457,34 @@ class LogSegment:
                 return
             want = header.size
 
+    def truncate_to(self, offset: int) -> int:
+        """Drop every batch whose last offset is at or above ``offset``; returns the bytes cut.
+
+        Kafka's ``LogSegment.truncateTo``: the ``.log`` is cut at the start of the first
+        such batch (a target inside a batch removes the whole batch), then both indexes
+        and the segment's facts are rebuilt from what remains, as :meth:`recover` does on
+        open, so that ``.index`` and ``.timeindex`` name only batches still in the log.
+
+        Raises:
+            OSError: the ``.log`` could not be cut (nothing changed).
+            SegmentDamaged: the ``.log`` was cut but the indexes could not be rebuilt.
+        """
+        info = self.translate(offset)
+        if info is None:
+            # Every batch is below ``offset``; a segment loaded inactive may still name the
+            # next (now deleted) segment's base as its end: the end is ``offset`` at most,
+            # as Kafka's log end after a truncation is the target.
+            self.next_offset = min(self.next_offset, offset)
+            return 0
+        removed = self.size - info.position
+        self._store.truncate(info.position)
+        try:
+            self.recover()
+        except OSError as exc:
+            raise SegmentDamaged(f"{self.path}: truncated to byte {info.position}, but its indexes "
+                                 f"could not be rebuilt: {exc}") from exc
+        return removed
+
     # -- recovery -------------------------------------------------------------------------
 
     def recover(self, *, offset_limit: int | None = None) -> int:
@@ -462,8 +502,10 @@ class LogSegment:
         self.max_timestamp, self.offset_of_max_timestamp = -1, self.base_offset
         self.first_batch_timestamp = None
         self.next_offset = self.base_offset
+        self.epoch_starts = []
         last_indexed = 0
         for position, batch in self.scan(offset_limit=offset_limit):
+            self._note_epoch(batch)
             if position == 0:
                 self.first_batch_timestamp = batch.max_timestamp
             if batch.max_timestamp > self.max_timestamp:
@@ -484,6 +526,10 @@ class LogSegment:
         self.time_index.reset(time_entries)
         self._last_indexed_position = last_indexed
         return truncated
+
+    def _note_epoch(self, batch: Batch) -> None:
+        if batch.magic >= 2 and batch.partition_leader_epoch > (self.epoch_starts[-1][0] if self.epoch_starts else -1):
+            self.epoch_starts.append((batch.partition_leader_epoch, batch.base_offset))
 
     def load_indexes(self, *, offset_limit: int) -> None:
         """Validate an inactive segment's log whole and load its index files.
@@ -506,7 +552,9 @@ class LogSegment:
         # One pass: every batch validated, and every offset index entry matched to the
         # batch it names (its position a batch start, its offset that batch's last).
         matched, stray = 0, None
+        self.epoch_starts = []
         for position, batch in self.scan(offset_limit=offset_limit):
+            self._note_epoch(batch)
             while matched < len(entries) and entries[matched][1] <= position:
                 if entries[matched] != (batch.last_offset, position):
                     stray = stray or entries[matched]

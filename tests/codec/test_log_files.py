@@ -20,11 +20,15 @@ from kproto.log_files import (
     TIME_INDEX_SUFFIX,
     SegmentFileName,
     format_checkpoint,
+    format_epoch_checkpoint,
+    format_meta_properties,
     format_partition_metadata,
     kafka_uuid,
     pack_offset_entry,
     pack_time_entry,
     parse_checkpoint,
+    parse_epoch_checkpoint,
+    parse_meta_properties,
     parse_partition_dir,
     parse_partition_metadata,
     parse_segment_file,
@@ -186,3 +190,60 @@ def test_partition_metadata_round_trips(topic_id):
 def test_malformed_partition_metadata_is_refused(data):
     with pytest.raises(ValueError):
         parse_partition_metadata(data)
+
+
+# -- the replication files (issue 13, step 1, WP1) --------------------------------------
+
+
+def test_leader_epoch_checkpoint_text_is_kafkas():
+    """LeaderEpochCheckpointFile: version 0, the count, ``epoch start_offset`` lines."""
+    assert format_epoch_checkpoint([(0, 0), (3, 1520)]) == "0\n2\n0 0\n3 1520\n"
+    assert format_epoch_checkpoint([]) == "0\n0\n"
+    assert parse_epoch_checkpoint("0\n2\n0 0\n3  1520\n") == [(0, 0), (3, 1520)]  # any whitespace
+
+
+@given(st.lists(st.tuples(st.integers(1, 1000), st.integers(0, 10**6)), max_size=20))
+def test_leader_epoch_checkpoints_round_trip(steps):
+    entries, epoch, start = [], -1, 0
+    for de, ds in steps:
+        epoch, start = epoch + de, start + ds
+        entries.append((epoch, start))
+    assert parse_epoch_checkpoint(format_epoch_checkpoint(entries)) == entries
+
+
+@pytest.mark.parametrize("text", [
+    "", "1\n0\n", "0\n2\n0 0\n", "0\n1\n0\n", "0\n1\n0 0 0\n",
+    "0\n2\n3 10\n2 20\n",  # epochs going backwards
+    "0\n2\n2 10\n3 5\n",  # start offsets going backwards
+    "0\n1\n-1 0\n",
+])
+def test_malformed_leader_epoch_checkpoints_are_refused(text):
+    with pytest.raises(ValueError):
+        parse_epoch_checkpoint(text)
+
+
+def test_meta_properties_are_a_java_properties_file():
+    text = format_meta_properties(node_id=2, cluster_id="MkU3OEVBNTcwNTJENDM2Qk", directory_id="AAAAAAAAAAAAAAAAAAAAAQ")
+    assert text.endswith("cluster.id=MkU3OEVBNTcwNTJENDM2Qk\ndirectory.id=AAAAAAAAAAAAAAAAAAAAAQ\n"
+                         "node.id=2\nversion=1\n")
+    assert parse_meta_properties(text) == {"cluster.id": "MkU3OEVBNTcwNTJENDM2Qk", "directory.id": "AAAAAAAAAAAAAAAAAAAAAQ",
+                                           "node.id": "2", "version": "1"}
+
+
+def test_meta_properties_written_by_kafka_parse():
+    """What Kafka 3.7+ writes (Properties.store: a comment, the date, keys in hash order)."""
+    text = ("#\n#Tue Nov 25 01:02:03 UTC 2026\nnode.id=1\ndirectory.id=J8Bna5qgTWWdVzMGXwqE8A\n"
+            "version=1\ncluster.id=4L6g3nShT-eMCtK--X86sw\n")
+    props = parse_meta_properties(text)
+    assert (props["node.id"], props["cluster.id"], props["version"]) == ("1", "4L6g3nShT-eMCtK--X86sw", "1")
+    assert parse_meta_properties("version=0\nbroker.id=3\ncluster.id=x\n")["broker.id"] == "3"  # ZooKeeper's
+
+
+@pytest.mark.parametrize("text", [
+    "", "node.id=1\ncluster.id=x\n", "version=2\nnode.id=1\ncluster.id=x\n",
+    "version=1\ncluster.id=x\n", "version=1\nnode.id=1\n", "version=1\nnode.id=one\ncluster.id=x\n",
+    "version=1\nnode.id 1\ncluster.id=x\n".replace(" ", ""),
+])
+def test_malformed_meta_properties_are_refused(text):
+    with pytest.raises(ValueError):
+        parse_meta_properties(text)
