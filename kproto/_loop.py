@@ -179,6 +179,16 @@ class Portal:
         except concurrent.futures.CancelledError:
             raise ClientClosedError(f"the {self._what} was closed during the call") from None
 
+    def close_after(self, fn: Callable[..., Awaitable[Any]], /, *args: Any) -> None:
+        """A client's ``close``: run ``fn(*args)`` (the asyncio client's close) on the loop,
+        then return the lease, even if ``fn`` raised. Nothing once the lease is returned."""
+        if self.closed:
+            return
+        try:
+            self.call(fn, *args)
+        finally:
+            self.close()
+
     def close(self) -> None:
         """Return the lease; the last one stops the loop and joins its thread. Idempotent.
 

@@ -550,11 +550,7 @@ class AdminClient:
     def close(self) -> None:
         """Close every connection and let go of the background loop (which the sync
         clients share; the last one closed stops it). Idempotent."""
-        if not self._portal.closed:
-            try:
-                self._portal.call(self._core.close)
-            finally:
-                self._portal.close()
+        self._portal.close_after(self._core.close)
 
     create_topics = blocking(AIOAdminClient.create_topics)
     delete_topics = blocking(AIOAdminClient.delete_topics)

@@ -368,11 +368,7 @@ class Consumer:
     def close(self) -> None:
         """Close the consumer and let go of the background loop (which the sync clients
         share; the last one closed stops it). Idempotent."""
-        if not self._portal.closed:
-            try:
-                self._portal.call(self._core.close)
-            finally:
-                self._portal.close()
+        self._portal.close_after(self._core.close)
 
     subscribe = blocking(AIOConsumer.subscribe)
     unsubscribe = blocking(AIOConsumer.unsubscribe)

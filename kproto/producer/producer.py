@@ -514,9 +514,5 @@ class Producer:
         the background loop (which the sync clients share; the last one closed stops it).
         Idempotent."""
         _unclosed.discard(self)
-        if not self._portal.closed:
-            try:
-                self._portal.call(self._core.close, timeout)
-            finally:
-                self._portal.close()
+        self._portal.close_after(self._core.close, timeout)
 
