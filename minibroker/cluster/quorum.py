@@ -117,6 +117,10 @@ class Quorum:
         interval = int(self.config["broker.heartbeat.interval.ms"]) / 1000
         while True:
             await asyncio.sleep(interval)
+            # After a stall of the loop, every timer that came due runs now: yield once so
+            # that the brokers' heartbeats due meanwhile are counted before the sessions
+            # and leases are judged (else a stall would fence healthy brokers).
+            await asyncio.sleep(0)
             try:
                 self.check()
             except Exception:  # a controller bug must not stop failover; it is logged
