@@ -147,12 +147,14 @@ class ReplicaFetcher:
                     await self._truncate(conn, [f for f in ready if f.ask_epoch is not None])
                     await self._fetch(conn, [f for f in ready if f.ask_epoch is None])
                     failures = 0
-                except (KafkaError, OSError) as exc:
+                except Exception as exc:  # noqa: BLE001 - a fetcher must outlive any one failure
                     # The leader went away (or answered garbage): back off, reconnect, keep the targets.
                     failures += 1
                     delay = self._manager.backoff.delay(failures)
-                    log.info("broker %d: fetching from broker %d failed (%s); retrying in %.0f ms",
-                             self._manager.node_id, self.source, exc, delay * 1000)
+                    log.log(logging.INFO if isinstance(exc, (KafkaError, OSError)) else logging.ERROR,
+                            "broker %d: fetching from broker %d failed (%r); retrying in %.0f ms",
+                            self._manager.node_id, self.source, exc, delay * 1000,
+                            exc_info=not isinstance(exc, (KafkaError, OSError)))
                     await self._disconnect()
                     await asyncio.sleep(delay)
         finally:
@@ -362,6 +364,8 @@ class ReplicaFetcher:
         if leader_start > local.log_end_offset:
             removed = local.log_end_offset - local.log_start_offset
             local.truncate_fully_and_start_at(leader_start)
+            partition.truncated_records += removed
+            partition.on_truncated(partition)  # the broker rebuilds the producer state
             log.info("broker %d: %s-%d: log ends before leader %d's log start; emptied (%d record(s)) to start at %d",
                      self._manager.node_id, t.topic, t.index, self.source, removed, leader_start)
 
