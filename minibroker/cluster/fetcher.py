@@ -27,7 +27,9 @@ why this module, unlike the cluster's core, imports ``kproto.io``).
   errors) → retried after ``replica.fetch.backoff.ms``; OFFSET_OUT_OF_RANGE → ListOffsets
   with ``replica_id`` and Kafka's rule (``AbstractFetcherThread.fetchOffsetAndTruncate``):
   own LEO above the leader's → truncate to the leader's LEO; own LEO below the leader's
-  log start → ``truncate_fully_and_start_at`` that log start.
+  log start → ``truncate_fully_and_start_at`` that log start. An empty log whose first
+  fetched batch begins before its start (the leader's log start is inside that batch)
+  starts again at the batch's base offset, as Kafka's ``Partition`` does.
 - **Connection failures** close the connection and wait ``replica.fetch.backoff.ms``
   (:class:`kproto.io.retry.Backoff`, fixed as Kafka's fetcher backoff) before reconnecting;
   the targets stay and are not re-truncated (the leader epoch did not change).
@@ -319,6 +321,7 @@ class ReplicaFetcher:
             return
         try:
             if answer.records:
+                self._maybe_restart_at_batch(partition, answer.records)
                 partition.append_as_follower(answer.records)
             partition.update_follower_high_watermark(answer.high_watermark, answer.log_start_offset)
         except NotLeaderOrFollowerError:
@@ -327,6 +330,16 @@ class ReplicaFetcher:
             log.warning("broker %d: %s-%d: cannot append what broker %d sent: %s", self._manager.node_id,
                         t.topic, t.index, self.source, exc)
             self._retry_later(fetching, str(exc))
+
+    def _maybe_restart_at_batch(self, partition: Partition, records: bytes | bytearray | memoryview) -> None:
+        """An empty log fetching from a leader whose log start is inside a batch (after a
+        DeleteRecords) gets that whole batch, which begins before the log's end: the log
+        starts again at the batch's base offset (Kafka's
+        ``Partition.doAppendRecordsToFollowerOrFutureReplica`` on UnexpectedAppendOffsetException)."""
+        local = partition.log
+        base = int.from_bytes(bytes(records[0:8]), "big", signed=True) if len(records) >= 8 else -1
+        if 0 <= base < local.log_end_offset and local.log_end_offset == local.log_start_offset:
+            local.truncate_fully_and_start_at(base)
 
     async def _list_offset(self, conn: Connection, target: FetchTarget, timestamp: int) -> tuple[int, int]:
         """(error code, offset) of ListOffsets at ``timestamp`` asked as replica (LEO for LATEST)."""

@@ -14,6 +14,7 @@ import uuid
 from pathlib import Path
 
 import confluent_kafka
+import confluent_kafka.admin
 
 from kproto.records import BatchBuilder
 from minibroker import MiniBroker
@@ -225,4 +226,40 @@ def test_leader_stopped_mid_fetch_backs_off_reconnects_and_catches_up(tmp_path, 
             if follower is not None:
                 await follower.close()
             await leader.stop_async()
+    run(main())
+
+
+def delete_records(bootstrap: str, before: int) -> None:
+    admin = confluent_kafka.admin.AdminClient({"bootstrap.servers": bootstrap})
+    futures = admin.delete_records([confluent_kafka.TopicPartition(TOPIC, 0, before)])
+    for future in futures.values():
+        future.result(10)
+
+
+def test_follower_behind_the_leaders_log_start_starts_again_there(tmp_path):
+    """OFFSET_OUT_OF_RANGE: a new follower at offset 0 while the leader's log starts at 8
+    (DeleteRecords): ListOffsets as replica 1 says the leader's log end is ahead, its log
+    start is past the follower's end, so the follower empties its log to start at 8
+    (Kafka's fetchOffsetAndTruncate) and fetches from there; the leader's log start also
+    reaches it later through the Fetch answers."""
+    async def main():
+        async with MiniBroker(data_dir=tmp_path / "leader") as leader:
+            topic_id = await create_topic(leader)
+            await asyncio.to_thread(produce, leader.bootstrap_servers, 9, start=1)
+            await asyncio.to_thread(delete_records, leader.bootstrap_servers, 8)
+            assert leader_log(leader).log_start_offset == 8
+            follower = Follower(tmp_path / "follower", topic_id, leader)
+            try:
+                follower.start()
+                await follower.caught_up(leader_log(leader))
+                assert (follower.log.log_start_offset, follower.log.log_end_offset) == (8, 10)
+                await asyncio.to_thread(produce, leader.bootstrap_servers, 4, start=10)
+                await follower.caught_up(leader_log(leader))
+                await asyncio.to_thread(delete_records, leader.bootstrap_servers, 12)
+                deadline = time.monotonic() + 10
+                while follower.log.log_start_offset != 12:
+                    assert time.monotonic() < deadline, follower.log.log_start_offset
+                    await asyncio.sleep(0.01)
+            finally:
+                await follower.close()
     run(main())
