@@ -22,9 +22,11 @@ why this module, unlike the cluster's core, imports ``kproto.io``).
   sizes and wait from ``replica.fetch.*``, ``session_id`` 0 (no fetch sessions, KIP-227).
 - **Answers**, per partition: records → ``append_as_follower``, then the high watermark
   and log start from the answer; ``diverging_epoch`` → truncate as above;
-  NOT_LEADER_OR_FOLLOWER / FENCED_LEADER_EPOCH → the target is parked until the replica
-  manager gives it again with newer metadata; UNKNOWN_LEADER_EPOCH (and other retriable
-  errors) → retried after ``replica.fetch.backoff.ms``; OFFSET_OUT_OF_RANGE → ListOffsets
+  FENCED_LEADER_EPOCH → the target is parked until the replica manager gives it again
+  with newer metadata (Kafka's ``onPartitionFenced``); NOT_LEADER_OR_FOLLOWER,
+  UNKNOWN_LEADER_EPOCH, an unknown topic → retried after ``replica.fetch.backoff.ms``
+  (Kafka's ``partitionsWithError``: the leader may not have applied the metadata yet,
+  e.g. a restarted broker that has bound its port but not replayed the metadata log); OFFSET_OUT_OF_RANGE → ListOffsets
   with ``replica_id`` and Kafka's rule (``AbstractFetcherThread.fetchOffsetAndTruncate``):
   own LEO above the leader's → truncate to the leader's LEO; own LEO below the leader's
   log start → ``truncate_fully_and_start_at`` that log start. An empty log whose first
@@ -74,7 +76,9 @@ log = logging.getLogger("minibroker.cluster")
 FETCH_VERSION = 15  # replica_state (KIP-903), topic ids, diverging epoch
 OFFSET_FOR_LEADER_EPOCH_VERSION = 4
 LATEST_TIMESTAMP, EARLIEST_TIMESTAMP = -1, -2  # ListOffsets' special timestamps
-_PARK = (NotLeaderOrFollowerError.code, FencedLeaderEpochError.code)
+# Kafka's AbstractFetcherThread: a fenced epoch waits for new metadata (onPartitionFenced);
+# NOT_LEADER_OR_FOLLOWER and the rest are retried after the backoff (partitionsWithError).
+_PARK = (FencedLeaderEpochError.code,)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -204,7 +208,7 @@ class ReplicaFetcher:
             log.info("broker %d: %s-%d: broker %d answered error %d at epoch %d; parked until new metadata",
                      self._manager.node_id, t.topic, t.index, self.source, code, t.leader_epoch)
             fetching.parked = True
-        else:  # UNKNOWN_LEADER_EPOCH (the leader has not applied the metadata yet), unknown topic...
+        else:  # NOT_LEADER_OR_FOLLOWER, UNKNOWN_LEADER_EPOCH (the leader is behind on metadata), unknown topic...
             self._retry_later(fetching, f"error {code}")
 
     # -- truncation (KIP-101 / KIP-279) ---------------------------------------------------

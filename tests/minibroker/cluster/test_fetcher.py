@@ -16,6 +16,7 @@ from pathlib import Path
 import confluent_kafka
 import confluent_kafka.admin
 
+from kproto.errors import UnknownLeaderEpochError
 from kproto.records import BatchBuilder
 from minibroker import MiniBroker
 from minibroker.cluster.fetcher import FetcherManager, FetchTarget
@@ -260,6 +261,38 @@ def test_follower_behind_the_leaders_log_start_starts_again_there(tmp_path):
                 while follower.log.log_start_offset != 12:
                     assert time.monotonic() < deadline, follower.log.log_start_offset
                     await asyncio.sleep(0.01)
+            finally:
+                await follower.close()
+    run(main())
+
+
+def test_unknown_leader_epoch_is_retried_after_the_backoff_not_parked(tmp_path, caplog):
+    """A follower at leader epoch 1 asks a leader still at epoch 0: UNKNOWN_LEADER_EPOCH,
+    retried every replica.fetch.backoff.ms (the leader is behind on metadata), the log
+    untouched; a partition whose local epoch moved on is parked (Kafka's onPartitionFenced)."""
+    async def main():
+        async with MiniBroker(data_dir=tmp_path / "leader") as leader:
+            topic_id = await create_topic(leader)
+            follower = Follower(tmp_path / "follower", topic_id, leader)
+            follower.log.append_replicated(batch(0, 0, 1))  # an epoch to ask OffsetForLeaderEpoch about
+            follower.partition.apply_registration(PartitionRegistration(
+                replicas=(0, FOLLOWER), isr=(0, FOLLOWER), leader=0, leader_epoch=1, partition_epoch=1), 0)
+            try:
+                with caplog.at_level(logging.DEBUG, logger="minibroker.cluster"):
+                    follower.manager.set_targets([FetchTarget(topic=TOPIC, topic_id=topic_id, index=0, leader=0,
+                                                              leader_epoch=1)])
+                    deadline = time.monotonic() + 10
+                    while sum(f"error {UnknownLeaderEpochError.code}; retrying" in r.getMessage() for r in caplog.records) < 3:
+                        assert time.monotonic() < deadline
+                        await asyncio.sleep(0.02)
+                fetching = follower.manager.fetchers[0].targets[(topic_id, 0)]
+                assert not fetching.parked and follower.log.log_end_offset == 1
+                # The old target (epoch 0) no longer matches the replica's epoch 1: parked.
+                follower.manager.set_targets([follower.target])
+                deadline = time.monotonic() + 10
+                while not follower.manager.fetchers[0].targets[(topic_id, 0)].parked:
+                    assert time.monotonic() < deadline
+                    await asyncio.sleep(0.02)
             finally:
                 await follower.close()
     run(main())
