@@ -8,16 +8,17 @@ Theory of operation (Kafka's ``ReplicaManager.applyDelta`` / ``maybeShrinkIsr`` 
   the :class:`~minibroker.cluster.metadata.MetadataDelta`: a deleted topic leaves the
   fetchers and the broker (``state.drop_topic``); a new or changed partition gets its
   topic (``state.ensure_topic``), a log when this broker is one of its replicas
-  (``state.open_replica_log``, its high watermark restored from
-  ``replication-offset-checkpoint`` as ``min(checkpoint, LEO)`` before the registration
-  is applied, so that a new leader never shows uncommitted records), and its registration
+  (``state.open_replica_log``, which restores its high watermark from
+  ``replication-offset-checkpoint`` as ``min(checkpoint, LEO)``: it must happen before the
+  registration is applied, so that a new leader never shows uncommitted records), and its registration
   (:meth:`Partition.apply_registration`). A partition that became leader here (or is no
   longer hosted) leaves the fetchers; one that became follower of a live leader gets a
   :class:`~minibroker.cluster.fetcher.FetchTarget`, which truncates first.
 - :meth:`ReplicaManager.run` keeps the ISR: every ``replica.lag.time.max.ms / 2`` each
-  partition led here proposes its next ISR (:meth:`Partition.isr_change`: shrink after
-  the lag, expand a caught-up replica whose broker is unfenced with the epoch it fetches
-  with, KIP-903) to the controller as an AlterPartition (KIP-497); the ISR changes when
+  partition led here proposes its next ISR (``state.propose_isr`` →
+  :meth:`Partition.isr_change`: shrink after the lag, expand a caught-up replica whose
+  broker is unfenced with the epoch it fetches with, KIP-903) to the controller as an
+  AlterPartition (KIP-497); the ISR changes when
   the committed record comes back through :meth:`apply`. Errors are logged and the
   proposal is made again at the next round. Every
   ``replica.high.watermark.checkpoint.interval.ms`` it writes the high watermarks and
@@ -36,7 +37,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
-from minibroker.cluster.api import AlterPartitionRequest, ClusterContext, ReplicaBrokerEpoch
+from minibroker.cluster.api import ClusterContext
 from minibroker.cluster.fetcher import FetcherManager, FetchTarget
 from minibroker.cluster.metadata import NO_LEADER, Record, TopicImage
 from minibroker.cluster.partition import Partition, ReplicaRole, Transition
@@ -50,7 +51,6 @@ log = logging.getLogger("minibroker.cluster")
 
 class _Storage(Protocol):
     def save_offset_checkpoints(self, hw: Any, recovery: Any) -> None: ...
-    def load_hw_checkpoint(self) -> dict[tuple[str, int], int]: ...
 
 
 class _Topic(Protocol):
@@ -72,7 +72,14 @@ class ReplicaHost(Protocol):
     def partition(self, topic: Any, index: int) -> Partition | None: ...
 
     def open_replica_log(self, topic: Any, index: int) -> PartitionLog:
-        """The local log of one replica (opened replicated: it keeps its epoch checkpoint)."""
+        """The local log of one replica, opened once (replicated: it keeps its epoch
+        checkpoint), its high watermark set to ``min(replication-offset-checkpoint, LEO)``
+        (else its log start), and attached to the partition."""
+        ...
+
+    def propose_isr(self, partition: Partition) -> None:
+        """Send the leader's next ISR (``Partition.isr_change``) to the controller as an
+        AlterPartition if it should change, without waiting; one at a time per partition."""
         ...
 
     def drop_topic(self, topic_id: uuid.UUID) -> None: ...
@@ -100,7 +107,6 @@ class ReplicaManager:
         self.fetchers = FetcherManager(
             node_id=context.node_id, config=self.config, partitions=lambda tid, i: self.hosted.get((tid, i)),
             endpoint=self._endpoint, broker_epoch=lambda: self.context.broker_epoch)
-        self._hw_checkpoint = state.storage.load_hw_checkpoint()
         self._closed = asyncio.Event()
 
     def __repr__(self) -> str:
@@ -142,7 +148,8 @@ class ReplicaManager:
                     raise RuntimeError(f"broker {node} has no partition {image_topic.name}-{index} after ensure_topic")
                 key = (topic_id, index)
                 if node in reg.replicas and partition.log is None:
-                    self._open_log(topic, partition)
+                    # Before the registration: a replica's HW must come from its checkpoint first.
+                    self.state.open_replica_log(topic, index)
                 transition = partition.apply_registration(reg, now)
                 if partition.role is ReplicaRole.NONE:
                     self.hosted.pop(key, None)
@@ -161,55 +168,16 @@ class ReplicaManager:
         if targets:
             self.fetchers.set_targets(targets)
 
-    def _open_log(self, topic: Any, partition: Partition) -> None:
-        local = self.state.open_replica_log(topic, partition.index)
-        # WP1: a replica's HW is min(checkpoint, LEO), set before the registration is taken.
-        checkpoint = self._hw_checkpoint.pop((partition.topic, partition.index), local.log_start_offset)
-        local.set_high_watermark(min(checkpoint, local.log_end_offset))
-        if partition.log is None:
-            partition.attach_log(local)
-
     # -- upkeep ---------------------------------------------------------------------------
 
-    def _eligible(self, broker_id: int, broker_epoch: int) -> bool:
-        # KIP-903 (Kafka's isReplicaIsrEligible): registered, unfenced, fetching with its current epoch.
-        broker = self.context.image.brokers.get(broker_id)
-        return broker is not None and not broker.fenced and broker.broker_epoch == broker_epoch
-
-    async def maybe_alter_isr(self) -> int:
-        """Propose every led partition's next ISR to the controller; returns how many were
-        proposed. Called every ``replica.lag.time.max.ms / 2`` by :meth:`run`."""
-        lag = self.config["replica.lag.time.max.ms"]
-        proposed = 0
+    def maybe_alter_isr(self) -> None:
+        """ISR upkeep (Kafka's ``maybeShrinkIsr``, run every ``replica.lag.time.max.ms / 2``):
+        every partition led here proposes its next ISR through ``state.propose_isr``, the
+        one owner of the AlterPartition request, which a follower's Fetch also calls
+        (Kafka expands the ISR on the fetch that caught a replica up)."""
         for partition in list(self.hosted.values()):
-            new_isr = partition.isr_change(self.clock_ms(), lag, self._eligible)
-            if new_isr is None:
-                continue
-            proposed += 1
-            request = AlterPartitionRequest(
-                broker_id=self.context.node_id, broker_epoch=self.context.broker_epoch,
-                topic_id=partition.topic_id, partition=partition.index, leader_epoch=partition.leader_epoch,
-                partition_epoch=partition.partition_epoch,
-                new_isr=tuple(ReplicaBrokerEpoch(broker_id=r, broker_epoch=self._epoch_of(partition, r))
-                              for r in new_isr))
-            log.info("broker %d: %s-%d: proposing ISR %s (was %s)", self.context.node_id, partition.topic,
-                     partition.index, list(new_isr), list(partition.isr))
-            try:
-                reply = await self.context.channel.alter_partition(request)
-            except Exception:  # the controller moved or is failing over: try again next round
-                log.exception("broker %d: AlterPartition for %s-%d failed", self.context.node_id,
-                              partition.topic, partition.index)
-                continue
-            if reply.error_code:
-                log.info("broker %d: AlterPartition for %s-%d answered error %d", self.context.node_id,
-                         partition.topic, partition.index, reply.error_code)
-        return proposed
-
-    def _epoch_of(self, partition: Partition, replica: int) -> int:
-        if replica == self.context.node_id:
-            return self.context.broker_epoch
-        state = partition.followers.get(replica)
-        return state.broker_epoch if state is not None else -1
+            if partition.role is ReplicaRole.LEADER:
+                self.state.propose_isr(partition)
 
     def checkpoint(self) -> None:
         """Write the high watermarks and recovery points of the hosted replicas."""
@@ -239,7 +207,7 @@ class ReplicaManager:
             now = loop.time()
             if now >= next_isr:
                 next_isr = now + isr_every
-                await self.maybe_alter_isr()
+                self.maybe_alter_isr()
             if now >= next_checkpoint:
                 next_checkpoint = now + checkpoint_every
                 try:

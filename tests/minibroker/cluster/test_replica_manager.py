@@ -10,7 +10,7 @@ import time
 import uuid
 
 from kproto.records import BatchBuilder
-from minibroker.cluster.api import AlterPartitionReply, ClusterContext
+from minibroker.cluster.api import AlterPartitionRequest, ClusterContext, ReplicaBrokerEpoch
 from minibroker.cluster.metadata import (
     BrokerRegistrationChangeRecord,
     MetadataImage,
@@ -47,8 +47,8 @@ class FakeTopic:
 class FakeState:
     """The BrokerState methods the replica manager uses, over a real Storage."""
 
-    def __init__(self, directory, config):
-        self.config = config
+    def __init__(self, directory, config, clock, channel):
+        self.config, self.clock, self.channel = config, clock, channel
         self.storage = Storage(config, [directory])
         self.topics: dict[uuid.UUID, FakeTopic] = {}
         self.dropped: list[uuid.UUID] = []
@@ -63,7 +63,23 @@ class FakeState:
         return topic.partitions[index] if topic is not None and 0 <= index < len(topic.partitions) else None
 
     def open_replica_log(self, topic, index):
-        return self.storage.open_partition(topic.name, topic.topic_id, index, {}, replicated=True)
+        # As WP5's BrokerState: opened once, HW = min(checkpoint, LEO), attached.
+        partition = topic.partitions[index]
+        if partition.log is None:
+            log = self.storage.open_partition(topic.name, topic.topic_id, index, {}, replicated=True)
+            checkpoint = self.storage.load_hw_checkpoint().get((topic.name, index), log.log_start_offset)
+            log.set_high_watermark(min(checkpoint, log.log_end_offset))
+            partition.attach_log(log)
+        return partition.log
+
+    def propose_isr(self, partition):
+        # As WP5's BrokerState.propose_isr, minus the one-at-a-time bookkeeping.
+        new_isr = partition.isr_change(self.clock(), self.config["replica.lag.time.max.ms"], lambda r, e: True)
+        if new_isr is not None:
+            self.channel.alter_partition_now(AlterPartitionRequest(
+                broker_id=NODE, broker_epoch=1, topic_id=partition.topic_id, partition=partition.index,
+                leader_epoch=partition.leader_epoch, partition_epoch=partition.partition_epoch,
+                new_isr=tuple(ReplicaBrokerEpoch(broker_id=r, broker_epoch=-1) for r in new_isr)))
 
     def drop_topic(self, topic_id):
         topic = self.topics.pop(topic_id)
@@ -86,9 +102,8 @@ class FakeChannel:
     def __init__(self):
         self.alter_requests = []
 
-    async def alter_partition(self, request):
+    def alter_partition_now(self, request):
         self.alter_requests.append(request)
-        return AlterPartitionReply(error_code=0, registration=None)
 
 
 def closed_port() -> int:
@@ -122,8 +137,8 @@ class Node:
     def __init__(self, tmp_path, **config):
         self.clock = Clock()
         self.config = BrokerConfig({"replica.lag.time.max.ms": LAG_MS, "replica.fetch.backoff.ms": 50, **config})
-        self.state = FakeState(tmp_path / "broker-0", self.config)
         self.channel = FakeChannel()
+        self.state = FakeState(tmp_path / "broker-0", self.config, self.clock, self.channel)
         self.context = ClusterContext(node_id=NODE, channel=self.channel, image=MetadataImage(), broker_epoch=1)
         self.manager = ReplicaManager(self.state, self.context, self.clock)
         self.offset = -1
@@ -177,7 +192,7 @@ def test_becomes_leader_and_follower_and_sets_fetch_targets(tmp_path):
 
 def test_lagging_follower_is_proposed_out_of_the_isr(tmp_path):
     """Follower 1 keeps up, follower 2 never fetches: after replica.lag.time.max.ms the
-    leader proposes ISR (0, 1) with the broker epochs (run() does it every lag/2); the
+    leader proposes ISR (0, 1) (run() asks every lag/2 through state.propose_isr); the
     committed change then shrinks the partition's ISR."""
     async def main():
         node = Node(tmp_path)
@@ -189,7 +204,8 @@ def test_lagging_follower_is_proposed_out_of_the_isr(tmp_path):
             data, delta = records_batch(3)
             p.append_as_leader(data, last_offset_delta=delta, max_timestamp=1_002)
             p.on_follower_fetch(1, 2, 3, node.clock())  # broker 1 (epoch 2) is at the leader's LEO
-            assert await node.manager.maybe_alter_isr() == 0  # nobody has lagged long enough yet
+            node.manager.maybe_alter_isr()
+            assert node.channel.alter_requests == []  # nobody has lagged long enough yet
             task = asyncio.get_running_loop().create_task(node.manager.run())
             node.clock.now += LAG_MS + 1
             deadline = time.monotonic() + 10
@@ -197,9 +213,9 @@ def test_lagging_follower_is_proposed_out_of_the_isr(tmp_path):
                 assert time.monotonic() < deadline, "no AlterPartition was sent"
                 await asyncio.sleep(0.01)
             request = node.channel.alter_requests[0]
-            assert (request.broker_id, request.broker_epoch, request.topic_id, request.partition) == (0, 1, TOPIC_ID, 0)
-            assert (request.leader_epoch, request.partition_epoch) == (0, 0)
-            assert [(r.broker_id, r.broker_epoch) for r in request.new_isr] == [(0, 1), (1, 2)]
+            assert (request.topic_id, request.partition, request.leader_epoch, request.partition_epoch) == (
+                TOPIC_ID, 0, 0, 0)
+            assert [r.broker_id for r in request.new_isr] == [0, 1]
             node.deliver(PartitionChangeRecord(topic_id=TOPIC_ID, partition_id=0, isr=(0, 1)))
             assert p.isr == (0, 1) and p.partition_epoch == 1 and p.role is ReplicaRole.LEADER
         finally:
@@ -210,8 +226,9 @@ def test_lagging_follower_is_proposed_out_of_the_isr(tmp_path):
 
 
 def test_checkpoints_are_written_periodically_and_at_a_clean_close_not_at_a_crash(tmp_path):
-    """run() writes replication-offset-checkpoint every interval; a crash writes nothing;
-    a restart takes min(checkpoint, LEO) as the replica's high watermark."""
+    """run() writes replication-offset-checkpoint every interval; a crash writes nothing,
+    so a restarted replica's high watermark is the older checkpoint's (the log is opened
+    before its registration is applied)."""
     async def main():
         node = Node(tmp_path, **{"replica.high.watermark.checkpoint.interval.ms": 20})
         task = asyncio.get_running_loop().create_task(node.manager.run())
