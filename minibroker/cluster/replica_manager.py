@@ -147,10 +147,14 @@ class ReplicaManager:
                 if partition is None:
                     raise RuntimeError(f"broker {node} has no partition {image_topic.name}-{index} after ensure_topic")
                 key = (topic_id, index)
-                if node in reg.replicas and partition.log is None:
-                    # Before the registration: a replica's HW must come from its checkpoint first.
-                    self.state.open_replica_log(topic, index)
-                transition = partition.apply_registration(reg, now)
+                try:
+                    if node in reg.replicas and partition.log is None:
+                        # Before the registration: a replica's HW must come from its checkpoint first.
+                        self.state.open_replica_log(topic, index)
+                    transition = partition.apply_registration(reg, now)
+                except Exception:  # one replica that cannot open (a storage error) must not stop the others
+                    log.exception("broker %d: cannot apply %s to %s-%d", node, reg, image_topic.name, index)
+                    continue
                 if partition.role is ReplicaRole.NONE:
                     self.hosted.pop(key, None)
                 else:

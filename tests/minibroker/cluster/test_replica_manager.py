@@ -278,3 +278,28 @@ def _stamped(base, epoch, count):
     out[0:8] = base.to_bytes(8, "big")
     out[12:16] = epoch.to_bytes(4, "big", signed=True)
     return out
+
+
+def test_a_replica_that_cannot_open_does_not_stop_the_others(tmp_path, caplog):
+    """A storage error opening one replica's log is logged; the other partitions of the
+    same delivery still take their roles."""
+    async def main():
+        node = Node(tmp_path)
+        opener = node.state.open_replica_log
+
+        def failing(topic, index):
+            if index == 0:
+                raise OSError("disk gone")
+            return opener(topic, index)
+
+        node.state.open_replica_log = failing
+        try:
+            node.deliver(*brokers(closed_port()), TopicRecord(name="t", topic_id=TOPIC_ID),
+                         partition_record(0, (0, 1)), partition_record(1, (0, 1)))
+            assert node.partition(0).role is ReplicaRole.NONE and node.partition(0).log is None
+            assert node.partition(1).role is ReplicaRole.LEADER
+            assert set(node.manager.hosted) == {(TOPIC_ID, 1)}
+            assert any("cannot apply" in r.getMessage() for r in caplog.records)
+        finally:
+            await node.close()
+    run(main())
