@@ -68,6 +68,7 @@ from kproto.protocol.messages import (
 )
 from minibroker.cluster.partition import EpochQuery, Partition, ReplicaRole
 from minibroker.config import BrokerConfig
+from minibroker.log import PartitionLog
 
 __all__ = ["FetchTarget", "FetcherManager", "ReplicaFetcher"]
 
@@ -104,6 +105,13 @@ class _Fetching:
     ask_epoch: int | None = None  # not None: truncate first, asking about this epoch (-1: the latest)
     parked: bool = False
     not_before: float = 0.0  # time.monotonic() before which it is not fetched (a retriable error)
+
+
+def _local(partition: Partition) -> PartitionLog:
+    """A followed replica's log (:meth:`ReplicaFetcher._partition` parks those without one)."""
+    if partition.log is None:
+        raise NotLeaderOrFollowerError(f"no replica of {partition.topic}-{partition.index} here")
+    return partition.log
 
 
 class ReplicaFetcher:
@@ -216,26 +224,25 @@ class ReplicaFetcher:
     async def _truncate(self, conn: Connection, pending: list[_Fetching]) -> None:
         """Rounds of OffsetForLeaderEpoch until every pending target knows where to truncate."""
         while pending:
-            asking: dict[tuple[str, int], tuple[_Fetching, Partition]] = {}
+            asking: dict[tuple[str, int], tuple[_Fetching, Partition, int]] = {}
             for fetching in pending:
                 partition = self._partition(fetching)
                 if partition is None:
                     continue
                 epoch = fetching.ask_epoch if fetching.ask_epoch is not None and fetching.ask_epoch >= 0 \
-                    else partition.log.epochs.latest_epoch()
+                    else _local(partition).epochs.latest_epoch()
                 if epoch < 0:  # no epochs at all: nothing to compare, the high watermark is safe
                     partition.truncate_to(partition.high_watermark)
                     fetching.ask_epoch = None
                     continue
                 fetching.ask_epoch = epoch
-                asking[(fetching.target.topic, fetching.target.index)] = (fetching, partition)
+                asking[(fetching.target.topic, fetching.target.index)] = (fetching, partition, epoch)
             if not asking:
                 return
             by_topic: dict[str, list[OffsetForLeaderEpochRequest.OffsetForLeaderPartition]] = {}
-            for (topic, index), (fetching, _) in asking.items():
+            for (topic, index), (fetching, _, epoch) in asking.items():
                 by_topic.setdefault(topic, []).append(OffsetForLeaderEpochRequest.OffsetForLeaderPartition(
-                    partition=index, current_leader_epoch=fetching.target.leader_epoch,
-                    leader_epoch=fetching.ask_epoch))
+                    partition=index, current_leader_epoch=fetching.target.leader_epoch, leader_epoch=epoch))
             request = OffsetForLeaderEpochRequest(
                 replica_id=self._manager.node_id,
                 topics=[OffsetForLeaderEpochRequest.OffsetForLeaderTopic(topic=t, partitions=ps)
@@ -247,7 +254,7 @@ class ReplicaFetcher:
                     entry = asking.pop((topic.topic, answer.partition), None)
                     if entry is None:
                         continue
-                    fetching, partition = entry
+                    fetching, partition, _ = entry
                     if answer.error_code:
                         self._answer_error(fetching, answer.error_code)
                         continue
@@ -258,7 +265,7 @@ class ReplicaFetcher:
                     else:
                         partition.truncate_to(where)  # logs and counts what it removed
                         fetching.ask_epoch = None
-            for fetching, _ in asking.values():  # not answered: ask again later
+            for fetching, _, _ in asking.values():  # not answered: ask again later
                 self._retry_later(fetching, "no OffsetForLeaderEpoch answer")
 
     # -- fetching -------------------------------------------------------------------------
@@ -279,7 +286,7 @@ class ReplicaFetcher:
         topics: dict[uuid.UUID, FetchRequest.FetchTopic] = {}
         for fetching, partition in live.values():
             t = fetching.target
-            local = partition.log
+            local = _local(partition)
             topic = topics.setdefault(t.topic_id, FetchRequest.FetchTopic(
                 topic_id=t.topic_id, partitions=[]) if by_id else FetchRequest.FetchTopic(topic=t.topic, partitions=[]))
             topic.partitions.append(FetchRequest.FetchPartition(
@@ -300,6 +307,8 @@ class ReplicaFetcher:
         names = {f.target.topic: f.target.topic_id for f, _ in live.values()}
         for topic in response.responses:
             topic_id = topic.topic_id if by_id else names.get(topic.topic)
+            if topic_id is None:
+                continue
             for answer in topic.partitions:
                 entry = live.get((topic_id, answer.partition_index))
                 if entry is not None and entry[0] is self.targets.get(entry[0].target.key):
@@ -326,7 +335,7 @@ class ReplicaFetcher:
         try:
             if answer.records:
                 self._maybe_restart_at_batch(partition, answer.records)
-                partition.append_as_follower(answer.records)
+                partition.append_as_follower(memoryview(answer.records))
             partition.update_follower_high_watermark(answer.high_watermark, answer.log_start_offset)
         except NotLeaderOrFollowerError:
             fetching.parked = True  # the role changed while the fetch was out
@@ -340,7 +349,7 @@ class ReplicaFetcher:
         DeleteRecords) gets that whole batch, which begins before the log's end: the log
         starts again at the batch's base offset (Kafka's
         ``Partition.doAppendRecordsToFollowerOrFutureReplica`` on UnexpectedAppendOffsetException)."""
-        local = partition.log
+        local = _local(partition)
         base = int.from_bytes(bytes(records[0:8]), "big", signed=True) if len(records) >= 8 else -1
         if 0 <= base < local.log_end_offset and local.log_end_offset == local.log_start_offset:
             local.truncate_fully_and_start_at(base)
@@ -364,7 +373,7 @@ class ReplicaFetcher:
     async def _out_of_range(self, conn: Connection, fetching: _Fetching, partition: Partition) -> None:
         # Kafka's AbstractFetcherThread.fetchOffsetAndTruncate.
         t = fetching.target
-        local = partition.log
+        local = _local(partition)
         code, leader_end = await self._list_offset(conn, t, LATEST_TIMESTAMP)
         if code:
             self._answer_error(fetching, code)
@@ -426,10 +435,9 @@ class FetcherManager:
                 if source != target.leader and target.key in fetcher.targets:
                     fetcher.drop(target.key)
                     self._stop_if_idle(source)
-            fetcher = self.fetchers.get(target.leader)
-            if fetcher is None:
-                fetcher = self.fetchers[target.leader] = ReplicaFetcher(self, target.leader)
-            fetcher.put(target)
+            if target.leader not in self.fetchers:
+                self.fetchers[target.leader] = ReplicaFetcher(self, target.leader)
+            self.fetchers[target.leader].put(target)
 
     def remove(self, keys: Iterable[tuple[uuid.UUID, int]]) -> None:
         """Stop fetching these ``(topic id, index)`` partitions (this broker leads them now,
