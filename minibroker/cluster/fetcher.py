@@ -255,6 +255,8 @@ class ReplicaFetcher:
                     if entry is None:
                         continue
                     fetching, partition, _ = entry
+                    if fetching is not self.targets.get(fetching.target.key):
+                        continue  # removed or re-targeted while the question was out
                     if answer.error_code:
                         self._answer_error(fetching, answer.error_code)
                         continue

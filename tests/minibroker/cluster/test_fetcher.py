@@ -95,7 +95,13 @@ class Follower:
 
 
 def run(coro):
-    return asyncio.run(coro)
+    """Run a test's coroutine, then check that it left no task behind (fetchers, run())."""
+    async def checked():
+        await coro
+        await asyncio.sleep(0)
+        left = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        assert not left, left
+    asyncio.run(checked())
 
 
 def test_follower_segments_are_byte_identical_to_the_leaders(tmp_path):

@@ -157,7 +157,13 @@ class Node:
 
 
 def run(coro):
-    return asyncio.run(coro)
+    """Run a test's coroutine, then check that it left no task behind (fetchers, run())."""
+    async def checked():
+        await coro
+        await asyncio.sleep(0)
+        left = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        assert not left, left
+    asyncio.run(checked())
 
 
 def test_becomes_leader_and_follower_and_sets_fetch_targets(tmp_path):
