@@ -46,7 +46,9 @@ async def create_topic(broker: MiniBroker) -> uuid.UUID:
 
 
 def leader_log(broker: MiniBroker) -> PartitionLog:
-    return broker._server.state.topics[TOPIC].partitions[0]
+    held = broker._server.state.topics[TOPIC].partitions[0]
+    # A PartitionLog until Topic.partitions holds Partitions (the data-path sweep, WP5).
+    return held.log if isinstance(held, Partition) else held
 
 
 def segment_bytes(directory: Path) -> dict[str, bytes]:
