@@ -56,6 +56,12 @@ LAYERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "minibroker.log": (("minibroker.log",), (*_SHARED, "minibroker.config")),
     # the cluster's metadata, the controller and a partition's replica state: no I/O but files
     "minibroker.cluster core": (("minibroker.cluster",), (*_SHARED, "minibroker.config", "minibroker.log")),
+    # a follower's replication: a follower is a Kafka client of its leader (Fetch,
+    # OffsetForLeaderEpoch, ListOffsets over kproto's Connection), so these two modules
+    # relax "minibroker speaks to kproto through the codec and the protocol only" on purpose
+    "minibroker.cluster replication": (("minibroker.cluster.fetcher", "minibroker.cluster.replica_manager"),
+                                       (*_SHARED, "kproto.config", "kproto.io", "minibroker.config",
+                                        "minibroker.log", "minibroker.cluster core")),
     "minibroker.coordinator": (("minibroker.coordinator",), (*_SHARED, "minibroker.config", "minibroker.log")),
     "minibroker.storage": (("minibroker.storage",), (*_SHARED, "minibroker.config", "minibroker.log")),
     "minibroker.state": (("minibroker.state",), (*_SHARED, "minibroker.config", "minibroker.log",
