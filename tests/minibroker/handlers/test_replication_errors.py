@@ -17,6 +17,7 @@ import pytest
 from kproto.errors import (
     FencedLeaderEpochError,
     InvalidRequestError,
+    NotCoordinatorError,
     NotEnoughReplicasError,
     NotLeaderOrFollowerError,
     RequestTimedOutError,
@@ -28,6 +29,9 @@ from kproto.protocol.messages import (
     FetchRequest,
     IncrementalAlterConfigsRequest,
     ListOffsetsRequest,
+    OffsetCommitRequest,
+    OffsetDeleteRequest,
+    OffsetFetchRequest,
     OffsetForLeaderEpochRequest,
     ProduceRequest,
 )
@@ -42,7 +46,15 @@ from minibroker.cluster.metadata import (
 )
 from minibroker.cluster.partition import ReplicaRole
 from minibroker.config import BrokerConfig
-from minibroker.handlers import cluster, configs, delete_records, fetch, list_offsets, produce
+from minibroker.handlers import (
+    cluster,
+    configs,
+    delete_records,
+    fetch,
+    list_offsets,
+    offsets,
+    produce,
+)
 from minibroker.state import BrokerState
 from tests.minibroker.test_server import batch
 
@@ -436,5 +448,26 @@ def test_a_partition_hosted_here_is_a_follower_and_not_hosted_has_no_log(tmp_pat
     try:
         p = state.topics["t"].partitions[0]
         assert p.role is ReplicaRole.FOLLOWER and p.log is not None and p.log.high_watermark == 0
+    finally:
+        state.close()
+
+
+def test_offset_apis_answer_not_coordinator_on_a_broker_that_does_not_own_the_group(tmp_path):
+    """Kafka's GroupCoordinator: a group's offsets are served by the leader of its
+    __consumer_offsets partition only; here there is none yet."""
+    state = node(tmp_path)
+    commit = OffsetCommitRequest(group_id="g", generation_id_or_member_epoch=-1, member_id="", topics=[
+        OffsetCommitRequest.OffsetCommitRequestTopic(name="t", partitions=[
+            OffsetCommitRequest.OffsetCommitRequestPartition(partition_index=0, committed_offset=1)])])
+    fetched = OffsetFetchRequest(groups=[OffsetFetchRequest.OffsetFetchRequestGroup(group_id="g", topics=None)])
+    old_fetch = OffsetFetchRequest(group_id="g", topics=[OffsetFetchRequest.OffsetFetchRequestTopic(
+        name="t", partition_indexes=[0])])
+    delete = OffsetDeleteRequest(group_id="g", topics=[])
+    try:
+        assert run(offsets.offset_commit(state, header(8), commit)).topics[0].partitions[0].error_code \
+            == NotCoordinatorError.code
+        assert run(offsets.offset_fetch(state, header(8), fetched)).groups[0].error_code == NotCoordinatorError.code
+        assert run(offsets.offset_fetch(state, header(7), old_fetch)).error_code == NotCoordinatorError.code
+        assert run(offsets.offset_delete(state, header(0), delete)).error_code == NotCoordinatorError.code
     finally:
         state.close()
