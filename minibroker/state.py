@@ -1,6 +1,15 @@
-"""The broker's state: topics, their partition logs and ids, producer ids, groups.
+"""The broker's state: topics, their partitions and ids, producer ids, groups.
 
-Handlers read and change it; the server owns one. Files are :mod:`minibroker.storage`'s
+Handlers read and change it; the server owns one. Every ``Topic.partitions[i]`` is a
+:class:`~minibroker.cluster.partition.Partition` (this broker's replica: role, ISR, high
+watermark) whose ``log`` is the local log. A single broker's are *solo* (leader at epoch
+0, ISR = itself, high watermark = log end). A cluster broker (``cluster=``, a
+:class:`~minibroker.cluster.api.ClusterContext`) takes its topics from the metadata image
+(:meth:`BrokerState.ensure_topic`, :meth:`BrokerState.drop_topic`), opens logs only for the
+replicas it hosts, gets producer ids in blocks from the controller and answers for the
+groups whose ``__consumer_offsets`` partition it leads (:meth:`BrokerState.coordinates`).
+:meth:`BrokerState.leader_partition` is the one place a partition-scoped request is
+resolved, raising the error Kafka answers (unknown, offline, fenced, not the leader). Files are :mod:`minibroker.storage`'s
 business. Two pieces are asynchronous: :meth:`BrokerState.wait_for_data`, which
 long-polled fetches await and every append wakes, and :meth:`BrokerState.grow_topic`,
 which makes partitions one at a time so that other connections are served meanwhile.
