@@ -12,7 +12,9 @@ NOT_ENOUGH_REPLICAS and nothing is appended; acks=-1 then waits (``DelayedProduc
 the high watermark passes every appended batch of the request, bounded by one deadline
 ``timeout_ms``: per partition 0, NOT_ENOUGH_REPLICAS_AFTER_APPEND (the ISR shrank below
 the minimum meanwhile), NOT_LEADER_OR_FOLLOWER (leadership lost) or REQUEST_TIMED_OUT.
-A single broker's partition is its own ISR: its high watermark is there at once, so
+v10+ answers NOT_LEADER_OR_FOLLOWER with the leader this broker knows in ``current_leader``
+and its address in ``node_endpoints`` (KIP-951), so that a client need not refresh its
+metadata first. A single broker's partition is its own ISR: its high watermark is there at once, so
 acks 1 and -1 answer alike, and ``min.insync.replicas`` > 1 is NOT_ENOUGH_REPLICAS.
 A write that fails (disk full, an I/O error) answers KAFKA_STORAGE_ERROR for its
 partition, with the log left as it was or taken offline (see
@@ -49,6 +51,7 @@ from kproto.errors import (
     KafkaStorageError,
     MessageTooLargeError,
     NotEnoughReplicasError,
+    NotLeaderOrFollowerError,
     RequestTimedOutError,
     UnknownTopicOrPartitionError,
 )
@@ -240,6 +243,7 @@ async def handle(state, header, request):
     if request.acks == 0:
         return None
     responses = []
+    leaders = {}  # KIP-951: node id -> endpoint of the leaders named in current_leader
     for name, partitions in outcomes:
         answers = []
         for index, outcome, partition in partitions:
@@ -247,12 +251,27 @@ async def handle(state, header, request):
             if code:
                 outcome = _Outcome(code, message=f"acks=all for {name}-{index}: error {code}")
                 partition = None
+            current = _current_leader(state, name, index, outcome.error_code, leaders)
             answers.append(PartitionResponse(
+                current_leader=current,
                 index=index, error_code=outcome.error_code, base_offset=outcome.base_offset,
                 log_append_time_ms=outcome.log_append_time,
                 log_start_offset=partition.log.log_start_offset if partition is not None else -1,
                 record_errors=list(outcome.record_errors), error_message=outcome.message,
             ))
         responses.append(TopicResponse(name=name, partition_responses=answers))
-    return ProduceResponse(responses=responses)
+    return ProduceResponse(responses=responses, node_endpoints=list(leaders.values()))
+
+
+def _current_leader(state, name, index, code, leaders):
+    """KIP-951's hint on NOT_LEADER_OR_FOLLOWER: the leader and epoch this broker knows
+    (-1 when none), its endpoint added to ``leaders`` (from the metadata image)."""
+    partition = state.partition(state.topics.get(name), index) if code == NotLeaderOrFollowerError.code else None
+    if partition is None or partition.leader < 0:
+        return ProduceResponse.LeaderIdAndEpoch(leader_id=-1, leader_epoch=-1)
+    broker = state.cluster.image.brokers.get(partition.leader) if state.cluster is not None else None
+    if broker is not None and not broker.fenced:
+        leaders[broker.broker_id] = ProduceResponse.NodeEndpoint(
+            node_id=broker.broker_id, host=broker.host, port=broker.port, rack=broker.rack)
+    return ProduceResponse.LeaderIdAndEpoch(leader_id=partition.leader, leader_epoch=partition.leader_epoch)
 

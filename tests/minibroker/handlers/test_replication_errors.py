@@ -155,7 +155,12 @@ def test_produce_to_a_follower_is_not_leader_or_follower(tmp_path, acks):
     state = node(tmp_path, node_id=1)
     try:
         if acks:
-            assert run(produce_one(state, acks=acks)).error_code == NotLeaderOrFollowerError.code
+            response = run(produce.handle(state, header(10), produce_request(acks=acks)))
+            answer = response.responses[0].partition_responses[0]
+            assert answer.error_code == NotLeaderOrFollowerError.code
+            # KIP-951 (v10+): the leader this broker knows, with its endpoint.
+            assert (answer.current_leader.leader_id, answer.current_leader.leader_epoch) == (0, 3)
+            assert [(e.node_id, e.port) for e in response.node_endpoints] == [(0, 9000)]
         assert state.topics["t"].partitions[0].log.log_end_offset == 0
     finally:
         state.close()
