@@ -24,6 +24,8 @@ proposed to the controller at once, as Kafka expands the ISR on fetch); it reads
 the log end. v12+ ``last_fetched_epoch`` is checked against the leader's epochs (KIP-595):
 a follower whose log diverges gets ``diverging_epoch`` and no records. A single broker's
 partition is its own ISR (high watermark = log end) and serves any replica id read-only.
+v12+ errors of leadership carry the leader and epoch this broker knows in ``current_leader``
+(KIP-951; ``node_endpoints`` are not filled yet).
 Version notes: v7+ sessions (KIP-227) are declined (session_id 0, every request is a
 full fetch); v13+ names topics by id; v12+ flexible.
 Not implemented yet: read_committed (no transactions yet, so LSO = HW and there is
@@ -88,8 +90,10 @@ def _collect(state, request, version):
                 any_error = True
                 continue
             except KafkaCodeError as exc:  # NOT_LEADER_OR_FOLLOWER, FENCED / UNKNOWN_LEADER_EPOCH
-                partitions.append(PartitionData(partition_index=p.partition, error_code=exc.code,
-                                                high_watermark=-1, records=RecordSlices(())))
+                known = state.partition(topic, p.partition)  # KIP-951's hint: the leader we know
+                partitions.append(PartitionData(
+                    partition_index=p.partition, error_code=exc.code, high_watermark=-1, records=RecordSlices(()),
+                    current_leader=FetchResponse.LeaderIdAndEpoch(leader_id=known.leader, leader_epoch=known.leader_epoch)))
                 any_error = True
                 continue
             log = partition.log

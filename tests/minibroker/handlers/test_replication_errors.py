@@ -282,7 +282,9 @@ def test_fetch_errors_not_leader_fenced_unknown_epoch_and_unknown_replica(tmp_pa
     replica id that is not a replica → NOT_LEADER_OR_FOLLOWER."""
     leader, follower = node(tmp_path / "a"), node(tmp_path / "b", node_id=1)
     try:
-        assert run(do_fetch(follower, 0)).error_code == NotLeaderOrFollowerError.code
+        answer = run(do_fetch(follower, 0))
+        assert answer.error_code == NotLeaderOrFollowerError.code
+        assert (answer.current_leader.leader_id, answer.current_leader.leader_epoch) == (0, 3)  # KIP-951
         assert run(do_fetch(leader, 0, current_leader_epoch=2)).error_code == FencedLeaderEpochError.code
         assert run(do_fetch(leader, 0, current_leader_epoch=4)).error_code == UnknownLeaderEpochError.code
         assert run(do_fetch(leader, 0, current_leader_epoch=3)).error_code == 0
