@@ -90,10 +90,11 @@ def _collect(state, request, version):
                 any_error = True
                 continue
             except KafkaCodeError as exc:  # NOT_LEADER_OR_FOLLOWER, FENCED / UNKNOWN_LEADER_EPOCH
-                known = state.partition(topic, p.partition)  # KIP-951's hint: the leader we know
-                partitions.append(PartitionData(
-                    partition_index=p.partition, error_code=exc.code, high_watermark=-1, records=RecordSlices(()),
-                    current_leader=FetchResponse.LeaderIdAndEpoch(leader_id=known.leader, leader_epoch=known.leader_epoch)))
+                known = state.partition(topic, p.partition)  # KIP-951's hint (v12+): the leader we know
+                hint = {} if version < 12 else {"current_leader": FetchResponse.LeaderIdAndEpoch(
+                    leader_id=known.leader, leader_epoch=known.leader_epoch)}
+                partitions.append(PartitionData(partition_index=p.partition, error_code=exc.code, high_watermark=-1,
+                                                records=RecordSlices(()), **hint))
                 any_error = True
                 continue
             log = partition.log

@@ -251,9 +251,10 @@ async def handle(state, header, request):
             if code:
                 outcome = _Outcome(code, message=f"acks=all for {name}-{index}: error {code}")
                 partition = None
-            current = _current_leader(state, name, index, outcome.error_code, leaders)
+            hint = {} if header.api_version < 10 else {
+                "current_leader": _current_leader(state, name, index, outcome.error_code, leaders)}
             answers.append(PartitionResponse(
-                current_leader=current,
+                **hint,
                 index=index, error_code=outcome.error_code, base_offset=outcome.base_offset,
                 log_append_time_ms=outcome.log_append_time,
                 log_start_offset=partition.log.log_start_offset if partition is not None else -1,

@@ -478,3 +478,20 @@ def test_offset_apis_answer_not_coordinator_on_a_broker_that_does_not_own_the_gr
         assert run(offsets.offset_delete(state, header(0), delete)).error_code == NotCoordinatorError.code
     finally:
         state.close()
+
+
+@pytest.mark.parametrize("version", [9, 10, 11])
+def test_not_leader_answers_encode_in_every_version(tmp_path, version):
+    """KIP-951's tagged hints exist from Produce v10 and Fetch v12 only: an answer of an
+    older version must leave them out (the encoder refuses a field its version lacks)."""
+    from kproto.protocol import ApiKey
+    from kproto.protocol.frames import encode_response, encode_response_parts
+
+    state = node(tmp_path, node_id=1)
+    try:
+        answer = run(produce.handle(state, header(version), produce_request()))
+        assert encode_response(ApiKey.PRODUCE, version, 1, answer)
+        fetched = run(fetch.handle(state, header(version + 2), fetch_request(0, version=version + 2)))
+        assert encode_response_parts(ApiKey.FETCH, version + 2, 1, fetched)
+    finally:
+        state.close()
