@@ -1,6 +1,15 @@
-"""The broker's state: topics, their partition logs and ids, producer ids, groups.
+"""The broker's state: topics, their partitions and ids, producer ids, groups.
 
-Handlers read and change it; the server owns one. Files are :mod:`minibroker.storage`'s
+Handlers read and change it; the server owns one. Every ``Topic.partitions[i]`` is a
+:class:`~minibroker.cluster.partition.Partition` (this broker's replica: role, ISR, high
+watermark) whose ``log`` is the local log. A single broker's are *solo* (leader at epoch
+0, ISR = itself, high watermark = log end). A cluster broker (``cluster=``, a
+:class:`~minibroker.cluster.api.ClusterContext`) takes its topics from the metadata image
+(:meth:`BrokerState.ensure_topic`, :meth:`BrokerState.drop_topic`), opens logs only for the
+replicas it hosts, gets producer ids in blocks from the controller and answers for the
+groups whose ``__consumer_offsets`` partition it leads (:meth:`BrokerState.coordinates`).
+:meth:`BrokerState.leader_partition` is the one place a partition-scoped request is
+resolved, raising the error Kafka answers (unknown, offline, fenced, not the leader). Files are :mod:`minibroker.storage`'s
 business. Two pieces are asynchronous: :meth:`BrokerState.wait_for_data`, which
 long-polled fetches await and every append wakes, and :meth:`BrokerState.grow_topic`,
 which makes partitions one at a time so that other connections are served meanwhile.
@@ -19,12 +28,15 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from kproto.errors import KafkaStorageError, UnknownTopicOrPartitionError
 from kproto.records import Batch, read_batches
 from kproto.structs import validate_topic_name
+from minibroker.cluster.api import AlterPartitionRequest, ClusterContext, ReplicaBrokerEpoch
+from minibroker.cluster.metadata import TopicImage
+from minibroker.cluster.partition import Partition
 from minibroker.config import BrokerConfig
 from minibroker.coordinator import GroupCoordinator
 from minibroker.coordinator.offsets import OffsetEntry
@@ -61,19 +73,27 @@ def _batches(log: PartitionLog) -> Iterator[Batch]:
 
 @dataclass
 class Topic:
+    """A topic and this broker's replica of each of its partitions
+    (:class:`~minibroker.cluster.partition.Partition`: solo ones for a single broker, each
+    with its log; in a cluster, ``Partition.log`` is None for a partition hosted elsewhere)."""
+
     name: str
     topic_id: uuid.UUID
-    partitions: list[PartitionLog]
+    partitions: list[Partition]
     configs: dict[str, str | None] = field(default_factory=dict)
-    leader_epoch: int = 0
+
+    def logs(self) -> list[PartitionLog]:
+        """The local logs of the partitions hosted here, by index."""
+        return [p.log for p in self.partitions if p.log is not None]
 
 
 class BrokerState:
     """Everything one broker knows. Used from the server's event loop only."""
 
-    def __init__(self, config: BrokerConfig, host: str, port: int):
+    def __init__(self, config: BrokerConfig, host: str, port: int, *, cluster: ClusterContext | None = None):
         self.config = config
-        self.node_id: int = config["broker.id"]
+        self.node_id: int = config["broker.id"] if cluster is None else cluster.node_id
+        self.cluster = cluster
         self.host = host
         self.port = port
         self.topics: dict[str, Topic] = {}
@@ -84,6 +104,14 @@ class BrokerState:
         self._data = asyncio.Event()
         dirs = [d.strip() for d in config["log.dirs"].split(",") if d.strip()]
         self.storage = Storage(config, dirs)
+        self.producer_ids: ProducerIdManager | None = None
+        self._hw_checkpoint: dict[tuple[str, int], int] = {}
+        self._id_block = (0, 0)  # cluster: the controller's block being handed out, [first, end)
+        self._id_lock = asyncio.Lock()
+        self._proposing: set[tuple[uuid.UUID, int]] = set()  # partitions with an AlterPartition under way
+        self._tasks: set[asyncio.Task[None]] = set()
+        #: The clock every Partition call is given (ms): the replica manager must use the same.
+        self.clock_ms: Callable[[], int] = lambda: int(time.monotonic() * 1000)
         try:
             self._load()
         except BaseException:
@@ -91,7 +119,18 @@ class BrokerState:
             raise
 
     def _load(self) -> None:
-        """Read back the topics, their logs, the producer state and the committed offsets."""
+        """Read back the topics, their logs, the producer state and the committed offsets.
+
+        A cluster broker reads none of them here: its topics come from the metadata image
+        (:meth:`ensure_topic`), its logs are opened as replicas (:meth:`open_replica_log`),
+        its producer ids come from the controller. It checks ``meta.properties`` and reads
+        the high watermark checkpoint its replicas start from.
+        """
+        if self.cluster is not None:
+            self.storage.check_meta_properties(self.node_id, self.config["cluster.id"])
+            self._hw_checkpoint = self.storage.load_hw_checkpoint()
+            self.producer_ids = None
+            return
         stored_topics = self.storage.load_topics()
         self.storage.recover({t.name: (t.topic_id, t.partitions) for t in stored_topics})
         for stored in stored_topics:
@@ -99,17 +138,37 @@ class BrokerState:
             self._open_partitions(self.topics[stored.name], stored.partitions)
         next_producer_id = self.storage.load_producer_id_block()
         for topic in self.topics.values():  # idempotence must survive a restart
-            for index, log in enumerate(topic.partitions):
+            for index, log in enumerate(topic.logs()):
                 highest = self.producers.rebuild((topic.topic_id, index), _batches(log))
                 next_producer_id = max(next_producer_id, highest + 1)
         self.producer_ids = ProducerIdManager(next_producer_id, self.storage.save_producer_id_block)
         if OFFSETS_TOPIC in self.topics:
-            for log in self.topics[OFFSETS_TOPIC].partitions:
+            for log in self.topics[OFFSETS_TOPIC].logs():
                 self.groups.load_offsets(read_offset_records(log.read, log.log_start_offset, log.log_end_offset))
+
+    def _solo(self, topic: Topic, index: int, log: PartitionLog) -> Partition:
+        """A single broker's partition: leader at epoch 0, ISR = this broker, HW = LEO
+        (an empty log's epoch cache gets ``(0, 0)``, so OffsetForLeaderEpoch answers
+        epoch 0 up to the log end)."""
+        partition = Partition.solo(topic=topic.name, topic_id=topic.topic_id, index=index, node_id=self.node_id, log=log)
+        self._hook(partition)
+        return partition
+
+    def _hook(self, partition: Partition) -> None:
+        partition.on_high_watermark = self.data_arrived
+        partition.on_become_leader = self._rebuild_producers
+        partition.on_truncated = self._rebuild_producers
+
+    def _rebuild_producers(self, partition: Partition) -> None:
+        """Idempotence across a leader change or a truncation: the producer state of a
+        partition is what its log holds (Kafka's ``UnifiedLog.rebuildProducerState``)."""
+        if partition.log is not None:
+            self.producers.rebuild((partition.topic_id, partition.index), _batches(partition.log))
 
     def _open_partitions(self, topic: Topic, count: int) -> None:
         for index in range(len(topic.partitions), count):
-            topic.partitions.append(self.storage.open_partition(topic.name, topic.topic_id, index, topic.configs))
+            topic.partitions.append(self._solo(topic, index, self.storage.open_partition(
+                topic.name, topic.topic_id, index, topic.configs)))
 
     def _save_topics(self, without: Topic | None = None) -> None:
         self.storage.save_topics(StoredTopic(t.name, t.topic_id, len(t.partitions), t.configs)
@@ -126,7 +185,7 @@ class BrokerState:
         except BaseException:
             if self.topics.get(name) is topic:
                 del self.topics[name]
-            self.storage.delete_partitions(topic.topic_id, topic.partitions)
+            self.storage.delete_partitions(topic.topic_id, topic.logs())
             raise
         return topic
 
@@ -143,13 +202,15 @@ class BrokerState:
         del self.topics[topic.name]
         self.groups.delete_topic(topic.name)
         try:
-            self.storage.delete_partitions(topic.topic_id, topic.partitions)
+            self.storage.delete_partitions(topic.topic_id, topic.logs())
         except OSError as exc:  # the topic is gone; the next start removes or sets aside what is left
             log.warning("topic %r: its partition directories could not all be removed: %s", topic.name, exc)
 
     def offsets_topic(self) -> Topic:
         """``__consumer_offsets``, created compacted on first use (as Kafka does)."""
         topic = self.topics.get(OFFSETS_TOPIC)
+        if topic is None and self.cluster is not None:  # the controller creates it (FindCoordinator)
+            raise UnknownTopicOrPartitionError(f"{OFFSETS_TOPIC} does not exist yet")
         if topic is None:
             topic = self.create_topic(OFFSETS_TOPIC, self.config["offsets.topic.num.partitions"], {
                 "cleanup.policy": "compact",
@@ -171,9 +232,8 @@ class BrokerState:
             raise UnknownTopicOrPartitionError(f"{OFFSETS_TOPIC} could not be created: {exc}") from exc
         now_ms = int(time.time() * 1000)
         builder = offsets_batch(entries, now_ms)
-        topic.partitions[partition_for(group_id, len(topic.partitions))].append(
-            builder.build(), last_offset_delta=builder.record_count - 1, max_timestamp=now_ms,
-            leader_epoch=topic.leader_epoch)
+        partition = self.leader_partition(topic, partition_for(group_id, len(topic.partitions)))
+        partition.append_as_leader(builder.build(), last_offset_delta=builder.record_count - 1, max_timestamp=now_ms)
         self.data_arrived()
 
     def new_topic(self, name: str, configs: dict[str, str | None] | None = None) -> Topic:
@@ -216,7 +276,8 @@ class BrokerState:
             return
         for log in made:  # AlterConfigs may have come meanwhile
             log.config = self.storage.log_config(topic.configs)
-        topic.partitions.extend(made)
+        first = len(topic.partitions)
+        topic.partitions.extend(self._solo(topic, first + i, log) for i, log in enumerate(made))
         try:
             self._save_topics()
         except BaseException:  # the topics file is as before: so is the topic
@@ -238,17 +299,19 @@ class BrokerState:
         except BaseException:
             topic.configs = previous
             raise
-        for log in topic.partitions:
+        for log in topic.logs():
             log.config = self.storage.log_config(configs)
 
     async def maintain(self) -> None:
         """Retention, then compaction, on every partition (``log.retention.check.interval.ms``),
         the heavy work in a worker thread (see :mod:`minibroker.log.maintenance`)."""
-        await maintain_logs(log for topic in list(self.topics.values()) for log in list(topic.partitions))
+        await maintain_logs(log for topic in list(self.topics.values()) for log in topic.logs())
 
     def close(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
         for topic in self.topics.values():
-            for log in topic.partitions:
+            for log in topic.logs():
                 log.close()
         self.storage.close()
 
@@ -258,9 +321,190 @@ class BrokerState:
                 return topic
         return None
 
+    # -- partitions -------------------------------------------------------------------------
+
+    def partition(self, topic: Topic | None, index: int) -> Partition | None:
+        """This broker's replica state of ``topic``'s partition ``index``, or None when the
+        topic has no such partition."""
+        if topic is None or not 0 <= index < len(topic.partitions):
+            return None
+        return topic.partitions[index]
+
+    def leader_partition(self, topic: Topic | None, index: int, current_leader_epoch: int = -1) -> Partition:
+        """The partition a leader-only request (Produce, Fetch, ListOffsets,
+        OffsetForLeaderEpoch, DeleteRecords) acts on; the one place that resolves one.
+
+        Kafka's ``ReplicaManager.getPartitionOrException`` then
+        ``Partition.localLogWithEpochOrThrow``, in that order:
+
+        Raises:
+            UnknownTopicOrPartitionError: no such topic or partition.
+            KafkaStorageError: the local log is offline (a storage error).
+            FencedLeaderEpochError, UnknownLeaderEpochError: ``current_leader_epoch``
+                (-1: not checked) is older / newer than the partition's (KIP-320).
+            NotLeaderOrFollowerError: this broker does not lead the partition.
+        """
+        partition = self.partition(topic, index)
+        if partition is None:
+            raise UnknownTopicOrPartitionError(f"no partition {index} of topic {topic.name if topic else None!r}")
+        if partition.log is not None and partition.log.offline:
+            raise KafkaStorageError(f"the log of {partition.topic}-{index} is offline after a storage error")
+        partition.check_leader(current_leader_epoch)
+        return partition
+
+    # -- cluster mode: the metadata image's topics -------------------------------------------
+
+    def ensure_topic(self, image: TopicImage) -> Topic:
+        """The topic as the metadata image has it (cluster mode): made or grown to the
+        image's partitions, each a :class:`Partition` in role NONE until the replica manager
+        applies its registration; the partitions this broker hosts get their log first
+        (:meth:`open_replica_log`). A topic of that name with another id (deleted and
+        created again) is dropped first."""
+        topic = self.topics.get(image.name)
+        if topic is not None and topic.topic_id != image.topic_id:
+            self.drop_topic(topic.topic_id)
+            topic = None
+        if topic is None:
+            topic = Topic(image.name, image.topic_id, [], dict(image.configs))
+            self.topics[image.name] = topic
+        else:
+            topic.configs = dict(image.configs)
+        for index in range(len(topic.partitions), max(image.partitions, default=-1) + 1):
+            partition = Partition(topic=topic.name, topic_id=topic.topic_id, index=index, node_id=self.node_id)
+            self._hook(partition)
+            topic.partitions.append(partition)
+        for index, registration in image.partitions.items():
+            if self.node_id in registration.replicas:
+                self.open_replica_log(topic, index)
+        return topic
+
+    def open_replica_log(self, topic: Topic, index: int) -> PartitionLog:
+        """The local log of a replica hosted here (opened once, with its leader epoch
+        checkpoint, and attached to the partition). Its high watermark starts at the
+        ``replication-offset-checkpoint``'s, capped by its LEO, or at its log start without
+        one (Kafka's ``UnifiedLog`` startup): a replica that becomes leader must not show
+        records the old ISR never had. Its producer state is rebuilt from it."""
+        partition = topic.partitions[index]
+        if partition.log is not None:
+            return partition.log
+        log = self.storage.open_partition(topic.name, topic.topic_id, index, topic.configs, replicated=True)
+        checkpoint = self._hw_checkpoint.get((topic.name, index))
+        log.set_high_watermark(min(checkpoint, log.log_end_offset) if checkpoint is not None else log.log_start_offset)
+        partition.attach_log(log)
+        self._rebuild_producers(partition)
+        return log
+
+    def drop_topic(self, topic_id: uuid.UUID) -> None:
+        """Forget a topic the controller deleted (cluster mode): its logs are closed and
+        their directories deleted, its committed offsets forgotten."""
+        topic = self.topic_by_id(topic_id)
+        if topic is None:
+            return
+        del self.topics[topic.name]
+        self.groups.delete_topic(topic.name)
+        logs = topic.logs()
+        for partition_log in logs:
+            partition_log.close()
+        try:
+            self.storage.delete_partitions(topic_id, logs)
+        except OSError as exc:
+            log.warning("topic %r: its partition directories could not all be removed: %s", topic.name, exc)
+
+    def isr_eligible(self, broker_id: int, broker_epoch: int) -> bool:
+        """Whether a replica may join an ISR: its broker registered and unfenced, with the
+        broker epoch it fetched with (-1: not known; KIP-903, Kafka's ``isReplicaIsrEligible``)."""
+        if self.cluster is None:
+            return False
+        broker = self.cluster.image.brokers.get(broker_id)
+        return broker is not None and not broker.fenced and broker_epoch in (-1, broker.broker_epoch)
+
+    def propose_isr(self, partition: Partition) -> None:
+        """Propose the leader's next ISR to the controller (AlterPartition, KIP-497) if it
+        should change, without waiting: a follower fetch calls it, as Kafka's leader
+        expands the ISR on the fetch that caught it up. One proposal per partition at a
+        time; the change takes effect when the committed registration comes back through
+        the replica manager. Errors are logged; the next fetch or ISR upkeep tick retries."""
+        if self.cluster is None or (partition.topic_id, partition.index) in self._proposing:
+            return
+        new_isr = partition.isr_change(self.clock_ms(), self.config["replica.lag.time.max.ms"], self.isr_eligible)
+        if new_isr is None:
+            return
+        cluster = self.cluster
+        request = AlterPartitionRequest(
+            broker_id=self.node_id, broker_epoch=cluster.broker_epoch, topic_id=partition.topic_id,
+            partition=partition.index, leader_epoch=partition.leader_epoch, partition_epoch=partition.partition_epoch,
+            new_isr=tuple(ReplicaBrokerEpoch(
+                broker_id=r,
+                broker_epoch=cluster.broker_epoch if r == self.node_id else (
+                    partition.followers[r].broker_epoch if r in partition.followers else -1))
+                for r in new_isr))
+        key = (partition.topic_id, partition.index)
+
+        async def propose() -> None:
+            try:
+                reply = await cluster.channel.alter_partition(request)
+                if reply.error_code:
+                    log.info("%s-%d: AlterPartition to ISR %s refused with error %d", partition.topic,
+                             partition.index, list(new_isr), reply.error_code)
+            except Exception:
+                log.warning("%s-%d: AlterPartition to ISR %s failed", partition.topic, partition.index,
+                            list(new_isr), exc_info=True)
+            finally:
+                self._proposing.discard(key)
+
+        self._proposing.add(key)
+        task = asyncio.get_running_loop().create_task(propose())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def coordinates(self, group_id: str) -> bool:
+        """Whether this broker is the group's coordinator: always for a single broker; in a
+        cluster, when it leads the group's partition of ``__consumer_offsets`` (Kafka's
+        ``GroupCoordinator`` placement)."""
+        if self.cluster is None:
+            return True
+        image = self.cluster.image.topic_by_name(OFFSETS_TOPIC)
+        if image is None or not image.partitions:
+            return False
+        registration = image.partitions.get(partition_for(group_id, len(image.partitions)))
+        return registration is not None and registration.leader == self.node_id
+
+    def abandon(self) -> None:
+        """A crash: every log closed without writing anything (:meth:`PartitionLog.abandon`),
+        the directories' locks released; no checkpoint, no flush."""
+        for task in list(self._tasks):
+            task.cancel()
+        for topic in self.topics.values():
+            for log in topic.logs():
+                log.abandon()
+        self.storage.close()
+
+    # -- producer ids ------------------------------------------------------------------------
+
     def new_producer_id(self) -> int:
-        """A producer id never handed out before, by this broker or an earlier run of it."""
+        """A producer id never handed out before, by this broker or an earlier run of it
+        (a single broker; a cluster broker uses :meth:`new_producer_id_async`)."""
+        if self.producer_ids is None:
+            raise RuntimeError("a cluster broker's producer ids come from the controller: new_producer_id_async")
         return self.producer_ids.next_id()
+
+    async def new_producer_id_async(self) -> int:
+        """A producer id no broker handed out before: a single broker's own
+        (:meth:`new_producer_id`); in a cluster, the next of a block the controller
+        allocated to this broker (Kafka's AllocateProducerIds, ``ProducerIdsRecord``).
+
+        Raises:
+            KafkaCodeError: the controller refused (stale broker epoch, not controller).
+        """
+        if self.cluster is None:
+            return self.new_producer_id()
+        async with self._id_lock:
+            first, end = self._id_block
+            if first >= end:
+                first, count = await self.cluster.channel.allocate_producer_ids(self.node_id, self.cluster.broker_epoch)
+                end = first + count
+            self._id_block = (first + 1, end)
+            return first
 
     def data_arrived(self) -> None:
         """Wake every long-polled fetch (they recheck what they wait for)."""

@@ -1,21 +1,20 @@
 """DescribeCluster v0-1 and OffsetForLeaderEpoch v0-4.
 
-Behaviour: one broker, which is also the controller, listed at its advertised address
-(``advertised.listeners``), as in Metadata. Every partition has had one leader
-epoch (the topic's, 0), so OffsetForLeaderEpoch answers the log end offset for that
-epoch and for any older one (-1 offsets for an epoch from the future, as Kafka does).
-A ``current_leader_epoch`` (v2+) other than ours is fenced: FENCED_LEADER_EPOCH when
-older, UNKNOWN_LEADER_EPOCH when newer.
+Behaviour: a single broker is also the controller, listed at its advertised address
+(``advertised.listeners``), as in Metadata; a cluster broker lists the unfenced brokers of
+its metadata image and the active controller. OffsetForLeaderEpoch answers from the
+leader's epoch cache (Kafka's ``LeaderEpochFileCache.endOffsetFor``): the latest epoch
+ends at the log end offset, an older one where the next begins, one newer than every
+epoch is ``(-1, -1)``; a single broker's partitions have had one epoch, 0. Only the
+leader answers (NOT_LEADER_OR_FOLLOWER, KAFKA_STORAGE_ERROR for an offline log); a
+``current_leader_epoch`` (v2+) other than ours is fenced: FENCED_LEADER_EPOCH when
+older, UNKNOWN_LEADER_EPOCH when newer (KIP-320).
 Authorized operations (KIP-430): when asked, every operation of the cluster, as a Kafka
 broker without an authorizer answers (:mod:`minibroker.authorizer`).
 Not implemented: endpoint types other than brokers (v1 endpoint_type 1).
 """
 
-from kproto.errors import (
-    FencedLeaderEpochError,
-    UnknownLeaderEpochError,
-    UnknownTopicOrPartitionError,
-)
+from kproto.errors import KafkaCodeError
 from kproto.protocol import ApiKey
 from kproto.protocol.messages import DescribeClusterResponse, OffsetForLeaderEpochResponse
 from minibroker.authorizer import ResourceType, authorized_operations
@@ -24,23 +23,26 @@ from minibroker.handlers import handles
 
 @handles(ApiKey.DESCRIBE_CLUSTER, 0, 1)
 async def describe_cluster(state, header, request):
+    if state.cluster is None:
+        controller_id = state.node_id
+        brokers = [DescribeClusterResponse.DescribeClusterBroker(broker_id=state.node_id, host=state.host, port=state.port)]
+    else:
+        controller_id = state.cluster.channel.active_controller_id
+        brokers = [DescribeClusterResponse.DescribeClusterBroker(broker_id=b.broker_id, host=b.host, port=b.port, rack=b.rack)
+                   for b in state.cluster.image.live_brokers()]
     return DescribeClusterResponse(
-        error_code=0, cluster_id=state.config["cluster.id"], controller_id=state.node_id,
-        brokers=[DescribeClusterResponse.DescribeClusterBroker(broker_id=state.node_id, host=state.host, port=state.port)],
+        error_code=0, cluster_id=state.config["cluster.id"], controller_id=controller_id, brokers=brokers,
         cluster_authorized_operations=authorized_operations(
             ResourceType.CLUSTER, request.include_cluster_authorized_operations),
     )
 
 
-def _end_offset(topic, p):
-    if topic is None or not 0 <= p.partition < len(topic.partitions):
-        return UnknownTopicOrPartitionError.code, -1, -1
-    current = topic.leader_epoch
-    if p.current_leader_epoch >= 0 and p.current_leader_epoch != current:
-        return (FencedLeaderEpochError.code if p.current_leader_epoch < current else UnknownLeaderEpochError.code), -1, -1
-    if p.leader_epoch > current:
-        return 0, -1, -1
-    return 0, current, topic.partitions[p.partition].log_end_offset
+def _end_offset(state, topic, p, version):
+    try:
+        partition = state.leader_partition(topic, p.partition, p.current_leader_epoch if version >= 2 else -1)
+    except KafkaCodeError as exc:
+        return exc.code, -1, -1
+    return 0, *partition.end_offset_for_epoch(p.leader_epoch)
 
 
 @handles(ApiKey.OFFSET_FOR_LEADER_EPOCH, 0, 4)
@@ -50,7 +52,7 @@ async def offset_for_leader_epoch(state, header, request):
         topic = state.topics.get(asked.topic)
         partitions = []
         for p in asked.partitions:
-            code, epoch, end = _end_offset(topic, p)
+            code, epoch, end = _end_offset(state, topic, p, header.api_version)
             partitions.append(OffsetForLeaderEpochResponse.EpochEndOffset(
                 error_code=code, partition=p.partition, leader_epoch=epoch, end_offset=end))
         topics.append(OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult(topic=asked.topic, partitions=partitions))

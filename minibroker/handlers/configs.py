@@ -160,7 +160,7 @@ def _alter_broker(state, resource, new_configs, validate_only):
             return KafkaStorageError.code, f"cannot record the configs: {exc}"
         raise
     for topic in state.topics.values():  # topics without their own setting follow the broker's
-        for log in topic.partitions:
+        for log in topic.logs():
             log.config = state.storage.log_config(topic.configs)
     return 0, None
 
@@ -180,6 +180,10 @@ def _alter(state, resource, new_configs, validate_only):
     topic = state.topics.get(resource.resource_name)
     if topic is None:
         return UnknownTopicOrPartitionError.code, f"topic {resource.resource_name!r} does not exist"
+    if state.cluster is not None:
+        # A cluster's topic configs live in the controller's metadata (ConfigRecord), which
+        # does not take changes yet: they are given at CreateTopics.
+        return InvalidRequestError.code, "topic configs cannot change in a minibroker cluster yet"
     configs, error = new_configs(topic.configs, lambda name: TOPIC_CONFIGS[name].default if name in TOPIC_CONFIGS else None)
     if error is None:
         error = validate_all(configs, state.config)

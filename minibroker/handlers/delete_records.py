@@ -9,10 +9,14 @@ committed offsets, which would be gone at the next restart. An offline partition
 storage error, see :mod:`minibroker.log.partition`) is KAFKA_STORAGE_ERROR, as Kafka's
 ``ReplicaManager`` answers for a partition on an offline log dir; a file error while
 records are deleted takes the partition offline and is answered the same way.
+Replication: only the leader deletes (NOT_LEADER_OR_FOLLOWER), up to its high watermark;
+the answer leaves once the leader moved its log start, and followers move theirs on
+their next fetch (Kafka's ``DelayedDeleteRecords`` waits for every replica: not yet).
 """
 
 from kproto.errors import (
     InvalidTopicError,
+    KafkaCodeError,
     KafkaStorageError,
     OffsetOutOfRangeError,
     UnknownTopicOrPartitionError,
@@ -31,15 +35,18 @@ async def handle(state, header, request):
         topic = state.topics.get(asked.name)
         partitions = []
         for p in asked.partitions:
-            code, low = 0, -1
+            code, low, log = 0, -1, None
             if topic is None or not 0 <= p.partition_index < len(topic.partitions):
                 code = UnknownTopicOrPartitionError.code
             elif topic.name in INTERNAL_TOPICS:
                 code = InvalidTopicError.code
-            elif topic.partitions[p.partition_index].offline:
-                code = KafkaStorageError.code
             else:
-                log = topic.partitions[p.partition_index]
+                try:
+                    log = state.leader_partition(topic, p.partition_index).log
+                except KafkaCodeError as exc:  # offline (KAFKA_STORAGE_ERROR), not the leader
+                    code = exc.code
+                    log = None
+            if log is not None:
                 try:
                     with offline_on_failure(log, "DeleteRecords"):
                         low = log.delete_records(p.offset)

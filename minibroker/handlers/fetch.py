@@ -13,16 +13,30 @@ never null ones, and -1 for its offsets (Kafka's ``LogReadResult`` of an error, 
 ``MemoryRecords.EMPTY``; librdkafka refuses a whole response holding a null records
 field, issue 10). ``aborted_transactions`` is null for read_uncommitted and a list for
 read_committed, as Kafka's ``LocalLog.read`` gives it.
+Replication (Kafka's ``ReplicaManager.fetchMessages`` / ``Partition.fetchRecords``): only
+the leader serves (NOT_LEADER_OR_FOLLOWER); v9+ ``current_leader_epoch`` is fenced
+(FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH, KIP-320). A consumer (replica id -1) reads
+only batches below the high watermark; an offset between it and the log end answers no
+records and no error. A follower (replica id >= 0: the v0-14 ``replica_id``, the v15+
+``replica_state``) must be one of the partition's replicas; its fetch offset is its log
+end (``Partition.on_follower_fetch``: the high watermark may move, and an ISR change is
+proposed to the controller at once, as Kafka expands the ISR on fetch); it reads up to
+the log end. v12+ ``last_fetched_epoch`` is checked against the leader's epochs (KIP-595):
+a follower whose log diverges gets ``diverging_epoch`` and no records. A single broker's
+partition is its own ISR (high watermark = log end) and serves any replica id read-only.
+v12+ errors of leadership carry the leader and epoch this broker knows in ``current_leader``
+(KIP-951; ``node_endpoints`` are not filled yet).
 Version notes: v7+ sessions (KIP-227) are declined (session_id 0, every request is a
 full fetch); v13+ names topics by id; v12+ flexible.
 Not implemented yet: read_committed (no transactions yet, so LSO = HW and there is
-nothing to filter), preferred read replicas, leader epoch fencing.
+nothing to filter), preferred read replicas (KIP-392: followers do not serve consumers).
 """
 
 import time
 
 from kproto.errors import (
     FetchSessionIdNotFoundError,
+    KafkaCodeError,
     KafkaStorageError,
     OffsetOutOfRangeError,
     UnknownTopicIdError,
@@ -39,8 +53,18 @@ TopicResponse = FetchResponse.FetchableTopicResponse
 READ_COMMITTED = 1
 
 
-def _collect(state, request, by_id):
+def _replica(request, version: int) -> tuple[int, int]:
+    """(replica id, broker epoch) of the fetcher: -1 for a consumer (v15 moved the id into
+    ``replica_state``, KIP-903)."""
+    if version >= 15:
+        return request.replica_state.replica_id, request.replica_state.replica_epoch
+    return request.replica_id, -1
+
+
+def _collect(state, request, version):
     """One pass over the requested partitions: (topic responses, bytes found, any error)."""
+    by_id = version >= 13
+    replica_id, replica_epoch = _replica(request, version)
     budget = request.max_bytes if request.max_bytes > 0 else 0x7FFFFFFF
     total = 0
     any_error = False
@@ -55,10 +79,33 @@ def _collect(state, request, by_id):
                 partitions.append(PartitionData(partition_index=p.partition, error_code=code, high_watermark=-1, records=RecordSlices(())))
                 any_error = True
                 continue
-            log = topic.partitions[p.partition]
-            if log.offline:  # a storage error took it offline: nothing is served until a restart
+            try:
+                partition = state.leader_partition(topic, p.partition, p.current_leader_epoch if version >= 9 else -1)
+                if replica_id >= 0:
+                    partition.on_follower_fetch(replica_id, replica_epoch, p.fetch_offset, state.clock_ms())
+                    state.propose_isr(partition)
+            except KafkaStorageError:  # a storage error took it offline: nothing is served until a restart
                 partitions.append(PartitionData(partition_index=p.partition, error_code=KafkaStorageError.code,
                                                 high_watermark=-1, records=None))
+                any_error = True
+                continue
+            except KafkaCodeError as exc:  # NOT_LEADER_OR_FOLLOWER, FENCED / UNKNOWN_LEADER_EPOCH
+                known = state.partition(topic, p.partition)  # KIP-951's hint (v12+): the leader we know
+                hint = {} if version < 12 else {"current_leader": FetchResponse.LeaderIdAndEpoch(
+                    leader_id=known.leader, leader_epoch=known.leader_epoch)}
+                partitions.append(PartitionData(partition_index=p.partition, error_code=exc.code, high_watermark=-1,
+                                                records=RecordSlices(()), **hint))
+                any_error = True
+                continue
+            log = partition.log
+            hw = log.high_watermark
+            diverging = partition.diverging_epoch(p.last_fetched_epoch, p.fetch_offset) if version >= 12 else None
+            if diverging is not None:
+                # KIP-595: the fetcher truncates to it before fetching again; answered at once.
+                partitions.append(PartitionData(
+                    partition_index=p.partition, error_code=0, high_watermark=hw, last_stable_offset=hw,
+                    log_start_offset=log.log_start_offset, aborted_transactions=aborted, records=RecordSlices(()),
+                    diverging_epoch=FetchResponse.EpochEndOffset(epoch=diverging[0], end_offset=diverging[1])))
                 any_error = True
                 continue
             if not log.log_start_offset <= p.fetch_offset <= log.log_end_offset:
@@ -70,11 +117,14 @@ def _collect(state, request, by_id):
             # The first batch of the first partition with data comes whatever its size
             # (KIP-74), so a consumer can always make progress; the rest must fit.
             limit = min(p.partition_max_bytes, budget - total)
-            records = RecordSlices(log.read_slices(p.fetch_offset, limit, at_least_one=total == 0))
+            # A consumer sees only what the ISR has (below the high watermark); a follower
+            # reads up to the log end.
+            up_to = None if replica_id >= 0 or hw >= log.log_end_offset else hw
+            records = RecordSlices(log.read_slices(p.fetch_offset, limit, at_least_one=total == 0, max_offset=up_to))
             total += len(records)
             partitions.append(PartitionData(
-                partition_index=p.partition, error_code=0, high_watermark=log.high_watermark,
-                last_stable_offset=log.high_watermark, log_start_offset=log.log_start_offset,
+                partition_index=p.partition, error_code=0, high_watermark=hw,
+                last_stable_offset=hw, log_start_offset=log.log_start_offset,
                 aborted_transactions=aborted, records=records,
             ))
         responses.append(TopicResponse(topic=asked.topic, topic_id=asked.topic_id, partitions=partitions))
@@ -85,10 +135,9 @@ def _collect(state, request, by_id):
 async def handle(state, header, request):
     if header.api_version >= 7 and request.session_id != 0:
         return FetchResponse(error_code=FetchSessionIdNotFoundError.code, session_id=0)
-    by_id = header.api_version >= 13
     deadline = time.monotonic() + max(request.max_wait_ms, 0) / 1000
     while True:
-        responses, total, any_error = _collect(state, request, by_id)
+        responses, total, any_error = _collect(state, request, header.api_version)
         remaining = deadline - time.monotonic()
         if any_error or total >= request.min_bytes or remaining <= 0:
             return FetchResponse(error_code=0, session_id=0, responses=responses)

@@ -36,10 +36,10 @@ def _describe(state, topic):
     return Topic_(
         error_code=0, name=topic.name, topic_id=topic.topic_id, is_internal=topic.name in INTERNAL_TOPICS,
         partitions=[  # an offline log has no leader (KRaftMetadataCache: LEADER_NOT_AVAILABLE)
-            Partition_(error_code=LeaderNotAvailableError.code if log.offline else 0, partition_index=i,
-                       leader_id=-1 if log.offline else node, leader_epoch=topic.leader_epoch,
-                       replica_nodes=[node], isr_nodes=[node], offline_replicas=[node] if log.offline else [])
-            for i, log in enumerate(topic.partitions)
+            Partition_(error_code=LeaderNotAvailableError.code if p.log.offline else 0, partition_index=i,
+                       leader_id=-1 if p.log.offline else node, leader_epoch=p.leader_epoch,
+                       replica_nodes=[node], isr_nodes=[node], offline_replicas=[node] if p.log.offline else [])
+            for i, p in enumerate(topic.partitions)
         ],
     )
 

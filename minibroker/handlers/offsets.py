@@ -21,7 +21,10 @@ as subscribed to everything), and non-empty groups of other protocol types
 changes nothing and is answered as Kafka's ``GroupMetadataManager`` maps the append's
 error: NOT_COORDINATOR, or COORDINATOR_NOT_AVAILABLE (see
 :mod:`minibroker.coordinator.group_coordinator`); OffsetDelete answers it for the whole
-request, as Kafka's group coordinator does.
+request, as Kafka's group coordinator does. In a cluster only the group's coordinator (the
+leader of its ``__consumer_offsets`` partition, ``BrokerState.coordinates``) answers;
+another broker says NOT_COORDINATOR, as Kafka's ``GroupCoordinator`` does for a group it
+does not own.
 Version notes: OffsetCommit v1 generation and member id, v1 only commit_timestamp, v2-4
 retention_time_ms (ignored, as Kafka does since KIP-211), v6 leader epoch (KIP-320), v7
 group_instance_id (KIP-345). OffsetFetch v2 null topics = all and a top-level error, v5
@@ -38,6 +41,7 @@ from kproto.errors import (
     GroupIdNotFoundError,
     GroupSubscribedToTopicError,
     NonEmptyGroupError,
+    NotCoordinatorError,
     OffsetMetadataTooLargeError,
     UnknownTopicOrPartitionError,
 )
@@ -63,7 +67,9 @@ async def offset_commit(state, header, request):
     for t in request.topics:
         for p in t.partitions:
             key = (t.name, p.partition_index)
-            if not _has_partition(state, t.name, p.partition_index):
+            if not state.coordinates(request.group_id):
+                codes[key] = NotCoordinatorError.code
+            elif not _has_partition(state, t.name, p.partition_index):
                 codes[key] = UnknownTopicOrPartitionError.code
             elif p.committed_metadata is not None and len(p.committed_metadata.encode()) > MAX_METADATA_BYTES:
                 codes[key] = OffsetMetadataTooLargeError.code
@@ -119,9 +125,17 @@ async def offset_fetch(state, header, request):
                 R.OffsetFetchResponseTopics(name=name, partitions=[
                     R.OffsetFetchResponsePartitions(**_partition_fields(i, c)) for i, c in parts])
                 for name, parts in _fetch_group(state, g.group_id, g.topics)
-            ])
+            ]) if state.coordinates(g.group_id) else
+            R.OffsetFetchResponseGroup(group_id=g.group_id, error_code=NotCoordinatorError.code, topics=[])
             for g in request.groups
         ])
+    if not state.coordinates(request.group_id):
+        return OffsetFetchResponse(error_code=NotCoordinatorError.code, topics=[
+            OffsetFetchResponse.OffsetFetchResponseTopic(name=t.name, partitions=[
+                OffsetFetchResponse.OffsetFetchResponsePartition(
+                    partition_index=i, committed_offset=-1, error_code=NotCoordinatorError.code)
+                for i in t.partition_indexes])
+            for t in request.topics or ()])
     return OffsetFetchResponse(error_code=0, topics=[
         OffsetFetchResponse.OffsetFetchResponseTopic(name=name, partitions=[
             OffsetFetchResponse.OffsetFetchResponsePartition(**_partition_fields(i, c)) for i, c in parts])
@@ -131,6 +145,8 @@ async def offset_fetch(state, header, request):
 
 @handles(ApiKey.OFFSET_DELETE, 0, 0)
 async def offset_delete(state, header, request):
+    if not state.coordinates(request.group_id):
+        return OffsetDeleteResponse(error_code=NotCoordinatorError.code, topics=[])
     group = state.groups.get(request.group_id)
     if group is None or group.state is GroupState.Dead:
         return OffsetDeleteResponse(error_code=GroupIdNotFoundError.code, topics=[])

@@ -4,10 +4,21 @@ Behaviour: each partition's records must be exactly one v2 record batch (v3+ all
 other), CRC-checked, not a control batch, with lastOffsetDelta + 1 == record count > 0
 and at most ``message.max.bytes``, and every record must parse (all checked by
 :func:`~kproto.records.validate_batch`, which builds no records). Accepted batches are
-stored as sent, with the base offset and leader epoch written in (both outside the CRC). acks=0 gets no response;
-acks 1 and -1 (all) are the same with one replica. A write that fails (disk full, an I/O
-error) answers KAFKA_STORAGE_ERROR for its partition, with the log left as it was or
-taken offline (see :mod:`minibroker.log.partition`); the connection stays up.
+stored as sent, with the base offset and leader epoch written in (both outside the CRC). acks=0 gets no response.
+Replication (Kafka's ``ReplicaManager.appendRecords`` and ``Partition.appendRecordsToLeader``):
+a partition this broker does not lead is NOT_LEADER_OR_FOLLOWER; acks=-1 (all) with an
+ISR smaller than ``min.insync.replicas`` (the topic's, else the broker's) is
+NOT_ENOUGH_REPLICAS and nothing is appended; acks=-1 then waits (``DelayedProduce``) until
+the high watermark passes every appended batch of the request, bounded by one deadline
+``timeout_ms``: per partition 0, NOT_ENOUGH_REPLICAS_AFTER_APPEND (the ISR shrank below
+the minimum meanwhile), NOT_LEADER_OR_FOLLOWER (leadership lost) or REQUEST_TIMED_OUT.
+v10+ answers NOT_LEADER_OR_FOLLOWER with the leader this broker knows in ``current_leader``
+and its address in ``node_endpoints`` (KIP-951), so that a client need not refresh its
+metadata first. A single broker's partition is its own ISR: its high watermark is there at once, so
+acks 1 and -1 answer alike, and ``min.insync.replicas`` > 1 is NOT_ENOUGH_REPLICAS.
+A write that fails (disk full, an I/O error) answers KAFKA_STORAGE_ERROR for its
+partition, with the log left as it was or taken offline (see
+:mod:`minibroker.log.partition`); the connection stays up.
 Idempotent producers: sequences are checked per producer id, epoch and partition, with
 the last 5 batches remembered (see :mod:`minibroker.coordinator.producer_state`).
 Topic configs, each the topic's own setting or else its broker synonym's value
@@ -18,13 +29,13 @@ records without a key (INVALID_RECORD, each one named in ``record_errors``), ``m
 ``log_append_time_ms``), ``message.timestamp.before.max.ms`` and
 ``message.timestamp.after.max.ms`` on a CreateTime topic (KIP-937: INVALID_TIMESTAMP,
 each record out of range named in ``record_errors``; Kafka 4.0 removed the older
-``message.timestamp.difference.max.ms``), ``min.insync.replicas`` > 1 with acks=all
--> NOT_ENOUGH_REPLICAS (one replica). Internal topics (``__consumer_offsets``) take no
+``message.timestamp.difference.max.ms``). Internal topics (``__consumer_offsets``) take no
 records from clients: INVALID_TOPIC_EXCEPTION, as in Kafka.
 Version notes: v8+ carries ``record_errors`` and ``error_message`` (KIP-467).
 Not implemented yet: transactions, broker-side recompression.
 """
 
+import asyncio
 import time
 from collections.abc import Sequence
 from typing import NamedTuple
@@ -40,6 +51,8 @@ from kproto.errors import (
     KafkaStorageError,
     MessageTooLargeError,
     NotEnoughReplicasError,
+    NotLeaderOrFollowerError,
+    RequestTimedOutError,
     UnknownTopicOrPartitionError,
 )
 from kproto.protocol import ApiKey
@@ -114,12 +127,26 @@ def _both(keyless: _Outcome, out_of_range: _Outcome) -> _Outcome:
     return out_of_range._replace(record_errors=[by_index[i] for i in sorted(by_index)])
 
 
-def _append(state, topic, index, records) -> _Outcome:
+def _min_insync(state, topic) -> int:
+    return int(effective(topic.configs, "min.insync.replicas", state.config))
+
+
+def _append(state, topic, index, records, acks) -> _Outcome:
     """Validate and append one partition's batch."""
     if topic is None or not 0 <= index < len(topic.partitions):
         return _Outcome(UnknownTopicOrPartitionError.code)
     if topic.name in INTERNAL_TOPICS:
         return _Outcome(InvalidTopicError.code, message=f"cannot append to internal topic {topic.name}")
+    try:
+        partition = state.leader_partition(topic, index)
+    except KafkaCodeError as exc:  # NOT_LEADER_OR_FOLLOWER, KAFKA_STORAGE_ERROR (offline)
+        return _Outcome(exc.code, message=str(exc))
+    min_isr = _min_insync(state, topic)
+    if acks == -1 and len(partition.isr) < min_isr:
+        # Partition.appendRecordsToLeader: checked before the append, nothing is written.
+        return _Outcome(NotEnoughReplicasError.code, message=(
+            f"The size of the current ISR {list(partition.isr)} is insufficient to satisfy the min.isr "
+            f"requirement of {min_isr} for partition {topic.name}-{index}"))
     if records is None or len(records) == 0:
         return _Outcome(InvalidRecordError.code, message="no record batch")
     limit = int(effective(topic.configs, "max.message.bytes", state.config))
@@ -165,9 +192,7 @@ def _append(state, topic, index, records) -> _Outcome:
     else:
         append_time = -1
     try:
-        base = topic.partitions[index].append(
-            records, last_offset_delta=batch.last_offset_delta, max_timestamp=max_timestamp, leader_epoch=topic.leader_epoch
-        )
+        base = partition.append_as_leader(records, last_offset_delta=batch.last_offset_delta, max_timestamp=max_timestamp)
     except KafkaStorageError as exc:
         # The write failed and was undone, or the log is offline: this partition's answer,
         # the connection and the other partitions go on (Kafka: ReplicaManager.appendToLocalLog).
@@ -177,36 +202,77 @@ def _append(state, topic, index, records) -> _Outcome:
     return _Outcome(0, base, log_append_time=append_time)
 
 
+async def _wait_for_acks(waits, timeout_ms: int) -> dict[int, int]:
+    """acks=all (Kafka's DelayedProduce): wait for every appended partition's high
+    watermark under one deadline; the error code of each wait by its key, REQUEST_TIMED_OUT
+    for the ones not done by then."""
+    tasks = {key: asyncio.ensure_future(wait) for key, wait in waits.items()}
+    try:
+        await asyncio.wait(tasks.values(), timeout=max(timeout_ms, 0) / 1000)
+    finally:
+        for task in tasks.values():
+            task.cancel()  # a done task ignores it; a waiter still in a heap is dropped when reached
+    return {key: task.result() if task.done() and not task.cancelled() else RequestTimedOutError.code
+            for key, task in tasks.items()}
+
+
 @handles(ApiKey.PRODUCE, 3, 11)
 async def handle(state, header, request):
     if request.acks not in (-1, 0, 1):
         error = InvalidRequiredAcksError.code
     else:
         error = None
-    responses = []
-    appended = False
+    outcomes = []  # (topic name, [(index, outcome, partition or None)])
+    waits = {}
     for topic_data in request.topic_data:
         topic = state.topics.get(topic_data.name)
         partitions = []
         for p in topic_data.partition_data:
-            if error is not None:
-                outcome = _Outcome(error)
-            elif request.acks == -1 and topic is not None and int(effective(topic.configs, "min.insync.replicas", state.config)) > 1:
-                # One replica can never satisfy acks=all with a larger minimum: Kafka's answer.
-                outcome = _Outcome(NotEnoughReplicasError.code, message="min.insync.replicas exceeds the one in-sync replica")
-            else:
-                outcome = _append(state, topic, p.index, p.records)
-                appended |= outcome.error_code == 0
-            log = topic.partitions[p.index] if outcome.error_code == 0 else None
-            partitions.append(PartitionResponse(
-                index=p.index, error_code=outcome.error_code, base_offset=outcome.base_offset,
-                log_append_time_ms=outcome.log_append_time, log_start_offset=log.log_start_offset if log else -1,
-                record_errors=list(outcome.record_errors), error_message=outcome.message,
-            ))
-        responses.append(TopicResponse(name=topic_data.name, partition_responses=partitions))
-    if appended:
-        state.data_arrived()
+            outcome = _Outcome(error) if error is not None else _append(state, topic, p.index, p.records, request.acks)
+            partition = topic.partitions[p.index] if outcome.error_code == 0 else None
+            if partition is not None and request.acks == -1 and outcome.base_offset >= 0:
+                # Until the batch is below the high watermark: the LEO right after its append
+                # (a duplicate's batch lies below it as well).
+                waits[(topic_data.name, p.index)] = partition.wait_for_ack(
+                    partition.log.log_end_offset, _min_insync(state, topic))
+            partitions.append((p.index, outcome, partition))
+        outcomes.append((topic_data.name, partitions))
+    if any(o.error_code == 0 for _, ps in outcomes for _, o, _ in ps):
+        state.data_arrived()  # wakes followers' parked fetches (and consumers' on a single broker)
+    acked = await _wait_for_acks(waits, request.timeout_ms) if waits else {}
     if request.acks == 0:
         return None
-    return ProduceResponse(responses=responses)
+    responses = []
+    leaders = {}  # KIP-951: node id -> endpoint of the leaders named in current_leader
+    for name, partitions in outcomes:
+        answers = []
+        for index, outcome, partition in partitions:
+            code = acked.get((name, index), 0)
+            if code:
+                outcome = _Outcome(code, message=f"acks=all for {name}-{index}: error {code}")
+                partition = None
+            hint = {} if header.api_version < 10 else {
+                "current_leader": _current_leader(state, name, index, outcome.error_code, leaders)}
+            answers.append(PartitionResponse(
+                **hint,
+                index=index, error_code=outcome.error_code, base_offset=outcome.base_offset,
+                log_append_time_ms=outcome.log_append_time,
+                log_start_offset=partition.log.log_start_offset if partition is not None else -1,
+                record_errors=list(outcome.record_errors), error_message=outcome.message,
+            ))
+        responses.append(TopicResponse(name=name, partition_responses=answers))
+    return ProduceResponse(responses=responses, node_endpoints=list(leaders.values()))
+
+
+def _current_leader(state, name, index, code, leaders):
+    """KIP-951's hint on NOT_LEADER_OR_FOLLOWER: the leader and epoch this broker knows
+    (-1 when none), its endpoint added to ``leaders`` (from the metadata image)."""
+    partition = state.partition(state.topics.get(name), index) if code == NotLeaderOrFollowerError.code else None
+    if partition is None or partition.leader < 0:
+        return ProduceResponse.LeaderIdAndEpoch(leader_id=-1, leader_epoch=-1)
+    broker = state.cluster.image.brokers.get(partition.leader) if state.cluster is not None else None
+    if broker is not None and not broker.fenced:
+        leaders[broker.broker_id] = ProduceResponse.NodeEndpoint(
+            node_id=broker.broker_id, host=broker.host, port=broker.port, rack=broker.rack)
+    return ProduceResponse.LeaderIdAndEpoch(leader_id=partition.leader, leader_epoch=partition.leader_epoch)
 

@@ -6,11 +6,18 @@ blocks recorded durably before use (see :class:`~minibroker.coordinator.producer
 Produce checks the sequences of each id (see :mod:`minibroker.coordinator.producer_state`).
 A block that cannot be recorded (a full disk) hands out nothing: the answer is
 COORDINATOR_LOAD_IN_PROGRESS (retriable), as Kafka's while no id block is available.
+In a cluster the blocks come from the controller (Kafka's AllocateProducerIds,
+``ProducerIdsRecord``), so no two brokers hand out the same id; a refusal is
+COORDINATOR_LOAD_IN_PROGRESS too.
 Not implemented yet: transactional ids (the transaction coordinator), epoch bumps of
 an existing producer id (v3+).
 """
 
-from kproto.errors import CoordinatorLoadInProgressError, CoordinatorNotAvailableError
+from kproto.errors import (
+    CoordinatorLoadInProgressError,
+    CoordinatorNotAvailableError,
+    KafkaCodeError,
+)
 from kproto.protocol import ApiKey
 from kproto.protocol.messages import InitProducerIdResponse
 from minibroker.handlers import handles
@@ -22,7 +29,7 @@ async def handle(state, header, request):
         # No transaction coordinator yet: say so the way Kafka does while one is missing.
         return InitProducerIdResponse(error_code=CoordinatorNotAvailableError.code)
     try:
-        producer_id = state.new_producer_id()
-    except OSError:  # Kafka's RPCProducerIdManager without a block: CoordinatorLoadInProgressException
+        producer_id = await state.new_producer_id_async()
+    except (OSError, KafkaCodeError):  # Kafka's RPCProducerIdManager without a block: CoordinatorLoadInProgressException
         return InitProducerIdResponse(error_code=CoordinatorLoadInProgressError.code, producer_id=-1, producer_epoch=-1)
     return InitProducerIdResponse(error_code=0, producer_id=producer_id, producer_epoch=0)

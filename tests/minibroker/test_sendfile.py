@@ -70,11 +70,11 @@ def build_topics(state) -> None:
     topic "c": compacted, with gaps inside and between its segments."""
     t = state.create_topic("t", 3, {"segment.bytes": "2000"})
     for i in range(40):
-        append(t.partitions[0], batch(5, start=5 * i))
+        append(t.partitions[0].log, batch(5, start=5 * i))
     for i in range(5):
-        append(t.partitions[1], batch(3, start=3 * i))
+        append(t.partitions[1].log, batch(3, start=3 * i))
     c = state.create_topic("c", 1, {"segment.bytes": "2000", "cleanup.policy": "compact"})
-    log = c.partitions[0]
+    log = c.partitions[0].log
     for i in range(30):
         append(log, batch(4, key_space=6, start=4 * i))
     log.roll()
@@ -92,7 +92,7 @@ def requests(state, version: int) -> list[FetchRequest]:
         return Topic(topic=name, topic_id=topic_id, partitions=[
             Partition(partition=p, fetch_offset=offset, partition_max_bytes=limit) for p, offset, limit in partitions])
 
-    compacted = c.partitions[0]
+    compacted = c.partitions[0].log
     gap = next(o for o in range(compacted.log_end_offset) if not _holds(compacted, o))
     big = 1 << 20
     return [
@@ -101,7 +101,7 @@ def requests(state, version: int) -> list[FetchRequest]:
         FetchRequest(max_bytes=big, topics=[topic("t", (0, 33, 1500), (1, 7, 2000))]),
         FetchRequest(max_bytes=3000, topics=[topic("t", (1, 0, big), (0, 0, big))]),
         FetchRequest(max_bytes=1, topics=[topic("t", (0, 123, big), (1, 0, big))]),
-        FetchRequest(max_bytes=big, topics=[topic("t", (0, t.partitions[0].log_end_offset, big),
+        FetchRequest(max_bytes=big, topics=[topic("t", (0, t.partitions[0].log.log_end_offset, big),
                                                   (1, 999, big), (9, 0, big)), topic("nope", (0, 0, big))]),
         FetchRequest(max_bytes=big, topics=[topic("c", (0, 0, big))]),
         FetchRequest(max_bytes=big, topics=[topic("c", (0, gap, 700))]),
@@ -135,9 +135,9 @@ def test_sent_frame_equals_the_plain_encoding(tmp_path, monkeypatch, sendfile_ca
     with MiniBroker(data_dir=tmp_path if storage == "disk" else None) as broker:
         state = broker._server.state
         on_loop(broker, build_topics, state)
-        assert len(state.topics["t"].partitions[0].segments) > 10
-        assert len(state.topics["c"].partitions[0].segments) > 2
-        assert len(state.topics["t"].partitions[0].read_slices(17, 5000)) > 1  # a limit across segments
+        assert len(state.topics["t"].partitions[0].log.segments) > 10
+        assert len(state.topics["c"].partitions[0].log.segments) > 2
+        assert len(state.topics["t"].partitions[0].log.read_slices(17, 5000)) > 1  # a limit across segments
         client = RawClient(broker.port)
         try:
             for version in VERSIONS:
@@ -252,10 +252,10 @@ def disk_broker(tmp_path_factory):
         def fill():
             topic = state.create_topic("many", 1, {"segment.bytes": str(16 << 10)})
             for i in range(100):
-                append(topic.partitions[0], batch(20, start=20 * i, size=300))
+                append(topic.partitions[0].log, batch(20, start=20 * i, size=300))
 
         on_loop(broker, fill)
-        assert len(state.topics["many"].partitions[0].segments) > 20
+        assert len(state.topics["many"].partitions[0].log.segments) > 20
         yield broker
 
 
@@ -340,5 +340,5 @@ def test_a_raw_request_pipeline_gets_answers_in_order(disk_broker):
             got.append(frame)
     sock.close()
     assert [int.from_bytes(f[:4], "big") for f in got] == list(range(1, 21))
-    records = state.topics["many"].partitions[0].read(0, 1 << 20, at_least_one=True)
+    records = state.topics["many"].partitions[0].log.read(0, 1 << 20, at_least_one=True)
     assert all(records in f for f in got[::2])

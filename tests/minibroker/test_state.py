@@ -345,7 +345,7 @@ def test_a_partition_directory_of_another_topic_id_is_never_opened(tmp_path):
         (tmp_path / name / "00000000000000000000.log").write_bytes((other / "00000000000000000000.log").read_bytes())
     with MiniBroker(data_dir=tmp_path) as broker:
         assert broker._server.state.topics["t"].topic_id == topic_id
-        assert broker._server.state.topics["t"].partitions[0].log_end_offset == 0
+        assert broker._server.state.topics["t"].partitions[0].log.log_end_offset == 0
         assert _topic_id_on_disk(tmp_path / "t-0") == kafka_uuid(topic_id)
         assert not (tmp_path / "t-1").exists()
         assert len(list(tmp_path.glob("t-*-stray"))) == 2
@@ -496,7 +496,7 @@ def test_without_a_topics_file_directories_are_left_alone_until_their_name_is_cr
         finally:
             c.close()
         assert created.error_code == 0
-        assert broker._server.state.topics["t"].partitions[0].log_end_offset == 0
+        assert broker._server.state.topics["t"].partitions[0].log.log_end_offset == 0
     (stray,) = tmp_path.glob("t-0.*-stray")
     assert (stray / "00000000000000000000.log").read_bytes() == b"not ours"
     assert _topic_id_on_disk(tmp_path / "t-0") == kafka_uuid(created.topic_id)

@@ -239,7 +239,7 @@ def test_delete_records_and_list_offsets_on_an_offline_partition_answer_storage_
         try:
             create_topic(client, "t", 2)
             assert produce(client, "t", {0: batch(b"a"), 1: batch(b"b")})[0].error_code == 0
-            broker._server.state.topics["t"].partitions[0].go_offline("EIO on truncate (test)")
+            broker._server.state.topics["t"].partitions[0].log.go_offline("EIO on truncate (test)")
             deleted = client.request(ApiKey.DELETE_RECORDS, 2, DeleteRecordsRequest(timeout_ms=5000, topics=[
                 DeleteRecordsRequest.DeleteRecordsTopic(name="t", partitions=[
                     DeleteRecordsRequest.DeleteRecordsPartition(partition_index=p, offset=1) for p in (0, 1)])]))
@@ -502,7 +502,7 @@ def test_alter_configs_on_a_full_disk_changes_nothing(small_disk):
                     configs=[AlterConfigsRequest.AlterableConfig(name=key, value=value)])])
                 return client.request(ApiKey.ALTER_CONFIGS, 2, request).responses[0].error_code
 
-            log = broker._server.state.topics["t"].partitions[0]
+            log = broker._server.state.topics["t"].partitions[0].log
             small_disk.fill()
             assert alter(2, "t", "retention.ms", "1234") == KafkaStorageError.code  # 2: TOPIC
             assert log.config.retention_ms != 1234 and broker._server.state.topics["t"].configs == {}
@@ -526,7 +526,7 @@ def test_a_broker_whose_retention_fails_takes_that_partition_offline_and_goes_on
         try:
             for name in ("bad", "good"):
                 create_topic(client, name, 1, segment_bytes="100", retention_ms="60000")
-            bad_dir = str(broker._server.state.topics["bad"].partitions[0].directory)
+            bad_dir = str(broker._server.state.topics["bad"].partitions[0].log.directory)
             real_replace = os.replace
 
             def replace(src, dst, *args, **kwargs):
@@ -540,7 +540,7 @@ def test_a_broker_whose_retention_fails_takes_that_partition_offline_and_goes_on
             for _ in range(2):
                 for name in ("bad", "good"):
                     assert produce(client, name, {0: old.build()})[0].error_code == 0
-            good = broker._server.state.topics["good"].partitions[0]
+            good = broker._server.state.topics["good"].partitions[0].log
             deadline = time.monotonic() + 10
             while time.monotonic() < deadline and good.log_start_offset < 1:
                 time.sleep(0.05)
@@ -575,7 +575,7 @@ def test_offset_delete_and_delete_groups_on_an_offline_offsets_partition_change_
         try:
             create_topic(client, "t", 1)
             assert commit(client, "g", 5) == 0
-            broker._server.state.topics[OFFSETS_TOPIC].partitions[0].go_offline("EIO on truncate (test)")
+            broker._server.state.topics[OFFSETS_TOPIC].partitions[0].log.go_offline("EIO on truncate (test)")
             assert client.request(ApiKey.OFFSET_DELETE, 0, offset_delete).error_code == NotCoordinatorError.code
             assert client.request(ApiKey.DELETE_GROUPS, 2, delete_groups).results[0].error_code == NotCoordinatorError.code
             assert committed(client, "g") == 5 and broker._server.state.groups.get("g") is not None

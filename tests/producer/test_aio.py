@@ -26,7 +26,7 @@ def minibroker_config():
 
 
 def stored(broker, topic, partition=0):
-    log = broker._server.state.topics[topic].partitions[partition]
+    log = broker._server.state.topics[topic].partitions[partition].log
     return [r for b in read_batches(log.read(0, 1 << 24)) for r in b.records()]
 
 

@@ -63,7 +63,7 @@ def stored_values(proxy):
 
 def batches_written(proxy):
     """The batches of ``faults``-0 as the broker stored them."""
-    log = proxy.broker._server.state.topics["faults"].partitions[0]
+    log = proxy.broker._server.state.topics["faults"].partitions[0].log
     return list(read_batches(log.read(0, 1 << 24)))
 
 

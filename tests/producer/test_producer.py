@@ -110,7 +110,7 @@ def test_idempotent_batches_carry_a_producer_id_and_increasing_sequences(broker)
         for i in range(20):
             producer.send("idem", b"%030d" % i, partition=0)
         producer.flush(10)
-    log = broker._server.state.topics["idem"].partitions[0]
+    log = broker._server.state.topics["idem"].partitions[0].log
     batches = list(read_batches(log.read(0, 1 << 20)))
     assert len(batches) > 3 and len({b.producer_id for b in batches}) == 1 and batches[0].producer_id >= 0
     expected = 0
@@ -229,7 +229,7 @@ def test_an_unreachable_broker_fails_records_after_delivery_timeout_and_blocks_o
 # -- partitioners, compression levels, linger ---------------------------------------------
 
 def log_batches(broker, topic, partition=0):
-    log = broker._server.state.topics[topic].partitions[partition]
+    log = broker._server.state.topics[topic].partitions[partition].log
     return list(read_batches(log.read(0, 1 << 24)))
 
 
@@ -300,7 +300,7 @@ def test_lz4_at_its_default_level_is_javas_fast_compressor(broker):
         extra = {} if level is None else {"compression.lz4.level": level}
         with Producer({"bootstrap.servers": broker.bootstrap_servers, "compression.type": "lz4", **extra}) as producer:
             producer.send(topic, b"lz4 " * 200, partition=0).result(10)
-        raw = broker._server.state.topics[topic].partitions[0].read(0, 1 << 20)
+        raw = broker._server.state.topics[topic].partitions[0].log.read(0, 1 << 20)
         assert raw[61:67] == b"\x04\x22\x4d\x18\x60\x40"  # after the 61-byte batch header
 
 

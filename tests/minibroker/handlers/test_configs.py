@@ -196,9 +196,9 @@ def test_a_dynamic_broker_default_changes_the_topics_that_do_not_override_it(tmp
             "log.cleanup.policy": ("delete,compact", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value)}
 
         state = broker._server.state  # what the logs use, not only what is described
-        assert state.topics["plain"].partitions[0].config.retention_ms == 60000
-        assert state.topics["plain"].partitions[0].config.compact
-        assert state.topics["own"].partitions[0].config.retention_ms == 1000
+        assert state.topics["plain"].partitions[0].log.config.retention_ms == 60000
+        assert state.topics["plain"].partitions[0].log.config.compact
+        assert state.topics["own"].partitions[0].log.config.retention_ms == 1000
 
 
 def test_broker_configs_that_cannot_change_or_bad_values_are_refused_as_kafka_does():
@@ -241,7 +241,7 @@ def test_a_restart_keeps_dynamic_broker_configs(tmp_path):
             "5000", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value)
         assert (configs["max.message.bytes"].value, configs["max.message.bytes"].source) == (
             "2000", ConfigSource.DYNAMIC_BROKER_CONFIG.value)
-        assert broker._server.state.topics["t"].partitions[0].config.segment_bytes == 5000
+        assert broker._server.state.topics["t"].partitions[0].log.config.segment_bytes == 5000
 
 
 def _ktopic(name):

@@ -43,7 +43,7 @@ def one_batch(*timestamps, value=b"v"):
 
 
 def partition_log(broker, topic) -> PartitionLog:
-    return broker._server.state.topics[topic].partitions[0]
+    return broker._server.state.topics[topic].partitions[0].log
 
 
 def now_ms() -> int:

@@ -179,7 +179,7 @@ def test_an_offline_partition_answers_storage_error_to_produce_and_fetch(tmp_pat
         try:
             create_topic(client, "t", 2)
             assert produce(client, "t", {0: batch(b"a"), 1: batch(b"x")})[0].error_code == 0
-            log = broker._server.state.topics["t"].partitions[0]
+            log = broker._server.state.topics["t"].partitions[0].log
             real_pwrite, real_ftruncate = os.pwrite, os.ftruncate
 
             def broken(fd):

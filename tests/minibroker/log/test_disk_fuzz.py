@@ -73,7 +73,7 @@ def build_golden(root: Path, batches: int = 24) -> Golden:
     ``g``; then describe every batch of every ``.log`` file."""
     state = BrokerState(_config(root), "127.0.0.1", 0)
     topic = state.create_topic(TOPIC, 2, {"segment.bytes": "700", "index.interval.bytes": "64"})
-    log = topic.partitions[0]
+    log = topic.partitions[0].log
     for i in range(batches):
         builder = BatchBuilder()
         for j in range(3):
@@ -163,7 +163,7 @@ def check_case(golden: Golden, scratch: Path, relative: str, pos: int, how: str)
     except Exception as exc:
         raise AssertionError(f"did not restart: {type(exc).__name__}: {exc}") from exc
     try:
-        log = state.topics[TOPIC].partitions[0]
+        log = state.topics[TOPIC].partitions[0].log
         served = {base: data for base, _, data in _served(log)}
         damaged_dir, damaged_file = relative.split("/")
         for key, batches in golden.batches.items():
@@ -305,7 +305,7 @@ def test_a_damaged_partition_metadata_no_topic_names_is_set_aside_as_stray(tmp_p
     state = BrokerState(BrokerConfig({"log.dirs": str(tmp_path)}), "127.0.0.1", 0)
     try:
         foreign("v-0")
-        assert state.create_topic("v", 1).partitions[0].log_end_offset == 0
+        assert state.create_topic("v", 1).partitions[0].log.log_end_offset == 0
     finally:
         state.close()
     for name in ("u-0", "v-0"):
