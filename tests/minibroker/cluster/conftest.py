@@ -4,6 +4,7 @@ about 400 ms). Each test waits for the states it needs (``wait_for_isr``,
 ``wait_for_leader``); none sleeps."""
 
 import threading
+import time
 
 import pytest
 
@@ -25,3 +26,40 @@ def cluster3_racks(tmp_path):
     """Three brokers on racks a, b, c."""
     with MiniCluster(brokers=3, racks=["a", "b", "c"], data_dir=tmp_path / "cluster") as cluster:
         yield cluster
+
+
+def replica_log(cluster, node_id, topic, partition=0):
+    """Broker ``node_id``'s local log of a partition (None: no replica there), read on the
+    cluster's loop: what the broker itself holds, not what a client is shown."""
+    def read():
+        state = cluster._nodes[node_id].server.state
+        t = state.topics.get(topic)
+        return None if t is None else t.partitions[partition].log
+    return cluster._read(read)
+
+
+def replica(cluster, node_id, topic, partition=0):
+    """Broker ``node_id``'s :class:`~minibroker.cluster.partition.Partition` object."""
+    return cluster._read(lambda: cluster._nodes[node_id].server.state.topics[topic].partitions[partition])
+
+
+def produce_raw(port, topic, values, *, acks=-1, timeout_ms=10000, partition=0):
+    """One Produce v9 of ``values`` (one batch) to the broker at ``port``; its error code
+    and base offset, exactly as the broker answered."""
+    from kproto.protocol import ApiKey
+    from kproto.protocol.messages import ProduceRequest
+    from kproto.records import BatchBuilder
+    from tests.support.raw_client import RawClient
+
+    now = int(time.time() * 1000)
+    builder = BatchBuilder()
+    for value in values:
+        builder.append(now, None, value)
+    request = ProduceRequest(acks=acks, timeout_ms=timeout_ms, topic_data=[ProduceRequest.TopicProduceData(
+        name=topic, partition_data=[ProduceRequest.PartitionProduceData(index=partition, records=builder.build())])])
+    client = RawClient(port, timeout=timeout_ms / 1000 + 10)
+    try:
+        answer = client.request(ApiKey.PRODUCE, 9, request).responses[0].partition_responses[0]
+    finally:
+        client.close()
+    return answer.error_code, answer.base_offset
