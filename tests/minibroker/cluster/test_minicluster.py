@@ -34,7 +34,7 @@ def test_start_to_ready_lists_every_broker_and_the_controller(cluster3):
     assert len({b.port for b in brokers}) == 3
     assert cluster3.bootstrap_servers == ",".join(f"127.0.0.1:{b.port}" for b in brokers)
     assert cluster3.controller_id == 0
-    assert all((b.data_dir / "meta.properties").exists() or b.data_dir.exists() for b in brokers)
+    assert all(b.data_dir.is_dir() and b.data_dir.name == f"broker-{b.node_id}" for b in brokers)
 
 
 def test_start_takes_well_under_a_few_seconds(tmp_path):
@@ -238,3 +238,21 @@ def test_a_partition_without_a_leader_is_leader_not_available_with_its_offline_r
     assert (p.error_code, p.leader_id, p.replica_nodes, p.isr_nodes, p.offline_replicas) == (
         LeaderNotAvailableError.code, -1, [gone], [gone], [gone])
     assert p.leader_epoch == reg.leader_epoch + 1
+
+
+def test_a_killed_broker_resets_its_connections_and_stops_listening(cluster3):
+    """kill is a crash: a connected client sees a reset (not an orderly close) and no
+    answer; nothing listens on the port until the restart."""
+    client = RawClient(cluster3.brokers[1].port)
+    try:
+        client.request(ApiKey.METADATA, 9, MetadataRequest(topics=[], allow_auto_topic_creation=False))
+        cluster3.kill(1, wait=False)
+        with pytest.raises(ConnectionResetError):
+            client.send(ApiKey.METADATA, 9, MetadataRequest(topics=[], allow_auto_topic_creation=False))
+            client.receive_frame()
+    finally:
+        client.close()
+    with pytest.raises(ConnectionRefusedError):
+        RawClient(cluster3.brokers[1].port)
+    cluster3.restart(1)
+    RawClient(cluster3.brokers[1].port).close()
