@@ -43,6 +43,13 @@ non-strict pool, any memory left admits a whole frame, so the reservations stay 
 the limit plus one ``socket.request.max.bytes``, and a frame once admitted always
 completes. A frame above ``socket.request.max.bytes`` closes its connection.
 
+Stopping: :meth:`Server.stop` is orderly (connections closed, state closed with its
+files flushed); :meth:`Server.abort` is a MiniCluster broker's crash: the listener
+closed, every connection reset (RST, as the kernel does for a killed process's sockets)
+with no answer to requests in flight, every task cancelled, and the state's files left
+to :meth:`~minibroker.state.BrokerState.abandon`. In a MiniCluster the server's state
+gets the broker's :class:`~minibroker.cluster.api.ClusterContext` (``cluster=``).
+
 ``MINIBROKER_SENDFILE=0`` in the environment (read when a :class:`Server` is created, so
 it reaches a broker in a child process) turns ``os.sendfile`` off: the benchmark's way to
 measure the copying path (``bench/broker.py``); Kafka has no such setting.
