@@ -109,7 +109,7 @@ class MiniCluster:
     """
 
     def __init__(self, brokers: int = 3, racks: Iterable[str] | None = None,
-                 data_dir: str | os.PathLike | None = None, config: Mapping[str, Any] | None = None,
+                 data_dir: str | os.PathLike[str] | None = None, config: Mapping[str, Any] | None = None,
                  broker_configs: Mapping[int, Mapping[str, Any]] | None = None):
         if brokers < 1:
             raise ValueError(f"a cluster needs at least one broker, not {brokers}")
@@ -134,7 +134,7 @@ class MiniCluster:
         self.data_dir: Path | None = None
         self.quorum: Quorum | None = None
         self._nodes: list[ClusterNode] = []
-        self._quorum_task: asyncio.Task | None = None
+        self._quorum_task: asyncio.Task[None] | None = None
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stopped: asyncio.Event | None = None

@@ -90,7 +90,7 @@ class ClusterNode:
         self.context: ClusterContext | None = None
         self.server: Server | None = None
         self.replica_manager: ReplicaManager | None = None
-        self._tasks: list[asyncio.Task] = []
+        self._tasks: list[asyncio.Task[None]] = []
 
     @property
     def broker_epoch(self) -> int:
@@ -178,6 +178,7 @@ class ClusterNode:
         await self._end_tasks()
         await self.server.abort()
         await self.replica_manager.close(crash=True)
+        assert self.server.state is not None
         self.server.state.abandon()
 
     async def stop(self) -> None:
