@@ -28,6 +28,14 @@ def cluster3_racks(tmp_path):
         yield cluster
 
 
+def ck_metadata(bootstrap, topic=None):
+    """confluent-kafka's module, an AdminClient, and its Metadata answer (``list_topics``)."""
+    ck = pytest.importorskip("confluent_kafka")
+    from confluent_kafka.admin import AdminClient
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    return ck, admin, admin.list_topics(topic, timeout=10)
+
+
 def replica_log(cluster, node_id, topic, partition=0):
     """Broker ``node_id``'s local log of a partition (None: no replica there), read on the
     cluster's loop: what the broker itself holds, not what a client is shown."""

@@ -7,7 +7,7 @@ from kproto.errors import (
     NotEnoughReplicasError,
     RequestTimedOutError,
 )
-from tests.minibroker.cluster.conftest import produce_raw, replica, replica_log
+from tests.minibroker.cluster.conftest import ck_metadata, produce_raw, replica, replica_log
 
 TOPIC = "t"
 
@@ -77,12 +77,11 @@ def _out_of_sync_replica(cluster, configs):
 def test_unclean_election_off_leaves_the_partition_leaderless(cluster3):
     """WP6 test 6: with every ISR member dead, an out-of-sync replica coming back does not
     lead; Metadata says LEADER_NOT_AVAILABLE."""
-    from tests.minibroker.cluster.test_minicluster import _ck_metadata
     lagging, leader, _ = _out_of_sync_replica(cluster3, {})
     cluster3.restart(lagging)
     assert cluster3.leader_of(TOPIC, 0) is None
     assert cluster3.isr_of(TOPIC, 0) == (leader,)  # the last ISR member stays in it
-    ck, _, md = _ck_metadata(cluster3.brokers[lagging].bootstrap_servers, TOPIC)
+    ck, _, md = ck_metadata(cluster3.brokers[lagging].bootstrap_servers, TOPIC)
     assert md.topics[TOPIC].partitions[0].leader == -1
     assert md.topics[TOPIC].partitions[0].error.code() == ck.KafkaError.LEADER_NOT_AVAILABLE
 

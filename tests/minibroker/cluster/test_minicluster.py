@@ -17,14 +17,8 @@ from kproto.protocol import ApiKey
 from kproto.protocol.messages import FindCoordinatorRequest, HeartbeatRequest, MetadataRequest
 from minibroker.cluster import MiniCluster
 from minibroker.coordinator.offsets_log import OFFSETS_TOPIC, partition_for
+from tests.minibroker.cluster.conftest import ck_metadata
 from tests.support.raw_client import RawClient
-
-
-def _ck_metadata(bootstrap, topic=None):
-    ck = pytest.importorskip("confluent_kafka")
-    from confluent_kafka.admin import AdminClient
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    return ck, admin, admin.list_topics(topic, timeout=10)
 
 
 def test_start_to_ready_lists_every_broker_and_the_controller(cluster3):
@@ -46,7 +40,7 @@ def test_start_takes_well_under_a_few_seconds(tmp_path):
 
 def test_metadata_through_confluent_kafka_shows_replicas_isr_and_spread_leaders(cluster3):
     cluster3.create_topic("rf3", partitions=3, replication_factor=3)
-    _, _, md = _ck_metadata(cluster3.bootstrap_servers, "rf3")
+    _, _, md = ck_metadata(cluster3.bootstrap_servers, "rf3")
     assert sorted(md.brokers) == [0, 1, 2]
     assert {b.id: b.port for b in md.brokers.values()} == {b.node_id: b.port for b in cluster3.brokers}
     assert md.controller_id == cluster3.controller_id
@@ -73,14 +67,14 @@ def test_metadata_through_kproto_admin(cluster3):
 
 def test_racks_are_reported_and_replicas_span_them(cluster3_racks):
     cluster3_racks.create_topic("racked", partitions=4, replication_factor=3)
-    _, _, md = _ck_metadata(cluster3_racks.bootstrap_servers, "racked")
+    _, _, md = ck_metadata(cluster3_racks.bootstrap_servers, "racked")
     assert [b.rack for b in cluster3_racks.brokers] == ["a", "b", "c"]
     for reg in cluster3_racks.describe("racked"):
         assert len({cluster3_racks.brokers[r].rack for r in reg.replicas}) == 3
 
 
 def test_create_topics_errors_through_the_controller(cluster3):
-    ck, admin, _ = _ck_metadata(cluster3.bootstrap_servers)
+    ck, admin, _ = ck_metadata(cluster3.bootstrap_servers)
     from confluent_kafka.admin import NewTopic
     futures = admin.create_topics([
         NewTopic("rf4", num_partitions=1, replication_factor=4),
@@ -175,7 +169,7 @@ def test_kill_the_controller_moves_it_and_topics_can_still_be_made(cluster3, cap
     assert any("killed broker 0" in r.message and "moved 0->1" in r.message for r in caplog.records)
     cluster3.create_topic("after", partitions=2, replication_factor=2)
     assert all(set(r.replicas) <= {1, 2} for r in cluster3.describe("after"))
-    _, _, md = _ck_metadata(cluster3.brokers[2].bootstrap_servers, "after")
+    _, _, md = ck_metadata(cluster3.brokers[2].bootstrap_servers, "after")
     assert md.controller_id == 1
     assert sorted(md.brokers) == [1, 2]
 
@@ -185,13 +179,13 @@ def test_killed_broker_leaves_metadata_and_registers_again_on_its_port(cluster3)
     port = cluster3.brokers[2].port
     cluster3.kill(2)
     assert not cluster3.brokers[2].alive
-    _, _, md = _ck_metadata(cluster3.brokers[0].bootstrap_servers, "t")
+    _, _, md = ck_metadata(cluster3.brokers[0].bootstrap_servers, "t")
     assert sorted(md.brokers) == [0, 1]
     for p in md.topics["t"].partitions.values():
         assert p.leader in (0, 1) and 2 not in p.isrs
     cluster3.restart(2)
     assert cluster3.brokers[2].alive and cluster3.brokers[2].port == port
-    _, _, md = _ck_metadata(cluster3.brokers[2].bootstrap_servers, "t")
+    _, _, md = ck_metadata(cluster3.brokers[2].bootstrap_servers, "t")
     assert sorted(md.brokers) == [0, 1, 2]
 
 
