@@ -9,6 +9,7 @@ import time
 import pytest
 
 from kproto.errors import (
+    CoordinatorNotAvailableError,
     InvalidReplicationFactorError,
     LeaderNotAvailableError,
     NotCoordinatorError,
@@ -250,3 +251,24 @@ def test_a_killed_broker_resets_its_connections_and_stops_listening(cluster3):
         RawClient(cluster3.brokers[1].port)
     cluster3.restart(1)
     RawClient(cluster3.brokers[1].port).close()
+
+
+def _find_coordinator(port, group):
+    client = RawClient(port)
+    try:
+        return client.request(ApiKey.FIND_COORDINATOR, 3, FindCoordinatorRequest(key=group, key_type=0))
+    finally:
+        client.close()
+
+
+def test_offsets_topic_replication_is_capped_at_the_brokers_and_leaderless_means_coordinator_not_available(tmp_path):
+    with MiniCluster(brokers=2, data_dir=tmp_path) as two:
+        assert _find_coordinator(two.brokers[0].port, "g").error_code == 0
+        assert {len(r.replicas) for r in two.describe(OFFSETS_TOPIC)} == {2}  # min(3, brokers)
+    with MiniCluster(brokers=2, data_dir=tmp_path / "rf1", config={"offsets.topic.replication.factor": 1}) as two:
+        assert _find_coordinator(two.brokers[0].port, "g").error_code == 0
+        regs = two.describe(OFFSETS_TOPIC)
+        group = next(f"g{i}" for i in range(1000) if regs[partition_for(f"g{i}", len(regs))].leader == 1)
+        two.kill(1)
+        answer = _find_coordinator(two.brokers[0].port, group)
+        assert (answer.error_code, answer.node_id) == (CoordinatorNotAvailableError.code, -1)
