@@ -3,6 +3,8 @@ with and without racks, on the cluster's test-friendly defaults (failover within
 about 400 ms). Each test waits for the states it needs (``wait_for_isr``,
 ``wait_for_leader``); none sleeps."""
 
+import contextlib
+import os
 import threading
 import time
 
@@ -11,20 +13,42 @@ import pytest
 from minibroker.cluster import MiniCluster
 
 
+def _sockets():
+    count = 0
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            count += os.readlink(f"/proc/self/fd/{fd}").startswith("socket:")
+        except OSError:
+            pass  # closed while we looked
+    return count
+
+
+@contextlib.contextmanager
+def _nothing_left(**kwargs):
+    """A started MiniCluster; after it stops, none of its threads or sockets is left
+    (clients' sockets get a short grace to close)."""
+    threads, sockets = set(threading.enumerate()), _sockets()
+    with MiniCluster(**kwargs) as cluster:
+        yield cluster
+    deadline = time.monotonic() + 5
+    while _sockets() > sockets and time.monotonic() < deadline:
+        time.sleep(0.05)
+    leaked = [t for t in threading.enumerate() if t not in threads and t.name.startswith("minicluster")]
+    assert not leaked, f"threads left running: {leaked}"
+    assert _sockets() <= sockets, f"{_sockets() - sockets} socket(s) left open"
+
+
 @pytest.fixture
 def cluster3(tmp_path):
     """Three brokers, their data under the test's tmp_path (kept for a post-mortem)."""
-    before = set(threading.enumerate())
-    with MiniCluster(brokers=3, data_dir=tmp_path / "cluster") as cluster:
+    with _nothing_left(brokers=3, data_dir=tmp_path / "cluster") as cluster:
         yield cluster
-    leaked = [t for t in threading.enumerate() if t not in before and t.name.startswith("minicluster")]
-    assert not leaked, f"threads left running: {leaked}"
 
 
 @pytest.fixture
 def cluster3_racks(tmp_path):
     """Three brokers on racks a, b, c."""
-    with MiniCluster(brokers=3, racks=["a", "b", "c"], data_dir=tmp_path / "cluster") as cluster:
+    with _nothing_left(brokers=3, racks=["a", "b", "c"], data_dir=tmp_path / "cluster") as cluster:
         yield cluster
 
 
