@@ -272,3 +272,35 @@ def test_offsets_topic_replication_is_capped_at_the_brokers_and_leaderless_means
         two.kill(1)
         answer = _find_coordinator(two.brokers[0].port, group)
         assert (answer.error_code, answer.node_id) == (CoordinatorNotAvailableError.code, -1)
+
+
+def test_describe_cluster_through_kproto_kafka_python_and_aiokafka(cluster3_racks):
+    """WP6 test 1 through the other clients' admin APIs: three brokers with their racks
+    and the controller (kproto and kafka-python ask DescribeCluster, aiokafka Metadata)."""
+    from kproto import AdminClient
+    expected = ({(b.node_id, b.port, b.rack) for b in cluster3_racks.brokers}, cluster3_racks.controller_id)
+    with AdminClient({"bootstrap.servers": cluster3_racks.bootstrap_servers}) as admin:
+        described = admin.describe_cluster()
+    assert ({(b.node_id, b.port, b.rack) for b in described.brokers}, described.controller_id) == expected
+
+    kafka_admin = pytest.importorskip("kafka.admin")
+    admin = kafka_admin.KafkaAdminClient(bootstrap_servers=cluster3_racks.bootstrap_servers)
+    try:
+        described = admin.describe_cluster()
+    finally:
+        admin.close()
+    assert ({(b["broker_id"], b["port"], b["rack"]) for b in described["brokers"]},
+            described["controller_id"]) == expected
+
+    aiokafka_admin = pytest.importorskip("aiokafka.admin")
+
+    async def aio():
+        admin = aiokafka_admin.AIOKafkaAdminClient(bootstrap_servers=cluster3_racks.bootstrap_servers)
+        await admin.start()
+        try:
+            return await admin.describe_cluster()
+        finally:
+            await admin.close()
+    described = asyncio.run(aio())
+    assert ({(b["node_id"], b["port"], b["rack"]) for b in described["brokers"]},
+            described["controller_id"]) == expected
