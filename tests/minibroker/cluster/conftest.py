@@ -46,6 +46,14 @@ def cluster3(tmp_path):
 
 
 @pytest.fixture
+def cluster4(tmp_path):
+    """Four brokers: an RF=3 topic leaves one broker out of its replicas, which keeps the
+    controller alive while every replica is killed."""
+    with _nothing_left(brokers=4, data_dir=tmp_path / "cluster") as cluster:
+        yield cluster
+
+
+@pytest.fixture
 def cluster3_racks(tmp_path):
     """Three brokers on racks a, b, c."""
     with _nothing_left(brokers=3, racks=["a", "b", "c"], data_dir=tmp_path / "cluster") as cluster:

@@ -62,7 +62,8 @@ def test_acks_all_times_out_below_the_session_timeout(cluster3):
 
 def _out_of_sync_replica(cluster, configs):
     """A topic whose follower ``lagging`` missed records, then every ISR member killed:
-    (lagging, old leader, the other ISR member)."""
+    (lagging, old leader, the other ISR member). On four brokers, so that one broker
+    outside the replicas keeps a controller running."""
     cluster.create_topic(TOPIC, partitions=1, replication_factor=3, configs=configs)
     leader, (lagging, other) = _followers(cluster)
     cluster.wait_for_isr(TOPIC, 0, 3)
@@ -74,26 +75,26 @@ def _out_of_sync_replica(cluster, configs):
     return lagging, leader, other
 
 
-def test_unclean_election_off_leaves_the_partition_leaderless(cluster3):
+def test_unclean_election_off_leaves_the_partition_leaderless(cluster4):
     """WP6 test 6: with every ISR member dead, an out-of-sync replica coming back does not
     lead; Metadata says LEADER_NOT_AVAILABLE."""
-    lagging, leader, _ = _out_of_sync_replica(cluster3, {})
-    cluster3.restart(lagging)
-    assert cluster3.leader_of(TOPIC, 0) is None
-    assert cluster3.isr_of(TOPIC, 0) == (leader,)  # the last ISR member stays in it
-    ck, _, md = ck_metadata(cluster3.brokers[lagging].bootstrap_servers, TOPIC)
+    lagging, leader, _ = _out_of_sync_replica(cluster4, {})
+    cluster4.restart(lagging)
+    assert cluster4.leader_of(TOPIC, 0) is None
+    assert cluster4.isr_of(TOPIC, 0) == (leader,)  # the last ISR member stays in it
+    ck, _, md = ck_metadata(cluster4.brokers[lagging].bootstrap_servers, TOPIC)
     assert md.topics[TOPIC].partitions[0].leader == -1
     assert md.topics[TOPIC].partitions[0].error.code() == ck.KafkaError.LEADER_NOT_AVAILABLE
 
 
-def test_unclean_election_on_elects_the_out_of_sync_replica_and_the_old_leader_truncates(cluster3):
+def test_unclean_election_on_elects_the_out_of_sync_replica_and_the_old_leader_truncates(cluster4):
     """WP6 test 6: the returning replica leads (losing what only the ISR had); the old
     leader, back, truncates its divergent records and follows."""
-    lagging, leader, _ = _out_of_sync_replica(cluster3, {"unclean.leader.election.enable": "true"})
-    cluster3.restart(lagging)
-    assert cluster3.wait_for_leader(TOPIC, 0) == lagging
-    assert produce_raw(cluster3.brokers[lagging].port, TOPIC, [b"new"], acks=1) == (0, 1)
-    cluster3.restart(leader)
-    cluster3.wait_for_isr(TOPIC, 0, 2)
-    assert replica(cluster3, leader, TOPIC).truncated_records >= 1
-    assert replica_log(cluster3, leader, TOPIC).log_end_offset == 2
+    lagging, leader, _ = _out_of_sync_replica(cluster4, {"unclean.leader.election.enable": "true"})
+    cluster4.restart(lagging)
+    assert cluster4.wait_for_leader(TOPIC, 0) == lagging
+    assert produce_raw(cluster4.brokers[lagging].port, TOPIC, [b"new"], acks=1) == (0, 1)
+    cluster4.restart(leader)
+    cluster4.wait_for_isr(TOPIC, 0, 2)
+    assert replica(cluster4, leader, TOPIC).truncated_records >= 1
+    assert replica_log(cluster4, leader, TOPIC).log_end_offset == 2
