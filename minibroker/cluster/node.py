@@ -152,12 +152,16 @@ class ClusterNode:
         assert self.context is not None
         interval = int(self.config["broker.heartbeat.interval.ms"]) / 1000
         while True:
-            self.quorum.renew_lease(self.node_id)
-            reply = await self.context.channel.heartbeat(BrokerHeartbeatRequest(
-                broker_id=self.node_id, broker_epoch=self.context.broker_epoch,
-                current_metadata_offset=self.context.image.offset))
-            if reply.error_code == StaleBrokerEpochError.code:
-                log.warning("node %d: heartbeat with broker epoch %d is stale", self.node_id, self.context.broker_epoch)
+            try:
+                self.quorum.renew_lease(self.node_id)
+                reply = await self.context.channel.heartbeat(BrokerHeartbeatRequest(
+                    broker_id=self.node_id, broker_epoch=self.context.broker_epoch,
+                    current_metadata_offset=self.context.image.offset))
+                if reply.error_code == StaleBrokerEpochError.code:
+                    log.warning("node %d: heartbeat with broker epoch %d is stale", self.node_id,
+                                self.context.broker_epoch)
+            except Exception:  # a failed beat must not stop the next: the session would expire
+                log.exception("node %d: heartbeat failed", self.node_id)
             await asyncio.sleep(interval)
 
     async def _end_tasks(self) -> None:
