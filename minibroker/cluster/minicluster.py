@@ -310,7 +310,7 @@ class MiniCluster:
         return self._nodes[node_id]
 
     @staticmethod
-    def _leaders(image: MetadataImage) -> dict[tuple[str, int], PartitionRegistration]:
+    def _registrations(image: MetadataImage) -> dict[tuple[str, int], PartitionRegistration]:
         return {(t.name, i): p for t in image.topics.values() for i, p in t.partitions.items()}
 
     async def kill_async(self, node_id: int, *, wait: bool = True, timeout: float = 10.0) -> None:
@@ -323,7 +323,7 @@ class MiniCluster:
         node = self._node(node_id)
         if not node.alive:
             raise RuntimeError(f"broker {node_id} is not running")
-        before = self._leaders(self._image())
+        before = self._registrations(self._image())
         controller = self.controller_id
         await node.kill()
         if not wait:
@@ -335,7 +335,7 @@ class MiniCluster:
             return (self.controller_id != node_id and b is not None and b.fenced) or None
         await self._wait(f"broker {node_id} fenced", fenced, timeout,
                          lambda: (self.controller_id, self._image().brokers.get(node_id)))
-        after = self._leaders(self._image())
+        after = self._registrations(self._image())
         moved = [f"{t}-{p} {before[t, p].leader}->{r.leader}" for (t, p), r in sorted(after.items())
                  if (t, p) in before and r.leader != before[t, p].leader]
         shrunk = sum(1 for key, r in after.items() if key in before and len(r.isr) < len(before[key].isr))
