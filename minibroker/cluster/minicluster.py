@@ -319,6 +319,7 @@ class MiniCluster:
         With ``wait`` (the default), return once the controller has fenced it (session
         expiry; a new controller first if it hosted the controller): its leaderships have
         moved and it left the ISRs. Without, return at once (to act in the window before).
+        Killing the last broker running leaves no controller: it returns at once.
         """
         node = self._node(node_id)
         if not node.alive:
@@ -326,6 +327,9 @@ class MiniCluster:
         before = self._registrations(self._image())
         controller = self.controller_id
         await node.kill()
+        if not any(n.alive for n in self._nodes):  # no node left to host a controller that would fence it
+            log.info("killed broker %d, the last one running: no controller is left", node_id)
+            return
         if not wait:
             log.info("killed broker %d (its session expires after broker.session.timeout.ms)", node_id)
             return

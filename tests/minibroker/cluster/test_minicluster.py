@@ -304,3 +304,15 @@ def test_describe_cluster_through_kproto_kafka_python_and_aiokafka(cluster3_rack
     described = asyncio.run(aio())
     assert ({(b["node_id"], b["port"], b["rack"]) for b in described["brokers"]},
             described["controller_id"]) == expected
+
+
+def test_killing_every_broker_then_restarting_them_brings_the_cluster_back(tmp_path):
+    with MiniCluster(brokers=2, data_dir=tmp_path) as cluster:
+        cluster.create_topic("t", partitions=2, replication_factor=2)
+        cluster.kill(0)
+        cluster.kill(1)  # the last one: no controller is left to fence it
+        assert not any(b.alive for b in cluster.brokers)
+        cluster.restart(1)
+        cluster.restart(0)
+        assert cluster.controller_id in (0, 1)
+        assert {cluster.wait_for_leader("t", p) for p in range(2)} <= {0, 1}
