@@ -307,7 +307,10 @@ def test_describe_cluster_through_kproto_kafka_python_and_aiokafka(cluster3_rack
 
 
 def test_killing_every_broker_then_restarting_them_brings_the_cluster_back(tmp_path):
-    with MiniCluster(brokers=2, data_dir=tmp_path) as cluster:
+    """A session longer than the controller's lease (as Kafka's defaults, 9 s and 2 s): the
+    last broker's kill cannot wait for a fencing, the controller dies with it."""
+    config = {"broker.session.timeout.ms": 600, "controller.quorum.fetch.timeout.ms": 300}
+    with MiniCluster(brokers=2, data_dir=tmp_path, config=config) as cluster:
         cluster.create_topic("t", partitions=2, replication_factor=2)
         cluster.kill(0)
         cluster.kill(1)  # the last one: no controller is left to fence it
