@@ -10,8 +10,6 @@ import time
 
 import pytest
 
-from minibroker.cluster import MiniCluster
-
 
 def _sockets():
     count = 0
@@ -27,6 +25,8 @@ def _sockets():
 def _nothing_left(**kwargs):
     """A started MiniCluster; after it stops, none of its threads or sockets is left
     (clients' sockets get a short grace to close)."""
+    from minibroker.cluster import MiniCluster  # here: the directory's unit tests need none of it
+
     threads, sockets = set(threading.enumerate()), _sockets()
     with MiniCluster(**kwargs) as cluster:
         yield cluster
