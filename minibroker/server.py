@@ -43,6 +43,13 @@ non-strict pool, any memory left admits a whole frame, so the reservations stay 
 the limit plus one ``socket.request.max.bytes``, and a frame once admitted always
 completes. A frame above ``socket.request.max.bytes`` closes its connection.
 
+Stopping: :meth:`Server.stop` is orderly (connections closed, state closed with its
+files flushed); :meth:`Server.abort` is a MiniCluster broker's crash: the listener
+closed, every connection reset (RST, as the kernel does for a killed process's sockets)
+with no answer to requests in flight, every task cancelled, and the state's files left
+to :meth:`~minibroker.state.BrokerState.abandon`. In a MiniCluster the server's state
+gets the broker's :class:`~minibroker.cluster.api.ClusterContext` (``cluster=``).
+
 ``MINIBROKER_SENDFILE=0`` in the environment (read when a :class:`Server` is created, so
 it reaches a broker in a child process) turns ``os.sendfile`` off: the benchmark's way to
 measure the copying path (``bench/broker.py``); Kafka has no such setting.
@@ -54,8 +61,10 @@ import asyncio
 import inspect
 import logging
 import os
+import socket
+import struct
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kproto.errors import ProtocolError, UnsupportedVersionError
 from kproto.protocol import (
@@ -71,6 +80,9 @@ from minibroker.handlers import HANDLERS, RequestContext, client_host
 from minibroker.handlers.api_versions import api_versions_response
 from minibroker.log.store import LogSlice, SegmentFile
 from minibroker.state import BrokerState
+
+if TYPE_CHECKING:
+    from minibroker.cluster.api import ClusterContext
 
 __all__ = ["RequestMemory", "Server", "send_response"]
 
@@ -185,17 +197,25 @@ class RequestMemory:
 
 
 class Server:
-    """One broker listening on one socket."""
+    """One broker listening on one socket.
 
-    def __init__(self, config: BrokerConfig, host: str, port: int, advertised_host: str | None = None, advertised_port: int | None = None):
+    Args:
+        cluster: the broker's place in a MiniCluster (its node id, controller channel and
+            metadata image), given to its :class:`~minibroker.state.BrokerState`; None for
+            a single broker.
+    """
+
+    def __init__(self, config: BrokerConfig, host: str, port: int, advertised_host: str | None = None,
+                 advertised_port: int | None = None, *, cluster: ClusterContext | None = None):
         self.config = config
+        self.cluster = cluster
         self.sendfile = os.environ.get("MINIBROKER_SENDFILE", "1") != "0"  # see the module docstring
         self.host = host
         self.port = port
         self._advertised = (advertised_host, advertised_port)
         self.state: BrokerState | None = None
         self._server: asyncio.base_events.Server | None = None
-        self._connections: set[asyncio.Task] = set()
+        self._connections: dict[asyncio.Task, asyncio.StreamWriter] = {}
         self._maintenance: list[asyncio.Task] = []
         self.request_memory = RequestMemory(config["queued.max.request.bytes"])
 
@@ -205,7 +225,7 @@ class Server:
         host = self._advertised[0] or self.host
         port = self._advertised[1] or self.port
         try:
-            self.state = BrokerState(self.config, host, port)
+            self.state = BrokerState(self.config, host, port, cluster=self.cluster)
         except BaseException:  # e.g. a log directory locked by another broker: stop listening too
             self._server.close()
             await self._server.wait_closed()
@@ -217,32 +237,60 @@ class Server:
         ]
         log.info("minibroker listening on %s:%d (advertised %s:%d)", self.host, self.port, host, port)
 
+    async def _close_listener(self) -> None:
+        """Stop accepting, and let connections already accepted reach _serve (a few loop
+        turns: an accept task, the transport, connection_made, then the task). Closed at
+        once, asyncio 3.11's Server refuses such a half-made connection by an
+        AssertionError it swallows, leaving its socket open (CLOSE_WAIT) until a garbage
+        collection."""
+        loop = asyncio.get_running_loop()
+        for sock in self._server.sockets:
+            loop.remove_reader(sock.fileno())
+        for _ in range(10):
+            await asyncio.sleep(0)
+        self._server.close()
+
+    async def _end_tasks(self) -> None:
+        """Cancel every connection's task and the upkeep tasks, and wait for them."""
+        while self._connections:
+            tasks = list(self._connections)
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+        await self._server.wait_closed()
+        self._server = None
+        for task in self._maintenance:
+            task.cancel()
+        await asyncio.gather(*self._maintenance, return_exceptions=True)
+        self._maintenance = []
+
     async def stop(self) -> None:
         if self._server is not None:
-            # Stop accepting first, and let connections already accepted reach _serve (a few
-            # loop turns: an accept task, the transport, connection_made, then the task).
-            # Closed at once, asyncio 3.11's Server refuses such a half-made connection by an
-            # AssertionError it swallows, leaving its socket open (CLOSE_WAIT) until a
-            # garbage collection.
-            loop = asyncio.get_running_loop()
-            for sock in self._server.sockets:
-                loop.remove_reader(sock.fileno())
-            for _ in range(10):
-                await asyncio.sleep(0)
-            self._server.close()
-            while self._connections:
-                tasks = list(self._connections)
-                for task in tasks:
-                    task.cancel()
-                await asyncio.gather(*tasks, return_exceptions=True)
-            await self._server.wait_closed()
-            self._server = None
-            for task in self._maintenance:
-                task.cancel()
-            await asyncio.gather(*self._maintenance, return_exceptions=True)
-            self._maintenance = []
+            await self._close_listener()
+            await self._end_tasks()
             self.state.groups.close()  # cancels group timers, answers held joins and syncs
             self.state.close()
+
+    async def abort(self) -> None:
+        """Crash (a MiniCluster's ``kill``): stop listening, reset every connection (RST:
+        peers see a reset, as when a broker's process dies, with no answer to what they
+        sent) and cancel every task. The state's files are left to the caller
+        (:meth:`BrokerState.abandon`: nothing flushed, no checkpoints); group timers are
+        cancelled, being this loop's and not the files'."""
+        if self._server is None:
+            return
+        await self._close_listener()
+        for writer in self._connections.values():
+            sock = writer.get_extra_info("socket")
+            if sock is not None:
+                try:  # linger 0: close sends RST, not FIN
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                except OSError:
+                    pass
+            writer.transport.abort()
+        await self._end_tasks()
+        self.state.groups.close()
+        log.info("minibroker on %s:%d aborted", self.host, self.port)
 
     async def _every(self, interval_key: str, what: str, job: Callable[[], Awaitable[object] | object]) -> None:
         """Run ``job`` every ``config[interval_key]`` ms: retention and compaction
@@ -260,7 +308,7 @@ class Server:
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
-        self._connections.add(task)
+        self._connections[task] = writer
         frames = FrameReader(max_frame_size=self.config["socket.request.max.bytes"])
         host = client_host(writer.get_extra_info("peername"))
         loop = asyncio.get_running_loop()
@@ -305,7 +353,7 @@ class Server:
             log.exception("closing connection after an internal error")
         finally:
             memory.release(reserved)
-            self._connections.discard(task)
+            self._connections.pop(task, None)
             writer.close()
 
     async def _answer(self, frame: bytes, host: str) -> list[Any] | None:

@@ -72,10 +72,17 @@ LAYERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
                                                        "minibroker.cluster core")),
     "minibroker.server": (("minibroker.server",), (*_SHARED, "minibroker.config", "minibroker.log",
                                                    "minibroker.coordinator", "minibroker.state",
-                                                   "minibroker.handlers")),
+                                                   "minibroker.handlers", "minibroker.cluster core")),
+    # a MiniCluster's brokers and the cluster itself: top of minibroker, over the server and
+    # the cluster's replication (fetcher, replica manager)
+    "minibroker.cluster nodes": (("minibroker.cluster.node", "minibroker.cluster.minicluster"),
+                                 (*_SHARED, "minibroker.config", "minibroker.log", "minibroker.coordinator",
+                                  "minibroker.storage", "minibroker.state", "minibroker.handlers",
+                                  "minibroker.server", "minibroker.cluster core")),
     # MiniBroker, `python -m minibroker` and the pytest plugin for users' suites
     "minibroker": (("minibroker", "minibroker.broker", "minibroker.__main__", "minibroker.pytest_plugin"),
-                   (*_SHARED, "minibroker.config", "minibroker.storage", "minibroker.server")),
+                   (*_SHARED, "minibroker.config", "minibroker.storage", "minibroker.server",
+                    "minibroker.cluster nodes")),
 }
 
 # (module, imported module) pairs against the table, each with its reason.
@@ -83,6 +90,9 @@ EXCEPTIONS = {
     ("kproto.io.connection", "kproto"):
         "kproto.__version__, the client's software version in ApiVersions (KIP-511), read at "
         "call time; kproto/__init__ sets it before importing anything, and it has no other home",
+    ("minibroker.cluster", "minibroker.cluster.minicluster"):
+        "the package's face exports MiniCluster, imported on first use (a module __getattr__), so "
+        "importing the cluster's core modules does not import the broker",
 }
 
 

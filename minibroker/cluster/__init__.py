@@ -14,5 +14,27 @@ Work in progress, landed in steps. The modules, bottom up:
   elections, ISR changes, topics, producer id blocks; it writes the metadata log;
 - :mod:`~minibroker.cluster.quorum`: the metadata log's owner in a MiniCluster: which
   broker's controller is active (by lease, with an epoch), and delivery of committed
-  records to every broker.
+  records to every broker;
+- :mod:`~minibroker.cluster.node`: one broker of a cluster (server, state, replica
+  manager, registration, heartbeats), with its crash (``kill``) and its controlled stop;
+- :mod:`~minibroker.cluster.minicluster`: :class:`MiniCluster`, the cluster a test starts.
+
+``MiniCluster`` is imported on first use: the modules above it need the whole broker,
+the others only the codec, the config and the log.
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from minibroker.cluster.minicluster import MiniCluster
+
+__all__ = ["MiniCluster"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "MiniCluster":
+        from minibroker.cluster.minicluster import MiniCluster
+        return MiniCluster
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -24,12 +24,23 @@ Not implemented: transaction coordinators (key_type 1 gets COORDINATOR_NOT_AVAIL
 share groups (key_type 2 gets INVALID_REQUEST), ``group.max.size``, and the reason
 strings (v8+/v5+), which are accepted and dropped. DescribeGroups v3+ reports every
 operation of a group when asked (KIP-430, no authorizer: :mod:`minibroker.authorizer`).
+
+In a MiniCluster (``state.cluster``), as in Kafka: a group's coordinator is the leader of
+its ``__consumer_offsets`` partition (:func:`~minibroker.coordinator.offsets_log.partition_for`),
+the topic created through the controller on the first FindCoordinator
+(``offsets.topic.replication.factor`` capped at the live brokers); a partition without a
+leader is COORDINATOR_NOT_AVAILABLE. JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
+DescribeGroups and DeleteGroups of a group coordinated elsewhere are NOT_COORDINATOR
+(:meth:`~minibroker.state.BrokerState.coordinates`), which sends the client back to
+FindCoordinator. Coordinator failover (loading a partition's offsets on becoming its
+leader) is a later step: a new coordinator starts with no group state.
 """
 
 from kproto.errors import (
     CoordinatorNotAvailableError,
     InvalidGroupIdError,
     InvalidRequestError,
+    NotCoordinatorError,
 )
 from kproto.protocol import ApiKey
 from kproto.protocol.messages import (
@@ -44,14 +55,39 @@ from kproto.protocol.messages import (
 )
 from minibroker.authorizer import ResourceType, authorized_operations
 from minibroker.coordinator import GroupState
+from minibroker.coordinator.offsets_log import OFFSETS_TOPIC, partition_for
 from minibroker.handlers import handles
+from minibroker.handlers.metadata import offsets_topic_spec
 
 GROUP_KEY, TRANSACTION_KEY = 0, 1
 
 
-def _coordinator_for(state, key_type, key):
+def _elsewhere(state, group_id):
+    """A group another broker of the cluster coordinates (never in a single broker)."""
+    return state.cluster is not None and not state.coordinates(group_id)
+
+
+async def _leader_of_group_partition(state, group_id):
+    """(error_code, error_message, node_id, host, port): the cluster's coordinator of a group."""
+    image = state.cluster.image
+    topic = image.topic_by_name(OFFSETS_TOPIC)
+    if topic is None:  # Kafka creates it on the first FindCoordinator
+        await state.cluster.channel.create_topics([offsets_topic_spec(state)], validate_only=False)
+        topic = image.topic_by_name(OFFSETS_TOPIC)
+    if topic is None or not topic.partitions:
+        return CoordinatorNotAvailableError.code, f"{OFFSETS_TOPIC} could not be created", -1, "", -1
+    leader = topic.partitions[partition_for(group_id, len(topic.partitions))].leader
+    broker = image.brokers.get(leader)
+    if leader < 0 or broker is None or broker.fenced:
+        return CoordinatorNotAvailableError.code, "the group's offsets partition has no leader", -1, "", -1
+    return 0, None, broker.broker_id, broker.host, broker.port
+
+
+async def _coordinator_for(state, key_type, key):
     """(error_code, error_message, node_id, host, port) for one FindCoordinator key."""
     if key_type == GROUP_KEY:
+        if state.cluster is not None:
+            return await _leader_of_group_partition(state, key)
         return 0, None, state.node_id, state.host, state.port
     if key_type == TRANSACTION_KEY:
         return CoordinatorNotAvailableError.code, "minibroker has no transaction coordinator yet", -1, "", -1
@@ -64,11 +100,11 @@ async def find_coordinator(state, header, request):
     if header.api_version >= 4:
         coordinators = []
         for key in request.coordinator_keys:
-            code, message, node, host, port = _coordinator_for(state, key_type, key)
+            code, message, node, host, port = await _coordinator_for(state, key_type, key)
             coordinators.append(FindCoordinatorResponse.Coordinator(
                 key=key, node_id=node, host=host, port=port, error_code=code, error_message=message))
         return FindCoordinatorResponse(coordinators=coordinators)
-    code, message, node, host, port = _coordinator_for(state, key_type, request.key)
+    code, message, node, host, port = await _coordinator_for(state, key_type, request.key)
     return FindCoordinatorResponse(error_code=code, error_message=message, node_id=node, host=host, port=port)
 
 
@@ -77,6 +113,8 @@ async def join_group(state, header, request):
     version = header.api_version
     if not request.group_id:
         result_code, result = InvalidGroupIdError.code, None
+    elif _elsewhere(state, request.group_id):
+        result_code, result = NotCoordinatorError.code, None
     else:
         result = await state.groups.join(
             request.group_id,
@@ -117,6 +155,8 @@ async def sync_group(state, header, request):
     version = header.api_version
     if not request.group_id:
         return SyncGroupResponse(error_code=InvalidGroupIdError.code, assignment=b"")
+    if _elsewhere(state, request.group_id):
+        return SyncGroupResponse(error_code=NotCoordinatorError.code, assignment=b"")
     result = await state.groups.sync(
         request.group_id,
         member_id=request.member_id,
@@ -136,6 +176,8 @@ async def sync_group(state, header, request):
 async def heartbeat(state, header, request):
     if not request.group_id:
         return HeartbeatResponse(error_code=InvalidGroupIdError.code)
+    if _elsewhere(state, request.group_id):
+        return HeartbeatResponse(error_code=NotCoordinatorError.code)
     code = state.groups.heartbeat(
         request.group_id, member_id=request.member_id,
         group_instance_id=request.group_instance_id if header.api_version >= 3 else None,
@@ -153,6 +195,10 @@ async def leave_group(state, header, request):
         leaving = [(m.member_id, m.group_instance_id) for m in request.members]
     if not request.group_id:
         codes = [InvalidGroupIdError.code] * len(leaving)
+    elif _elsewhere(state, request.group_id):
+        if version >= 3:
+            return LeaveGroupResponse(error_code=NotCoordinatorError.code)
+        codes = [NotCoordinatorError.code]
     else:
         codes = [state.groups.leave(request.group_id, member_id=member_id, group_instance_id=instance_id)
                  for member_id, instance_id in leaving]
@@ -168,6 +214,9 @@ async def leave_group(state, header, request):
 
 def _describe(state, group_id, operations):
     Described = DescribeGroupsResponse.DescribedGroup
+    if _elsewhere(state, group_id):
+        return Described(error_code=NotCoordinatorError.code, group_id=group_id, group_state="",
+                         protocol_type="", protocol_data="", members=[], authorized_operations=operations)
     group = state.groups.get(group_id)
     if group is None:
         return Described(error_code=0, group_id=group_id, group_state=GroupState.Dead.value,
@@ -217,6 +266,8 @@ async def list_groups(state, header, request):
 @handles(ApiKey.DELETE_GROUPS, 0, 2)
 async def delete_groups(state, header, request):
     return DeleteGroupsResponse(results=[
-        DeleteGroupsResponse.DeletableGroupResult(group_id=group_id, error_code=state.groups.delete_group(group_id))
+        DeleteGroupsResponse.DeletableGroupResult(
+            group_id=group_id,
+            error_code=NotCoordinatorError.code if _elsewhere(state, group_id) else state.groups.delete_group(group_id))
         for group_id in request.groups_names
     ])

@@ -13,6 +13,15 @@ Version notes: topic ids from v10, leader epochs from v7, v12 may ask by topic i
 Authorized operations (v8+, KIP-430): when asked, every operation of a topic (and, at
 v8-10, of the cluster), as a Kafka broker without an authorizer answers; see
 :mod:`minibroker.authorizer`. Unasked, INT32_MIN. Entries for an unknown topic id get none.
+
+In a MiniCluster (``state.cluster``) the answer comes from the broker's metadata image
+(Kafka's ``KRaftMetadataCache``): brokers are the registered, unfenced ones with their
+racks; ``controller_id`` is the active controller's node; each partition has its leader
+(-1 → LEADER_NOT_AVAILABLE), leader epoch, replicas, ISR, and as ``offline_replicas``
+the replicas on fenced brokers (Kafka lists replicas on offline log directories; a dead
+broker is the closest a MiniCluster has). Auto-creation goes through the controller
+(``default.replication.factor``; the offsets topic with ``offsets.topic.replication.factor``
+capped at the live brokers), then the topic is described as committed.
 """
 
 from kproto.errors import (
@@ -24,6 +33,7 @@ from kproto.errors import (
 from kproto.protocol import ApiKey
 from kproto.protocol.messages import MetadataResponse
 from minibroker.authorizer import ResourceType, authorized_operations
+from minibroker.cluster.api import NewTopic
 from minibroker.handlers import handles
 from minibroker.state import INTERNAL_TOPICS, OFFSETS_TOPIC, validate_topic_name
 
@@ -44,9 +54,76 @@ def _describe(state, topic):
     )
 
 
+def _describe_image(image, topic):
+    """A topic as the broker's metadata image has it (cluster mode)."""
+    fenced = {b.broker_id for b in image.brokers.values() if b.fenced}
+    partitions = []
+    for i in sorted(topic.partitions):
+        p = topic.partitions[i]
+        partitions.append(Partition_(
+            error_code=LeaderNotAvailableError.code if p.leader < 0 else 0, partition_index=i,
+            leader_id=p.leader, leader_epoch=p.leader_epoch, replica_nodes=list(p.replicas),
+            isr_nodes=list(p.isr),
+            offline_replicas=[r for r in p.replicas if r in fenced or r not in image.brokers]))
+    return Topic_(error_code=0, name=topic.name, topic_id=topic.topic_id, is_internal=topic.name in INTERNAL_TOPICS,
+                  partitions=partitions)
+
+
+def offsets_topic_spec(state):
+    """``__consumer_offsets`` as the controller creates it: compacted,
+    ``offsets.topic.num.partitions``, ``offsets.topic.replication.factor`` capped at the
+    live brokers (so a small cluster can still commit)."""
+    live = len(state.cluster.image.live_brokers())
+    return NewTopic(name=OFFSETS_TOPIC, num_partitions=state.config["offsets.topic.num.partitions"],
+                    replication_factor=max(1, min(state.config["offsets.topic.replication.factor"], live)),
+                    configs={"cleanup.policy": "compact",
+                             "segment.bytes": str(state.config["offsets.topic.segment.bytes"])})
+
+
+async def _cluster_answer(state, version, request):
+    """(topics, brokers, controller id) of a cluster broker's answer."""
+    cluster = state.cluster
+    image = cluster.image
+    wanted = request.topics
+    if wanted is None or (version == 0 and not wanted):
+        topics = [_describe_image(image, t) for t in image.topics.values()]
+    else:
+        allow = request.allow_auto_topic_creation and state.config["auto.create.topics.enable"]
+        topics = []
+        for asked in wanted:
+            name = asked.name
+            if name is None:  # v10+: by topic id
+                topic = image.topics.get(asked.topic_id)
+                topics.append(Topic_(error_code=UnknownTopicIdError.code, name=None, topic_id=asked.topic_id)
+                              if topic is None else _describe_image(image, topic))
+                continue
+            topic = image.topic_by_name(name)
+            if topic is None and validate_topic_name(name) is None and allow:
+                new = offsets_topic_spec(state) if name == OFFSETS_TOPIC else NewTopic(
+                    name=name, num_partitions=state.config["num.partitions"],
+                    replication_factor=state.config["default.replication.factor"])
+                await cluster.channel.create_topics([new], validate_only=False)
+                topic = image.topic_by_name(name)  # committed records are applied before the answer
+                if topic is None:  # no controller, too few brokers...: as Kafka while it cannot create
+                    topics.append(Topic_(error_code=LeaderNotAvailableError.code, name=name))
+                    continue
+            if topic is not None:
+                topics.append(_describe_image(image, topic))
+            elif validate_topic_name(name) is not None:
+                topics.append(Topic_(error_code=InvalidTopicError.code, name=name))
+            else:
+                topics.append(Topic_(error_code=UnknownTopicOrPartitionError.code, name=name))
+    brokers = [MetadataResponse.MetadataResponseBroker(node_id=b.broker_id, host=b.host, port=b.port, rack=b.rack)
+               for b in image.live_brokers()]
+    return topics, brokers, cluster.channel.active_controller_id
+
+
 @handles(ApiKey.METADATA, 0, 12)
 async def handle(state, header, request):
     version = header.api_version
+    if state.cluster is not None:
+        topics, brokers, controller_id = await _cluster_answer(state, version, request)
+        return _response(state, version, request, topics, brokers, controller_id)
     wanted = request.topics
     if wanted is None or (version == 0 and not wanted):
         topics = [_describe(state, t) for t in state.topics.values()]
@@ -76,6 +153,11 @@ async def handle(state, header, request):
                 topics.append(_describe(state, created))
             else:
                 topics.append(Topic_(error_code=UnknownTopicOrPartitionError.code, name=name))
+    brokers = [MetadataResponse.MetadataResponseBroker(node_id=state.node_id, host=state.host, port=state.port)]
+    return _response(state, version, request, topics, brokers, state.node_id)
+
+
+def _response(state, version, request, topics, brokers, controller_id):
     if version >= 8:
         # KafkaApis sets it on every named topic of the answer, errors included.
         topic_ops = authorized_operations(ResourceType.TOPIC, request.include_topic_authorized_operations)
@@ -83,9 +165,9 @@ async def handle(state, header, request):
             if t.name is not None:
                 t.topic_authorized_operations = topic_ops
     return MetadataResponse(
-        brokers=[MetadataResponse.MetadataResponseBroker(node_id=state.node_id, host=state.host, port=state.port)],
+        brokers=brokers,
         cluster_id=state.config["cluster.id"],
-        controller_id=state.node_id,
+        controller_id=controller_id,
         topics=topics,
         cluster_authorized_operations=authorized_operations(
             ResourceType.CLUSTER, 8 <= version <= 10 and request.include_cluster_authorized_operations),

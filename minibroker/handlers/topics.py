@@ -21,6 +21,15 @@ they are made (a full disk, too many open files) is KAFKA_STORAGE_ERROR, and non
 partitions of that request's topic is left; so is a deletion that cannot be recorded in
 the topics file, and the topic stays.
 Not implemented yet: manual replica assignments beyond one broker.
+
+In a MiniCluster (``state.cluster``) the same checks of names, internal topics and the
+request's partition total come first, then the controller decides and commits (Kafka's
+``ReplicationControlManager``, see :mod:`minibroker.cluster.controller`): a replication
+factor above the unfenced brokers is INVALID_REPLICATION_FACTOR; manual assignments are
+accepted and checked (an unknown broker, a broker twice in a partition, unequal lengths,
+partition ids not contiguous from 0, or only fenced brokers: INVALID_REPLICA_ASSIGNMENT).
+Delivery of committed metadata is synchronous, so the partitions exist on their brokers
+when the answer leaves. DeleteTopics and CreatePartitions go to the controller too.
 """
 
 from kproto.errors import (
@@ -41,6 +50,7 @@ from kproto.protocol.messages import (
     CreateTopicsResponse,
     DeleteTopicsResponse,
 )
+from minibroker.cluster.api import NewTopic
 from minibroker.handlers import handles
 from minibroker.state import INTERNAL_TOPICS, validate_topic_name
 from minibroker.topic_configs import validate_all
@@ -88,6 +98,8 @@ async def create_topics(state, header, request):
     if total > MAX_PARTITIONS_PER_REQUEST:
         return CreateTopicsResponse(topics=[CreateTopicsResponse.CreatableTopicResult(
             name=t.name, error_code=PolicyViolationError.code, error_message=_too_many(total)) for t in request.topics])
+    if state.cluster is not None:
+        return await _create_in_cluster(state, request)
     results, created = [], []
     for t in request.topics:
         code, message, partitions = _check_create(state, t)
@@ -109,9 +121,62 @@ async def create_topics(state, header, request):
     return CreateTopicsResponse(topics=results)
 
 
+async def _create_in_cluster(state, request):
+    """CreateTopics through the controller (cluster mode)."""
+    Result = CreateTopicsResponse.CreatableTopicResult
+    results: list = [None] * len(request.topics)
+    forwarded, where = [], []
+    for i, t in enumerate(request.topics):
+        why = validate_topic_name(t.name)
+        if why or t.name in INTERNAL_TOPICS:
+            results[i] = Result(name=t.name, error_code=InvalidTopicError.code, error_message=why or _internal(t.name))
+            continue
+        forwarded.append(NewTopic(
+            name=t.name, num_partitions=t.num_partitions, replication_factor=t.replication_factor,
+            assignments={a.partition_index: tuple(a.broker_ids) for a in t.assignments} or None,
+            configs={c.name: c.value for c in t.configs}))
+        where.append(i)
+    if forwarded:
+        answers = await state.cluster.channel.create_topics(forwarded, validate_only=request.validate_only)
+        for i, r in zip(where, answers):
+            result = Result(name=r.name, error_code=r.error_code, error_message=r.error_message)
+            if r.error_code == 0:
+                result.num_partitions, result.replication_factor = r.num_partitions, r.replication_factor
+                if r.topic_id is not None:
+                    result.topic_id = r.topic_id
+            results[i] = result
+    return CreateTopicsResponse(topics=results)
+
+
+async def _delete_in_cluster(state, wanted):
+    """DeleteTopics through the controller (cluster mode)."""
+    image = state.cluster.image
+    results, ids = [], []
+    for name, topic_id in wanted:
+        topic = image.topic_by_name(name) if name is not None else image.topics.get(topic_id)
+        if topic is None:
+            code = UnknownTopicOrPartitionError.code if name is not None else UnknownTopicIdError.code
+            results.append(DeleteTopicsResponse.DeletableTopicResult(name=name, topic_id=topic_id, error_code=code))
+        elif topic.name in INTERNAL_TOPICS:
+            results.append(DeleteTopicsResponse.DeletableTopicResult(
+                name=topic.name, topic_id=topic.topic_id, error_code=InvalidTopicError.code,
+                error_message=_internal(topic.name)))
+        else:
+            results.append(DeleteTopicsResponse.DeletableTopicResult(name=topic.name, topic_id=topic.topic_id,
+                                                                     error_code=0))
+            ids.append((len(results) - 1, topic.topic_id))
+    if ids:
+        answers = await state.cluster.channel.delete_topics([topic_id for _, topic_id in ids])
+        for (i, _), r in zip(ids, answers):
+            results[i].error_code, results[i].error_message = r.error_code, r.error_message
+    return DeleteTopicsResponse(responses=results)
+
+
 @handles(ApiKey.DELETE_TOPICS, 0, 6)
 async def delete_topics(state, header, request):
     wanted = [(name, None) for name in request.topic_names] if header.api_version < 6 else [(t.name, t.topic_id) for t in request.topics]
+    if state.cluster is not None:
+        return await _delete_in_cluster(state, wanted)
     results = []
     for name, topic_id in wanted:
         topic = state.topics.get(name) if name is not None else state.topic_by_id(topic_id)
@@ -134,8 +199,35 @@ async def delete_topics(state, header, request):
     return DeleteTopicsResponse(responses=results)
 
 
+async def _grow_in_cluster(state, request):
+    """CreatePartitions through the controller (cluster mode)."""
+    Result = CreatePartitionsResponse.CreatePartitionsTopicResult
+    image = state.cluster.image
+    total = sum(max(t.count - len(topic.partitions), 0) for t in request.topics
+                if (topic := image.topic_by_name(t.name)) is not None)
+    if total > MAX_PARTITIONS_PER_REQUEST:
+        return CreatePartitionsResponse(results=[Result(
+            name=t.name, error_code=PolicyViolationError.code, error_message=_too_many(total)) for t in request.topics])
+    results, seen = [], set()
+    for t in request.topics:
+        if t.name in INTERNAL_TOPICS:
+            results.append(Result(name=t.name, error_code=InvalidTopicError.code, error_message=_internal(t.name)))
+        elif t.name in seen:
+            results.append(Result(name=t.name, error_code=InvalidRequestError.code,
+                                  error_message=f"topic {t.name!r} is listed twice"))
+        else:
+            seen.add(t.name)
+            assignments = None if t.assignments is None else [tuple(a.broker_ids) for a in t.assignments]
+            r = await state.cluster.channel.create_partitions(t.name, t.count, assignments,
+                                                              validate_only=request.validate_only)
+            results.append(Result(name=t.name, error_code=r.error_code, error_message=r.error_message))
+    return CreatePartitionsResponse(results=results)
+
+
 @handles(ApiKey.CREATE_PARTITIONS, 0, 3)
 async def create_partitions(state, header, request):
+    if state.cluster is not None:
+        return await _grow_in_cluster(state, request)
     results, grown = [], []
     for t in request.topics:
         topic = state.topics.get(t.name)

@@ -1,0 +1,484 @@
+"""MiniCluster: several brokers, a controller with failover, and replication, in one process.
+
+Sync users get the cluster on a background thread with its own event loop (as
+:class:`~minibroker.MiniBroker`)::
+
+    with MiniCluster(brokers=3, config={"min.insync.replicas": 2}) as cluster:
+        cluster.create_topic("t", partitions=3, replication_factor=3)
+        producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all"})
+        cluster.kill(cluster.leader_of("t", 0))
+
+Async users run it in their own loop (``async with MiniCluster(3) as cluster``) and use
+the ``*_async`` methods. Every broker and the controller share that one loop (the cluster
+design, 1.1): controller calls are plain calls, and a kill is deterministic.
+
+Test-friendly defaults, each overridable through ``config`` (Kafka's own default in
+brackets): ``broker.heartbeat.interval.ms`` 50 [2000], ``broker.session.timeout.ms`` 250
+[9000], ``controller.quorum.fetch.timeout.ms`` 300 [2000], ``replica.lag.time.max.ms``
+1000 [30000], ``replica.fetch.wait.max.ms`` 100 [500], ``replica.fetch.backoff.ms`` 50
+[1000], ``offsets.topic.replication.factor`` min(3, brokers) [3]. So a killed leader is
+replaced within about 400 ms.
+
+Every fault (:meth:`MiniCluster.kill`, :meth:`MiniCluster.restart`) logs one INFO line on
+the ``minibroker.cluster`` logger saying what changed (leaders moved, ISR shrunk,
+controller moved) once the controller has committed it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import shutil
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Coroutine, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from kproto.errors import for_code
+from minibroker.cluster.api import NewTopic
+from minibroker.cluster.metadata import MetadataImage, MetadataLog, PartitionRegistration
+from minibroker.cluster.node import ClusterNode, monotonic_ms
+from minibroker.cluster.quorum import Quorum
+from minibroker.config import BrokerConfig
+
+__all__ = ["ClusterBroker", "MiniCluster", "MINICLUSTER_DEFAULTS"]
+
+log = logging.getLogger("minibroker.cluster")
+
+T = TypeVar("T")
+
+#: The MiniCluster's own defaults (see the module docstring); ``offsets.topic.replication.factor``
+#: is capped at the number of brokers on top of these.
+MINICLUSTER_DEFAULTS: dict[str, Any] = {
+    "broker.heartbeat.interval.ms": 50,
+    "broker.session.timeout.ms": 250,
+    "controller.quorum.fetch.timeout.ms": 300,
+    "replica.lag.time.max.ms": 1000,
+    "replica.fetch.wait.max.ms": 100,
+    "replica.fetch.backoff.ms": 50,
+}
+
+# The cluster's own: where each broker listens and keeps its logs, and its id and rack.
+_RESERVED = {
+    "broker.id": "node ids are 0..n-1",
+    "node.id": "node ids are 0..n-1",
+    "listeners": "every broker listens on 127.0.0.1",
+    "advertised.listeners": "every broker listens on 127.0.0.1",
+    "log.dirs": "use data_dir=",
+    "broker.rack": "use racks=",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterBroker:
+    """One broker of a MiniCluster as a test sees it."""
+
+    node_id: int
+    host: str
+    port: int
+    rack: str | None
+    data_dir: Path
+    alive: bool
+
+    @property
+    def bootstrap_servers(self) -> str:
+        """This broker alone, as a ``bootstrap.servers`` value."""
+        return f"{self.host}:{self.port}"
+
+
+class MiniCluster:
+    """A cluster of ``brokers`` minibrokers with a controller, replicating over loopback.
+
+    Args:
+        brokers: how many; node ids are ``0..brokers-1``.
+        racks: one ``broker.rack`` per broker (placement spreads replicas over racks), or None.
+        data_dir: where brokers keep their logs (``broker-<id>/``, Kafka's layout) and the
+            cluster its metadata (``metadata/``); None: a temporary directory removed at
+            stop. A directory given is reused by a later cluster (same topics, records).
+        config: broker configs for every broker, under Kafka's names; ``broker.id``,
+            ``node.id``, ``listeners``, ``advertised.listeners``, ``log.dirs`` and
+            ``broker.rack`` are the cluster's own and refused.
+        broker_configs: per-broker overrides, ``{node_id: {...}}``.
+
+    Raises:
+        ValueError: a refused or invalid config key, or ``racks`` not one per broker.
+    """
+
+    def __init__(self, brokers: int = 3, racks: Iterable[str] | None = None,
+                 data_dir: str | os.PathLike[str] | None = None, config: Mapping[str, Any] | None = None,
+                 broker_configs: Mapping[int, Mapping[str, Any]] | None = None):
+        if brokers < 1:
+            raise ValueError(f"a cluster needs at least one broker, not {brokers}")
+        self._racks = list(racks) if racks is not None else None
+        if self._racks is not None and len(self._racks) != brokers:
+            raise ValueError(f"racks= has {len(self._racks)} entries for {brokers} brokers: give one per broker")
+        for key in [*(config or {}), *(k for c in (broker_configs or {}).values() for k in c)]:
+            if key in _RESERVED:
+                raise ValueError(f"config {key!r} is the cluster's own: {_RESERVED[key]}")
+        for node_id in broker_configs or {}:
+            if not 0 <= node_id < brokers:
+                raise ValueError(f"broker_configs names broker {node_id}; node ids are 0..{brokers - 1}")
+        self.size = brokers
+        settings: dict[str, Any] = {**MINICLUSTER_DEFAULTS,
+                                    "offsets.topic.replication.factor": min(3, brokers), **(config or {})}
+        self._settings = settings
+        self._broker_settings = {i: dict((broker_configs or {}).get(i, {})) for i in range(brokers)}
+        self.config = BrokerConfig(settings)  # validated now: a bad key fails here, not in the thread
+        for i in range(brokers):
+            self._node_config(i, Path("."))
+        self._given_dir = Path(data_dir) if data_dir is not None else None
+        self.data_dir: Path | None = None
+        self.quorum: Quorum | None = None
+        self._nodes: list[ClusterNode] = []
+        self._quorum_task: asyncio.Task[None] | None = None
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stopped: asyncio.Event | None = None
+
+    def _node_config(self, node_id: int, data_dir: Path) -> BrokerConfig:
+        settings = {**self._settings, **self._broker_settings[node_id],
+                    "broker.id": node_id, "listeners": "PLAINTEXT://127.0.0.1:0",
+                    "log.dirs": str(data_dir / f"broker-{node_id}")}
+        if self._racks is not None:
+            settings["broker.rack"] = self._racks[node_id]
+        return BrokerConfig(settings)
+
+    # -- what a test reads ---------------------------------------------------------------------
+
+    @property
+    def brokers(self) -> list[ClusterBroker]:
+        """Every broker, by node id, alive or not."""
+        if self.data_dir is None:
+            raise RuntimeError("the cluster is not started")
+        return [ClusterBroker(node_id=n.node_id, host=n.host, port=n.port, rack=n.config["broker.rack"] or None,
+                              data_dir=self.data_dir / f"broker-{n.node_id}", alive=n.alive) for n in self._nodes]
+
+    @property
+    def bootstrap_servers(self) -> str:
+        """Every broker's ``host:port``, comma-separated (ports stay fixed across restarts)."""
+        return ",".join(b.bootstrap_servers for b in self.brokers)
+
+    @property
+    def controller_id(self) -> int:
+        """The node hosting the active controller (-1: none, every node is down)."""
+        return self._require_quorum().controller_id
+
+    def _require_quorum(self) -> Quorum:
+        if self.quorum is None:
+            raise RuntimeError("the cluster is not started")
+        return self.quorum
+
+    def _image(self) -> MetadataImage:
+        """The controller's view of the metadata (replayed from the log when no controller is active)."""
+        quorum = self._require_quorum()
+        if quorum.controller is not None:
+            return quorum.controller.image
+        image = MetadataImage()
+        entries = quorum.log.read(0)
+        if entries:
+            image.apply(entries[-1][0], [r for _, r in entries])
+        return image
+
+    def _registration(self, topic: str, partition: int) -> PartitionRegistration | None:
+        t = self._image().topic_by_name(topic)
+        return None if t is None else t.partitions.get(partition)
+
+    def describe(self, topic: str) -> list[PartitionRegistration]:
+        """Every partition's registration (replicas, ISR, leader, epochs), by index.
+
+        Raises:
+            KeyError: no such topic.
+        """
+        return self._read(lambda: self._describe(topic))
+
+    def _describe(self, topic: str) -> list[PartitionRegistration]:
+        t = self._image().topic_by_name(topic)
+        if t is None:
+            raise KeyError(f"no topic {topic!r} in the cluster")
+        return [t.partitions[i] for i in sorted(t.partitions)]
+
+    def leader_of(self, topic: str, partition: int) -> int | None:
+        """The partition's leader in the controller's view; None when it has none."""
+        reg = self._read(lambda: self._registration(topic, partition))
+        return None if reg is None or reg.leader < 0 else reg.leader
+
+    def isr_of(self, topic: str, partition: int) -> tuple[int, ...]:
+        """The partition's in-sync replicas in the controller's view (empty: no such partition)."""
+        reg = self._read(lambda: self._registration(topic, partition))
+        return () if reg is None else reg.isr
+
+    def _read(self, fn: Callable[[], T]) -> T:
+        """``fn()`` on the cluster's loop (its state is that loop's), from any thread."""
+        if self._thread is None or threading.current_thread() is self._thread:
+            return fn()
+
+        async def call() -> T:
+            return fn()
+        return self._call(call())
+
+    # -- waiting for states ----------------------------------------------------------------------
+
+    async def _wait(self, what: str, check: Callable[[], T | None], timeout: float,
+                    seen: Callable[[], object]) -> T:
+        deadline = time.monotonic() + timeout
+        while True:
+            result = check()
+            if result is not None:
+                return result
+            if time.monotonic() >= deadline:
+                raise TimeoutError(f"{what} not reached within {timeout} s; last seen: {seen()}")
+            await asyncio.sleep(0.01)
+
+    async def wait_for_isr_async(self, topic: str, partition: int, size: int, timeout: float = 10.0) -> tuple[int, ...]:
+        """Wait until the partition's ISR has ``size`` members; returns it.
+
+        Raises:
+            TimeoutError: not within ``timeout`` seconds; the message names the ISR seen.
+        """
+        def check() -> tuple[int, ...] | None:
+            reg = self._registration(topic, partition)
+            return reg.isr if reg is not None and len(reg.isr) == size else None
+        return await self._wait(f"an ISR of {size} for {topic}-{partition}", check, timeout,
+                                lambda: self._registration(topic, partition))
+
+    async def wait_for_leader_async(self, topic: str, partition: int, not_in: Iterable[int] = (),
+                                    timeout: float = 10.0) -> int:
+        """Wait until the partition has a leader that is not in ``not_in``; returns its id.
+
+        Raises:
+            TimeoutError: not within ``timeout`` seconds; the message names the state seen.
+        """
+        excluded = frozenset(not_in)
+
+        def check() -> int | None:
+            reg = self._registration(topic, partition)
+            return reg.leader if reg is not None and reg.leader >= 0 and reg.leader not in excluded else None
+        return await self._wait(f"a leader of {topic}-{partition} not in {sorted(excluded)}", check, timeout,
+                                lambda: self._registration(topic, partition))
+
+    def wait_for_isr(self, topic: str, partition: int, size: int, timeout: float = 10.0) -> tuple[int, ...]:
+        """Sync face of :meth:`wait_for_isr_async`."""
+        return self._call(self.wait_for_isr_async(topic, partition, size, timeout))
+
+    def wait_for_leader(self, topic: str, partition: int, not_in: Iterable[int] = (), timeout: float = 10.0) -> int:
+        """Sync face of :meth:`wait_for_leader_async`."""
+        return self._call(self.wait_for_leader_async(topic, partition, tuple(not_in), timeout))
+
+    async def _wait_ready(self, node_ids: Iterable[int], timeout: float) -> None:
+        """Wait until every one of ``node_ids`` runs with its registration unfenced."""
+        ids = list(node_ids)
+
+        def check() -> bool | None:
+            image = self._image()
+            return all(self._nodes[i].alive and (b := image.brokers.get(i)) is not None and not b.fenced
+                       and b.broker_epoch == self._nodes[i].broker_epoch for i in ids) or None
+        await self._wait(f"brokers {ids} registered and unfenced", check, timeout,
+                         lambda: sorted(self._image().brokers.values(), key=lambda b: b.broker_id))
+
+    # -- topics --------------------------------------------------------------------------------
+
+    async def create_topic_async(self, name: str, partitions: int = 1, replication_factor: int = 1,
+                                 configs: Mapping[str, Any] | None = None) -> None:
+        """Create a topic through the controller; its partitions exist on their brokers when
+        this returns.
+
+        Raises:
+            kproto.errors.KafkaError: the controller's refusal (e.g.
+                InvalidReplicationFactorError with too few live brokers).
+        """
+        channel = self._require_quorum().channel_for(-1)
+        new = NewTopic(name=name, num_partitions=partitions, replication_factor=replication_factor,
+                       configs={k: None if v is None else str(v) for k, v in (configs or {}).items()})
+        [result] = await channel.create_topics([new], validate_only=False)
+        if result.error_code:
+            raise for_code(result.error_code)(result.error_message or f"cannot create {name!r}")
+
+    def create_topic(self, name: str, partitions: int = 1, replication_factor: int = 1,
+                     configs: Mapping[str, Any] | None = None) -> None:
+        """Sync face of :meth:`create_topic_async`."""
+        self._call(self.create_topic_async(name, partitions, replication_factor, configs))
+
+    # -- faults ----------------------------------------------------------------------------------
+
+    def _node(self, node_id: int) -> ClusterNode:
+        if not 0 <= node_id < len(self._nodes):
+            raise ValueError(f"no broker {node_id}: node ids are 0..{len(self._nodes) - 1}")
+        return self._nodes[node_id]
+
+    @staticmethod
+    def _registrations(image: MetadataImage) -> dict[tuple[str, int], PartitionRegistration]:
+        return {(t.name, i): p for t in image.topics.values() for i, p in t.partitions.items()}
+
+    async def kill_async(self, node_id: int, *, wait: bool = True, timeout: float = 10.0) -> None:
+        """Crash broker ``node_id`` (as a SIGKILL: connections reset, nothing flushed).
+
+        With ``wait`` (the default), return once the controller has fenced it (session
+        expiry; a new controller first if it hosted the controller): its leaderships have
+        moved and it left the ISRs. Without, return at once (to act in the window before).
+        Killing the last broker running leaves no controller: it returns at once.
+        """
+        node = self._node(node_id)
+        if not node.alive:
+            raise RuntimeError(f"broker {node_id} is not running")
+        before = self._registrations(self._image())
+        controller = self.controller_id
+        await node.kill()
+        if not any(n.alive for n in self._nodes):  # no node left to host a controller that would fence it
+            log.info("killed broker %d, the last one running: no controller is left", node_id)
+            return
+        if not wait:
+            log.info("killed broker %d (its session expires after broker.session.timeout.ms)", node_id)
+            return
+
+        def fenced() -> bool | None:
+            b = self._image().brokers.get(node_id)
+            return (self.controller_id != node_id and b is not None and b.fenced) or None
+        await self._wait(f"broker {node_id} fenced", fenced, timeout,
+                         lambda: (self.controller_id, self._image().brokers.get(node_id)))
+        after = self._registrations(self._image())
+        moved = [f"{t}-{p} {before[t, p].leader}->{r.leader}" for (t, p), r in sorted(after.items())
+                 if (t, p) in before and r.leader != before[t, p].leader]
+        shrunk = sum(1 for key, r in after.items() if key in before and len(r.isr) < len(before[key].isr))
+        log.info("killed broker %d: controller %s, leaders moved: %s; ISR shrunk in %d partition(s)", node_id,
+                 f"moved {controller}->{self.controller_id}" if controller != self.controller_id
+                 else f"stays {controller}", ", ".join(moved) or "none", shrunk)
+
+    async def restart_async(self, node_id: int, *, timeout: float = 10.0) -> None:
+        """Start broker ``node_id`` again on the same port and directories, with a new broker
+        epoch; returns once it is registered and unfenced (it rejoins ISRs once caught up:
+        :meth:`wait_for_isr`)."""
+        old = self._node(node_id)
+        if old.alive:
+            raise RuntimeError(f"broker {node_id} is running")
+        assert self.data_dir is not None
+        node = ClusterNode(node_id=node_id, config=self._node_config(node_id, self.data_dir),
+                           quorum=self._require_quorum(), port=old.port)
+        self._nodes[node_id] = node
+        await node.start()
+        await self._wait_ready([node_id], timeout)
+        log.info("restarted broker %d on port %d with broker epoch %d; controller %d", node_id, node.port,
+                 node.broker_epoch, self.controller_id)
+
+    def kill(self, node_id: int, *, wait: bool = True, timeout: float = 10.0) -> None:
+        """Sync face of :meth:`kill_async`."""
+        self._call(self.kill_async(node_id, wait=wait, timeout=timeout))
+
+    def restart(self, node_id: int, *, timeout: float = 10.0) -> None:
+        """Sync face of :meth:`restart_async`."""
+        self._call(self.restart_async(node_id, timeout=timeout))
+
+    # -- in a running event loop -----------------------------------------------------------------
+
+    async def start_async(self, timeout: float = 30.0) -> MiniCluster:
+        """Start every broker in the current event loop; returns once all are registered
+        and unfenced."""
+        if self.quorum is not None:
+            raise RuntimeError("the cluster is already started")
+        self.data_dir = self._given_dir or Path(tempfile.mkdtemp(prefix="minicluster-"))
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        metadata = MetadataLog(self.data_dir / "metadata" / "metadata.jsonl")
+        self.quorum = Quorum(log=metadata, config=self.config, clock_ms=monotonic_ms)
+        self._nodes = [ClusterNode(node_id=i, config=self._node_config(i, self.data_dir), quorum=self.quorum)
+                       for i in range(self.size)]
+        try:
+            for node in self._nodes:
+                await node.start()
+            self._quorum_task = asyncio.create_task(self.quorum.run(), name="minicluster-quorum")
+            await self._wait_ready(range(self.size), timeout)
+        except BaseException:
+            await self.stop_async()
+            raise
+        log.info("MiniCluster of %d brokers at %s, controller %d", self.size, self.bootstrap_servers,
+                 self.controller_id)
+        return self
+
+    async def stop_async(self) -> None:
+        """Stop every live broker (controlled shutdown), the controller, and remove a
+        temporary data directory."""
+        if self.quorum is None:
+            return
+        for node in reversed(self._nodes):
+            try:
+                await node.stop()
+            except Exception:  # one broker failing to stop must not leave the others running
+                log.exception("broker %d failed to stop", node.node_id)
+        if self._quorum_task is not None:
+            self._quorum_task.cancel()
+            await asyncio.gather(self._quorum_task, return_exceptions=True)
+            self._quorum_task = None
+        self.quorum.log.close()
+        self.quorum = None
+        if self._given_dir is None and self.data_dir is not None:
+            shutil.rmtree(self.data_dir, ignore_errors=True)
+
+    async def __aenter__(self) -> MiniCluster:
+        return await self.start_async()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop_async()
+
+    # -- on a background thread ------------------------------------------------------------------
+
+    def _call(self, coro: Coroutine[Any, Any, T]) -> T:
+        if self._thread is None:
+            coro.close()
+            raise RuntimeError("the sync methods need a cluster started with start() or `with`; "
+                               "in an event loop use the *_async methods")
+        if threading.current_thread() is self._thread:
+            coro.close()
+            raise RuntimeError("a sync method of MiniCluster was called on the cluster's own loop")
+        assert self._loop is not None
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
+
+    def start(self) -> MiniCluster:
+        """Start on a background thread; returns once every broker is registered and unfenced.
+
+        Raises:
+            OSError: a port cannot be bound.
+            minibroker.storage.LogDirInUseError: another broker holds a directory.
+        """
+        if self._thread is not None:
+            raise RuntimeError("the cluster is already started")
+        ready = threading.Event()
+        failure: list[BaseException] = []
+
+        async def main() -> None:
+            self._loop = asyncio.get_running_loop()
+            self._stopped = asyncio.Event()
+            try:
+                await self.start_async()
+            except BaseException as exc:
+                failure.append(exc)
+                ready.set()
+                return
+            ready.set()
+            await self._stopped.wait()
+            await self.stop_async()
+
+        self._thread = threading.Thread(target=asyncio.run, args=(main(),), name="minicluster", daemon=True)
+        self._thread.start()
+        ready.wait()
+        if failure:
+            self._thread.join()
+            self._thread = None
+            raise failure[0]
+        return self
+
+    def stop(self) -> None:
+        """Stop the cluster and wait for its thread (idempotent)."""
+        if self._thread is None:
+            return
+        assert self._loop is not None and self._stopped is not None
+        self._loop.call_soon_threadsafe(self._stopped.set)
+        self._thread.join()
+        self._thread = None
+
+    def __enter__(self) -> MiniCluster:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

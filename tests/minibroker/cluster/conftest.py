@@ -1,0 +1,105 @@
+"""Fixtures for tests of a whole MiniCluster: a fresh cluster per test (function scope),
+with and without racks, on the cluster's test-friendly defaults (failover within
+about 400 ms). Each test waits for the states it needs (``wait_for_isr``,
+``wait_for_leader``); none sleeps."""
+
+import contextlib
+import os
+import threading
+import time
+
+import pytest
+
+
+def _sockets():
+    count = 0
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            count += os.readlink(f"/proc/self/fd/{fd}").startswith("socket:")
+        except OSError:
+            pass  # closed while we looked
+    return count
+
+
+@contextlib.contextmanager
+def _nothing_left(**kwargs):
+    """A started MiniCluster; after it stops, none of its threads or sockets is left
+    (clients' sockets get a short grace to close)."""
+    from minibroker.cluster import MiniCluster  # here: the directory's unit tests need none of it
+
+    threads, sockets = set(threading.enumerate()), _sockets()
+    with MiniCluster(**kwargs) as cluster:
+        yield cluster
+    deadline = time.monotonic() + 5
+    while _sockets() > sockets and time.monotonic() < deadline:
+        time.sleep(0.05)
+    leaked = [t for t in threading.enumerate() if t not in threads and t.name.startswith("minicluster")]
+    assert not leaked, f"threads left running: {leaked}"
+    assert _sockets() <= sockets, f"{_sockets() - sockets} socket(s) left open"
+
+
+@pytest.fixture
+def cluster3(tmp_path):
+    """Three brokers, their data under the test's tmp_path (kept for a post-mortem)."""
+    with _nothing_left(brokers=3, data_dir=tmp_path / "cluster") as cluster:
+        yield cluster
+
+
+@pytest.fixture
+def cluster4(tmp_path):
+    """Four brokers: an RF=3 topic leaves one broker out of its replicas, which keeps the
+    controller alive while every replica is killed."""
+    with _nothing_left(brokers=4, data_dir=tmp_path / "cluster") as cluster:
+        yield cluster
+
+
+@pytest.fixture
+def cluster3_racks(tmp_path):
+    """Three brokers on racks a, b, c."""
+    with _nothing_left(brokers=3, racks=["a", "b", "c"], data_dir=tmp_path / "cluster") as cluster:
+        yield cluster
+
+
+def ck_metadata(bootstrap, topic=None):
+    """confluent-kafka's module, an AdminClient, and its Metadata answer (``list_topics``)."""
+    ck = pytest.importorskip("confluent_kafka")
+    from confluent_kafka.admin import AdminClient
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    return ck, admin, admin.list_topics(topic, timeout=10)
+
+
+def replica_log(cluster, node_id, topic, partition=0):
+    """Broker ``node_id``'s local log of a partition (None: no replica there), read on the
+    cluster's loop: what the broker itself holds, not what a client is shown."""
+    def read():
+        state = cluster._nodes[node_id].server.state
+        t = state.topics.get(topic)
+        return None if t is None else t.partitions[partition].log
+    return cluster._read(read)
+
+
+def replica(cluster, node_id, topic, partition=0):
+    """Broker ``node_id``'s :class:`~minibroker.cluster.partition.Partition` object."""
+    return cluster._read(lambda: cluster._nodes[node_id].server.state.topics[topic].partitions[partition])
+
+
+def produce_raw(port, topic, values, *, acks=-1, timeout_ms=10000, partition=0):
+    """One Produce v9 of ``values`` (one batch) to the broker at ``port``; its error code
+    and base offset, exactly as the broker answered."""
+    from kproto.protocol import ApiKey
+    from kproto.protocol.messages import ProduceRequest
+    from kproto.records import BatchBuilder
+    from tests.support.raw_client import RawClient
+
+    now = int(time.time() * 1000)
+    builder = BatchBuilder()
+    for value in values:
+        builder.append(now, None, value)
+    request = ProduceRequest(acks=acks, timeout_ms=timeout_ms, topic_data=[ProduceRequest.TopicProduceData(
+        name=topic, partition_data=[ProduceRequest.PartitionProduceData(index=partition, records=builder.build())])])
+    client = RawClient(port, timeout=timeout_ms / 1000 + 10)
+    try:
+        answer = client.request(ApiKey.PRODUCE, 9, request).responses[0].partition_responses[0]
+    finally:
+        client.close()
+    return answer.error_code, answer.base_offset
