@@ -78,7 +78,8 @@ LAYERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "minibroker.cluster nodes": (("minibroker.cluster.node", "minibroker.cluster.minicluster"),
                                  (*_SHARED, "minibroker.config", "minibroker.log", "minibroker.coordinator",
                                   "minibroker.storage", "minibroker.state", "minibroker.handlers",
-                                  "minibroker.server", "minibroker.cluster core")),
+                                  "minibroker.server", "minibroker.cluster core",
+                                  "minibroker.cluster replication")),
     # MiniBroker, `python -m minibroker` and the pytest plugin for users' suites
     "minibroker": (("minibroker", "minibroker.broker", "minibroker.__main__", "minibroker.pytest_plugin"),
                    (*_SHARED, "minibroker.config", "minibroker.storage", "minibroker.server",
