@@ -1,9 +1,12 @@
-"""The ``python -m minibroker`` command: run one broker in the foreground until stopped.
+"""The ``python -m minibroker`` command: run one broker, or a cluster of brokers, in the
+foreground until stopped.
 
 Usage::
 
     python -m minibroker [--port 9092] [--host 127.0.0.1]
         [--advertised-host H] [--advertised-port P]
+        [--config server.properties] [--override key=value ...] [--stop-on-stdin-eof]
+    python -m minibroker --brokers N [--racks a,b,c] [--data-dir DIR]
         [--config server.properties] [--override key=value ...] [--stop-on-stdin-eof]
 
 Settings come from Kafka's own ``server.properties`` format (``--config``), then from
@@ -27,6 +30,20 @@ scripts can wait for it::
 (HOST:PORT is the advertised address, the one clients bootstrap from.) Logs go to stderr.
 SIGINT (Ctrl-C) and SIGTERM stop the broker cleanly, with exit code 0.
 
+``--brokers N`` (N > 1) runs a :class:`~minibroker.MiniCluster` of N brokers in this one
+process instead, each on 127.0.0.1 and an ephemeral port (``--racks`` gives one
+``broker.rack`` per broker, comma-separated). The config file and overrides are the
+settings of every broker, over the cluster's test-friendly defaults; the keys that are
+each broker's own (``listeners``, ``advertised.listeners``, ``broker.id``, ``node.id``,
+``log.dirs``, ``broker.rack``) and the address flags are refused with exit code 2.
+``--data-dir`` keeps the brokers' logs and the cluster's metadata there. Once every
+broker accepts connections, the one line on stdout names them all, comma-separated, as a
+``bootstrap.servers`` value::
+
+    minicluster listening on HOST:PORT,HOST:PORT,HOST:PORT
+
+``--brokers 1`` (the default) is the single broker above.
+
 ``--stop-on-stdin-eof`` is for programs that start the broker as a child with a pipe
 as its stdin: the broker stops cleanly when the pipe closes, which happens when the
 parent exits for any reason, SIGKILL included, so no orphaned broker is left behind.
@@ -48,6 +65,7 @@ import sys
 from collections.abc import Iterable, Sequence
 
 from minibroker.broker import MiniBroker
+from minibroker.cluster.minicluster import MiniCluster
 from minibroker.storage import CorruptStateFileError, LogDirInUseError
 
 __all__ = ["load_config", "main", "parse_properties"]
@@ -174,6 +192,11 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--config", metavar="FILE", help="a Kafka server.properties file")
     parser.add_argument("--override", metavar="KEY=VALUE", type=_override, action="append", default=[],
                         help="a broker setting that wins over --config (repeatable)")
+    parser.add_argument("--brokers", type=int, default=1, metavar="N",
+                        help="run a cluster of N brokers in this process, on ephemeral ports (default: 1, "
+                             "one broker)")
+    parser.add_argument("--racks", metavar="A,B,...",
+                        help="with --brokers: one broker.rack per broker, comma-separated")
     parser.add_argument("--stop-on-stdin-eof", action="store_true",
                         help="also stop when standard input closes (for a parent process holding a pipe to it: "
                              "the broker then never outlives that process)")
@@ -192,8 +215,9 @@ def _stop_on_eof(loop: asyncio.AbstractEventLoop, stop: asyncio.Event) -> None:
     loop.add_reader(fd, readable)
 
 
-async def _serve(broker: MiniBroker, stop_on_stdin_eof: bool = False) -> None:
-    """Run ``broker`` in this loop until SIGINT or SIGTERM (or the end of stdin, if asked)."""
+async def _serve(broker: MiniBroker | MiniCluster, stop_on_stdin_eof: bool = False) -> None:
+    """Run ``broker`` (or a cluster) in this loop until SIGINT or SIGTERM (or the end of
+    stdin, if asked)."""
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
@@ -205,7 +229,8 @@ async def _serve(broker: MiniBroker, stop_on_stdin_eof: bool = False) -> None:
         _stop_on_eof(loop, stop)
     await broker.start_async()
     try:
-        print(f"minibroker listening on {broker.bootstrap_servers}", flush=True)
+        name = "minicluster" if isinstance(broker, MiniCluster) else "minibroker"
+        print(f"{name} listening on {broker.bootstrap_servers}", flush=True)
         await stop.wait()
         log.info("stopping")
     finally:
@@ -218,8 +243,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if args.brokers < 1:
+        parser.error(f"--brokers must be at least 1, not {args.brokers}")
+    if args.brokers == 1 and args.racks is not None:
+        parser.error("--racks needs --brokers N, N > 1")
+    if args.brokers > 1:
+        flags = [flag for flag, value in (("--port", args.port), ("--host", args.host),
+                                          ("--advertised-host", args.advertised_host),
+                                          ("--advertised-port", args.advertised_port)) if value is not None]
+        if flags:
+            parser.error(f"{flags[0]} names one broker's address; a cluster's brokers listen on "
+                         "127.0.0.1 and ephemeral ports")
     try:
         settings = load_config(args.config, args.override)
+        if args.brokers > 1:
+            racks = args.racks.split(",") if args.racks is not None else None
+            cluster = MiniCluster(brokers=args.brokers, racks=racks, data_dir=args.data_dir, config=settings)
+    except (OSError, ValueError) as exc:
+        print(f"{parser.prog}: error: {exc}", file=sys.stderr)
+        return 2
+    if args.brokers > 1:
+        return _run(parser, cluster, args.stop_on_stdin_eof, "127.0.0.1")
+    try:
         port = args.port
         if port is None and "listeners" not in settings:
             port = 9092  # Kafka's port, where tools look by default; MiniBroker's own is ephemeral
@@ -228,15 +273,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (OSError, ValueError) as exc:
         print(f"{parser.prog}: error: {exc}", file=sys.stderr)
         return 2
+    return _run(parser, broker, args.stop_on_stdin_eof, f"{broker.host}:{broker.port}")
+
+
+def _run(parser: argparse.ArgumentParser, broker: MiniBroker | MiniCluster, stop_on_stdin_eof: bool,
+         address: str) -> int:
     try:
-        asyncio.run(_serve(broker, args.stop_on_stdin_eof))
+        asyncio.run(_serve(broker, stop_on_stdin_eof))
     except KeyboardInterrupt:  # a signal before the handlers were installed
         return 0
     except (LogDirInUseError, CorruptStateFileError) as exc:
         print(f"{parser.prog}: error: {exc}", file=sys.stderr)
         return 1
     except OSError as exc:
-        print(f"{parser.prog}: error: cannot listen on {broker.host}:{broker.port}: {exc}", file=sys.stderr)
+        print(f"{parser.prog}: error: cannot listen on {address}: {exc}", file=sys.stderr)
         return 1
     return 0
 

@@ -32,10 +32,11 @@ from typing import Any
 
 import pytest
 
-from minibroker import MiniBroker
+from minibroker import MiniBroker, MiniCluster
 
 __all__ = ["kafka_bootstrap_servers", "kafka_broker", "kafka_broker_module", "kafka_broker_session",
-           "minibroker_config"]
+           "kafka_cluster", "kafka_cluster_bootstrap_servers", "minibroker_config", "minicluster_brokers",
+           "minicluster_config"]
 
 
 @pytest.fixture(scope="session")
@@ -92,3 +93,42 @@ def kafka_broker_session(minibroker_config: Mapping[str, Any]) -> Iterator[MiniB
     """
     with MiniBroker(config=minibroker_config) as broker:
         yield broker
+
+
+@pytest.fixture(scope="session")
+def minicluster_brokers() -> int:
+    """How many brokers ``kafka_cluster`` starts: 3 here. Override this fixture to change it."""
+    return 3
+
+
+@pytest.fixture(scope="session")
+def minicluster_config() -> Mapping[str, Any]:
+    """Broker settings for every broker of ``kafka_cluster``: none here (the cluster's own
+    test-friendly defaults apply, see :class:`minibroker.MiniCluster`).
+
+    Override this fixture to configure them, with Kafka's names, e.g.::
+
+        @pytest.fixture(scope="session")
+        def minicluster_config():
+            return {"min.insync.replicas": 2, "default.replication.factor": 3}
+    """
+    return {}
+
+
+@pytest.fixture
+def kafka_cluster(minicluster_brokers: int, minicluster_config: Mapping[str, Any]) -> Iterator[MiniCluster]:
+    """A fresh, started MiniCluster for this test only, stopped after it.
+
+    ``minicluster_brokers`` brokers (3 by default), started with ``minicluster_config``,
+    every one registered and unfenced. Connect with ``kafka_cluster.bootstrap_servers``;
+    ``kafka_cluster.kill(node_id)``, ``restart``, ``leader_of`` and ``wait_for_leader``
+    play and watch failures.
+    """
+    with MiniCluster(brokers=minicluster_brokers, config=minicluster_config) as cluster:
+        yield cluster
+
+
+@pytest.fixture
+def kafka_cluster_bootstrap_servers(kafka_cluster: MiniCluster) -> str:
+    """``"host:port,host:port,..."`` of this test's fresh ``kafka_cluster``, every broker."""
+    return kafka_cluster.bootstrap_servers

@@ -21,6 +21,7 @@ _EXAMPLES = """examples:
   kproto broker                      # 127.0.0.1:9092, in memory
   kproto broker --port 0 --data-dir /tmp/kafka
   kproto broker --override num.partitions=3
+  kproto broker --brokers 3          # a cluster of 3 brokers on ephemeral ports
 """
 
 

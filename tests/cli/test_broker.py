@@ -30,6 +30,30 @@ def test_runs_minibroker_until_ctrl_c(cli, tmp_path):
     assert (tmp_path / "br-topic-0").is_dir()
 
 
+def test_brokers_3_runs_a_cluster_until_sigterm(cli, tmp_path):
+    """Issue 13: ``kproto broker --brokers 3`` is ``python -m minibroker --brokers 3``: one
+    ready line naming three brokers, each answering, and SIGTERM stops it with 0."""
+    ready = b"minicluster listening on "
+    proc = subprocess.Popen(command("broker", "--brokers", "3", "--override", "default.replication.factor=3"),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT, env=process_env())
+    try:
+        line = proc.stdout.readline()
+        assert line.startswith(ready), proc.stderr.read() if proc.poll() is not None else line
+        servers = line[len(ready):].strip().decode().split(",")
+        assert len(set(servers)) == 3
+        assert cli("topics", "create", "br-cluster", "--partitions", "3", bootstrap=servers[2]).code == 0
+        for server in servers:
+            assert cli("topics", "list", bootstrap=server).lines == ["br-cluster"]
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=3 * TIMEOUT)
+    finally:
+        proc.kill() if proc.poll() is None else None
+        proc.wait(timeout=TIMEOUT)
+        proc.stdout.close()
+        proc.stderr.close()
+    assert proc.returncode == 0
+
+
 def test_help_and_bad_options_are_minibrokers(run_process):
     helped = run_process("broker", "--help")
     assert helped.returncode == 0

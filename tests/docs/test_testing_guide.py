@@ -41,3 +41,13 @@ def test_the_libraries_print_nothing_until_logging_is_configured():
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "['NullHandler'] ['NullHandler']"
     assert "from kproto" not in done.stderr and "from minibroker" not in done.stderr
+
+
+def test_the_guide_lists_every_fixture_of_the_plugin():
+    """Issue 13: the guide's fixture list names every fixture minibroker's plugin exports
+    (``kafka_cluster`` and its companions included)."""
+    from minibroker import pytest_plugin
+
+    assert {"kafka_cluster", "kafka_cluster_bootstrap_servers", "minicluster_config"} <= set(pytest_plugin.__all__)
+    fixtures = GUIDE.split("\npytest fixtures\n", 1)[1].split(".. literalinclude::", 1)[0]
+    assert [name for name in pytest_plugin.__all__ if f"``{name}``" not in fixtures] == []

@@ -19,6 +19,8 @@ from tests.support.process import (
     minibroker_command,
     minibroker_process,
     read_line,
+    start_minibroker,
+    stop,
 )
 
 kafka = pytest.importorskip("kafka")
@@ -222,6 +224,71 @@ def test_override_without_equals_is_a_usage_error(capsys):
         main(["--override", "num.partitions"])
     assert exc.value.code == 2
     assert "key=value" in capsys.readouterr().err
+
+
+# -- a cluster: --brokers N (issue 13) ----------------------------------------------------
+
+CLUSTER_READY = "minicluster listening on "
+
+
+def test_brokers_3_runs_a_cluster_whose_brokers_answer_metadata_and_stops_on_sigterm(tmp_path):
+    """Issue 13, the cluster's surface: ``--brokers 3`` prints one parsable line naming the
+    three brokers, each answers Metadata with all three, and SIGTERM stops it with 0."""
+    admin_module = pytest.importorskip("confluent_kafka.admin")
+    with open(tmp_path / "stderr", "wb") as stderr:
+        proc = start_minibroker("--brokers", "3", "--racks", "a,b,c", "--data-dir", str(tmp_path / "data"),
+                                "--override", "num.partitions=2", stderr=stderr)
+    try:
+        line = read_line(proc.stdout, 3 * TIMEOUT)
+        assert line.startswith(CLUSTER_READY), (line, (tmp_path / "stderr").read_text()[-3000:])
+        servers = line[len(CLUSTER_READY):].strip().split(",")
+        assert len(servers) == 3 and all(s.startswith("127.0.0.1:") for s in servers)
+        assert len({s.rsplit(":", 1)[1] for s in servers}) == 3
+        for server in servers:  # every broker answers, and knows the other two
+            admin = admin_module.AdminClient({"bootstrap.servers": server})
+            brokers = admin.list_topics(timeout=TIMEOUT).brokers
+            assert sorted(f"{b.host}:{b.port}" for b in brokers.values()) == sorted(servers)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=3 * TIMEOUT) == 0
+        assert proc.stdout.read() == ""  # the ready line is the only line on stdout
+    finally:
+        stop(proc, 3 * TIMEOUT)
+    assert [p.name for p in sorted((tmp_path / "data").iterdir())] == [
+        "broker-0", "broker-1", "broker-2", "metadata"]
+
+
+def test_brokers_stop_on_stdin_eof():
+    """Issue 13: ``--stop-on-stdin-eof`` stops a cluster cleanly too."""
+    proc = start_minibroker("--brokers", "2", "--stop-on-stdin-eof", stdin=subprocess.PIPE)
+    try:
+        assert read_line(proc.stdout, 3 * TIMEOUT).startswith(CLUSTER_READY)
+        proc.stdin.close()
+        assert proc.wait(timeout=3 * TIMEOUT) == 0
+    finally:
+        stop(proc, 3 * TIMEOUT)
+
+
+@pytest.mark.parametrize("key", ["listeners", "broker.id", "log.dirs"])
+def test_brokers_refuse_a_per_broker_key_with_exit_2(tmp_path, key):
+    """Issue 13: the keys that are each broker's own are refused with MiniCluster's message."""
+    value = {"listeners": "PLAINTEXT://127.0.0.1:0", "broker.id": "1", "log.dirs": str(tmp_path)}[key]
+    result = run_to_exit(tmp_path, "--brokers", "3", "--override", f"{key}={value}", host=None)
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert f"config {key!r} is the cluster's own" in result.stderr
+
+
+@pytest.mark.parametrize("args, message", [
+    (("--brokers", "3", "--port", "9092"), "--port names one broker's address"),
+    (("--brokers", "3", "--racks", "a,b"), "racks= has 2 entries for 3 brokers"),
+    (("--racks", "a"), "--racks needs --brokers"),
+    (("--brokers", "0"), "--brokers must be at least 1"),
+])
+def test_brokers_bad_usage_exits_2(tmp_path, args, message):
+    """Issue 13: address flags, a wrong number of racks, or no brokers: exit 2."""
+    result = run_to_exit(tmp_path, *args, host=None)
+    assert result.returncode == 2
+    assert message in result.stderr and result.stdout == ""
 
 
 # -- the properties parser ---------------------------------------------------------------

@@ -100,6 +100,8 @@ def test_fixtures_are_documented(inner):
         "*kafka_broker_module*",
         "*kafka_broker_session*",
     ])
+    result.stdout.fnmatch_lines(["kafka_cluster -- *", "*fresh, started MiniCluster*",
+                                 "kafka_cluster_bootstrap_servers -- *"])  # issue 13
 
 
 MODULE_TESTS = """
@@ -150,3 +152,80 @@ def test_module_broker_is_shared_by_a_module_and_configured_by_its_override(inne
     assert ports["plain"][0] != ports["configured"][0]
     for port in {*ports["plain"], *ports["configured"]}:
         assert _closed(port), f"a broker still listens on port {port}"
+
+
+CLUSTER_TESTS = """
+from kproto import Producer
+
+
+def test_three_brokers_and_a_new_leader(kafka_cluster, kafka_cluster_bootstrap_servers, minicluster_config,
+                                        port_log):
+    assert kafka_cluster_bootstrap_servers == kafka_cluster.bootstrap_servers
+    brokers = kafka_cluster.brokers
+    assert [b.node_id for b in brokers] == [0, 1, 2] and len({b.port for b in brokers}) == 3
+    for b in brokers:
+        port_log("cluster", b.port)
+    assert kafka_cluster.config["min.insync.replicas"] == 2  # the override reached every broker
+    kafka_cluster.create_topic("t", partitions=1, replication_factor=3)
+    with Producer(bootstrap_servers=kafka_cluster_bootstrap_servers, acks="all") as producer:
+        producer.send("t", b"before").result(timeout=10)
+    leader = kafka_cluster.leader_of("t", 0)
+    kafka_cluster.kill(leader)
+    new_leader = kafka_cluster.wait_for_leader("t", 0, not_in=(leader,))
+    assert new_leader != leader and kafka_cluster.brokers[new_leader].alive
+    assert not kafka_cluster.brokers[leader].alive
+
+
+def test_each_test_gets_a_fresh_cluster(kafka_cluster, port_log):
+    assert all(b.alive for b in kafka_cluster.brokers)
+    for b in kafka_cluster.brokers:
+        port_log("cluster2", b.port)
+"""
+
+CLUSTER_CONFIG = """
+import pytest
+
+
+@pytest.fixture(scope="session")
+def minicluster_config():
+    return {"min.insync.replicas": 2}
+"""
+
+
+def test_kafka_cluster_gives_three_brokers_a_test_can_kill_and_stops_them_after(inner):
+    """Issue 13: ``kafka_cluster`` is a fresh MiniCluster of three brokers per test,
+    configured by an override of ``minicluster_config``; a test kills a leader and sees a
+    new one; every broker is stopped after the test."""
+    pytester, log = inner
+    pytester.makepyfile(test_cluster=CLUSTER_CONFIG + CLUSTER_TESTS)
+    result = pytester.runpytest("-p", "minibroker.pytest_plugin", "-p", "no:cacheprovider", "-q",
+                                "test_cluster.py")
+    result.assert_outcomes(passed=2)
+    ports: dict[str, list[int]] = {}
+    for line in log.read_text().splitlines():
+        kind, port = line.split()
+        ports.setdefault(kind, []).append(int(port))
+    assert len(set(ports["cluster"])) == 3 and len(set(ports["cluster2"])) == 3
+    assert set(ports["cluster"]) != set(ports["cluster2"])
+    for port in {*ports["cluster"], *ports["cluster2"]}:
+        assert _closed(port), f"a broker still listens on port {port}"
+
+
+def test_minicluster_brokers_sets_the_cluster_size(inner):
+    """Issue 13: an override of ``minicluster_brokers`` changes how many brokers
+    ``kafka_cluster`` starts."""
+    pytester, _ = inner
+    pytester.makepyfile(test_size="""
+import pytest
+
+
+@pytest.fixture(scope="session")
+def minicluster_brokers():
+    return 2
+
+
+def test_two(kafka_cluster):
+    assert len(kafka_cluster.brokers) == 2
+""")
+    result = pytester.runpytest("-p", "minibroker.pytest_plugin", "-p", "no:cacheprovider", "-q", "test_size.py")
+    result.assert_outcomes(passed=1)
