@@ -276,10 +276,10 @@ def ms(seconds: list[float]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--messages", type=int, default=20_000)
-    parser.add_argument("--quick", action="store_true", help="2 runs of 3,000 messages (a smoke run)")
+    parser.add_argument("--messages", type=int, default=100_000)
+    parser.add_argument("--quick", action="store_true", help="2 runs of 10,000 messages (a smoke run)")
     args = parser.parse_args(argv)
-    runs, n = (min(args.runs, 2), min(args.messages, 3_000)) if args.quick else (args.runs, args.messages)
+    runs, n = (min(args.runs, 2), min(args.messages, 10_000)) if args.quick else (args.runs, args.messages)
     logging.basicConfig(level=logging.CRITICAL)  # a killed leader's clients log their disconnects
     QUIET.setLevel(logging.CRITICAL)
     load = os.getloadavg()
