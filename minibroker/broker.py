@@ -20,10 +20,10 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
-import threading
 from collections.abc import Mapping
 from typing import Any
 
+from minibroker.background import BackgroundLoop
 from minibroker.config import DEFAULTS, BrokerConfig, Listener, parse_listener
 from minibroker.server import Server
 
@@ -94,9 +94,7 @@ class MiniBroker:
         bind, advertised = broker_config.listener, broker_config.advertised_listener
         self._server = Server(broker_config, bind.host or "0.0.0.0", bind.port,
                               advertised.host or socket.getfqdn(), advertised.port)
-        self._thread: threading.Thread | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._stopped: asyncio.Event | None = None
+        self._background = BackgroundLoop("minibroker", "broker")
 
     @property
     def host(self) -> str:
@@ -148,40 +146,17 @@ class MiniBroker:
                 broker configs file is damaged; the message names it.
             OSError: the port cannot be bound.
         """
-        if self._thread is not None:
-            raise RuntimeError("the broker is already started")
-        ready = threading.Event()
-        failure: list[BaseException] = []
-
-        async def main() -> None:
-            self._loop = asyncio.get_running_loop()
-            self._stopped = asyncio.Event()
-            try:
-                await self._server.start()
-            except BaseException as exc:
-                failure.append(exc)
-                ready.set()
-                return
-            ready.set()
-            await self._stopped.wait()
-            await self._server.stop()
-
-        self._thread = threading.Thread(target=asyncio.run, args=(main(),), name="minibroker", daemon=True)
-        self._thread.start()
-        ready.wait()
-        if failure:
-            self._thread.join()
-            self._thread = None
-            raise failure[0]
+        self._background.start(self._server.start, self._server.stop)
         return self
 
     def stop(self) -> None:
         """Stop the background broker and wait for its thread (idempotent)."""
-        if self._thread is None:
-            return
-        self._loop.call_soon_threadsafe(self._stopped.set)
-        self._thread.join()
-        self._thread = None
+        self._background.stop()
+
+    @property
+    def _loop(self) -> asyncio.AbstractEventLoop | None:
+        """The background broker's loop (for tests that reach into its state)."""
+        return self._background.loop
 
     def __enter__(self) -> MiniBroker:
         return self.start()

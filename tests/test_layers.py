@@ -76,14 +76,16 @@ LAYERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     # a MiniCluster's brokers and the cluster itself: top of minibroker, over the server and
     # the cluster's replication (fetcher, replica manager)
     "minibroker.cluster nodes": (("minibroker.cluster.node", "minibroker.cluster.minicluster"),
-                                 (*_SHARED, "minibroker.config", "minibroker.log", "minibroker.coordinator",
-                                  "minibroker.storage", "minibroker.state", "minibroker.handlers",
+                                 (*_SHARED, "minibroker.config", "minibroker.background", "minibroker.log",
+                                  "minibroker.coordinator", "minibroker.storage", "minibroker.state", "minibroker.handlers",
                                   "minibroker.server", "minibroker.cluster core",
                                   "minibroker.cluster replication")),
+    # the sync faces' loop thread (MiniBroker, MiniCluster): the standard library only
+    "minibroker.background": (("minibroker.background",), ()),
     # MiniBroker, `python -m minibroker` and the pytest plugin for users' suites
     "minibroker": (("minibroker", "minibroker.broker", "minibroker.__main__", "minibroker.pytest_plugin"),
-                   (*_SHARED, "minibroker.config", "minibroker.storage", "minibroker.server",
-                    "minibroker.cluster nodes")),
+                   (*_SHARED, "minibroker.config", "minibroker.background", "minibroker.storage",
+                    "minibroker.server", "minibroker.cluster nodes")),
 }
 
 # (module, imported module) pairs against the table, each with its reason.

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from kproto.errors import for_code
+from minibroker.background import BackgroundLoop
 from minibroker.cluster.api import NewTopic
 from minibroker.cluster.metadata import MetadataImage, MetadataLog, PartitionRegistration
 from minibroker.cluster.node import ClusterNode, monotonic_ms
@@ -135,9 +136,7 @@ class MiniCluster:
         self.quorum: Quorum | None = None
         self._nodes: list[ClusterNode] = []
         self._quorum_task: asyncio.Task[None] | None = None
-        self._thread: threading.Thread | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._stopped: asyncio.Event | None = None
+        self._background = BackgroundLoop("minicluster", "cluster")
 
     def _node_config(self, node_id: int, data_dir: Path) -> BrokerConfig:
         settings = {**self._settings, **self._broker_settings[node_id],
@@ -213,7 +212,8 @@ class MiniCluster:
 
     def _read(self, fn: Callable[[], T]) -> T:
         """``fn()`` on the cluster's loop (its state is that loop's), from any thread."""
-        if self._thread is None or threading.current_thread() is self._thread:
+        thread = self._background.thread
+        if thread is None or threading.current_thread() is thread:
             return fn()
 
         async def call() -> T:
@@ -424,15 +424,16 @@ class MiniCluster:
     # -- on a background thread ------------------------------------------------------------------
 
     def _call(self, coro: Coroutine[Any, Any, T]) -> T:
-        if self._thread is None:
+        thread, loop = self._background.thread, self._background.loop
+        if thread is None:
             coro.close()
             raise RuntimeError("the sync methods need a cluster started with start() or `with`; "
                                "in an event loop use the *_async methods")
-        if threading.current_thread() is self._thread:
+        if threading.current_thread() is thread:
             coro.close()
             raise RuntimeError("a sync method of MiniCluster was called on the cluster's own loop")
-        assert self._loop is not None
-        return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
+        assert loop is not None
+        return asyncio.run_coroutine_threadsafe(coro, loop).result()
 
     def start(self) -> MiniCluster:
         """Start on a background thread; returns once every broker is registered and unfenced.
@@ -441,41 +442,12 @@ class MiniCluster:
             OSError: a port cannot be bound.
             minibroker.storage.LogDirInUseError: another broker holds a directory.
         """
-        if self._thread is not None:
-            raise RuntimeError("the cluster is already started")
-        ready = threading.Event()
-        failure: list[BaseException] = []
-
-        async def main() -> None:
-            self._loop = asyncio.get_running_loop()
-            self._stopped = asyncio.Event()
-            try:
-                await self.start_async()
-            except BaseException as exc:
-                failure.append(exc)
-                ready.set()
-                return
-            ready.set()
-            await self._stopped.wait()
-            await self.stop_async()
-
-        self._thread = threading.Thread(target=asyncio.run, args=(main(),), name="minicluster", daemon=True)
-        self._thread.start()
-        ready.wait()
-        if failure:
-            self._thread.join()
-            self._thread = None
-            raise failure[0]
+        self._background.start(self.start_async, self.stop_async)
         return self
 
     def stop(self) -> None:
         """Stop the cluster and wait for its thread (idempotent)."""
-        if self._thread is None:
-            return
-        assert self._loop is not None and self._stopped is not None
-        self._loop.call_soon_threadsafe(self._stopped.set)
-        self._thread.join()
-        self._thread = None
+        self._background.stop()
 
     def __enter__(self) -> MiniCluster:
         return self.start()
