@@ -358,8 +358,9 @@ class BrokerState:
         """The topic as the metadata image has it (cluster mode): made or grown to the
         image's partitions, each a :class:`Partition` in role NONE until the replica manager
         applies its registration; the partitions this broker hosts get their log first
-        (:meth:`open_replica_log`). A topic of that name with another id (deleted and
-        created again) is dropped first."""
+        (:meth:`open_replica_log`). Configs changed in the image are taken, and the logs get
+        their new settings. A topic of that name with another id (deleted and created
+        again) is dropped first."""
         topic = self.topics.get(image.name)
         if topic is not None and topic.topic_id != image.topic_id:
             self.drop_topic(topic.topic_id)
@@ -367,8 +368,10 @@ class BrokerState:
         if topic is None:
             topic = Topic(image.name, image.topic_id, [], dict(image.configs))
             self.topics[image.name] = topic
-        else:
+        elif topic.configs != image.configs:  # ConfigRecords: the logs take the new settings at once
             topic.configs = dict(image.configs)
+            for partition_log in topic.logs():
+                partition_log.config = self.storage.log_config(topic.configs)
         for index in range(len(topic.partitions), max(image.partitions, default=-1) + 1):
             partition = Partition(topic=topic.name, topic_id=topic.topic_id, index=index, node_id=self.node_id)
             self._hook(partition)

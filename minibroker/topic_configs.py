@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,6 +48,13 @@ __all__ = [
     "validate_all",
     "sanitize",
     "effective",
+    "SET",
+    "DELETE",
+    "APPEND",
+    "SUBTRACT",
+    "apply_ops",
+    "topic_default",
+    "is_list",
 ]
 
 log = logging.getLogger("minibroker")
@@ -330,3 +337,55 @@ def effective(configs: Mapping[str, str | None], name: str, broker: Any = None) 
         value = broker[BROKER_SYNONYMS[name]]
         return str(value).lower() if isinstance(value, bool) else str(value)
     return TOPIC_CONFIGS[name].default
+
+
+# -- changes: AlterConfigs / IncrementalAlterConfigs ----------------------------------------
+
+#: IncrementalAlterConfigs' ``config_operation`` codes (KIP-339's OpType).
+SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+
+
+def is_list(name: str) -> bool:
+    """Whether ``name`` (a topic config or its broker synonym) is a LIST, the only type
+    APPEND and SUBTRACT apply to."""
+    key = TOPIC_CONFIGS.get(name) or next((k for k in TOPIC_CONFIGS.values() if k.synonym == name), None)
+    return key is not None and key.type == ConfigType.LIST
+
+
+def topic_default(name: str) -> str | None:
+    """Kafka's default of a topic config (None: not a topic config)."""
+    key = TOPIC_CONFIGS.get(name)
+    return key.default if key is not None else None
+
+
+def apply_ops(current: Mapping[str, str | None], ops: Iterable[tuple[str, int, str | None]],
+              default: Callable[[str], str | None]) -> tuple[dict[str, str | None], str | None]:
+    """A resource's configs after IncrementalAlterConfigs' ``(name, operation, value)`` ops,
+    and why they cannot apply (None: they can). The one owner of the ops' rules, for a
+    single broker's handler and a cluster's controller alike.
+
+    APPEND and SUBTRACT work on a LIST's items and start from ``default(name)`` when the
+    resource does not set it (Kafka's ``ConfigurationControlManager.getParts``); APPEND
+    adds only items not there yet. The result is not validated here (:func:`validate_all`).
+    """
+    configs = dict(current)
+    for name, operation, value in ops:
+        if operation == SET:
+            configs[name] = value
+        elif operation == DELETE:
+            configs.pop(name, None)
+        elif operation in (APPEND, SUBTRACT):
+            if not is_list(name):
+                return configs, f"{name} is not a list config: APPEND and SUBTRACT do not apply"
+            was = configs.get(name)
+            was = default(name) if was is None else was
+            items = [v.strip() for v in str(was).split(",") if v.strip()]
+            values = [v.strip() for v in (value or "").split(",") if v.strip()]
+            if operation == APPEND:
+                items += [v for v in values if v not in items]
+            else:
+                items = [v for v in items if v not in values]
+            configs[name] = ",".join(items)
+        else:
+            return configs, f"unknown config operation {operation}"
+    return configs, None

@@ -46,6 +46,18 @@ request that changes nothing appends nothing. Every rule below is KRaft's
   ConfigRecords, its PartitionRecords (Kafka writes the ConfigRecords first; the image
   here keeps configs on the topic, so the topic comes first). All topics of one request
   are one append.
+- **Config changes** (AlterConfigs, IncrementalAlterConfigs, forwarded by the brokers;
+  Kafka's ``ConfigurationControlManager``): TOPIC resources only; an unknown topic →
+  UNKNOWN_TOPIC_OR_PARTITION; the ops are applied (:func:`minibroker.topic_configs.apply_ops`)
+  and the topic's whole new set validated by the single broker's rules
+  (:func:`~minibroker.topic_configs.validate_all`) → INVALID_CONFIG with its message;
+  ``validate_only`` stops there. One ConfigRecord per config whose value changes (None:
+  removed); a resource that changes nothing appends nothing; each resource stands alone
+  (one failing does not stop the others), all records of one request are one append. A
+  change of ``unclean.leader.election.enable`` retries the elections of leaderless
+  partitions at once, so enabling it elects an out-of-sync replica right away (KRaft runs
+  that check periodically, KAFKA-12670; ZooKeeper mode's controller ran it on the change,
+  KAFKA-6526; the tick here does both).
 - **Producer ids**: blocks of 1000 (``ProducerIdControlManager.PRODUCER_ID_BLOCK_SIZE``),
   each recorded as a ``ProducerIdsRecord`` with the next block's start.
 """
@@ -76,12 +88,14 @@ from kproto.errors import (
 )
 from kproto.structs import validate_topic_name
 from minibroker.cluster.api import (
+    AlterConfigsResource,
     AlterPartitionReply,
     AlterPartitionRequest,
     BrokerHeartbeatReply,
     BrokerHeartbeatRequest,
     BrokerRegistrationReply,
     BrokerRegistrationRequest,
+    ConfigResult,
     NewTopic,
     TopicResult,
 )
@@ -104,7 +118,7 @@ from minibroker.cluster.metadata import (
 )
 from minibroker.cluster.placement import place_replicas, validate_assignments
 from minibroker.config import BrokerConfig
-from minibroker.topic_configs import effective, validate_all
+from minibroker.topic_configs import apply_ops, effective, topic_default, validate_all
 
 __all__ = ["Controller", "PRODUCER_ID_BLOCK_SIZE"]
 
@@ -430,3 +444,38 @@ class Controller:
         self._commit([ProducerIdsRecord(broker_id=broker_id, broker_epoch=broker_epoch,
                                         next_producer_id=first + PRODUCER_ID_BLOCK_SIZE)])
         return first, PRODUCER_ID_BLOCK_SIZE
+
+    # -- config changes (ConfigurationControlManager) ----------------------------------------
+
+    def alter_configs(self, resources: Sequence[AlterConfigsResource], *, validate_only: bool) -> list[ConfigResult]:
+        """Validate each resource's change and commit the valid ones as ConfigRecords (see the
+        module docstring); one :class:`ConfigResult` per resource."""
+        results: list[ConfigResult] = []
+        records: list[Record] = []
+        for r in resources:
+            code, message, changes = self._config_changes(r)
+            results.append(ConfigResult(error_code=code, error_message=message))
+            if not code and not validate_only:
+                records.extend(changes)
+        if records:
+            self._commit(records)
+            if any(c.name == "unclean.leader.election.enable" for c in records if isinstance(c, ConfigRecord)):
+                self._elect_leaderless()  # an unclean election may be allowed now
+        return results
+
+    def _config_changes(self, r: AlterConfigsResource) -> tuple[int, str | None, list[ConfigRecord]]:
+        if r.resource_type != TOPIC_RESOURCE:
+            return (InvalidRequestError.code, f"resource type {r.resource_type} is not kept in a MiniCluster's "
+                    "metadata: only topic configs are", [])
+        topic = self.image.topic_by_name(r.resource_name)
+        if topic is None:
+            return UnknownTopicOrPartitionError.code, f"topic {r.resource_name!r} does not exist", []
+        configs, why = apply_ops({} if r.replace else topic.configs, r.ops, topic_default)
+        if why is None:
+            why = validate_all(configs, self.config)  # the single broker's validator and message
+        if why is not None:
+            return InvalidConfigError.code, why, []
+        names = sorted(set(topic.configs) | set(configs))
+        return 0, None, [ConfigRecord(resource_type=TOPIC_RESOURCE, resource_name=topic.name, name=name,
+                                      value=configs.get(name))
+                         for name in names if configs.get(name) != topic.configs.get(name)]

@@ -188,6 +188,7 @@ class MetadataDelta:
     created_topics: frozenset[uuid.UUID]
     deleted_topics: dict[uuid.UUID, str]  # id -> name
     brokers: frozenset[int]  # brokers whose registration changed
+    configs: frozenset[uuid.UUID] = frozenset()  # topics whose configs changed (ConfigRecord)
 
 
 @dataclass(slots=True)
@@ -212,6 +213,7 @@ class MetadataImage:
         created: set[uuid.UUID] = set()
         deleted: dict[uuid.UUID, str] = {}
         brokers: set[int] = set()
+        configs: set[uuid.UUID] = set()
         for record in records:
             match record:
                 case RegisterBrokerRecord():
@@ -248,11 +250,13 @@ class MetadataImage:
                             topic.configs.pop(record.name, None)
                         else:
                             topic.configs[record.name] = record.value
+                        configs.add(topic.topic_id)
                 case RemoveTopicRecord():
                     topic = self.topics.pop(record.topic_id, None)
                     if topic is not None:
                         deleted[record.topic_id] = topic.name
                         created.discard(record.topic_id)
+                        configs.discard(record.topic_id)
                         changed.difference_update({(record.topic_id, p) for p in topic.partitions})
                 case ProducerIdsRecord():
                     self.next_producer_id = record.next_producer_id
@@ -260,7 +264,7 @@ class MetadataImage:
                     raise TypeError(f"not a metadata record: {record!r}")
         self.offset = offset
         return MetadataDelta(changed=frozenset(changed), created_topics=frozenset(created),
-                             deleted_topics=deleted, brokers=frozenset(brokers))
+                             deleted_topics=deleted, brokers=frozenset(brokers), configs=frozenset(configs))
 
     def topic_by_name(self, name: str) -> TopicImage | None:
         return next((t for t in self.topics.values() if t.name == name), None)

@@ -11,7 +11,8 @@ Theory of operation (Kafka's ``ReplicaManager.applyDelta`` / ``maybeShrinkIsr`` 
   (``state.open_replica_log``, which restores its high watermark from
   ``replication-offset-checkpoint`` as ``min(checkpoint, LEO)``: it must happen before the
   registration is applied, so that a new leader never shows uncommitted records), and its registration
-  (:meth:`Partition.apply_registration`). A partition that became leader here (or is no
+  (:meth:`Partition.apply_registration`). A topic whose configs changed (ConfigRecord) gets
+  them through ``state.ensure_topic`` too, which gives its logs the new settings. A partition that became leader here (or is no
   longer hosted) leaves the fetchers; one that became follower of a live leader gets a
   :class:`~minibroker.cluster.fetcher.FetchTarget`, which truncates first.
 - :meth:`ReplicaManager.run` keeps the ISR: every ``replica.lag.time.max.ms / 2`` each
@@ -66,7 +67,8 @@ class ReplicaHost(Protocol):
 
     def ensure_topic(self, t: TopicImage) -> Any:
         """The broker's topic for ``t`` (created with a :class:`Partition`, without a log,
-        per partition of the image; partitions added to the image are added)."""
+        per partition of the image; partitions added to the image are added; configs
+        changed in the image are taken, by its logs too)."""
         ...
 
     def partition(self, topic: Any, index: int) -> Partition | None: ...
@@ -133,6 +135,10 @@ class ReplicaManager:
                 del self.hosted[key]
             self.state.drop_topic(topic_id)
             log.info("broker %d: topic %s deleted", node, name)
+        for topic_id in delta.configs:
+            # ConfigRecords: the broker's topic takes the image's configs, its logs the new
+            # log settings (retention, segments, max.message.bytes...) at once.
+            self.state.ensure_topic(image.topics[topic_id])
         changed: dict[uuid.UUID, list[int]] = {}
         for topic_id, index in delta.changed:
             changed.setdefault(topic_id, []).append(index)

@@ -37,7 +37,12 @@ from kproto.protocol.messages import (
 )
 from kproto.protocol.timestamps import OffsetTimestamp
 from kproto.records import decode_record_set
-from minibroker.cluster.api import AlterPartitionReply, ClusterContext
+from minibroker.cluster.api import (
+    AlterConfigsResource,
+    AlterPartitionReply,
+    ClusterContext,
+    ConfigResult,
+)
 from minibroker.cluster.metadata import (
     BrokerRegistration,
     MetadataImage,
@@ -63,13 +68,15 @@ TOPIC_ID = uuid.UUID(int=7)
 
 class FakeChannel:
     """The controller as far as these handlers reach it: AlterPartition proposals are
-    recorded (and applied back, as the controller's commit would be), producer id blocks."""
+    recorded (and applied back, as the controller's commit would be), producer id blocks,
+    config changes (recorded, answered with an error)."""
 
     active_controller_id = 2
 
     def __init__(self) -> None:
         self.proposals: list = []
         self.blocks = 0
+        self.config_changes: list = []
         self.state: BrokerState | None = None
 
     async def alter_partition(self, request):
@@ -84,6 +91,11 @@ class FakeChannel:
     async def allocate_producer_ids(self, broker_id, broker_epoch):
         self.blocks += 1
         return 1000 * self.blocks, 1000
+
+    async def alter_configs(self, resources, *, validate_only):
+        self.config_changes.append((list(resources), validate_only))
+        return [ConfigResult(error_code=InvalidRequestError.code, error_message="from the controller")
+                for _ in resources]
 
 
 def brokers() -> dict[int, BrokerRegistration]:
@@ -421,16 +433,22 @@ def test_describe_cluster_lists_the_images_live_brokers_and_the_active_controlle
         state.close()
 
 
-def test_topic_config_changes_are_refused_in_a_cluster(tmp_path):
-    """Design 2.2: a cluster's topic configs come from the controller (ConfigRecord), which
-    takes no changes in step 1: INVALID_REQUEST with a message saying so."""
+def test_topic_config_changes_are_forwarded_to_the_controller(tmp_path):
+    """Issue 13 step 2, item 5.1 (was refused in step 1): a cluster's topic configs are the
+    controller's (ConfigRecord), so IncrementalAlterConfigs goes to it as it is (KIP-590)
+    and its answer is the broker's; nothing changes locally until the record comes back."""
     state = node(tmp_path)
-    request = IncrementalAlterConfigsRequest(resources=[IncrementalAlterConfigsRequest.AlterConfigsResource(
-        resource_type=2, resource_name="t", configs=[IncrementalAlterConfigsRequest.AlterableConfig(
-            name="retention.ms", config_operation=0, value="1000")])])
+    request = IncrementalAlterConfigsRequest(validate_only=True, resources=[
+        IncrementalAlterConfigsRequest.AlterConfigsResource(
+            resource_type=2, resource_name="t", configs=[IncrementalAlterConfigsRequest.AlterableConfig(
+                name="retention.ms", config_operation=0, value="1000")])])
     try:
         result = run(configs.incremental_alter_configs(state, header(0), request)).responses[0]
-        assert result.error_code == InvalidRequestError.code and "cluster" in result.error_message
+        assert (result.error_code, result.error_message) == (InvalidRequestError.code, "from the controller")
+        [(resources, validate_only)] = state.cluster.channel.config_changes
+        assert validate_only and resources == [AlterConfigsResource(
+            resource_type=2, resource_name="t", ops=(("retention.ms", 0, "1000"),), replace=False)]
+        assert state.topics["t"].configs == {}
     finally:
         state.close()
 

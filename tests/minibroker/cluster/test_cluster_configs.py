@@ -1,0 +1,164 @@
+"""Topic config changes in a MiniCluster (issue 13 step 2, item 5.1): AlterConfigs and
+IncrementalAlterConfigs go to the controller, which validates them by the single broker's
+rules and commits ConfigRecords to the metadata log; every broker applies them to its
+topic and logs, DescribeConfigs on any broker shows them, and they survive restarts.
+``min.insync.replicas`` and ``unclean.leader.election.enable`` take effect on the leader
+and the controller."""
+
+import pytest
+
+from kproto import AdminClient
+from kproto.admin import ConfigResource
+from kproto.errors import (
+    InvalidConfigError,
+    MessageTooLargeError,
+    NotEnoughReplicasError,
+    UnknownTopicOrPartitionError,
+)
+from kproto.protocol import ApiKey
+from kproto.protocol.messages import DescribeConfigsRequest
+from minibroker.cluster import MiniCluster
+from minibroker.topic_configs import ConfigSource
+from tests.minibroker.cluster.conftest import produce_raw, replica_log
+from tests.minibroker.cluster.test_cluster_failover import _out_of_sync_replica
+from tests.support.raw_client import RawClient
+
+TOPIC = "t"
+
+
+def _described(port, topic, *names):
+    """``{name: (value, source)}`` of a topic's configs as the broker at ``port`` answers
+    DescribeConfigs v4 (raw: this broker, not one a client picked)."""
+    client = RawClient(port)
+    try:
+        answer = client.request(ApiKey.DESCRIBE_CONFIGS, 4, DescribeConfigsRequest(resources=[
+            DescribeConfigsRequest.DescribeConfigsResource(resource_type=2, resource_name=topic,
+                                                           configuration_keys=list(names))],
+            include_synonyms=False, include_documentation=False)).results[0]
+    finally:
+        client.close()
+    assert answer.error_code == 0, answer.error_message
+    return {c.name: (c.value, c.config_source) for c in answer.configs}
+
+
+def test_incremental_alter_configs_is_committed_and_every_broker_applies_it(cluster3):
+    """Every broker's DescribeConfigs shows the change as DYNAMIC_TOPIC_CONFIG, and every
+    replica's log runs with it; the leader enforces max.message.bytes."""
+    cluster3.create_topic(TOPIC, partitions=1, replication_factor=3)
+    with AdminClient({"bootstrap.servers": cluster3.bootstrap_servers}) as admin:
+        admin.incremental_alter_configs({ConfigResource.topic(TOPIC): [
+            ("retention.ms", "set", "123456"),
+            ("segment.bytes", "set", "100000"), ("cleanup.policy", "append", "compact"),
+            ("max.message.bytes", "set", "200")]})
+    for node in range(3):
+        assert _described(cluster3.brokers[node].port, TOPIC, "retention.ms", "segment.bytes", "cleanup.policy") == {
+            "retention.ms": ("123456", ConfigSource.TOPIC_CONFIG),
+            "segment.bytes": ("100000", ConfigSource.TOPIC_CONFIG),
+            "cleanup.policy": ("delete,compact", ConfigSource.TOPIC_CONFIG)}
+        config = replica_log(cluster3, node, TOPIC).config
+        assert (config.retention_ms, config.segment_bytes) == (123456, 100000)
+        assert set(config.cleanup_policy.split(",")) == {"delete", "compact"}
+    leader = cluster3.leader_of(TOPIC, 0)
+    code, _ = produce_raw(cluster3.brokers[leader].port, TOPIC, [b"x" * 500])
+    assert code == MessageTooLargeError.code
+
+
+@pytest.mark.filterwarnings("ignore:alter_configs has been deprecated:DeprecationWarning")
+def test_confluent_kafka_alter_configs_validate_only_bad_values_and_unknown_topics(cluster3):
+    """AlterConfigs replaces the set; validate_only changes nothing; a bad value is
+    INVALID_CONFIG with the single broker's message and changes nothing; an unknown topic
+    is UNKNOWN_TOPIC_OR_PARTITION."""
+    ck = pytest.importorskip("confluent_kafka")
+    from confluent_kafka.admin import AdminClient as CkAdmin
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry
+    from confluent_kafka.admin import ConfigResource as CkResource
+
+    cluster3.create_topic(TOPIC, partitions=1, replication_factor=3, configs={"retention.ms": "1000"})
+    admin = CkAdmin({"bootstrap.servers": cluster3.bootstrap_servers})
+
+    def alter(configs, validate_only=False, topic=TOPIC):
+        [future] = admin.alter_configs([CkResource("topic", topic, set_config=configs)],
+                                       validate_only=validate_only, request_timeout=10).values()
+        try:
+            future.result(10)
+            return 0
+        except ck.KafkaException as exc:
+            return exc.args[0].code()
+
+    assert alter({"segment.ms": "60000"}, validate_only=True) == 0
+    assert _described(cluster3.brokers[0].port, TOPIC, "retention.ms", "segment.ms") == {
+        "retention.ms": ("1000", ConfigSource.TOPIC_CONFIG), "segment.ms": ("604800000", ConfigSource.DEFAULT_CONFIG)}
+    assert alter({"segment.ms": "60000"}) == 0  # retention.ms, left out, returns to its default
+    for node in range(3):
+        assert _described(cluster3.brokers[node].port, TOPIC, "retention.ms", "segment.ms") == {
+            "retention.ms": ("604800000", ConfigSource.DEFAULT_CONFIG),
+            "segment.ms": ("60000", ConfigSource.TOPIC_CONFIG)}
+    assert alter({"segment.ms": "soon"}) == InvalidConfigError.code
+    assert alter({"segment.ms": "1"}, topic="nope") == UnknownTopicOrPartitionError.code
+    [future] = admin.incremental_alter_configs([CkResource("topic", TOPIC, incremental_configs=[
+        ConfigEntry("message.timestamp.type", "LogAppendTime",
+                    incremental_operation=AlterConfigOpType.SET)])]).values()
+    future.result(10)
+    assert _described(cluster3.brokers[2].port, TOPIC, "segment.ms", "message.timestamp.type") == {
+        "segment.ms": ("60000", ConfigSource.TOPIC_CONFIG),
+        "message.timestamp.type": ("LogAppendTime", ConfigSource.TOPIC_CONFIG)}
+
+
+def test_a_bad_change_is_refused_with_the_single_brokers_message(cluster3):
+    from minibroker.topic_configs import validate_all
+    cluster3.create_topic(TOPIC, partitions=1, replication_factor=3)
+    with AdminClient({"bootstrap.servers": cluster3.bootstrap_servers}) as admin:
+        with pytest.raises(InvalidConfigError) as info:
+            admin.incremental_alter_configs({ConfigResource.topic(TOPIC): [("retention.ms", "set", "soon")]})
+    assert validate_all({"retention.ms": "soon"}) in str(info.value)
+    assert _described(cluster3.brokers[1].port, TOPIC, "retention.ms")["retention.ms"][1] == ConfigSource.DEFAULT_CONFIG
+
+
+def test_raising_min_insync_replicas_makes_acks_all_fail_while_the_isr_is_smaller(cluster3):
+    """The leader reads the committed config: with one follower dead (ISR 2), acks=all
+    passes at min.insync.replicas 2 and is NOT_ENOUGH_REPLICAS once it is 3."""
+    cluster3.create_topic(TOPIC, partitions=1, replication_factor=3)
+    leader = cluster3.leader_of(TOPIC, 0)
+    cluster3.wait_for_isr(TOPIC, 0, 3)
+    follower = next(r for r in cluster3.describe(TOPIC)[0].replicas if r != leader)
+    cluster3.kill(follower)
+    port = cluster3.brokers[leader].port
+    with AdminClient({"bootstrap.servers": f"127.0.0.1:{port}"}) as admin:
+        admin.incremental_alter_configs({ConfigResource.topic(TOPIC): [("min.insync.replicas", "set", "2")]})
+        assert produce_raw(port, TOPIC, [b"a"]) == (0, 0)
+        admin.incremental_alter_configs({ConfigResource.topic(TOPIC): [("min.insync.replicas", "set", "3")]})
+    assert produce_raw(port, TOPIC, [b"b"])[0] == NotEnoughReplicasError.code
+    assert produce_raw(port, TOPIC, [b"b"], acks=1) == (0, 1)
+
+
+def test_enabling_unclean_election_elects_an_out_of_sync_replica_at_once(cluster4):
+    """A leaderless partition whose only live replica is out of sync gets it as leader as
+    soon as the config change is committed (the answer comes after the election)."""
+    lagging, _, _ = _out_of_sync_replica(cluster4, {})
+    cluster4.restart(lagging)
+    assert cluster4.leader_of(TOPIC, 0) is None
+    with AdminClient({"bootstrap.servers": cluster4.brokers[lagging].bootstrap_servers}) as admin:
+        admin.incremental_alter_configs({ConfigResource.topic(TOPIC): [
+            ("unclean.leader.election.enable", "set", "true")]})
+        assert cluster4.leader_of(TOPIC, 0) == lagging
+    assert produce_raw(cluster4.brokers[lagging].port, TOPIC, [b"new"], acks=1) == (0, 1)
+
+
+def test_topic_configs_survive_a_broker_restart_and_a_cluster_restart(tmp_path):
+    """The metadata log is the truth: a restarted broker replays the ConfigRecords, and so
+    does a whole cluster started again on the same directory."""
+    data = tmp_path / "cluster"
+    with MiniCluster(brokers=3, data_dir=data) as cluster:
+        cluster.create_topic(TOPIC, partitions=1, replication_factor=3)
+        with AdminClient({"bootstrap.servers": cluster.bootstrap_servers}) as admin:
+            admin.incremental_alter_configs({ConfigResource.topic(TOPIC): [("retention.ms", "set", "4242")]})
+        cluster.kill(2)
+        cluster.restart(2)
+        assert _described(cluster.brokers[2].port, TOPIC, "retention.ms") == {
+            "retention.ms": ("4242", ConfigSource.TOPIC_CONFIG)}
+        assert replica_log(cluster, 2, TOPIC).config.retention_ms == 4242
+    with MiniCluster(brokers=3, data_dir=data) as cluster:
+        for node in range(3):
+            assert _described(cluster.brokers[node].port, TOPIC, "retention.ms") == {
+                "retention.ms": ("4242", ConfigSource.TOPIC_CONFIG)}
+            assert replica_log(cluster, node, TOPIC).config.retention_ms == 4242
