@@ -39,7 +39,11 @@ request that changes nothing appends nothing. Every rule below is KRaft's
   TOPIC_ALREADY_EXISTS for a taken one (earlier in the same request included);
   -1 partitions / replication factor take ``num.partitions`` / ``default.replication.factor``;
   assignments together with a count or factor → INVALID_REQUEST; a bad assignment
-  → INVALID_REPLICA_ASSIGNMENT; too few unfenced brokers → INVALID_REPLICATION_FACTOR;
+  → INVALID_REPLICA_ASSIGNMENT (a replica on a fenced broker is fine, all of them fenced
+  is not: ``validateManualPartitionAssignment``); a replication factor above the registered
+  brokers, or no unfenced broker → INVALID_REPLICATION_FACTOR, "Unable to replicate the
+  partition N time(s): " and the placer's reason (fenced brokers take followers once
+  the unfenced ones run out: :mod:`~minibroker.cluster.placement`);
   configs through minibroker's one validator (:func:`minibroker.topic_configs.validate_all`),
   INVALID_CONFIG with the single broker's message. A new partition's ISR is its unfenced
   replicas and its leader the first of them. Records: TopicRecord, the topic's
@@ -333,8 +337,9 @@ class Controller:
         try:
             return 0, None, place_replicas(list(self.image.brokers.values()), count, replication,
                                            first_partition=first, rng=self.rng)
-        except InvalidReplicationFactorError as exc:
-            return InvalidReplicationFactorError.code, str(exc), []
+        except InvalidReplicationFactorError as exc:  # ReplicationControlManager's prefix
+            return (InvalidReplicationFactorError.code,
+                    f"Unable to replicate the partition {replication} time(s): {exc.args[0]}", [])
 
     def create_topics(self, topics: Sequence[NewTopic], *, validate_only: bool) -> list[TopicResult]:
         results: list[TopicResult] = []

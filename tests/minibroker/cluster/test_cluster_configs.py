@@ -18,12 +18,46 @@ from kproto.errors import (
 from kproto.protocol import ApiKey
 from kproto.protocol.messages import DescribeConfigsRequest
 from minibroker.cluster import MiniCluster
+from minibroker.cluster.api import AlterConfigsResource
+from minibroker.cluster.metadata import ConfigRecord
 from minibroker.topic_configs import ConfigSource
 from tests.minibroker.cluster.conftest import produce_raw, replica_log
 from tests.minibroker.cluster.test_cluster_failover import _out_of_sync_replica
+from tests.minibroker.cluster.test_controller import World
 from tests.support.raw_client import RawClient
 
 TOPIC = "t"
+
+
+def _record(name, value):
+    return ConfigRecord(resource_type=2, resource_name=TOPIC, name=name, value=value)
+
+
+def test_the_controller_records_only_what_changes():
+    """ConfigurationControlManager: one ConfigRecord per changed config (None: removed),
+    nothing for a resource that changes nothing, for validate_only, or for an error; the
+    brokers' image (fed by the commits) gets the configs."""
+    w = World(n=3)
+    w.create(configs={"retention.ms": "1000"})
+
+    def alter(ops, replace=False, validate_only=False, name=TOPIC, resource_type=2):
+        end = w.log.end_offset
+        [result] = w.c.alter_configs([AlterConfigsResource(resource_type=resource_type, resource_name=name,
+                                                           ops=tuple(ops), replace=replace)],
+                                     validate_only=validate_only)
+        return result.error_code, [r for _, r in w.log.read(end)]
+
+    assert alter([("retention.ms", 0, "1000"), ("segment.ms", 0, "5000")]) == (0, [_record("segment.ms", "5000")])
+    assert alter([("retention.ms", 0, "1000")]) == (0, [])
+    assert alter([("flush.ms", 0, "7")], validate_only=True) == (0, [])
+    assert alter([("segment.ms", 0, "9")], replace=True) == (
+        0, [_record("retention.ms", None), _record("segment.ms", "9")])
+    assert w.delivered.topic_by_name(TOPIC).configs == {"segment.ms": "9"}
+    assert alter([("segment.ms", 0, "soon")]) == (InvalidConfigError.code, [])
+    assert alter([("cleanup.policy", 3, "delete")]) == (0, [_record("cleanup.policy", "")])
+    assert alter([("segment.ms", 2, "1")]) == (InvalidConfigError.code, [])  # APPEND: not a list
+    assert alter([("segment.ms", 0, "1")], name="nope") == (UnknownTopicOrPartitionError.code, [])
+    assert alter([("log.retention.ms", 0, "1")], name="", resource_type=4)[0] == 42  # INVALID_REQUEST
 
 
 def _described(port, topic, *names):
