@@ -35,7 +35,7 @@ from kproto.errors import KafkaStorageError, UnknownTopicOrPartitionError
 from kproto.records import Batch, read_batches
 from kproto.structs import validate_topic_name
 from minibroker.cluster.api import AlterPartitionRequest, ClusterContext, ReplicaBrokerEpoch
-from minibroker.cluster.metadata import TopicImage
+from minibroker.cluster.metadata import MetadataImage, TopicImage
 from minibroker.cluster.partition import Partition
 from minibroker.config import BrokerConfig
 from minibroker.coordinator import GroupCoordinator
@@ -380,6 +380,16 @@ class BrokerState:
             if self.node_id in registration.replicas:
                 self.open_replica_log(topic, index)
         return topic
+
+    def apply_broker_configs(self, image: MetadataImage) -> None:
+        """This broker's dynamic configs as the metadata image has them (cluster mode,
+        KIP-226): the cluster default's ("") and its own (its id); every log takes the new
+        settings at once. The metadata log keeps them: nothing is written here."""
+        self.config.load_dynamic({"default": image.broker_configs.get("", {}),
+                                  "broker": image.broker_configs.get(str(self.node_id), {})})
+        for topic in self.topics.values():
+            for partition_log in topic.logs():
+                partition_log.config = self.storage.log_config(topic.configs)
 
     def open_replica_log(self, topic: Topic, index: int) -> PartitionLog:
         """The local log of a replica hosted here (opened once, with its leader epoch

@@ -26,8 +26,12 @@ bytes.
 
 ``enforced``: whether minibroker acts on a config. The others are validated, stored and
 described, so tools see them, and take effect as the features behind them land (no
-replication, tiered storage, broker-side recompression, preallocation or compaction lags
-yet).
+throttled replication, tiered storage, broker-side recompression or preallocation yet).
+
+In a :class:`~minibroker.MiniCluster` a topic's configs are the controller's: CreateTopics,
+AlterConfigs and IncrementalAlterConfigs are checked with the same rules
+(:func:`validate_all`, :func:`apply_ops`) and committed as ConfigRecords to the metadata
+log, which every broker applies (see :mod:`minibroker.cluster.controller`).
 """
 
 from __future__ import annotations
@@ -203,7 +207,7 @@ class ConfigKey:
 
 _B, _S, _I, _L, _D, _LIST = ConfigType.BOOLEAN, ConfigType.STRING, ConfigType.INT, ConfigType.LONG, ConfigType.DOUBLE, ConfigType.LIST
 _DAY, _WEEK = str(24 * 3600 * 1000), str(7 * 24 * 3600 * 1000)
-_THROTTLED = "replicas whose replication is throttled: * or partitionId:brokerId pairs (no replication in minibroker: stored only)"
+_THROTTLED = "replicas whose replication is throttled: * or partitionId:brokerId pairs (no throttling in minibroker: stored only)"
 _REMOTE = "(tiered storage: not in minibroker, stored only)"
 
 # Kafka 4.0/4.1 LogConfig, name order. Defaults, types, ranges and synonyms are Kafka's.
@@ -250,7 +254,8 @@ TOPIC_CONFIGS: dict[str, ConfigKey] = {k.name: k for k in (
               minimum=0, maximum=1, synonym="log.cleaner.min.cleanable.ratio", enforced=True),
     ConfigKey("min.compaction.lag.ms", _L, "0", "shortest a record stays uncompacted (its segment is not cleaned before)",
               minimum=0, synonym="log.cleaner.min.compaction.lag.ms", enforced=True),
-    ConfigKey("min.insync.replicas", _I, "1", "replicas an acks=all produce needs (NOT_ENOUGH_REPLICAS above 1: one broker)",
+    ConfigKey("min.insync.replicas", _I, "1", "in-sync replicas an acks=all produce needs (NOT_ENOUGH_REPLICAS with a "
+              "smaller ISR; a single broker is an ISR of one)",
               minimum=1, synonym="min.insync.replicas", enforced=True),
     ConfigKey("preallocate", _B, "false", "preallocate new segment files (minibroker never preallocates: stored only)",
               synonym="log.preallocate"),
@@ -269,8 +274,9 @@ TOPIC_CONFIGS: dict[str, ConfigKey] = {k.name: k for k in (
     ConfigKey("segment.jitter.ms", _L, "0", "largest random time taken off segment.ms, drawn for each segment", minimum=0,
               synonym="log.roll.jitter.ms", enforced=True),
     ConfigKey("segment.ms", _L, _WEEK, "age at which a segment is rolled", minimum=1, synonym="log.roll.ms", enforced=True),
-    ConfigKey("unclean.leader.election.enable", _B, "false", "elect an out-of-sync replica as a last resort (one broker: stored only)",
-              synonym="unclean.leader.election.enable"),
+    ConfigKey("unclean.leader.election.enable", _B, "false", "elect an out-of-sync replica as a last resort, losing what "
+              "only the ISR had (a MiniCluster's controller; a single broker has no one else to elect)",
+              synonym="unclean.leader.election.enable", enforced=True),
 )}
 
 # Topic config -> the broker config that gives its default (ServerTopicConfigSynonyms).

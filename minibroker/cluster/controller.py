@@ -51,7 +51,11 @@ request that changes nothing appends nothing. Every rule below is KRaft's
   here keeps configs on the topic, so the topic comes first). All topics of one request
   are one append.
 - **Config changes** (AlterConfigs, IncrementalAlterConfigs, forwarded by the brokers;
-  Kafka's ``ConfigurationControlManager``): TOPIC resources only; an unknown topic →
+  Kafka's ``ConfigurationControlManager``). BROKER resources (a broker id, or "" for the
+  cluster-wide default; KIP-226): the ops apply to the resource's dynamic configs in the
+  image, which must pass ``BrokerConfig.check_dynamic`` and the rules across values on
+  the configs then in force, else INVALID_REQUEST (KAFKA-13609); every broker applies
+  the cluster default's and its own. TOPIC resources: an unknown topic →
   UNKNOWN_TOPIC_OR_PARTITION; the ops are applied (:func:`minibroker.topic_configs.apply_ops`)
   and the topic's whole new set validated by the single broker's rules
   (:func:`~minibroker.topic_configs.validate_all`) → INVALID_CONFIG with its message;
@@ -71,7 +75,7 @@ from __future__ import annotations
 import logging
 import random
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from kproto.errors import (
     DuplicateBrokerRegistrationError,
@@ -104,6 +108,7 @@ from minibroker.cluster.api import (
     TopicResult,
 )
 from minibroker.cluster.metadata import (
+    BROKER_RESOURCE,
     NO_LEADER,
     TOPIC_RESOURCE,
     BrokerRegistrationChangeRecord,
@@ -121,6 +126,7 @@ from minibroker.cluster.metadata import (
     TopicRecord,
 )
 from minibroker.cluster.placement import place_replicas, validate_assignments
+from minibroker.config import DEFAULTS as BROKER_DEFAULTS
 from minibroker.config import BrokerConfig
 from minibroker.topic_configs import apply_ops, effective, topic_default, validate_all
 
@@ -180,7 +186,9 @@ class Controller:
     # -- elections (PartitionChangeBuilder) --------------------------------------------------
 
     def _unclean_allowed(self, topic: TopicImage) -> bool:
-        return effective(topic.configs, "unclean.leader.election.enable", self.config).lower() == "true"
+        # KAFKA-12670's lookup: the topic's, this node's dynamic, the cluster default's, static.
+        return effective(topic.configs, "unclean.leader.election.enable",
+                         self._broker_view(str(self.node_id))).lower() == "true"
 
     def _usable(self, broker_id: int, gone: int | None) -> bool:
         b = self.image.brokers.get(broker_id)
@@ -468,10 +476,42 @@ class Controller:
                 self._elect_leaderless()  # an unclean election may be allowed now
         return results
 
+    def _broker_view(self, name: str, own: Mapping[str, str] | None = None,
+                     default: Mapping[str, str] | None = None) -> _BrokerView:
+        """The broker configs in force for BROKER resource ``name`` (a broker id; "" the
+        cluster default), with ``own`` / ``default`` in place of its and the default's
+        dynamic configs when given."""
+        held = self.image.broker_configs
+        layers = [held.get("", {}) if default is None else default]
+        if name:
+            layers.insert(0, held.get(name, {}) if own is None else own)
+        return _BrokerView(self.config, layers)
+
+    def _broker_config_changes(self, r: AlterConfigsResource) -> tuple[int, str | None, list[ConfigRecord]]:
+        current = self.image.broker_configs.get(r.resource_name, {})
+        configs, why = apply_ops({} if r.replace else current, r.ops, lambda name: (
+            _text(BROKER_DEFAULTS[name][0]) if name in BROKER_DEFAULTS else None))
+        if why is None:
+            try:
+                checked = {name: _text(value) for name, value in BrokerConfig.check_dynamic(configs).items()}
+            except ValueError as exc:
+                why = str(exc)
+        if why is None:  # the rules across values hold for the broker's too (validateBrokerLogConfigValues)
+            view = (self._broker_view("", default=checked) if r.resource_name == ""
+                    else self._broker_view(r.resource_name, own=checked))
+            why = validate_all({}, view)
+        if why is not None:
+            return InvalidRequestError.code, why, []
+        names = sorted(set(current) | set(checked))
+        return 0, None, [ConfigRecord(resource_type=BROKER_RESOURCE, resource_name=r.resource_name, name=name,
+                                      value=checked.get(name))
+                         for name in names if checked.get(name) != current.get(name)]
+
     def _config_changes(self, r: AlterConfigsResource) -> tuple[int, str | None, list[ConfigRecord]]:
+        if r.resource_type == BROKER_RESOURCE:
+            return self._broker_config_changes(r)
         if r.resource_type != TOPIC_RESOURCE:
-            return (InvalidRequestError.code, f"resource type {r.resource_type} is not kept in a MiniCluster's "
-                    "metadata: only topic configs are", [])
+            return InvalidRequestError.code, f"unknown resource type {r.resource_type}", []
         topic = self.image.topic_by_name(r.resource_name)
         if topic is None:
             return UnknownTopicOrPartitionError.code, f"topic {r.resource_name!r} does not exist", []
@@ -484,3 +524,23 @@ class Controller:
         return 0, None, [ConfigRecord(resource_type=TOPIC_RESOURCE, resource_name=topic.name, name=name,
                                       value=configs.get(name))
                          for name in names if configs.get(name) != topic.configs.get(name)]
+
+
+def _text(value: object) -> str:
+    """A config value as Kafka writes it (booleans in lower case)."""
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+class _BrokerView:
+    """Broker configs in force, by name: the first dynamic layer that sets one (a broker's
+    own, then the cluster default's: KIP-226's order), else the static config."""
+
+    def __init__(self, config: BrokerConfig, layers: Sequence[Mapping[str, str]]):
+        self._config = config
+        self._layers = layers
+
+    def __getitem__(self, name: str) -> object:
+        for layer in self._layers:
+            if name in layer:
+                return layer[name]
+        return self._config[name]

@@ -12,7 +12,9 @@ Theory of operation (Kafka's ``ReplicaManager.applyDelta`` / ``maybeShrinkIsr`` 
   ``replication-offset-checkpoint`` as ``min(checkpoint, LEO)``: it must happen before the
   registration is applied, so that a new leader never shows uncommitted records), and its registration
   (:meth:`Partition.apply_registration`). A topic whose configs changed (ConfigRecord) gets
-  them through ``state.ensure_topic`` too, which gives its logs the new settings. A partition that became leader here (or is no
+  them through ``state.ensure_topic`` too, which gives its logs the new settings; changed
+  dynamic broker configs (the cluster default's, this broker's) go to
+  ``state.apply_broker_configs`` before anything else. A partition that became leader here (or is no
   longer hosted) leaves the fetchers; one that became follower of a live leader gets a
   :class:`~minibroker.cluster.fetcher.FetchTarget`, which truncates first.
 - :meth:`ReplicaManager.run` keeps the ISR: every ``replica.lag.time.max.ms / 2`` each
@@ -40,7 +42,7 @@ from typing import Any, Protocol
 
 from minibroker.cluster.api import ClusterContext
 from minibroker.cluster.fetcher import FetcherManager, FetchTarget
-from minibroker.cluster.metadata import NO_LEADER, Record, TopicImage
+from minibroker.cluster.metadata import NO_LEADER, MetadataImage, Record, TopicImage
 from minibroker.cluster.partition import Partition, ReplicaRole, Transition
 from minibroker.config import BrokerConfig
 from minibroker.log import PartitionLog
@@ -77,6 +79,11 @@ class ReplicaHost(Protocol):
         """The local log of one replica, opened once (replicated: it keeps its epoch
         checkpoint), its high watermark set to ``min(replication-offset-checkpoint, LEO)``
         (else its log start), and attached to the partition."""
+        ...
+
+    def apply_broker_configs(self, image: MetadataImage) -> None:
+        """Take the image's dynamic broker configs for this broker (its own, the cluster
+        default's) and give every log the new settings."""
         ...
 
     def propose_isr(self, partition: Partition) -> None:
@@ -128,6 +135,9 @@ class ReplicaManager:
         delta = image.apply(offset, records)
         node = self.context.node_id
         now = self.clock_ms()
+        if delta.broker_configs & {"", str(node)}:
+            # Dynamic broker configs (KIP-226) first, so that logs opened below take them.
+            self.state.apply_broker_configs(image)
         for topic_id, name in delta.deleted_topics.items():
             gone = [key for key in self.hosted if key[0] == topic_id]
             self.fetchers.remove(gone)

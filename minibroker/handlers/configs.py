@@ -15,6 +15,12 @@ AlterConfigs replaces a resource's whole set, IncrementalAlterConfigs applies SE
 DELETE / APPEND / SUBTRACT. ``validate_only`` checks without changing anything. A change
 that cannot be recorded on disk (a full disk) is KAFKA_STORAGE_ERROR and changes nothing.
 
+In a MiniCluster, changes of topic configs and of dynamic broker configs (this broker's or
+the cluster default) go to the controller, which checks them by the same rules and
+commits them as ConfigRecords to the metadata log; every broker applies them (a topic's
+to its topic and logs, the cluster default to every broker, a broker's own to it), and
+they are kept by the metadata log, not in files beside the logs.
+
 Synonyms, as Kafka's ``ConfigHelper`` builds them (KIP-226): a config's synonyms run
 from the setting in force to the fallback, and the first one gives its value and
 source. A topic config has its own setting (TOPIC_CONFIG) if any, then its broker
@@ -27,9 +33,10 @@ configs set there, without per-broker synonyms, as Kafka does. Synonyms are list
 when ``include_synonyms`` (v1+) asks, documentation only when ``include_documentation``
 (v3+) does, as in Kafka.
 Version notes: ``is_default`` is v0 only; v1+ has ``config_source`` instead.
-Not implemented: BROKER_LOGGER resources, dynamic configs of other brokers (there is
-one), configs that are stored but not acted on (``ConfigKey.enforced`` false), Kafka's
-coarser broker spellings (``log.retention.hours``...).
+Not implemented: BROKER_LOGGER resources, changing or describing another broker's
+dynamic configs (a single broker has none; in a cluster, ask that broker), configs that
+are stored but not acted on (``ConfigKey.enforced`` false), Kafka's coarser broker
+spellings (``log.retention.hours``...).
 """
 
 from kproto.errors import (
@@ -138,11 +145,18 @@ async def describe_configs(state, header, request):
     return DescribeConfigsResponse(results=results)
 
 
+def _not_here(state, resource):
+    """Why a BROKER resource is not this broker's to change (its id, or "" for the default)."""
+    if resource.resource_name not in ("", str(state.node_id)):
+        return f"no broker {resource.resource_name!r} here: minibroker is broker {state.node_id}"
+    return None
+
+
 def _alter_broker(state, resource, new_configs, validate_only):
     """(error_code, message) for a BROKER resource: this broker's dynamic configs, or the
     cluster default's (empty name). Errors are INVALID_REQUEST, as in Kafka (KAFKA-13609)."""
-    if resource.resource_name not in ("", str(state.node_id)):
-        return InvalidRequestError.code, f"no broker {resource.resource_name!r} here: minibroker is broker {state.node_id}"
+    if why := _not_here(state, resource):
+        return InvalidRequestError.code, why
     per_broker = resource.resource_name != ""
     configs, error = new_configs(state.config.dynamic(per_broker),
                                  lambda name: _text(BROKER_DEFAULTS[name][0]) if name in BROKER_DEFAULTS else None)
@@ -206,12 +220,15 @@ async def _alter_any(state, resource, ops, replace, validate_only):
     ``(name, operation, value)``, applied to the resource's configs, or to none when
     ``replace`` (AlterConfigs gives the whole new set).
 
-    A cluster's topic configs are the controller's (KIP-590 forwards the request to it):
-    it validates them with the same rules and commits the change as ConfigRecords, which
-    every broker applies (:mod:`minibroker.cluster.controller`)."""
-    if state.cluster is not None and resource.resource_type == TOPIC:
-        change = AlterConfigsResource(resource_type=TOPIC, resource_name=resource.resource_name, ops=tuple(ops),
-                                      replace=replace)
+    A cluster's topic configs and dynamic broker configs are the controller's (KIP-590
+    forwards the request to it): it validates them with the same rules and commits the
+    change as ConfigRecords, which every broker applies (:mod:`minibroker.cluster.controller`).
+    A broker id other than this broker's is refused here first, as for a single broker."""
+    if state.cluster is not None and resource.resource_type in (TOPIC, BROKER):
+        if resource.resource_type == BROKER and (why := _not_here(state, resource)):
+            return InvalidRequestError.code, why
+        change = AlterConfigsResource(resource_type=resource.resource_type, resource_name=resource.resource_name,
+                                      ops=tuple(ops), replace=replace)
         [result] = await state.cluster.channel.alter_configs([change], validate_only=validate_only)
         return result.error_code, result.error_message
     return _alter(state, resource, lambda current, default: apply_ops({} if replace else current, ops, default),

@@ -11,12 +11,13 @@ from kproto import AdminClient
 from kproto.admin import ConfigResource
 from kproto.errors import (
     InvalidConfigError,
+    InvalidRequestError,
     MessageTooLargeError,
     NotEnoughReplicasError,
     UnknownTopicOrPartitionError,
 )
 from kproto.protocol import ApiKey
-from kproto.protocol.messages import DescribeConfigsRequest
+from kproto.protocol.messages import DescribeConfigsRequest, IncrementalAlterConfigsRequest
 from minibroker.cluster import MiniCluster
 from minibroker.cluster.api import AlterConfigsResource
 from minibroker.cluster.metadata import ConfigRecord
@@ -57,16 +58,41 @@ def test_the_controller_records_only_what_changes():
     assert alter([("cleanup.policy", 3, "delete")]) == (0, [_record("cleanup.policy", "")])
     assert alter([("segment.ms", 2, "1")]) == (InvalidConfigError.code, [])  # APPEND: not a list
     assert alter([("segment.ms", 0, "1")], name="nope") == (UnknownTopicOrPartitionError.code, [])
-    assert alter([("log.retention.ms", 0, "1")], name="", resource_type=4)[0] == 42  # INVALID_REQUEST
+    assert alter([("segment.ms", 0, "1")], name="x", resource_type=8)[0] == InvalidRequestError.code
 
 
-def _described(port, topic, *names):
-    """``{name: (value, source)}`` of a topic's configs as the broker at ``port`` answers
-    DescribeConfigs v4 (raw: this broker, not one a client picked)."""
+def test_the_controller_records_dynamic_broker_configs_and_refuses_bad_ones_with_invalid_request():
+    """KIP-226 resources: a broker id or "" (the cluster default); values by the broker
+    synonyms' validators, INVALID_REQUEST otherwise (KAFKA-13609); the rules across values
+    on what would be in force."""
+    w = World(n=3)
+
+    def alter(name, ops, replace=False):
+        end = w.log.end_offset
+        [result] = w.c.alter_configs([AlterConfigsResource(resource_type=4, resource_name=name, ops=tuple(ops),
+                                                           replace=replace)], validate_only=False)
+        return result.error_code, [(r.resource_name, r.name, r.value) for _, r in w.log.read(end)]
+
+    assert alter("", [("log.retention.ms", 0, "5")]) == (0, [("", "log.retention.ms", "5")])
+    assert alter("1", [("log.cleanup.policy", 2, "compact")]) == (0, [("1", "log.cleanup.policy", "delete,compact")])
+    assert alter("1", [("unclean.leader.election.enable", 0, "TRUE")]) == (
+        0, [("1", "unclean.leader.election.enable", "true")])
+    assert alter("1", [("log.retention.ms", 0, "x")])[0] == InvalidRequestError.code
+    assert alter("1", [("num.partitions", 0, "3")])[0] == InvalidRequestError.code
+    assert alter("", [("log.cleaner.min.compaction.lag.ms", 0, "10"), ("log.cleaner.max.compaction.lag.ms", 0, "5")]
+                 )[0] == InvalidRequestError.code
+    assert alter("", [], replace=True) == (0, [("", "log.retention.ms", None)])
+    assert w.delivered.broker_configs == {"": {}, "1": {"log.cleanup.policy": "delete,compact",
+                                                        "unclean.leader.election.enable": "true"}}
+
+
+def _described(port, topic, *names, resource_type=2):
+    """``{name: (value, source)}`` of a topic's configs (or a BROKER resource's) as the
+    broker at ``port`` answers DescribeConfigs v4 (raw: this broker, not one a client picked)."""
     client = RawClient(port)
     try:
         answer = client.request(ApiKey.DESCRIBE_CONFIGS, 4, DescribeConfigsRequest(resources=[
-            DescribeConfigsRequest.DescribeConfigsResource(resource_type=2, resource_name=topic,
+            DescribeConfigsRequest.DescribeConfigsResource(resource_type=resource_type, resource_name=topic,
                                                            configuration_keys=list(names))],
             include_synonyms=False, include_documentation=False)).results[0]
     finally:
@@ -165,15 +191,16 @@ def test_raising_min_insync_replicas_makes_acks_all_fail_while_the_isr_is_smalle
     assert produce_raw(port, TOPIC, [b"b"], acks=1) == (0, 1)
 
 
-def test_enabling_unclean_election_elects_an_out_of_sync_replica_at_once(cluster4):
+@pytest.mark.parametrize("resource", [ConfigResource.topic(TOPIC), ConfigResource.broker("")])
+def test_enabling_unclean_election_elects_an_out_of_sync_replica_at_once(cluster4, resource):
     """A leaderless partition whose only live replica is out of sync gets it as leader as
-    soon as the config change is committed (the answer comes after the election)."""
+    soon as the config change is committed (the answer comes after the election), whether
+    the topic or the cluster default enables it (KAFKA-12670's lookup)."""
     lagging, _, _ = _out_of_sync_replica(cluster4, {})
     cluster4.restart(lagging)
     assert cluster4.leader_of(TOPIC, 0) is None
     with AdminClient({"bootstrap.servers": cluster4.brokers[lagging].bootstrap_servers}) as admin:
-        admin.incremental_alter_configs({ConfigResource.topic(TOPIC): [
-            ("unclean.leader.election.enable", "set", "true")]})
+        admin.incremental_alter_configs({resource: [("unclean.leader.election.enable", "set", "true")]})
         assert cluster4.leader_of(TOPIC, 0) == lagging
     assert produce_raw(cluster4.brokers[lagging].port, TOPIC, [b"new"], acks=1) == (0, 1)
 
@@ -196,3 +223,52 @@ def test_topic_configs_survive_a_broker_restart_and_a_cluster_restart(tmp_path):
             assert _described(cluster.brokers[node].port, TOPIC, "retention.ms") == {
                 "retention.ms": ("4242", ConfigSource.TOPIC_CONFIG)}
             assert replica_log(cluster, node, TOPIC).config.retention_ms == 4242
+
+
+def _alter_broker_raw(port, name, key, value, validate_only=False):
+    """IncrementalAlterConfigs v1 SET of a BROKER resource, sent to the broker at ``port``."""
+    client = RawClient(port)
+    try:
+        answer = client.request(ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, IncrementalAlterConfigsRequest(
+            validate_only=validate_only, resources=[IncrementalAlterConfigsRequest.AlterConfigsResource(
+                resource_type=4, resource_name=name, configs=[IncrementalAlterConfigsRequest.AlterableConfig(
+                    name=key, config_operation=0, value=value)])])).responses[0]
+    finally:
+        client.close()
+    return answer.error_code, answer.error_message
+
+
+def test_dynamic_broker_configs_are_committed_and_applied_by_their_brokers(tmp_path):
+    """KIP-226 in a cluster (the stretch of item 5.1): the cluster default ("") reaches
+    every broker, a broker's own only it; topics without their own setting follow, logs
+    included; bad or static keys are INVALID_REQUEST; validate_only changes nothing; the
+    metadata log keeps them across a broker restart and a cluster restart."""
+    data = tmp_path / "cluster"
+    with MiniCluster(brokers=3, data_dir=data) as cluster:
+        cluster.create_topic(TOPIC, partitions=1, replication_factor=3)
+        with AdminClient({"bootstrap.servers": cluster.bootstrap_servers}) as admin:
+            admin.incremental_alter_configs({ConfigResource.broker(""): [("log.retention.ms", "set", "7777")]})
+        port1 = cluster.brokers[1].port
+        assert _alter_broker_raw(port1, "1", "log.retention.ms", "1111", validate_only=True) == (0, None)
+        assert _alter_broker_raw(port1, "1", "log.retention.ms", "1111") == (0, None)
+        assert _alter_broker_raw(port1, "1", "log.retention.ms", "soon")[0] == InvalidRequestError.code
+        code, message = _alter_broker_raw(port1, "1", "num.partitions", "5")
+        assert code == InvalidRequestError.code and "Cannot update these configs dynamically" in message
+        assert _alter_broker_raw(port1, "2", "log.retention.ms", "5")[0] == InvalidRequestError.code  # not here
+
+        def check(cluster):
+            for node, (value, source) in {0: ("7777", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG),
+                                          1: ("1111", ConfigSource.DYNAMIC_BROKER_CONFIG),
+                                          2: ("7777", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG)}.items():
+                port = cluster.brokers[node].port
+                assert _described(port, str(node), "log.retention.ms", resource_type=4) == {
+                    "log.retention.ms": (value, source)}
+                assert _described(port, TOPIC, "retention.ms") == {"retention.ms": (value, source)}
+                assert replica_log(cluster, node, TOPIC).config.retention_ms == int(value)
+
+        check(cluster)
+        cluster.kill(1)
+        cluster.restart(1)
+        check(cluster)
+    with MiniCluster(brokers=3, data_dir=data) as cluster:
+        check(cluster)
