@@ -12,6 +12,7 @@ from kproto.errors import RequestTimedOutError
 from kproto.protocol import ApiKey
 from kproto.protocol.messages import DeleteRecordsRequest
 from kproto.structs import TopicPartition
+from minibroker.cluster import MiniCluster
 from tests.minibroker.cluster.conftest import produce_raw, replica_log
 from tests.support.raw_client import RawClient
 
@@ -67,18 +68,28 @@ def test_confluent_kafka_delete_records_answers_the_low_watermark(cluster3):
     assert _log_starts(cluster3) == {0: 4, 1: 4, 2: 4}
 
 
-def test_delete_records_times_out_while_a_dead_follower_is_not_fenced_then_skips_it(cluster3):
-    """A killed follower still counts until the controller fences it (its session
-    expires): a short timeout is REQUEST_TIMED_OUT (the leader's records are gone anyway);
-    a longer one answers once the follower is fenced, without it."""
+def test_delete_records_times_out_while_a_dead_follower_is_not_fenced(tmp_path):
+    """A killed follower counts until the controller fences it: with a session that
+    outlasts the request's timeout, the answer is REQUEST_TIMED_OUT with the low watermark
+    as it was (the leader's records are gone anyway)."""
+    with MiniCluster(brokers=3, data_dir=tmp_path / "cluster", config={"broker.session.timeout.ms": 60000}) as cluster:
+        leader = _topic_of_ten(cluster)
+        follower = next(r for r in cluster.describe(TOPIC)[0].replicas if r != leader)
+        cluster.kill(follower, wait=False)
+        assert _delete_raw(cluster.brokers[leader].port, 3, timeout_ms=300) == (RequestTimedOutError.code, 0)
+        assert replica_log(cluster, leader, TOPIC).log_start_offset == 3
+
+
+def test_delete_records_answers_without_a_follower_once_it_is_fenced(cluster3):
+    """The low watermark counts the replicas on live brokers only (hasAliveBroker): a
+    killed follower holds the answer until its session expires, then the answer leaves."""
     leader = _topic_of_ten(cluster3)
     follower = next(r for r in cluster3.describe(TOPIC)[0].replicas if r != leader)
     cluster3.kill(follower, wait=False)
-    port = cluster3.brokers[leader].port
-    assert _delete_raw(port, 3, timeout_ms=20) == (RequestTimedOutError.code, 0)
-    assert replica_log(cluster3, leader, TOPIC).log_start_offset == 3
-    assert _delete_raw(port, 5, timeout_ms=20000) == (0, 5)
-    assert follower not in cluster3.isr_of(TOPIC, 0)  # answered after the fencing
+    assert _delete_raw(cluster3.brokers[leader].port, 5, timeout_ms=20000) == (0, 5)
+    assert follower not in cluster3.isr_of(TOPIC, 0)  # fenced (out of the ISR in the same commit)
+    others = {node: start for node, start in _log_starts(cluster3).items() if node != follower}
+    assert others == {node: 5 for node in others}
 
 
 def test_a_follower_that_was_down_starts_at_the_new_log_start_after_restart(cluster3):
