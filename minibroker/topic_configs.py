@@ -57,7 +57,8 @@ __all__ = [
     "APPEND",
     "SUBTRACT",
     "apply_ops",
-    "topic_default",
+    "default_of",
+    "as_text",
     "is_list",
 ]
 
@@ -351,17 +352,25 @@ def effective(configs: Mapping[str, str | None], name: str, broker: Any = None) 
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 
 
+_SYNONYMS = {key.synonym: key for key in TOPIC_CONFIGS.values() if key.synonym}
+
+
 def is_list(name: str) -> bool:
     """Whether ``name`` (a topic config or its broker synonym) is a LIST, the only type
     APPEND and SUBTRACT apply to."""
-    key = TOPIC_CONFIGS.get(name) or next((k for k in TOPIC_CONFIGS.values() if k.synonym == name), None)
+    key = TOPIC_CONFIGS.get(name) or _SYNONYMS.get(name)
     return key is not None and key.type == ConfigType.LIST
 
 
-def topic_default(name: str) -> str | None:
-    """Kafka's default of a topic config (None: not a topic config)."""
-    key = TOPIC_CONFIGS.get(name)
+def default_of(name: str) -> str | None:
+    """Kafka's default of a topic config or of its broker synonym, as text (None: neither)."""
+    key = TOPIC_CONFIGS.get(name) or _SYNONYMS.get(name)
     return key.default if key is not None else None
+
+
+def as_text(value: Any) -> str:
+    """A config value as Kafka shows it (booleans in lower case)."""
+    return str(value).lower() if isinstance(value, bool) else str(value)
 
 
 def apply_ops(current: Mapping[str, str | None], ops: Iterable[tuple[str, int, str | None]],

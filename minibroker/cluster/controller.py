@@ -126,9 +126,8 @@ from minibroker.cluster.metadata import (
     TopicRecord,
 )
 from minibroker.cluster.placement import place_replicas, validate_assignments
-from minibroker.config import DEFAULTS as BROKER_DEFAULTS
 from minibroker.config import BrokerConfig
-from minibroker.topic_configs import apply_ops, effective, topic_default, validate_all
+from minibroker.topic_configs import apply_ops, as_text, default_of, effective, validate_all
 
 __all__ = ["Controller", "PRODUCER_ID_BLOCK_SIZE"]
 
@@ -489,11 +488,10 @@ class Controller:
 
     def _broker_config_changes(self, r: AlterConfigsResource) -> tuple[int, str | None, list[ConfigRecord]]:
         current = self.image.broker_configs.get(r.resource_name, {})
-        configs, why = apply_ops({} if r.replace else current, r.ops, lambda name: (
-            _text(BROKER_DEFAULTS[name][0]) if name in BROKER_DEFAULTS else None))
+        configs, why = apply_ops({} if r.replace else current, r.ops, default_of)
         if why is None:
             try:
-                checked = {name: _text(value) for name, value in BrokerConfig.check_dynamic(configs).items()}
+                checked = {name: as_text(value) for name, value in BrokerConfig.check_dynamic(configs).items()}
             except ValueError as exc:
                 why = str(exc)
         if why is None:  # the rules across values hold for the broker's too (validateBrokerLogConfigValues)
@@ -515,7 +513,7 @@ class Controller:
         topic = self.image.topic_by_name(r.resource_name)
         if topic is None:
             return UnknownTopicOrPartitionError.code, f"topic {r.resource_name!r} does not exist", []
-        configs, why = apply_ops({} if r.replace else topic.configs, r.ops, topic_default)
+        configs, why = apply_ops({} if r.replace else topic.configs, r.ops, default_of)
         if why is None:
             why = validate_all(configs, self.config)  # the single broker's validator and message
         if why is not None:
@@ -524,11 +522,6 @@ class Controller:
         return 0, None, [ConfigRecord(resource_type=TOPIC_RESOURCE, resource_name=topic.name, name=name,
                                       value=configs.get(name))
                          for name in names if configs.get(name) != topic.configs.get(name)]
-
-
-def _text(value: object) -> str:
-    """A config value as Kafka writes it (booleans in lower case)."""
-    return str(value).lower() if isinstance(value, bool) else str(value)
 
 
 class _BrokerView:

@@ -61,7 +61,8 @@ from minibroker.topic_configs import (
     ConfigSource,
     ConfigType,
     apply_ops,
-    topic_default,
+    as_text,
+    default_of,
     validate_all,
 )
 
@@ -74,12 +75,8 @@ Entry = DescribeConfigsResponse.DescribeConfigsResourceResult
 Synonym = DescribeConfigsResponse.DescribeConfigsSynonym
 
 
-def _text(value):
-    return str(value).lower() if isinstance(value, bool) else str(value)
-
-
 def _broker_synonyms(config: BrokerConfig, name: str, per_broker: bool = True) -> list:
-    return [Synonym(name=name, value=_text(value), source=source) for value, source in config.synonyms(name)
+    return [Synonym(name=name, value=as_text(value), source=source) for value, source in config.synonyms(name)
             if per_broker or source != ConfigSource.DYNAMIC_BROKER_CONFIG]
 
 
@@ -159,7 +156,7 @@ def _alter_broker(state, resource, new_configs, validate_only):
         return InvalidRequestError.code, why
     per_broker = resource.resource_name != ""
     configs, error = new_configs(state.config.dynamic(per_broker),
-                                 lambda name: _text(BROKER_DEFAULTS[name][0]) if name in BROKER_DEFAULTS else None)
+                                 default_of)
     if error is None:
         try:
             checked = BrokerConfig.check_dynamic(configs)
@@ -202,7 +199,7 @@ def _alter(state, resource, new_configs, validate_only):
     topic = state.topics.get(resource.resource_name)
     if topic is None:
         return UnknownTopicOrPartitionError.code, f"topic {resource.resource_name!r} does not exist"
-    configs, error = new_configs(topic.configs, topic_default)
+    configs, error = new_configs(topic.configs, default_of)
     if error is None:
         error = validate_all(configs, state.config)
     if error is not None:
