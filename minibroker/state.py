@@ -35,7 +35,7 @@ from kproto.errors import KafkaStorageError, UnknownTopicOrPartitionError
 from kproto.records import Batch, read_batches
 from kproto.structs import validate_topic_name
 from minibroker.cluster.api import AlterPartitionRequest, ClusterContext, ReplicaBrokerEpoch
-from minibroker.cluster.metadata import TopicImage
+from minibroker.cluster.metadata import MetadataImage, TopicImage
 from minibroker.cluster.partition import Partition
 from minibroker.config import BrokerConfig
 from minibroker.coordinator import GroupCoordinator
@@ -358,8 +358,9 @@ class BrokerState:
         """The topic as the metadata image has it (cluster mode): made or grown to the
         image's partitions, each a :class:`Partition` in role NONE until the replica manager
         applies its registration; the partitions this broker hosts get their log first
-        (:meth:`open_replica_log`). A topic of that name with another id (deleted and
-        created again) is dropped first."""
+        (:meth:`open_replica_log`). Configs changed in the image are taken, and the logs get
+        their new settings. A topic of that name with another id (deleted and created
+        again) is dropped first."""
         topic = self.topics.get(image.name)
         if topic is not None and topic.topic_id != image.topic_id:
             self.drop_topic(topic.topic_id)
@@ -367,8 +368,10 @@ class BrokerState:
         if topic is None:
             topic = Topic(image.name, image.topic_id, [], dict(image.configs))
             self.topics[image.name] = topic
-        else:
+        elif topic.configs != image.configs:  # ConfigRecords: the logs take the new settings at once
             topic.configs = dict(image.configs)
+            for partition_log in topic.logs():
+                partition_log.config = self.storage.log_config(topic.configs)
         for index in range(len(topic.partitions), max(image.partitions, default=-1) + 1):
             partition = Partition(topic=topic.name, topic_id=topic.topic_id, index=index, node_id=self.node_id)
             self._hook(partition)
@@ -377,6 +380,16 @@ class BrokerState:
             if self.node_id in registration.replicas:
                 self.open_replica_log(topic, index)
         return topic
+
+    def apply_broker_configs(self, image: MetadataImage) -> None:
+        """This broker's dynamic configs as the metadata image has them (cluster mode,
+        KIP-226): the cluster default's ("") and its own (its id); every log takes the new
+        settings at once. The metadata log keeps them: nothing is written here."""
+        self.config.load_dynamic({"default": image.broker_configs.get("", {}),
+                                  "broker": image.broker_configs.get(str(self.node_id), {})})
+        for topic in self.topics.values():
+            for partition_log in topic.logs():
+                partition_log.config = self.storage.log_config(topic.configs)
 
     def open_replica_log(self, topic: Topic, index: int) -> PartitionLog:
         """The local log of a replica hosted here (opened once, with its leader epoch

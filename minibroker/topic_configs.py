@@ -26,15 +26,19 @@ bytes.
 
 ``enforced``: whether minibroker acts on a config. The others are validated, stored and
 described, so tools see them, and take effect as the features behind them land (no
-replication, tiered storage, broker-side recompression, preallocation or compaction lags
-yet).
+throttled replication, tiered storage, broker-side recompression or preallocation yet).
+
+In a :class:`~minibroker.MiniCluster` a topic's configs are the controller's: CreateTopics,
+AlterConfigs and IncrementalAlterConfigs are checked with the same rules
+(:func:`validate_all`, :func:`apply_ops`) and committed as ConfigRecords to the metadata
+log, which every broker applies (see :mod:`minibroker.cluster.controller`).
 """
 
 from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,6 +52,14 @@ __all__ = [
     "validate_all",
     "sanitize",
     "effective",
+    "SET",
+    "DELETE",
+    "APPEND",
+    "SUBTRACT",
+    "apply_ops",
+    "default_of",
+    "as_text",
+    "is_list",
 ]
 
 log = logging.getLogger("minibroker")
@@ -196,7 +208,7 @@ class ConfigKey:
 
 _B, _S, _I, _L, _D, _LIST = ConfigType.BOOLEAN, ConfigType.STRING, ConfigType.INT, ConfigType.LONG, ConfigType.DOUBLE, ConfigType.LIST
 _DAY, _WEEK = str(24 * 3600 * 1000), str(7 * 24 * 3600 * 1000)
-_THROTTLED = "replicas whose replication is throttled: * or partitionId:brokerId pairs (no replication in minibroker: stored only)"
+_THROTTLED = "replicas whose replication is throttled: * or partitionId:brokerId pairs (no throttling in minibroker: stored only)"
 _REMOTE = "(tiered storage: not in minibroker, stored only)"
 
 # Kafka 4.0/4.1 LogConfig, name order. Defaults, types, ranges and synonyms are Kafka's.
@@ -243,7 +255,8 @@ TOPIC_CONFIGS: dict[str, ConfigKey] = {k.name: k for k in (
               minimum=0, maximum=1, synonym="log.cleaner.min.cleanable.ratio", enforced=True),
     ConfigKey("min.compaction.lag.ms", _L, "0", "shortest a record stays uncompacted (its segment is not cleaned before)",
               minimum=0, synonym="log.cleaner.min.compaction.lag.ms", enforced=True),
-    ConfigKey("min.insync.replicas", _I, "1", "replicas an acks=all produce needs (NOT_ENOUGH_REPLICAS above 1: one broker)",
+    ConfigKey("min.insync.replicas", _I, "1", "in-sync replicas an acks=all produce needs (NOT_ENOUGH_REPLICAS with a "
+              "smaller ISR; a single broker is an ISR of one)",
               minimum=1, synonym="min.insync.replicas", enforced=True),
     ConfigKey("preallocate", _B, "false", "preallocate new segment files (minibroker never preallocates: stored only)",
               synonym="log.preallocate"),
@@ -262,8 +275,9 @@ TOPIC_CONFIGS: dict[str, ConfigKey] = {k.name: k for k in (
     ConfigKey("segment.jitter.ms", _L, "0", "largest random time taken off segment.ms, drawn for each segment", minimum=0,
               synonym="log.roll.jitter.ms", enforced=True),
     ConfigKey("segment.ms", _L, _WEEK, "age at which a segment is rolled", minimum=1, synonym="log.roll.ms", enforced=True),
-    ConfigKey("unclean.leader.election.enable", _B, "false", "elect an out-of-sync replica as a last resort (one broker: stored only)",
-              synonym="unclean.leader.election.enable"),
+    ConfigKey("unclean.leader.election.enable", _B, "false", "elect an out-of-sync replica as a last resort, losing what "
+              "only the ISR had (a MiniCluster's controller; a single broker has no one else to elect)",
+              synonym="unclean.leader.election.enable", enforced=True),
 )}
 
 # Topic config -> the broker config that gives its default (ServerTopicConfigSynonyms).
@@ -330,3 +344,63 @@ def effective(configs: Mapping[str, str | None], name: str, broker: Any = None) 
         value = broker[BROKER_SYNONYMS[name]]
         return str(value).lower() if isinstance(value, bool) else str(value)
     return TOPIC_CONFIGS[name].default
+
+
+# -- changes: AlterConfigs / IncrementalAlterConfigs ----------------------------------------
+
+#: IncrementalAlterConfigs' ``config_operation`` codes (KIP-339's OpType).
+SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+
+
+_SYNONYMS = {key.synonym: key for key in TOPIC_CONFIGS.values() if key.synonym}
+
+
+def is_list(name: str) -> bool:
+    """Whether ``name`` (a topic config or its broker synonym) is a LIST, the only type
+    APPEND and SUBTRACT apply to."""
+    key = TOPIC_CONFIGS.get(name) or _SYNONYMS.get(name)
+    return key is not None and key.type == ConfigType.LIST
+
+
+def default_of(name: str) -> str | None:
+    """Kafka's default of a topic config or of its broker synonym, as text (None: neither)."""
+    key = TOPIC_CONFIGS.get(name) or _SYNONYMS.get(name)
+    return key.default if key is not None else None
+
+
+def as_text(value: Any) -> str:
+    """A config value as Kafka shows it (booleans in lower case)."""
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def apply_ops(current: Mapping[str, str | None], ops: Iterable[tuple[str, int, str | None]],
+              default: Callable[[str], str | None]) -> tuple[dict[str, str | None], str | None]:
+    """A resource's configs after IncrementalAlterConfigs' ``(name, operation, value)`` ops,
+    and why they cannot apply (None: they can). The one owner of the ops' rules, for a
+    single broker's handler and a cluster's controller alike.
+
+    APPEND and SUBTRACT work on a LIST's items and start from ``default(name)`` when the
+    resource does not set it (Kafka's ``ConfigurationControlManager.getParts``); APPEND
+    adds only items not there yet. The result is not validated here (:func:`validate_all`).
+    """
+    configs = dict(current)
+    for name, operation, value in ops:
+        if operation == SET:
+            configs[name] = value
+        elif operation == DELETE:
+            configs.pop(name, None)
+        elif operation in (APPEND, SUBTRACT):
+            if not is_list(name):
+                return configs, f"{name} is not a list config: APPEND and SUBTRACT do not apply"
+            was = configs.get(name)
+            was = default(name) if was is None else was
+            items = [v.strip() for v in str(was).split(",") if v.strip()]
+            values = [v.strip() for v in (value or "").split(",") if v.strip()]
+            if operation == APPEND:
+                items += [v for v in values if v not in items]
+            else:
+                items = [v for v in items if v not in values]
+            configs[name] = ",".join(items)
+        else:
+            return configs, f"unknown config operation {operation}"
+    return configs, None

@@ -2,9 +2,10 @@
 
 KRaft brokers talk to the controller with BrokerRegistration (62), BrokerHeartbeat (63),
 AlterPartition (56) and AllocateProducerIds (67), and forward CreateTopics,
-CreatePartitions and DeleteTopics to it. In a MiniCluster these are in-process calls on a
-:class:`ControllerChannel`, with dataclasses named and shaped after those RPCs, so that a
-later step can put them on the wire (a broker per process) without changing a caller.
+CreatePartitions, DeleteTopics, AlterConfigs and IncrementalAlterConfigs to it (KIP-590).
+In a MiniCluster these are in-process calls on a :class:`ControllerChannel`, with
+dataclasses named and shaped after those RPCs, so that a later step can put them on the
+wire (a broker per process) without changing a caller.
 Error codes are Kafka's (``kproto.errors``).
 """
 
@@ -18,6 +19,7 @@ from typing import Protocol
 from minibroker.cluster.metadata import MetadataImage, PartitionRegistration
 
 __all__ = [
+    "AlterConfigsResource",
     "AlterPartitionReply",
     "AlterPartitionRequest",
     "BrokerHeartbeatReply",
@@ -25,6 +27,7 @@ __all__ = [
     "BrokerRegistrationReply",
     "BrokerRegistrationRequest",
     "ClusterContext",
+    "ConfigResult",
     "ControllerChannel",
     "NewTopic",
     "ReplicaBrokerEpoch",
@@ -119,6 +122,30 @@ class TopicResult:
     replication_factor: int = -1
 
 
+# -- config changes (AlterConfigs 33, IncrementalAlterConfigs 44, forwarded: KIP-590) ---------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AlterConfigsResource:
+    """One resource of an AlterConfigs or IncrementalAlterConfigs forwarded to the
+    controller: its ``(name, operation, value)`` ops (``minibroker.topic_configs.SET``...),
+    applied to its current configs, or to none when ``replace`` (AlterConfigs gives the
+    resource's whole new set)."""
+
+    resource_type: int
+    resource_name: str
+    ops: tuple[tuple[str, int, str | None], ...]
+    replace: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConfigResult:
+    """The answer for one :class:`AlterConfigsResource`."""
+
+    error_code: int
+    error_message: str | None = None
+
+
 class ControllerChannel(Protocol):
     """A broker's way to the active controller (one per broker)."""
 
@@ -140,6 +167,11 @@ class ControllerChannel(Protocol):
 
     async def allocate_producer_ids(self, broker_id: int, broker_epoch: int) -> tuple[int, int]:
         """A block of producer ids for this broker: ``(first, count)``."""
+        ...
+
+    async def alter_configs(self, resources: Sequence[AlterConfigsResource], *,
+                            validate_only: bool) -> list[ConfigResult]:
+        """Validate and commit config changes (ConfigRecords): one result per resource."""
         ...
 
 

@@ -39,13 +39,33 @@ request that changes nothing appends nothing. Every rule below is KRaft's
   TOPIC_ALREADY_EXISTS for a taken one (earlier in the same request included);
   -1 partitions / replication factor take ``num.partitions`` / ``default.replication.factor``;
   assignments together with a count or factor → INVALID_REQUEST; a bad assignment
-  → INVALID_REPLICA_ASSIGNMENT; too few unfenced brokers → INVALID_REPLICATION_FACTOR;
+  → INVALID_REPLICA_ASSIGNMENT (a replica on a fenced broker is fine, all of them fenced
+  is not: ``validateManualPartitionAssignment``); a replication factor above the registered
+  brokers, or no unfenced broker → INVALID_REPLICATION_FACTOR, "Unable to replicate the
+  partition N time(s): " and the placer's reason (fenced brokers take followers once
+  the unfenced ones run out: :mod:`~minibroker.cluster.placement`);
   configs through minibroker's one validator (:func:`minibroker.topic_configs.validate_all`),
   INVALID_CONFIG with the single broker's message. A new partition's ISR is its unfenced
   replicas and its leader the first of them. Records: TopicRecord, the topic's
   ConfigRecords, its PartitionRecords (Kafka writes the ConfigRecords first; the image
   here keeps configs on the topic, so the topic comes first). All topics of one request
   are one append.
+- **Config changes** (AlterConfigs, IncrementalAlterConfigs, forwarded by the brokers;
+  Kafka's ``ConfigurationControlManager``). BROKER resources (a broker id, or "" for the
+  cluster-wide default; KIP-226): the ops apply to the resource's dynamic configs in the
+  image, which must pass ``BrokerConfig.check_dynamic`` and the rules across values on
+  the configs then in force, else INVALID_REQUEST (KAFKA-13609); every broker applies
+  the cluster default's and its own. TOPIC resources: an unknown topic →
+  UNKNOWN_TOPIC_OR_PARTITION; the ops are applied (:func:`minibroker.topic_configs.apply_ops`)
+  and the topic's whole new set validated by the single broker's rules
+  (:func:`~minibroker.topic_configs.validate_all`) → INVALID_CONFIG with its message;
+  ``validate_only`` stops there. One ConfigRecord per config whose value changes (None:
+  removed); a resource that changes nothing appends nothing; each resource stands alone
+  (one failing does not stop the others), all records of one request are one append. A
+  change of ``unclean.leader.election.enable`` retries the elections of leaderless
+  partitions at once, so enabling it elects an out-of-sync replica right away (KRaft runs
+  that check periodically, KAFKA-12670; ZooKeeper mode's controller ran it on the change,
+  KAFKA-6526; the tick here does both).
 - **Producer ids**: blocks of 1000 (``ProducerIdControlManager.PRODUCER_ID_BLOCK_SIZE``),
   each recorded as a ``ProducerIdsRecord`` with the next block's start.
 """
@@ -55,7 +75,7 @@ from __future__ import annotations
 import logging
 import random
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from kproto.errors import (
     DuplicateBrokerRegistrationError,
@@ -76,16 +96,19 @@ from kproto.errors import (
 )
 from kproto.structs import validate_topic_name
 from minibroker.cluster.api import (
+    AlterConfigsResource,
     AlterPartitionReply,
     AlterPartitionRequest,
     BrokerHeartbeatReply,
     BrokerHeartbeatRequest,
     BrokerRegistrationReply,
     BrokerRegistrationRequest,
+    ConfigResult,
     NewTopic,
     TopicResult,
 )
 from minibroker.cluster.metadata import (
+    BROKER_RESOURCE,
     NO_LEADER,
     TOPIC_RESOURCE,
     BrokerRegistrationChangeRecord,
@@ -104,7 +127,7 @@ from minibroker.cluster.metadata import (
 )
 from minibroker.cluster.placement import place_replicas, validate_assignments
 from minibroker.config import BrokerConfig
-from minibroker.topic_configs import effective, validate_all
+from minibroker.topic_configs import apply_ops, as_text, default_of, effective, validate_all
 
 __all__ = ["Controller", "PRODUCER_ID_BLOCK_SIZE"]
 
@@ -162,7 +185,9 @@ class Controller:
     # -- elections (PartitionChangeBuilder) --------------------------------------------------
 
     def _unclean_allowed(self, topic: TopicImage) -> bool:
-        return effective(topic.configs, "unclean.leader.election.enable", self.config).lower() == "true"
+        # KAFKA-12670's lookup: the topic's, this node's dynamic, the cluster default's, static.
+        return effective(topic.configs, "unclean.leader.election.enable",
+                         self._broker_view(str(self.node_id))).lower() == "true"
 
     def _usable(self, broker_id: int, gone: int | None) -> bool:
         b = self.image.brokers.get(broker_id)
@@ -319,8 +344,9 @@ class Controller:
         try:
             return 0, None, place_replicas(list(self.image.brokers.values()), count, replication,
                                            first_partition=first, rng=self.rng)
-        except InvalidReplicationFactorError as exc:
-            return InvalidReplicationFactorError.code, str(exc), []
+        except InvalidReplicationFactorError as exc:  # ReplicationControlManager's prefix
+            return (InvalidReplicationFactorError.code,
+                    f"Unable to replicate the partition {replication} time(s): {exc.args[0]}", [])
 
     def create_topics(self, topics: Sequence[NewTopic], *, validate_only: bool) -> list[TopicResult]:
         results: list[TopicResult] = []
@@ -430,3 +456,84 @@ class Controller:
         self._commit([ProducerIdsRecord(broker_id=broker_id, broker_epoch=broker_epoch,
                                         next_producer_id=first + PRODUCER_ID_BLOCK_SIZE)])
         return first, PRODUCER_ID_BLOCK_SIZE
+
+    # -- config changes (ConfigurationControlManager) ----------------------------------------
+
+    def alter_configs(self, resources: Sequence[AlterConfigsResource], *, validate_only: bool) -> list[ConfigResult]:
+        """Validate each resource's change and commit the valid ones as ConfigRecords (see the
+        module docstring); one :class:`ConfigResult` per resource."""
+        results: list[ConfigResult] = []
+        records: list[Record] = []
+        for r in resources:
+            code, message, changes = self._config_changes(r)
+            results.append(ConfigResult(error_code=code, error_message=message))
+            if not code and not validate_only:
+                records.extend(changes)
+        if records:
+            self._commit(records)
+            if any(c.name == "unclean.leader.election.enable" for c in records if isinstance(c, ConfigRecord)):
+                self._elect_leaderless()  # an unclean election may be allowed now
+        return results
+
+    def _broker_view(self, name: str, own: Mapping[str, str] | None = None,
+                     default: Mapping[str, str] | None = None) -> _BrokerView:
+        """The broker configs in force for BROKER resource ``name`` (a broker id; "" the
+        cluster default), with ``own`` / ``default`` in place of its and the default's
+        dynamic configs when given."""
+        held = self.image.broker_configs
+        layers = [held.get("", {}) if default is None else default]
+        if name:
+            layers.insert(0, held.get(name, {}) if own is None else own)
+        return _BrokerView(self.config, layers)
+
+    def _broker_config_changes(self, r: AlterConfigsResource) -> tuple[int, str | None, list[ConfigRecord]]:
+        current = self.image.broker_configs.get(r.resource_name, {})
+        configs, why = apply_ops({} if r.replace else current, r.ops, default_of)
+        if why is None:
+            try:
+                checked = {name: as_text(value) for name, value in BrokerConfig.check_dynamic(configs).items()}
+            except ValueError as exc:
+                why = str(exc)
+        if why is None:  # the rules across values hold for the broker's too (validateBrokerLogConfigValues)
+            view = (self._broker_view("", default=checked) if r.resource_name == ""
+                    else self._broker_view(r.resource_name, own=checked))
+            why = validate_all({}, view)
+        if why is not None:
+            return InvalidRequestError.code, why, []
+        names = sorted(set(current) | set(checked))
+        return 0, None, [ConfigRecord(resource_type=BROKER_RESOURCE, resource_name=r.resource_name, name=name,
+                                      value=checked.get(name))
+                         for name in names if checked.get(name) != current.get(name)]
+
+    def _config_changes(self, r: AlterConfigsResource) -> tuple[int, str | None, list[ConfigRecord]]:
+        if r.resource_type == BROKER_RESOURCE:
+            return self._broker_config_changes(r)
+        if r.resource_type != TOPIC_RESOURCE:
+            return InvalidRequestError.code, f"unknown resource type {r.resource_type}", []
+        topic = self.image.topic_by_name(r.resource_name)
+        if topic is None:
+            return UnknownTopicOrPartitionError.code, f"topic {r.resource_name!r} does not exist", []
+        configs, why = apply_ops({} if r.replace else topic.configs, r.ops, default_of)
+        if why is None:
+            why = validate_all(configs, self.config)  # the single broker's validator and message
+        if why is not None:
+            return InvalidConfigError.code, why, []
+        names = sorted(set(topic.configs) | set(configs))
+        return 0, None, [ConfigRecord(resource_type=TOPIC_RESOURCE, resource_name=topic.name, name=name,
+                                      value=configs.get(name))
+                         for name in names if configs.get(name) != topic.configs.get(name)]
+
+
+class _BrokerView:
+    """Broker configs in force, by name: the first dynamic layer that sets one (a broker's
+    own, then the cluster default's: KIP-226's order), else the static config."""
+
+    def __init__(self, config: BrokerConfig, layers: Sequence[Mapping[str, str]]):
+        self._config = config
+        self._layers = layers
+
+    def __getitem__(self, name: str) -> object:
+        for layer in self._layers:
+            if name in layer:
+                return layer[name]
+        return self._config[name]

@@ -24,6 +24,7 @@ from pathlib import Path
 from kproto.errors import NotControllerError
 
 __all__ = [
+    "BROKER_RESOURCE",
     "BrokerRegistration",
     "BrokerRegistrationChangeRecord",
     "ConfigRecord",
@@ -48,6 +49,7 @@ NO_LEADER = -1  # Kafka's LeaderConstants.NO_LEADER
 log = logging.getLogger("minibroker.cluster")
 
 TOPIC_RESOURCE = 2  # Kafka's ConfigResource.Type.TOPIC, the resource_type of a topic's ConfigRecord
+BROKER_RESOURCE = 4  # ConfigResource.Type.BROKER: a broker's dynamic configs (name: its id; "": the cluster default)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -188,6 +190,8 @@ class MetadataDelta:
     created_topics: frozenset[uuid.UUID]
     deleted_topics: dict[uuid.UUID, str]  # id -> name
     brokers: frozenset[int]  # brokers whose registration changed
+    configs: frozenset[uuid.UUID] = frozenset()  # topics whose configs changed (ConfigRecord)
+    broker_configs: frozenset[str] = frozenset()  # BROKER resources whose configs changed ("": the default)
 
 
 @dataclass(slots=True)
@@ -198,6 +202,9 @@ class MetadataImage:
     brokers: dict[int, BrokerRegistration] = field(default_factory=dict)
     topics: dict[uuid.UUID, TopicImage] = field(default_factory=dict)
     next_producer_id: int = 0
+    # Dynamic broker configs (KIP-226) by BROKER resource name: a broker id, or "" for the
+    # cluster-wide default.
+    broker_configs: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def apply(self, offset: int, records: Sequence[Record]) -> MetadataDelta:
         """Apply ``records``, the last of which is at ``offset``; return what changed.
@@ -205,13 +212,16 @@ class MetadataImage:
         Every record is applied as KRaft's image builders apply theirs: a registration
         replaces the broker's (fenced), a partition change merges into the registration
         and bumps its epochs (:func:`merge_partition_change`), a topic removal drops its
-        partitions. A record naming something the image does not hold (a change of a
+        partitions, a config record sets or removes (value None) a topic's config or a
+        broker's dynamic config (KRaft's ``ConfigRecord``). A record naming something the image does not hold (a change of a
         removed topic) is ignored, as the controller never writes one.
         """
         changed: set[tuple[uuid.UUID, int]] = set()
         created: set[uuid.UUID] = set()
         deleted: dict[uuid.UUID, str] = {}
         brokers: set[int] = set()
+        configs: set[uuid.UUID] = set()
+        broker_configs: set[str] = set()
         for record in records:
             match record:
                 case RegisterBrokerRecord():
@@ -241,6 +251,13 @@ class MetadataImage:
                     if topic is not None and current is not None:
                         topic.partitions[record.partition_id] = merge_partition_change(current, record)
                         changed.add((record.topic_id, record.partition_id))
+                case ConfigRecord() if record.resource_type == BROKER_RESOURCE:
+                    held = self.broker_configs.setdefault(record.resource_name, {})
+                    if record.value is None:
+                        held.pop(record.name, None)
+                    else:
+                        held[record.name] = record.value
+                    broker_configs.add(record.resource_name)
                 case ConfigRecord():
                     topic = self.topic_by_name(record.resource_name) if record.resource_type == TOPIC_RESOURCE else None
                     if topic is not None:
@@ -248,11 +265,13 @@ class MetadataImage:
                             topic.configs.pop(record.name, None)
                         else:
                             topic.configs[record.name] = record.value
+                        configs.add(topic.topic_id)
                 case RemoveTopicRecord():
                     topic = self.topics.pop(record.topic_id, None)
                     if topic is not None:
                         deleted[record.topic_id] = topic.name
                         created.discard(record.topic_id)
+                        configs.discard(record.topic_id)
                         changed.difference_update({(record.topic_id, p) for p in topic.partitions})
                 case ProducerIdsRecord():
                     self.next_producer_id = record.next_producer_id
@@ -260,7 +279,8 @@ class MetadataImage:
                     raise TypeError(f"not a metadata record: {record!r}")
         self.offset = offset
         return MetadataDelta(changed=frozenset(changed), created_topics=frozenset(created),
-                             deleted_topics=deleted, brokers=frozenset(brokers))
+                             deleted_topics=deleted, brokers=frozenset(brokers), configs=frozenset(configs),
+                             broker_configs=frozenset(broker_configs))
 
     def topic_by_name(self, name: str) -> TopicImage | None:
         return next((t for t in self.topics.values() if t.name == name), None)

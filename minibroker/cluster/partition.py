@@ -38,6 +38,11 @@ Theory of operation (Kafka's ``kafka.cluster.Partition`` and ``Replica``, with
   with 0 when the ISR then has at least ``min.insync.replicas`` members and
   NOT_ENOUGH_REPLICAS_AFTER_APPEND (20) when it shrank below meanwhile; losing leadership
   resolves every waiter with NOT_LEADER_OR_FOLLOWER (6).
+- **DeleteRecords purgatory** (Kafka's ``DelayedDeleteRecords``):
+  :meth:`Partition.wait_for_low_watermark` resolves once the low watermark, the smallest
+  log start offset of the leader and of the followers on live brokers (each follower's
+  comes with its fetches), reaches the requested offset; losing leadership resolves it
+  with NOT_LEADER_OR_FOLLOWER.
 - **Fencing** (KIP-320, ``Partition.checkCurrentLeaderEpoch``): a request's
   ``current_leader_epoch`` of -1 is not checked; older than ours → FENCED_LEADER_EPOCH,
   newer → UNKNOWN_LEADER_EPOCH; checked before the role, as Kafka does.
@@ -135,6 +140,7 @@ class FollowerState:
     last_caught_up_ms: int = 0
     last_fetch_leader_leo: int = -1  # the leader's LEO at this follower's previous fetch
     broker_epoch: int = -1  # the broker epoch it fetched with (Fetch v15 replica_state)
+    log_start_offset: int = -1  # its log start, as its last fetch said (Fetch v5+); -1: unknown
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,6 +199,8 @@ class Partition:
         self.followers: dict[int, FollowerState] = {}  # leader only: every other replica
         self._epoch_start_offset = -1  # leader only: LEO when its leader epoch began
         self._waiters: list[tuple[int, int, int, asyncio.Future[int]]] = []  # (offset, seq, min_isr, future)
+        # DeleteRecords waiting for the low watermark: (required offset, broker liveness, future)
+        self._low_waiters: list[tuple[int, Callable[[int], bool], asyncio.Future[tuple[int, int]]]] = []
         self._seq = itertools.count()
 
     @classmethod
@@ -297,6 +305,7 @@ class Partition:
                 last_caught_up_ms=now_ms if in_sync else 0,
                 last_fetch_leader_leo=leo if kept else -1,
                 broker_epoch=kept.broker_epoch if kept else -1,
+                log_start_offset=kept.log_start_offset if kept else -1,
             )
         if not self.is_solo:
             log.info("%s-%d: broker %d leads at epoch %d from offset %d, isr %s",
@@ -314,6 +323,7 @@ class Partition:
                               for r in self.replicas if r != self.node_id}
         # A shrunk ISR may let the high watermark (and waiting acks=all produces) move.
         self._maybe_increment_high_watermark(before)
+        self._check_low_waiters()
 
     def _become_follower(self, reg: PartitionRegistration) -> None:
         # Kafka's Partition.makeFollower: the fetcher truncates and fetches from the new leader.
@@ -420,15 +430,18 @@ class Partition:
         for _, _, _, future in waiters:
             if not future.done():
                 future.set_result(NotLeaderOrFollowerError.code)
+        self._check_low_waiters()  # no longer the leader: they fail too
 
     @property
     def waiting(self) -> int:
         """acks=all produces waiting here (cancelled ones are dropped when reached)."""
         return sum(not w[3].done() for w in self._waiters)
 
-    def on_follower_fetch(self, replica_id: int, broker_epoch: int, fetch_offset: int, now_ms: int) -> None:
+    def on_follower_fetch(self, replica_id: int, broker_epoch: int, fetch_offset: int, now_ms: int,
+                          log_start_offset: int = -1) -> None:
         """A follower fetches at ``fetch_offset``: that is its LEO. Updates its caught-up
-        time (Kafka's ``Replica.updateFetchStateOrThrow``) and may move the high watermark.
+        time (Kafka's ``Replica.updateFetchStateOrThrow``) and may move the high watermark;
+        its ``log_start_offset`` (Fetch v5+) may complete a waiting DeleteRecords.
 
         A solo partition records nothing (it serves any replica read-only). An offset
         outside the log is not recorded either: the fetch answers OFFSET_OUT_OF_RANGE.
@@ -456,7 +469,50 @@ class Partition:
         state.last_fetch_leader_leo = max(leo, state.last_fetch_leader_leo)
         state.last_fetch_ms = now_ms
         state.broker_epoch = broker_epoch
+        state.log_start_offset = log_start_offset
         self._maybe_increment_high_watermark(local.high_watermark)
+        self._check_low_waiters()
+
+    # -- leader: DeleteRecords' low watermark ------------------------------------------------
+
+    def low_watermark(self, alive: Callable[[int], bool]) -> int:
+        """The smallest log start offset of the leader's log and of every follower whose
+        broker is ``alive`` (Kafka's ``Partition.lowWatermarkIfLeader``, with
+        ``metadataCache.hasAliveBroker``: registered and unfenced). A follower that has not
+        fetched since this leader epoch began counts with -1 (Kafka's ``UNKNOWN_OFFSET``)."""
+        low = self._local_log().log_start_offset
+        for broker, state in self.followers.items():
+            if alive(broker):
+                low = min(low, state.log_start_offset)
+        return low
+
+    async def wait_for_low_watermark(self, required_offset: int, alive: Callable[[int], bool]) -> tuple[int, int]:
+        """DeleteRecords (Kafka's ``DelayedDeleteRecords.tryComplete``): wait until the low
+        watermark (:meth:`low_watermark`) reaches ``required_offset``; returns
+        ``(0, low watermark)``, or ``(NOT_LEADER_OR_FOLLOWER, -1)`` when leadership is lost
+        first. Checked again at every follower fetch (which carries its log start) and
+        registration change; the caller bounds the wait (REQUEST_TIMED_OUT), a cancelled
+        wait is dropped."""
+        future: asyncio.Future[tuple[int, int]] = asyncio.get_running_loop().create_future()
+        self._low_waiters.append((required_offset, alive, future))
+        self._check_low_waiters()
+        return await future
+
+    def _check_low_waiters(self) -> None:
+        if not self._low_waiters:
+            return
+        waiting, self._low_waiters = self._low_waiters, []
+        for required, alive, future in waiting:
+            if future.done():
+                continue  # cancelled: the request timed out
+            if self.role is not ReplicaRole.LEADER or self.log is None:
+                future.set_result((NotLeaderOrFollowerError.code, -1))
+                continue
+            low = self.low_watermark(alive)
+            if low >= required:
+                future.set_result((0, low))
+            else:
+                self._low_waiters.append((required, alive, future))
 
     def isr_change(self, now_ms: int, lag_ms: int, eligible: Callable[[int, int], bool]) -> tuple[int, ...] | None:
         """The ISR this leader should propose (AlterPartition), or None to keep it.

@@ -2,9 +2,15 @@
 
 Facts (Kafka's ``StripedReplicaPlacer`` in KRaft, and KIP-36's rack-aware assignment):
 
-- only unfenced brokers take new replicas; a replication factor above their number is
-  INVALID_REPLICATION_FACTOR ("The target replication factor of N cannot be reached
-  because only M broker(s) are registered");
+- the replication factor is checked against every registered broker, fenced ones
+  included: above their number is INVALID_REPLICATION_FACTOR ("The target replication
+  factor of N cannot be reached because only M broker(s) are registered."); with no
+  unfenced broker, "All brokers are currently fenced." (the controller prefixes both with
+  "Unable to replicate the partition N time(s): ");
+- a leader (the first replica) is always an unfenced broker; fenced brokers take follower
+  replicas only once the unfenced ones are used up, so a topic made while a broker is
+  down is created under-replicated, its ISR the unfenced replicas, and the broker joins
+  when it is back;
 - a partition's replicas are distinct brokers, on distinct racks as long as the
   replication factor does not exceed the number of racks (KIP-36);
 - leaders (the first replica) are spread evenly: over the partitions of one call the
@@ -18,7 +24,9 @@ as KIP-36's ``getRackAlternatedBrokerList``. Partition ``p`` is led by entry
 ``(start + p) % n``; each further replica is the next entry, walking forward with a shift
 that grows every ``n`` partitions (followers spread too, KIP-36's ``replicaShift``),
 skipping brokers already chosen and, while some rack is still unused, brokers of a used
-rack.
+rack. The walk is over the unfenced brokers; replicas beyond them go to the fenced brokers
+in the same rack-alternated order, starting one further for each partition (their racks
+are not balanced).
 
 Manual assignments (CreateTopics / CreatePartitions with ``assignments``) are checked as
 ``ReplicationControlManager.validateManualPartitionAssignment`` does: INVALID_REPLICA_ASSIGNMENT
@@ -52,7 +60,8 @@ def place_replicas(brokers: Sequence[BrokerRegistration], partitions: int, repli
     """The replicas of ``partitions`` new partitions, leader first.
 
     Args:
-        brokers: the registered brokers; fenced ones take no replica.
+        brokers: the registered brokers; fenced ones lead nothing and take replicas only
+            when the unfenced ones are too few.
         partitions: how many partitions to place.
         replication_factor: replicas per partition.
         first_partition: the id of the first of them (CreatePartitions adds after the
@@ -60,17 +69,21 @@ def place_replicas(brokers: Sequence[BrokerRegistration], partitions: int, repli
         rng: picks the starting broker (seed it for reproducible placements).
 
     Raises:
-        InvalidReplicationFactorError: ``replication_factor`` is not positive, or above the
-            number of unfenced brokers.
+        InvalidReplicationFactorError: ``replication_factor`` is not positive, above the
+            number of registered brokers, or every broker is fenced (Kafka's messages,
+            ``StripedReplicaPlacer``).
     """
     live = [b for b in brokers if not b.fenced]
     if replication_factor <= 0:
-        raise InvalidReplicationFactorError(f"replication factor must be larger than 0, got {replication_factor}")
-    if replication_factor > len(live):
         raise InvalidReplicationFactorError(
-            f"Unable to replicate the partition {replication_factor} time(s): the target replication factor "
-            f"of {replication_factor} cannot be reached because only {len(live)} broker(s) are registered "
-            "and unfenced")
+            f"Invalid replication factor {replication_factor}: the replication factor must be positive.")
+    if replication_factor > len(brokers):
+        raise InvalidReplicationFactorError(
+            f"The target replication factor of {replication_factor} cannot be reached because only "
+            f"{len(brokers)} broker(s) are registered.")
+    if not live:
+        raise InvalidReplicationFactorError("All brokers are currently fenced.")
+    fenced = rack_alternated([b for b in brokers if b.fenced])
     order = rack_alternated(live)
     rack = {b.broker_id: b.rack or "" for b in live}
     n, all_racks = len(order), set(rack.values())
@@ -82,7 +95,7 @@ def place_replicas(brokers: Sequence[BrokerRegistration], partitions: int, repli
         chosen, used = [order[lead]], {rack[order[lead]]}
         step = 1 + (p // n) % max(n - 1, 1)  # the follower shift grows every n partitions
         pos = lead + step - 1
-        while len(chosen) < replication_factor:
+        while len(chosen) < min(replication_factor, n):
             ahead = [order[(pos + k) % n] for k in range(1, n + 1)]
             free = [b for b in ahead if b not in chosen]
             # a broker of a rack not used yet in this round, else any (racks fewer than RF)
@@ -92,6 +105,7 @@ def place_replicas(brokers: Sequence[BrokerRegistration], partitions: int, repli
             if used == all_racks:
                 used = set()  # every rack has one: the next round prefers racks again
             pos = order.index(candidate)
+        chosen += [fenced[(p + k) % len(fenced)] for k in range(replication_factor - len(chosen))]
         placed.append(tuple(chosen))
     return placed
 

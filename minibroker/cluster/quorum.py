@@ -32,12 +32,14 @@ from collections.abc import Callable, Sequence
 
 from kproto.errors import NotControllerError
 from minibroker.cluster.api import (
+    AlterConfigsResource,
     AlterPartitionReply,
     AlterPartitionRequest,
     BrokerHeartbeatReply,
     BrokerHeartbeatRequest,
     BrokerRegistrationReply,
     BrokerRegistrationRequest,
+    ConfigResult,
     ControllerChannel,
     NewTopic,
     TopicResult,
@@ -214,3 +216,12 @@ class _Channel:
     async def allocate_producer_ids(self, broker_id: int, broker_epoch: int) -> tuple[int, int]:
         """Raises NotControllerError (no active controller) or StaleBrokerEpochError."""
         return self._quorum.active().allocate_producer_ids(broker_id, broker_epoch)
+
+    # -- config changes ------------------------------------------------------------------------
+
+    async def alter_configs(self, resources: Sequence[AlterConfigsResource], *,
+                            validate_only: bool) -> list[ConfigResult]:
+        try:
+            return self._quorum.active().alter_configs(resources, validate_only=validate_only)
+        except NotControllerError as exc:
+            return [ConfigResult(error_code=NotControllerError.code, error_message=str(exc)) for _ in resources]

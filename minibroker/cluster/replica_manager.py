@@ -11,7 +11,10 @@ Theory of operation (Kafka's ``ReplicaManager.applyDelta`` / ``maybeShrinkIsr`` 
   (``state.open_replica_log``, which restores its high watermark from
   ``replication-offset-checkpoint`` as ``min(checkpoint, LEO)``: it must happen before the
   registration is applied, so that a new leader never shows uncommitted records), and its registration
-  (:meth:`Partition.apply_registration`). A partition that became leader here (or is no
+  (:meth:`Partition.apply_registration`). A topic whose configs changed (ConfigRecord) gets
+  them through ``state.ensure_topic`` too, which gives its logs the new settings; changed
+  dynamic broker configs (the cluster default's, this broker's) go to
+  ``state.apply_broker_configs`` before anything else. A partition that became leader here (or is no
   longer hosted) leaves the fetchers; one that became follower of a live leader gets a
   :class:`~minibroker.cluster.fetcher.FetchTarget`, which truncates first.
 - :meth:`ReplicaManager.run` keeps the ISR: every ``replica.lag.time.max.ms / 2`` each
@@ -39,7 +42,7 @@ from typing import Any, Protocol
 
 from minibroker.cluster.api import ClusterContext
 from minibroker.cluster.fetcher import FetcherManager, FetchTarget
-from minibroker.cluster.metadata import NO_LEADER, Record, TopicImage
+from minibroker.cluster.metadata import NO_LEADER, MetadataImage, Record, TopicImage
 from minibroker.cluster.partition import Partition, ReplicaRole, Transition
 from minibroker.config import BrokerConfig
 from minibroker.log import PartitionLog
@@ -66,7 +69,8 @@ class ReplicaHost(Protocol):
 
     def ensure_topic(self, t: TopicImage) -> Any:
         """The broker's topic for ``t`` (created with a :class:`Partition`, without a log,
-        per partition of the image; partitions added to the image are added)."""
+        per partition of the image; partitions added to the image are added; configs
+        changed in the image are taken, by its logs too)."""
         ...
 
     def partition(self, topic: Any, index: int) -> Partition | None: ...
@@ -75,6 +79,11 @@ class ReplicaHost(Protocol):
         """The local log of one replica, opened once (replicated: it keeps its epoch
         checkpoint), its high watermark set to ``min(replication-offset-checkpoint, LEO)``
         (else its log start), and attached to the partition."""
+        ...
+
+    def apply_broker_configs(self, image: MetadataImage) -> None:
+        """Take the image's dynamic broker configs for this broker (its own, the cluster
+        default's) and give every log the new settings."""
         ...
 
     def propose_isr(self, partition: Partition) -> None:
@@ -126,6 +135,9 @@ class ReplicaManager:
         delta = image.apply(offset, records)
         node = self.context.node_id
         now = self.clock_ms()
+        if delta.broker_configs & {"", str(node)}:
+            # Dynamic broker configs (KIP-226) first, so that logs opened below take them.
+            self.state.apply_broker_configs(image)
         for topic_id, name in delta.deleted_topics.items():
             gone = [key for key in self.hosted if key[0] == topic_id]
             self.fetchers.remove(gone)
@@ -133,6 +145,10 @@ class ReplicaManager:
                 del self.hosted[key]
             self.state.drop_topic(topic_id)
             log.info("broker %d: topic %s deleted", node, name)
+        for topic_id in delta.configs:
+            # ConfigRecords: the broker's topic takes the image's configs, its logs the new
+            # log settings (retention, segments, max.message.bytes...) at once.
+            self.state.ensure_topic(image.topics[topic_id])
         changed: dict[uuid.UUID, list[int]] = {}
         for topic_id, index in delta.changed:
             changed.setdefault(topic_id, []).append(index)

@@ -15,6 +15,12 @@ AlterConfigs replaces a resource's whole set, IncrementalAlterConfigs applies SE
 DELETE / APPEND / SUBTRACT. ``validate_only`` checks without changing anything. A change
 that cannot be recorded on disk (a full disk) is KAFKA_STORAGE_ERROR and changes nothing.
 
+In a MiniCluster, changes of topic configs and of dynamic broker configs (this broker's or
+the cluster default) go to the controller, which checks them by the same rules and
+commits them as ConfigRecords to the metadata log; every broker applies them (a topic's
+to its topic and logs, the cluster default to every broker, a broker's own to it), and
+they are kept by the metadata log, not in files beside the logs.
+
 Synonyms, as Kafka's ``ConfigHelper`` builds them (KIP-226): a config's synonyms run
 from the setting in force to the fallback, and the first one gives its value and
 source. A topic config has its own setting (TOPIC_CONFIG) if any, then its broker
@@ -27,9 +33,10 @@ configs set there, without per-broker synonyms, as Kafka does. Synonyms are list
 when ``include_synonyms`` (v1+) asks, documentation only when ``include_documentation``
 (v3+) does, as in Kafka.
 Version notes: ``is_default`` is v0 only; v1+ has ``config_source`` instead.
-Not implemented: BROKER_LOGGER resources, dynamic configs of other brokers (there is
-one), configs that are stored but not acted on (``ConfigKey.enforced`` false), Kafka's
-coarser broker spellings (``log.retention.hours``...).
+Not implemented: BROKER_LOGGER resources, changing or describing another broker's
+dynamic configs (a single broker has none; in a cluster, ask that broker), configs that
+are stored but not acted on (``ConfigKey.enforced`` false), Kafka's coarser broker
+spellings (``log.retention.hours``...).
 """
 
 from kproto.errors import (
@@ -44,13 +51,22 @@ from kproto.protocol.messages import (
     DescribeConfigsResponse,
     IncrementalAlterConfigsResponse,
 )
+from minibroker.cluster.api import AlterConfigsResource
 from minibroker.config import DEFAULTS as BROKER_DEFAULTS
 from minibroker.config import DYNAMIC, BrokerConfig
 from minibroker.handlers import handles
-from minibroker.topic_configs import TOPIC_CONFIGS, ConfigSource, ConfigType, validate_all
+from minibroker.topic_configs import (
+    SET,
+    TOPIC_CONFIGS,
+    ConfigSource,
+    ConfigType,
+    apply_ops,
+    as_text,
+    default_of,
+    validate_all,
+)
 
 TOPIC, BROKER = 2, 4
-SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 _BROKER_TYPES = {bool: ConfigType.BOOLEAN, int: ConfigType.LONG, float: ConfigType.DOUBLE, str: ConfigType.STRING}
 # A broker synonym has its topic config's type (an INT stays an INT).
 _SYNONYM_TYPES = {key.synonym: key.type for key in TOPIC_CONFIGS.values() if key.synonym}
@@ -59,12 +75,8 @@ Entry = DescribeConfigsResponse.DescribeConfigsResourceResult
 Synonym = DescribeConfigsResponse.DescribeConfigsSynonym
 
 
-def _text(value):
-    return str(value).lower() if isinstance(value, bool) else str(value)
-
-
 def _broker_synonyms(config: BrokerConfig, name: str, per_broker: bool = True) -> list:
-    return [Synonym(name=name, value=_text(value), source=source) for value, source in config.synonyms(name)
+    return [Synonym(name=name, value=as_text(value), source=source) for value, source in config.synonyms(name)
             if per_broker or source != ConfigSource.DYNAMIC_BROKER_CONFIG]
 
 
@@ -130,14 +142,21 @@ async def describe_configs(state, header, request):
     return DescribeConfigsResponse(results=results)
 
 
+def _not_here(state, resource):
+    """Why a BROKER resource is not this broker's to change (its id, or "" for the default)."""
+    if resource.resource_name not in ("", str(state.node_id)):
+        return f"no broker {resource.resource_name!r} here: minibroker is broker {state.node_id}"
+    return None
+
+
 def _alter_broker(state, resource, new_configs, validate_only):
     """(error_code, message) for a BROKER resource: this broker's dynamic configs, or the
     cluster default's (empty name). Errors are INVALID_REQUEST, as in Kafka (KAFKA-13609)."""
-    if resource.resource_name not in ("", str(state.node_id)):
-        return InvalidRequestError.code, f"no broker {resource.resource_name!r} here: minibroker is broker {state.node_id}"
+    if why := _not_here(state, resource):
+        return InvalidRequestError.code, why
     per_broker = resource.resource_name != ""
     configs, error = new_configs(state.config.dynamic(per_broker),
-                                 lambda name: _text(BROKER_DEFAULTS[name][0]) if name in BROKER_DEFAULTS else None)
+                                 default_of)
     if error is None:
         try:
             checked = BrokerConfig.check_dynamic(configs)
@@ -180,11 +199,7 @@ def _alter(state, resource, new_configs, validate_only):
     topic = state.topics.get(resource.resource_name)
     if topic is None:
         return UnknownTopicOrPartitionError.code, f"topic {resource.resource_name!r} does not exist"
-    if state.cluster is not None:
-        # A cluster's topic configs live in the controller's metadata (ConfigRecord), which
-        # does not take changes yet: they are given at CreateTopics.
-        return InvalidRequestError.code, "topic configs cannot change in a minibroker cluster yet"
-    configs, error = new_configs(topic.configs, lambda name: TOPIC_CONFIGS[name].default if name in TOPIC_CONFIGS else None)
+    configs, error = new_configs(topic.configs, default_of)
     if error is None:
         error = validate_all(configs, state.config)
     if error is not None:
@@ -197,53 +212,43 @@ def _alter(state, resource, new_configs, validate_only):
     return 0, None
 
 
+async def _alter_any(state, resource, ops, replace, validate_only):
+    """(error_code, message) for one resource of either request: ``ops`` are
+    ``(name, operation, value)``, applied to the resource's configs, or to none when
+    ``replace`` (AlterConfigs gives the whole new set).
+
+    A cluster's topic configs and dynamic broker configs are the controller's (KIP-590
+    forwards the request to it): it validates them with the same rules and commits the
+    change as ConfigRecords, which every broker applies (:mod:`minibroker.cluster.controller`).
+    A broker id other than this broker's is refused here first, as for a single broker."""
+    if state.cluster is not None and resource.resource_type in (TOPIC, BROKER):
+        if resource.resource_type == BROKER and (why := _not_here(state, resource)):
+            return InvalidRequestError.code, why
+        change = AlterConfigsResource(resource_type=resource.resource_type, resource_name=resource.resource_name,
+                                      ops=tuple(ops), replace=replace)
+        [result] = await state.cluster.channel.alter_configs([change], validate_only=validate_only)
+        return result.error_code, result.error_message
+    return _alter(state, resource, lambda current, default: apply_ops({} if replace else current, ops, default),
+                  validate_only)
+
+
 @handles(ApiKey.ALTER_CONFIGS, 0, 2)
 async def alter_configs(state, header, request):
     responses = []
     for resource in request.resources:
-        code, message = _alter(state, resource, lambda current, default, r=resource: ({c.name: c.value for c in r.configs}, None),
-                               request.validate_only)
+        code, message = await _alter_any(state, resource, [(c.name, SET, c.value) for c in resource.configs], True,
+                                         request.validate_only)
         responses.append(AlterConfigsResponse.AlterConfigsResourceResponse(
             error_code=code, error_message=message, resource_type=resource.resource_type, resource_name=resource.resource_name))
     return AlterConfigsResponse(responses=responses)
-
-
-def _is_list(name):
-    key = TOPIC_CONFIGS.get(name) or next((k for k in TOPIC_CONFIGS.values() if k.synonym == name), None)
-    return key is not None and key.type == ConfigType.LIST
-
-
-def _incremental(resource):
-    def apply(current, default):
-        configs = dict(current)
-        for op in resource.configs:
-            if op.config_operation == SET:
-                configs[op.name] = op.value
-            elif op.config_operation == DELETE:
-                configs.pop(op.name, None)
-            elif op.config_operation in (APPEND, SUBTRACT):
-                if not _is_list(op.name):
-                    return configs, f"{op.name} is not a list config: APPEND and SUBTRACT do not apply"
-                value = configs.get(op.name)
-                value = default(op.name) if value is None else value
-                items = [v.strip() for v in str(value).split(",") if v.strip()]
-                values = [v.strip() for v in (op.value or "").split(",") if v.strip()]
-                if op.config_operation == APPEND:
-                    items += [v for v in values if v not in items]
-                else:
-                    items = [v for v in items if v not in values]
-                configs[op.name] = ",".join(items)
-            else:
-                return configs, f"unknown config operation {op.config_operation}"
-        return configs, None
-    return apply
 
 
 @handles(ApiKey.INCREMENTAL_ALTER_CONFIGS, 0, 1)
 async def incremental_alter_configs(state, header, request):
     responses = []
     for resource in request.resources:
-        code, message = _alter(state, resource, _incremental(resource), request.validate_only)
+        code, message = await _alter_any(state, resource, [(op.name, op.config_operation, op.value) for op in resource.configs],
+                                         False, request.validate_only)
         responses.append(IncrementalAlterConfigsResponse.AlterConfigsResourceResponse(
             error_code=code, error_message=message, resource_type=resource.resource_type, resource_name=resource.resource_name))
     return IncrementalAlterConfigsResponse(responses=responses)

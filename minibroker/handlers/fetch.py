@@ -82,7 +82,8 @@ def _collect(state, request, version):
             try:
                 partition = state.leader_partition(topic, p.partition, p.current_leader_epoch if version >= 9 else -1)
                 if replica_id >= 0:
-                    partition.on_follower_fetch(replica_id, replica_epoch, p.fetch_offset, state.clock_ms())
+                    partition.on_follower_fetch(replica_id, replica_epoch, p.fetch_offset, state.clock_ms(),
+                                                p.log_start_offset)
                     state.propose_isr(partition)
             except KafkaStorageError:  # a storage error took it offline: nothing is served until a restart
                 partitions.append(PartitionData(partition_index=p.partition, error_code=KafkaStorageError.code,

@@ -332,11 +332,26 @@ def test_all_replicas_fenced_in_a_manual_assignment_is_invalid_replica_assignmen
     assert ok.error_code == 0 and w.part().isr == (0,) and w.part().leader == 0
 
 
-def test_rf_counts_unfenced_brokers_only():
+def test_rf_counts_registered_brokers_and_a_fenced_one_gets_a_follower_replica():
+    """Issue 13 step 2, item 5.3 (step 1 refused this): as Kafka's StripedReplicaPlacer,
+    the replication factor is checked against every registered broker; a fenced one takes
+    a follower replica (outside the ISR) when the unfenced ones run out, never a leader."""
     w = World(n=3)
-    w.alive(0, 1, ms=SESSION + 1)
-    assert w.create(rf=3).error_code == 38
-    assert w.create(rf=2).error_code == 0
+    w.alive(0, 1, ms=SESSION + 1)  # broker 2 is fenced
+    result = w.create(rf=4)
+    assert result.error_code == 38 and result.error_message == (
+        "Unable to replicate the partition 4 time(s): The target replication factor of 4 cannot be reached "
+        "because only 3 broker(s) are registered.")
+    assert w.create(rf=3).error_code == 0
+    part = w.part()
+    assert sorted(part.replicas) == [0, 1, 2] and part.replicas[-1] == 2
+    assert part.isr == part.replicas[:2] and part.leader == part.replicas[0]
+    assert w.c.create_partitions("t", 2, None, validate_only=False).error_code == 0
+    assert w.part(p=1).replicas[-1] == 2 and 2 not in w.part(p=1).isr
+    w.alive(ms=SESSION + 1)  # every broker fenced
+    result = w.create(name="u", rf=1)
+    assert result.error_code == 38 and result.error_message == (
+        "Unable to replicate the partition 1 time(s): All brokers are currently fenced.")
 
 
 def test_duplicate_names_are_topic_already_exists_also_within_one_request():
@@ -382,11 +397,13 @@ def test_create_partitions_errors(name, count, assignments, code):
     assert w.log.end_offset == end
 
 
-def test_create_partitions_above_live_brokers_is_invalid_replication_factor():
+def test_create_partitions_above_registered_brokers_is_invalid_replication_factor():
     w = World(n=3)
     w.create(partitions=1, rf=3)
     w.alive(0, 1, ms=SESSION + 1)
-    assert w.c.create_partitions("t", 2, None, validate_only=False).error_code == 38
+    w.c.image.brokers.pop(2)  # as if broker 2 had never registered
+    result = w.c.create_partitions("t", 2, None, validate_only=False)
+    assert result.error_code == 38 and "only 2 broker(s) are registered" in result.error_message
 
 
 def test_delete_topics():

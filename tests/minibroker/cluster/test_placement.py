@@ -61,11 +61,30 @@ def test_placement_skips_fenced_brokers():
     assert {b for r in placed for b in r} == {0, 2}
 
 
-@pytest.mark.parametrize("rf, fenced", [(4, ()), (3, {0}), (0, ()), (-1, ())])
-def test_replication_factor_above_live_brokers_is_invalid_replication_factor(rf, fenced):
+@pytest.mark.parametrize("rf, fenced, reason", [
+    (4, (), "The target replication factor of 4 cannot be reached because only 3 broker(s) are registered."),
+    (4, {0}, "The target replication factor of 4 cannot be reached because only 3 broker(s) are registered."),
+    (1, {0, 1, 2}, "All brokers are currently fenced."),
+    (0, (), "Invalid replication factor 0: the replication factor must be positive."),
+    (-1, (), "Invalid replication factor -1: the replication factor must be positive."),
+])
+def test_replication_factor_above_registered_brokers_is_invalid_replication_factor(rf, fenced, reason):
+    """Kafka's StripedReplicaPlacer and its messages: the factor is checked against every
+    registered broker, fenced ones included; at least one must be unfenced."""
     with pytest.raises(InvalidReplicationFactorError) as info:
         place_replicas(brokers([None] * 3, fenced=fenced), 1, rf, rng=random.Random(0))
-    assert info.value.code == 38
+    assert info.value.code == 38 and str(info.value).endswith(reason)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_fenced_brokers_take_followers_only_once_the_unfenced_run_out(seed):
+    """Issue 13 step 2, item 5.3 (StripedReplicaPlacer): a leader is always unfenced;
+    fenced brokers fill the replicas the unfenced cannot, spread over the partitions."""
+    placed = place_replicas(brokers([None] * 5, fenced={1, 3}), 8, 4, rng=random.Random(seed))
+    for replicas in placed:
+        assert len(set(replicas)) == 4 and replicas[0] not in {1, 3}
+        assert set(replicas[:3]) == {0, 2, 4}  # the unfenced first
+    assert {r[3] for r in placed} == {1, 3}
 
 
 @pytest.mark.parametrize("assignments, first, reason", [

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from dataclasses import replace
 from types import SimpleNamespace
 
 import pytest
@@ -37,7 +38,12 @@ from kproto.protocol.messages import (
 )
 from kproto.protocol.timestamps import OffsetTimestamp
 from kproto.records import decode_record_set
-from minibroker.cluster.api import AlterPartitionReply, ClusterContext
+from minibroker.cluster.api import (
+    AlterConfigsResource,
+    AlterPartitionReply,
+    ClusterContext,
+    ConfigResult,
+)
 from minibroker.cluster.metadata import (
     BrokerRegistration,
     MetadataImage,
@@ -63,13 +69,15 @@ TOPIC_ID = uuid.UUID(int=7)
 
 class FakeChannel:
     """The controller as far as these handlers reach it: AlterPartition proposals are
-    recorded (and applied back, as the controller's commit would be), producer id blocks."""
+    recorded (and applied back, as the controller's commit would be), producer id blocks,
+    config changes (recorded, answered with an error)."""
 
     active_controller_id = 2
 
     def __init__(self) -> None:
         self.proposals: list = []
         self.blocks = 0
+        self.config_changes: list = []
         self.state: BrokerState | None = None
 
     async def alter_partition(self, request):
@@ -84,6 +92,11 @@ class FakeChannel:
     async def allocate_producer_ids(self, broker_id, broker_epoch):
         self.blocks += 1
         return 1000 * self.blocks, 1000
+
+    async def alter_configs(self, resources, *, validate_only):
+        self.config_changes.append((list(resources), validate_only))
+        return [ConfigResult(error_code=InvalidRequestError.code, error_message="from the controller")
+                for _ in resources]
 
 
 def brokers() -> dict[int, BrokerRegistration]:
@@ -122,13 +135,14 @@ def produce_request(acks=-1, timeout_ms=5000, values=(b"a",), partition=0):
 
 
 def fetch_request(offset, *, replica_id=-1, replica_epoch=-1, current_leader_epoch=-1, last_fetched_epoch=-1,
-                  version=15, max_wait_ms=0):
+                  version=15, max_wait_ms=0, log_start_offset=-1):
     kwargs = dict(replica_state=FetchRequest.ReplicaState(replica_id=replica_id, replica_epoch=replica_epoch)) \
         if version >= 15 else dict(replica_id=replica_id)
     return FetchRequest(max_wait_ms=max_wait_ms, min_bytes=1, max_bytes=1 << 20, topics=[FetchRequest.FetchTopic(
         topic="t", topic_id=TOPIC_ID, partitions=[FetchRequest.FetchPartition(
             partition=0, fetch_offset=offset, current_leader_epoch=current_leader_epoch,
-            last_fetched_epoch=last_fetched_epoch, partition_max_bytes=1 << 20)])], **kwargs)
+            last_fetched_epoch=last_fetched_epoch, log_start_offset=log_start_offset,
+            partition_max_bytes=1 << 20)])], **kwargs)
 
 
 async def do_fetch(state, offset, version=15, **kwargs):
@@ -388,23 +402,82 @@ def test_offset_for_leader_epoch_answers_from_the_leaders_epoch_cache(tmp_path):
         follower.close()
 
 
+async def delete(state, offset, timeout_ms=1000):
+    request = DeleteRecordsRequest(timeout_ms=timeout_ms, topics=[DeleteRecordsRequest.DeleteRecordsTopic(
+        name="t", partitions=[DeleteRecordsRequest.DeleteRecordsPartition(partition_index=0, offset=offset)])])
+    p = (await delete_records.handle(state, header(2), request)).topics[0].partitions[0]
+    return p.error_code, p.low_watermark
+
+
 def test_delete_records_leader_only_and_bounded_by_the_high_watermark(tmp_path):
     leader, follower = node(tmp_path / "a"), node(tmp_path / "b", node_id=1)
 
-    async def delete(state, offset):
-        request = DeleteRecordsRequest(timeout_ms=1000, topics=[DeleteRecordsRequest.DeleteRecordsTopic(
-            name="t", partitions=[DeleteRecordsRequest.DeleteRecordsPartition(partition_index=0, offset=offset)])])
-        p = (await delete_records.handle(state, header(2), request)).topics[0].partitions[0]
-        return p.error_code, p.low_watermark
+    async def scenario():
+        await produce_one(leader, values=(b"a", b"b"))  # HW still 0
+        assert (await delete(follower, 0))[0] == NotLeaderOrFollowerError.code
+        assert (await delete(leader, 1))[0] == 1  # OFFSET_OUT_OF_RANGE: above the HW
+        for r in (1, 2):  # the followers say where their logs start
+            await do_fetch(leader, 0, replica_id=r, replica_epoch=100 + r, log_start_offset=0)
+        assert await delete(leader, -1) == (0, 0)  # -1: the HW
 
     try:
-        run(produce_one(leader, values=(b"a", b"b")))  # HW still 0
-        assert run(delete(follower, 0))[0] == NotLeaderOrFollowerError.code
-        assert run(delete(leader, 1))[0] == 1  # OFFSET_OUT_OF_RANGE: above the HW
-        assert run(delete(leader, -1)) == (0, 0)  # -1: the HW
+        run(scenario())
     finally:
         leader.close()
         follower.close()
+
+
+def test_delete_records_waits_for_every_live_replicas_log_start(tmp_path):
+    """Issue 13 step 2, item 5.2 (Kafka's DelayedDeleteRecords, Partition.lowWatermarkIfLeader):
+    the leader's log start moves at once, the answer waits until the followers' fetches say
+    theirs reached the offset and gives the low watermark; a follower on a fenced broker
+    does not count; one that never tells makes the answer REQUEST_TIMED_OUT."""
+    leader = node(tmp_path)
+
+    async def scenario():
+        await produce_one(leader, values=(b"a", b"b", b"c"))
+        for r in (1, 2):
+            await do_fetch(leader, 3, replica_id=r, replica_epoch=100 + r, log_start_offset=0)
+        assert leader.topics["t"].partitions[0].high_watermark == 3
+        waiting = asyncio.ensure_future(delete(leader, 2, timeout_ms=5000))
+        await asyncio.sleep(0.05)
+        assert not waiting.done() and leader.topics["t"].partitions[0].log.log_start_offset == 2
+        await do_fetch(leader, 3, replica_id=1, replica_epoch=101, log_start_offset=2)
+        await asyncio.sleep(0.05)
+        assert not waiting.done()  # broker 2's replica still starts at 0
+        await do_fetch(leader, 3, replica_id=2, replica_epoch=102, log_start_offset=2)
+        assert await waiting == (0, 2)
+        assert await delete(leader, 3, timeout_ms=50) == (RequestTimedOutError.code, 2)
+        leader.cluster.image.brokers[2] = replace(leader.cluster.image.brokers[2], fenced=True)
+        await do_fetch(leader, 3, replica_id=1, replica_epoch=101, log_start_offset=3)
+        assert await delete(leader, 3, timeout_ms=5000) == (0, 3)  # broker 2 is fenced: not counted
+
+    try:
+        run(scenario())
+    finally:
+        leader.close()
+
+
+def test_a_waiting_delete_records_fails_when_leadership_is_lost(tmp_path):
+    """DelayedDeleteRecords.tryComplete: a partition no longer led here answers
+    NOT_LEADER_OR_FOLLOWER with low watermark -1."""
+    leader = node(tmp_path)
+
+    async def scenario():
+        await produce_one(leader, values=(b"a", b"b"))
+        for r in (1, 2):
+            await do_fetch(leader, 2, replica_id=r, replica_epoch=100 + r, log_start_offset=0)
+        waiting = asyncio.ensure_future(delete(leader, 1, timeout_ms=5000))
+        await asyncio.sleep(0.05)
+        partition = leader.topics["t"].partitions[0]
+        partition.apply_registration(PartitionRegistration(replicas=(0, 1, 2), isr=(1, 2), leader=1, leader_epoch=4,
+                                                           partition_epoch=6), leader.clock_ms())
+        assert await waiting == (NotLeaderOrFollowerError.code, -1)
+
+    try:
+        run(scenario())
+    finally:
+        leader.close()
 
 
 def test_describe_cluster_lists_the_images_live_brokers_and_the_active_controller(tmp_path):
@@ -421,16 +494,22 @@ def test_describe_cluster_lists_the_images_live_brokers_and_the_active_controlle
         state.close()
 
 
-def test_topic_config_changes_are_refused_in_a_cluster(tmp_path):
-    """Design 2.2: a cluster's topic configs come from the controller (ConfigRecord), which
-    takes no changes in step 1: INVALID_REQUEST with a message saying so."""
+def test_topic_config_changes_are_forwarded_to_the_controller(tmp_path):
+    """Issue 13 step 2, item 5.1 (was refused in step 1): a cluster's topic configs are the
+    controller's (ConfigRecord), so IncrementalAlterConfigs goes to it as it is (KIP-590)
+    and its answer is the broker's; nothing changes locally until the record comes back."""
     state = node(tmp_path)
-    request = IncrementalAlterConfigsRequest(resources=[IncrementalAlterConfigsRequest.AlterConfigsResource(
-        resource_type=2, resource_name="t", configs=[IncrementalAlterConfigsRequest.AlterableConfig(
-            name="retention.ms", config_operation=0, value="1000")])])
+    request = IncrementalAlterConfigsRequest(validate_only=True, resources=[
+        IncrementalAlterConfigsRequest.AlterConfigsResource(
+            resource_type=2, resource_name="t", configs=[IncrementalAlterConfigsRequest.AlterableConfig(
+                name="retention.ms", config_operation=0, value="1000")])])
     try:
         result = run(configs.incremental_alter_configs(state, header(0), request)).responses[0]
-        assert result.error_code == InvalidRequestError.code and "cluster" in result.error_message
+        assert (result.error_code, result.error_message) == (InvalidRequestError.code, "from the controller")
+        [(resources, validate_only)] = state.cluster.channel.config_changes
+        assert validate_only and resources == [AlterConfigsResource(
+            resource_type=2, resource_name="t", ops=(("retention.ms", 0, "1000"),), replace=False)]
+        assert state.topics["t"].configs == {}
     finally:
         state.close()
 
