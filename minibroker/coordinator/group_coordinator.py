@@ -236,7 +236,8 @@ class GroupCoordinator:
             return False
         self.load_offsets(entries)
         load.done = True
-        log.info("offsets partition %d: loaded, %d group(s) here", load.partition, len(self.groups))
+        log.info("offsets partition %d: loaded %d group(s)", load.partition,
+                 sum(1 for g in self.groups if self._partition_of(g) == load.partition))
         return True
 
     def unload(self, partition: int) -> None:
