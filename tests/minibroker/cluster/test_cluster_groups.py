@@ -144,14 +144,12 @@ def test_kproto_group_resumes_from_its_commit_after_the_coordinator_is_killed(cl
     with Consumer(bootstrap_servers=cluster.bootstrap_servers, group_id="g", enable_auto_commit=False,
                   auto_offset_reset="earliest", max_poll_records=40) as consumer:
         consumer.subscribe([TOPIC])
-        while len(first) < N // 2:
-            first += [r.offset for r in consumer.poll(1)]
+        _wait("half the records", lambda: first.extend(r.offset for r in consumer.poll(1)) or len(first) >= N // 2)
         consumer.commit()
         committed = first[-1] + 1
         assert consumer.committed([tp])[tp].offset == committed
-        uncommitted = []
-        while not uncommitted:  # one more batch, never committed
-            uncommitted = [r.offset for r in consumer.poll(1)]
+        uncommitted = []  # one more batch, never committed
+        _wait("one more batch", lambda: uncommitted.extend(r.offset for r in consumer.poll(1)) or uncommitted)
         first += uncommitted
         _kill_coordinator(cluster, "g")
     assert first == list(range(len(first)))
@@ -356,8 +354,8 @@ def test_rolling_restart_loses_no_record_and_no_commit(tmp_path):
                     consume_a_while()
                     cluster.restart(node)
                     for topic, partition in ((TOPIC, 0), (OFFSETS_TOPIC, p)):
-                        while len(cluster.isr_of(topic, partition)) < 3:
-                            consume_a_while()
+                        _wait(f"a full ISR of {topic}-{partition} after broker {node}'s restart",
+                              lambda t=topic, i=partition: consume_a_while() and len(cluster.isr_of(t, i)) == 3)
                 restarted.set()
                 producing.join(120)
                 assert not producing.is_alive() and not errors, errors
