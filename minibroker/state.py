@@ -32,8 +32,9 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from kproto.errors import (
     KafkaStorageError,
@@ -49,6 +50,7 @@ from minibroker.cluster.metadata import TopicImage
 from minibroker.cluster.partition import Partition, Transition
 from minibroker.config import BrokerConfig
 from minibroker.coordinator import GroupCoordinator
+from minibroker.coordinator.group_coordinator import PartitionLoad
 from minibroker.coordinator.offsets import OffsetEntry
 from minibroker.coordinator.offsets_log import (
     OFFSETS_TOPIC,
@@ -536,7 +538,7 @@ class BrokerState:
         elif transition in (Transition.BECAME_FOLLOWER, Transition.STOPPED):
             self.groups.unload(partition.index)
 
-    async def _load_groups(self, partition: Partition, load) -> None:
+    async def _load_groups(self, partition: Partition, load: PartitionLoad) -> None:
         """Kafka's ``GroupMetadataManager.loadGroupsAndOffsets`` for one partition: replay
         the commits of the local log into the group coordinator.
 
@@ -560,7 +562,7 @@ class BrokerState:
             return
         self.groups.finish_load(load, entries)
 
-    def _spawn(self, coro) -> None:
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
         """Run ``coro`` as a task of this broker (cancelled by :meth:`close`, :meth:`abandon`)."""
         task = asyncio.get_running_loop().create_task(coro)
         self._tasks.add(task)

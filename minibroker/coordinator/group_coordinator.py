@@ -84,7 +84,7 @@ from minibroker.coordinator.groups import Group, GroupConfig, GroupState, JoinRe
 from minibroker.coordinator.offsets import CommittedOffset, Journal, OffsetEntry, OffsetStore
 from minibroker.coordinator.offsets_log import partition_for
 
-__all__ = ["GroupCoordinator", "ReplicatedJournal"]
+__all__ = ["GroupCoordinator", "PartitionLoad", "ReplicatedJournal"]
 
 log = logging.getLogger("minibroker.groups")
 
@@ -130,7 +130,7 @@ def _setting(config: Mapping[str, Any] | Any, name: str) -> Any:
         return DEFAULTS[name][0]
 
 
-class _Load:
+class PartitionLoad:
     """One ``__consumer_offsets`` partition whose groups this broker holds (cluster mode)."""
 
     __slots__ = ("done", "partition")
@@ -183,7 +183,7 @@ class GroupCoordinator:
         self._replicated = replicated_journal
         # Cluster mode: the offsets partitions led here, loading or loaded (Kafka's
         # ownedPartitions and loadingPartitions), and how many the topic has.
-        self._owned: dict[int, _Load] = {}
+        self._owned: dict[int, PartitionLoad] = {}
         self._offsets_partitions = 0
 
     def get(self, group_id: str) -> Group | None:
@@ -216,7 +216,7 @@ class GroupCoordinator:
     def _partition_of(self, group_id: str) -> int:
         return partition_for(group_id, self._offsets_partitions)
 
-    def begin_load(self, partition: int, partitions: int) -> _Load | None:
+    def begin_load(self, partition: int, partitions: int) -> PartitionLoad | None:
         """This broker leads ``partition`` of ``__consumer_offsets`` (of ``partitions``):
         its groups are COORDINATOR_LOAD_IN_PROGRESS until :meth:`finish_load` with the
         returned handle. None when the partition is held already (a re-elected leader
@@ -224,11 +224,11 @@ class GroupCoordinator:
         self._offsets_partitions = partitions
         if partition in self._owned:
             return None
-        load = self._owned[partition] = _Load(partition)
+        load = self._owned[partition] = PartitionLoad(partition)
         log.info("offsets partition %d: loading its groups", partition)
         return load
 
-    def finish_load(self, load: _Load, entries: Iterable[OffsetEntry]) -> bool:
+    def finish_load(self, load: PartitionLoad, entries: Iterable[OffsetEntry]) -> bool:
         """Replay the partition's commits read from its log (:meth:`load_offsets`); its
         groups are answered from now on. False (nothing done) when the partition was
         unloaded, or loaded again, meanwhile."""
