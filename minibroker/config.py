@@ -80,6 +80,7 @@ DEFAULTS: dict[str, tuple[Any, type, str]] = {
     "broker.heartbeat.interval.ms": (2000, int, "How often a broker heartbeats to the controller. Used by a MiniCluster only."),
     "broker.session.timeout.ms": (9000, int, "A broker without a heartbeat for this long is fenced by the controller: it leaves every ISR and its partitions get new leaders. Used by a MiniCluster only."),
     "controller.quorum.fetch.timeout.ms": (2000, int, "A controller silent for this long is replaced by another broker's (combined mode). Used by a MiniCluster only."),
+    "offsets.commit.timeout.ms": (5000, int, "How long an offset commit waits for every ISR member of its __consumer_offsets partition to have it (acks=all); then it is answered COORDINATOR_NOT_AVAILABLE. Used by a MiniCluster only (a single broker's commit is on its ISR once appended)."),
     "offsets.topic.replication.factor": (3, int, "Replication factor of __consumer_offsets (a MiniCluster uses at most its number of brokers). Used by a MiniCluster only."),
     "queued.max.request.bytes": (104857600, int, "Bytes of requests being received, across connections, beyond which no new request is read until memory frees up (-1: no limit). Kafka's default is -1; minibroker's is 100 MB so that half-sent huge requests cannot take all memory."),
 }

@@ -7,7 +7,11 @@ watermark) whose ``log`` is the local log. A single broker's are *solo* (leader 
 :class:`~minibroker.cluster.api.ClusterContext`) takes its topics from the metadata image
 (:meth:`BrokerState.ensure_topic`, :meth:`BrokerState.drop_topic`), opens logs only for the
 replicas it hosts, gets producer ids in blocks from the controller and answers for the
-groups whose ``__consumer_offsets`` partition it leads (:meth:`BrokerState.coordinates`).
+groups whose ``__consumer_offsets`` partition it leads (:meth:`BrokerState.coordinates`,
+:meth:`BrokerState.coordinator_error`): the replica manager tells it of each leadership
+change (:meth:`BrokerState.leadership_changed`), and a new leader loads the partition's
+committed offsets from its log before it answers for those groups; its commits are
+written with acks=all (:meth:`BrokerState.replicate_offsets`).
 :meth:`BrokerState.leader_partition` is the one place a partition-scoped request is
 resolved, raising the error Kafka answers (unknown, offline, fenced, not the leader). Files are :mod:`minibroker.storage`'s
 business. Two pieces are asynchronous: :meth:`BrokerState.wait_for_data`, which
@@ -28,17 +32,25 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
-from kproto.errors import KafkaStorageError, UnknownTopicOrPartitionError
+from kproto.errors import (
+    KafkaStorageError,
+    NotCoordinatorError,
+    NotEnoughReplicasError,
+    RequestTimedOutError,
+    UnknownTopicOrPartitionError,
+)
 from kproto.records import Batch, read_batches
 from kproto.structs import validate_topic_name
 from minibroker.cluster.api import AlterPartitionRequest, ClusterContext, ReplicaBrokerEpoch
 from minibroker.cluster.metadata import MetadataImage, TopicImage
-from minibroker.cluster.partition import Partition
+from minibroker.cluster.partition import Partition, Transition
 from minibroker.config import BrokerConfig
 from minibroker.coordinator import GroupCoordinator
+from minibroker.coordinator.group_coordinator import PartitionLoad
 from minibroker.coordinator.offsets import OffsetEntry
 from minibroker.coordinator.offsets_log import (
     OFFSETS_TOPIC,
@@ -50,6 +62,7 @@ from minibroker.coordinator.producer_state import ProducerIdManager, ProducerSta
 from minibroker.log import PartitionLog
 from minibroker.log.maintenance import maintain as maintain_logs
 from minibroker.storage import Storage, StoredTopic
+from minibroker.topic_configs import effective
 
 __all__ = ["INTERNAL_TOPICS", "OFFSETS_TOPIC", "BrokerState", "Topic", "validate_topic_name"]
 
@@ -100,7 +113,9 @@ class BrokerState:
         # Names of topics whose partitions are being made (grow_topic), deleted meanwhile or not.
         self.growing: set[str] = set()
         self.producers = ProducerStates(config["producer.id.expiration.ms"])
-        self.groups = GroupCoordinator(config, journal=self._write_offsets)  # classic groups and committed offsets
+        # Classic groups and committed offsets; a cluster broker's commits wait for acks=all.
+        self.groups = GroupCoordinator(config, journal=self._write_offsets,
+                                       replicated_journal=None if cluster is None else self.replicate_offsets)
         self._data = asyncio.Event()
         dirs = [d.strip() for d in config["log.dirs"].split(",") if d.strip()]
         self.storage = Storage(config, dirs)
@@ -218,23 +233,63 @@ class BrokerState:
             })
         return topic
 
-    def _write_offsets(self, group_id: str, entries: list[OffsetEntry]) -> None:
-        """The offset store's journal: one batch on the group's partition of the offsets topic.
+    def _offsets_partition(self, group_id: str) -> tuple[Topic, Partition]:
+        """The offsets topic and the group's partition of it, led here.
 
         Raises:
             UnknownTopicOrPartitionError: the offsets topic does not exist and cannot be
                 made (a full disk): the error Kafka's append would meet.
-            KafkaStorageError: the append failed (see :meth:`PartitionLog.append`).
+            NotLeaderOrFollowerError, KafkaStorageError: see :meth:`leader_partition`.
         """
         try:
             topic = self.offsets_topic()
         except (OSError, KafkaStorageError) as exc:
             raise UnknownTopicOrPartitionError(f"{OFFSETS_TOPIC} could not be created: {exc}") from exc
+        return topic, self.leader_partition(topic, partition_for(group_id, len(topic.partitions)))
+
+    def _append_offsets(self, partition: Partition, entries: list[OffsetEntry]) -> None:
         now_ms = int(time.time() * 1000)
         builder = offsets_batch(entries, now_ms)
-        partition = self.leader_partition(topic, partition_for(group_id, len(topic.partitions)))
         partition.append_as_leader(builder.build(), last_offset_delta=builder.record_count - 1, max_timestamp=now_ms)
         self.data_arrived()
+
+    def _write_offsets(self, group_id: str, entries: list[OffsetEntry]) -> None:
+        """The offset store's journal: one batch on the group's partition of the offsets
+        topic, counted once appended (a single broker's commits; a cluster's deletions and
+        expiry tombstones, which Kafka's classic coordinator appends with acks=0).
+
+        Raises:
+            UnknownTopicOrPartitionError, NotLeaderOrFollowerError: see :meth:`_offsets_partition`.
+            KafkaStorageError: the append failed (see :meth:`PartitionLog.append`).
+        """
+        self._append_offsets(self._offsets_partition(group_id)[1], entries)
+
+    async def replicate_offsets(self, group_id: str, entries: list[OffsetEntry]) -> int:
+        """A cluster's commit (the group coordinator's replicated journal): one batch on the
+        group's partition, then wait until every ISR member has it, the Produce path's
+        acks=all (:meth:`Partition.wait_for_ack`, Kafka's ``DelayedProduce``), for at most
+        ``offsets.commit.timeout.ms``. Returns 0, NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+        NOT_LEADER_OR_FOLLOWER (leadership lost) or REQUEST_TIMED_OUT; the coordinator
+        maps them (Kafka's ``GroupMetadataManager.storeOffsets``).
+
+        Raises:
+            NotEnoughReplicasError: the ISR is smaller than the topic's
+                ``min.insync.replicas``; nothing is appended (``appendRecordsToLeader``).
+            UnknownTopicOrPartitionError, NotLeaderOrFollowerError, KafkaStorageError: as
+                :meth:`_write_offsets`.
+        """
+        topic, partition = self._offsets_partition(group_id)
+        min_isr = int(effective(topic.configs, "min.insync.replicas", self.config))
+        if len(partition.isr) < min_isr:
+            raise NotEnoughReplicasError(f"the ISR {list(partition.isr)} of {OFFSETS_TOPIC}-{partition.index} "
+                                         f"is below min.insync.replicas={min_isr}")
+        self._append_offsets(partition, entries)
+        assert partition.log is not None
+        ack = partition.wait_for_ack(partition.log.log_end_offset, min_isr)
+        try:
+            return await asyncio.wait_for(ack, self.config["offsets.commit.timeout.ms"] / 1000)
+        except asyncio.TimeoutError:
+            return RequestTimedOutError.code
 
     def new_topic(self, name: str, configs: dict[str, str | None] | None = None) -> Topic:
         """A topic with no partitions yet, for CreateTopics to give them with :meth:`grow_topic`.
@@ -466,7 +521,63 @@ class BrokerState:
                 self._proposing.discard(key)
 
         self._proposing.add(key)
-        task = asyncio.get_running_loop().create_task(propose())
+        self._spawn(propose())
+
+    def coordinator_error(self, group_id: str) -> int:
+        """What a group request gets before the group is asked: 0 when this broker holds
+        the group; NOT_COORDINATOR when another broker coordinates it (the client looks
+        it up again); COORDINATOR_LOAD_IN_PROGRESS while this new coordinator loads its
+        partition of ``__consumer_offsets`` (Kafka's ``validateGroupStatus``). Always 0 for
+        a single broker."""
+        if self.cluster is None:
+            return 0
+        if not self.coordinates(group_id):
+            return NotCoordinatorError.code
+        return self.groups.status(group_id)
+
+    def leadership_changed(self, partition: Partition, transition: Transition) -> None:
+        """The replica manager's hook: a replica became leader, follower or none here.
+
+        For ``__consumer_offsets`` (Kafka's ``GroupCoordinator.onElection`` /
+        ``onResignation``): a new leader loads the partition's groups in a task
+        (:meth:`_load_groups`); a broker that stops leading it unloads them.
+        """
+        if partition.topic != OFFSETS_TOPIC:
+            return
+        if transition is Transition.BECAME_LEADER:
+            load = self.groups.begin_load(partition.index, len(self.topics[OFFSETS_TOPIC].partitions))
+            if load is not None:
+                self._spawn(self._load_groups(partition, load))
+        elif transition in (Transition.BECAME_FOLLOWER, Transition.STOPPED):
+            self.groups.unload(partition.index)
+
+    async def _load_groups(self, partition: Partition, load: PartitionLoad) -> None:
+        """Kafka's ``GroupMetadataManager.loadGroupsAndOffsets`` for one partition: replay
+        the commits of the local log into the group coordinator.
+
+        The log is read up to the LEO it had on election, once the high watermark has
+        reached it: a new leader's high watermark lags its log until its followers fetch,
+        and what it holds past it may be commits the old leader acknowledged (every ISR
+        member had them). Waiting for the high watermark (the acks=all wait, min ISR 1)
+        means every loaded commit is on the ISR; a leadership lost meanwhile ends the wait
+        (the partition was unloaded).
+        """
+        local = partition.log
+        assert local is not None
+        end = local.log_end_offset
+        if await partition.wait_for_ack(end, 1):
+            return  # no longer the leader
+        try:
+            entries = list(read_offset_records(local.read, local.log_start_offset, end))
+        except Exception:
+            log.exception("%s-%d: cannot load its groups", OFFSETS_TOPIC, partition.index)
+            self.groups.unload(partition.index)  # NOT_COORDINATOR rather than empty groups
+            return
+        self.groups.finish_load(load, entries)
+
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        """Run ``coro`` as a task of this broker (cancelled by :meth:`close`, :meth:`abandon`)."""
+        task = asyncio.get_running_loop().create_task(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 

@@ -146,6 +146,13 @@ class ReplicaFetcher:
         failures = 0
         try:
             while True:
+                task = asyncio.current_task()
+                if task is not None and task.cancelling():
+                    # Stopped, but the cancellation was swallowed: Python 3.11's
+                    # asyncio.wait_for returns a result that arrived with the cancel (a
+                    # Fetch answer in Connection.request) instead of raising. Without this
+                    # check the fetcher would fetch on forever and its broker's kill hang.
+                    return
                 now = time.monotonic()
                 ready = [f for f in self.targets.values() if not f.parked and f.not_before <= now]
                 if not ready:

@@ -117,6 +117,7 @@ class ClusterNode:
             self.quorum.renew_lease(self.node_id)  # alive from now on: it may host the controller
             await self._register()
             self.replica_manager = ReplicaManager(self.server.state, self.context, self.clock_ms)
+            self.replica_manager.leadership_listeners.append(self.server.state.leadership_changed)
             self.quorum.subscribe(self.node_id, self.replica_manager.apply, from_offset=0)
         except BaseException:
             self.quorum.unsubscribe(self.node_id)

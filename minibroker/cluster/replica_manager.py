@@ -30,6 +30,9 @@ Theory of operation (Kafka's ``ReplicaManager.applyDelta`` / ``maybeShrinkIsr`` 
   once more, a crash (``crash=True``) writes nothing.
 
 What it needs of the broker is :class:`ReplicaHost` (``BrokerState`` in a MiniCluster).
+Whoever must act on a leadership change (the group coordinator: Kafka's ``applyDelta``
+calls its ``onElection`` / ``onResignation``) adds a :data:`LeadershipListener` to
+:attr:`ReplicaManager.leadership_listeners`.
 """
 
 from __future__ import annotations
@@ -47,9 +50,16 @@ from minibroker.cluster.partition import Partition, ReplicaRole, Transition
 from minibroker.config import BrokerConfig
 from minibroker.log import PartitionLog
 
-__all__ = ["ReplicaHost", "ReplicaManager"]
+__all__ = ["LeadershipListener", "ReplicaHost", "ReplicaManager"]
 
 log = logging.getLogger("minibroker.cluster")
+
+
+#: Called with a replica after :meth:`Partition.apply_registration` made it leader,
+#: follower or no replica here (``Transition.BECAME_LEADER``, ``BECAME_FOLLOWER``,
+#: ``STOPPED``); ISR-only changes are not told.
+LeadershipListener = Callable[[Partition, Transition], None]
+_TOLD = frozenset({Transition.BECAME_LEADER, Transition.BECAME_FOLLOWER, Transition.STOPPED})
 
 
 class _Storage(Protocol):
@@ -105,6 +115,7 @@ class ReplicaManager:
     Attributes:
         fetchers: the broker's :class:`FetcherManager`.
         hosted: the replicas on this broker, by ``(topic id, index)``.
+        leadership_listeners: told of every leadership change (:data:`LeadershipListener`).
     """
 
     def __init__(self, state: ReplicaHost, context: ClusterContext, clock_ms: Callable[[], int]) -> None:
@@ -117,6 +128,7 @@ class ReplicaManager:
             node_id=context.node_id, config=self.config, partitions=lambda tid, i: self.hosted.get((tid, i)),
             endpoint=self._endpoint, broker_epoch=lambda: self.context.broker_epoch)
         self._closed = asyncio.Event()
+        self.leadership_listeners: list[LeadershipListener] = []
 
     def __repr__(self) -> str:
         return f"ReplicaManager(broker {self.context.node_id}, {len(self.hosted)} replica(s))"
@@ -175,6 +187,8 @@ class ReplicaManager:
                     self.hosted.pop(key, None)
                 else:
                     self.hosted[key] = partition
+                if transition in _TOLD:
+                    self._tell(partition, transition)
                 if transition in (Transition.BECAME_LEADER, Transition.STOPPED):
                     leaving.append(key)
                 elif transition is Transition.BECAME_FOLLOWER:
@@ -187,6 +201,14 @@ class ReplicaManager:
             self.fetchers.remove(leaving)
         if targets:
             self.fetchers.set_targets(targets)
+
+    def _tell(self, partition: Partition, transition: Transition) -> None:
+        for listener in self.leadership_listeners:
+            try:
+                listener(partition, transition)
+            except Exception:  # a listener's failure must not stop the metadata
+                log.exception("broker %d: a listener failed on %s of %s-%d", self.context.node_id,
+                              transition.name, partition.topic, partition.index)
 
     # -- upkeep ---------------------------------------------------------------------------
 

@@ -33,6 +33,21 @@ MESSAGE_TOO_LARGE, RECORD_LIST_TOO_LARGE and INVALID_FETCH_SIZE INVALID_COMMIT_O
 The first two are retriable: a client looks the coordinator up again and retries.
 Membership (JoinGroup, SyncGroup) is not written anywhere, so it cannot fail this way.
 Expiry tombstones that cannot be written are tried again at the next check.
+
+In a MiniCluster (Kafka's ``GroupCoordinator.onElection`` / ``onResignation`` and
+``GroupMetadataManager.loadGroupsForPartition`` / ``removeGroupsForPartition``) a broker
+holds only the groups of the ``__consumer_offsets`` partitions it leads. The broker calls
+:meth:`GroupCoordinator.begin_load` when it becomes a partition's leader; until
+:meth:`GroupCoordinator.finish_load` has replayed the partition's commits, its groups are
+COORDINATOR_LOAD_IN_PROGRESS (:meth:`GroupCoordinator.status`). :meth:`GroupCoordinator.unload`
+(the broker resigned) answers the groups' held JoinGroup and SyncGroup requests with
+NOT_COORDINATOR and forgets them and their offsets. A commit is then written with
+acks=all (the ``replicated_journal``): it counts, in memory, only once every ISR member
+has it, as Kafka applies a commit when its append completes (``storeOffsets``'
+``putCacheCallback``); a failure is answered as above, a timeout
+(``offsets.commit.timeout.ms``) as COORDINATOR_NOT_AVAILABLE. Deletions and expiry
+tombstones do not wait, as Kafka's classic ``cleanupGroupMetadata`` appends them with
+acks=0.
 """
 
 from __future__ import annotations
@@ -40,10 +55,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
 from kproto.errors import (
+    CoordinatorLoadInProgressError,
     CoordinatorNotAvailableError,
     GroupIdNotFoundError,
     IllegalGenerationError,
@@ -59,22 +75,33 @@ from kproto.errors import (
     NotEnoughReplicasError,
     NotLeaderOrFollowerError,
     RecordListTooLargeError,
+    RequestTimedOutError,
     UnknownMemberIdError,
     UnknownTopicOrPartitionError,
 )
 from minibroker.config import DEFAULTS
 from minibroker.coordinator.groups import Group, GroupConfig, GroupState, JoinResult, SyncResult
 from minibroker.coordinator.offsets import CommittedOffset, Journal, OffsetEntry, OffsetStore
+from minibroker.coordinator.offsets_log import partition_for
 
-__all__ = ["GroupCoordinator"]
+__all__ = ["GroupCoordinator", "PartitionLoad", "ReplicatedJournal"]
 
 log = logging.getLogger("minibroker.groups")
 
 
+#: A cluster's journal of commits: appends a group's entries to its partition of
+#: ``__consumer_offsets`` and waits for acks=all; returns 0 or the append's error code
+#: (or raises the error of an append that could not be made).
+ReplicatedJournal = Callable[[str, "list[OffsetEntry]"], Awaitable[int]]
+
 # Kafka's GroupMetadataManager.storeOffsets: the error of the append to __consumer_offsets
-# -> what the coordinator answers (any other code is answered as it is).
+# -> what the coordinator answers (any other code is answered as it is). REQUEST_TIMED_OUT
+# (acks=all not reached within offsets.commit.timeout.ms) is COORDINATOR_NOT_AVAILABLE as
+# in KIP-848's coordinator runtime (GroupCoordinatorService.handleOperationException) and
+# the transaction coordinator: a retriable error, so the client retries the commit.
 _APPEND_ERRORS = {
     UnknownTopicOrPartitionError.code: CoordinatorNotAvailableError.code,
+    RequestTimedOutError.code: CoordinatorNotAvailableError.code,
     NotEnoughReplicasError.code: CoordinatorNotAvailableError.code,
     NotEnoughReplicasAfterAppendError.code: CoordinatorNotAvailableError.code,
     NotLeaderOrFollowerError.code: NotCoordinatorError.code,
@@ -103,6 +130,16 @@ def _setting(config: Mapping[str, Any] | Any, name: str) -> Any:
         return DEFAULTS[name][0]
 
 
+class PartitionLoad:
+    """One ``__consumer_offsets`` partition whose groups this broker holds (cluster mode)."""
+
+    __slots__ = ("done", "partition")
+
+    def __init__(self, partition: int) -> None:
+        self.partition = partition
+        self.done = False
+
+
 def _settle(future: asyncio.Future) -> Callable[[object], None]:
     def reply(result: object) -> None:
         if not future.done():  # the waiting handler may be gone (connection closed)
@@ -122,10 +159,14 @@ class GroupCoordinator:
             offset expiry; injectable for tests.
         journal: where committed offsets are written before they count (see
             :class:`~minibroker.coordinator.offsets.OffsetStore`); None keeps them in memory.
+        replicated_journal: a cluster broker's: commits go there instead of ``journal`` and
+            count once it returns 0 (acks=all). With it, only the groups of the
+            partitions loaded here are held (see the module docstring).
     """
 
     def __init__(self, config: Mapping[str, Any] | Any, *, clock: Callable[[], float] = time.monotonic,
-                 wall_clock: Callable[[], int] = _wall_clock_ms, journal: Journal | None = None):
+                 wall_clock: Callable[[], int] = _wall_clock_ms, journal: Journal | None = None,
+                 replicated_journal: ReplicatedJournal | None = None):
         self.group_config = GroupConfig(
             initial_rebalance_delay_ms=config["group.initial.rebalance.delay.ms"],
             min_session_timeout_ms=config["group.min.session.timeout.ms"],
@@ -139,6 +180,11 @@ class GroupCoordinator:
         self.offsets = OffsetStore(journal)
         self._timers: dict[str, asyncio.TimerHandle] = {}
         self._seen: dict[str, tuple] = {}  # what was last logged of each group
+        self._replicated = replicated_journal
+        # Cluster mode: the offsets partitions led here, loading or loaded (Kafka's
+        # ownedPartitions and loadingPartitions), and how many the topic has.
+        self._owned: dict[int, PartitionLoad] = {}
+        self._offsets_partitions = 0
 
     def get(self, group_id: str) -> Group | None:
         return self.groups.get(group_id)
@@ -149,6 +195,65 @@ class GroupCoordinator:
         for group_id in self.offsets.groups():
             if group_id not in self.groups:
                 self._create(group_id)
+
+    # -- ownership (cluster mode) ----------------------------------------------------------
+
+    def status(self, group_id: str) -> int:
+        """0 when this coordinator holds the group; COORDINATOR_LOAD_IN_PROGRESS while its
+        partition of ``__consumer_offsets`` loads; NOT_COORDINATOR when that partition is
+        not led here. A single broker holds every group."""
+        if self._replicated is None:
+            return 0
+        load = self._owned.get(self._partition_of(group_id)) if self._offsets_partitions else None
+        if load is None:
+            return NotCoordinatorError.code
+        return 0 if load.done else CoordinatorLoadInProgressError.code
+
+    def loading(self) -> bool:
+        """Whether some partition's groups are being loaded (ListGroups says so)."""
+        return any(not load.done for load in self._owned.values())
+
+    def _partition_of(self, group_id: str) -> int:
+        return partition_for(group_id, self._offsets_partitions)
+
+    def begin_load(self, partition: int, partitions: int) -> PartitionLoad | None:
+        """This broker leads ``partition`` of ``__consumer_offsets`` (of ``partitions``):
+        its groups are COORDINATOR_LOAD_IN_PROGRESS until :meth:`finish_load` with the
+        returned handle. None when the partition is held already (a re-elected leader
+        keeps its groups: its log is still the truth)."""
+        self._offsets_partitions = partitions
+        if partition in self._owned:
+            return None
+        load = self._owned[partition] = PartitionLoad(partition)
+        log.info("offsets partition %d: loading its groups", partition)
+        return load
+
+    def finish_load(self, load: PartitionLoad, entries: Iterable[OffsetEntry]) -> bool:
+        """Replay the partition's commits read from its log (:meth:`load_offsets`); its
+        groups are answered from now on. False (nothing done) when the partition was
+        unloaded, or loaded again, meanwhile."""
+        if self._owned.get(load.partition) is not load:
+            return False
+        self.load_offsets(entries)
+        load.done = True
+        log.info("offsets partition %d: loaded %d group(s)", load.partition,
+                 sum(1 for g in self.groups if self._partition_of(g) == load.partition))
+        return True
+
+    def unload(self, partition: int) -> None:
+        """This broker no longer leads ``partition``: its groups' held JoinGroup and SyncGroup
+        are answered NOT_COORDINATOR, the groups and their offsets forgotten (Kafka's
+        ``removeGroupsForPartition``). The log keeps them for the next leader."""
+        if self._owned.pop(partition, None) is None:
+            return
+        gone = {g for g in (*self.groups, *self.offsets.groups()) if self._partition_of(g) == partition}
+        for group_id in gone:
+            group = self.groups.get(group_id)
+            if group is not None:
+                group.abandon(NotCoordinatorError.code)
+                self._forget(group)
+            self.offsets.forget(group_id)
+        log.info("offsets partition %d: unloaded %d group(s)", partition, len(gone))
 
     def _create(self, group_id: str) -> Group:
         group = self.groups[group_id] = Group(group_id, self.group_config)
@@ -198,8 +303,10 @@ class GroupCoordinator:
         return code
 
     def commit_offsets(self, group_id: str, *, member_id: str, group_instance_id: str | None, generation_id: int,
-                       offsets: Iterable[tuple[str, int, CommittedOffset]]) -> int:
-        """Validate an OffsetCommit and apply it; returns 0 or the error for every partition.
+                       offsets: Iterable[tuple[str, int, CommittedOffset]]) -> int | Awaitable[int]:
+        """Validate an OffsetCommit and apply it; returns 0 or the error for every partition,
+        or, with a ``replicated_journal`` (a cluster) and a valid commit, an awaitable of
+        it: the offsets count once it completes with 0.
 
         A commit to an unknown group creates it, Empty, when it comes from a simple
         consumer (generation < 0), as Kafka does; otherwise it is ILLEGAL_GENERATION.
@@ -212,8 +319,28 @@ class GroupCoordinator:
         code = group.validate_commit(member_id=member_id, group_instance_id=group_instance_id,
                                      generation_id=generation_id, now=self.clock())
         self._rearm(group)
+        if code != 0:
+            return code
+        if self._replicated is not None:
+            return self._commit_replicated(group_id, [(group_id, t, p, c) for t, p, c in offsets])
+        return self._write(group_id, "commit", self.offsets.commit, group_id, offsets)
+
+    async def _commit_replicated(self, group_id: str, entries: list[OffsetEntry]) -> int:
+        """A cluster's commit: written with acks=all, applied once acknowledged (Kafka's
+        ``storeOffsets``: the cache is updated in the append's completion callback)."""
+        assert self._replicated is not None
+        error: object
+        try:
+            error = await self._replicated(group_id, entries)
+            code = _APPEND_ERRORS.get(error, error)
+        except (KafkaError, OSError) as exc:
+            code, error = _write_error_code(exc), exc
+        if code == 0 and self.status(group_id) != 0:
+            code = error = NotCoordinatorError.code  # unloaded while it waited: the next leader reads it
         if code == 0:
-            return self._write(group_id, "commit", self.offsets.commit, group_id, offsets)
+            self.offsets.replay(entries)
+        else:
+            log.warning("group %r: could not write its commit (answered error %d): %s", group_id, code, error)
         return code
 
     def _write(self, group_id: str, what: str, change: Callable[..., None], *args: Any) -> int:
@@ -257,6 +384,9 @@ class GroupCoordinator:
     def _remove(self, group: Group) -> None:
         """An Empty group is Dead and forgotten (its offsets are gone already)."""
         group.transition(GroupState.Dead)
+        self._forget(group)
+
+    def _forget(self, group: Group) -> None:
         del self.groups[group.group_id]
         self._seen.pop(group.group_id, None)
         self._empty_since.pop(group.group_id, None)

@@ -5,6 +5,8 @@ OffsetCommit, deletions) is handed to the journal first, as a list of entries, t
 applied. The broker's journal appends them to ``__consumer_offsets``
 (:mod:`minibroker.coordinator.offsets_log`) and :meth:`OffsetStore.replay` reads them
 back on start. Journal first: if the write fails, memory still agrees with the log.
+A cluster's commits are written by the group coordinator's replicated journal and
+replayed here once acknowledged (:mod:`minibroker.coordinator.group_coordinator`).
 """
 
 from __future__ import annotations
@@ -68,9 +70,15 @@ class OffsetStore:
         self._change(group_id, [(group_id, t, p, None) for t, p in self._groups.get(group_id, {})])
 
     def replay(self, entries: Iterable[OffsetEntry]) -> None:
-        """Apply entries read back from the journal (without writing them again)."""
+        """Apply entries that the journal holds already (read back on start or by a new
+        coordinator, or written and acknowledged by a cluster), without writing them again."""
         for entry in entries:
             self._apply(entry)
+
+    def forget(self, group_id: str) -> None:
+        """Drop a group's offsets from memory without writing anything (another broker
+        coordinates it now; the journal keeps them)."""
+        self._groups.pop(group_id, None)
 
     def _change(self, group_id: str, entries: list[OffsetEntry]) -> None:
         if not entries:

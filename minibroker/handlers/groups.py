@@ -1,7 +1,7 @@
 """FindCoordinator v0-6, JoinGroup v0-9, Heartbeat v0-4, LeaveGroup v0-5, SyncGroup v0-5,
 DescribeGroups v0-5, ListGroups v0-5 and DeleteGroups v0-2: classic consumer groups.
 
-Behaviour: this broker coordinates every group. The decisions live in
+Behaviour: a single broker coordinates every group (a MiniCluster: see below). The decisions live in
 :mod:`minibroker.coordinator.groups`; these handlers translate. JoinGroup and SyncGroup
 answers are held until the rebalance completes or the leader's assignment arrives,
 which holds back the member's own connection only. Group ids must be non-empty for
@@ -31,16 +31,28 @@ the topic created through the controller on the first FindCoordinator
 (``offsets.topic.replication.factor`` capped at the live brokers); a partition without a
 leader is COORDINATOR_NOT_AVAILABLE. JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
 DescribeGroups and DeleteGroups of a group coordinated elsewhere are NOT_COORDINATOR
-(:meth:`~minibroker.state.BrokerState.coordinates`), which sends the client back to
-FindCoordinator. Coordinator failover (loading a partition's offsets on becoming its
-leader) is a later step: a new coordinator starts with no group state.
+(:meth:`~minibroker.state.BrokerState.coordinator_error`), which sends the client back to
+FindCoordinator. A group survives its coordinator's death, as in Kafka
+(``GroupCoordinator.onElection`` / ``onResignation``): the broker that becomes leader of
+the group's partition loads the partition's committed offsets from its replica of the
+log (once its high watermark covers the log), and until then answers
+COORDINATOR_LOAD_IN_PROGRESS to JoinGroup, LeaveGroup, DescribeGroups, DeleteGroups,
+OffsetCommit, OffsetFetch and OffsetDelete, REBALANCE_IN_PROGRESS to SyncGroup and no
+error to Heartbeat (Kafka's answers), and ListGroups says COORDINATOR_LOAD_IN_PROGRESS
+with the groups it has. A broker that stops leading the partition answers the held
+JoinGroup and SyncGroup requests NOT_COORDINATOR and forgets the groups. Membership is
+not written to the log (Kafka writes it; minibroker does not), so a moved group comes
+back Empty with its offsets: its members, answered UNKNOWN_MEMBER_ID, join again and
+resume from the committed offsets. Commits wait for acks=all: see
+:mod:`minibroker.handlers.offsets`.
 """
 
 from kproto.errors import (
+    CoordinatorLoadInProgressError,
     CoordinatorNotAvailableError,
     InvalidGroupIdError,
     InvalidRequestError,
-    NotCoordinatorError,
+    RebalanceInProgressError,
 )
 from kproto.protocol import ApiKey
 from kproto.protocol.messages import (
@@ -62,9 +74,7 @@ from minibroker.handlers.metadata import offsets_topic_spec
 GROUP_KEY, TRANSACTION_KEY = 0, 1
 
 
-def _elsewhere(state, group_id):
-    """A group another broker of the cluster coordinates (never in a single broker)."""
-    return state.cluster is not None and not state.coordinates(group_id)
+LOADING = CoordinatorLoadInProgressError.code
 
 
 async def _leader_of_group_partition(state, group_id):
@@ -113,8 +123,8 @@ async def join_group(state, header, request):
     version = header.api_version
     if not request.group_id:
         result_code, result = InvalidGroupIdError.code, None
-    elif _elsewhere(state, request.group_id):
-        result_code, result = NotCoordinatorError.code, None
+    elif code := state.coordinator_error(request.group_id):
+        result_code, result = code, None
     else:
         result = await state.groups.join(
             request.group_id,
@@ -155,8 +165,11 @@ async def sync_group(state, header, request):
     version = header.api_version
     if not request.group_id:
         return SyncGroupResponse(error_code=InvalidGroupIdError.code, assignment=b"")
-    if _elsewhere(state, request.group_id):
-        return SyncGroupResponse(error_code=NotCoordinatorError.code, assignment=b"")
+    if code := state.coordinator_error(request.group_id):
+        # Kafka's handleSyncGroup: a loading coordinator lost the rebalance, so the member
+        # rejoins (REBALANCE_IN_PROGRESS) without looking the coordinator up again.
+        return SyncGroupResponse(error_code=RebalanceInProgressError.code if code == LOADING else code,
+                                 assignment=b"")
     result = await state.groups.sync(
         request.group_id,
         member_id=request.member_id,
@@ -176,8 +189,9 @@ async def sync_group(state, header, request):
 async def heartbeat(state, header, request):
     if not request.group_id:
         return HeartbeatResponse(error_code=InvalidGroupIdError.code)
-    if _elsewhere(state, request.group_id):
-        return HeartbeatResponse(error_code=NotCoordinatorError.code)
+    if code := state.coordinator_error(request.group_id):
+        # Kafka's handleHeartbeat: "the group is still loading, so respond just blindly".
+        return HeartbeatResponse(error_code=0 if code == LOADING else code)
     code = state.groups.heartbeat(
         request.group_id, member_id=request.member_id,
         group_instance_id=request.group_instance_id if header.api_version >= 3 else None,
@@ -195,10 +209,10 @@ async def leave_group(state, header, request):
         leaving = [(m.member_id, m.group_instance_id) for m in request.members]
     if not request.group_id:
         codes = [InvalidGroupIdError.code] * len(leaving)
-    elif _elsewhere(state, request.group_id):
+    elif code := state.coordinator_error(request.group_id):
         if version >= 3:
-            return LeaveGroupResponse(error_code=NotCoordinatorError.code)
-        codes = [NotCoordinatorError.code]
+            return LeaveGroupResponse(error_code=code)
+        codes = [code]
     else:
         codes = [state.groups.leave(request.group_id, member_id=member_id, group_instance_id=instance_id)
                  for member_id, instance_id in leaving]
@@ -214,8 +228,8 @@ async def leave_group(state, header, request):
 
 def _describe(state, group_id, operations):
     Described = DescribeGroupsResponse.DescribedGroup
-    if _elsewhere(state, group_id):
-        return Described(error_code=NotCoordinatorError.code, group_id=group_id, group_state="",
+    if code := state.coordinator_error(group_id):
+        return Described(error_code=code, group_id=group_id, group_state="",
                          protocol_type="", protocol_data="", members=[], authorized_operations=operations)
     group = state.groups.get(group_id)
     if group is None:
@@ -260,7 +274,9 @@ async def list_groups(state, header, request):
             group_id=group.group_id, protocol_type=group.protocol_type or "",
             group_state=group.state.value, group_type="classic",
         ))
-    return ListGroupsResponse(error_code=0, groups=listed)
+    # Kafka's handleListGroups: the groups held, and COORDINATOR_LOAD_IN_PROGRESS while
+    # some partition's groups are still loading (the list may miss them).
+    return ListGroupsResponse(error_code=LOADING if state.groups.loading() else 0, groups=listed)
 
 
 @handles(ApiKey.DELETE_GROUPS, 0, 2)
@@ -268,6 +284,6 @@ async def delete_groups(state, header, request):
     return DeleteGroupsResponse(results=[
         DeleteGroupsResponse.DeletableGroupResult(
             group_id=group_id,
-            error_code=NotCoordinatorError.code if _elsewhere(state, group_id) else state.groups.delete_group(group_id))
+            error_code=state.coordinator_error(group_id) or state.groups.delete_group(group_id))
         for group_id in request.groups_names
     ])

@@ -22,9 +22,17 @@ changes nothing and is answered as Kafka's ``GroupMetadataManager`` maps the app
 error: NOT_COORDINATOR, or COORDINATOR_NOT_AVAILABLE (see
 :mod:`minibroker.coordinator.group_coordinator`); OffsetDelete answers it for the whole
 request, as Kafka's group coordinator does. In a cluster only the group's coordinator (the
-leader of its ``__consumer_offsets`` partition, ``BrokerState.coordinates``) answers;
+leader of its ``__consumer_offsets`` partition, ``BrokerState.coordinator_error``) answers;
 another broker says NOT_COORDINATOR, as Kafka's ``GroupCoordinator`` does for a group it
-does not own.
+does not own, and a coordinator still loading the partition's offsets (it has just become
+its leader) COORDINATOR_LOAD_IN_PROGRESS. A cluster's OffsetCommit is written with
+acks=all (Kafka's ``GroupMetadataManager.storeOffsets``): it is answered, and OffsetFetch
+shows it, only once every ISR member of the partition has it. An ISR below the
+partition's ``min.insync.replicas`` (nothing written), one that shrank below it meanwhile,
+or no acknowledgement within ``offsets.commit.timeout.ms`` is COORDINATOR_NOT_AVAILABLE;
+leadership lost meanwhile is NOT_COORDINATOR; the client retries either. Deletions
+(OffsetDelete, DeleteGroups, expiry) count once appended, as Kafka's classic coordinator
+appends them with acks=0.
 Version notes: OffsetCommit v1 generation and member id, v1 only commit_timestamp, v2-4
 retention_time_ms (ignored, as Kafka does since KIP-211), v6 leader epoch (KIP-320), v7
 group_instance_id (KIP-345). OffsetFetch v2 null topics = all and a top-level error, v5
@@ -41,7 +49,6 @@ from kproto.errors import (
     GroupIdNotFoundError,
     GroupSubscribedToTopicError,
     NonEmptyGroupError,
-    NotCoordinatorError,
     OffsetMetadataTooLargeError,
     UnknownTopicOrPartitionError,
 )
@@ -64,11 +71,12 @@ async def offset_commit(state, header, request):
     now_ms = int(time.time() * 1000)
     codes = {}  # (topic, partition) -> error code decided before the group is asked
     valid = []
+    coordinator_error = state.coordinator_error(request.group_id)
     for t in request.topics:
         for p in t.partitions:
             key = (t.name, p.partition_index)
-            if not state.coordinates(request.group_id):
-                codes[key] = NotCoordinatorError.code
+            if coordinator_error:
+                codes[key] = coordinator_error
             elif not _has_partition(state, t.name, p.partition_index):
                 codes[key] = UnknownTopicOrPartitionError.code
             elif p.committed_metadata is not None and len(p.committed_metadata.encode()) > MAX_METADATA_BYTES:
@@ -86,6 +94,8 @@ async def offset_commit(state, header, request):
             generation_id=request.generation_id_or_member_epoch,
             offsets=valid,
         )
+        if not isinstance(group_code, int):  # a cluster's commit: applied once the ISR has it
+            group_code = await group_code
         for name, partition, _ in valid:
             codes[(name, partition)] = group_code
     return OffsetCommitResponse(topics=[
@@ -120,20 +130,20 @@ def _partition_fields(partition, committed):
 async def offset_fetch(state, header, request):
     if header.api_version >= 8:
         R = OffsetFetchResponse
-        return R(groups=[
-            R.OffsetFetchResponseGroup(group_id=g.group_id, error_code=0, topics=[
-                R.OffsetFetchResponseTopics(name=name, partitions=[
-                    R.OffsetFetchResponsePartitions(**_partition_fields(i, c)) for i, c in parts])
-                for name, parts in _fetch_group(state, g.group_id, g.topics)
-            ]) if state.coordinates(g.group_id) else
-            R.OffsetFetchResponseGroup(group_id=g.group_id, error_code=NotCoordinatorError.code, topics=[])
-            for g in request.groups
-        ])
-    if not state.coordinates(request.group_id):
-        return OffsetFetchResponse(error_code=NotCoordinatorError.code, topics=[
+        groups = []
+        for g in request.groups:
+            code = state.coordinator_error(g.group_id)
+            groups.append(R.OffsetFetchResponseGroup(group_id=g.group_id, error_code=code, topics=[]) if code else
+                          R.OffsetFetchResponseGroup(group_id=g.group_id, error_code=0, topics=[
+                              R.OffsetFetchResponseTopics(name=name, partitions=[
+                                  R.OffsetFetchResponsePartitions(**_partition_fields(i, c)) for i, c in parts])
+                              for name, parts in _fetch_group(state, g.group_id, g.topics)]))
+        return R(groups=groups)
+    if code := state.coordinator_error(request.group_id):
+        return OffsetFetchResponse(error_code=code, topics=[
             OffsetFetchResponse.OffsetFetchResponseTopic(name=t.name, partitions=[
                 OffsetFetchResponse.OffsetFetchResponsePartition(
-                    partition_index=i, committed_offset=-1, error_code=NotCoordinatorError.code)
+                    partition_index=i, committed_offset=-1, error_code=code)
                 for i in t.partition_indexes])
             for t in request.topics or ()])
     return OffsetFetchResponse(error_code=0, topics=[
@@ -145,8 +155,8 @@ async def offset_fetch(state, header, request):
 
 @handles(ApiKey.OFFSET_DELETE, 0, 0)
 async def offset_delete(state, header, request):
-    if not state.coordinates(request.group_id):
-        return OffsetDeleteResponse(error_code=NotCoordinatorError.code, topics=[])
+    if code := state.coordinator_error(request.group_id):
+        return OffsetDeleteResponse(error_code=code, topics=[])
     group = state.groups.get(request.group_id)
     if group is None or group.state is GroupState.Dead:
         return OffsetDeleteResponse(error_code=GroupIdNotFoundError.code, topics=[])
