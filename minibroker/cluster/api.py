@@ -11,11 +11,11 @@ Error codes are Kafka's (``kproto.errors``).
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from minibroker.cluster.metadata import MetadataImage, PartitionRegistration
+from minibroker.cluster.metadata import MetadataImage, PartitionRegistration, Record
 
 __all__ = [
     "AlterPartitionReply",
@@ -27,6 +27,7 @@ __all__ = [
     "ClusterContext",
     "ControllerChannel",
     "NewTopic",
+    "QuorumLink",
     "ReplicaBrokerEpoch",
     "TopicResult",
 ]
@@ -141,6 +142,21 @@ class ControllerChannel(Protocol):
     async def allocate_producer_ids(self, broker_id: int, broker_epoch: int) -> tuple[int, int]:
         """A block of producer ids for this broker: ``(first, count)``."""
         ...
+
+
+class QuorumLink(Protocol):
+    """What a :class:`~minibroker.cluster.node.ClusterNode` needs of the controller quorum:
+    the :class:`~minibroker.cluster.quorum.Quorum` itself in process, or its wire face in a
+    broker process (:class:`~minibroker.cluster.remote.RemoteQuorum`)."""
+
+    def channel_for(self, node_id: int) -> ControllerChannel: ...
+
+    def renew_lease(self, node_id: int) -> None: ...
+
+    def subscribe(self, node_id: int, deliver: Callable[[int, Sequence[Record]], None],
+                  from_offset: int = 0) -> None: ...
+
+    def unsubscribe(self, node_id: int) -> None: ...
 
 
 @dataclass(slots=True)
