@@ -166,13 +166,14 @@ class BrokerProcess:
         deadline = time.monotonic() + timeout
         while self.node_id not in self.endpoint.registered:
             if self._proc.poll() is not None:
-                code = self._proc.returncode
+                code, pid = self._proc.returncode, self.pid
                 await self._reap()
-                raise RuntimeError(f"broker {self.node_id} (pid {self.pid}) exited with {code} before it registered:"
+                raise RuntimeError(f"broker {self.node_id} (pid {pid}) exited with {code} before it registered:"
                                    f"\n{self._tail()}")
             if time.monotonic() > deadline:
+                pid = self.pid
                 await self.kill()
-                raise TimeoutError(f"broker {self.node_id} (pid {self.pid}) did not register within {timeout} s:"
+                raise TimeoutError(f"broker {self.node_id} (pid {pid}) did not register within {timeout} s:"
                                    f"\n{self._tail()}")
             await asyncio.sleep(0.01)
         self.port = self.endpoint.endpoints[self.node_id][1]
@@ -193,7 +194,7 @@ class BrokerProcess:
             if deadline is not None and time.monotonic() > deadline:
                 return False
             await asyncio.sleep(0.01)
-        self._proc = None
+        self._proc, self.pid = None, None
         self.endpoint.registered.pop(self.node_id, None)
         return True
 
