@@ -65,6 +65,14 @@ def _die_with(parent_pid: int) -> None:
         os._exit(1)
 
 
+def _dump_tasks() -> None:
+    """SIGUSR1: every task's stack on stderr (the parent asks before it kills a broker
+    that did not stop in time, so that its output says where it hung)."""
+    for task in asyncio.all_tasks():
+        task.print_stack(file=sys.stderr)
+    sys.stderr.flush()
+
+
 async def _run(node_id: int, port: int, controller: tuple[str, int], config: BrokerConfig) -> None:
     quorum = RemoteQuorum(controller[0], controller[1], node_id=node_id, config=config)
     node = ClusterNode(node_id=node_id, config=config, quorum=quorum, port=port)
@@ -72,6 +80,7 @@ async def _run(node_id: int, port: int, controller: tuple[str, int], config: Bro
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stopping.set)
+    loop.add_signal_handler(signal.SIGUSR1, _dump_tasks)
     try:
         await node.start()
         log.info("broker %d running on port %d, pid %d", node_id, node.port, os.getpid())
@@ -216,7 +225,10 @@ class BrokerProcess:
         if self._proc.poll() is None:
             self._proc.send_signal(signal.SIGTERM)
         if not await self._reap(timeout):
-            log.warning("broker %d (pid %d) did not stop within %s s: killed", self.node_id, self.pid, timeout)
+            log.warning("broker %d (pid %d) did not stop within %s s: killed (its tasks are in %s)", self.node_id,
+                        self.pid, timeout, self.output)
+            self._proc.send_signal(signal.SIGUSR1)
+            await self._reap(0.5)
             await self.kill()
 
 
