@@ -1,4 +1,5 @@
-"""MiniCluster: several brokers, a controller with failover, and replication, in one process.
+"""MiniCluster: several brokers, a controller with failover, and replication, in one process
+(or a process per broker).
 
 Sync users get the cluster on a background thread with its own event loop (as
 :class:`~minibroker.MiniBroker`)::
@@ -18,6 +19,14 @@ brackets): ``broker.heartbeat.interval.ms`` 50 [2000], ``broker.session.timeout.
 1000 [30000], ``replica.fetch.wait.max.ms`` 100 [500], ``replica.fetch.backoff.ms`` 50
 [1000], ``offsets.topic.replication.factor`` min(3, brokers) [3]. So a killed leader is
 replaced within about 400 ms.
+
+``MiniCluster(brokers=3, processes=True)`` runs each broker in a process of its own
+(:mod:`minibroker.cluster.process`): ``kill`` is a real SIGKILL, ``brokers[i].pid`` the
+process. The controller quorum stays in this process behind a port of its own
+(:mod:`minibroker.cluster.controller_server`), which the brokers reach with Kafka's
+broker-to-controller RPCs (:mod:`minibroker.cluster.remote`); the active controller is
+still the lowest live broker's, as in process. Starting costs an interpreter start per
+broker (side by side).
 
 Every fault (:meth:`MiniCluster.kill`, :meth:`MiniCluster.restart`) logs one INFO line on
 the ``minibroker.cluster`` logger saying what changed (leaders moved, ISR shrunk,
