@@ -221,7 +221,7 @@ def read_metadata_records(data: Any) -> list[tuple[int, Record]]:
     """``(offset, record)`` of every record of a metadata Fetch's record set."""
     if not data:
         return []
-    return [(r.offset, decode_record(bytes(r.value))) for batch in read_batches(bytes(data))
+    return [(r.offset, decode_record(bytes(r.value or b""))) for batch in read_batches(bytes(data))
             for r in batch.records()]
 
 
