@@ -14,7 +14,7 @@ import pytest
 
 from kproto.protocol import ApiKey
 from kproto.protocol.messages import ApiVersionsRequest
-from tests.minibroker.cluster.conftest import ck_metadata, produce_raw
+from tests.minibroker.cluster.conftest import _nothing_left, ck_metadata, produce_raw
 from tests.support.raw_client import RawClient
 
 TOPIC = "t"
@@ -58,17 +58,14 @@ def _assert_no_broker_process(pids):
 
 @pytest.fixture
 def pcluster(tmp_path):
-    from minibroker.cluster import MiniCluster
+    """Three broker processes; afterwards none is left, nor a thread or socket of the
+    cluster in this process (the controller endpoint's)."""
     before = _children()
-    cluster = MiniCluster(3, processes=True, data_dir=tmp_path / "cluster")
     pids = set()
-    try:
-        cluster.start()
+    with _nothing_left(brokers=3, processes=True, data_dir=tmp_path / "cluster") as cluster:
         pids = {b.pid for b in cluster.brokers}
         yield cluster
-    finally:
-        pids |= {b.pid for b in cluster.brokers if b.pid is not None} if cluster.data_dir else set()
-        cluster.stop()
+        pids |= {b.pid for b in cluster.brokers if b.pid is not None}
     assert _children() <= before
     _assert_no_broker_process(pids)
 
