@@ -59,7 +59,9 @@ LAYERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     # a follower's replication: a follower is a Kafka client of its leader (Fetch,
     # OffsetForLeaderEpoch, ListOffsets over kproto's Connection), so these two modules
     # relax "minibroker speaks to kproto through the codec and the protocol only" on purpose
-    "minibroker.cluster replication": (("minibroker.cluster.fetcher", "minibroker.cluster.replica_manager"),
+    # (remote: a broker process's way to the controller, over kproto's Connection too)
+    "minibroker.cluster replication": (("minibroker.cluster.fetcher", "minibroker.cluster.replica_manager",
+                                        "minibroker.cluster.remote"),
                                        (*_SHARED, "kproto.config", "kproto.io", "minibroker.config",
                                         "minibroker.log", "minibroker.cluster core")),
     "minibroker.coordinator": (("minibroker.coordinator",), (*_SHARED, "minibroker.config", "minibroker.log")),
@@ -75,7 +77,8 @@ LAYERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
                                                    "minibroker.handlers", "minibroker.cluster core")),
     # a MiniCluster's brokers and the cluster itself: top of minibroker, over the server and
     # the cluster's replication (fetcher, replica manager)
-    "minibroker.cluster nodes": (("minibroker.cluster.node", "minibroker.cluster.minicluster"),
+    "minibroker.cluster nodes": (("minibroker.cluster.node", "minibroker.cluster.minicluster",
+                                  "minibroker.cluster.controller_server", "minibroker.cluster.process"),
                                  (*_SHARED, "minibroker.config", "minibroker.background", "minibroker.log",
                                   "minibroker.coordinator", "minibroker.storage", "minibroker.state", "minibroker.handlers",
                                   "minibroker.server", "minibroker.cluster core",

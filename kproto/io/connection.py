@@ -315,10 +315,13 @@ class Connection:
         if written is not None:
             await asyncio.shield(written)  # the request's time starts when it goes out
             started = time.monotonic()
-        try:
-            return await asyncio.wait_for(asyncio.shield(future), wait - (time.monotonic() - started))
-        except asyncio.TimeoutError:
+        # asyncio.wait, not wait_for: before Python 3.12, wait_for returns the answer when a
+        # cancellation comes in the turn the answer arrives, and the cancellation is lost
+        # (CPython gh-86296); wait never cancels the future and always raises the cancel.
+        done, _ = await asyncio.wait((future,), timeout=max(wait - (time.monotonic() - started), 0))
+        if not done:
             await self._timed_out(api_key, version, wait, "got no response")
+        return future.result()
 
     async def _timed_out(self, api_key: int, version: int, wait: float, what: str) -> NoReturn:
         """Give up on a request after ``wait`` seconds: the connection closes too (a late

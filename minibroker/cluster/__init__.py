@@ -17,6 +17,10 @@ Work in progress, landed in steps. The modules, bottom up:
   records to every broker;
 - :mod:`~minibroker.cluster.node`: one broker of a cluster (server, state, replica
   manager, registration, heartbeats), with its crash (``kill``) and its controlled stop;
+- :mod:`~minibroker.cluster.remote`, :mod:`~minibroker.cluster.controller_server` and
+  :mod:`~minibroker.cluster.process`: a broker per process (``processes=True``): the
+  controller channel and the metadata on the wire, the quorum's endpoint in the parent,
+  the broker process and the parent's handle on it;
 - :mod:`~minibroker.cluster.minicluster`: :class:`MiniCluster`, the cluster a test starts.
 
 ``MiniCluster`` is imported on first use: the modules above it need the whole broker,

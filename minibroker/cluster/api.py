@@ -12,11 +12,11 @@ Error codes are Kafka's (``kproto.errors``).
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from minibroker.cluster.metadata import MetadataImage, PartitionRegistration
+from minibroker.cluster.metadata import MetadataImage, PartitionRegistration, Record
 
 __all__ = [
     "AlterConfigsResource",
@@ -30,6 +30,7 @@ __all__ = [
     "ConfigResult",
     "ControllerChannel",
     "NewTopic",
+    "QuorumLink",
     "ReplicaBrokerEpoch",
     "TopicResult",
 ]
@@ -173,6 +174,21 @@ class ControllerChannel(Protocol):
                             validate_only: bool) -> list[ConfigResult]:
         """Validate and commit config changes (ConfigRecords): one result per resource."""
         ...
+
+
+class QuorumLink(Protocol):
+    """What a :class:`~minibroker.cluster.node.ClusterNode` needs of the controller quorum:
+    the :class:`~minibroker.cluster.quorum.Quorum` itself in process, or its wire face in a
+    broker process (:class:`~minibroker.cluster.remote.RemoteQuorum`)."""
+
+    def channel_for(self, node_id: int) -> ControllerChannel: ...
+
+    def renew_lease(self, node_id: int) -> None: ...
+
+    def subscribe(self, node_id: int, deliver: Callable[[int, Sequence[Record]], None],
+                  from_offset: int = 0) -> None: ...
+
+    def unsubscribe(self, node_id: int) -> None: ...
 
 
 @dataclass(slots=True)

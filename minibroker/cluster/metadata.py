@@ -42,6 +42,8 @@ __all__ = [
     "TopicImage",
     "TopicRecord",
     "TOPIC_RESOURCE",
+    "decode_record",
+    "encode_record",
     "merge_partition_change",
 ]
 
@@ -315,6 +317,24 @@ def _decode(data: dict[str, object]) -> Record:
         if data[name] is not None:
             data[name] = tuple(data[name])  # type: ignore[arg-type]
     return kind(**data)  # type: ignore[no-any-return]
+
+
+def encode_record(record: Record) -> bytes:
+    """``record`` as the JSON object the log writes (minibroker's encoding, not Kafka's
+    metadata record format): the value of a record in a metadata Fetch (process mode)."""
+    return json.dumps(_encode(record), separators=(",", ":")).encode()
+
+
+def decode_record(data: bytes) -> Record:
+    """The record :func:`encode_record` wrote.
+
+    Raises:
+        ValueError: ``data`` is not such a record.
+    """
+    try:
+        return _decode(dict(json.loads(data)))
+    except (KeyError, TypeError) as exc:
+        raise ValueError(f"not a metadata record: {exc}") from exc
 
 
 class MetadataLog:

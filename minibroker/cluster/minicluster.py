@@ -1,4 +1,5 @@
-"""MiniCluster: several brokers, a controller with failover, and replication, in one process.
+"""MiniCluster: several brokers, a controller with failover, and replication, in one process
+(or a process per broker).
 
 Sync users get the cluster on a background thread with its own event loop (as
 :class:`~minibroker.MiniBroker`)::
@@ -18,6 +19,14 @@ brackets): ``broker.heartbeat.interval.ms`` 50 [2000], ``broker.session.timeout.
 1000 [30000], ``replica.fetch.wait.max.ms`` 100 [500], ``replica.fetch.backoff.ms`` 50
 [1000], ``offsets.topic.replication.factor`` min(3, brokers) [3]. So a killed leader is
 replaced within about 400 ms.
+
+``MiniCluster(brokers=3, processes=True)`` runs each broker in a process of its own
+(:mod:`minibroker.cluster.process`): ``kill`` is a real SIGKILL, ``brokers[i].pid`` the
+process. The controller quorum stays in this process behind a port of its own
+(:mod:`minibroker.cluster.controller_server`), which the brokers reach with Kafka's
+broker-to-controller RPCs (:mod:`minibroker.cluster.remote`); the active controller is
+still the lowest live broker's, as in process. Starting costs an interpreter start per
+broker (side by side).
 
 Every fault (:meth:`MiniCluster.kill`, :meth:`MiniCluster.restart`) logs one INFO line on
 the ``minibroker.cluster`` logger saying what changed (leaders moved, ISR shrunk,
@@ -41,8 +50,10 @@ from typing import Any, TypeVar
 from kproto.errors import for_code
 from minibroker.background import BackgroundLoop
 from minibroker.cluster.api import NewTopic
+from minibroker.cluster.controller_server import ControllerServer
 from minibroker.cluster.metadata import MetadataImage, MetadataLog, PartitionRegistration
 from minibroker.cluster.node import ClusterNode, monotonic_ms
+from minibroker.cluster.process import BrokerProcess
 from minibroker.cluster.quorum import Quorum
 from minibroker.config import BrokerConfig
 
@@ -84,6 +95,8 @@ class ClusterBroker:
     rack: str | None
     data_dir: Path
     alive: bool
+    pid: int | None = None
+    """The broker's process (this one's in process; None for a process not running)."""
 
     @property
     def bootstrap_servers(self) -> str:
@@ -104,6 +117,9 @@ class MiniCluster:
             ``node.id``, ``listeners``, ``advertised.listeners``, ``log.dirs`` and
             ``broker.rack`` are the cluster's own and refused.
         broker_configs: per-broker overrides, ``{node_id: {...}}``.
+        processes: run each broker in a process of its own (``kill`` is a real SIGKILL);
+            the controller quorum stays in this process, served on a port (see
+            :mod:`minibroker.cluster.process`).
 
     Raises:
         ValueError: a refused or invalid config key, or ``racks`` not one per broker.
@@ -111,7 +127,7 @@ class MiniCluster:
 
     def __init__(self, brokers: int = 3, racks: Iterable[str] | None = None,
                  data_dir: str | os.PathLike[str] | None = None, config: Mapping[str, Any] | None = None,
-                 broker_configs: Mapping[int, Mapping[str, Any]] | None = None):
+                 broker_configs: Mapping[int, Mapping[str, Any]] | None = None, processes: bool = False):
         if brokers < 1:
             raise ValueError(f"a cluster needs at least one broker, not {brokers}")
         self._racks = list(racks) if racks is not None else None
@@ -134,17 +150,32 @@ class MiniCluster:
         self._given_dir = Path(data_dir) if data_dir is not None else None
         self.data_dir: Path | None = None
         self.quorum: Quorum | None = None
-        self._nodes: list[ClusterNode] = []
+        self._nodes: list[ClusterNode | BrokerProcess] = []
         self._quorum_task: asyncio.Task[None] | None = None
         self._background = BackgroundLoop("minicluster", "cluster")
+        self.processes = processes
+        self._endpoint: ControllerServer | None = None  # the Quorum's port (processes=True)
 
-    def _node_config(self, node_id: int, data_dir: Path) -> BrokerConfig:
+    def _node_settings(self, node_id: int, data_dir: Path) -> dict[str, Any]:
         settings = {**self._settings, **self._broker_settings[node_id],
                     "broker.id": node_id, "listeners": "PLAINTEXT://127.0.0.1:0",
                     "log.dirs": str(data_dir / f"broker-{node_id}")}
         if self._racks is not None:
             settings["broker.rack"] = self._racks[node_id]
-        return BrokerConfig(settings)
+        return settings
+
+    def _node_config(self, node_id: int, data_dir: Path) -> BrokerConfig:
+        return BrokerConfig(self._node_settings(node_id, data_dir))
+
+    def _new_node(self, node_id: int, port: int = 0) -> ClusterNode | BrokerProcess:
+        """Broker ``node_id``, not started: in this loop, or (``processes=True``) the handle
+        on its process."""
+        assert self.data_dir is not None
+        if self._endpoint is not None:
+            return BrokerProcess(node_id=node_id, settings=self._node_settings(node_id, self.data_dir),
+                                 endpoint=self._endpoint, output=self.data_dir / f"broker-{node_id}.out", port=port)
+        return ClusterNode(node_id=node_id, config=self._node_config(node_id, self.data_dir),
+                           quorum=self._require_quorum(), port=port)
 
     # -- what a test reads ---------------------------------------------------------------------
 
@@ -154,7 +185,8 @@ class MiniCluster:
         if self.data_dir is None:
             raise RuntimeError("the cluster is not started")
         return [ClusterBroker(node_id=n.node_id, host=n.host, port=n.port, rack=n.config["broker.rack"] or None,
-                              data_dir=self.data_dir / f"broker-{n.node_id}", alive=n.alive) for n in self._nodes]
+                              data_dir=self.data_dir / f"broker-{n.node_id}", alive=n.alive,
+                              pid=n.pid if isinstance(n, BrokerProcess) else os.getpid()) for n in self._nodes]
 
     @property
     def bootstrap_servers(self) -> str:
@@ -304,7 +336,7 @@ class MiniCluster:
 
     # -- faults ----------------------------------------------------------------------------------
 
-    def _node(self, node_id: int) -> ClusterNode:
+    def _node(self, node_id: int) -> ClusterNode | BrokerProcess:
         if not 0 <= node_id < len(self._nodes):
             raise ValueError(f"no broker {node_id}: node ids are 0..{len(self._nodes) - 1}")
         return self._nodes[node_id]
@@ -355,8 +387,7 @@ class MiniCluster:
         if old.alive:
             raise RuntimeError(f"broker {node_id} is running")
         assert self.data_dir is not None
-        node = ClusterNode(node_id=node_id, config=self._node_config(node_id, self.data_dir),
-                           quorum=self._require_quorum(), port=old.port)
+        node = self._new_node(node_id, old.port)
         self._nodes[node_id] = node
         await node.start()
         await self._wait_ready([node_id], timeout)
@@ -382,11 +413,23 @@ class MiniCluster:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         metadata = MetadataLog(self.data_dir / "metadata" / "metadata.jsonl")
         self.quorum = Quorum(log=metadata, config=self.config, clock_ms=monotonic_ms)
-        self._nodes = [ClusterNode(node_id=i, config=self._node_config(i, self.data_dir), quorum=self.quorum)
-                       for i in range(self.size)]
         try:
-            for node in self._nodes:
-                await node.start()
+            if self.processes:
+                self._endpoint = ControllerServer(self.quorum, self.config)
+                await self._endpoint.start()
+            self._nodes = [self._new_node(i) for i in range(self.size)]
+            if self.processes:
+                # Node 0 first, so that it hosts the first controller (the lowest live node,
+                # as in process); then the others side by side (each an interpreter starting).
+                await self._nodes[0].start()
+                failures = [r for r in await asyncio.gather(*(n.start() for n in self._nodes[1:]),
+                                                            return_exceptions=True)
+                            if isinstance(r, BaseException)]
+                if failures:
+                    raise failures[0]
+            else:
+                for node in self._nodes:
+                    await node.start()
             self._quorum_task = asyncio.create_task(self.quorum.run(), name="minicluster-quorum")
             await self._wait_ready(range(self.size), timeout)
         except BaseException:
@@ -401,11 +444,19 @@ class MiniCluster:
         temporary data directory."""
         if self.quorum is None:
             return
+        if self.processes:  # side by side; each is reaped, killed if it does not stop in time
+            for node, result in zip(self._nodes, await asyncio.gather(*(n.stop() for n in self._nodes),
+                                                                      return_exceptions=True)):
+                if isinstance(result, BaseException):
+                    log.error("broker %d failed to stop", node.node_id, exc_info=result)
         for node in reversed(self._nodes):
             try:
                 await node.stop()
             except Exception:  # one broker failing to stop must not leave the others running
                 log.exception("broker %d failed to stop", node.node_id)
+        if self._endpoint is not None:
+            await self._endpoint.stop()
+            self._endpoint = None
         if self._quorum_task is not None:
             self._quorum_task.cancel()
             await asyncio.gather(self._quorum_task, return_exceptions=True)

@@ -40,9 +40,13 @@ from kproto.errors import (
     NotControllerError,
     StaleBrokerEpochError,
 )
-from minibroker.cluster.api import BrokerHeartbeatRequest, BrokerRegistrationRequest, ClusterContext
+from minibroker.cluster.api import (
+    BrokerHeartbeatRequest,
+    BrokerRegistrationRequest,
+    ClusterContext,
+    QuorumLink,
+)
 from minibroker.cluster.metadata import MetadataImage
-from minibroker.cluster.quorum import Quorum
 from minibroker.cluster.replica_manager import ReplicaManager
 from minibroker.config import BrokerConfig
 from minibroker.server import Server
@@ -68,7 +72,8 @@ class ClusterNode:
         node_id: the broker's id (``node.id``); ``config`` must say the same.
         config: its broker config (``broker.id``, ``log.dirs``, ``listeners``, ``broker.rack``
             already the node's own).
-        quorum: the cluster's controller quorum.
+        quorum: the cluster's controller quorum (in a broker process of its own, the
+            quorum's wire face, :class:`~minibroker.cluster.remote.RemoteQuorum`).
         port: port to bind on 127.0.0.1's listener host; 0 picks a free one, kept by
             :attr:`port` for a restart.
         clock_ms: the cluster's clock.
@@ -78,7 +83,7 @@ class ClusterNode:
         context: the node's ClusterContext (None before :meth:`start`).
     """
 
-    def __init__(self, *, node_id: int, config: BrokerConfig, quorum: Quorum, port: int = 0,
+    def __init__(self, *, node_id: int, config: BrokerConfig, quorum: QuorumLink, port: int = 0,
                  clock_ms: Callable[[], int] = monotonic_ms):
         self.node_id = node_id
         self.config = config

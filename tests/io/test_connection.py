@@ -287,3 +287,33 @@ def test_api_versions_falls_back_as_kip_511_says():
             finally:
                 await conn.close()
     asyncio.run(run())
+
+
+def test_a_cancel_that_arrives_with_the_answer_still_cancels():
+    """Issue 13, step 2 (a MiniCluster broker process hung in its controlled stop): a task
+    waiting on a request and cancelled in the very loop turn its answer arrives must end
+    cancelled. ``asyncio.wait_for`` before Python 3.12 returns the result instead and drops
+    the cancellation (CPython gh-86296), so a loop of requests (a heartbeat) never ended."""
+    from kproto.protocol.messages import MetadataResponse
+
+    def script(header, request):
+        if header.api_key == ApiKey.API_VERSIONS:
+            return versions_answer((ApiKey.API_VERSIONS, 0, 3), (ApiKey.METADATA, 0, 12))
+        return MetadataResponse()
+
+    async def run():
+        async with ScriptedBroker(script) as server:
+            conn = Connection("127.0.0.1", server.port)
+            await conn.open()
+            try:
+                task = asyncio.create_task(conn.request(MetadataRequest(topics=[])))
+                while not conn.in_flight:
+                    await asyncio.sleep(0)
+                # The answer's future resolves; the cancel comes in the same turn (white box:
+                # the only way to hit that turn without a race).
+                conn._pending[0][3].add_done_callback(lambda _: task.cancel())
+                with pytest.raises(asyncio.CancelledError):
+                    await task
+            finally:
+                await conn.close()
+    asyncio.run(run())

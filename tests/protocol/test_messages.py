@@ -6,7 +6,7 @@ import pytest
 
 import kproto.protocol as protocol
 from kproto.protocol import messages as m
-from kproto.protocol.messages import admin, connection, data, groups, produce_fetch, txn
+from kproto.protocol.messages import admin, connection, controller, data, groups, produce_fetch, txn
 from kproto.protocol.spec import Route
 
 #: The APIs the brief requires, with the lowest and highest version each must cover.
@@ -26,6 +26,9 @@ REQUIRED = {
     "DescribeClientQuotas": (0, 1), "AlterClientQuotas": (0, 1), "DescribeCluster": (0, 1),
     "DescribeProducers": (0, 0), "DescribeTransactions": (0, 0), "ListTransactions": (0, 1),
     "ConsumerGroupHeartbeat": (0, 1), "ConsumerGroupDescribe": (0, 0),
+    # broker -> controller (issue 13, MiniCluster(processes=True))
+    "AlterPartition": (0, 3), "BrokerRegistration": (0, 4), "BrokerHeartbeat": (0, 1),
+    "AllocateProducerIds": (0, 0),
 }
 
 
@@ -36,7 +39,7 @@ def test_every_required_api_and_version_is_in_the_table() -> None:
         assert by_name[name].min_version <= lo and by_name[name].max_version >= hi, name
 
 
-@pytest.mark.parametrize("module", [connection, produce_fetch, groups, txn, admin], ids=lambda x: x.__name__)
+@pytest.mark.parametrize("module", [connection, produce_fetch, groups, txn, admin, controller], ids=lambda x: x.__name__)
 def test_each_family_is_in_key_order(module) -> None:
     keys = [a.key for a in module.APIS]
     assert keys == sorted(keys)

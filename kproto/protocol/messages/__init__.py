@@ -1,7 +1,7 @@
 """The schema table: every API kproto speaks, its data messages, and the classes built from them.
 
 The table is split by API family (:mod:`.connection`, :mod:`.produce_fetch`, :mod:`.groups`,
-:mod:`.txn`, :mod:`.admin`), each written in the :mod:`kproto.protocol.spec` DSL with one
+:mod:`.txn`, :mod:`.admin`, :mod:`.controller`), each written in the :mod:`kproto.protocol.spec` DSL with one
 entry per API key in key order; :data:`TABLE` joins them in key order. Kafka's data
 messages (no API key: the consumer protocol, the ``__consumer_offsets`` records) are in
 :mod:`.data`, joined in :data:`DATA`. Classes are generated from the table at import
@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import enum
 
-from kproto.protocol.messages import admin, connection, data, groups, produce_fetch, txn
+from kproto.protocol.messages import admin, connection, controller, data, groups, produce_fetch, txn
 from kproto.protocol.schema import DataMessage, Message, build_data_message, build_message
 from kproto.protocol.spec import Api, Data
 
@@ -47,9 +47,13 @@ __all__ = [
     "OffsetCommitValue",
     "AddOffsetsToTxnRequest", "AddOffsetsToTxnResponse",
     "AddPartitionsToTxnRequest", "AddPartitionsToTxnResponse",
+    "AllocateProducerIdsRequest", "AllocateProducerIdsResponse",
     "AlterClientQuotasRequest", "AlterClientQuotasResponse",
     "AlterConfigsRequest", "AlterConfigsResponse",
+    "AlterPartitionRequest", "AlterPartitionResponse",
     "ApiVersionsRequest", "ApiVersionsResponse",
+    "BrokerHeartbeatRequest", "BrokerHeartbeatResponse",
+    "BrokerRegistrationRequest", "BrokerRegistrationResponse",
     "ConsumerGroupDescribeRequest", "ConsumerGroupDescribeResponse",
     "ConsumerGroupHeartbeatRequest", "ConsumerGroupHeartbeatResponse",
     "CreateAclsRequest", "CreateAclsResponse",
@@ -93,7 +97,7 @@ __all__ = [
 
 #: Every entry of the table, in API key order.
 TABLE: tuple[Api, ...] = tuple(
-    sorted(connection.APIS + produce_fetch.APIS + groups.APIS + txn.APIS + admin.APIS, key=lambda a: a.key)
+    sorted(connection.APIS + produce_fetch.APIS + groups.APIS + txn.APIS + admin.APIS + controller.APIS, key=lambda a: a.key)
 )
 #: The table by API key.
 APIS: dict[int, Api] = {a.key: a for a in TABLE}
@@ -187,10 +191,14 @@ IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse = REQUESTS[44], 
 OffsetDeleteRequest, OffsetDeleteResponse = REQUESTS[47], RESPONSES[47]
 DescribeClientQuotasRequest, DescribeClientQuotasResponse = REQUESTS[48], RESPONSES[48]
 AlterClientQuotasRequest, AlterClientQuotasResponse = REQUESTS[49], RESPONSES[49]
+AlterPartitionRequest, AlterPartitionResponse = REQUESTS[56], RESPONSES[56]
 DescribeClusterRequest, DescribeClusterResponse = REQUESTS[60], RESPONSES[60]
 DescribeProducersRequest, DescribeProducersResponse = REQUESTS[61], RESPONSES[61]
+BrokerRegistrationRequest, BrokerRegistrationResponse = REQUESTS[62], RESPONSES[62]
+BrokerHeartbeatRequest, BrokerHeartbeatResponse = REQUESTS[63], RESPONSES[63]
 DescribeTransactionsRequest, DescribeTransactionsResponse = REQUESTS[65], RESPONSES[65]
 ListTransactionsRequest, ListTransactionsResponse = REQUESTS[66], RESPONSES[66]
+AllocateProducerIdsRequest, AllocateProducerIdsResponse = REQUESTS[67], RESPONSES[67]
 ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse = REQUESTS[68], RESPONSES[68]
 ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse = REQUESTS[69], RESPONSES[69]
 ConsumerProtocolSubscription = DATA_CLASSES["ConsumerProtocolSubscription"]

@@ -32,12 +32,20 @@ __all__ = [
     "AddOffsetsToTxnResponse",
     "AddPartitionsToTxnRequest",
     "AddPartitionsToTxnResponse",
+    "AllocateProducerIdsRequest",
+    "AllocateProducerIdsResponse",
     "AlterClientQuotasRequest",
     "AlterClientQuotasResponse",
     "AlterConfigsRequest",
     "AlterConfigsResponse",
+    "AlterPartitionRequest",
+    "AlterPartitionResponse",
     "ApiVersionsRequest",
     "ApiVersionsResponse",
+    "BrokerHeartbeatRequest",
+    "BrokerHeartbeatResponse",
+    "BrokerRegistrationRequest",
+    "BrokerRegistrationResponse",
     "ConsumerGroupDescribeRequest",
     "ConsumerGroupDescribeResponse",
     "ConsumerGroupHeartbeatRequest",
@@ -160,10 +168,14 @@ class ApiKey(IntEnum):
     OFFSET_DELETE = 47
     DESCRIBE_CLIENT_QUOTAS = 48
     ALTER_CLIENT_QUOTAS = 49
+    ALTER_PARTITION = 56
     DESCRIBE_CLUSTER = 60
     DESCRIBE_PRODUCERS = 61
+    BROKER_REGISTRATION = 62
+    BROKER_HEARTBEAT = 63
     DESCRIBE_TRANSACTIONS = 65
     LIST_TRANSACTIONS = 66
+    ALLOCATE_PRODUCER_IDS = 67
     CONSUMER_GROUP_HEARTBEAT = 68
     CONSUMER_GROUP_DESCRIBE = 69
 
@@ -4472,6 +4484,169 @@ class AlterClientQuotasResponse(Message):
             unknown_tagged_fields: dict[int, bytes] | None = None,
         ) -> None: ...
 
+class AlterPartitionRequest(Message):
+    """The AlterPartition request body (API key 56, v0-3, flexible v0+).
+
+    Fields:
+        broker_id: int32, v0+, default 0
+        broker_epoch: int64, v0+, default -1
+        topics: []TopicData, v0+
+    """
+    API_KEY: ClassVar[Literal[56]]
+    API_NAME: ClassVar[Literal["AlterPartition"]]
+    IS_REQUEST: ClassVar[Literal[True]]
+    broker_id: int
+    broker_epoch: int
+    topics: list[AlterPartitionRequest.TopicData]
+    def __init__(
+        self,
+        *,
+        broker_id: int = 0,
+        broker_epoch: int = -1,
+        topics: list[AlterPartitionRequest.TopicData] = ...,
+        unknown_tagged_fields: dict[int, bytes] | None = None,
+    ) -> None: ...
+    @classmethod
+    def decode(cls, data: Any, version: int) -> AlterPartitionRequest: ...
+    class TopicData(Struct):
+        """A TopicData struct of AlterPartitionRequest.
+
+        Fields:
+            topic_name: string, v0-1, default '', ignorable
+            topic_id: uuid, v2+, default UUID('00000000-0000-0000-0000-000000000000'), ignorable
+            partitions: []PartitionData, v0+
+        """
+        topic_name: str
+        topic_id: UUID
+        partitions: list[AlterPartitionRequest.PartitionData]
+        def __init__(
+            self,
+            *,
+            topic_name: str = "",
+            topic_id: UUID = ...,
+            partitions: list[AlterPartitionRequest.PartitionData] = ...,
+            unknown_tagged_fields: dict[int, bytes] | None = None,
+        ) -> None: ...
+    class PartitionData(Struct):
+        """A PartitionData struct of AlterPartitionRequest.
+
+        Fields:
+            partition_index: int32, v0+, default 0
+            leader_epoch: int32, v0+, default 0
+            new_isr: []int32, v0-2
+            new_isr_with_epochs: []BrokerState, v3+
+            leader_recovery_state: int8, v1+, default 0
+            partition_epoch: int32, v0+, default 0
+        """
+        partition_index: int
+        leader_epoch: int
+        new_isr: list[int]
+        new_isr_with_epochs: list[AlterPartitionRequest.BrokerState]
+        leader_recovery_state: int
+        partition_epoch: int
+        def __init__(
+            self,
+            *,
+            partition_index: int = 0,
+            leader_epoch: int = 0,
+            new_isr: list[int] = ...,
+            new_isr_with_epochs: list[AlterPartitionRequest.BrokerState] = ...,
+            leader_recovery_state: int = 0,
+            partition_epoch: int = 0,
+            unknown_tagged_fields: dict[int, bytes] | None = None,
+        ) -> None: ...
+    class BrokerState(Struct):
+        """A BrokerState struct of AlterPartitionRequest.
+
+        Fields:
+            broker_id: int32, v3+, default 0
+            broker_epoch: int64, v3+, default -1
+        """
+        broker_id: int
+        broker_epoch: int
+        def __init__(
+            self,
+            *,
+            broker_id: int = 0,
+            broker_epoch: int = -1,
+            unknown_tagged_fields: dict[int, bytes] | None = None,
+        ) -> None: ...
+
+class AlterPartitionResponse(Message):
+    """The AlterPartition response body (API key 56, v0-3, flexible v0+).
+
+    Fields:
+        throttle_time_ms: int32, v0+, default 0
+        error_code: int16, v0+, default 0
+        topics: []TopicData, v0+
+    """
+    API_KEY: ClassVar[Literal[56]]
+    API_NAME: ClassVar[Literal["AlterPartition"]]
+    IS_REQUEST: ClassVar[Literal[False]]
+    throttle_time_ms: int
+    error_code: int
+    topics: list[AlterPartitionResponse.TopicData]
+    def __init__(
+        self,
+        *,
+        throttle_time_ms: int = 0,
+        error_code: int = 0,
+        topics: list[AlterPartitionResponse.TopicData] = ...,
+        unknown_tagged_fields: dict[int, bytes] | None = None,
+    ) -> None: ...
+    @classmethod
+    def decode(cls, data: Any, version: int) -> AlterPartitionResponse: ...
+    class TopicData(Struct):
+        """A TopicData struct of AlterPartitionResponse.
+
+        Fields:
+            topic_name: string, v0-1, default '', ignorable
+            topic_id: uuid, v2+, default UUID('00000000-0000-0000-0000-000000000000'), ignorable
+            partitions: []PartitionData, v0+
+        """
+        topic_name: str
+        topic_id: UUID
+        partitions: list[AlterPartitionResponse.PartitionData]
+        def __init__(
+            self,
+            *,
+            topic_name: str = "",
+            topic_id: UUID = ...,
+            partitions: list[AlterPartitionResponse.PartitionData] = ...,
+            unknown_tagged_fields: dict[int, bytes] | None = None,
+        ) -> None: ...
+    class PartitionData(Struct):
+        """A PartitionData struct of AlterPartitionResponse.
+
+        Fields:
+            partition_index: int32, v0+, default 0
+            error_code: int16, v0+, default 0
+            leader_id: int32, v0+, default 0
+            leader_epoch: int32, v0+, default 0
+            isr: []int32, v0+
+            leader_recovery_state: int8, v1+, default 0, ignorable
+            partition_epoch: int32, v0+, default 0
+        """
+        partition_index: int
+        error_code: int
+        leader_id: int
+        leader_epoch: int
+        isr: list[int]
+        leader_recovery_state: int
+        partition_epoch: int
+        def __init__(
+            self,
+            *,
+            partition_index: int = 0,
+            error_code: int = 0,
+            leader_id: int = 0,
+            leader_epoch: int = 0,
+            isr: list[int] = ...,
+            leader_recovery_state: int = 0,
+            partition_epoch: int = 0,
+            unknown_tagged_fields: dict[int, bytes] | None = None,
+        ) -> None: ...
+
 class DescribeClusterRequest(Message):
     """The DescribeCluster request body (API key 60, v0-1, flexible v0+).
 
@@ -4679,6 +4854,180 @@ class DescribeProducersResponse(Message):
             unknown_tagged_fields: dict[int, bytes] | None = None,
         ) -> None: ...
 
+class BrokerRegistrationRequest(Message):
+    """The BrokerRegistration request body (API key 62, v0-4, flexible v0+).
+
+    Fields:
+        broker_id: int32, v0+, default 0
+        cluster_id: string, v0+, default ''
+        incarnation_id: uuid, v0+, default UUID('00000000-0000-0000-0000-000000000000')
+        listeners: []Listener, v0+
+        features: []Feature, v0+
+        rack: string, v0+, nullable v0+, default ''
+        is_migrating_zk_broker: bool, v1+, default False
+        log_dirs: []uuid, v2+, ignorable
+        previous_broker_epoch: int64, v3+, default -1, ignorable
+    """
+    API_KEY: ClassVar[Literal[62]]
+    API_NAME: ClassVar[Literal["BrokerRegistration"]]
+    IS_REQUEST: ClassVar[Literal[True]]
+    broker_id: int
+    cluster_id: str
+    incarnation_id: UUID
+    listeners: list[BrokerRegistrationRequest.Listener]
+    features: list[BrokerRegistrationRequest.Feature]
+    rack: str | None
+    is_migrating_zk_broker: bool
+    log_dirs: list[UUID]
+    previous_broker_epoch: int
+    def __init__(
+        self,
+        *,
+        broker_id: int = 0,
+        cluster_id: str = "",
+        incarnation_id: UUID = ...,
+        listeners: list[BrokerRegistrationRequest.Listener] = ...,
+        features: list[BrokerRegistrationRequest.Feature] = ...,
+        rack: str | None = "",
+        is_migrating_zk_broker: bool = False,
+        log_dirs: list[UUID] = ...,
+        previous_broker_epoch: int = -1,
+        unknown_tagged_fields: dict[int, bytes] | None = None,
+    ) -> None: ...
+    @classmethod
+    def decode(cls, data: Any, version: int) -> BrokerRegistrationRequest: ...
+    class Listener(Struct):
+        """A Listener struct of BrokerRegistrationRequest.
+
+        Fields:
+            name: string, v0+, default ''
+            host: string, v0+, default ''
+            port: uint16, v0+, default 0
+            security_protocol: int16, v0+, default 0
+        """
+        name: str
+        host: str
+        port: int
+        security_protocol: int
+        def __init__(
+            self,
+            *,
+            name: str = "",
+            host: str = "",
+            port: int = 0,
+            security_protocol: int = 0,
+            unknown_tagged_fields: dict[int, bytes] | None = None,
+        ) -> None: ...
+    class Feature(Struct):
+        """A Feature struct of BrokerRegistrationRequest.
+
+        Fields:
+            name: string, v0+, default ''
+            min_supported_version: int16, v0+, default 0
+            max_supported_version: int16, v0+, default 0
+        """
+        name: str
+        min_supported_version: int
+        max_supported_version: int
+        def __init__(
+            self,
+            *,
+            name: str = "",
+            min_supported_version: int = 0,
+            max_supported_version: int = 0,
+            unknown_tagged_fields: dict[int, bytes] | None = None,
+        ) -> None: ...
+
+class BrokerRegistrationResponse(Message):
+    """The BrokerRegistration response body (API key 62, v0-4, flexible v0+).
+
+    Fields:
+        throttle_time_ms: int32, v0+, default 0
+        error_code: int16, v0+, default 0
+        broker_epoch: int64, v0+, default -1
+    """
+    API_KEY: ClassVar[Literal[62]]
+    API_NAME: ClassVar[Literal["BrokerRegistration"]]
+    IS_REQUEST: ClassVar[Literal[False]]
+    throttle_time_ms: int
+    error_code: int
+    broker_epoch: int
+    def __init__(
+        self,
+        *,
+        throttle_time_ms: int = 0,
+        error_code: int = 0,
+        broker_epoch: int = -1,
+        unknown_tagged_fields: dict[int, bytes] | None = None,
+    ) -> None: ...
+    @classmethod
+    def decode(cls, data: Any, version: int) -> BrokerRegistrationResponse: ...
+
+class BrokerHeartbeatRequest(Message):
+    """The BrokerHeartbeat request body (API key 63, v0-1, flexible v0+).
+
+    Fields:
+        broker_id: int32, v0+, default 0
+        broker_epoch: int64, v0+, default -1
+        current_metadata_offset: int64, v0+, default 0
+        want_fence: bool, v0+, default False
+        want_shut_down: bool, v0+, default False
+        offline_log_dirs: []uuid, v1+, tag 0
+    """
+    API_KEY: ClassVar[Literal[63]]
+    API_NAME: ClassVar[Literal["BrokerHeartbeat"]]
+    IS_REQUEST: ClassVar[Literal[True]]
+    broker_id: int
+    broker_epoch: int
+    current_metadata_offset: int
+    want_fence: bool
+    want_shut_down: bool
+    offline_log_dirs: list[UUID]
+    def __init__(
+        self,
+        *,
+        broker_id: int = 0,
+        broker_epoch: int = -1,
+        current_metadata_offset: int = 0,
+        want_fence: bool = False,
+        want_shut_down: bool = False,
+        offline_log_dirs: list[UUID] = ...,
+        unknown_tagged_fields: dict[int, bytes] | None = None,
+    ) -> None: ...
+    @classmethod
+    def decode(cls, data: Any, version: int) -> BrokerHeartbeatRequest: ...
+
+class BrokerHeartbeatResponse(Message):
+    """The BrokerHeartbeat response body (API key 63, v0-1, flexible v0+).
+
+    Fields:
+        throttle_time_ms: int32, v0+, default 0
+        error_code: int16, v0+, default 0
+        is_caught_up: bool, v0+, default False
+        is_fenced: bool, v0+, default True
+        should_shut_down: bool, v0+, default False
+    """
+    API_KEY: ClassVar[Literal[63]]
+    API_NAME: ClassVar[Literal["BrokerHeartbeat"]]
+    IS_REQUEST: ClassVar[Literal[False]]
+    throttle_time_ms: int
+    error_code: int
+    is_caught_up: bool
+    is_fenced: bool
+    should_shut_down: bool
+    def __init__(
+        self,
+        *,
+        throttle_time_ms: int = 0,
+        error_code: int = 0,
+        is_caught_up: bool = False,
+        is_fenced: bool = True,
+        should_shut_down: bool = False,
+        unknown_tagged_fields: dict[int, bytes] | None = None,
+    ) -> None: ...
+    @classmethod
+    def decode(cls, data: Any, version: int) -> BrokerHeartbeatResponse: ...
+
 class DescribeTransactionsRequest(Message):
     """The DescribeTransactions request body (API key 65, v0, flexible v0+).
 
@@ -4841,6 +5190,56 @@ class ListTransactionsResponse(Message):
             transaction_state: str = "",
             unknown_tagged_fields: dict[int, bytes] | None = None,
         ) -> None: ...
+
+class AllocateProducerIdsRequest(Message):
+    """The AllocateProducerIds request body (API key 67, v0, flexible v0+).
+
+    Fields:
+        broker_id: int32, v0+, default 0
+        broker_epoch: int64, v0+, default -1
+    """
+    API_KEY: ClassVar[Literal[67]]
+    API_NAME: ClassVar[Literal["AllocateProducerIds"]]
+    IS_REQUEST: ClassVar[Literal[True]]
+    broker_id: int
+    broker_epoch: int
+    def __init__(
+        self,
+        *,
+        broker_id: int = 0,
+        broker_epoch: int = -1,
+        unknown_tagged_fields: dict[int, bytes] | None = None,
+    ) -> None: ...
+    @classmethod
+    def decode(cls, data: Any, version: int) -> AllocateProducerIdsRequest: ...
+
+class AllocateProducerIdsResponse(Message):
+    """The AllocateProducerIds response body (API key 67, v0, flexible v0+).
+
+    Fields:
+        throttle_time_ms: int32, v0+, default 0
+        error_code: int16, v0+, default 0
+        producer_id_start: int64, v0+, default 0
+        producer_id_len: int32, v0+, default 0
+    """
+    API_KEY: ClassVar[Literal[67]]
+    API_NAME: ClassVar[Literal["AllocateProducerIds"]]
+    IS_REQUEST: ClassVar[Literal[False]]
+    throttle_time_ms: int
+    error_code: int
+    producer_id_start: int
+    producer_id_len: int
+    def __init__(
+        self,
+        *,
+        throttle_time_ms: int = 0,
+        error_code: int = 0,
+        producer_id_start: int = 0,
+        producer_id_len: int = 0,
+        unknown_tagged_fields: dict[int, bytes] | None = None,
+    ) -> None: ...
+    @classmethod
+    def decode(cls, data: Any, version: int) -> AllocateProducerIdsResponse: ...
 
 class ConsumerGroupHeartbeatRequest(Message):
     """The ConsumerGroupHeartbeat request body (API key 68, v0-1, flexible v0+).

@@ -1,0 +1,241 @@
+"""The controller endpoint of ``MiniCluster(processes=True)``: the Quorum, served on a port.
+
+In process mode the brokers run in processes of their own and the
+:class:`~minibroker.cluster.quorum.Quorum` (the metadata log, the active controller, its
+lease and failover) stays in the parent. :class:`ControllerServer` listens on
+``127.0.0.1:0`` and answers, as a KRaft controller listener does:
+
+- BrokerRegistration (62), BrokerHeartbeat (63), AlterPartition (56),
+  AllocateProducerIds (67), and the CreateTopics, CreatePartitions and DeleteTopics that
+  brokers forward, each by the Quorum's in-process channel for the sending broker (so the
+  answers, NOT_CONTROLLER included, are the in-process ones);
+- Fetch of ``__cluster_metadata`` partition 0: the metadata log's records after the
+  fetch offset, parked up to ``max_wait_ms`` while there are none and the fetcher knows
+  the current controller epoch; ``current_leader`` names the active controller
+  (:mod:`~minibroker.cluster.remote` has the record encoding);
+- ApiVersions, naming exactly these APIs. A client listener never advertises them.
+
+The controller lease: a broker's registration or heartbeat arriving renews its lease
+(``Quorum.renew_lease``), as the in-process node's heartbeat task does, so the lowest live
+node still hosts the active controller and a killed node's lease expires with it.
+
+Each connection's requests are answered in order, one at a time (Kafka's rule); a broker
+long-polls the metadata on a connection of its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from kproto.errors import (
+    KafkaCodeError,
+    OffsetOutOfRangeError,
+    ProtocolError,
+    UnknownTopicIdError,
+    UnsupportedVersionError,
+)
+from kproto.protocol import (
+    ApiKey,
+    FrameReader,
+    UnsupportedApiVersionError,
+    decode_request,
+    encode_response,
+)
+from kproto.protocol import messages as m
+from minibroker.cluster import remote
+from minibroker.cluster.metadata import Record
+from minibroker.cluster.quorum import Quorum
+from minibroker.config import BrokerConfig
+
+__all__ = ["ControllerServer", "SERVED"]
+
+log = logging.getLogger("minibroker.cluster")
+
+#: What the endpoint serves, ``{api_key: (min_version, max_version)}``: what the wire
+#: mapping of :mod:`~minibroker.cluster.remote` reads and writes.
+SERVED: dict[int, tuple[int, int]] = {
+    ApiKey.FETCH: (13, 17),
+    ApiKey.API_VERSIONS: (0, 4),
+    ApiKey.CREATE_TOPICS: (7, 7),
+    ApiKey.DELETE_TOPICS: (6, 6),
+    ApiKey.CREATE_PARTITIONS: (0, 3),
+    ApiKey.ALTER_PARTITION: (3, 3),
+    ApiKey.BROKER_REGISTRATION: (0, 4),
+    ApiKey.BROKER_HEARTBEAT: (0, 1),
+    ApiKey.ALLOCATE_PRODUCER_IDS: (0, 0),
+}
+
+_WAKE = -1  # the endpoint's own subscription to the Quorum's commits (node ids are >= 0)
+
+
+class ControllerServer:
+    """The Quorum's endpoint (see the module docstring).
+
+    Attributes:
+        port: the port listened on (known after :meth:`start`).
+        registered: ``{node_id: broker_epoch}`` of the last registration accepted per node;
+            the parent's handle on a broker process reads its epoch and endpoint here.
+        endpoints: ``{node_id: (host, port)}`` of those registrations.
+    """
+
+    def __init__(self, quorum: Quorum, config: BrokerConfig, host: str = "127.0.0.1", port: int = 0):
+        self.quorum = quorum
+        self.config = config
+        self.host, self.port = host, port
+        self.registered: dict[int, int] = {}
+        self.endpoints: dict[int, tuple[str, int]] = {}
+        self._server: asyncio.base_events.Server | None = None
+        self._connections: set[asyncio.Task[None]] = set()
+        self._committed = asyncio.Event()
+
+    async def start(self) -> None:
+        self._server = await asyncio.start_server(self._serve, self.host, self.port)
+        self.port = self._server.sockets[0].getsockname()[1]
+        self.quorum.subscribe(_WAKE, self._on_commit, from_offset=self.quorum.log.end_offset)
+        log.info("controller endpoint listening on %s:%d", self.host, self.port)
+
+    async def stop(self) -> None:
+        """Stop listening and close every connection."""
+        self.quorum.unsubscribe(_WAKE)
+        if self._server is None:
+            return
+        self._server.close()
+        for task in list(self._connections):
+            task.cancel()
+        await asyncio.gather(*self._connections, return_exceptions=True)
+        await self._server.wait_closed()
+        self._server = None
+
+    def _on_commit(self, offset: int, records: Sequence[Record]) -> None:
+        self._committed.set()
+        self._committed = asyncio.Event()
+
+    # -- connections -------------------------------------------------------------------------------
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._connections.add(task)
+        frames = FrameReader()
+        try:
+            while data := await reader.read(256 * 1024):
+                frames.receive_data(data)
+                while (frame := frames.next_frame()) is not None:
+                    writer.write(await self._answer(frame))
+                    await writer.drain()
+        except ProtocolError as exc:
+            log.info("controller endpoint: closing a connection: %s", exc)
+        except (ConnectionError, asyncio.CancelledError):
+            pass
+        except Exception:  # a bug costs one connection, never the endpoint
+            log.exception("controller endpoint: closing a connection after an internal error")
+        finally:
+            self._connections.discard(task)
+            writer.close()
+
+    async def _answer(self, frame: bytes) -> bytes:
+        try:
+            header, request = decode_request(frame, strict=False)
+        except UnsupportedApiVersionError as exc:
+            if exc.api_key == ApiKey.API_VERSIONS:
+                return encode_response(ApiKey.API_VERSIONS, 0, exc.correlation_id,
+                                       _api_versions(UnsupportedVersionError.code))
+            raise ProtocolError(f"unsupported API key {exc.api_key} version {exc.api_version}") from None
+        served = SERVED.get(header.api_key)
+        if served is None or not served[0] <= header.api_version <= served[1]:
+            if header.api_key == ApiKey.API_VERSIONS:
+                return encode_response(ApiKey.API_VERSIONS, 0, header.correlation_id,
+                                       _api_versions(UnsupportedVersionError.code))
+            raise ProtocolError(f"API key {header.api_key} version {header.api_version} is not served "
+                                "by the controller endpoint")
+        response = await self._handle(header.api_key, request)
+        return encode_response(header.api_key, header.api_version, header.correlation_id, response)
+
+    # -- the APIs ----------------------------------------------------------------------------------
+
+    async def _handle(self, api_key: int, w: Any) -> Any:
+        quorum = self.quorum
+        if api_key == ApiKey.API_VERSIONS:
+            return _api_versions(0)
+        if api_key == ApiKey.FETCH:
+            return await self._fetch(w)
+        if api_key == ApiKey.BROKER_REGISTRATION:
+            request = remote.registration_from_wire(w)
+            quorum.renew_lease(request.broker_id)  # alive from now on: it may host the controller
+            reply = await quorum.channel_for(request.broker_id).register_broker(request)
+            if reply.error_code == 0:
+                self.registered[request.broker_id] = reply.broker_epoch
+                self.endpoints[request.broker_id] = (request.host, request.port)
+            return m.BrokerRegistrationResponse(error_code=reply.error_code, broker_epoch=reply.broker_epoch)
+        if api_key == ApiKey.BROKER_HEARTBEAT:
+            beat = remote.heartbeat_from_wire(w)
+            if not beat.want_shut_down:
+                quorum.renew_lease(beat.broker_id)
+            answer = await quorum.channel_for(beat.broker_id).heartbeat(beat)
+            return m.BrokerHeartbeatResponse(error_code=answer.error_code, is_caught_up=answer.is_caught_up,
+                                             is_fenced=answer.is_fenced, should_shut_down=answer.should_shut_down)
+        if api_key == ApiKey.ALTER_PARTITION:
+            alter = remote.alter_partition_from_wire(w)
+            return remote.alter_partition_reply_to_wire(
+                alter, await quorum.channel_for(alter.broker_id).alter_partition(alter))
+        if api_key == ApiKey.ALLOCATE_PRODUCER_IDS:
+            try:
+                first, count = await quorum.channel_for(w.broker_id).allocate_producer_ids(w.broker_id, w.broker_epoch)
+            except KafkaCodeError as exc:
+                return m.AllocateProducerIdsResponse(error_code=exc.code)
+            return m.AllocateProducerIdsResponse(producer_id_start=first, producer_id_len=count)
+        channel = quorum.channel_for(-1)
+        if api_key == ApiKey.CREATE_TOPICS:
+            return remote.topic_results_to_wire(await channel.create_topics(remote.create_topics_from_wire(w),
+                                                                            validate_only=w.validate_only))
+        if api_key == ApiKey.CREATE_PARTITIONS:
+            results = [await channel.create_partitions(
+                t.name, t.count, None if t.assignments is None else [tuple(a.broker_ids) for a in t.assignments],
+                validate_only=w.validate_only) for t in w.topics]
+            R = m.CreatePartitionsResponse
+            return R(results=[R.CreatePartitionsTopicResult(name=r.name, error_code=r.error_code,
+                                                            error_message=r.error_message) for r in results])
+        assert api_key == ApiKey.DELETE_TOPICS
+        return remote.deleted_to_wire(await channel.delete_topics([t.topic_id for t in w.topics]))
+
+    async def _fetch(self, w: Any) -> Any:
+        """A Fetch of the metadata log (see the module docstring)."""
+        R = m.FetchResponse
+        quorum = self.quorum
+        [(topic_id, p)] = [(t.topic_id, p) for t in w.topics for p in t.partitions] or [(None, None)]
+        if p is None or topic_id != remote.METADATA_TOPIC_ID or p.partition != 0:
+            return R(error_code=UnknownTopicIdError.code)
+        deadline = time.monotonic() + w.max_wait_ms / 1000
+        tick = int(self.config["broker.heartbeat.interval.ms"]) / 1000
+        code = 0
+        while True:
+            end = quorum.log.end_offset
+            if p.fetch_offset > end:
+                code = OffsetOutOfRangeError.code
+                break
+            remaining = deadline - time.monotonic()
+            # Park while there is nothing new for a fetcher that knows the controller; an
+            # election commits nothing, so the wait is also cut into heartbeat intervals.
+            if p.fetch_offset < end or p.current_leader_epoch != quorum.controller_epoch or remaining <= 0:
+                break
+            try:
+                await asyncio.wait_for(self._committed.wait(), min(remaining, tick))
+            except asyncio.TimeoutError:
+                pass
+        entries = quorum.log.read(p.fetch_offset) if code == 0 else []
+        end = quorum.log.end_offset
+        part = R.PartitionData(
+            partition_index=0, error_code=code, high_watermark=end, last_stable_offset=end, log_start_offset=0,
+            current_leader=R.LeaderIdAndEpoch(leader_id=quorum.controller_id, leader_epoch=quorum.controller_epoch),
+            records=remote.metadata_records(entries, quorum.controller_epoch))
+        return R(responses=[R.FetchableTopicResponse(topic_id=remote.METADATA_TOPIC_ID, partitions=[part])])
+
+
+def _api_versions(error_code: int) -> Any:
+    R = m.ApiVersionsResponse
+    return R(error_code=error_code, api_keys=[R.ApiVersion(api_key=k, min_version=lo, max_version=hi)
+                                              for k, (lo, hi) in sorted(SERVED.items())])

@@ -1,0 +1,481 @@
+"""The controller on the wire: a broker process's way to the quorum in the parent process.
+
+In ``MiniCluster(processes=True)`` each broker runs in a process of its own and the
+:class:`~minibroker.cluster.quorum.Quorum` stays in the parent, served by a
+:class:`~minibroker.cluster.controller_server.ControllerServer`. What a broker asks the
+controller travels as Kafka's broker-to-controller RPCs (KIP-631): BrokerRegistration (62),
+BrokerHeartbeat (63), AlterPartition (56), AllocateProducerIds (67), and the forwarded
+CreateTopics, CreatePartitions and DeleteTopics. This module owns both directions of that
+mapping (the :mod:`~minibroker.cluster.api` dataclasses to and from kproto's messages) and
+the broker's side:
+
+- :class:`RemoteControllerChannel`, a :class:`~minibroker.cluster.api.ControllerChannel`
+  over one kproto :class:`~kproto.io.connection.Connection`;
+- :class:`MetadataFollower`: as a KRaft broker fetches ``__cluster_metadata`` from the
+  controller quorum (KIP-595), it long-polls a Fetch of partition 0 of
+  ``__cluster_metadata`` (topic id ``00000000-0000-0000-0000-000000000001``, Kafka's
+  ``Uuid.METADATA_TOPIC_ID``) after the offset it applied, and hands the records to the
+  same ``ReplicaManager.apply`` the in-process delivery calls. The response's
+  ``current_leader`` names the active controller and its epoch. **The record values are
+  minibroker's JSON** (:func:`~minibroker.cluster.metadata.encode_record`), not Kafka's
+  metadata record format;
+- :class:`RemoteQuorum`: what a :class:`~minibroker.cluster.node.ClusterNode` needs of a
+  quorum (:class:`~minibroker.cluster.api.QuorumLink`), so the node runs unchanged.
+
+Read your writes: in process the controller's commits reach every broker before the call
+returns, and callers rely on that (a topic just created is in the image). Over the wire
+the channel keeps that promise: after a call that commits (AlterPartition, CreateTopics,
+CreatePartitions, DeleteTopics) it fetches the metadata once more, without waiting, and
+applies it before returning. Kafka's brokers do not; their clients retry instead.
+
+An unreachable controller (the parent busy or gone) answers NOT_CONTROLLER, which the
+node retries as it does during a failover.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from kproto.errors import KafkaError, NotControllerError, for_code
+from kproto.io.connection import Connection
+from kproto.protocol import messages as m
+from kproto.records import BatchBuilder, read_batches
+from minibroker.cluster.api import (
+    AlterPartitionReply,
+    AlterPartitionRequest,
+    BrokerHeartbeatReply,
+    BrokerHeartbeatRequest,
+    BrokerRegistrationReply,
+    BrokerRegistrationRequest,
+    NewTopic,
+    ReplicaBrokerEpoch,
+    TopicResult,
+)
+from minibroker.cluster.metadata import MetadataImage, Record, decode_record, encode_record
+from minibroker.config import BrokerConfig
+
+__all__ = [
+    "METADATA_FETCH_VERSION",
+    "METADATA_TOPIC",
+    "METADATA_TOPIC_ID",
+    "MetadataFollower",
+    "RemoteControllerChannel",
+    "RemoteQuorum",
+    "VERSIONS",
+    "metadata_records",
+    "read_metadata_records",
+]
+
+log = logging.getLogger("minibroker.cluster")
+
+METADATA_TOPIC = "__cluster_metadata"
+METADATA_TOPIC_ID = uuid.UUID(int=1)  # Kafka's Uuid.METADATA_TOPIC_ID
+METADATA_FETCH_VERSION = 15  # topic ids (KIP-516), current_leader (KIP-595), replica_state (KIP-903)
+
+#: The version each RPC is sent in (the controller endpoint serves these ranges and more).
+VERSIONS: dict[int, int] = {
+    m.ApiKey.BROKER_REGISTRATION: 4,
+    m.ApiKey.BROKER_HEARTBEAT: 1,
+    m.ApiKey.ALTER_PARTITION: 3,  # new_isr_with_epochs (KIP-903), topic ids
+    m.ApiKey.ALLOCATE_PRODUCER_IDS: 0,
+    m.ApiKey.CREATE_TOPICS: 7,  # topic_id in the answer
+    m.ApiKey.CREATE_PARTITIONS: 3,
+    m.ApiKey.DELETE_TOPICS: 6,  # topics by id
+    m.ApiKey.FETCH: METADATA_FETCH_VERSION,
+}
+
+_ZERO = uuid.UUID(int=0)
+_KEYS = {cls: key for key, cls in m.REQUESTS.items()}
+_LISTENER = "PLAINTEXT"
+
+
+# -- the mapping: api dataclasses <-> kproto messages --------------------------------------------
+# Each pair is used by the two ends: the broker's channel encodes requests and decodes
+# replies, the ControllerServer the other way round.
+
+def registration_to_wire(r: BrokerRegistrationRequest, cluster_id: str) -> Any:
+    return m.BrokerRegistrationRequest(
+        broker_id=r.broker_id, cluster_id=cluster_id, incarnation_id=r.incarnation_id,
+        listeners=[m.BrokerRegistrationRequest.Listener(name=_LISTENER, host=r.host, port=r.port,
+                                                        security_protocol=0)],
+        rack=r.rack)
+
+
+def registration_from_wire(w: Any) -> BrokerRegistrationRequest:
+    """Raises ValueError: no listener."""
+    if not w.listeners:
+        raise ValueError(f"broker {w.broker_id} registered no listener")
+    listener = w.listeners[0]
+    return BrokerRegistrationRequest(broker_id=w.broker_id, incarnation_id=w.incarnation_id, host=listener.host,
+                                     port=listener.port, rack=w.rack)
+
+
+def heartbeat_to_wire(r: BrokerHeartbeatRequest) -> Any:
+    return m.BrokerHeartbeatRequest(broker_id=r.broker_id, broker_epoch=r.broker_epoch,
+                                    current_metadata_offset=r.current_metadata_offset, want_fence=False,
+                                    want_shut_down=r.want_shut_down)
+
+
+def heartbeat_from_wire(w: Any) -> BrokerHeartbeatRequest:
+    return BrokerHeartbeatRequest(broker_id=w.broker_id, broker_epoch=w.broker_epoch,
+                                  current_metadata_offset=w.current_metadata_offset, want_shut_down=w.want_shut_down)
+
+
+def alter_partition_to_wire(r: AlterPartitionRequest) -> Any:
+    W = m.AlterPartitionRequest
+    return W(broker_id=r.broker_id, broker_epoch=r.broker_epoch, topics=[W.TopicData(topic_id=r.topic_id, partitions=[
+        W.PartitionData(partition_index=r.partition, leader_epoch=r.leader_epoch, partition_epoch=r.partition_epoch,
+                        new_isr_with_epochs=[W.BrokerState(broker_id=b.broker_id, broker_epoch=b.broker_epoch)
+                                             for b in r.new_isr])])])
+
+
+def alter_partition_from_wire(w: Any) -> AlterPartitionRequest:
+    """Raises ValueError: not exactly one partition (a MiniCluster leader sends one at a time)."""
+    parts = [(t.topic_id, p) for t in w.topics for p in t.partitions]
+    if len(parts) != 1:
+        raise ValueError(f"AlterPartition with {len(parts)} partitions; minibroker's brokers send one")
+    topic_id, p = parts[0]
+    return AlterPartitionRequest(
+        broker_id=w.broker_id, broker_epoch=w.broker_epoch, topic_id=topic_id, partition=p.partition_index,
+        leader_epoch=p.leader_epoch, partition_epoch=p.partition_epoch,
+        new_isr=tuple(ReplicaBrokerEpoch(broker_id=b.broker_id, broker_epoch=b.broker_epoch)
+                      for b in p.new_isr_with_epochs))
+
+
+def alter_partition_reply_to_wire(request: AlterPartitionRequest, reply: AlterPartitionReply) -> Any:
+    W = m.AlterPartitionResponse
+    reg = reply.registration
+    part = W.PartitionData(partition_index=request.partition, error_code=reply.error_code)
+    if reg is not None:
+        part.leader_id, part.leader_epoch, part.isr, part.partition_epoch = (
+            reg.leader, reg.leader_epoch, list(reg.isr), reg.partition_epoch)
+    return W(topics=[W.TopicData(topic_id=request.topic_id, partitions=[part])])
+
+
+def create_topics_to_wire(topics: Sequence[NewTopic], validate_only: bool) -> Any:
+    W = m.CreateTopicsRequest
+    return W(validate_only=validate_only, topics=[W.CreatableTopic(
+        name=t.name, num_partitions=t.num_partitions, replication_factor=t.replication_factor,
+        assignments=[W.CreatableReplicaAssignment(partition_index=i, broker_ids=list(b))
+                     for i, b in sorted((t.assignments or {}).items())],
+        configs=[W.CreatableTopicConfig(name=k, value=v) for k, v in (t.configs or {}).items()]) for t in topics])
+
+
+def create_topics_from_wire(w: Any) -> list[NewTopic]:
+    return [NewTopic(name=t.name, num_partitions=t.num_partitions, replication_factor=t.replication_factor,
+                     assignments={a.partition_index: tuple(a.broker_ids) for a in t.assignments} or None,
+                     configs={c.name: c.value for c in t.configs}) for t in w.topics]
+
+
+def topic_results_to_wire(results: Sequence[TopicResult]) -> Any:
+    W = m.CreateTopicsResponse
+    return W(topics=[W.CreatableTopicResult(
+        name=r.name, topic_id=r.topic_id or _ZERO, error_code=r.error_code, error_message=r.error_message,
+        num_partitions=r.num_partitions, replication_factor=r.replication_factor) for r in results])
+
+
+def topic_results_from_wire(w: Any) -> list[TopicResult]:
+    return [TopicResult(name=r.name, topic_id=None if r.topic_id == _ZERO else r.topic_id, error_code=r.error_code,
+                        error_message=r.error_message, num_partitions=r.num_partitions,
+                        replication_factor=r.replication_factor) for r in w.topics]
+
+
+def create_partitions_to_wire(name: str, count: int, assignments: Sequence[tuple[int, ...]] | None,
+                              validate_only: bool) -> Any:
+    W = m.CreatePartitionsRequest
+    return W(validate_only=validate_only, topics=[W.CreatePartitionsTopic(
+        name=name, count=count,
+        assignments=None if assignments is None else [W.CreatePartitionsAssignment(broker_ids=list(a))
+                                                      for a in assignments])])
+
+
+def delete_topics_to_wire(topic_ids: Sequence[uuid.UUID]) -> Any:
+    W = m.DeleteTopicsRequest
+    return W(topics=[W.DeleteTopicState(topic_id=t) for t in topic_ids])
+
+
+def deleted_to_wire(results: Sequence[TopicResult]) -> Any:
+    W = m.DeleteTopicsResponse
+    return W(responses=[W.DeletableTopicResult(name=r.name, topic_id=r.topic_id or _ZERO, error_code=r.error_code,
+                                               error_message=r.error_message) for r in results])
+
+
+# -- metadata records in a Fetch -------------------------------------------------------------
+
+def metadata_records(entries: Sequence[tuple[int, Record]], controller_epoch: int) -> bytes | None:
+    """The records ``entries`` (consecutive offsets) as one record batch, each value the
+    record's JSON; None when there are none."""
+    if not entries:
+        return None
+    batch = BatchBuilder(base_offset=entries[0][0], partition_leader_epoch=controller_epoch)
+    for _, record in entries:
+        batch.append(0, None, encode_record(record))
+    return batch.build()  # type: ignore[no-any-return]
+
+
+def read_metadata_records(data: Any) -> list[tuple[int, Record]]:
+    """``(offset, record)`` of every record of a metadata Fetch's record set."""
+    if not data:
+        return []
+    return [(r.offset, decode_record(bytes(r.value or b""))) for batch in read_batches(bytes(data))
+            for r in batch.records()]
+
+
+# -- the broker's side ---------------------------------------------------------------------------
+
+Deliver = Callable[[int, Sequence[Record]], None]
+
+
+class MetadataFollower:
+    """Fetches the metadata log from the controller endpoint and delivers it in offset order.
+
+    Attributes:
+        image: the metadata as applied (the follower's own copy: AlterPartition's answer
+            carries no replicas, and the reply's registration is read from here).
+        applied: the offset of the last record delivered (-1: none).
+        leader_id, leader_epoch: the active controller and its epoch, from the last answer
+            (``current_leader``; -1 before the first).
+    """
+
+    def __init__(self, quorum: RemoteQuorum, node_id: int, deliver: Deliver, from_offset: int):
+        self._quorum = quorum
+        self.node_id = node_id
+        self._deliver = deliver
+        self.image = MetadataImage()
+        self.applied = from_offset - 1
+        self.leader_id = -1
+        self.leader_epoch = -1
+
+    def _request(self, max_wait_ms: int) -> Any:
+        W = m.FetchRequest
+        return W(replica_state=W.ReplicaState(replica_id=self.node_id, replica_epoch=-1), max_wait_ms=max_wait_ms,
+                 min_bytes=1, max_bytes=self._quorum.config["replica.fetch.response.max.bytes"], isolation_level=0,
+                 session_id=0, session_epoch=-1, topics=[W.FetchTopic(topic_id=METADATA_TOPIC_ID, partitions=[
+                     W.FetchPartition(partition=0, current_leader_epoch=self.leader_epoch,
+                                      fetch_offset=self.applied + 1,
+                                      partition_max_bytes=self._quorum.config["replica.fetch.max.bytes"])])])
+
+    async def fetch_once(self, conn: Connection, max_wait_ms: int) -> None:
+        """One Fetch (parked up to ``max_wait_ms`` by the controller when there is nothing
+        new), its records delivered.
+
+        Raises:
+            KafkaError: the controller endpoint answered with an error.
+        """
+        response = await conn.request_versioned(self._request(max_wait_ms), METADATA_FETCH_VERSION,
+                                                timeout=max_wait_ms / 1000 + conn.request_timeout)
+        [part] = [p for t in response.responses for p in t.partitions]
+        if part.error_code:
+            raise for_code(part.error_code)(f"metadata fetch at offset {self.applied + 1}")
+        if part.current_leader is not None:
+            self.leader_id, self.leader_epoch = part.current_leader.leader_id, part.current_leader.leader_epoch
+        self._apply(read_metadata_records(part.records))
+
+    def _apply(self, entries: list[tuple[int, Record]]) -> None:
+        # Two fetches may overlap (the long poll and a read-your-writes catch-up): what is
+        # applied already is skipped; the rest is contiguous, as each fetch started at or
+        # before applied + 1.
+        fresh = [r for offset, r in entries if offset > self.applied]
+        if not fresh:
+            return
+        last = entries[-1][0]
+        self.image.apply(last, fresh)
+        self.applied = last
+        try:
+            self._deliver(last, fresh)
+        except Exception:  # as the Quorum's delivery: logged, the next records still come
+            log.exception("node %d failed to apply metadata up to offset %d", self.node_id, last)
+
+    async def run(self) -> None:
+        """Long-poll until cancelled; on a failure, reconnect after
+        ``replica.fetch.backoff.ms``."""
+        config = self._quorum.config
+        wait = int(config["broker.heartbeat.interval.ms"]) * 4
+        conn: Connection | None = None
+        try:
+            while True:
+                try:
+                    if conn is None or conn.closed:
+                        conn = self._quorum.connection(f"broker-{self.node_id}-metadata")
+                        await conn.open()
+                    await self.fetch_once(conn, wait)
+                except (OSError, KafkaError, asyncio.TimeoutError) as exc:
+                    log.info("node %d: metadata fetch failed (%s); retrying", self.node_id, exc)
+                    if conn is not None:
+                        await conn.close(timeout=1.0)
+                        conn = None
+                    await asyncio.sleep(int(config["replica.fetch.backoff.ms"]) / 1000)
+        finally:
+            if conn is not None:
+                await conn.close(timeout=1.0)
+
+
+class RemoteControllerChannel:
+    """A :class:`~minibroker.cluster.api.ControllerChannel` over the wire (see the module
+    docstring); one per broker process."""
+
+    def __init__(self, quorum: RemoteQuorum, node_id: int):
+        self._quorum = quorum
+        self.node_id = node_id
+        self._conn: Connection | None = None
+        self._opening = asyncio.Lock()
+
+    @property
+    def active_controller_id(self) -> int:
+        follower = self._quorum.follower
+        return -1 if follower is None else follower.leader_id
+
+    async def _connection(self) -> Connection:
+        async with self._opening:
+            if self._conn is None or self._conn.closed:
+                conn = self._quorum.connection(f"broker-{self.node_id}-controller")
+                try:
+                    await conn.open()
+                except BaseException:
+                    await conn.close(timeout=1.0)
+                    raise
+                self._conn = conn
+            return self._conn
+
+    async def _call(self, body: Any) -> Any:
+        """The answer to ``body``; NotControllerError when the endpoint cannot be reached."""
+        try:  # the endpoint answers errors in the body: anything raised here is the transport's
+            conn = await self._connection()
+            return await conn.request_versioned(body, VERSIONS[_KEYS[type(body)]])
+        except (OSError, asyncio.TimeoutError, KafkaError) as exc:
+            await self.close()
+            raise NotControllerError(f"the controller endpoint is unreachable: {exc}") from exc
+
+    async def _caught_up(self) -> None:
+        """Read your writes (see the module docstring): what the controller committed before
+        its answer is applied here before the call returns."""
+        follower = self._quorum.follower
+        if follower is not None:
+            await follower.fetch_once(await self._connection(), 0)
+
+    async def close(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            await conn.close(timeout=1.0)
+
+    async def register_broker(self, request: BrokerRegistrationRequest) -> BrokerRegistrationReply:
+        try:
+            w = await self._call(registration_to_wire(request, self._quorum.config["cluster.id"]))
+        except NotControllerError:
+            return BrokerRegistrationReply(error_code=NotControllerError.code, broker_epoch=-1)
+        return BrokerRegistrationReply(error_code=w.error_code, broker_epoch=w.broker_epoch)
+
+    async def heartbeat(self, request: BrokerHeartbeatRequest) -> BrokerHeartbeatReply:
+        try:
+            w = await self._call(heartbeat_to_wire(request))
+        except NotControllerError:
+            return BrokerHeartbeatReply(error_code=NotControllerError.code, is_caught_up=False, is_fenced=True,
+                                        should_shut_down=False)
+        return BrokerHeartbeatReply(error_code=w.error_code, is_caught_up=w.is_caught_up, is_fenced=w.is_fenced,
+                                    should_shut_down=w.should_shut_down)
+
+    async def alter_partition(self, request: AlterPartitionRequest) -> AlterPartitionReply:
+        try:
+            w = await self._call(alter_partition_to_wire(request))
+        except NotControllerError:
+            return AlterPartitionReply(error_code=NotControllerError.code, registration=None)
+        [part] = [p for t in w.topics for p in t.partitions] or [None]
+        code = w.error_code or (part.error_code if part is not None else 0)
+        if code:
+            return AlterPartitionReply(error_code=code, registration=None)
+        await self._caught_up()
+        follower = self._quorum.follower
+        topic = None if follower is None else follower.image.topics.get(request.topic_id)
+        return AlterPartitionReply(error_code=0,
+                                   registration=None if topic is None else topic.partitions.get(request.partition))
+
+    async def create_topics(self, topics: Sequence[NewTopic], *, validate_only: bool) -> list[TopicResult]:
+        try:
+            w = await self._call(create_topics_to_wire(topics, validate_only))
+        except NotControllerError as exc:
+            return [TopicResult(name=t.name, topic_id=None, error_code=NotControllerError.code,
+                                error_message=str(exc)) for t in topics]
+        await self._caught_up()
+        return topic_results_from_wire(w)
+
+    async def create_partitions(self, name: str, count: int, assignments: Sequence[tuple[int, ...]] | None, *,
+                                validate_only: bool) -> TopicResult:
+        try:
+            w = await self._call(create_partitions_to_wire(name, count, assignments, validate_only))
+        except NotControllerError as exc:
+            return TopicResult(name=name, topic_id=None, error_code=NotControllerError.code, error_message=str(exc))
+        await self._caught_up()
+        [r] = w.results
+        return TopicResult(name=r.name, topic_id=None, error_code=r.error_code, error_message=r.error_message)
+
+    async def delete_topics(self, topic_ids: Sequence[uuid.UUID]) -> list[TopicResult]:
+        try:
+            w = await self._call(delete_topics_to_wire(topic_ids))
+        except NotControllerError as exc:
+            return [TopicResult(name="", topic_id=t, error_code=NotControllerError.code, error_message=str(exc))
+                    for t in topic_ids]
+        await self._caught_up()
+        return [TopicResult(name=r.name or "", topic_id=None if r.topic_id == _ZERO else r.topic_id,
+                            error_code=r.error_code, error_message=r.error_message) for r in w.responses]
+
+    async def allocate_producer_ids(self, broker_id: int, broker_epoch: int) -> tuple[int, int]:
+        """Raises NotControllerError (no controller, or none reachable) or StaleBrokerEpochError."""
+        w = await self._call(m.AllocateProducerIdsRequest(broker_id=broker_id, broker_epoch=broker_epoch))
+        if w.error_code:
+            raise for_code(w.error_code)(f"AllocateProducerIds for broker {broker_id}")
+        return w.producer_id_start, w.producer_id_len
+
+
+class RemoteQuorum:
+    """The controller quorum as a broker process sees it: the endpoint at ``host:port``
+    (a :class:`~minibroker.cluster.api.QuorumLink` for its one
+    :class:`~minibroker.cluster.node.ClusterNode`).
+
+    The controller lease is renewed by the endpoint itself whenever this broker's
+    registration or heartbeat arrives, so :meth:`renew_lease` has nothing to do here.
+    """
+
+    def __init__(self, host: str, port: int, *, node_id: int, config: BrokerConfig):
+        self.host, self.port = host, port
+        self.node_id = node_id
+        self.config = config
+        self.follower: MetadataFollower | None = None
+        self._channel = RemoteControllerChannel(self, node_id)
+        self._task: asyncio.Task[None] | None = None
+
+    def connection(self, client_id: str) -> Connection:
+        """A new (unopened) connection to the controller endpoint."""
+        return Connection(self.host, self.port, client_id=client_id, request_timeout_ms=10000,
+                          connect_timeout_ms=5000)
+
+    def channel_for(self, node_id: int) -> RemoteControllerChannel:
+        if node_id != self.node_id:
+            raise ValueError(f"this process runs broker {self.node_id}, not {node_id}")
+        return self._channel
+
+    def renew_lease(self, node_id: int) -> None:
+        """Nothing: the endpoint renews the lease on every registration and heartbeat."""
+
+    def subscribe(self, node_id: int, deliver: Deliver, from_offset: int = 0) -> None:
+        """Fetch the metadata log from ``from_offset`` on and deliver it, until
+        :meth:`unsubscribe`."""
+        if self._task is not None:
+            raise RuntimeError(f"broker {node_id} is subscribed already")
+        self.follower = MetadataFollower(self, node_id, deliver, from_offset)
+        self._task = asyncio.get_running_loop().create_task(self.follower.run(), name=f"broker-{node_id}-metadata")
+
+    def unsubscribe(self, node_id: int) -> None:
+        if self._task is not None:
+            self._task.cancel()
+
+    async def close(self) -> None:
+        """Stop fetching and close the connections."""
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+            self._task = None
+        await self._channel.close()
