@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -39,19 +40,21 @@ TIMEOUT = 240.0  # seconds for the whole job: Spark's JVMs start on two loaded c
 def kafka(tmp_path):
     from minibroker.cluster import MiniCluster
 
-    config = {"default.replication.factor": 3, "min.insync.replicas": 2}
+    # A killed broker keeps its leaderships until its session expires, as with Kafka (9 s
+    # there): 5 s here, so that the job's next planning and tasks meet the dead leader.
+    config = {"default.replication.factor": 3, "min.insync.replicas": 2, "broker.session.timeout.ms": 5000}
     with MiniCluster(3, data_dir=tmp_path / "kafka", config=config) as cluster:
         yield cluster
 
 
-def _wait_for(what: str, done: Callable[[], bool], job: subprocess.Popen, log: Path) -> None:
+def _wait_for(what: str, done: Callable[[], bool], job: subprocess.Popen, log: Path, poll: float = 0.05) -> None:
     """Wait until ``done()``; fail if the job exits first or after TIMEOUT (with its stderr)."""
     deadline = time.monotonic() + TIMEOUT
     while not done():
         if job.poll() is not None or time.monotonic() > deadline:
             state = f"exited with {job.returncode}" if job.poll() is not None else "still runs"
             pytest.fail(f"{what} not reached; the pipeline {state}; its stderr:\n{log.read_text()[-5000:]}")
-        time.sleep(0.05)
+        time.sleep(poll)
 
 
 def _topic(bootstrap_servers: str, topic: str, expected: int) -> list:
@@ -77,16 +80,18 @@ def test_the_pipeline_on_a_kafka_and_a_spark_cluster_counts_exactly_through_a_br
                "--max-offsets-per-trigger", str(PER_TRIGGER), "--output", str(output)]
     with open(log, "wb") as stderr:
         job = subprocess.Popen(command, cwd=ROOT, env=child_env(**spark_standalone.env), stdin=subprocess.DEVNULL,
-                               stdout=subprocess.PIPE, stderr=stderr, text=True)
+                               stdout=subprocess.PIPE, stderr=stderr, text=True,
+                               start_new_session=True)  # its group: the driver, its JVM, its Python runners
     try:
         checkpoint = output / "_checkpoint"
-        # The first micro-batch is planned: its tasks are about to fetch. Kill the leader of
-        # partition 0 of the input without waiting for the controller, so that the tasks and
-        # the driver's next planning meet the dead broker before its leaderships move.
-        _wait_for("the first micro-batch", (checkpoint / "offsets" / "0").exists, job, log)
+        # The first micro-batch is planned: next the driver cuts its ranges (ListOffsets) and
+        # the executor's tasks fetch them. The leader of partition 0 of the input dies now
+        # and keeps its leaderships until its session expires: the driver's planning and the
+        # tasks meet the dead broker.
+        _wait_for("the first micro-batch", (checkpoint / "offsets" / "0").exists, job, log, poll=0.005)
         killed = kafka.leader_of(EVENTS_TOPIC, 0)
         kafka.kill(killed, wait=False)
-        kafka.wait_for_leader(EVENTS_TOPIC, 0, not_in=[killed])
+        kafka.wait_for_leader(EVENTS_TOPIC, 0, not_in=[killed], timeout=60)
         # A micro-batch after the kill read from the new leaders and wrote its results.
         _wait_for("a micro-batch committed after the kill", (checkpoint / "commits" / "1").exists, job, log)
         # The driver, the executor and its Python workers are all up now: nothing of the
@@ -96,7 +101,7 @@ def test_the_pipeline_on_a_kafka_and_a_spark_cluster_counts_exactly_through_a_br
         stdout, _ = job.communicate(timeout=TIMEOUT)
     finally:
         if job.poll() is None:
-            job.kill()
+            os.killpg(job.pid, signal.SIGKILL)
             job.communicate()
     assert job.returncode == 0, log.read_text()[-5000:]
 
