@@ -1,10 +1,10 @@
 """The main job where users outgrow one machine (issue 13, step 2, item 6).
 
 ``python -m kproto.pipeline --bootstrap-servers ... --master spark://...`` as a real
-process, against a 3-broker MiniCluster (topics RF=3 through ``default.replication.factor``,
-``min.insync.replicas=2``) and a standalone Spark cluster (Master and Worker from pyspark's
-own ``spark-class``, tests/spark/standalone.py). While the query streams, the leader of an
-input partition is killed, and restarted later: the job still ends with exactly the counts of
+process, against a 3-broker MiniCluster (``--replication-factor 3``,
+``min.insync.replicas=2``) and a standalone Spark cluster (Master and Worker from
+pyspark's own ``spark-class``, tests/spark/standalone.py). While the query streams, the
+leader of an input partition is killed, and restarted later: the job still ends with exactly the counts of
 a local run, that is plain Python's counts of the same generated events (which
 tests/spark/test_pipeline.py checks a local[2] run against), and no record of the input or
 results topic is lost or written twice.
@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from kproto import Consumer, TopicPartition
-from kproto.pipeline import EVENTS_TOPIC, PARTITIONS, generate_events, heartbeat
+from kproto.pipeline import EVENTS_TOPIC, PARTITIONS, RESULTS_TOPIC, generate_events, heartbeat
 from tests.spark import pipeline_counts as counts
 from tests.spark.standalone import descendants, not_loopback
 from tests.support.process import ROOT, child_env
@@ -42,7 +42,7 @@ def kafka(tmp_path):
 
     # A killed broker keeps its leaderships until its session expires, as with Kafka (9 s
     # there): 5 s here, so that the job's next planning and tasks meet the dead leader.
-    config = {"default.replication.factor": 3, "min.insync.replicas": 2, "broker.session.timeout.ms": 5000}
+    config = {"min.insync.replicas": 2, "broker.session.timeout.ms": 5000}
     with MiniCluster(3, data_dir=tmp_path / "kafka", config=config) as cluster:
         yield cluster
 
@@ -77,7 +77,7 @@ def test_the_pipeline_on_a_kafka_and_a_spark_cluster_counts_exactly_through_a_br
     output, log = tmp_path / "out", tmp_path / "pipeline.log"
     command = [sys.executable, "-m", "kproto.pipeline", "--bootstrap-servers", kafka.bootstrap_servers,
                "--master", spark_standalone.master_url, "--events", str(EVENTS), "--seed", str(SEED),
-               "--max-offsets-per-trigger", str(PER_TRIGGER), "--output", str(output)]
+               "--max-offsets-per-trigger", str(PER_TRIGGER), "--replication-factor", "3", "--output", str(output)]
     with open(log, "wb") as stderr:
         job = subprocess.Popen(command, cwd=ROOT, env=child_env(**spark_standalone.env), stdin=subprocess.DEVNULL,
                                stdout=subprocess.PIPE, stderr=stderr, text=True,
@@ -105,6 +105,7 @@ def test_the_pipeline_on_a_kafka_and_a_spark_cluster_counts_exactly_through_a_br
             job.communicate()
     assert job.returncode == 0, log.read_text()[-5000:]
 
+    assert {len(p.replicas) for t in (EVENTS_TOPIC, RESULTS_TOPIC) for p in kafka.describe(t)} == {3}
     # The input topic: every event and the heartbeat, once each.
     records = _topic(kafka.bootstrap_servers, EVENTS_TOPIC, EVENTS + 1)
     start_ms = min(r.timestamp for r in records)  # the first event's arrival time
