@@ -36,7 +36,10 @@ approximate).
 
 With ``--master`` on a cluster, the executors need kproto installed and must reach the
 brokers (the embedded one listens on 127.0.0.1 only), and ``--output`` must be a path
-every executor can write (HDFS, S3, NFS).
+every executor can write (HDFS, S3, NFS). A broker that dies mid-stream changes no
+count when the topics are replicated (``--replication-factor 3``): the producers send
+with acks=all and idempotence, and the source's planning and fetches retry on the new
+leader (the Spark guide, "Through a broker failure").
 """
 
 from __future__ import annotations
