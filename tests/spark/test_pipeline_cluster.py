@@ -96,7 +96,8 @@ def test_the_pipeline_on_a_kafka_and_a_spark_cluster_counts_exactly_through_a_br
         _wait_for("a micro-batch committed after the kill", (checkpoint / "commits" / "1").exists, job, log)
         # The driver, the executor and its Python workers are all up now: nothing of the
         # job or of the Spark cluster listens on more than loopback.
-        assert not not_loopback(descendants(os.getpid()))
+        spark = spark_standalone
+        assert not not_loopback(descendants(job.pid) | descendants(spark.master.pid) | descendants(spark.worker.pid))
         kafka.restart(killed)
         stdout, _ = job.communicate(timeout=TIMEOUT)
     finally:
