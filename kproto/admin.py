@@ -473,20 +473,29 @@ class AIOAdminClient:
         """Offsets by spec: ``"earliest"``, ``"latest"``, ``"max_timestamp"`` or a timestamp (ms).
 
         A timestamp gives the first offset whose timestamp is at or after it (offset -1
-        when there is none).
+        when there is none). A leader that cannot be reached or answers with a retriable
+        error (NOT_LEADER_OR_FOLLOWER, OFFSET_NOT_AVAILABLE... during a failover) is asked
+        again, with fresh metadata, until ``default.api.timeout.ms``, as Java's
+        ``KafkaAdminClient.listOffsets`` retries its calls.
         """
         timestamps = {tp: timestamp_of(s) for tp, s in specs.items()}
-        results: dict[TopicPartition, Any] = {}
-        for leader, tps in (await self._leaders(timestamps)).items():
-            if leader < 0:
-                for tp in tps:
-                    results[tp] = UnknownTopicOrPartitionError(f"{tp.topic}-{tp.partition} has no leader")
-                continue
-            found = await list_offsets(self._cluster, leader, {tp: timestamps[tp] for tp in tps},
-                                       read_committed=isolation_level == "read_committed")
-            for tp, p in found.items():
-                results[tp] = _error(p.error_code, None, tp) or ListedOffset(p.offset, p.timestamp, p.leader_epoch)
-        return _outcome(results)
+
+        async def attempt() -> dict[TopicPartition, Any]:
+            results: dict[TopicPartition, Any] = {}
+            for leader, tps in (await self._leaders(timestamps)).items():
+                if leader < 0:
+                    for tp in tps:
+                        results[tp] = UnknownTopicOrPartitionError(f"{tp.topic}-{tp.partition} has no leader")
+                    continue
+                found = await list_offsets(self._cluster, leader, {tp: timestamps[tp] for tp in tps},
+                                           read_committed=isolation_level == "read_committed")
+                for tp, p in found.items():
+                    error = _error(p.error_code, None, tp)
+                    if error is not None and error.retriable:
+                        raise error  # the whole call again: _leaders refreshes the metadata
+                    results[tp] = error or ListedOffset(p.offset, p.timestamp, p.leader_epoch)
+            return results
+        return _outcome(await self._retrying(attempt))
 
     async def delete_records(self, before: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
         """Delete records before the given offsets (-1: the high watermark); returns the new low watermarks."""

@@ -33,7 +33,8 @@ __all__ = ["register"]
 _EXAMPLES = [
     "kproto pipeline                    # minibroker and Spark local[2], 30,000 events",
     "kproto pipeline --events 200000 --output /tmp/activity --seed 7",
-    "kproto pipeline --bootstrap-servers kafka:9092 --master spark://spark:7077 --output hdfs:///tmp/activity",
+    "kproto pipeline --bootstrap-servers kafka:9092 --master spark://spark:7077 --replication-factor 3 "
+    "--output hdfs:///tmp/activity",
 ]
 
 
@@ -55,6 +56,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--output", metavar="DIR", help="a new or empty directory for the Parquet (default: a new "
                                                         "temporary directory, kept)")
     parser.add_argument("--seed", type=int, default=1, help="seed of the generated events (default: 1)")
+    parser.add_argument("--replication-factor", type=positive_int, default=-1, metavar="N",
+                        help="replication factor of the topics the job creates (default: the cluster's "
+                             "default.replication.factor)")
     parser.set_defaults(run=_run)
 
 
@@ -97,6 +101,7 @@ def _run(args: argparse.Namespace) -> int:
         print(f"starting Spark ({args.master})", file=sys.stderr)
         spark = stack.enter_context(spark_session(args.master))
         report = run_pipeline(spark, servers, events=args.events, seed=args.seed, output=output,
-                              max_offsets_per_trigger=args.max_offsets_per_trigger, progress=progress)
+                              max_offsets_per_trigger=args.max_offsets_per_trigger,
+                              replication_factor=args.replication_factor, progress=progress)
     print(format_report(report))
     return 0

@@ -36,7 +36,10 @@ approximate).
 
 With ``--master`` on a cluster, the executors need kproto installed and must reach the
 brokers (the embedded one listens on 127.0.0.1 only), and ``--output`` must be a path
-every executor can write (HDFS, S3, NFS).
+every executor can write (HDFS, S3, NFS). A broker that dies mid-stream changes no
+count when the topics are replicated (``--replication-factor 3``): the producers send
+with acks=all and idempotence, and the source's planning and fetches retry on the new
+leader (the Spark guide, "Through a broker failure").
 """
 
 from __future__ import annotations
@@ -325,10 +328,11 @@ def _produce(bootstrap_servers: str, events: Sequence[Event], progress: Callable
     return time.perf_counter() - started
 
 
-def _create_topics(admin: AdminClient) -> None:
+def _create_topics(admin: AdminClient, replication_factor: int) -> None:
     """Create the pipeline's topics that are missing; existing ones are used as they are."""
     existing = set(admin.list_topics())
-    missing = [NewTopic(name, PARTITIONS) for name in (EVENTS_TOPIC, RESULTS_TOPIC) if name not in existing]
+    missing = [NewTopic(name, PARTITIONS, replication_factor) for name in (EVENTS_TOPIC, RESULTS_TOPIC)
+               if name not in existing]
     if missing:
         admin.create_topics(missing)
 
@@ -426,7 +430,7 @@ def _summary(spark: SparkSession, minutes_path: str) -> tuple[list[PageMinute], 
 
 def run_pipeline(spark: SparkSession, bootstrap_servers: str, *, events: int = DEFAULT_EVENTS, seed: int = 1,
                  output: str, max_offsets_per_trigger: int | None = None, start_ms: int | None = None,
-                 progress: Callable[[int, str, str], Any] | None = None) -> Report:
+                 replication_factor: int = -1, progress: Callable[[int, str, str], Any] | None = None) -> Report:
     """Produce the stream, run the streaming job on ``spark`` and read its Parquet back (steps 2-5).
 
     Args:
@@ -438,6 +442,9 @@ def run_pipeline(spark: SparkSession, bootstrap_servers: str, *, events: int = D
             ``_checkpoint/`` go there.
         max_offsets_per_trigger: records per micro-batch (default: a third of the stream).
         start_ms: the first arrival time (default: five minutes ago, at a whole minute).
+        replication_factor: of the topics the job creates (-1, the default: the
+            cluster's ``default.replication.factor``); topics that exist are used as
+            they are.
         progress: draws the progress of producing and of streaming: called as
             ``progress(total, unit, description)``, it returns a bar with tqdm's
             ``update(n)`` and ``close()``. The ``kproto pipeline`` command passes its
@@ -456,7 +463,7 @@ def run_pipeline(spark: SparkSession, bootstrap_servers: str, *, events: int = D
     stream = generate_events(events, seed, start_ms)
     minutes_path = os.path.join(output, "minutes")
     with AdminClient(bootstrap_servers=bootstrap_servers) as admin:
-        _create_topics(admin)
+        _create_topics(admin, replication_factor)
         # This run's records are the ones past these offsets, on a new topic or one used before.
         events_start = _end_offsets(admin, EVENTS_TOPIC)
         results_start = _end_offsets(admin, RESULTS_TOPIC)

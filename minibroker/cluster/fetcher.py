@@ -122,8 +122,17 @@ class ReplicaFetcher:
         self.source = source
         self.targets: dict[tuple[uuid.UUID, int], _Fetching] = {}
         self._wake = asyncio.Event()
+        self._stopped = False
         self.connection: Connection | None = None
         self.task = asyncio.get_running_loop().create_task(self._run(), name=f"fetcher-{manager.node_id}-from-{source}")
+
+    def stop(self) -> asyncio.Task[None]:
+        """End the task; returns it, to await. The loop checks ``_stopped`` too: Python 3.11's
+        ``asyncio.wait_for`` drops a cancel that meets the end of what it awaits (CPython
+        gh-86296), e.g. the wake-up that removing the last partition sets."""
+        self._stopped = True
+        self.task.cancel()
+        return self.task
 
     def __repr__(self) -> str:
         return f"ReplicaFetcher(broker {self._manager.node_id} from {self.source}, {len(self.targets)} partition(s))"
@@ -145,14 +154,7 @@ class ReplicaFetcher:
     async def _run(self) -> None:
         failures = 0
         try:
-            while True:
-                task = asyncio.current_task()
-                if task is not None and task.cancelling():
-                    # Stopped, but the cancellation was swallowed: Python 3.11's
-                    # asyncio.wait_for returns a result that arrived with the cancel (a
-                    # Fetch answer in Connection.request) instead of raising. Without this
-                    # check the fetcher would fetch on forever and its broker's kill hang.
-                    return
+            while not self._stopped:
                 now = time.monotonic()
                 ready = [f for f in self.targets.values() if not f.parked and f.not_before <= now]
                 if not ready:
@@ -466,14 +468,13 @@ class FetcherManager:
         fetcher = self.fetchers.get(source)
         if fetcher is not None and not fetcher.targets:
             del self.fetchers[source]
-            fetcher.task.cancel()
-            self._stopping.add(fetcher.task)
+            self._stopping.add(fetcher.stop())
             fetcher.task.add_done_callback(self._stopping.discard)
 
     async def close(self) -> None:
         """Stop every fetcher and close its connection."""
         self._closed = True
-        tasks = [f.task for f in self.fetchers.values()] + list(self._stopping)
+        tasks = [f.stop() for f in self.fetchers.values()] + list(self._stopping)
         self.fetchers.clear()
         for task in tasks:
             task.cancel()

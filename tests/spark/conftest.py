@@ -1,5 +1,6 @@
 """One local[2] SparkSession for every Spark test, and its JVM shut down at the end;
-a minibroker per test module (``broker``, tests/conftest.py).
+a minibroker per test module (``broker``, tests/conftest.py); a Spark standalone cluster
+on loopback for a test that needs one (``spark_standalone``, tests/spark/standalone.py).
 
 Skipped without pyspark (``pip install kproto[spark]``) or without Java. Spark's JVM
 is a child process that outlives ``SparkSession.stop()`` (py4j keeps it for the next
@@ -49,3 +50,13 @@ def spark(tmp_path_factory):
                 process.wait(30)
             SparkContext._gateway = None
             SparkContext._jvm = None
+
+
+@pytest.fixture
+def spark_standalone(tmp_path):
+    """A standalone Master and Worker (2 cores, 1 GB) on 127.0.0.1, from pyspark's own
+    ``spark-class``; both killed after the test with every executor, whatever happened."""
+    from tests.spark.standalone import standalone_cluster
+
+    with standalone_cluster(tmp_path / "spark") as cluster:
+        yield cluster

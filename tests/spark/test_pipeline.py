@@ -9,27 +9,24 @@ import socket
 import subprocess
 import sys
 import time
-from collections import Counter, defaultdict
-from datetime import datetime
+from collections import Counter
 
 import pyarrow.parquet as pq
 import pytest
 
-from kproto import AdminClient, Consumer, TopicPartition
+from kproto import AdminClient
 from kproto.cli.main import main as kproto
 from kproto.pipeline import (
     MAX_LATENESS_MS,
-    RESULTS_TOPIC,
-    TOP_USERS,
     WATERMARK_DELAY_MS,
     WINDOW_MS,
-    UserTotal,
     embedded_broker,
     format_report,
     generate_events,
     heartbeat,
     run_pipeline,
 )
+from tests.spark import pipeline_counts as counts
 
 EVENTS = 2_000
 SEED = 5
@@ -47,26 +44,16 @@ def events(report):
     return generate_events(EVENTS, SEED, report.start_ms)
 
 
-def minute(ms: int) -> int:
-    return ms - ms % WINDOW_MS
-
-
 @pytest.fixture(scope="module")
 def per_user(events) -> Counter:
     """(minute, page, user, kind) -> events."""
-    return Counter((minute(e.event_ms), e.page, e.user, e.kind) for e in events)
+    return counts.per_user(events)
 
 
 @pytest.fixture(scope="module")
 def per_page(per_user) -> dict[tuple[int, str], tuple[int, int, int, int]]:
     """(minute, page) -> (events, views, clicks, distinct users)."""
-    totals: dict[tuple[int, str], list] = defaultdict(lambda: [0, 0, 0, set()])
-    for (start, page, user, kind), n in per_user.items():
-        row = totals[(start, page)]
-        row[0] += n
-        row[1 if kind == "view" else 2] += n
-        row[3].add(user)
-    return {k: (events, views, clicks, len(users)) for k, (events, views, clicks, users) in totals.items()}
+    return counts.per_page(per_user)
 
 
 def test_every_event_is_read_and_none_is_late(report):
@@ -82,55 +69,18 @@ def test_the_summary_counts_every_page_minute(report, per_page):
 
 
 def test_the_results_topic_holds_one_record_per_page_and_minute(report, broker, per_page):
-    partitions = [TopicPartition(RESULTS_TOPIC, p) for p in report.results_start]
-    records = []
-    with Consumer(bootstrap_servers=broker.bootstrap_servers) as consumer:
-        consumer.assign(partitions)
-        for tp in partitions:
-            consumer.seek(tp, report.results_start[tp.partition])
-        for _ in range(100):
-            records += consumer.poll(0.2)
-            if len(records) >= report.results:
-                break
+    records = counts.results(broker.bootstrap_servers, report.results_start, report.results)
     assert len(records) == report.results == len(per_page)
-    got = {}
-    for record in records:
-        value = json.loads(record.value)
-        start = datetime.fromisoformat(value["window_start"].replace("Z", "+00:00"))
-        end = datetime.fromisoformat(value["window_end"].replace("Z", "+00:00"))
-        assert (end - start).total_seconds() * 1000 == WINDOW_MS
-        assert record.key == value["page"].encode()  # keyed by page: a page's minutes stay in order
-        got[(int(start.timestamp() * 1000), value["page"])] = (
-            value["events"], value["views"], value["clicks"], value["users"])
-    assert got == per_page
+    assert counts.results_per_page(records) == per_page
 
 
 def test_the_parquet_holds_events_and_clicks_per_minute_page_and_user(report, per_user):
-    table = pq.read_table(report.minutes_path)
-    assert table.num_rows == report.minute_rows
-    got = {}
-    for row in table.to_pylist():
-        key = (int(row["window_start"].timestamp() * 1000), row["page"], row["user"])
-        assert key not in got  # each closed window written once
-        assert (row["window_end"] - row["window_start"]).total_seconds() * 1000 == WINDOW_MS
-        got[key] = (row["events"], row["clicks"])
-    want: dict[tuple, list[int]] = defaultdict(lambda: [0, 0])
-    for (start, page, user, kind), n in per_user.items():
-        want[(start, page, user)][0] += n
-        if kind == "click":
-            want[(start, page, user)][1] += n
-    assert got == {k: tuple(v) for k, v in want.items()}
+    assert pq.read_table(report.minutes_path).num_rows == report.minute_rows
+    assert counts.parquet_rows(report.minutes_path) == counts.want_rows(per_user)
 
 
 def test_the_top_users(report, events):
-    totals: dict[str, list] = defaultdict(lambda: [0, 0, set()])
-    for e in events:
-        totals[e.user][0] += 1
-        totals[e.user][1] += e.kind == "click"
-        totals[e.user][2].add(minute(e.event_ms))
-    want = sorted((UserTotal(user, n, clicks, len(minutes)) for user, (n, clicks, minutes) in totals.items()),
-                  key=lambda u: (-u.events, u.user))[:TOP_USERS]
-    assert report.top_users == want
+    assert report.top_users == counts.top_users(events)
 
 
 def test_the_printed_summary(report):
@@ -149,7 +99,7 @@ def test_the_stream_is_the_same_for_the_same_seed_and_its_heartbeat_closes_every
     assert all(0 <= e.arrival_ms - e.event_ms <= MAX_LATENESS_MS for e in first)
     assert {e.kind for e in first} == {"view", "click"} and len({e.source for e in first}) == 3
     watermark = json.loads(heartbeat(first))["ts"] - WATERMARK_DELAY_MS
-    assert watermark >= minute(max(e.event_ms for e in first)) + WINDOW_MS  # the last window's end
+    assert watermark >= counts.minute(max(e.event_ms for e in first)) + WINDOW_MS  # the last window's end
 
 
 def test_the_embedded_broker_stops_when_its_block_fails():

@@ -304,3 +304,37 @@ def test_unknown_leader_epoch_is_retried_after_the_backoff_not_parked(tmp_path, 
             finally:
                 await follower.close()
     run(main())
+
+
+def test_a_fetcher_left_without_partitions_ends_even_when_its_cancel_meets_its_wake_up(tmp_path, caplog):
+    """Issue 13, step 2, item 6 (seen as a MiniCluster.kill that never returned under the
+    pipeline's traffic): a fetcher waiting out a backoff sleeps in ``asyncio.wait_for`` on its
+    wake-up event. Removing its last partition sets that event and cancels the task in one
+    go; Python 3.11's ``wait_for`` then returns the event's result and drops the cancel
+    (CPython gh-86296), and the fetcher ran on. It must end (Kafka's
+    shutdownIdleFetcherThreads), and so must every fetcher that close() stops."""
+    async def main():
+        async with MiniBroker(data_dir=tmp_path / "leader") as leader:
+            topic_id = await create_topic(leader)
+            follower = Follower(tmp_path / "follower", topic_id, leader, backoff_ms=10_000)
+            follower.log.append_replicated(batch(0, 0, 1))
+            follower.partition.apply_registration(PartitionRegistration(
+                replicas=(0, FOLLOWER), isr=(0, FOLLOWER), leader=0, leader_epoch=1, partition_epoch=1), 0)
+            try:
+                with caplog.at_level(logging.DEBUG, logger="minibroker.cluster"):
+                    follower.manager.set_targets([FetchTarget(topic=TOPIC, topic_id=topic_id, index=0, leader=0,
+                                                              leader_epoch=1)])
+                    deadline = time.monotonic() + 10
+                    while not any(f"error {UnknownLeaderEpochError.code}; retrying" in r.getMessage()
+                                  for r in caplog.records):
+                        assert time.monotonic() < deadline
+                        await asyncio.sleep(0.02)
+                fetcher = follower.manager.fetchers[0]  # now waiting out its 10 s backoff
+                follower.manager.remove([(topic_id, 0)])
+                deadline = time.monotonic() + 5
+                while not fetcher.task.done():
+                    assert time.monotonic() < deadline, "the idle fetcher still runs after its cancel"
+                    await asyncio.sleep(0.02)
+            finally:
+                await follower.close()
+    run(main())
