@@ -237,6 +237,9 @@ def spark_session(master: str) -> Iterator[SparkSession]:
             # Spark starts its Python workers (data sources' among them) as $PYSPARK_PYTHON,
             # else as "python3" from PATH, which may be another Python than this one.
             os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+            # A local job has no executors elsewhere: its driver listens on loopback only.
+            builder = (builder.config("spark.driver.bindAddress", "127.0.0.1")
+                       .config("spark.driver.host", "127.0.0.1"))
         spark = builder.getOrCreate()  # the JVM has read the log settings once this returns
     try:
         spark.conf.set("spark.sql.shuffle.partitions", str(spark.sparkContext.defaultParallelism))

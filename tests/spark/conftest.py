@@ -28,6 +28,10 @@ def spark(tmp_path_factory):
         SparkSession.builder.master("local[2]")
         .appName("kproto-tests")
         .config("spark.ui.enabled", "false")
+        # The driver's RPC and block manager listen on the host's address by default: tests
+        # keep every listener on loopback.
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.driver.host", "127.0.0.1")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.driver.memory", "1g")
