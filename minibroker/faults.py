@@ -225,6 +225,9 @@ class RequestControls:
 
     Args:
         name: the broker, as the log lines name it.
+
+    Attributes:
+        controls: the controls in force, in the order they act.
     """
 
     def __init__(self, name: str = "minibroker") -> None:
