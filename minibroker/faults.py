@@ -233,6 +233,7 @@ class RequestControls:
     def __init__(self, name: str = "minibroker") -> None:
         self.name = name
         self.controls: list[RequestControl] = []
+        self._lock = threading.Lock()  # a test's thread and the broker's loop both change the list
 
     def __repr__(self) -> str:
         return f"RequestControls({self.name}: {self.controls})"
@@ -259,13 +260,17 @@ class RequestControls:
         if times is not None and times < 1:
             raise ValueError(f"times must be >= 1 (or None), not {times}")
         ctl = RequestControl(self, None if api is None else int(api), action, times, client_id)
-        self.controls = [*self.controls, ctl]  # a new list: the loop may be iterating the old one
+        with self._lock:
+            self.controls = [*self.controls, ctl]  # a new list: the loop may be iterating the old one
         log.info("%s: request control added: %s", self.name, ctl)
         return ctl
 
     def _remove(self, ctl: RequestControl, why: str) -> None:
-        if ctl in self.controls:
-            self.controls = [c for c in self.controls if c is not ctl]
+        with self._lock:
+            removed = ctl in self.controls
+            if removed:
+                self.controls = [c for c in self.controls if c is not ctl]
+        if removed:
             log.info("%s: request control %s: %s", self.name, why, ctl)
         ctl.release()
 

@@ -362,9 +362,10 @@ class MiniCluster:
                  if (t, p) in before and r.leader != before[t, p].leader]
         shrunk = sum(1 for key, r in after.items() if key in before and len(r.isr) < len(before[key].isr))
         grown = sum(1 for key, r in after.items() if key in before and len(r.isr) > len(before[key].isr))
-        return (f"controller {f'moved {controller}->{self.controller_id}' if controller != self.controller_id else f'stays {controller}'}"
-                f", leaders moved: {', '.join(moved) or 'none'}; ISR shrunk in {shrunk} partition(s)"
-                + (f", grown in {grown}" if grown else ""))
+        now = self.controller_id
+        where = f"moved {controller}->{now}" if controller != now else f"stays {controller}"
+        return (f"controller {where}, leaders moved: {', '.join(moved) or 'none'}; "
+                f"ISR shrunk in {shrunk} partition(s)" + (f", grown in {grown}" if grown else ""))
 
     async def restart_async(self, node_id: int, *, timeout: float = 10.0) -> None:
         """Start broker ``node_id`` again on the same port and directories, with a new broker
