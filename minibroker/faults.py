@@ -41,7 +41,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from kproto.errors import KafkaError, for_code
+from kproto.errors import KafkaCodeError, for_code
 from kproto.protocol import APIS, ApiKey, response_class
 from kproto.protocol.spec import PRIMITIVE_TYPES, Field
 
@@ -108,7 +108,7 @@ class Fail:
         error: a Kafka error code, or a :mod:`kproto.errors` class (``NotLeaderOrFollowerError``).
     """
 
-    error: int | type[KafkaError]
+    error: int | type[KafkaCodeError]
 
     @property
     def error_code(self) -> int:

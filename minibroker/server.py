@@ -408,7 +408,7 @@ class Server:
         if isinstance(action, Drop):
             return _DROPPED
         if isinstance(action, Fail):
-            if header.api_key == ApiKey.PRODUCE and request.acks == 0:
+            if header.api_key == ApiKey.PRODUCE and getattr(request, "acks", None) == 0:
                 # KafkaApis.handleProduceRequest: an acks=0 request's error closes the connection
                 raise _CloseConnection(f"request control {action} on an acks=0 Produce")
             response = error_response(header.api_key, header.api_version, request, action.error_code)

@@ -448,8 +448,9 @@ class FetcherManager:
 
     async def reachable(self) -> None:
         """Wait while this broker is isolated from the other brokers."""
-        if self.faults is not None:
-            await self.faults.wait_until(lambda: not self.faults.silent_to_brokers)
+        faults = self.faults
+        if faults is not None:
+            await faults.wait_until(lambda: not faults.silent_to_brokers)
 
     def set_targets(self, targets: Iterable[FetchTarget]) -> None:
         """Fetch these partitions: new ones are added, a partition whose leader changed
