@@ -342,6 +342,8 @@ class BrokerFaults:
 
     def silent_to(self, client_id: str | None) -> bool:
         """Whether a request with this client id goes unanswered now (isolation)."""
+        if not (self.silent_to_brokers or self.silent_to_clients):
+            return False  # the common case, on every request: no parsing
         return self.silent_to_brokers if fetcher_node(client_id) is not None else self.silent_to_clients
 
     async def wait_until(self, ready: Callable[[], bool]) -> None:

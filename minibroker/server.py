@@ -415,7 +415,7 @@ class Server:
             return encode_response_parts(header.api_key, header.api_version, header.correlation_id, response)
         if isinstance(action, Delay):
             await asyncio.sleep(action.seconds)
-        if header.api_key in WRITE_APIS:
+        if header.api_key in WRITE_APIS and faults.disk.delay_ms:
             await faults.disk.write()
         response = await entry[2](self.state, RequestContext.of(header, host), request)
         if response is None:
