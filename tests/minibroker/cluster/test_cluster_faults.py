@@ -200,3 +200,17 @@ def test_the_quorum_cuts_an_isolated_node_off_and_heal_delivers_what_it_missed()
     assert nodes.images[2] == quorum.controller.image  # caught up at once
     assert nodes.run(nodes.channels[2].heartbeat(BrokerHeartbeatRequest(
         broker_id=2, broker_epoch=nodes.epochs[2], current_metadata_offset=nodes.images[2].offset))).error_code == 0
+
+
+def test_a_cluster_stops_cleanly_with_a_broker_isolated_and_requests_held(cluster3):
+    """Held requests and waiting fetchers end with the cluster (the fixture checks that no
+    thread or socket is left)."""
+    from minibroker.faults import Hold
+    cluster3.create_topic(TOPIC, partitions=1, replication_factor=3)
+    cluster3.wait_for_isr(TOPIC, 0, 3)
+    leader = cluster3.leader_of(TOPIC, 0)
+    cluster3.requests(leader).control(ApiKey.METADATA, Hold())
+    cluster3.isolate(leader, wait=False)
+    raw = RawClient(cluster3.brokers[leader].port, timeout=5)
+    raw.send(ApiKey.METADATA, 9, MetadataRequest(topics=[]))
+    raw.close()
