@@ -198,6 +198,11 @@ class ReplicaFetcher:
         conn, self.connection = self.connection, None
         if conn is not None:
             await conn.close(timeout=1.0)
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            # Connection.close swallows a cancellation that lands in its wait: pass it on, or a
+            # fetcher stopped while it reconnects would loop on for good (FetcherManager.close hangs)
+            raise asyncio.CancelledError
 
     async def _request(self, conn: Connection, request: Any, version: int, timeout: float | None = None) -> Any:
         """One request to the leader; its answer is taken once this broker is not isolated."""
