@@ -120,6 +120,16 @@ def _local(partition: Partition) -> PartitionLog:
     return partition.log
 
 
+def _raise_if_cancelled() -> None:
+    """Raise CancelledError if the running task was asked to stop. A cancellation can be
+    lost on the way: Connection.close swallows one that lands in its wait, and Python
+    3.11's ``asyncio.wait_for`` one that meets its answer. A fetcher that lost it would
+    fetch on for good, and :meth:`FetcherManager.close` would wait for it for good."""
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        raise asyncio.CancelledError
+
+
 class ReplicaFetcher:
     """Fetches every target led by broker ``source`` over one connection (a task)."""
 
@@ -152,6 +162,7 @@ class ReplicaFetcher:
         failures = 0
         try:
             while True:
+                _raise_if_cancelled()
                 now = time.monotonic()
                 ready = [f for f in self.targets.values() if not f.parked and f.not_before <= now]
                 if not ready:
@@ -198,11 +209,7 @@ class ReplicaFetcher:
         conn, self.connection = self.connection, None
         if conn is not None:
             await conn.close(timeout=1.0)
-        task = asyncio.current_task()
-        if task is not None and task.cancelling():
-            # Connection.close swallows a cancellation that lands in its wait: pass it on, or a
-            # fetcher stopped while it reconnects would loop on for good (FetcherManager.close hangs)
-            raise asyncio.CancelledError
+        _raise_if_cancelled()
 
     async def _request(self, conn: Connection, request: Any, version: int, timeout: float | None = None) -> Any:
         """One request to the leader; its answer is taken once this broker is not isolated."""
