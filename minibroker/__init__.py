@@ -2,18 +2,21 @@
 
 It speaks the real wire protocol through kproto's own protocol layer, so any Kafka
 client can use it. See :class:`MiniBroker`, and :class:`MiniCluster` for several brokers
-that replicate, with a controller and failover.
+that replicate, with a controller and failover. Faults for tests of a client (request
+controls: :class:`Delay`, :class:`Fail`, :class:`Drop`, :class:`Hold`) are in
+:mod:`minibroker.faults`.
 """
 
 import logging
 from typing import TYPE_CHECKING, Any
 
 from minibroker.broker import MiniBroker
+from minibroker.faults import Delay, Drop, Fail, Hold, RequestControl, RequestControls
 
 if TYPE_CHECKING:
     from minibroker.cluster.minicluster import MiniCluster
 
-__all__ = ["MiniBroker", "MiniCluster"]
+__all__ = ["Delay", "Drop", "Fail", "Hold", "MiniBroker", "MiniCluster", "RequestControl", "RequestControls"]
 
 
 def __getattr__(name: str) -> Any:

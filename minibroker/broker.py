@@ -13,6 +13,12 @@ Async users run it in their own loop::
 Where it listens comes from Kafka's ``listeners`` and ``advertised.listeners`` configs,
 or from the ``host``, ``port``, ``advertised_host`` and ``advertised_port`` arguments,
 which are shorthands for their parts (see :class:`MiniBroker`).
+
+Faults for tests of a client: :attr:`MiniBroker.requests` delays, fails, drops or holds
+requests by API key (:mod:`minibroker.faults`)::
+
+    from minibroker.faults import Fail
+    ctl = broker.requests.control(ApiKey.PRODUCE, Fail(NotLeaderOrFollowerError), times=2)
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from typing import Any
 
 from minibroker.background import BackgroundLoop
 from minibroker.config import DEFAULTS, BrokerConfig, Listener, parse_listener
+from minibroker.faults import RequestControls
 from minibroker.server import Server
 
 __all__ = ["MiniBroker"]
@@ -114,6 +121,12 @@ class MiniBroker:
             raise RuntimeError("the broker is not started")
         host = f"[{state.host}]" if ":" in state.host else state.host
         return f"{host}:{state.port}"
+
+    @property
+    def requests(self) -> RequestControls:
+        """The broker's request controls (:meth:`~minibroker.faults.RequestControls.control`:
+        delay, fail, drop, hold or count requests by API key); removed when it stops."""
+        return self._server.faults.requests
 
     # -- in a running event loop -------------------------------------------------------
 

@@ -50,6 +50,15 @@ with no answer to requests in flight, every task cancelled, and the state's file
 to :meth:`~minibroker.state.BrokerState.abandon`. In a MiniCluster the server's state
 gets the broker's :class:`~minibroker.cluster.api.ClusterContext` (``cluster=``).
 
+Faults (:mod:`minibroker.faults`): every request passes :attr:`Server.faults` where it is
+answered. While the broker is isolated from the request's kind of peer (a client, or a
+follower's fetcher), the request waits unanswered, and so does an answer made before
+the isolation began; then the request controls act (delay, fail, drop, hold) and a
+request that writes the log waits for a slow disk. An answer that must wait is read into
+bytes first, so that nothing it refers to may change meanwhile. A dropped request is
+neither handled nor answered, and its connection answers nothing more (answers go in
+order) until the peer closes it. Stopping or aborting removes the request controls.
+
 ``MINIBROKER_SENDFILE=0`` in the environment (read when a :class:`Server` is created, so
 it reaches a broker in a child process) turns ``os.sendfile`` off: the benchmark's way to
 measure the copying path (``bench/broker.py``); Kafka has no such setting.
@@ -76,6 +85,7 @@ from kproto.protocol import (
 )
 from kproto.protocol.frames import encode_response_parts
 from minibroker.config import BrokerConfig
+from minibroker.faults import WRITE_APIS, BrokerFaults, Delay, Drop, Fail, Hold, error_response
 from minibroker.handlers import HANDLERS, RequestContext, client_host
 from minibroker.handlers.api_versions import api_versions_response
 from minibroker.log.store import LogSlice, SegmentFile
@@ -87,6 +97,12 @@ if TYPE_CHECKING:
 __all__ = ["RequestMemory", "Server", "send_response"]
 
 log = logging.getLogger("minibroker")
+
+_DROPPED: Any = object()  # _answer's word for "never answer, and answer nothing more here"
+
+
+class _CloseConnection(Exception):
+    """A request whose failure Kafka answers by closing the connection (acks=0 Produce)."""
 
 
 def _pin(parts: list[Any], sendfile: bool) -> list[bytes | LogSlice]:
@@ -218,10 +234,14 @@ class Server:
         self._connections: dict[asyncio.Task, asyncio.StreamWriter] = {}
         self._maintenance: list[asyncio.Task] = []
         self.request_memory = RequestMemory(config["queued.max.request.bytes"])
+        #: This broker's faults (request controls, isolation, slow disk): see :mod:`minibroker.faults`.
+        self.faults = BrokerFaults(f"broker {cluster.node_id}" if cluster is not None else f"minibroker {host}:{port}")
 
     async def start(self) -> None:
         self._server = await asyncio.start_server(self._serve, self.host, self.port)
         self.port = self._server.sockets[0].getsockname()[1]
+        if self.cluster is None:
+            self.faults.name = f"minibroker {self.host}:{self.port}"
         host = self._advertised[0] or self.host
         port = self._advertised[1] or self.port
         try:
@@ -270,6 +290,7 @@ class Server:
             await self._end_tasks()
             self.state.groups.close()  # cancels group timers, answers held joins and syncs
             self.state.close()
+            self.faults.requests.clear()
 
     async def abort(self) -> None:
         """Crash (a MiniCluster's ``kill``): stop listening, reset every connection (RST:
@@ -290,6 +311,7 @@ class Server:
             writer.transport.abort()
         await self._end_tasks()
         self.state.groups.close()
+        self.faults.requests.clear()
         log.info("minibroker on %s:%d aborted", self.host, self.port)
 
     async def _every(self, interval_key: str, what: str, job: Callable[[], Awaitable[object] | object]) -> None:
@@ -315,6 +337,7 @@ class Server:
         idle = self.config["connections.max.idle.ms"] / 1000
         memory = self.request_memory
         reserved = 0  # for the incomplete frame at the head of ``frames`` (see the module docstring)
+        dropped = False  # a request control dropped a request: answer nothing more
         try:
             while True:
                 try:  # the deadline restarts after every read and every answer: idle time only
@@ -331,8 +354,12 @@ class Server:
                 while (frame := frames.next_frame()) is not None:
                     memory.release(reserved)
                     reserved = 0
-                    parts = await self._answer(frame, host)
-                    if parts is not None:
+                    if dropped:
+                        continue
+                    parts = await self._answer(frame, host, reader)
+                    if parts is _DROPPED:
+                        dropped = True
+                    elif parts is not None:
                         try:  # a peer that takes nothing is as idle as one that sends nothing
                             async with asyncio.timeout_at(loop.time() + idle):
                                 await send_response(writer, parts, sendfile=self.sendfile)
@@ -343,7 +370,7 @@ class Server:
                             return
                 if not data:
                     return
-        except ProtocolError as exc:
+        except (ProtocolError, _CloseConnection) as exc:
             log.info("closing connection from %s: %s", writer.get_extra_info("peername"), exc)
         except (ConnectionError, asyncio.IncompleteReadError):
             pass
@@ -356,8 +383,10 @@ class Server:
             self._connections.pop(task, None)
             writer.close()
 
-    async def _answer(self, frame: bytes, host: str) -> list[Any] | None:
-        """The pieces of the response frame (see :func:`send_response`), or None when none is due."""
+    async def _answer(self, frame: bytes, host: str, reader: asyncio.StreamReader) -> list[Any] | None:
+        """The pieces of the response frame (see :func:`send_response`), None when none is
+        due, or ``_DROPPED`` (a request control dropped the request, or it was held by an
+        isolation during which its peer went away)."""
         try:
             header, request = decode_request(frame, strict=False)  # lenient as Kafka: see decode_request
         except UnsupportedApiVersionError as exc:
@@ -369,7 +398,32 @@ class Server:
             if header.api_key == ApiKey.API_VERSIONS:
                 return [encode_response(ApiKey.API_VERSIONS, 0, header.correlation_id, api_versions_response(UnsupportedVersionError.code))]
             raise ProtocolError(f"API key {header.api_key} version {header.api_version} is not served by minibroker")
+        faults = self.faults
+        if faults.silent_to(header.client_id):  # isolated: as if the request were still on its way
+            await faults.reachable(header.client_id)
+            if reader.at_eof():
+                return _DROPPED  # the peer gave up meanwhile: its request never arrives
+        control = faults.requests.match(header.api_key, header.client_id)
+        action = control.action if control is not None else None
+        if isinstance(action, Drop):
+            return _DROPPED
+        if isinstance(action, Fail):
+            if header.api_key == ApiKey.PRODUCE and getattr(request, "acks", None) == 0:
+                # KafkaApis.handleProduceRequest: an acks=0 request's error closes the connection
+                raise _CloseConnection(f"request control {action} on an acks=0 Produce")
+            response = error_response(header.api_key, header.api_version, request, action.error_code)
+            return encode_response_parts(header.api_key, header.api_version, header.correlation_id, response)
+        if isinstance(action, Delay):
+            await asyncio.sleep(action.seconds)
+        if header.api_key in WRITE_APIS and faults.disk.delay_ms:
+            await faults.disk.write()
         response = await entry[2](self.state, RequestContext.of(header, host), request)
         if response is None:
             return None
-        return encode_response_parts(header.api_key, header.api_version, header.correlation_id, response)
+        parts = encode_response_parts(header.api_key, header.api_version, header.correlation_id, response)
+        if isinstance(action, Hold) or faults.silent_to(header.client_id):
+            parts = _pin(parts, sendfile=False)  # bytes now: nothing it refers to may change while it waits
+            if control is not None and isinstance(action, Hold):
+                await control.wait_released()
+            await faults.reachable(header.client_id)
+        return parts

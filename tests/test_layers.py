@@ -52,7 +52,8 @@ LAYERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     # `python -m kproto`, `python -m kproto.pipeline`: scripts that run the command line
     "kproto entry points": (("kproto.__main__", "kproto.pipeline.__main__"), ("kproto.cli",)),
     # minibroker, bottom up
-    "minibroker.config": (("minibroker.config", "minibroker.topic_configs", "minibroker.authorizer"), _SHARED),
+    "minibroker.config": (("minibroker.config", "minibroker.topic_configs", "minibroker.authorizer",
+                           "minibroker.faults"), _SHARED),
     "minibroker.log": (("minibroker.log",), (*_SHARED, "minibroker.config")),
     # the cluster's metadata, the controller and a partition's replica state: no I/O but files
     "minibroker.cluster core": (("minibroker.cluster",), (*_SHARED, "minibroker.config", "minibroker.log")),

@@ -35,6 +35,10 @@ why this module, unlike the cluster's core, imports ``kproto.io``).
 - **Connection failures** close the connection and wait ``replica.fetch.backoff.ms``
   (:class:`kproto.io.retry.Backoff`, fixed as Kafka's fetcher backoff) before reconnecting;
   the targets stay and are not re-truncated (the leader epoch did not change).
+- **Faults** (:mod:`minibroker.faults`, set by the node as :attr:`FetcherManager.faults`):
+  while the broker is isolated from the other brokers its fetchers send nothing, and an
+  answer that arrives meanwhile is taken only at heal (as TCP would deliver it late;
+  by then it is usually stale and skipped); a slow disk delays each follower append.
 - Truncations are logged at INFO with the records removed and counted in
   ``Partition.truncated_records`` (by :meth:`Partition.truncate_to`).
 
@@ -50,6 +54,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from kproto.errors import (
     FencedLeaderEpochError,
@@ -68,6 +73,7 @@ from kproto.protocol.messages import (
 )
 from minibroker.cluster.partition import EpochQuery, Partition, ReplicaRole
 from minibroker.config import BrokerConfig
+from minibroker.faults import BrokerFaults, fetcher_client_id
 from minibroker.log import PartitionLog
 
 __all__ = ["FetchTarget", "FetcherManager", "ReplicaFetcher"]
@@ -166,6 +172,7 @@ class ReplicaFetcher:
                         pass
                     continue
                 try:
+                    await self._manager.reachable()  # isolated from the brokers: nothing goes out
                     conn = await self._connect()
                     await self._truncate(conn, [f for f in ready if f.ask_epoch is not None])
                     await self._fetch(conn, [f for f in ready if f.ask_epoch is None])
@@ -190,7 +197,7 @@ class ReplicaFetcher:
         endpoint = self._manager.endpoint(self.source)
         if endpoint is None:
             raise KafkaError(f"broker {self.source} has no registered endpoint")
-        conn = Connection(endpoint[0], endpoint[1], client_id=f"broker-{self._manager.node_id}-fetcher",
+        conn = Connection(endpoint[0], endpoint[1], client_id=fetcher_client_id(self._manager.node_id),
                           node_id=self.source)
         self.connection = conn
         await conn.open()
@@ -200,6 +207,13 @@ class ReplicaFetcher:
         conn, self.connection = self.connection, None
         if conn is not None:
             await conn.close(timeout=1.0)
+
+    async def _request(self, conn: Connection, request: Any, version: int, timeout: float | None = None) -> Any:
+        """One request to the leader; its answer is taken once this broker is not isolated."""
+        await self._manager.reachable()
+        response = await conn.request_versioned(request, version, timeout=timeout)
+        await self._manager.reachable()
+        return response
 
     def _partition(self, fetching: _Fetching) -> Partition | None:
         """The local follower replica of a target, or None (then the target is parked)."""
@@ -256,7 +270,7 @@ class ReplicaFetcher:
                 replica_id=self._manager.node_id,
                 topics=[OffsetForLeaderEpochRequest.OffsetForLeaderTopic(topic=t, partitions=ps)
                         for t, ps in by_topic.items()])
-            response = await conn.request_versioned(request, OFFSET_FOR_LEADER_EPOCH_VERSION)
+            response = await self._request(conn, request, OFFSET_FOR_LEADER_EPOCH_VERSION)
             pending = []
             for topic in response.topics:
                 for answer in topic.partitions:
@@ -312,7 +326,7 @@ class ReplicaFetcher:
             max_bytes=config["replica.fetch.response.max.bytes"], isolation_level=0, session_id=0,
             session_epoch=-1, topics=list(topics.values()))
         wait = config["replica.fetch.wait.max.ms"] / 1000
-        response = await conn.request_versioned(request, version, timeout=wait + conn.request_timeout)
+        response = await self._request(conn, request, version, timeout=wait + conn.request_timeout)
         if response.error_code:
             raise KafkaError(f"broker {self.source} answered Fetch with error {response.error_code}")
         names = {f.target.topic: f.target.topic_id for f, _ in live.values()}
@@ -344,6 +358,10 @@ class ReplicaFetcher:
                 partition.truncate_to(where)
             return
         try:
+            if answer.records and self._manager.faults is not None and self._manager.faults.disk.delay_ms:
+                await self._manager.faults.disk.write()  # a slow disk (a fault)
+                if fetching is not self.targets.get(t.key) or partition.leader_epoch != t.leader_epoch:
+                    return  # re-targeted while it waited: this answer is stale
             if answer.records:
                 self._maybe_restart_at_batch(partition, answer.records)
                 partition.append_as_follower(memoryview(answer.records))
@@ -374,7 +392,7 @@ class ReplicaFetcher:
                 ListOffsetsRequest.ListOffsetsPartition(partition_index=target.index,
                                                         current_leader_epoch=target.leader_epoch,
                                                         timestamp=timestamp)])])
-        response = await conn.request_versioned(request, version)
+        response = await self._request(conn, request, version)
         for topic in response.topics:
             for p in topic.partitions:
                 if topic.name == target.topic and p.partition_index == target.index:
@@ -429,11 +447,19 @@ class FetcherManager:
         backoff = config["replica.fetch.backoff.ms"] / 1000
         self.backoff = Backoff(backoff, backoff)  # Kafka's fetcher backs off by a fixed replica.fetch.backoff.ms
         self.fetchers: dict[int, ReplicaFetcher] = {}
+        #: The broker's faults (isolation, slow disk), set by its node; None: none.
+        self.faults: BrokerFaults | None = None
         self._stopping: set[asyncio.Task[None]] = set()
         self._closed = False
 
     def __repr__(self) -> str:
         return f"FetcherManager(broker {self.node_id}, from {sorted(self.fetchers)})"
+
+    async def reachable(self) -> None:
+        """Wait while this broker is isolated from the other brokers."""
+        faults = self.faults
+        if faults is not None:
+            await faults.wait_until(lambda: not faults.silent_to_brokers)
 
     def set_targets(self, targets: Iterable[FetchTarget]) -> None:
         """Fetch these partitions: new ones are added, a partition whose leader changed

@@ -28,9 +28,22 @@ broker-to-controller RPCs (:mod:`minibroker.cluster.remote`); the active control
 still the lowest live broker's, as in process. Starting costs an interpreter start per
 broker (side by side).
 
-Every fault (:meth:`MiniCluster.kill`, :meth:`MiniCluster.restart`) logs one INFO line on
-the ``minibroker.cluster`` logger saying what changed (leaders moved, ISR shrunk,
-controller moved) once the controller has committed it.
+Every fault (:meth:`MiniCluster.kill`, :meth:`MiniCluster.restart`,
+:meth:`MiniCluster.isolate`, :meth:`MiniCluster.heal`, :meth:`MiniCluster.slow_disk`, and
+each request control added or removed) logs one INFO line on the ``minibroker.cluster``
+logger saying what changed (leaders moved, ISR shrunk, controller moved) once the
+controller has committed it.
+
+Faults besides a crash: :meth:`MiniCluster.isolate` cuts a broker off from the other
+brokers (its followers, its leaders, the controller) and/or from clients, as a network
+partition does: silence, not resets; :meth:`MiniCluster.requests` gives a broker's request
+controls (delay, fail, drop or hold requests by API key: :mod:`minibroker.faults`);
+:meth:`MiniCluster.slow_disk` makes its log writes slow; :meth:`MiniCluster.heal` ends
+them all::
+
+    cluster.isolate(cluster.leader_of("t", 0))        # returns once the leader moved
+    cluster.requests(1).control(ApiKey.FETCH, Delay(0.5))
+    cluster.heal()
 """
 
 from __future__ import annotations
@@ -56,6 +69,7 @@ from minibroker.cluster.node import ClusterNode, monotonic_ms
 from minibroker.cluster.process import BrokerProcess
 from minibroker.cluster.quorum import Quorum
 from minibroker.config import BrokerConfig
+from minibroker.faults import RequestControls
 
 __all__ = ["ClusterBroker", "MiniCluster", "MINICLUSTER_DEFAULTS"]
 
@@ -371,13 +385,19 @@ class MiniCluster:
             return (self.controller_id != node_id and b is not None and b.fenced) or None
         await self._wait(f"broker {node_id} fenced", fenced, timeout,
                          lambda: (self.controller_id, self._image().brokers.get(node_id)))
+        log.info("killed broker %d: %s", node_id, self._changes_since(before, controller))
+
+    def _changes_since(self, before: dict[tuple[str, int], PartitionRegistration], controller: int) -> str:
+        """What the controller changed since ``before`` (registrations) and ``controller``, in words."""
         after = self._registrations(self._image())
         moved = [f"{t}-{p} {before[t, p].leader}->{r.leader}" for (t, p), r in sorted(after.items())
                  if (t, p) in before and r.leader != before[t, p].leader]
         shrunk = sum(1 for key, r in after.items() if key in before and len(r.isr) < len(before[key].isr))
-        log.info("killed broker %d: controller %s, leaders moved: %s; ISR shrunk in %d partition(s)", node_id,
-                 f"moved {controller}->{self.controller_id}" if controller != self.controller_id
-                 else f"stays {controller}", ", ".join(moved) or "none", shrunk)
+        grown = sum(1 for key, r in after.items() if key in before and len(r.isr) > len(before[key].isr))
+        now = self.controller_id
+        where = f"moved {controller}->{now}" if controller != now else f"stays {controller}"
+        return (f"controller {where}, leaders moved: {', '.join(moved) or 'none'}; "
+                f"ISR shrunk in {shrunk} partition(s)" + (f", grown in {grown}" if grown else ""))
 
     async def restart_async(self, node_id: int, *, timeout: float = 10.0) -> None:
         """Start broker ``node_id`` again on the same port and directories, with a new broker
@@ -393,6 +413,106 @@ class MiniCluster:
         await self._wait_ready([node_id], timeout)
         log.info("restarted broker %d on port %d with broker epoch %d; controller %d", node_id, node.port,
                  node.broker_epoch, self.controller_id)
+
+    # -- faults: isolation, request controls, a slow disk ---------------------------------------
+
+    def requests(self, node_id: int) -> RequestControls:
+        """Broker ``node_id``'s request controls (:meth:`RequestControls.control
+        <minibroker.faults.RequestControls.control>`: delay, fail, drop, hold or count its
+        requests by API key). Callable from any thread; a killed or restarted broker's
+        controls are gone (a restart starts with none), and :meth:`heal` removes them all."""
+        node = self._node(node_id)
+        if node.server is None:
+            raise RuntimeError("the cluster is not started")
+        return node.server.faults.requests
+
+    async def isolate_async(self, node_id: int, *, from_brokers: bool = True, from_clients: bool = True,
+                            wait: bool = True, timeout: float = 10.0) -> None:
+        """Cut broker ``node_id`` off, as a network partition: silence, not resets.
+
+        ``from_clients``: clients' requests to it are held unanswered (new connections are
+        accepted and stay silent), so clients time out on it. ``from_brokers``: the other
+        brokers' fetchers get no answer from it, its own fetchers send nothing, and the
+        controller hears nothing from it (no heartbeat, lease or AlterPartition; no
+        metadata reaches it): it is fenced after ``broker.session.timeout.ms``, its
+        leaderships move to other ISR members, and a controller it hosts moves after
+        ``controller.quorum.fetch.timeout.ms``. It still believes what it last knew (e.g.
+        that it leads), as a partitioned Kafka broker does. :meth:`heal` ends it.
+
+        Args:
+            wait: with ``from_brokers``, return once the controller has fenced it (its
+                leaderships moved), as :meth:`kill` does; else return at once.
+
+        Raises:
+            RuntimeError: the broker is not running.
+            TimeoutError: not fenced within ``timeout`` seconds.
+        """
+        node = self._node(node_id)
+        if not node.alive:
+            raise RuntimeError(f"broker {node_id} is not running")
+        if not (from_brokers or from_clients):
+            raise ValueError("isolate from brokers, clients or both")
+        before = self._registrations(self._image())
+        controller = self.controller_id
+        node.isolate(from_brokers=from_brokers, from_clients=from_clients)
+        what = " and ".join(w for w, on in (("brokers", from_brokers), ("clients", from_clients)) if on)
+        others = [n for n in self._nodes if n.alive and n.node_id not in self._require_quorum().isolated]
+        if not from_brokers or not wait or not others:
+            log.info("isolated broker %d from %s%s", node_id, what,
+                     " (fenced after broker.session.timeout.ms)" if from_brokers else "")
+            return
+
+        def fenced() -> bool | None:
+            b = self._image().brokers.get(node_id)
+            return (self.controller_id != node_id and b is not None and b.fenced) or None
+        await self._wait(f"broker {node_id} fenced", fenced, timeout,
+                         lambda: (self.controller_id, self._image().brokers.get(node_id)))
+        log.info("isolated broker %d from %s: %s", node_id, what, self._changes_since(before, controller))
+
+    async def heal_async(self, *, wait: bool = True, timeout: float = 10.0) -> None:
+        """End every fault but a crash: isolations (a broker cut off gets the metadata it
+        missed, then its held requests go on), request controls (held answers are sent)
+        and slow disks.
+
+        Args:
+            wait: return once every broker that was cut off from the brokers is unfenced
+                again (it rejoins ISRs once caught up: :meth:`wait_for_isr`).
+        """
+        quorum = self._require_quorum()
+        rejoining = [n.node_id for n in self._nodes if n.alive and n.node_id in quorum.isolated]
+        changes = [f"broker {n.node_id}: {', '.join(c)}" for n in self._nodes if (c := n.heal())]
+        if wait and rejoining:
+            await self._wait_ready(rejoining, timeout)
+        log.info("healed: %s", "; ".join(changes) or "nothing to heal")
+
+    async def slow_disk_async(self, node_id: int, delay_ms: int) -> None:
+        """Make every log write of broker ``node_id`` (appends of Produce, of its fetchers
+        as a follower, of committed offsets) take ``delay_ms`` more, one write at a time, as
+        a slow disk; 0 clears it (so does :meth:`heal`). A follower slower than
+        ``replica.lag.time.max.ms`` drops out of the ISR."""
+        if delay_ms < 0:
+            raise ValueError(f"delay_ms must be >= 0, not {delay_ms}")
+        node = self._node(node_id)
+        if node.server is None or not node.alive:
+            raise RuntimeError(f"broker {node_id} is not running")
+        disk = node.server.faults.disk
+        was, disk.delay_ms = disk.delay_ms, delay_ms
+        log.info("broker %d: slow disk %s", node_id,
+                 f"cleared (was {was} ms)" if not delay_ms else f"of {delay_ms} ms per log write (was {was} ms)")
+
+    def isolate(self, node_id: int, *, from_brokers: bool = True, from_clients: bool = True,
+                wait: bool = True, timeout: float = 10.0) -> None:
+        """Sync face of :meth:`isolate_async`."""
+        self._call(self.isolate_async(node_id, from_brokers=from_brokers, from_clients=from_clients,
+                                      wait=wait, timeout=timeout))
+
+    def heal(self, *, wait: bool = True, timeout: float = 10.0) -> None:
+        """Sync face of :meth:`heal_async`."""
+        self._call(self.heal_async(wait=wait, timeout=timeout))
+
+    def slow_disk(self, node_id: int, delay_ms: int) -> None:
+        """Sync face of :meth:`slow_disk_async`."""
+        self._call(self.slow_disk_async(node_id, delay_ms))
 
     def kill(self, node_id: int, *, wait: bool = True, timeout: float = 10.0) -> None:
         """Sync face of :meth:`kill_async`."""

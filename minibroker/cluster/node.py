@@ -25,6 +25,14 @@ without flush or checkpoint (:meth:`~minibroker.state.BrokerState.abandon`); the
 controller notices only when the session expires. :meth:`ClusterNode.stop` is a
 controlled shutdown: a last heartbeat with ``want_shut_down`` (the controller fences the
 broker and moves its leaderships at once), checkpoints written, files closed.
+
+Faults (MiniCluster's ``isolate``, ``heal``): :meth:`ClusterNode.isolate` cuts the node
+off from clients and/or the other brokers: its server holds their requests unanswered
+(:class:`~minibroker.faults.BrokerFaults`), and cut off from the brokers its fetchers
+send nothing and the quorum stops hearing it (:meth:`Quorum.isolate
+<minibroker.cluster.quorum.Quorum.isolate>`): no lease, no heartbeat, no AlterPartition,
+no metadata. :meth:`ClusterNode.heal` delivers the metadata it missed first, then lets
+the held requests go on, so that they meet the node's new state.
 """
 
 from __future__ import annotations
@@ -123,6 +131,7 @@ class ClusterNode:
             await self._register()
             self.replica_manager = ReplicaManager(self.server.state, self.context, self.clock_ms)
             self.replica_manager.leadership_listeners.append(self.server.state.leadership_changed)
+            self.replica_manager.fetchers.faults = self.server.faults  # isolation and a slow disk reach the fetchers
             self.quorum.subscribe(self.node_id, self.replica_manager.apply, from_offset=0)
         except BaseException:
             self.quorum.unsubscribe(self.node_id)
@@ -169,6 +178,24 @@ class ClusterNode:
             except Exception:  # a failed beat must not stop the next: the session would expire
                 log.exception("node %d: heartbeat failed", self.node_id)
             await asyncio.sleep(interval)
+
+    # -- faults ---------------------------------------------------------------------------
+
+    def isolate(self, *, from_brokers: bool, from_clients: bool) -> None:
+        """Cut the node off (see the module docstring); on the cluster's loop."""
+        if self.server is None or not self.alive:
+            raise RuntimeError(f"node {self.node_id} is not running")
+        if from_brokers:
+            self.quorum.isolate(self.node_id)
+        self.server.faults.isolate(clients=from_clients, brokers=from_brokers)
+
+    def heal(self) -> list[str]:
+        """End every fault of the node (isolation, request controls, slow disk); returns
+        what changed, in words. The missed metadata is applied before held requests go on."""
+        if self.server is None or not self.alive:
+            return []
+        self.quorum.heal(self.node_id)
+        return self.server.faults.heal()
 
     async def _end_tasks(self) -> None:
         for task in self._tasks:

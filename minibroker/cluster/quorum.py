@@ -20,6 +20,14 @@ simplifies how it is agreed (the cluster design, 1.1):
 Each node reaches the active controller through its :meth:`channel_for` channel (a
 :class:`~minibroker.cluster.api.ControllerChannel`); with no active controller (no live
 node) the calls answer NOT_CONTROLLER.
+
+A node cut off by :meth:`Quorum.isolate` (a network partition, MiniCluster's
+``isolate``) cannot reach the quorum: its lease is not renewed (so a controller it hosts
+moves once the lease is older than ``controller.quorum.fetch.timeout.ms``), its channel's
+calls answer NOT_CONTROLLER at once (as a broker that sees no controller; its heartbeats
+stop counting and the controller fences it after ``broker.session.timeout.ms``), and
+commits are not delivered to it. :meth:`Quorum.heal` delivers what it missed, in one
+call, and lets it through again.
 """
 
 from __future__ import annotations
@@ -75,6 +83,8 @@ class Quorum:
         self.controller_epoch = log.epoch
         self._subscribers: dict[int, Deliver] = {}
         self._leases: dict[int, int] = {}
+        self._delivered: dict[int, int] = {}  # node -> offset of the last record delivered to it
+        self.isolated: set[int] = set()  # nodes cut off from the quorum (isolate)
 
     # -- leases and failover -------------------------------------------------------------------
 
@@ -84,7 +94,10 @@ class Quorum:
 
     def renew_lease(self, node_id: int) -> None:
         """Node ``node_id`` is alive (its lease task calls this every heartbeat interval).
-        The first lease ever activates the first controller."""
+        The first lease ever activates the first controller. A node cut off (:meth:`isolate`)
+        renews nothing."""
+        if node_id in self.isolated:
+            return
         self._leases[node_id] = self.clock_ms()
         if self.controller is None:
             self._elect(self.clock_ms())
@@ -133,21 +146,52 @@ class Quorum:
     def subscribe(self, node_id: int, deliver: Deliver, from_offset: int = 0) -> None:
         """Deliver the records from ``from_offset`` to node ``node_id`` now (one call), then
         every commit as it happens."""
-        entries = self.log.read(from_offset)
-        if entries:
-            deliver(entries[-1][0], [r for _, r in entries])
+        self._delivered[node_id] = from_offset - 1
         self._subscribers[node_id] = deliver
+        if node_id not in self.isolated:
+            self._catch_up(node_id)
 
     def unsubscribe(self, node_id: int) -> None:
-        """Stop delivering to ``node_id`` (it stopped or died; its lease expires on its own)."""
+        """Stop delivering to ``node_id`` (it stopped or died; its lease expires on its own,
+        and an isolation of it ends: a node that starts again starts connected)."""
         self._subscribers.pop(node_id, None)
+        self._delivered.pop(node_id, None)
+        self.isolated.discard(node_id)
+
+    def _catch_up(self, node_id: int) -> None:
+        """Deliver to ``node_id``, in one call, every record after the last it got."""
+        entries = self.log.read(self._delivered[node_id] + 1)
+        if entries:
+            self._delivered[node_id] = entries[-1][0]
+            self._subscribers[node_id](entries[-1][0], [r for _, r in entries])
 
     def _deliver(self, offset: int, records: Sequence[Record]) -> None:
         for node_id, deliver in list(self._subscribers.items()):
+            if node_id in self.isolated:
+                continue  # cut off: it gets these at heal
+            self._delivered[node_id] = offset
             try:
                 deliver(offset, records)
             except Exception:  # one broker's failure to apply must not undo the commit for the others
                 log.exception("node %d failed to apply metadata up to offset %d", node_id, offset)
+
+    # -- isolation (a network partition) ----------------------------------------------------
+
+    def isolate(self, node_id: int) -> None:
+        """Cut node ``node_id`` off from the quorum (see the module docstring)."""
+        self.isolated.add(node_id)
+
+    def heal(self, node_id: int) -> None:
+        """Reconnect node ``node_id``: deliver what it missed (one call), then let it
+        through; its next heartbeat and lease renewal count again."""
+        if node_id not in self.isolated:
+            return
+        self.isolated.discard(node_id)
+        if node_id in self._subscribers:
+            try:
+                self._catch_up(node_id)
+            except Exception:  # as _deliver: a broker's failure to apply must not stop the heal
+                log.exception("node %d failed to apply the metadata it missed", node_id)
 
     # -- channels ------------------------------------------------------------------------------
 
@@ -171,30 +215,37 @@ class _Channel:
 
     @property
     def active_controller_id(self) -> int:
-        return self._quorum.controller_id
+        return -1 if self.node_id in self._quorum.isolated else self._quorum.controller_id
+
+    def _active(self) -> Controller:
+        """The active controller, as this node reaches it: NotControllerError when there is
+        none or the node is cut off (:meth:`Quorum.isolate`)."""
+        if self.node_id in self._quorum.isolated:
+            raise NotControllerError(f"node {self.node_id} cannot reach the controller quorum (isolated)")
+        return self._quorum.active()
 
     async def register_broker(self, request: BrokerRegistrationRequest) -> BrokerRegistrationReply:
         try:
-            return self._quorum.active().register_broker(request)
+            return self._active().register_broker(request)
         except NotControllerError:
             return BrokerRegistrationReply(error_code=NotControllerError.code, broker_epoch=-1)
 
     async def heartbeat(self, request: BrokerHeartbeatRequest) -> BrokerHeartbeatReply:
         try:
-            return self._quorum.active().heartbeat(request)
+            return self._active().heartbeat(request)
         except NotControllerError:
             return BrokerHeartbeatReply(error_code=NotControllerError.code, is_caught_up=False, is_fenced=True,
                                         should_shut_down=False)
 
     async def alter_partition(self, request: AlterPartitionRequest) -> AlterPartitionReply:
         try:
-            return self._quorum.active().alter_partition(request)
+            return self._active().alter_partition(request)
         except NotControllerError:
             return AlterPartitionReply(error_code=NotControllerError.code, registration=None)
 
     async def create_topics(self, topics: Sequence[NewTopic], *, validate_only: bool) -> list[TopicResult]:
         try:
-            return self._quorum.active().create_topics(topics, validate_only=validate_only)
+            return self._active().create_topics(topics, validate_only=validate_only)
         except NotControllerError as exc:
             return [TopicResult(name=t.name, topic_id=None, error_code=NotControllerError.code,
                                 error_message=str(exc)) for t in topics]
@@ -202,26 +253,26 @@ class _Channel:
     async def create_partitions(self, name: str, count: int, assignments: Sequence[tuple[int, ...]] | None, *,
                                 validate_only: bool) -> TopicResult:
         try:
-            return self._quorum.active().create_partitions(name, count, assignments, validate_only=validate_only)
+            return self._active().create_partitions(name, count, assignments, validate_only=validate_only)
         except NotControllerError as exc:
             return TopicResult(name=name, topic_id=None, error_code=NotControllerError.code, error_message=str(exc))
 
     async def delete_topics(self, topic_ids: Sequence[uuid.UUID]) -> list[TopicResult]:
         try:
-            return self._quorum.active().delete_topics(topic_ids)
+            return self._active().delete_topics(topic_ids)
         except NotControllerError as exc:
             return [TopicResult(name="", topic_id=t, error_code=NotControllerError.code, error_message=str(exc))
                     for t in topic_ids]
 
     async def allocate_producer_ids(self, broker_id: int, broker_epoch: int) -> tuple[int, int]:
         """Raises NotControllerError (no active controller) or StaleBrokerEpochError."""
-        return self._quorum.active().allocate_producer_ids(broker_id, broker_epoch)
+        return self._active().allocate_producer_ids(broker_id, broker_epoch)
 
     # -- config changes ------------------------------------------------------------------------
 
     async def alter_configs(self, resources: Sequence[AlterConfigsResource], *,
                             validate_only: bool) -> list[ConfigResult]:
         try:
-            return self._quorum.active().alter_configs(resources, validate_only=validate_only)
+            return self._active().alter_configs(resources, validate_only=validate_only)
         except NotControllerError as exc:
             return [ConfigResult(error_code=NotControllerError.code, error_message=str(exc)) for _ in resources]
