@@ -355,6 +355,15 @@ class MiniCluster:
             raise ValueError(f"no broker {node_id}: node ids are 0..{len(self._nodes) - 1}")
         return self._nodes[node_id]
 
+    def _in_process(self, node_id: int, fault: str) -> ClusterNode:
+        """Broker ``node_id`` as a node of this process: the faults other than a crash reach
+        into a broker's server, which ``processes=True`` puts in another process."""
+        node = self._node(node_id)
+        if not isinstance(node, ClusterNode):
+            raise RuntimeError(f"{fault} needs the brokers in this process: with processes=True, "
+                               f"broker {node_id} runs in process {node.pid} (kill and restart work)")
+        return node
+
     @staticmethod
     def _registrations(image: MetadataImage) -> dict[tuple[str, int], PartitionRegistration]:
         return {(t.name, i): p for t in image.topics.values() for i, p in t.partitions.items()}
@@ -421,7 +430,7 @@ class MiniCluster:
         <minibroker.faults.RequestControls.control>`: delay, fail, drop, hold or count its
         requests by API key). Callable from any thread; a killed or restarted broker's
         controls are gone (a restart starts with none), and :meth:`heal` removes them all."""
-        node = self._node(node_id)
+        node = self._in_process(node_id, "requests()")
         if node.server is None:
             raise RuntimeError("the cluster is not started")
         return node.server.faults.requests
@@ -447,7 +456,7 @@ class MiniCluster:
             RuntimeError: the broker is not running.
             TimeoutError: not fenced within ``timeout`` seconds.
         """
-        node = self._node(node_id)
+        node = self._in_process(node_id, "isolate()")
         if not node.alive:
             raise RuntimeError(f"broker {node_id} is not running")
         if not (from_brokers or from_clients):
@@ -480,7 +489,8 @@ class MiniCluster:
         """
         quorum = self._require_quorum()
         rejoining = [n.node_id for n in self._nodes if n.alive and n.node_id in quorum.isolated]
-        changes = [f"broker {n.node_id}: {', '.join(c)}" for n in self._nodes if (c := n.heal())]
+        changes = [f"broker {n.node_id}: {', '.join(c)}" for n in self._nodes
+                   if isinstance(n, ClusterNode) and (c := n.heal())]
         if wait and rejoining:
             await self._wait_ready(rejoining, timeout)
         log.info("healed: %s", "; ".join(changes) or "nothing to heal")
@@ -492,7 +502,7 @@ class MiniCluster:
         ``replica.lag.time.max.ms`` drops out of the ISR."""
         if delay_ms < 0:
             raise ValueError(f"delay_ms must be >= 0, not {delay_ms}")
-        node = self._node(node_id)
+        node = self._in_process(node_id, "slow_disk()")
         if node.server is None or not node.alive:
             raise RuntimeError(f"broker {node_id} is not running")
         disk = node.server.faults.disk

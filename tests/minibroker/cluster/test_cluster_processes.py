@@ -111,6 +111,15 @@ def test_every_broker_is_a_process_of_its_own_and_kill_is_a_sigkill(pcluster):
     assert pcluster.brokers[0].alive and pcluster.brokers[0].pid not in pids
 
 
+def test_faults_that_reach_into_a_broker_say_they_need_it_in_process(pcluster):
+    """isolate, slow_disk and request controls work on in-process brokers only; with
+    processes=True they refuse clearly (kill and restart work), and heal has nothing to do."""
+    for call in (lambda: pcluster.isolate(1), lambda: pcluster.slow_disk(1, 10), lambda: pcluster.requests(1)):
+        with pytest.raises(RuntimeError, match=r"processes=True, broker 1 runs in process \d+"):
+            call()
+    pcluster.heal()
+
+
 def test_confluent_kafka_acks_all_survives_a_kill_9_of_the_leader_and_the_files_match(pcluster):
     ck = pytest.importorskip("confluent_kafka")
     pcluster.create_topic(TOPIC, partitions=1, replication_factor=3,
