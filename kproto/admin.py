@@ -313,7 +313,13 @@ class AIOAdminClient:
         return sorted(n for n, t in self._cluster.topics.items() if include_internal or not t.is_internal)
 
     async def describe_topics(self, topics: Iterable[str]) -> dict[str, TopicDescription]:
-        """Partitions (leader, replicas, ISR, leader epoch), topic id and internal flag of topics."""
+        """Partitions, topic id and internal flag of topics (Java's ``TopicDescription``).
+
+        Each partition is a :class:`~kproto.io.cluster.PartitionInfo` (Java's
+        ``TopicPartitionInfo``): its ``leader`` (-1 while it has none), ``leader_epoch``,
+        ``replicas``, ``isr`` and ``offline_replicas``, as the metadata answer gives them;
+        an answer of an older leader epoch than one seen before is not taken (KIP-320).
+        """
         names = list(topics)
         await self._cluster.refresh(names)
         results: dict[str, Any] = {}

@@ -23,13 +23,12 @@ from kproto.cli.options import (
     admin_client,
     key_value,
 )
-from kproto.cli.output import add_json_option, table
+from kproto.cli.output import add_json_option
 from kproto.errors import KafkaError, TopicAlreadyExistsError, UnknownTopicOrPartitionError
 
 __all__ = ["register"]
 
 _DYNAMIC_TOPIC_CONFIG = 1  # Kafka's ConfigSource: set on the topic itself
-_PARTITION_COLUMNS = ("partition", "leader", "replicas", "isr", "log_start_offset", "log_end_offset")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -128,7 +127,7 @@ def _describe(args: argparse.Namespace) -> int:
         configs = admin.describe_configs([ConfigResource.topic(name) for name in names]) if names else {}
     for name, d in descriptions.items():
         rows = [{"partition": p.partition, "leader": p.leader, "leader_epoch": p.leader_epoch,
-                 "replicas": list(p.replicas), "isr": list(p.isr),
+                 "replicas": list(p.replicas), "isr": list(p.isr), "offline_replicas": list(p.offline_replicas),
                  "log_start_offset": starts[TopicPartition(name, p.partition)].offset,
                  "log_end_offset": ends[TopicPartition(name, p.partition)].offset} for p in d.partitions]
         own = {k: e.value for k, e in configs[ConfigResource.topic(name)].items() if e.source == _DYNAMIC_TOPIC_CONFIG}
@@ -138,11 +137,29 @@ def _describe(args: argparse.Namespace) -> int:
                               "is_internal": d.is_internal, "replication_factor": replication,
                               "configs": own, "partitions": rows}), flush=True)
             continue
-        settings = ",".join(f"{k}={v}" for k, v in sorted(own.items())) or "-"
-        print(f"Topic: {name}  TopicId: {d.topic_id or '-'}  PartitionCount: {len(rows)}  "
-              f"ReplicationFactor: {replication}  Internal: {str(d.is_internal).lower()}  Configs: {settings}")
-        print(table(rows, _PARTITION_COLUMNS), end="\n\n", flush=True)
+        print(_kafka_topics_layout(name, d.topic_id, replication, own, rows), flush=True)
     return 0
+
+
+def _kafka_topics_layout(name: str, topic_id: Any, replication: int, configs: dict[str, str],
+                         rows: list[dict[str, Any]]) -> str:
+    """A topic as ``kafka-topics.sh --describe`` prints it (Java's ``TopicCommand``): a topic
+    line, then one tab-separated line per partition; a partition without a leader shows
+    ``Leader: none``, offline replicas get an ``Offline:`` field, and the log's offsets
+    come last (kproto's own fields, after Kafka's)."""
+    def ids(nodes: list[int]) -> str:
+        return ",".join(map(str, nodes))
+
+    settings = ",".join(f"{k}={v}" for k, v in sorted(configs.items()))
+    lines = [f"Topic: {name}\tTopicId: {topic_id or ''}\tPartitionCount: {len(rows)}\t"
+             f"ReplicationFactor: {replication}\tConfigs: {settings}"]
+    for r in rows:
+        leader = r["leader"] if r["leader"] >= 0 else "none"
+        offline = f"\tOffline: {ids(r['offline_replicas'])}" if r["offline_replicas"] else ""
+        lines.append(f"\tTopic: {name}\tPartition: {r['partition']}\tLeader: {leader}\tReplicas: {ids(r['replicas'])}"
+                     f"\tIsr: {ids(r['isr'])}{offline}\tLogStartOffset: {r['log_start_offset']}"
+                     f"\tLogEndOffset: {r['log_end_offset']}")
+    return "\n".join(lines)
 
 
 def _alter(args: argparse.Namespace) -> int:
