@@ -109,3 +109,32 @@ def test_requests_carry_the_cached_leader_epoch(broker):
             await cluster.close()
 
     asyncio.run(run())
+
+
+def test_a_fetch_answer_naming_the_new_leader_updates_the_metadata_without_a_refresh(cluster3):
+    """KIP-951 on a MiniCluster: after the leader's death a replica that is not the new
+    leader answers a Fetch with NOT_LEADER_OR_FOLLOWER (or FENCED_LEADER_EPOCH) and the
+    new leader in current_leader; fetch() puts it in the cache, no Metadata asked."""
+    cluster3.create_topic("hinted", partitions=1, replication_factor=3)
+    cluster3.wait_for_isr("hinted", 0, 3)
+    tp = TopicPartition("hinted", 0)
+
+    async def run():
+        config = ClientConfig("consumer", bootstrap_servers=cluster3.bootstrap_servers)
+        cluster = Cluster(config)
+        try:
+            await cluster.refresh([tp.topic])
+            old, epoch = cluster.leader(*tp), cluster.leader_epoch(*tp)
+            await asyncio.to_thread(cluster3.kill, old)
+            new = await asyncio.to_thread(cluster3.wait_for_leader, tp.topic, 0, (old,))
+            other = next(n for n in range(3) if n not in (old, new))
+            refreshes = []
+            cluster._fetch_metadata = lambda names: refreshes.append(names)  # none may happen
+            answer = (await fetch(cluster, other, FetchSettings.from_config(config), {tp: 0}))[tp]
+            assert answer.error_code != 0 and answer.current_leader.leader_id == new
+            assert (cluster.leader(*tp), cluster.leader_epoch(*tp)) == (new, answer.current_leader.leader_epoch)
+            assert cluster.leader_epoch(*tp) > epoch and refreshes == []
+        finally:
+            await cluster.close()
+
+    asyncio.run(run())
