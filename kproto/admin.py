@@ -479,19 +479,33 @@ class AIOAdminClient:
         """Offsets by spec: ``"earliest"``, ``"latest"``, ``"max_timestamp"`` or a timestamp (ms).
 
         A timestamp gives the first offset whose timestamp is at or after it (offset -1
-        when there is none).
+        when there is none). A partition whose leader moved (NOT_LEADER_OR_FOLLOWER,
+        FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH and other retriable errors) is asked
+        again, after a metadata refresh, within ``default.api.timeout.ms``.
         """
         timestamps = {tp: timestamp_of(s) for tp, s in specs.items()}
         results: dict[TopicPartition, Any] = {}
-        for leader, tps in (await self._leaders(timestamps)).items():
-            if leader < 0:
-                for tp in tps:
-                    results[tp] = UnknownTopicOrPartitionError(f"{tp.topic}-{tp.partition} has no leader")
-                continue
-            found = await list_offsets(self._cluster, leader, {tp: timestamps[tp] for tp in tps},
-                                       read_committed=isolation_level == "read_committed")
-            for tp, p in found.items():
-                results[tp] = _error(p.error_code, None, tp) or ListedOffset(p.offset, p.timestamp, p.leader_epoch)
+
+        async def attempt() -> None:
+            retry: KafkaError | None = None
+            pending = [tp for tp in timestamps if tp not in results]
+            for leader, tps in (await self._leaders(pending)).items():
+                if leader < 0:
+                    for tp in tps:
+                        results[tp] = UnknownTopicOrPartitionError(f"{tp.topic}-{tp.partition} has no leader")
+                    continue
+                found = await list_offsets(self._cluster, leader, {tp: timestamps[tp] for tp in tps},
+                                           read_committed=isolation_level == "read_committed")
+                for tp, p in found.items():
+                    error = _error(p.error_code, None, tp)
+                    if error is not None and error.retriable:
+                        retry = error  # the leader moved: ask again after a refresh
+                        continue
+                    results[tp] = error or ListedOffset(p.offset, p.timestamp, p.leader_epoch)
+            if retry is not None:
+                raise retry
+
+        await self._retrying(attempt)
         return _outcome(results)
 
     async def delete_records(self, before: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
