@@ -2,10 +2,16 @@
 items 4.2 and 4.3; KIP-320, KIP-392): :class:`SubscriptionState` decides, the fetcher
 only asks brokers."""
 
+import time
+
 import pytest
 
+from kproto.config import ClientConfig
+from kproto.consumer.fetcher import Fetcher
 from kproto.consumer.subscription import SubscriptionState
-from kproto.errors import LogTruncationError, OffsetOutOfRangeError
+from kproto.errors import LogTruncationError, NotLeaderOrFollowerError, OffsetOutOfRangeError
+from kproto.io import Cluster
+from kproto.protocol.messages import FetchResponse, MetadataResponse
 from kproto.structs import OffsetAndMetadata, TopicPartition
 
 TP = TopicPartition("t", 0)
@@ -116,3 +122,50 @@ def test_read_replica_routing_holds_until_expiry_or_an_error(error_first):
     else:
         assert s.read_replica(TP, now=100.0) == -1  # expired: back to the leader
         assert s.read_replica(TP, now=50.0) == -1
+
+
+def _fetcher(offline=()):
+    """A Fetcher over a Cluster that took a Metadata answer (leader 0 at epoch 5, replicas
+    0, 1, 2), no network."""
+    config = ClientConfig("consumer", bootstrap_servers="127.0.0.1:9", client_rack="b", metadata_max_age_ms=1000)
+    cluster = Cluster(config)
+    cluster._apply(MetadataResponse(
+        brokers=[MetadataResponse.MetadataResponseBroker(node_id=n, host="127.0.0.1", port=9000 + n, rack="abc"[n])
+                 for n in range(3)],
+        topics=[MetadataResponse.MetadataResponseTopic(error_code=0, name="t", partitions=[
+            MetadataResponse.MetadataResponsePartition(error_code=0, partition_index=0, leader_id=0, leader_epoch=5,
+                                                       replica_nodes=[0, 1, 2], isr_nodes=[0, 1, 2],
+                                                       offline_replicas=list(offline))])]), full=False)
+    s = SubscriptionState("earliest")
+    s.assign([TP])
+    s.seek(TP, 0)
+    stale = []
+    fetcher = Fetcher(cluster, config, s, on_data=lambda: None, on_stale_metadata=lambda: stale.append(1))
+    return fetcher, s, stale
+
+
+def _answer(code=0, preferred=-1):
+    return FetchResponse.PartitionData(partition_index=0, error_code=code, high_watermark=0, records=b"",
+                                       preferred_read_replica=preferred)
+
+
+def test_the_fetcher_follows_the_leaders_preferred_read_replica_until_it_errors():
+    """KIP-392 routing in the fetcher (Java's AbstractFetch.selectReadReplica): a leader's
+    preferred_read_replica is fetched from; an error from it goes back to the leader,
+    not to the application."""
+    fetcher, s, stale = _fetcher()
+    now = time.monotonic()
+    assert fetcher._read_replica(TP, now) == 0
+    fetcher._handle(TP, s.state(TP).version, 0, _answer(preferred=1), node=0)
+    assert fetcher._read_replica(TP, now) == 1
+    assert fetcher._read_replica(TP, now + 0.5) == 1
+    fetcher._handle(TP, s.state(TP).version, 0, _answer(NotLeaderOrFollowerError.code), node=1)
+    assert fetcher._read_replica(TP, now) == 0 and fetcher._errors == {} and stale == []
+    fetcher._handle(TP, s.state(TP).version, 0, _answer(preferred=2), node=0)
+    assert fetcher._read_replica(TP, time.monotonic() + 1.5) == 0  # metadata.max.age.ms passed
+
+
+def test_the_fetcher_does_not_read_from_an_offline_replica():
+    fetcher, s, _ = _fetcher(offline=[1])
+    fetcher._handle(TP, s.state(TP).version, 0, _answer(preferred=1), node=0)
+    assert fetcher._read_replica(TP, time.monotonic()) == 0
