@@ -169,3 +169,22 @@ def test_the_fetcher_does_not_read_from_an_offline_replica():
     fetcher, s, _ = _fetcher(offline=[1])
     fetcher._handle(TP, s.state(TP).version, 0, _answer(preferred=1), node=0)
     assert fetcher._read_replica(TP, time.monotonic()) == 0
+
+
+@pytest.mark.parametrize("reset", ["earliest", "none"])
+def test_a_fetch_answer_with_a_diverging_epoch_moves_the_position_back_or_raises(reset):
+    """KIP-320 through Fetch v12+: the leader answers diverging_epoch instead of records
+    when the log before the fetch offset is not what the consumer read."""
+    fetcher, s, _ = _fetcher()
+    s.default_reset = reset
+    s.seek(TP, 20)
+    s.state(TP).leader_epoch = 4
+    answer = _answer()
+    answer.diverging_epoch = FetchResponse.EpochEndOffset(epoch=3, end_offset=12)
+    fetcher._handle(TP, s.state(TP).version, 20, answer, node=0)
+    if reset == "none":
+        error = fetcher._errors[TP]
+        assert isinstance(error, LogTruncationError) and error.partitions == {TP: 20}
+        assert s.fetchable() == []
+    else:
+        assert (s.state(TP).position, s.state(TP).leader_epoch) == (12, 3) and s.fetchable() == [TP]
