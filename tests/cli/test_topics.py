@@ -124,3 +124,22 @@ def test_describe_on_a_cluster_shows_the_isr_shrink_and_the_new_leader_after_a_k
     _, line = describe()
     assert f"\tLeader: {new}\tReplicas: {replicas}\t" in line  # the replicas stay, the leader moved
     assert line.split("\tIsr: ")[1].split("\t")[0] == ",".join(map(str, isr)) and leader not in isr
+
+
+def test_describe_shows_a_partition_without_a_leader_as_none(cluster3, capsys, monkeypatch):
+    """Issue 13 step 2, item 4.5: an RF=1 partition whose only broker is killed has no
+    leader; kafka-topics.sh prints ``Leader: none``, and the other partitions are still
+    described (no log offsets can be asked of a partition without a leader)."""
+    monkeypatch.delenv("KPROTO_BOOTSTRAP_SERVERS", raising=False)
+    cluster3.create_topic("tp-rf1", partitions=3, replication_factor=1)
+    owner = cluster3.leader_of("tp-rf1", 0)
+    cluster3.kill(owner)
+    capsys.readouterr()
+    code = main(["--bootstrap-servers", cluster3.bootstrap_servers, "topics", "describe", "tp-rf1"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    lines = out.splitlines()[1:]
+    dead = [line for line in lines if "\tLeader: none\t" in line]
+    assert f"\tTopic: tp-rf1\tPartition: 0\tLeader: none\tReplicas: {owner}\t" in lines[0]
+    assert dead and all("\tLogStartOffset: -\tLogEndOffset: -" in line for line in dead)
+    assert all("\tLogEndOffset: 0" in line for line in lines if line not in dead)
