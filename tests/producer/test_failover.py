@@ -6,8 +6,6 @@ in the order sent, read back by a consumer; for the sync and the asyncio faces."
 import asyncio
 import time
 
-import pytest
-
 from kproto import Consumer, Producer
 from kproto.aio import AIOProducer
 from kproto.structs import TopicPartition
@@ -92,3 +90,30 @@ def test_the_asyncio_producer_keeps_every_acknowledged_record_once_and_in_order(
         return acked
 
     _check(cluster3, asyncio.run(run()), leader)
+
+
+def test_a_produce_answer_naming_the_new_leader_is_taken_without_a_metadata_refresh(cluster3):
+    """KIP-951 (Produce v10+): the old leader, back as a follower, answers the producer's
+    batch with NOT_LEADER_OR_FOLLOWER and the new leader in current_leader; the producer
+    sends there at once, asking no Metadata."""
+    cluster3.create_topic(TOPIC, partitions=1, replication_factor=3)
+    cluster3.wait_for_isr(TOPIC, 0, 3)
+    old = cluster3.leader_of(TOPIC, 0)
+    with Producer(**_config(cluster3)) as producer:
+        producer.send(TOPIC, b"0", partition=0).result(30)
+        cluster = producer._core._cluster
+        cluster3.kill(old)
+        new = cluster3.wait_for_leader(TOPIC, 0, not_in=(old,))
+        cluster3.restart(old)
+        cluster3.wait_for_isr(TOPIC, 0, 3)
+        refreshes = []
+        fetch_metadata = cluster._fetch_metadata
+
+        async def counted(names):
+            refreshes.append(names)
+            await fetch_metadata(names)
+
+        cluster._fetch_metadata = counted
+        assert cluster.leader(TOPIC, 0) == old  # still the old view
+        assert producer.send(TOPIC, b"1", partition=0).result(30).offset == 1
+        assert cluster.leader(TOPIC, 0) == new and refreshes == []
