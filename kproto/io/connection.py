@@ -223,8 +223,16 @@ class Connection:
             except asyncio.TimeoutError:
                 self._writer.transport.abort()  # what is left unsent is dropped
                 await asyncio.gather(closed, return_exceptions=True)
-            except (OSError, asyncio.CancelledError):
+            except OSError:
                 pass
+            except asyncio.CancelledError:
+                # The close waiter was cancelled (it is the stream's, shared): nothing to do.
+                # But a cancel of the closing task itself goes on up, the socket cut off, or
+                # a loop that closes its connection on the way out would never end (issue 13).
+                task = asyncio.current_task()
+                if task is not None and task.cancelling():
+                    self._writer.transport.abort()
+                    raise
 
     # -- requests -------------------------------------------------------------------------
 
@@ -315,10 +323,14 @@ class Connection:
         if written is not None:
             await asyncio.shield(written)  # the request's time starts when it goes out
             started = time.monotonic()
-        try:
-            return await asyncio.wait_for(asyncio.shield(future), wait - (time.monotonic() - started))
-        except asyncio.TimeoutError:
+        # asyncio.wait, not wait_for: Python 3.11's wait_for drops a cancel of the caller
+        # that arrives as the answer does (and the caller goes on as if never cancelled: a
+        # loop that is cancelled while it waits for an answer never ends, issue 13). wait
+        # neither cancels the answer's future nor swallows a cancel.
+        done, _ = await asyncio.wait((future,), timeout=max(wait - (time.monotonic() - started), 0))
+        if not done:
             await self._timed_out(api_key, version, wait, "got no response")
+        return future.result()
 
     async def _timed_out(self, api_key: int, version: int, wait: float, what: str) -> NoReturn:
         """Give up on a request after ``wait`` seconds: the connection closes too (a late

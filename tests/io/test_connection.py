@@ -287,3 +287,29 @@ def test_api_versions_falls_back_as_kip_511_says():
             finally:
                 await conn.close()
     asyncio.run(run())
+
+
+def test_a_cancel_arriving_with_the_answer_is_not_dropped(broker):
+    """A request whose caller is cancelled in the same loop turn as its answer arrives
+    raises CancelledError. Python 3.11's ``asyncio.wait_for`` returned the answer and
+    dropped the cancel, so a loop cancelled while waiting for an answer went on forever
+    (issue 13 step 2: minibroker's replica fetcher hung MiniCluster.stop)."""
+    from kproto.protocol.messages import MetadataResponse
+
+    async def run():
+        conn = Connection(*parse_bootstrap_servers(broker.bootstrap_servers)[0], request_timeout_ms=10000)
+        await conn.open()
+        try:
+            task = asyncio.get_running_loop().create_task(conn.request(MetadataRequest(topics=[])))
+            while not conn._pending:
+                await asyncio.sleep(0)
+            await asyncio.sleep(0)  # the task now waits for its answer
+            future = conn._pending[-1][3]
+            future.set_result(MetadataResponse(brokers=[], topics=[]))  # the answer, and in the same turn...
+            task.cancel()  # ... the cancel
+            with pytest.raises(asyncio.CancelledError):
+                await task
+        finally:
+            await conn.close()
+
+    asyncio.run(run())
