@@ -313,7 +313,13 @@ class AIOAdminClient:
         return sorted(n for n, t in self._cluster.topics.items() if include_internal or not t.is_internal)
 
     async def describe_topics(self, topics: Iterable[str]) -> dict[str, TopicDescription]:
-        """Partitions (leader, replicas, ISR, leader epoch), topic id and internal flag of topics."""
+        """Partitions, topic id and internal flag of topics (Java's ``TopicDescription``).
+
+        Each partition is a :class:`~kproto.io.cluster.PartitionInfo` (Java's
+        ``TopicPartitionInfo``): its ``leader`` (-1 while it has none), ``leader_epoch``,
+        ``replicas``, ``isr`` and ``offline_replicas``, as the metadata answer gives them;
+        an answer of an older leader epoch than one seen before is not taken (KIP-320).
+        """
         names = list(topics)
         await self._cluster.refresh(names)
         results: dict[str, Any] = {}
@@ -473,16 +479,18 @@ class AIOAdminClient:
         """Offsets by spec: ``"earliest"``, ``"latest"``, ``"max_timestamp"`` or a timestamp (ms).
 
         A timestamp gives the first offset whose timestamp is at or after it (offset -1
-        when there is none). A leader that cannot be reached or answers with a retriable
-        error (NOT_LEADER_OR_FOLLOWER, OFFSET_NOT_AVAILABLE... during a failover) is asked
-        again, with fresh metadata, until ``default.api.timeout.ms``, as Java's
-        ``KafkaAdminClient.listOffsets`` retries its calls.
+        when there is none). A partition whose leader cannot be reached or answers a
+        retriable error (NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH, OFFSET_NOT_AVAILABLE...
+        during a failover) is asked again, with fresh metadata, until
+        ``default.api.timeout.ms``, as Java's ``KafkaAdminClient.listOffsets`` retries.
         """
         timestamps = {tp: timestamp_of(s) for tp, s in specs.items()}
+        results: dict[TopicPartition, Any] = {}
 
-        async def attempt() -> dict[TopicPartition, Any]:
-            results: dict[TopicPartition, Any] = {}
-            for leader, tps in (await self._leaders(timestamps)).items():
+        async def attempt() -> None:
+            retry: KafkaError | None = None
+            pending = [tp for tp in timestamps if tp not in results]
+            for leader, tps in (await self._leaders(pending)).items():
                 if leader < 0:
                     for tp in tps:
                         results[tp] = UnknownTopicOrPartitionError(f"{tp.topic}-{tp.partition} has no leader")
@@ -492,10 +500,14 @@ class AIOAdminClient:
                 for tp, p in found.items():
                     error = _error(p.error_code, None, tp)
                     if error is not None and error.retriable:
-                        raise error  # the whole call again: _leaders refreshes the metadata
+                        retry = error  # the leader moved: ask again after a refresh
+                        continue
                     results[tp] = error or ListedOffset(p.offset, p.timestamp, p.leader_epoch)
-            return results
-        return _outcome(await self._retrying(attempt))
+            if retry is not None:
+                raise retry
+
+        await self._retrying(attempt)
+        return _outcome(results)
 
     async def delete_records(self, before: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
         """Delete records before the given offsets (-1: the high watermark); returns the new low watermarks."""

@@ -8,6 +8,8 @@ The tree, split by who is to blame::
     │   ├── CorruptMessageError     code 2, CORRUPT_MESSAGE
     │   │   └── CorruptRecordError  bytes from the network or disk that do not parse;
     │   │                           carries the offset range of the bad batch when known
+    │   ├── OffsetOutOfRangeError   code 1, OFFSET_OUT_OF_RANGE
+    │   │   └── LogTruncationError  a consumer's position was truncated away (KIP-320)
     │   ├── UnsupportedCompressionTypeError   code 76
     │   └── ... one class per code in the table below
     ├── ProtocolError               a peer broke the wire protocol (garbled frame,
@@ -48,6 +50,7 @@ __all__ = [
     "ConfigError",
     "ClientClosedError",
     "CorruptRecordError",
+    "LogTruncationError",
     "IllegalTransitionError",
     "for_code",
     # One class per Kafka error code, in code order.
@@ -1113,3 +1116,29 @@ class CorruptRecordError(CorruptMessageError):
 
     def __reduce__(self):  # keep the offsets across pickling (Spark executors)
         return (type(self), (self.args[0], self.first_offset, self.last_offset))
+
+
+class LogTruncationError(OffsetOutOfRangeError):
+    """A consumer's position is past the end of its partition's log: the log was truncated
+    under it by a leader change (an unclean election, or records the old leader had that
+    the new one never got), and ``auto.offset.reset`` is ``none`` (KIP-320; Java's
+    ``LogTruncationException``).
+
+    The consumer found it validating its position with OffsetForLeaderEpoch after the
+    partition's leader epoch changed. Records it returned past the divergence point are
+    no longer in the log; seek (to :attr:`divergent_offsets`, or anywhere) to go on.
+
+    Attributes:
+        partitions: ``{TopicPartition: position}`` of the truncated partitions.
+        divergent_offsets: ``{TopicPartition: OffsetAndMetadata}``, the first offset known
+            to diverge and its leader epoch, per partition; None for a partition whose
+            leader knew no epoch as old as the position's.
+    """
+
+    def __init__(self, message: str, partitions: dict | None = None, divergent_offsets: dict | None = None):
+        super().__init__(message)
+        self.partitions = dict(partitions or {})
+        self.divergent_offsets = dict(divergent_offsets or {})
+
+    def __reduce__(self):  # keep the offsets across pickling (Spark executors)
+        return (type(self), (self.args[0], self.partitions, self.divergent_offsets))

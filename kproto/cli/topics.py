@@ -23,13 +23,12 @@ from kproto.cli.options import (
     admin_client,
     key_value,
 )
-from kproto.cli.output import add_json_option, table
+from kproto.cli.output import add_json_option
 from kproto.errors import KafkaError, TopicAlreadyExistsError, UnknownTopicOrPartitionError
 
 __all__ = ["register"]
 
 _DYNAMIC_TOPIC_CONFIG = 1  # Kafka's ConfigSource: set on the topic itself
-_PARTITION_COLUMNS = ("partition", "leader", "replicas", "isr", "log_start_offset", "log_end_offset")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -122,15 +121,21 @@ def _describe(args: argparse.Namespace) -> int:
     with admin_client(args) as admin:
         names = args.topics or admin.list_topics(include_internal=True)
         descriptions = admin.describe_topics(names) if names else {}
-        partitions = [TopicPartition(name, p.partition) for name, d in descriptions.items() for p in d.partitions]
+        # Only a leader knows a partition's offsets: a partition without one shows none.
+        partitions = [TopicPartition(name, p.partition) for name, d in descriptions.items() for p in d.partitions
+                      if p.leader >= 0]
         starts = admin.list_offsets(dict.fromkeys(partitions, "earliest")) if partitions else {}
         ends = admin.list_offsets(dict.fromkeys(partitions, "latest")) if partitions else {}
         configs = admin.describe_configs([ConfigResource.topic(name) for name in names]) if names else {}
+
+    def offset(found: dict[TopicPartition, Any], tp: TopicPartition) -> int | None:
+        return found[tp].offset if tp in found else None
+
     for name, d in descriptions.items():
         rows = [{"partition": p.partition, "leader": p.leader, "leader_epoch": p.leader_epoch,
-                 "replicas": list(p.replicas), "isr": list(p.isr),
-                 "log_start_offset": starts[TopicPartition(name, p.partition)].offset,
-                 "log_end_offset": ends[TopicPartition(name, p.partition)].offset} for p in d.partitions]
+                 "replicas": list(p.replicas), "isr": list(p.isr), "offline_replicas": list(p.offline_replicas),
+                 "log_start_offset": offset(starts, TopicPartition(name, p.partition)),
+                 "log_end_offset": offset(ends, TopicPartition(name, p.partition))} for p in d.partitions]
         own = {k: e.value for k, e in configs[ConfigResource.topic(name)].items() if e.source == _DYNAMIC_TOPIC_CONFIG}
         replication = len(d.partitions[0].replicas) if d.partitions else 0
         if args.json:
@@ -138,11 +143,29 @@ def _describe(args: argparse.Namespace) -> int:
                               "is_internal": d.is_internal, "replication_factor": replication,
                               "configs": own, "partitions": rows}), flush=True)
             continue
-        settings = ",".join(f"{k}={v}" for k, v in sorted(own.items())) or "-"
-        print(f"Topic: {name}  TopicId: {d.topic_id or '-'}  PartitionCount: {len(rows)}  "
-              f"ReplicationFactor: {replication}  Internal: {str(d.is_internal).lower()}  Configs: {settings}")
-        print(table(rows, _PARTITION_COLUMNS), end="\n\n", flush=True)
+        print(_kafka_topics_layout(name, d.topic_id, replication, own, rows), flush=True)
     return 0
+
+
+def _kafka_topics_layout(name: str, topic_id: Any, replication: int, configs: dict[str, str],
+                         rows: list[dict[str, Any]]) -> str:
+    """A topic as ``kafka-topics.sh --describe`` prints it (Java's ``TopicCommand``): a topic
+    line, then one tab-separated line per partition; a partition without a leader shows
+    ``Leader: none``, offline replicas get an ``Offline:`` field, and the log's offsets
+    come last (kproto's own fields, after Kafka's; ``-`` without a leader to ask)."""
+    def ids(nodes: list[int]) -> str:
+        return ",".join(map(str, nodes))
+
+    settings = ",".join(f"{k}={v}" for k, v in sorted(configs.items()))
+    lines = [f"Topic: {name}\tTopicId: {topic_id or ''}\tPartitionCount: {len(rows)}\t"
+             f"ReplicationFactor: {replication}\tConfigs: {settings}"]
+    for r in rows:
+        leader = r["leader"] if r["leader"] >= 0 else "none"
+        offline = f"\tOffline: {ids(r['offline_replicas'])}" if r["offline_replicas"] else ""
+        start, end = ("-" if o is None else o for o in (r["log_start_offset"], r["log_end_offset"]))
+        lines.append(f"\tTopic: {name}\tPartition: {r['partition']}\tLeader: {leader}\tReplicas: {ids(r['replicas'])}"
+                     f"\tIsr: {ids(r['isr'])}{offline}\tLogStartOffset: {start}\tLogEndOffset: {end}")
+    return "\n".join(lines)
 
 
 def _alter(args: argparse.Namespace) -> int:

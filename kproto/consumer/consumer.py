@@ -245,6 +245,9 @@ class AIOConsumer(Positions, Rebalancing, Commits, Iteration):
             RuntimeError: nothing is subscribed or assigned.
             OffsetOutOfRangeError: a position is outside the log and
                 ``auto.offset.reset`` is ``none`` (``.partitions`` says which and where).
+            LogTruncationError: (a subclass of the above) after a leader change the log
+                was found truncated under a position (KIP-320) and ``auto.offset.reset``
+                is ``none``; ``.divergent_offsets`` says where it diverged.
             NoOffsetForPartitionError: a partition has no position, no committed offset,
                 and ``auto.offset.reset`` is ``none``.
             RecordDeserializationError: a deserializer failed (the position stays at

@@ -27,8 +27,25 @@ transaction markers, as Java's does.
 The request, the per-partition error actions and the read_committed filter (Java's
 ``CompletedFetch``) are :mod:`kproto.io.fetch`'s, shared with the Spark source.
 
+Leader changes (KIP-320). Each Fetch carries the leader epoch the metadata knows and the
+epoch of the record before the fetch offset (:mod:`kproto.io.fetch`). When a partition's
+leader epoch moves on, its position is validated before it is fetched again: what was
+buffered from the old leader is dropped, and the new leader is asked with
+OffsetForLeaderEpoch (:mod:`kproto.io.leader_epochs`) where the position's epoch ends;
+:meth:`~kproto.consumer.subscription.SubscriptionState.complete_validation` judges the
+answer (go on; go back to where the log diverges; or, with ``auto.offset.reset=none``,
+raise :class:`~kproto.errors.LogTruncationError` from poll). A Fetch answered with a
+``diverging_epoch`` is judged the same way. FENCED_LEADER_EPOCH refreshes metadata and
+UNKNOWN_LEADER_EPOCH waits a backoff; neither reaches the application.
+
+Preferred read replicas (KIP-392). With ``client.rack`` set, the leader may answer a
+``preferred_read_replica``: the partition is then fetched from that broker until
+``metadata.max.age.ms`` passes, the broker leaves the metadata (or is an offline
+replica), or a fetch from it fails or errors; then from the leader again (Java's
+``AbstractFetch.selectReadReplica``). Validation always asks the leader.
+
 Errors per partition: leadership changes (NOT_LEADER_OR_FOLLOWER and friends) refresh
-metadata and retry after a backoff (``retry.backoff.ms`` doubling up to
+metadata (or take the answer's KIP-951 leader hint) and retry after a backoff (``retry.backoff.ms`` doubling up to
 ``retry.backoff.max.ms`` per broker while fetches keep failing, with KIP-580's jitter:
 :class:`~kproto.io.retry.Backoff`); OFFSET_OUT_OF_RANGE resets the position
 per ``auto.offset.reset``, or, with ``none``, raises :class:`~kproto.errors.OffsetOutOfRangeError`
@@ -59,6 +76,7 @@ from kproto.errors import (
 )
 from kproto.io import Cluster
 from kproto.io.fetch import Action, BatchFilter, FetchSettings, fetch, partition_action
+from kproto.io.leader_epochs import offsets_for_leader_epoch, supported
 from kproto.io.list_offsets import list_offsets, timestamp_of
 from kproto.io.retry import Backoff
 from kproto.records import Batch, read_batches
@@ -74,8 +92,8 @@ _new_record = tuple.__new__
 class _Chunk:
     """One partition's share of one Fetch response, decoded a batch at a time."""
 
-    __slots__ = ("tp", "version", "position", "end", "epoch", "batches", "records", "index", "batch_end", "error",
-                 "filter", "key_deserializer", "value_deserializer")
+    __slots__ = ("tp", "version", "position", "end", "end_epoch", "epoch", "batches", "records", "index", "batch_end",
+                 "error", "filter", "key_deserializer", "value_deserializer")
 
     def __init__(self, tp: TopicPartition, version: int, fetch_offset: int, data: Any, *, check_crcs: bool,
                  aborted: Iterable[Any] | None, deserializers: tuple[Callable | None, Callable | None]) -> None:
@@ -93,6 +111,8 @@ class _Chunk:
         except KafkaError as exc:  # the batches before the bad one are still good
             self.error = exc
         self.end = max(fetch_offset, self.batches[-1].next_offset) if self.batches else fetch_offset
+        # The leader epoch of the record before end: the next fetch's last_fetched_epoch (KIP-320).
+        self.end_epoch = self.batches[-1].partition_leader_epoch if self.batches else -1
         if self.error is None and not self.batches and data and len(data):
             log.debug("%s-%d: no whole batch at offset %d in %d bytes", tp.topic, tp.partition, fetch_offset, len(data))
         self.filter = BatchFilter(aborted)  # skips control batches, and aborted ones under read_committed
@@ -195,6 +215,7 @@ class Fetcher:
         self._on_data = on_data
         self._on_stale_metadata = on_stale_metadata
         self._settings = FetchSettings.from_config(config)
+        self._metadata_max_age = config["metadata.max.age.ms"] / 1000  # how long a preferred read replica holds
         self._read_committed = self._settings.read_committed
         self._check_crcs = config["check.crcs"]
         self._deserializers = (config["key.deserializer"], config["value.deserializer"])
@@ -203,6 +224,7 @@ class Fetcher:
         self._errors: dict[TopicPartition, KafkaError] = {}  # raised by the next poll
         self._failure: Exception | None = None  # unexpected: raised by every poll
         self._in_flight: set[TopicPartition] = set()
+        self._validating: set[TopicPartition] = set()  # an OffsetForLeaderEpoch is out for these
         self._busy_nodes: set[int] = set()
         self._resting: dict[int, float] = {}  # node -> monotonic time its backoff ends
         self._failures: dict[int, int] = {}  # node -> fetches in a row that ended in a backoff
@@ -242,16 +264,18 @@ class Fetcher:
             await self._wake.wait()
 
     def _plan(self) -> dict[int, dict[TopicPartition, int]]:
-        """``{node: {partition: fetch offset}}`` of the fetches to send now."""
+        """``{node: {partition: fetch offset}}`` of the fetches to send now (and the
+        validations to start)."""
         plan: dict[int, dict[TopicPartition, int]] = {}
         now = time.monotonic()
         stale = False
-        subscriptions, cluster = self._subscriptions, self._cluster
+        subscriptions = self._subscriptions
+        self._plan_validations(now)
         for tp in subscriptions.fetchable():
             chunks = self._buffered.get(tp)
             if tp in self._in_flight or tp in self._errors or (chunks and len(chunks) >= 2):
                 continue
-            node = cluster.leader(tp.topic, tp.partition)
+            node = self._read_replica(tp, now)
             if node < 0:
                 stale = True
                 continue
@@ -262,6 +286,92 @@ class Fetcher:
         if stale:
             self._on_stale_metadata()
         return plan
+
+    def _read_replica(self, tp: TopicPartition, now: float) -> int:
+        """The broker to fetch ``tp`` from: its preferred read replica while that holds
+        and is online in the metadata, else its leader (Java's ``selectReadReplica``)."""
+        subscriptions, cluster = self._subscriptions, self._cluster
+        node = subscriptions.read_replica(tp, now)
+        if node >= 0:
+            info = cluster.topics.get(tp.topic)
+            p = info.partitions.get(tp.partition) if info is not None else None
+            if node in cluster.brokers and p is not None and node not in p.offline_replicas:
+                return node
+            subscriptions.clear_read_replica(tp)
+        return cluster.leader(tp.topic, tp.partition)
+
+    def _plan_validations(self, now: float) -> None:
+        """Mark the positions whose leader epoch moved on, and send OffsetForLeaderEpoch to
+        the leaders of those waiting (KIP-320); what was buffered for them is dropped."""
+        subscriptions, cluster = self._subscriptions, self._cluster
+        by_leader: dict[int, list[TopicPartition]] = {}
+        for tp in subscriptions.assigned():
+            if not subscriptions.maybe_validate(tp, cluster.leader_epoch(tp.topic, tp.partition)):
+                continue
+            if self._buffered.pop(tp, None):
+                log.debug("%s-%d: leader epoch changed; dropping what was fetched before", tp.topic, tp.partition)
+            state = subscriptions.get(tp)
+            if tp in self._validating or tp in self._errors or state.paused:
+                continue
+            leader = cluster.leader(tp.topic, tp.partition)
+            if leader < 0:
+                self._on_stale_metadata()
+            elif self._resting.get(leader, 0) <= now:
+                by_leader.setdefault(leader, []).append(tp)
+        for leader, tps in by_leader.items():
+            self._validating.update(tps)
+            task = asyncio.get_running_loop().create_task(self._validate(leader, tps))
+            self._requests.add(task)
+            task.add_done_callback(self._requests.discard)
+
+    async def _validate(self, leader: int, partitions: list[TopicPartition]) -> None:
+        """Validate the positions of ``partitions`` with their ``leader`` (KIP-320)."""
+        subscriptions, cluster = self._subscriptions, self._cluster
+        asked = {}
+        for tp in partitions:
+            state = subscriptions.get(tp)
+            if state is not None and state.awaiting_validation and state.position is not None:
+                asked[tp] = (state.version, state.leader_epoch, cluster.leader_epoch(tp.topic, tp.partition))
+        try:
+            if not asked:
+                return
+            if not await supported(cluster, leader):  # Java validates nothing against such a broker
+                for tp, (version, _, current) in asked.items():
+                    state = subscriptions.get(tp)
+                    if state is not None and state.version == version:
+                        state.awaiting_validation, state.current_leader_epoch = False, current
+                return
+            answers = await offsets_for_leader_epoch(cluster, leader, {tp: a[1] for tp, a in asked.items()})
+            for tp, answer in answers.items():
+                if tp not in asked:
+                    continue
+                version, _, current = asked[tp]
+                action = partition_action(answer.error_code)
+                if action is Action.RECORDS:
+                    error = subscriptions.complete_validation(tp, version, current, answer.leader_epoch,
+                                                              answer.end_offset)
+                    if error is not None:
+                        self._errors[tp] = error
+                        self._on_data()
+                elif action is Action.REFRESH or action is Action.RETRY:
+                    if action is Action.REFRESH:
+                        self._on_stale_metadata()
+                    self._rest(leader)
+                else:
+                    self._errors[tp] = for_code(answer.error_code)(f"validating the position of {tp.topic}-{tp.partition}")
+                    self._on_data()
+        except ClientClosedError:
+            return
+        except KafkaError as exc:
+            log.debug("validating positions with broker %d failed: %s", leader, exc)
+            self._rest(leader)
+            self._on_stale_metadata()
+        except Exception as exc:  # a bug: stop fetching and let poll raise it
+            self._failure = exc
+            self._on_data()
+        finally:
+            self._validating.difference_update(partitions)
+            self._wake.set()
 
     def _rest(self, node: int) -> None:
         """No fetch to ``node`` for a backoff (longer after each failed fetch in a row); then
@@ -276,19 +386,30 @@ class Fetcher:
 
     # -- one fetch ------------------------------------------------------------------------------
 
+    def _last_fetched_epoch(self, tp: TopicPartition) -> int:
+        """The leader epoch of the record before ``tp``'s next fetch offset (-1: unknown)."""
+        chunks = self._buffered.get(tp)
+        if chunks:
+            return chunks[-1].end_epoch
+        state = self._subscriptions.get(tp)
+        return state.leader_epoch if state is not None else -1
+
     async def _fetch(self, node: int, offsets: dict[TopicPartition, int]) -> None:
         versions = {tp: self._subscriptions.get(tp).version for tp in offsets}
+        epochs = {tp: self._last_fetched_epoch(tp) for tp in offsets}
         try:
-            answers = await fetch(self._cluster, node, self._settings, offsets)
+            answers = await fetch(self._cluster, node, self._settings, offsets, epochs)
             for tp, p in answers.items():
                 if tp in versions:
-                    self._handle(tp, versions[tp], offsets[tp], p)
+                    self._handle(tp, versions[tp], offsets[tp], p, node)
             if self._resting.get(node, 0) <= time.monotonic():
                 self._failures.pop(node, None)  # it answered and asked for no backoff
         except ClientClosedError:
             return
         except KafkaError as exc:
             log.debug("fetch from broker %d failed: %s", node, exc)
+            for tp in offsets:  # a read replica that cannot be reached: back to the leader (KIP-392)
+                self._subscriptions.clear_read_replica(tp)
             self._rest(node)
             self._on_stale_metadata()
         except Exception as exc:  # a bug: stop fetching and let poll raise it
@@ -299,13 +420,38 @@ class Fetcher:
             self._in_flight.difference_update(offsets)
             self._wake.set()
 
-    def _handle(self, tp: TopicPartition, version: int, offset: int, p: Any) -> None:
+    def _handle(self, tp: TopicPartition, version: int, offset: int, p: Any, node: int) -> None:
         state = self._subscriptions.get(tp)
-        if state is None or state.version != version:
-            return  # unassigned or moved while in flight
+        if state is None or state.version != version or state.awaiting_validation:
+            return  # unassigned or moved while in flight, or its leader changed (validated first)
         code = p.error_code
         action = partition_action(code)
+        if action is not Action.RECORDS and self._subscriptions.clear_read_replica(tp):
+            # Java's Fetcher: any error from a read replica sends the partition back to its
+            # leader, which decides again (an out-of-range there is not a reset yet).
+            log.debug("%s-%d: fetch from read replica %d failed (%s); back to the leader", tp.topic, tp.partition,
+                      node, for_code(code).name)
+            return
         if action is Action.RECORDS:
+            if p.preferred_read_replica >= 0 and p.preferred_read_replica != node:
+                log.debug("%s-%d: the leader prefers replica %d (client.rack)", tp.topic, tp.partition,
+                          p.preferred_read_replica)
+                self._subscriptions.set_read_replica(tp, p.preferred_read_replica,
+                                                     time.monotonic() + self._metadata_max_age)
+            diverging = p.diverging_epoch
+            if diverging is not None and diverging.epoch >= 0:
+                # KIP-320 through Fetch v12+: the log diverged before the fetch offset. At the
+                # position, that is the validation's answer; past it (a fetch ahead of what
+                # poll returned), the position itself is validated first.
+                if state.position == offset and not self._buffered.get(tp):
+                    error = self._subscriptions.diverged(tp, version, diverging.epoch, diverging.end_offset)
+                    if error is not None:
+                        self._errors[tp] = error
+                else:
+                    self._buffered.pop(tp, None)
+                    state.awaiting_validation = True
+                self._on_data()
+                return
             if not p.records:
                 return
             chunk = _Chunk(tp, version, offset, p.records, check_crcs=self._check_crcs,
@@ -330,7 +476,10 @@ class Fetcher:
                 self._subscriptions.request_reset(tp)
                 self._on_data()  # poll looks the new position up
         elif action is Action.REFRESH or action is Action.RETRY:
-            if action is Action.REFRESH:
+            hint = p.current_leader
+            taken = hint is not None and hint.leader_id >= 0 and self._cluster.leader(tp.topic, tp.partition) == \
+                hint.leader_id and self._cluster.leader_epoch(tp.topic, tp.partition) == hint.leader_epoch
+            if action is Action.REFRESH and not taken:  # KIP-951: a hint taken by fetch() needs no refresh
                 self._on_stale_metadata()
             node = self._cluster.leader(tp.topic, tp.partition)
             if node >= 0:
@@ -470,5 +619,5 @@ class Fetcher:
         for tp, found in offsets.items():
             state = self._subscriptions.get(tp)
             if state is not None and state.version == versions[tp] and state.reset is not None:
-                self._subscriptions.seek(tp, max(found.offset, 0), found.leader_epoch)
+                self._subscriptions.seek(tp, max(found.offset, 0), found.leader_epoch, validate=False)
         self.wakeup()

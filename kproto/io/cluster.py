@@ -7,6 +7,18 @@ after ``metadata.max.age.ms``. Connections are opened lazily, one per broker, an
 reopened after a failure no sooner than the reconnect backoff allows
 (``reconnect.backoff.ms`` doubling up to ``reconnect.backoff.max.ms``, as Java does).
 Concurrent refreshes share one Metadata request.
+
+Leader epochs (KIP-320). Each partition's leader epoch (Metadata v7+) is remembered, and
+an answer naming an older epoch than the one seen last is not taken for that partition
+(Java's ``Metadata.updateLatestMetadata``): a broker that has not yet heard of an
+election cannot move a partition back to its old leader. A topic recreated under a new
+topic id starts over; an answer without an epoch (v0-6, or an error) forgets it.
+:meth:`Cluster.leader_epoch` is what requests send as ``current_leader_epoch`` (Fetch,
+ListOffsets, OffsetForLeaderEpoch), so a broker that is behind or ahead says so
+(FENCED_LEADER_EPOCH: refresh; UNKNOWN_LEADER_EPOCH: retry) instead of answering from a
+stale view. :meth:`Cluster.update_leader` takes KIP-951's hint, the ``current_leader``
+(and ``node_endpoints``) of a Produce v10+ or Fetch v12+ error answer: a newer epoch moves
+the leader at once, without a full refresh (Java's ``Metadata.updatePartitionLeadership``).
 """
 
 from __future__ import annotations
@@ -56,6 +68,7 @@ class PartitionInfo:
     replicas: tuple[int, ...]
     isr: tuple[int, ...]
     error_code: int = 0
+    offline_replicas: tuple[int, ...] = ()  # Metadata v5+: replicas whose log directory is offline
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +128,7 @@ class Cluster:
         self.cluster_id: str | None = None
         self.controller_id = -1
         self.updated_at = 0.0  # monotonic time of the last full answer
+        self._epochs: dict[tuple[str, int], int] = {}  # last leader epoch seen per partition (KIP-320)
         self._connections: dict[int, Connection] = {}
         self._opening: dict[int, asyncio.Task] = {}
         self._failures: dict[int, tuple[int, float]] = {}  # node -> (failures in a row, when the last was)
@@ -317,9 +331,13 @@ class Cluster:
         seen = {}
         for t in response.topics:
             topic_id = t.topic_id if t.topic_id and t.topic_id != _NO_TOPIC_ID else None
-            partitions = {p.partition_index: PartitionInfo(
-                p.partition_index, p.leader_id, p.leader_epoch, tuple(p.replica_nodes), tuple(p.isr_nodes), p.error_code)
-                for p in t.partitions}
+            old = self.topics.get(t.name)
+            recreated = topic_id is not None and old is not None and old.topic_id is not None and old.topic_id != topic_id
+            partitions = {}
+            for p in t.partitions:
+                info = PartitionInfo(p.partition_index, p.leader_id, p.leader_epoch, tuple(p.replica_nodes),
+                                     tuple(p.isr_nodes), p.error_code, tuple(p.offline_replicas or ()))
+                partitions[info.partition] = self._latest(t.name, info, old, recreated)
             seen[t.name] = TopicInfo(t.name, topic_id, bool(t.is_internal), partitions, t.error_code)
         if full:
             self.topics = seen
@@ -332,6 +350,57 @@ class Cluster:
             del self.partition_counts[gone]
         self.partition_counts.update(counts)
         self.updated_at = time.monotonic()
+
+    def _latest(self, topic: str, info: PartitionInfo, old: TopicInfo | None, recreated: bool) -> PartitionInfo:
+        """The partition's metadata to keep from an answer ``info``: Java's
+        ``Metadata.updateLatestMetadata`` (KIP-320)."""
+        key = (topic, info.partition)
+        if info.leader_epoch < 0 or info.error_code:  # an old version, or an error: no epoch to trust
+            self._epochs.pop(key, None)
+            return info
+        seen = self._epochs.get(key)
+        if seen is None or recreated or info.leader_epoch >= seen:
+            self._epochs[key] = info.leader_epoch
+            return info
+        cached = old.partitions.get(info.partition) if old is not None else None
+        log.debug("%s-%d: metadata of leader epoch %d is older than %d; keeping the newer",
+                  topic, info.partition, info.leader_epoch, seen)
+        return cached if cached is not None else info
+
+    def leader_epoch(self, topic: str, partition: int) -> int:
+        """The leader epoch of the partition's leader as the cache knows it, -1 when
+        unknown: what requests send as ``current_leader_epoch`` (KIP-320)."""
+        info = self.topics.get(topic)
+        p = info.partitions.get(partition) if info is not None else None
+        return p.leader_epoch if p is not None and p.leader >= 0 else -1
+
+    def update_leader(self, topic: str, partition: int, leader_id: int, leader_epoch: int,
+                      endpoints: Iterable[Any] = ()) -> bool:
+        """Take a broker's hint that ``leader_id`` leads the partition at ``leader_epoch``
+        (KIP-951's ``current_leader``, with the answer's ``node_endpoints``: anything with
+        ``node_id``, ``host``, ``port``, ``rack``).
+
+        Taken only when the epoch is newer than the cached one and the leader's endpoint
+        is known (Java's ``Metadata.updatePartitionLeadership``); ISR and replicas stay
+        as they were until the next refresh.
+
+        Returns:
+            True when the cache now names the hinted leader.
+        """
+        for e in endpoints or ():
+            if e.node_id not in self.brokers:
+                self.brokers[e.node_id] = BrokerInfo(e.node_id, e.host, e.port, e.rack)
+        info = self.topics.get(topic)
+        cached = info.partitions.get(partition) if info is not None else None
+        if leader_id < 0 or leader_epoch < 0 or cached is None or leader_id not in self.brokers:
+            return False
+        if leader_epoch <= max(cached.leader_epoch, self._epochs.get((topic, partition), -1)):
+            return leader_epoch == cached.leader_epoch and leader_id == cached.leader
+        info.partitions[partition] = PartitionInfo(partition, leader_id, leader_epoch, cached.replicas, cached.isr,
+                                                   0, cached.offline_replicas)
+        self._epochs[(topic, partition)] = leader_epoch
+        log.debug("%s-%d: leader %d at epoch %d (the broker's hint, KIP-951)", topic, partition, leader_id, leader_epoch)
+        return True
 
     def leader(self, topic: str, partition: int) -> int:
         """The leader's node id of a partition, or -1 when unknown."""

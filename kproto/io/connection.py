@@ -223,8 +223,16 @@ class Connection:
             except asyncio.TimeoutError:
                 self._writer.transport.abort()  # what is left unsent is dropped
                 await asyncio.gather(closed, return_exceptions=True)
-            except (OSError, asyncio.CancelledError):
+            except OSError:
                 pass
+            except asyncio.CancelledError:
+                # The close waiter was cancelled (it is the stream's, shared): nothing to do.
+                # But a cancel of the closing task itself goes on up, the socket cut off, or
+                # a loop that closes its connection on the way out would never end (issue 13).
+                task = asyncio.current_task()
+                if task is not None and task.cancelling():
+                    self._writer.transport.abort()
+                    raise
 
     # -- requests -------------------------------------------------------------------------
 

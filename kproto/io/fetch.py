@@ -11,8 +11,16 @@ into and in what they do with each action.
 Versions: v4-v12 (:mod:`kproto.io.versions`): record batches, the isolation level, the
 last stable offset and the aborted transactions need v4 (KIP-98); from v13 topics are
 named by id (KIP-516), and the clients fetch by name. No fetch session (KIP-227): each
-request is a full one (``session_id`` 0, ``session_epoch`` -1), and no
-``last_fetched_epoch`` is sent, so the broker reports no diverging epoch (KIP-595).
+request is a full one (``session_id`` 0, ``session_epoch`` -1).
+
+Leader epochs (KIP-320): each partition carries the ``current_leader_epoch`` the client's
+metadata knows (:meth:`~kproto.io.cluster.Cluster.leader_epoch`), so a leader that moved
+on answers FENCED_LEADER_EPOCH (refresh) and one that is behind UNKNOWN_LEADER_EPOCH
+(retry); a caller that knows the epoch of the record before its fetch offset sends it as
+``last_fetched_epoch`` (v12+), and a leader whose log diverged from it answers with
+``diverging_epoch`` instead of records (the consumer validates its position then, KIP-320).
+A leadership error's ``current_leader`` hint (v12+, KIP-951) is given to the cluster's
+metadata by :func:`fetch` itself (:meth:`~kproto.io.cluster.Cluster.update_leader`).
 
 read_committed (Java's ``CompletedFetch``). The broker returns records up to the last
 stable offset and the aborted transactions overlapping them, ``(producer_id,
@@ -72,12 +80,16 @@ class FetchSettings:
                    config["max.partition.fetch.bytes"], config["isolation.level"] == "read_committed",
                    config["client.rack"], (config["request.timeout.ms"] + config["fetch.max.wait.ms"]) / 1000)
 
-    def request(self, offsets: Mapping[TopicPartition, int]) -> FetchRequest:
-        """A full (sessionless) Fetch of ``{partition: fetch offset}``."""
+    def request(self, offsets: Mapping[TopicPartition, int], epochs: Mapping[TopicPartition, tuple[int, int]] = {}
+                ) -> FetchRequest:
+        """A full (sessionless) Fetch of ``{partition: fetch offset}``; ``epochs`` gives a
+        partition's ``(current_leader_epoch, last_fetched_epoch)`` (default -1, -1: none)."""
         by_topic: dict[str, list[FetchRequest.FetchPartition]] = {}
         for tp, offset in offsets.items():
+            current, last = epochs.get(tp, (-1, -1))
             by_topic.setdefault(tp.topic, []).append(FetchRequest.FetchPartition(
-                partition=tp.partition, fetch_offset=offset, partition_max_bytes=self.partition_max_bytes))
+                partition=tp.partition, fetch_offset=offset, partition_max_bytes=self.partition_max_bytes,
+                current_leader_epoch=current, last_fetched_epoch=last))
         return FetchRequest(
             replica_id=-1, max_wait_ms=self.max_wait_ms, min_bytes=self.min_bytes, max_bytes=self.max_bytes,
             isolation_level=1 if self.read_committed else 0, session_id=0, session_epoch=-1,
@@ -85,18 +97,32 @@ class FetchSettings:
             rack_id=self.rack)
 
 
-async def fetch(cluster: Cluster, node: int, settings: FetchSettings, offsets: Mapping[TopicPartition, int]
-                ) -> dict[TopicPartition, Any]:
+async def fetch(cluster: Cluster, node: int, settings: FetchSettings, offsets: Mapping[TopicPartition, int],
+                last_fetched_epochs: Mapping[TopicPartition, int] = {}) -> dict[TopicPartition, Any]:
     """Fetch ``offsets`` from broker ``node``: each partition's answer (the response's
-    ``PartitionData``: ``error_code``, ``records``, ``high_watermark``...), by partition.
+    ``PartitionData``: ``error_code``, ``records``, ``high_watermark``, ``diverging_epoch``,
+    ``preferred_read_replica``...), by partition.
+
+    Each partition is sent with the leader epoch the cluster's metadata knows, and with
+    its ``last_fetched_epochs`` entry if any (KIP-320). A partition's leadership error with
+    a ``current_leader`` hint updates the metadata (KIP-951).
 
     Raises:
         KafkaError: the request failed, or the broker refused it as a whole.
     """
-    response = await cluster.request(node, settings.request(offsets), timeout=settings.timeout)
+    epochs = {tp: (cluster.leader_epoch(tp.topic, tp.partition), last_fetched_epochs.get(tp, -1)) for tp in offsets}
+    response = await cluster.request(node, settings.request(offsets, epochs), timeout=settings.timeout)
     if response.error_code:
         raise for_code(response.error_code)(f"Fetch from broker {node}")
-    return {TopicPartition(t.topic, p.partition_index): p for t in response.responses for p in t.partitions}
+    answers = {}
+    for t in response.responses:
+        for p in t.partitions:
+            answers[TopicPartition(t.topic, p.partition_index)] = p
+            hint = p.current_leader
+            if p.error_code and hint is not None and hint.leader_id >= 0:
+                cluster.update_leader(t.topic, p.partition_index, hint.leader_id, hint.leader_epoch,
+                                      response.node_endpoints or ())
+    return answers
 
 
 class Action(enum.Enum):

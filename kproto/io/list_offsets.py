@@ -46,7 +46,10 @@ async def list_offsets(cluster: Cluster, leader: int, timestamps: Mapping[TopicP
     """Ask broker ``leader`` for the offset of each partition's timestamp.
 
     ``read_committed``: latest is the last stable offset rather than the high watermark
-    (KIP-98's isolation level). A time after every record finds offset -1.
+    (KIP-98's isolation level). A time after every record finds offset -1. Each partition
+    is sent with the leader epoch the cluster's metadata knows (``current_leader_epoch``,
+    KIP-320): a leader that moved on answers FENCED_LEADER_EPOCH, one behind
+    UNKNOWN_LEADER_EPOCH, both retriable.
 
     Raises:
         KafkaError: the request failed (connection, timeout, no shared version).
@@ -54,7 +57,8 @@ async def list_offsets(cluster: Cluster, leader: int, timestamps: Mapping[TopicP
     by_topic: dict[str, list[ListOffsetsRequest.ListOffsetsPartition]] = {}
     for tp, ts in timestamps.items():
         by_topic.setdefault(tp.topic, []).append(
-            ListOffsetsRequest.ListOffsetsPartition(partition_index=tp.partition, timestamp=ts))
+            ListOffsetsRequest.ListOffsetsPartition(partition_index=tp.partition, timestamp=ts,
+                                                    current_leader_epoch=cluster.leader_epoch(tp.topic, tp.partition)))
     request = ListOffsetsRequest(
         replica_id=-1, isolation_level=1 if read_committed else 0,
         topics=[ListOffsetsRequest.ListOffsetsTopic(name=t, partitions=ps) for t, ps in by_topic.items()])

@@ -17,6 +17,13 @@ the broker sees them in order; after a reset they are restamped as they are sent
 After a fatal error (PRODUCER_FENCED, CLUSTER_AUTHORIZATION_FAILED, ...) nothing is sent:
 every record not yet acknowledged fails with it, and so does every later one, as in Java.
 
+Leader changes: NOT_LEADER_OR_FOLLOWER refreshes metadata, unless the answer (v10+) names
+a leader of a newer epoch (KIP-951's ``current_leader`` and ``node_endpoints``), which
+is taken at once (:meth:`~kproto.io.cluster.Cluster.update_leader`). Batches retried on the
+new leader keep their producer id, epoch and sequence, so the new leader, which has the
+producer state the old one replicated, accepts them once and in order (a batch it already
+has answers DUPLICATE_SEQUENCE_NUMBER, taken as its acknowledgement).
+
 Failures: retriable errors (connection loss, NOT_LEADER_OR_FOLLOWER, REQUEST_TIMED_OUT,
 NOT_ENOUGH_REPLICAS, ...) retry after ``retry.backoff.ms`` doubling to
 ``retry.backoff.max.ms`` (with KIP-580's jitter: :class:`~kproto.io.retry.Backoff`), while
@@ -320,14 +327,15 @@ class Sender:
                 self.acc.settle(b, -1)
             return
         by_partition = {(t.name, p.index): p for t in response.responses for p in t.partition_responses}
+        endpoints = response.node_endpoints or ()
         for b in batches:
             p = by_partition.get((b.topic, b.partition))
             if p is None:
                 self._fail(b, KafkaError(f"the broker did not answer for {b.topic}-{b.partition}"))
             else:
-                self._handle(b, p)
+                self._handle(b, p, endpoints)
 
-    def _handle(self, batch: ProducerBatch, p: Any) -> None:
+    def _handle(self, batch: ProducerBatch, p: Any, endpoints: Any = ()) -> None:
         code = p.error_code
         if code == 0 or code == DuplicateSequenceNumberError.code:
             self.acc.settle(batch, p.base_offset if code == 0 else -1, p.log_append_time_ms)
@@ -346,9 +354,20 @@ class Sender:
         elif action is ErrorAction.RETRY:
             self._retry_or_fail(batch, error, force_retriable=True)
         else:
-            if isinstance(error, _ROUTING_MOVED):
+            if isinstance(error, _ROUTING_MOVED) and not self._take_hint(batch, p, endpoints):
                 self._refresh({batch.topic})
             self._retry_or_fail(batch, error)
+
+    def _take_hint(self, batch: ProducerBatch, p: Any, endpoints: Any) -> bool:
+        """KIP-951: a Produce v10+ NOT_LEADER_OR_FOLLOWER names the new leader (and its
+        endpoint); a newer epoch than ours moves the partition there without a refresh."""
+        hint = p.current_leader
+        if hint is None or hint.leader_id < 0:
+            return False
+        taken = self.cluster.update_leader(batch.topic, batch.partition, hint.leader_id, hint.leader_epoch, endpoints)
+        if taken:
+            self._event.set()
+        return taken
 
     def _earlier_waiting(self, batch: ProducerBatch) -> bool:
         """A batch of ``batch``'s epoch with a lower sequence is queued for its retry."""

@@ -22,6 +22,7 @@ from kproto.admin import AdminClient
 from kproto.cli.main import main
 from minibroker import MiniBroker
 from tests.cli.helpers import ROOT, TIMEOUT, command, process_env
+from tests.minibroker.cluster.conftest import cluster3  # noqa: F401  (a MiniCluster fixture)
 
 
 @dataclass

@@ -3,6 +3,7 @@ writes what they read."""
 
 import pytest
 
+from tests.minibroker.cluster.conftest import cluster3, cluster4  # noqa: F401  (MiniCluster fixtures)
 from tests.support.leaks import nothing_left_behind  # noqa: F401  (autouse)
 
 DEADLINE = 20  # seconds for the producer's flush

@@ -316,4 +316,5 @@ def test_a_cancel_that_arrives_with_the_answer_still_cancels():
                     await task
             finally:
                 await conn.close()
+
     asyncio.run(run())

@@ -147,3 +147,40 @@ def test_a_frozen_broker_cannot_stretch_a_call_past_its_timeout_to_the_request_t
     finally:
         consumer.close()
         admin.close()
+
+
+def test_a_task_cancelled_while_its_connection_closes_is_cancelled(frozen):
+    """Connection.close() waits (up to its timeout) for unsent bytes to leave for a broker
+    that reads nothing; a cancel of the closing task during that wait must end the task,
+    not be swallowed (issue 13 step 2: minibroker's replica fetcher, cancelled while it
+    reconnected, kept fetching forever and hung MiniCluster.stop)."""
+    import asyncio
+
+    from kproto.io import Connection
+    from kproto.io.cluster import parse_bootstrap_servers
+    from kproto.protocol.messages import ProduceRequest
+
+    bootstrap, freeze = frozen
+    host, port = parse_bootstrap_servers(bootstrap)[0]
+
+    async def run():
+        conn = Connection(host, port, request_timeout_ms=10000)
+        await conn.open()
+        freeze()
+        big = ProduceRequest(acks=0, timeout_ms=1000, topic_data=[ProduceRequest.TopicProduceData(
+            name="frozen", partition_data=[ProduceRequest.PartitionProduceData(index=0, records=b"x" * (8 << 20))])])
+        try:
+            await asyncio.wait_for(conn.request(big, expect_response=False), 2)  # fills the socket buffers
+        except (KafkaError, asyncio.TimeoutError):
+            pass
+        closing = asyncio.get_running_loop().create_task(conn.close(timeout=10))
+        await asyncio.sleep(0.2)
+        assert not closing.done()  # waiting for the unsent bytes
+        started = time.monotonic()
+        closing.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await closing
+        assert time.monotonic() - started < MARGIN
+        await conn.close(timeout=0)
+
+    asyncio.run(run())
