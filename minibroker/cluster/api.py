@@ -2,16 +2,18 @@
 
 KRaft brokers talk to the controller with BrokerRegistration (62), BrokerHeartbeat (63),
 AlterPartition (56) and AllocateProducerIds (67), and forward CreateTopics,
-CreatePartitions and DeleteTopics to it. In a MiniCluster these are in-process calls on a
-:class:`ControllerChannel`, with dataclasses named and shaped after those RPCs, so that a
-later step can put them on the wire (a broker per process) without changing a caller.
+CreatePartitions, DeleteTopics and ElectLeaders to it. In a MiniCluster these are
+in-process calls on a :class:`ControllerChannel`, with dataclasses named and shaped after
+those RPCs, so that a later step can put them on the wire (a broker per process) without
+changing a caller.
 Error codes are Kafka's (``kproto.errors``).
 """
 
 from __future__ import annotations
 
+import enum
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -26,6 +28,8 @@ __all__ = [
     "BrokerRegistrationRequest",
     "ClusterContext",
     "ControllerChannel",
+    "ElectionResult",
+    "ElectionType",
     "NewTopic",
     "ReplicaBrokerEpoch",
     "TopicResult",
@@ -119,6 +123,25 @@ class TopicResult:
     replication_factor: int = -1
 
 
+class ElectionType(enum.IntEnum):
+    """ElectLeaders' ``election_type`` (Kafka's ``org.apache.kafka.common.ElectionType``, KIP-460)."""
+
+    PREFERRED = 0  # the first replica of the assignment, if it is live and in the ISR
+    UNCLEAN = 1  # only for a partition without a leader: a live replica, from outside the ISR if need be
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ElectionResult:
+    """One partition's answer to an ElectLeaders (43): 0, or ELECTION_NOT_NEEDED,
+    PREFERRED_LEADER_NOT_AVAILABLE, ELIGIBLE_LEADERS_NOT_AVAILABLE,
+    UNKNOWN_TOPIC_OR_PARTITION."""
+
+    topic: str
+    partition: int
+    error_code: int
+    error_message: str | None = None
+
+
 class ControllerChannel(Protocol):
     """A broker's way to the active controller (one per broker)."""
 
@@ -140,6 +163,13 @@ class ControllerChannel(Protocol):
 
     async def allocate_producer_ids(self, broker_id: int, broker_epoch: int) -> tuple[int, int]:
         """A block of producer ids for this broker: ``(first, count)``."""
+        ...
+
+    async def elect_leaders(self, election_type: ElectionType,
+                            partitions: Mapping[str, Sequence[int]] | None) -> list[ElectionResult]:
+        """ElectLeaders (43) forwarded to the controller: one result per partition asked
+        (None: every partition, only those where an election was needed answered).
+        Raises NotControllerError when there is no active controller."""
         ...
 
 

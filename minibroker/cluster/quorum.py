@@ -28,7 +28,7 @@ import asyncio
 import logging
 import random
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from kproto.errors import NotControllerError
 from minibroker.cluster.api import (
@@ -39,6 +39,8 @@ from minibroker.cluster.api import (
     BrokerRegistrationReply,
     BrokerRegistrationRequest,
     ControllerChannel,
+    ElectionResult,
+    ElectionType,
     NewTopic,
     TopicResult,
 )
@@ -214,3 +216,8 @@ class _Channel:
     async def allocate_producer_ids(self, broker_id: int, broker_epoch: int) -> tuple[int, int]:
         """Raises NotControllerError (no active controller) or StaleBrokerEpochError."""
         return self._quorum.active().allocate_producer_ids(broker_id, broker_epoch)
+
+    async def elect_leaders(self, election_type: ElectionType,
+                            partitions: Mapping[str, Sequence[int]] | None) -> list[ElectionResult]:
+        """Raises NotControllerError (no active controller)."""
+        return self._quorum.active().elect_leaders(election_type, partitions)
