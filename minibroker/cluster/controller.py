@@ -27,6 +27,20 @@ request that changes nothing appends nothing. Every rule below is KRaft's
   every tick (Kafka's periodic unclean election check).
 - **Epochs**: a leader change bumps the leader epoch; any change the partition epoch
   (:func:`~minibroker.cluster.metadata.merge_partition_change`).
+- **Preferred leaders** (:meth:`Controller.elect_leaders`, KIP-183/KIP-460, Kafka's
+  ``ReplicationControlManager.electLeaders`` and ``PartitionChangeBuilder.Election``): the
+  preferred leader is the first replica. ElectLeaders PREFERRED moves leadership to it when
+  it is unfenced and in the ISR (ELECTION_NOT_NEEDED if it leads already,
+  PREFERRED_LEADER_NOT_AVAILABLE if it cannot); UNCLEAN, only for a partition without a
+  leader, takes an unfenced ISR member, else any unfenced replica with ISR = just it,
+  whatever ``unclean.leader.election.enable`` (ELECTION_NOT_NEEDED with a leader,
+  ELIGIBLE_LEADERS_NOT_AVAILABLE with nobody). Unknown partitions are
+  UNKNOWN_TOPIC_OR_PARTITION; no partitions named means all, and only those where an
+  election was needed are answered. With ``auto.leader.rebalance.enable``, every
+  ``leader.imbalance.check.interval.seconds`` the tick moves partitions back to their
+  preferred replica when it is unfenced and in the ISR, for each broker whose share of
+  preferred partitions led by others is above ``leader.imbalance.per.broker.percentage``
+  (ZooKeeper-mode Kafka's rule; KRaft moves them all, as percentage 0 does).
 - **AlterPartition**, checks in Kafka's order: the sender's broker epoch
   (STALE_BROKER_EPOCH), the topic id (UNKNOWN_TOPIC_ID) and partition
   (UNKNOWN_TOPIC_OR_PARTITION); a leader or partition epoch *newer* than the controller's

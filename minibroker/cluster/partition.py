@@ -41,6 +41,11 @@ Theory of operation (Kafka's ``kafka.cluster.Partition`` and ``Replica``, with
 - **Fencing** (KIP-320, ``Partition.checkCurrentLeaderEpoch``): a request's
   ``current_leader_epoch`` of -1 is not checked; older than ours → FENCED_LEADER_EPOCH,
   newer → UNKNOWN_LEADER_EPOCH; checked before the role, as Kafka does.
+- **Reads from the closest replica** (KIP-392): :meth:`Partition.preferred_read_replica`
+  is the leader's choice for a consumer in a rack (Kafka's ``RackAwareReplicaSelector``
+  over ``findPreferredReadReplica``'s candidates: in the ISR, live, holding the offset);
+  :meth:`Partition.check_leader` with ``require_leader=False`` lets a follower serve a
+  consumer.
 - **Follower.** Batches are appended as the leader wrote them
   (:meth:`Partition.append_as_follower`); the high watermark is the leader's, capped by
   the own LEO, and the log start follows the leader's (DeleteRecords and retention reach
@@ -51,7 +56,8 @@ Theory of operation (Kafka's ``kafka.cluster.Partition`` and ``Replica``, with
 Facts: KIP-101 (leader epochs replace the high watermark for truncation), KIP-279
 (OffsetsForLeaderEpoch rounds for fast leader failover), KIP-320 (fencing by
 ``current_leader_epoch``), KIP-497 (AlterIsr/AlterPartition: the leader proposes, the
-controller commits), KIP-595 (diverging epoch in Fetch), KIP-903 (broker epochs in
+controller commits), KIP-392 (fetch from the closest replica), KIP-595 (diverging epoch in
+Fetch), KIP-903 (broker epochs in
 AlterPartition). Not modelled: KIP-497's "maximal ISR" (pending ISR changes are not
 counted: metadata delivery is synchronous in a MiniCluster), KIP-841's waiting of the
 high watermark for a caught-up replica about to join, KIP-966.

@@ -13,23 +13,32 @@ never null ones, and -1 for its offsets (Kafka's ``LogReadResult`` of an error, 
 ``MemoryRecords.EMPTY``; librdkafka refuses a whole response holding a null records
 field, issue 10). ``aborted_transactions`` is null for read_uncommitted and a list for
 read_committed, as Kafka's ``LocalLog.read`` gives it.
-Replication (Kafka's ``ReplicaManager.fetchMessages`` / ``Partition.fetchRecords``): only
-the leader serves (NOT_LEADER_OR_FOLLOWER); v9+ ``current_leader_epoch`` is fenced
+Replication (Kafka's ``ReplicaManager.fetchMessages`` / ``Partition.fetchRecords``): a
+follower's fetch and a consumer's before v11 need the leader (NOT_LEADER_OR_FOLLOWER); a
+consumer's v11+ fetch carries client metadata, so a follower serves it too (KIP-392's
+``fetchOnlyFromLeader`` rule); v9+ ``current_leader_epoch`` is fenced
 (FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH, KIP-320). A consumer (replica id -1) reads
-only batches below the high watermark; an offset between it and the log end answers no
-records and no error. A follower (replica id >= 0: the v0-14 ``replica_id``, the v15+
+only batches below the high watermark (a follower's own, which trails the leader's); an
+offset between it and the log end answers no records and no error, one past the log end
+OFFSET_OUT_OF_RANGE. With ``replica.selector.class`` = Kafka's
+``RackAwareReplicaSelector``, the leader answers a consumer that names its ``rack_id``
+(v11+) with ``preferred_read_replica``: an in-sync, live follower in that rack holding the
+fetch offset (the most caught up), with no records and at once; -1 (and records) when the
+leader is in that rack or no such follower exists (``findPreferredReadReplica``). A follower (replica id >= 0: the v0-14 ``replica_id``, the v15+
 ``replica_state``) must be one of the partition's replicas; its fetch offset is its log
 end (``Partition.on_follower_fetch``: the high watermark may move, and an ISR change is
 proposed to the controller at once, as Kafka expands the ISR on fetch); it reads up to
-the log end. v12+ ``last_fetched_epoch`` is checked against the leader's epochs (KIP-595):
-a follower whose log diverges gets ``diverging_epoch`` and no records. A single broker's
+the log end. v12+ ``last_fetched_epoch`` is checked against the leader's epochs (KIP-595,
+``Partition.readRecords``): an epoch whose end is unknown, or an offset below the log
+start, is OFFSET_OUT_OF_RANGE; a follower whose log diverges gets ``diverging_epoch`` and
+no records. A single broker's
 partition is its own ISR (high watermark = log end) and serves any replica id read-only.
 v12+ errors of leadership carry the leader and epoch this broker knows in ``current_leader``
 (KIP-951; ``node_endpoints`` are not filled yet).
 Version notes: v7+ sessions (KIP-227) are declined (session_id 0, every request is a
 full fetch); v13+ names topics by id; v12+ flexible.
 Not implemented yet: read_committed (no transactions yet, so LSO = HW and there is
-nothing to filter), preferred read replicas (KIP-392: followers do not serve consumers).
+nothing to filter).
 """
 
 import time
