@@ -57,8 +57,7 @@ Facts: KIP-101 (leader epochs replace the high watermark for truncation), KIP-27
 (OffsetsForLeaderEpoch rounds for fast leader failover), KIP-320 (fencing by
 ``current_leader_epoch``), KIP-497 (AlterIsr/AlterPartition: the leader proposes, the
 controller commits), KIP-392 (fetch from the closest replica), KIP-595 (diverging epoch in
-Fetch), KIP-903 (broker epochs in
-AlterPartition). Not modelled: KIP-497's "maximal ISR" (pending ISR changes are not
+Fetch), KIP-903 (broker epochs in AlterPartition). Not modelled: KIP-497's "maximal ISR" (pending ISR changes are not
 counted: metadata delivery is synchronous in a MiniCluster), KIP-841's waiting of the
 high watermark for a caught-up replica about to join, KIP-966.
 """
