@@ -34,7 +34,8 @@ start, is OFFSET_OUT_OF_RANGE; a follower whose log diverges gets ``diverging_ep
 no records. A single broker's
 partition is its own ISR (high watermark = log end) and serves any replica id read-only.
 v12+ errors of leadership carry the leader and epoch this broker knows in ``current_leader``
-(KIP-951; ``node_endpoints`` are not filled yet).
+(KIP-951), and v16+ answers list in ``node_endpoints`` where the leaders named by
+NOT_LEADER_OR_FOLLOWER and FENCED_LEADER_EPOCH listen.
 Version notes: v7+ sessions (KIP-227) are declined (session_id 0, every request is a
 full fetch); v13+ names topics by id; v12+ flexible.
 Not implemented yet: read_committed (no transactions yet, so LSO = HW and there is
@@ -44,9 +45,11 @@ nothing to filter).
 import time
 
 from kproto.errors import (
+    FencedLeaderEpochError,
     FetchSessionIdNotFoundError,
     KafkaCodeError,
     KafkaStorageError,
+    NotLeaderOrFollowerError,
     OffsetOutOfRangeError,
     UnknownTopicIdError,
     UnknownTopicOrPartitionError,
@@ -61,6 +64,7 @@ PartitionData = FetchResponse.PartitionData
 TopicResponse = FetchResponse.FetchableTopicResponse
 
 READ_COMMITTED = 1
+_MOVED = (NotLeaderOrFollowerError.code, FencedLeaderEpochError.code)  # answers that name the leader
 
 
 def _replica(request, version: int) -> tuple[int, int]:
@@ -180,5 +184,19 @@ async def handle(state, header, request):
         responses, total, at_once = _collect(state, request, header.api_version)
         remaining = deadline - time.monotonic()
         if at_once or total >= request.min_bytes or remaining <= 0:
-            return FetchResponse(error_code=0, session_id=0, responses=responses)
+            return FetchResponse(error_code=0, session_id=0, responses=responses,
+                                 node_endpoints=_leader_endpoints(state, responses) if header.api_version >= 16 else [])
         await state.wait_for_data(remaining)
+
+
+def _leader_endpoints(state, responses):
+    """Fetch v16+'s ``node_endpoints`` (KIP-951, Kafka's ``KafkaApis.handleFetchRequest``):
+    where the leaders named in NOT_LEADER_OR_FOLLOWER / FENCED_LEADER_EPOCH answers listen,
+    so that a client can move there without a Metadata round trip."""
+    if state.cluster is None:
+        return []
+    brokers = state.cluster.image.brokers
+    named = sorted({p.current_leader.leader_id for t in responses for p in t.partitions
+                    if p.error_code in _MOVED and p.current_leader is not None and p.current_leader.leader_id >= 0})
+    return [FetchResponse.NodeEndpoint(node_id=b, host=brokers[b].host, port=brokers[b].port, rack=brokers[b].rack)
+            for b in named if b in brokers and not brokers[b].fenced]

@@ -184,3 +184,20 @@ def test_fetch_with_an_epoch_the_leader_cannot_place_is_offset_out_of_range(tmp_
 def test_fetch_request_v11_carries_the_rack():
     request = FetchRequest(rack_id="b", topics=[])
     assert FetchRequest.decode(request.encode(11), 11).rack_id == "b"
+
+
+def test_fetch_v16_names_where_the_leader_listens(tmp_path):
+    """KIP-951: a v16+ NOT_LEADER_OR_FOLLOWER answer carries the leader (current_leader)
+    and its endpoint (node_endpoints), so a client moves without a Metadata round trip."""
+    follower = rack_node(tmp_path, node_id=1)
+    try:
+        request = fetch_request(0, version=16, replica_id=2)
+        response = run(fetch.handle(follower, header(16), request))
+        answer = response.responses[0].partitions[0]
+        assert answer.error_code == NotLeaderOrFollowerError.code
+        assert answer.current_leader.leader_id == 0
+        assert [(e.node_id, e.host, e.port, e.rack) for e in response.node_endpoints] == [(0, "127.0.0.1", 9000, "a")]
+        old = run(fetch.handle(follower, header(15), fetch_request(0, version=15, replica_id=2)))
+        assert old.node_endpoints == []
+    finally:
+        follower.close()
