@@ -11,10 +11,12 @@ import time
 import pytest
 
 from kproto.protocol import ApiKey
+from kproto.protocol.messages import MetadataRequest
 from kproto.records import decode_record_set
 from minibroker.config import RACK_AWARE_SELECTOR
 from minibroker.handlers import HANDLERS
 from tests.minibroker.cluster.conftest import _nothing_left
+from tests.support.raw_client import RawClient
 
 TOPIC = "near"
 N = 50
@@ -50,6 +52,17 @@ def served(monkeypatch):
 
     monkeypatch.setitem(HANDLERS, ApiKey.FETCH, (lo, hi, counting))
     return seen
+
+
+def test_metadata_tells_each_brokers_rack(racked):
+    """``racks=`` sets ``broker.rack``, which Metadata's brokers carry (v1+): what a
+    KIP-392 client compares its ``client.rack`` with."""
+    client = RawClient(racked.brokers[0].port)
+    try:
+        answer = client.request(ApiKey.METADATA, 12, MetadataRequest(topics=[], allow_auto_topic_creation=False))
+    finally:
+        client.close()
+    assert sorted((b.node_id, b.rack) for b in answer.brokers) == [(0, "a"), (1, "b"), (2, "c")]
 
 
 def test_a_consumer_in_rack_b_reads_every_record_from_the_rack_b_replica(racked, served):
