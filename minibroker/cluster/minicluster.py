@@ -16,11 +16,11 @@ Test-friendly defaults, each overridable through ``config`` (Kafka's own default
 brackets): ``broker.heartbeat.interval.ms`` 50 [2000], ``broker.session.timeout.ms`` 250
 [9000], ``controller.quorum.fetch.timeout.ms`` 300 [2000], ``replica.lag.time.max.ms``
 1000 [30000], ``replica.fetch.wait.max.ms`` 100 [500], ``replica.fetch.backoff.ms`` 50
-[1000], ``offsets.topic.replication.factor`` min(3, brokers) [3],
-``leader.imbalance.check.interval.seconds`` 1 [300]. So a killed leader is replaced within
-about 400 ms, and a restarted preferred leader, once back in the ISR, leads again within
-about a second (``auto.leader.rebalance.enable``, Kafka's default true; set it false to
-keep leadership where a failover put it).
+[1000], ``offsets.topic.replication.factor`` min(3, brokers) [3]. So a killed leader is
+replaced within about 400 ms. ``auto.leader.rebalance.enable`` is Kafka's (true) with
+Kafka's ``leader.imbalance.check.interval.seconds`` (300): a restarted preferred leader
+gets its leadership back after minutes, or at once through ElectLeaders; give the
+interval 1 to see it within about a second.
 
 Every fault (:meth:`MiniCluster.kill`, :meth:`MiniCluster.restart`) logs one INFO line on
 the ``minibroker.cluster`` logger saying what changed (leaders moved, ISR shrunk,
@@ -64,7 +64,6 @@ MINICLUSTER_DEFAULTS: dict[str, Any] = {
     "replica.lag.time.max.ms": 1000,
     "replica.fetch.wait.max.ms": 100,
     "replica.fetch.backoff.ms": 50,
-    "leader.imbalance.check.interval.seconds": 1,
 }
 
 # The cluster's own: where each broker listens and keeps its logs, and its id and rack.

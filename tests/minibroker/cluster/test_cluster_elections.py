@@ -105,9 +105,10 @@ def test_confluent_kafka_elect_leaders_moves_leadership_back(cluster3_manual):
 
 
 def test_auto_rebalance_moves_leadership_back_by_itself(tmp_path):
-    """Issue 13 step 2 item 3: with ``auto.leader.rebalance.enable`` (MiniCluster's check
-    every second) the restarted preferred leader leads again once it is in the ISR."""
-    with _nothing_left(brokers=3, data_dir=tmp_path / "cluster") as cluster:
+    """Issue 13 step 2 item 3: with ``auto.leader.rebalance.enable`` (Kafka's default) and
+    a check every second, the restarted preferred leader leads again once it is in the ISR."""
+    with _nothing_left(brokers=3, data_dir=tmp_path / "cluster",
+                       config={"leader.imbalance.check.interval.seconds": 1}) as cluster:
         preferred, other = _moved_leadership(cluster)
         assert cluster.wait_for_leader(TOPIC, 0, not_in=(other,)) == preferred
 
