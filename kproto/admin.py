@@ -51,6 +51,7 @@ from kproto.protocol.messages import (
     DescribeClusterRequest,
     DescribeConfigsRequest,
     DescribeGroupsRequest,
+    ElectLeadersRequest,
     IncrementalAlterConfigsRequest,
     ListGroupsRequest,
     OffsetCommitRequest,
@@ -544,6 +545,51 @@ class AIOAdminClient:
         return ClusterDescription(response.cluster_id, response.controller_id, sorted(
             (BrokerInfo(b.broker_id, b.host, b.port, b.rack) for b in response.brokers), key=lambda b: b.node_id))
 
+    # -- leader elections (ElectLeaders, KIP-183 / KIP-460) -------------------------------
+
+    async def elect_leaders(self, election_type: str | int = "preferred",
+                            partitions: Iterable[TopicPartition] | None = None) -> dict[TopicPartition, None]:
+        """Elect leaders: ``"preferred"`` (0) moves each partition's leadership to its
+        preferred replica (the first of its replicas) when that one is live and in the
+        ISR; ``"unclean"`` (1) gives a leaderless partition a live replica, from outside
+        the ISR if need be (records only the old ISR had are lost).
+
+        ``partitions`` None asks for every partition; the broker then answers only those
+        where an election was needed, and so does the result. As other multi-item calls,
+        it raises the first partition's error with ``.results`` holding every
+        partition's outcome (None for elected): ``ElectionNotNeededError`` (the preferred
+        replica already leads; the partition has a leader, for unclean),
+        ``PreferredLeaderNotAvailableError`` (it is dead or out of the ISR),
+        ``EligibleLeadersNotAvailableError`` (unclean: no live replica),
+        ``UnknownTopicOrPartitionError``.
+
+        Raises:
+            ValueError: an unknown election type.
+            UnsupportedVersionError: an unclean election asked of a broker with only
+                ElectLeaders v0 (before Kafka 2.4).
+        """
+        types = {"preferred": 0, "unclean": 1}
+        kind = types.get(election_type.lower()) if isinstance(election_type, str) else election_type
+        if kind not in (0, 1):
+            raise ValueError(f"election_type must be 'preferred' (0) or 'unclean' (1), not {election_type!r}")
+        asked = None if partitions is None else [
+            ElectLeadersRequest.TopicPartitions(topic=t, partitions=ps) for t, ps in by_topic(partitions).items()]
+
+        async def attempt() -> Any:
+            conn = await self._controller()
+            version = conn.version_for(ApiKey.ELECT_LEADERS, min_version=0 if kind == 0 else 1)
+            request = ElectLeadersRequest(election_type=kind if version >= 1 else 0, topic_partitions=asked,
+                                          timeout_ms=self.config["request.timeout.ms"])
+            response = await conn.request_versioned(request, version)
+            if response.error_code:  # the whole request (v1+): e.g. NOT_CONTROLLER, retried
+                raise for_code(response.error_code)("ElectLeaders")
+            return response
+
+        response = await self._retrying(attempt)
+        return _outcome({TopicPartition(t.topic, p.partition_id): _error(p.error_code, p.error_message,
+                                                                          f"{t.topic}-{p.partition_id}")
+                         for t in response.replica_election_results for p in t.partition_result})
+
 
 @refuse_when_closed("admin client", lambda self: self._core._closed)
 class AdminClient:
@@ -590,3 +636,4 @@ class AdminClient:
     list_offsets = blocking(AIOAdminClient.list_offsets)
     delete_records = blocking(AIOAdminClient.delete_records)
     describe_cluster = blocking(AIOAdminClient.describe_cluster)
+    elect_leaders = blocking(AIOAdminClient.elect_leaders)

@@ -41,7 +41,8 @@ from typing import Any
 
 from minibroker.topic_configs import TOPIC_CONFIGS, ConfigKey, ConfigSource, ConfigType
 
-__all__ = ["BrokerConfig", "DEFAULTS", "DYNAMIC", "Listener", "parse_listener"]
+__all__ = ["BrokerConfig", "DEFAULTS", "DYNAMIC", "LEADER_SELECTOR", "RACK_AWARE_SELECTOR", "REPLICA_SELECTORS", "Listener",
+           "parse_listener"]
 
 log = logging.getLogger("minibroker")
 
@@ -81,9 +82,19 @@ DEFAULTS: dict[str, tuple[Any, type, str]] = {
     "broker.session.timeout.ms": (9000, int, "A broker without a heartbeat for this long is fenced by the controller: it leaves every ISR and its partitions get new leaders. Used by a MiniCluster only."),
     "controller.quorum.fetch.timeout.ms": (2000, int, "A controller silent for this long is replaced by another broker's (combined mode). Used by a MiniCluster only."),
     "offsets.commit.timeout.ms": (5000, int, "How long an offset commit waits for every ISR member of its __consumer_offsets partition to have it (acks=all); then it is answered COORDINATOR_NOT_AVAILABLE. Used by a MiniCluster only (a single broker's commit is on its ISR once appended)."),
+    "auto.leader.rebalance.enable": (True, bool, "The controller moves leadership back to each partition's preferred replica (the first of its replicas) once that replica is live and in the ISR, checked every leader.imbalance.check.interval.seconds. Used by a MiniCluster only."),
+    "leader.imbalance.check.interval.seconds": (300, int, "How often the controller checks for partitions led by another replica than their preferred one (at least 1). Used by a MiniCluster only."),
+    "leader.imbalance.per.broker.percentage": (10, int, "The share of a broker's preferred partitions (in percent) that may be led by others before the controller moves them back (ZooKeeper-mode Kafka's rule; KRaft accepts the key and moves every such partition, as 0 does here). Used by a MiniCluster only."),
+    "replica.selector.class": ("", str, "Which replica a consumer that names its rack (client.rack, Fetch v11+) is sent to read from (KIP-392): empty, Kafka's default, is always the leader; org.apache.kafka.common.replica.RackAwareReplicaSelector is an in-sync replica in the consumer's rack. Used by a MiniCluster only."),
     "offsets.topic.replication.factor": (3, int, "Replication factor of __consumer_offsets (a MiniCluster uses at most its number of brokers). Used by a MiniCluster only."),
     "queued.max.request.bytes": (104857600, int, "Bytes of requests being received, across connections, beyond which no new request is read until memory frees up (-1: no limit). Kafka's default is -1; minibroker's is 100 MB so that half-sent huge requests cannot take all memory."),
 }
+
+#: replica.selector.class values (KIP-392): Kafka's two ReplicaSelector classes, by their
+#: Java names, and "" (Kafka's default, null: the leader serves every fetch).
+LEADER_SELECTOR = "org.apache.kafka.common.replica.LeaderReplicaSelector"
+RACK_AWARE_SELECTOR = "org.apache.kafka.common.replica.RackAwareReplicaSelector"
+REPLICA_SELECTORS = frozenset({"", LEADER_SELECTOR, RACK_AWARE_SELECTOR})
 
 _PYTHON_TYPES: dict[int, type] = {ConfigType.BOOLEAN: bool, ConfigType.INT: int, ConfigType.LONG: int,
                                   ConfigType.DOUBLE: float, ConfigType.STRING: str, ConfigType.LIST: str}
@@ -195,6 +206,11 @@ class BrokerConfig:
                 raise ValueError(f"unknown or not yet supported broker config {name!r}{hint}")
             self._static[name] = _coerce(name, value, DEFAULTS[name][1])
         self._given = frozenset(values)
+        if self._static["replica.selector.class"] not in REPLICA_SELECTORS:
+            raise ValueError(f"replica.selector.class {self._static['replica.selector.class']!r} is not one minibroker "
+                             f"has: use one of {sorted(REPLICA_SELECTORS)}")
+        if self._static["leader.imbalance.check.interval.seconds"] < 1:
+            raise ValueError("leader.imbalance.check.interval.seconds must be at least 1")  # Kafka's atLeast(1)
         # Dynamic layers (KIP-226): "" the cluster-wide default, "broker" this broker's own.
         self._dynamic: dict[str, dict[str, Any]] = {"": {}, "broker": {}}
         listener = parse_listener("listeners", self._static["listeners"])

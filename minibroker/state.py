@@ -385,9 +385,11 @@ class BrokerState:
             return None
         return topic.partitions[index]
 
-    def leader_partition(self, topic: Topic | None, index: int, current_leader_epoch: int = -1) -> Partition:
+    def leader_partition(self, topic: Topic | None, index: int, current_leader_epoch: int = -1, *,
+                         require_leader: bool = True) -> Partition:
         """The partition a leader-only request (Produce, Fetch, ListOffsets,
         OffsetForLeaderEpoch, DeleteRecords) acts on; the one place that resolves one.
+        ``require_leader`` False also accepts a follower (a consumer's Fetch v11+, KIP-392).
 
         Kafka's ``ReplicaManager.getPartitionOrException`` then
         ``Partition.localLogWithEpochOrThrow``, in that order:
@@ -404,7 +406,7 @@ class BrokerState:
             raise UnknownTopicOrPartitionError(f"no partition {index} of topic {topic.name if topic else None!r}")
         if partition.log is not None and partition.log.offline:
             raise KafkaStorageError(f"the log of {partition.topic}-{index} is offline after a storage error")
-        partition.check_leader(current_leader_epoch)
+        partition.check_leader(current_leader_epoch, require_leader=require_leader)
         return partition
 
     # -- cluster mode: the metadata image's topics -------------------------------------------

@@ -2,8 +2,8 @@
 
 KRaft brokers talk to the controller with BrokerRegistration (62), BrokerHeartbeat (63),
 AlterPartition (56) and AllocateProducerIds (67), and forward CreateTopics,
-CreatePartitions, DeleteTopics, AlterConfigs and IncrementalAlterConfigs to it (KIP-590).
-In a MiniCluster these are in-process calls on a :class:`ControllerChannel`, with
+CreatePartitions, DeleteTopics, ElectLeaders, AlterConfigs and IncrementalAlterConfigs to
+it (KIP-590). In a MiniCluster these are in-process calls on a :class:`ControllerChannel`, with
 dataclasses named and shaped after those RPCs, so that a later step can put them on the
 wire (a broker per process) without changing a caller.
 Error codes are Kafka's (``kproto.errors``).
@@ -11,8 +11,9 @@ Error codes are Kafka's (``kproto.errors``).
 
 from __future__ import annotations
 
+import enum
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -29,6 +30,8 @@ __all__ = [
     "ClusterContext",
     "ConfigResult",
     "ControllerChannel",
+    "ElectionResult",
+    "ElectionType",
     "NewTopic",
     "QuorumLink",
     "ReplicaBrokerEpoch",
@@ -147,6 +150,25 @@ class ConfigResult:
     error_message: str | None = None
 
 
+class ElectionType(enum.IntEnum):
+    """ElectLeaders' ``election_type`` (Kafka's ``org.apache.kafka.common.ElectionType``, KIP-460)."""
+
+    PREFERRED = 0  # the first replica of the assignment, if it is live and in the ISR
+    UNCLEAN = 1  # only for a partition without a leader: a live replica, from outside the ISR if need be
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ElectionResult:
+    """One partition's answer to an ElectLeaders (43): 0, or ELECTION_NOT_NEEDED,
+    PREFERRED_LEADER_NOT_AVAILABLE, ELIGIBLE_LEADERS_NOT_AVAILABLE,
+    UNKNOWN_TOPIC_OR_PARTITION."""
+
+    topic: str
+    partition: int
+    error_code: int
+    error_message: str | None = None
+
+
 class ControllerChannel(Protocol):
     """A broker's way to the active controller (one per broker)."""
 
@@ -173,6 +195,13 @@ class ControllerChannel(Protocol):
     async def alter_configs(self, resources: Sequence[AlterConfigsResource], *,
                             validate_only: bool) -> list[ConfigResult]:
         """Validate and commit config changes (ConfigRecords): one result per resource."""
+        ...
+
+    async def elect_leaders(self, election_type: ElectionType,
+                            partitions: Mapping[str, Sequence[int]] | None) -> list[ElectionResult]:
+        """ElectLeaders (43) forwarded to the controller: one result per partition asked
+        (None: every partition, only those where an election was needed answered).
+        Raises NotControllerError when there is no active controller."""
         ...
 
 

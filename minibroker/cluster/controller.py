@@ -27,6 +27,20 @@ request that changes nothing appends nothing. Every rule below is KRaft's
   every tick (Kafka's periodic unclean election check).
 - **Epochs**: a leader change bumps the leader epoch; any change the partition epoch
   (:func:`~minibroker.cluster.metadata.merge_partition_change`).
+- **Preferred leaders** (:meth:`Controller.elect_leaders`, KIP-183/KIP-460, Kafka's
+  ``ReplicationControlManager.electLeaders`` and ``PartitionChangeBuilder.Election``): the
+  preferred leader is the first replica. ElectLeaders PREFERRED moves leadership to it when
+  it is unfenced and in the ISR (ELECTION_NOT_NEEDED if it leads already,
+  PREFERRED_LEADER_NOT_AVAILABLE if it cannot); UNCLEAN, only for a partition without a
+  leader, takes an unfenced ISR member, else any unfenced replica with ISR = just it,
+  whatever ``unclean.leader.election.enable`` (ELECTION_NOT_NEEDED with a leader,
+  ELIGIBLE_LEADERS_NOT_AVAILABLE with nobody). Unknown partitions are
+  UNKNOWN_TOPIC_OR_PARTITION; no partitions named means all, and only those where an
+  election was needed are answered. With ``auto.leader.rebalance.enable``, every
+  ``leader.imbalance.check.interval.seconds`` the tick moves partitions back to their
+  preferred replica when it is unfenced and in the ISR, for each broker whose share of
+  preferred partitions led by others is above ``leader.imbalance.per.broker.percentage``
+  (ZooKeeper-mode Kafka's rule; KRaft moves them all, as percentage 0 does).
 - **AlterPartition**, checks in Kafka's order: the sender's broker epoch
   (STALE_BROKER_EPOCH), the topic id (UNKNOWN_TOPIC_ID) and partition
   (UNKNOWN_TOPIC_OR_PARTITION); a leader or partition epoch *newer* than the controller's
@@ -72,6 +86,7 @@ request that changes nothing appends nothing. Every rule below is KRaft's
 
 from __future__ import annotations
 
+import enum
 import logging
 import random
 import uuid
@@ -79,6 +94,8 @@ from collections.abc import Callable, Mapping, Sequence
 
 from kproto.errors import (
     DuplicateBrokerRegistrationError,
+    ElectionNotNeededError,
+    EligibleLeadersNotAvailableError,
     FencedLeaderEpochError,
     IneligibleReplicaError,
     InvalidConfigError,
@@ -89,6 +106,7 @@ from kproto.errors import (
     InvalidTopicError,
     InvalidUpdateVersionError,
     NotControllerError,
+    PreferredLeaderNotAvailableError,
     StaleBrokerEpochError,
     TopicAlreadyExistsError,
     UnknownTopicIdError,
@@ -104,6 +122,8 @@ from minibroker.cluster.api import (
     BrokerRegistrationReply,
     BrokerRegistrationRequest,
     ConfigResult,
+    ElectionResult,
+    ElectionType,
     NewTopic,
     TopicResult,
 )
@@ -129,11 +149,19 @@ from minibroker.cluster.placement import place_replicas, validate_assignments
 from minibroker.config import BrokerConfig
 from minibroker.topic_configs import apply_ops, as_text, default_of, effective, validate_all
 
-__all__ = ["Controller", "PRODUCER_ID_BLOCK_SIZE"]
+__all__ = ["Controller", "Election", "PRODUCER_ID_BLOCK_SIZE"]
 
 log = logging.getLogger("minibroker.cluster")
 
 PRODUCER_ID_BLOCK_SIZE = 1000  # Kafka's ProducerIdControlManager.PRODUCER_ID_BLOCK_SIZE
+
+
+class Election(enum.Enum):
+    """How a leader is chosen (Kafka's ``PartitionChangeBuilder.Election``)."""
+
+    PREFERRED = "PREFERRED"  # the first replica if valid, else keep a valid leader, else any valid
+    ONLINE = "ONLINE"  # keep a valid leader, else the first valid replica (in the ISR, unfenced)
+    UNCLEAN = "UNCLEAN"  # as ONLINE, then any live replica outside the ISR
 
 
 class Controller:
@@ -164,6 +192,7 @@ class Controller:
         # session, so a failover does not fence brokers that heartbeated to the old one.
         now = clock_ms()
         self._last_heartbeat = {b: now for b in self.image.brokers}
+        self._next_balance_ms: int | None = None  # the next automatic leader rebalance (first tick sets it)
 
     # -- committing ------------------------------------------------------------------------
 
@@ -194,14 +223,34 @@ class Controller:
         return broker_id != gone and b is not None and not b.fenced
 
     def _change(self, topic: TopicImage, index: int, part: PartitionRegistration,
-                gone: int | None = None) -> PartitionChangeRecord | None:
+                gone: int | None = None, election: Election | None = None) -> PartitionChangeRecord | None:
         """The change that removes ``gone`` (a broker being fenced) from the ISR and gives the
-        partition a usable leader, or None when nothing changes."""
+        partition a usable leader, or None when nothing changes.
+
+        ``election`` is Kafka's ``PartitionChangeBuilder.Election``; None: ONLINE, or UNCLEAN
+        when the topic's ``unclean.leader.election.enable`` allows it (as Kafka's controller
+        builds its changes). An election is tried when the leader is not valid (not in the
+        ISR, or fenced), and for PREFERRED also when it is not the preferred replica
+        (``shouldTryElection``)."""
+        if election is None:
+            election = Election.UNCLEAN if self._unclean_allowed(topic) else Election.ONLINE
         isr = tuple(r for r in part.isr if r != gone) or part.isr  # never drop the last member
+
+        def valid(r: int) -> bool:  # isValidNewLeader
+            return r in isr and self._usable(r, gone)
+
         leader = part.leader
-        if leader == NO_LEADER or leader not in isr or not self._usable(leader, gone):
-            leader = next((r for r in part.replicas if r in isr and self._usable(r, gone)), NO_LEADER)
-            if leader == NO_LEADER and self._unclean_allowed(topic):
+        preferred = part.replicas[0] if part.replicas else NO_LEADER
+        if not valid(leader) or (election is Election.PREFERRED and leader != preferred):
+            if election is Election.PREFERRED:
+                # electPreferredLeader: the preferred replica, else the current leader if it is
+                # still valid (a healthy partition is left alone), else any other valid one.
+                candidates = (preferred, leader, *part.replicas[1:])
+            else:
+                candidates = tuple(part.replicas)  # electAnyLeader: the first valid replica
+            leader = next((r for r in candidates if valid(r)), NO_LEADER)
+            if leader == NO_LEADER and election is Election.UNCLEAN:
+                # electAnyLeader's unclean step: any live replica; the ISR becomes just it.
                 leader = next((r for r in part.replicas if self._usable(r, gone)), NO_LEADER)
                 if leader != NO_LEADER:
                     log.warning("unclean leader election of %s-%d: broker %d leads without being in the ISR %s; "
@@ -278,11 +327,104 @@ class Controller:
 
     def tick(self, now_ms: int) -> None:
         """Fence the brokers whose session expired, then retry elections of leaderless
-        partitions (an unclean election may have become possible)."""
+        partitions (an unclean election may have become possible), then, when due, move
+        leadership back to preferred replicas (:meth:`_balance_leaders`)."""
         for broker_id, broker in sorted(self.image.brokers.items()):
             if not broker.fenced and not self._session_alive(broker_id, now_ms):
                 self._fence(broker_id, f"no heartbeat for {self._session_ms()} ms")
         self._elect_leaderless()
+        self._balance_leaders(now_ms)
+
+    # -- preferred leaders: ElectLeaders and the automatic rebalance ---------------------------
+
+    def elect_leaders(self, election_type: ElectionType,
+                      partitions: Mapping[str, Sequence[int]] | None) -> list[ElectionResult]:
+        """ElectLeaders (KIP-460, Kafka's ``ReplicationControlManager.electLeaders``): one
+        result per partition asked; ``partitions`` None asks for every partition and answers
+        only those where an election was needed (not ELECTION_NOT_NEEDED). The changes made
+        are one append.
+
+        Raises:
+            InvalidRequestError: an election type Kafka does not have.
+        """
+        try:
+            kind = Election.PREFERRED if ElectionType(election_type) is ElectionType.PREFERRED else Election.UNCLEAN
+        except ValueError:
+            raise InvalidRequestError(f"Unknown election type {election_type}") from None
+        records: list[Record] = []
+        results: list[ElectionResult] = []
+        if partitions is None:
+            for topic in list(self.image.topics.values()):
+                for index in sorted(topic.partitions):
+                    result = self._elect_one(topic.name, index, kind, records)
+                    if result.error_code != ElectionNotNeededError.code:
+                        results.append(result)
+        else:
+            done: dict[tuple[str, int], ElectionResult] = {}
+            for name, asked in partitions.items():
+                for index in asked:  # a partition asked twice is elected once
+                    result = done.get((name, index)) or self._elect_one(name, index, kind, records)
+                    done[(name, index)] = result
+                    results.append(result)
+        if records:
+            self._commit(records)
+        return results
+
+    def _elect_one(self, name: str, index: int, election: Election, records: list[Record]) -> ElectionResult:
+        """``ReplicationControlManager.electLeader``: the partition's change goes to ``records``."""
+        topic = self.image.topic_by_name(name)
+        part = topic.partitions.get(index) if topic is not None else None
+        if topic is None or part is None:
+            why = f"No such topic as {name}" if topic is None else f"No such partition as {name}-{index}"
+            return ElectionResult(topic=name, partition=index, error_code=UnknownTopicOrPartitionError.code,
+                                  error_message=why)
+        preferred = part.replicas[0] if part.replicas else NO_LEADER
+        if (election is Election.PREFERRED and part.leader == preferred) or (
+                election is Election.UNCLEAN and part.leader != NO_LEADER):
+            return ElectionResult(topic=name, partition=index, error_code=ElectionNotNeededError.code,
+                                  error_message=ElectionNotNeededError.name)
+        change = self._change(topic, index, part, election=election)
+        if change is None:  # no record: nobody could be elected
+            error = (PreferredLeaderNotAvailableError if election is Election.PREFERRED
+                     else EligibleLeadersNotAvailableError)
+            return ElectionResult(topic=name, partition=index, error_code=error.code, error_message=error.name)
+        records.append(change)
+        return ElectionResult(topic=name, partition=index, error_code=0)
+
+    def _balance_leaders(self, now_ms: int) -> None:
+        """``auto.leader.rebalance.enable``: every ``leader.imbalance.check.interval.seconds``,
+        move leadership back to preferred replicas (ZooKeeper-mode Kafka's
+        ``KafkaController.checkAndTriggerAutoLeaderRebalance``): for each live broker, the
+        partitions it is the preferred replica of; when the share of them led by others is
+        above ``leader.imbalance.per.broker.percentage``, each of those whose preferred
+        replica is in the ISR gets a PREFERRED election. KRaft's controller
+        (``maybeBalancePartitionLeaders``) moves every such partition: percentage 0."""
+        if not self.config["auto.leader.rebalance.enable"]:
+            return
+        interval = int(self.config["leader.imbalance.check.interval.seconds"]) * 1000
+        if self._next_balance_ms is None:
+            self._next_balance_ms = now_ms + interval  # the first check one interval after activation
+        if now_ms < self._next_balance_ms:
+            return
+        self._next_balance_ms = now_ms + interval
+        by_preferred: dict[int, list[tuple[TopicImage, int, PartitionRegistration]]] = {}
+        for topic in self.image.topics.values():
+            for index, part in sorted(topic.partitions.items()):
+                if part.replicas:
+                    by_preferred.setdefault(part.replicas[0], []).append((topic, index, part))
+        limit = int(self.config["leader.imbalance.per.broker.percentage"]) / 100
+        records: list[Record] = []
+        for broker_id, parts in sorted(by_preferred.items()):
+            not_led = [p for p in parts if p[2].leader != broker_id]
+            if not not_led or len(not_led) / len(parts) <= limit or not self._usable(broker_id, None):
+                continue
+            for topic, index, part in not_led:
+                change = self._change(topic, index, part, election=Election.PREFERRED)
+                if change is not None and change.leader == broker_id:  # canPreferredReplicaBeLeader
+                    records.append(change)
+        if records:
+            self._commit(records)
+            log.info("leader rebalance: %d partition(s) moved back to their preferred replica", len(records))
 
     # -- partitions --------------------------------------------------------------------------
 

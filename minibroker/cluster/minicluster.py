@@ -18,7 +18,10 @@ brackets): ``broker.heartbeat.interval.ms`` 50 [2000], ``broker.session.timeout.
 [9000], ``controller.quorum.fetch.timeout.ms`` 300 [2000], ``replica.lag.time.max.ms``
 1000 [30000], ``replica.fetch.wait.max.ms`` 100 [500], ``replica.fetch.backoff.ms`` 50
 [1000], ``offsets.topic.replication.factor`` min(3, brokers) [3]. So a killed leader is
-replaced within about 400 ms.
+replaced within about 400 ms. ``auto.leader.rebalance.enable`` is Kafka's (true) with
+Kafka's ``leader.imbalance.check.interval.seconds`` (300): a restarted preferred leader
+gets its leadership back after minutes, or at once through ElectLeaders; give the
+interval 1 to see it within about a second.
 
 ``MiniCluster(brokers=3, processes=True)`` runs each broker in a process of its own
 (:mod:`minibroker.cluster.process`): ``kill`` is a real SIGKILL, ``brokers[i].pid`` the

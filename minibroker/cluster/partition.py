@@ -46,6 +46,11 @@ Theory of operation (Kafka's ``kafka.cluster.Partition`` and ``Replica``, with
 - **Fencing** (KIP-320, ``Partition.checkCurrentLeaderEpoch``): a request's
   ``current_leader_epoch`` of -1 is not checked; older than ours → FENCED_LEADER_EPOCH,
   newer → UNKNOWN_LEADER_EPOCH; checked before the role, as Kafka does.
+- **Reads from the closest replica** (KIP-392): :meth:`Partition.preferred_read_replica`
+  is the leader's choice for a consumer in a rack (Kafka's ``RackAwareReplicaSelector``
+  over ``findPreferredReadReplica``'s candidates: in the ISR, live, holding the offset);
+  :meth:`Partition.check_leader` with ``require_leader=False`` lets a follower serve a
+  consumer.
 - **Follower.** Batches are appended as the leader wrote them
   (:meth:`Partition.append_as_follower`); the high watermark is the leader's, capped by
   the own LEO, and the log start follows the leader's (DeleteRecords and retention reach
@@ -56,8 +61,8 @@ Theory of operation (Kafka's ``kafka.cluster.Partition`` and ``Replica``, with
 Facts: KIP-101 (leader epochs replace the high watermark for truncation), KIP-279
 (OffsetsForLeaderEpoch rounds for fast leader failover), KIP-320 (fencing by
 ``current_leader_epoch``), KIP-497 (AlterIsr/AlterPartition: the leader proposes, the
-controller commits), KIP-595 (diverging epoch in Fetch), KIP-903 (broker epochs in
-AlterPartition). Not modelled: KIP-497's "maximal ISR" (pending ISR changes are not
+controller commits), KIP-392 (fetch from the closest replica), KIP-595 (diverging epoch in
+Fetch), KIP-903 (broker epochs in AlterPartition). Not modelled: KIP-497's "maximal ISR" (pending ISR changes are not
 counted: metadata delivery is synchronous in a MiniCluster), KIP-841's waiting of the
 high watermark for a caught-up replica about to join, KIP-966.
 """
@@ -70,7 +75,7 @@ import heapq
 import itertools
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -79,6 +84,7 @@ from kproto.errors import (
     IllegalTransitionError,
     NotEnoughReplicasAfterAppendError,
     NotLeaderOrFollowerError,
+    OffsetOutOfRangeError,
     UnknownLeaderEpochError,
 )
 
@@ -140,7 +146,8 @@ class FollowerState:
     last_caught_up_ms: int = 0
     last_fetch_leader_leo: int = -1  # the leader's LEO at this follower's previous fetch
     broker_epoch: int = -1  # the broker epoch it fetched with (Fetch v15 replica_state)
-    log_start_offset: int = -1  # its log start, as its last fetch said (Fetch v5+); -1: unknown
+    log_start_offset: int = -1  # its log start, as its last fetch said (Fetch v5+; DeleteRecords' low
+    # watermark, KIP-392's choice); -1: unknown
 
 
 @dataclass(frozen=True, slots=True)
@@ -347,13 +354,14 @@ class Partition:
 
     # -- fencing --------------------------------------------------------------------------
 
-    def check_leader(self, current_leader_epoch: int = -1) -> None:
+    def check_leader(self, current_leader_epoch: int = -1, *, require_leader: bool = True) -> None:
         """Raise unless this broker leads the partition at ``current_leader_epoch``.
 
-        Kafka's ``getLocalLog(currentLeaderEpoch, requireLeader=true)``: the epoch is checked
+        Kafka's ``getLocalLog(currentLeaderEpoch, requireLeader)``: the epoch is checked
         first (-1: not checked; older → FENCED_LEADER_EPOCH, newer → UNKNOWN_LEADER_EPOCH),
         then the role (NOT_LEADER_OR_FOLLOWER). A broker without a replica answers
-        NOT_LEADER_OR_FOLLOWER whatever the epoch.
+        NOT_LEADER_OR_FOLLOWER whatever the epoch. ``require_leader`` False lets a follower
+        pass too (a consumer's Fetch v11+ may read from a follower, KIP-392).
         """
         if self.role is ReplicaRole.NONE or self.log is None:
             raise NotLeaderOrFollowerError(f"broker {self.node_id} has no replica of {self.topic}-{self.index}")
@@ -364,7 +372,7 @@ class Partition:
             if current_leader_epoch > self.leader_epoch:
                 raise UnknownLeaderEpochError(
                     f"{self.topic}-{self.index}: leader epoch {current_leader_epoch} > current {self.leader_epoch}")
-        if self.role is not ReplicaRole.LEADER:
+        if require_leader and self.role is not ReplicaRole.LEADER:
             raise NotLeaderOrFollowerError(
                 f"broker {self.node_id} is not the leader of {self.topic}-{self.index} (leader {self.leader})")
 
@@ -554,18 +562,59 @@ class Partition:
         return local.epochs.end_offset_for(epoch, local.log_end_offset)
 
     def diverging_epoch(self, last_fetched_epoch: int, fetch_offset: int) -> tuple[int, int] | None:
-        """Fetch v12+'s divergence check (KIP-595, Kafka's
-        ``validateFetchOffsetAndMaybeGetDivergingEpoch``): the fetcher's last epoch is not
-        ours up to ``fetch_offset`` → ``(epoch, end offset)`` to truncate to, else None.
-        ``last_fetched_epoch`` -1 is not checked. An epoch this leader cannot place
-        answers ``(-1, -1)``, which sends the follower to its high watermark (Kafka
-        answers OFFSET_OUT_OF_RANGE there)."""
+        """Fetch v12+'s divergence check (KIP-595, Kafka's ``Partition.readRecords``): the
+        fetcher's last epoch is not ours up to ``fetch_offset`` → ``(epoch, end offset)`` to
+        truncate to, else None. ``last_fetched_epoch`` -1 is not checked.
+
+        Raises:
+            OffsetOutOfRangeError: an epoch this replica cannot place (its end offset is
+                unknown: what OffsetForLeaderEpoch answers ``(-1, -1)``), or ``fetch_offset``
+                below the log start, whether or not the epochs diverge; Kafka's rule.
+        """
         if last_fetched_epoch < 0:
             return None
         epoch, end = self.end_offset_for_epoch(last_fetched_epoch)
+        if epoch == UNDEFINED_EPOCH or end == UNDEFINED_EPOCH_OFFSET:
+            raise OffsetOutOfRangeError(f"{self.topic}-{self.index}: could not determine the end offset of the "
+                                        f"last fetched epoch {last_fetched_epoch}")
+        local = self._local_log()
+        if fetch_offset < local.log_start_offset:
+            raise OffsetOutOfRangeError(f"{self.topic}-{self.index}: offset {fetch_offset} is below the log "
+                                        f"start {local.log_start_offset}")
         if epoch < last_fetched_epoch or end < fetch_offset:
             return epoch, end
         return None
+
+    # -- KIP-392: the preferred read replica --------------------------------------------
+
+    def preferred_read_replica(self, client_rack: str, fetch_offset: int, now_ms: int,
+                               racks: Mapping[int, str | None]) -> int:
+        """The replica a consumer in ``client_rack`` should fetch from, by Kafka's
+        ``RackAwareReplicaSelector`` as ``ReplicaManager.findPreferredReadReplica`` asks it;
+        -1 for this leader itself (the records are then served here).
+
+        Candidates are the leader and the followers that are in the ISR, live (``racks``
+        holds the live brokers and their racks), and hold ``fetch_offset`` (their log start
+        at or below it, their LEO at or above it): an out-of-sync follower would keep the
+        consumer behind. No client rack, or no candidate in it → the leader; the leader in
+        it → the leader; else the most caught-up candidate in it (largest LEO, then most
+        recently caught up; replica order breaks ties).
+        """
+        if self.role is not ReplicaRole.LEADER or self.is_solo or not client_rack:
+            return -1
+        if racks.get(self.node_id) == client_rack:
+            return -1
+        best: tuple[int, int, int] | None = None
+        for order, r in enumerate(self.replicas):
+            state = self.followers.get(r)
+            if state is None or r not in self.isr or r not in racks or racks[r] != client_rack:
+                continue
+            if not (state.log_start_offset <= fetch_offset <= state.log_end_offset):
+                continue
+            key = (state.log_end_offset, state.last_caught_up_ms - now_ms, -order)  # ReplicaView.comparator
+            if best is None or key > best:
+                best = key
+        return -1 if best is None else self.replicas[-best[2]]
 
     # -- follower -------------------------------------------------------------------------
 

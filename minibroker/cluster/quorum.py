@@ -36,7 +36,7 @@ import asyncio
 import logging
 import random
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from kproto.errors import NotControllerError
 from minibroker.cluster.api import (
@@ -49,6 +49,8 @@ from minibroker.cluster.api import (
     BrokerRegistrationRequest,
     ConfigResult,
     ControllerChannel,
+    ElectionResult,
+    ElectionType,
     NewTopic,
     TopicResult,
 )
@@ -276,3 +278,10 @@ class _Channel:
             return self._active().alter_configs(resources, validate_only=validate_only)
         except NotControllerError as exc:
             return [ConfigResult(error_code=NotControllerError.code, error_message=str(exc)) for _ in resources]
+
+    # -- elections ---------------------------------------------------------------------------
+
+    async def elect_leaders(self, election_type: ElectionType,
+                            partitions: Mapping[str, Sequence[int]] | None) -> list[ElectionResult]:
+        """Raises NotControllerError (no active controller)."""
+        return self._active().elect_leaders(election_type, partitions)

@@ -89,6 +89,7 @@ from minibroker.handlers import (  # noqa: E402,F401
     cluster,
     configs,
     delete_records,
+    elections,
     fetch,
     groups,
     list_offsets,

@@ -22,7 +22,7 @@ REQUIRED = {
     "EndTxn": (0, 5), "WriteTxnMarkers": (0, 1), "TxnOffsetCommit": (0, 4), "DescribeAcls": (0, 3),
     "CreateAcls": (0, 3), "DeleteAcls": (0, 3), "DescribeConfigs": (0, 4), "AlterConfigs": (0, 2),
     "DescribeLogDirs": (0, 4), "SaslAuthenticate": (0, 2), "CreatePartitions": (0, 3),
-    "DeleteGroups": (0, 2), "IncrementalAlterConfigs": (0, 1), "OffsetDelete": (0, 0),
+    "DeleteGroups": (0, 2), "ElectLeaders": (0, 2), "IncrementalAlterConfigs": (0, 1), "OffsetDelete": (0, 0),
     "DescribeClientQuotas": (0, 1), "AlterClientQuotas": (0, 1), "DescribeCluster": (0, 1),
     "DescribeProducers": (0, 0), "DescribeTransactions": (0, 0), "ListTransactions": (0, 1),
     "ConsumerGroupHeartbeat": (0, 1), "ConsumerGroupDescribe": (0, 0),

@@ -71,6 +71,7 @@ __all__ = [
     "DescribeLogDirsRequest", "DescribeLogDirsResponse",
     "DescribeProducersRequest", "DescribeProducersResponse",
     "DescribeTransactionsRequest", "DescribeTransactionsResponse",
+    "ElectLeadersRequest", "ElectLeadersResponse",
     "EndTxnRequest", "EndTxnResponse",
     "FetchRequest", "FetchResponse",
     "FindCoordinatorRequest", "FindCoordinatorResponse",
@@ -187,6 +188,7 @@ DescribeLogDirsRequest, DescribeLogDirsResponse = REQUESTS[35], RESPONSES[35]
 SaslAuthenticateRequest, SaslAuthenticateResponse = REQUESTS[36], RESPONSES[36]
 CreatePartitionsRequest, CreatePartitionsResponse = REQUESTS[37], RESPONSES[37]
 DeleteGroupsRequest, DeleteGroupsResponse = REQUESTS[42], RESPONSES[42]
+ElectLeadersRequest, ElectLeadersResponse = REQUESTS[43], RESPONSES[43]
 IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse = REQUESTS[44], RESPONSES[44]
 OffsetDeleteRequest, OffsetDeleteResponse = REQUESTS[47], RESPONSES[47]
 DescribeClientQuotasRequest, DescribeClientQuotasResponse = REQUESTS[48], RESPONSES[48]

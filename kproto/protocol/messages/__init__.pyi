@@ -80,6 +80,8 @@ __all__ = [
     "DescribeProducersResponse",
     "DescribeTransactionsRequest",
     "DescribeTransactionsResponse",
+    "ElectLeadersRequest",
+    "ElectLeadersResponse",
     "EndTxnRequest",
     "EndTxnResponse",
     "FetchRequest",
@@ -164,6 +166,7 @@ class ApiKey(IntEnum):
     SASL_AUTHENTICATE = 36
     CREATE_PARTITIONS = 37
     DELETE_GROUPS = 42
+    ELECT_LEADERS = 43
     INCREMENTAL_ALTER_CONFIGS = 44
     OFFSET_DELETE = 47
     DESCRIBE_CLIENT_QUOTAS = 48
@@ -4022,6 +4025,107 @@ class DeleteGroupsResponse(Message):
             *,
             group_id: str = "",
             error_code: int = 0,
+            unknown_tagged_fields: dict[int, bytes] | None = None,
+        ) -> None: ...
+
+class ElectLeadersRequest(Message):
+    """The ElectLeaders request body (API key 43, v0-2, flexible v2+).
+
+    Fields:
+        election_type: int8, v1+, default 0
+        topic_partitions: []TopicPartitions, v0+, nullable v0+
+        timeout_ms: int32, v0+, default 60000
+    """
+    API_KEY: ClassVar[Literal[43]]
+    API_NAME: ClassVar[Literal["ElectLeaders"]]
+    IS_REQUEST: ClassVar[Literal[True]]
+    election_type: int
+    topic_partitions: list[ElectLeadersRequest.TopicPartitions] | None
+    timeout_ms: int
+    def __init__(
+        self,
+        *,
+        election_type: int = 0,
+        topic_partitions: list[ElectLeadersRequest.TopicPartitions] | None = ...,
+        timeout_ms: int = 60000,
+        unknown_tagged_fields: dict[int, bytes] | None = None,
+    ) -> None: ...
+    @classmethod
+    def decode(cls, data: Any, version: int) -> ElectLeadersRequest: ...
+    class TopicPartitions(Struct):
+        """A TopicPartitions struct of ElectLeadersRequest.
+
+        Fields:
+            topic: string, v0+, default ''
+            partitions: []int32, v0+
+        """
+        topic: str
+        partitions: list[int]
+        def __init__(
+            self,
+            *,
+            topic: str = "",
+            partitions: list[int] = ...,
+            unknown_tagged_fields: dict[int, bytes] | None = None,
+        ) -> None: ...
+
+class ElectLeadersResponse(Message):
+    """The ElectLeaders response body (API key 43, v0-2, flexible v2+).
+
+    Fields:
+        throttle_time_ms: int32, v0+, default 0
+        error_code: int16, v1+, default 0
+        replica_election_results: []ReplicaElectionResult, v0+
+    """
+    API_KEY: ClassVar[Literal[43]]
+    API_NAME: ClassVar[Literal["ElectLeaders"]]
+    IS_REQUEST: ClassVar[Literal[False]]
+    throttle_time_ms: int
+    error_code: int
+    replica_election_results: list[ElectLeadersResponse.ReplicaElectionResult]
+    def __init__(
+        self,
+        *,
+        throttle_time_ms: int = 0,
+        error_code: int = 0,
+        replica_election_results: list[ElectLeadersResponse.ReplicaElectionResult] = ...,
+        unknown_tagged_fields: dict[int, bytes] | None = None,
+    ) -> None: ...
+    @classmethod
+    def decode(cls, data: Any, version: int) -> ElectLeadersResponse: ...
+    class ReplicaElectionResult(Struct):
+        """A ReplicaElectionResult struct of ElectLeadersResponse.
+
+        Fields:
+            topic: string, v0+, default ''
+            partition_result: []PartitionResult, v0+
+        """
+        topic: str
+        partition_result: list[ElectLeadersResponse.PartitionResult]
+        def __init__(
+            self,
+            *,
+            topic: str = "",
+            partition_result: list[ElectLeadersResponse.PartitionResult] = ...,
+            unknown_tagged_fields: dict[int, bytes] | None = None,
+        ) -> None: ...
+    class PartitionResult(Struct):
+        """A PartitionResult struct of ElectLeadersResponse.
+
+        Fields:
+            partition_id: int32, v0+, default 0
+            error_code: int16, v0+, default 0
+            error_message: string, v0+, nullable v0+, default ''
+        """
+        partition_id: int
+        error_code: int
+        error_message: str | None
+        def __init__(
+            self,
+            *,
+            partition_id: int = 0,
+            error_code: int = 0,
+            error_message: str | None = "",
             unknown_tagged_fields: dict[int, bytes] | None = None,
         ) -> None: ...
 

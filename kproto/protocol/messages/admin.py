@@ -266,6 +266,31 @@ APIS = (
         """,
     ),
     api(
+        43, "ElectLeaders", "0-2", flexible="2+", route=Route.CONTROLLER,
+        notes="""
+        KIP-183 (preferred leader election); v1: election_type, PREFERRED=0 or UNCLEAN=1, and a
+        top-level error_code (KIP-460). v2: first flexible version. Null topic_partitions: every
+        partition (the answer lists only those where an election was needed).
+        """,
+        request="""
+        election_type     int8                v1+
+        topic_partitions  []TopicPartitions   null
+          topic           string
+          partitions      []int32
+        timeout_ms        int32               default=60000
+        """,
+        response="""
+        throttle_time_ms          int32
+        error_code                int16                      v1+
+        replica_election_results  []ReplicaElectionResult
+          topic                   string
+          partition_result        []PartitionResult
+            partition_id          int32
+            error_code            int16
+            error_message         string                     null
+        """,
+    ),
+    api(
         44, "IncrementalAlterConfigs", "0-1", flexible="1+", route=Route.ANY,
         notes="""
         KIP-339: set, delete, append or subtract single config values. Broker resources go to that broker.

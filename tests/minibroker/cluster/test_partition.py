@@ -613,7 +613,9 @@ DIVERGING = {
     (5, 25): None, (5, 30): None, (2, 15): None, (2, 20): None, (-1, 5): None,
     (2, 25): (2, 20),  # epoch 2 ended at 20: the follower has more
     (3, 15): (2, 20),  # the leader never had epoch 3
-    (6, 30): (-1, -1),  # an epoch from the future: the follower goes to its HW
+    # An epoch from the future: its end is unknown ((-1, -1) in OffsetForLeaderEpoch), which
+    # Kafka's Partition.readRecords answers OFFSET_OUT_OF_RANGE (issue 13 step 2 item 3).
+    (6, 30): OffsetOutOfRangeError,
 }
 
 
@@ -621,7 +623,24 @@ DIVERGING = {
 def test_diverging_epoch(last_fetched_epoch, fetch_offset):
     """KIP-595's check in Fetch v12+: the epoch is smaller or ends before the fetch offset."""
     p = leader(EPOCHS, hw=30, epoch=5)
-    assert p.diverging_epoch(last_fetched_epoch, fetch_offset) == DIVERGING[last_fetched_epoch, fetch_offset]
+    expected = DIVERGING[last_fetched_epoch, fetch_offset]
+    if expected is OffsetOutOfRangeError:
+        with pytest.raises(OffsetOutOfRangeError):
+            p.diverging_epoch(last_fetched_epoch, fetch_offset)
+    else:
+        assert p.diverging_epoch(last_fetched_epoch, fetch_offset) == expected
+
+
+def test_a_fetch_below_the_log_start_is_out_of_range_whether_or_not_epochs_diverge():
+    """Kafka's Partition.readRecords checks the log start before the divergence (issue 13
+    step 2 item 3)."""
+    p = leader(EPOCHS, hw=30, epoch=5)
+    p.log.log_start_offset = 12
+    with pytest.raises(OffsetOutOfRangeError):
+        p.diverging_epoch(2, 11)  # epoch 2 ends at 20: would not diverge
+    with pytest.raises(OffsetOutOfRangeError):
+        p.diverging_epoch(0, 11)  # epoch 0 ends at 10: would diverge
+    assert p.diverging_epoch(0, 12) == (0, 10)
 
 
 # -- follower: replicated appends, HW, log start -------------------------------------------

@@ -104,8 +104,9 @@ def brokers() -> dict[int, BrokerRegistration]:
                                   host="127.0.0.1", port=9000 + i, rack=None, fenced=False) for i in range(3)}
 
 
-def node(tmp_path, *, node_id=0, leader=0, isr=(0, 1, 2), leader_epoch=3, configs=None):
-    """A cluster broker ``node_id`` with topic "t" (one partition, replicas 0-2)."""
+def node(tmp_path, *, node_id=0, leader=0, isr=(0, 1, 2), leader_epoch=3, configs=None, broker_config=None):
+    """A cluster broker ``node_id`` with topic "t" (one partition, replicas 0-2);
+    ``broker_config``: more broker configs."""
     reg = PartitionRegistration(replicas=(0, 1, 2), isr=tuple(isr), leader=leader, leader_epoch=leader_epoch,
                                 partition_epoch=5)
     image = MetadataImage(brokers=brokers())
@@ -113,7 +114,8 @@ def node(tmp_path, *, node_id=0, leader=0, isr=(0, 1, 2), leader_epoch=3, config
     image.topics[TOPIC_ID] = topic_image
     channel = FakeChannel()
     context = ClusterContext(node_id=node_id, channel=channel, image=image, broker_epoch=100 + node_id)
-    config = BrokerConfig({"log.dirs": str(tmp_path / f"broker-{node_id}"), "broker.id": node_id})
+    config = BrokerConfig({"log.dirs": str(tmp_path / f"broker-{node_id}"), "broker.id": node_id,
+                           **(broker_config or {})})
     state = BrokerState(config, "127.0.0.1", 9000 + node_id, cluster=context)
     channel.state = state
     topic = state.ensure_topic(topic_image)
@@ -296,8 +298,11 @@ def test_fetch_errors_not_leader_fenced_unknown_epoch_and_unknown_replica(tmp_pa
     replica id that is not a replica → NOT_LEADER_OR_FOLLOWER."""
     leader, follower = node(tmp_path / "a"), node(tmp_path / "b", node_id=1)
     try:
-        answer = run(do_fetch(follower, 0))
+        # A replica's fetch needs the leader; a consumer's v11+ fetch may read from a
+        # follower (KIP-392: tests/minibroker/handlers/test_fetch_replicas.py), a v10 one not.
+        answer = run(do_fetch(follower, 0, replica_id=2))
         assert answer.error_code == NotLeaderOrFollowerError.code
+        assert run(do_fetch(follower, 0, version=10)).error_code == NotLeaderOrFollowerError.code
         assert (answer.current_leader.leader_id, answer.current_leader.leader_epoch) == (0, 3)  # KIP-951
         assert run(do_fetch(leader, 0, current_leader_epoch=2)).error_code == FencedLeaderEpochError.code
         assert run(do_fetch(leader, 0, current_leader_epoch=4)).error_code == UnknownLeaderEpochError.code

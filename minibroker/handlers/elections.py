@@ -1,0 +1,92 @@
+"""ElectLeaders v0-2 (KIP-183; v1's election types, KIP-460).
+
+Behaviour: in a MiniCluster the request goes to the controller
+(:meth:`minibroker.cluster.controller.Controller.elect_leaders`, Kafka's
+``ReplicationControlManager.electLeaders``), which answers per partition: 0 (a new leader
+was elected), ELECTION_NOT_NEEDED (PREFERRED: the preferred replica, the first of the
+assignment, already leads; UNCLEAN: the partition has a leader), PREFERRED_LEADER_NOT_AVAILABLE
+(the preferred replica is dead or not in the ISR), ELIGIBLE_LEADERS_NOT_AVAILABLE (UNCLEAN:
+no live replica at all), UNKNOWN_TOPIC_OR_PARTITION. UNCLEAN elects a live ISR member when
+there is one, and only then a live replica outside the ISR (whose ISR becomes just it),
+whatever the topic's ``unclean.leader.election.enable``. Null ``topic_partitions`` is every
+partition, and the answer lists only those where an election was needed. A single
+MiniBroker's partitions are led by their only replica, so each is ELECTION_NOT_NEEDED,
+as a one-broker Kafka answers.
+Version notes: v0 has no election type (PREFERRED) and no top-level error code; an unknown
+election type is INVALID_REQUEST there, as Kafka's controller answers; with no active
+controller the top-level code is NOT_CONTROLLER and every partition asked carries it.
+v2 is the first flexible version.
+Not implemented: ``timeout_ms`` is not waited on (the controller commits at once and the
+brokers apply it before the answer leaves); no authorizer (Kafka checks ALTER on CLUSTER).
+"""
+
+from kproto.errors import (
+    ElectionNotNeededError,
+    InvalidRequestError,
+    NotControllerError,
+    UnknownTopicOrPartitionError,
+)
+from kproto.protocol import ApiKey
+from kproto.protocol.messages import ElectLeadersResponse
+from minibroker.cluster.api import ElectionResult, ElectionType
+from minibroker.handlers import handles
+
+Result = ElectLeadersResponse.ReplicaElectionResult
+PartitionResult = ElectLeadersResponse.PartitionResult
+
+
+def _asked(request):
+    """{topic: partitions} of the request, or None for every partition."""
+    if request.topic_partitions is None:
+        return None
+    asked = {}
+    for t in request.topic_partitions:
+        asked.setdefault(t.topic, []).extend(t.partitions)
+    return asked
+
+
+def _single_broker(state, asked):
+    """A single broker: every partition's only replica is its preferred leader."""
+    results = []
+    for name, partitions in (asked or {}).items():
+        topic = state.topics.get(name)
+        for index in partitions:
+            if topic is None or not 0 <= index < len(topic.partitions):
+                results.append(ElectionResult(topic=name, partition=index,
+                                              error_code=UnknownTopicOrPartitionError.code,
+                                              error_message=f"No such partition as {name}-{index}"))
+            else:
+                results.append(ElectionResult(topic=name, partition=index, error_code=ElectionNotNeededError.code,
+                                              error_message=ElectionNotNeededError.name))
+    return results
+
+
+def _response(results, error_code=0):
+    by_topic = {}
+    for r in results:
+        by_topic.setdefault(r.topic, []).append(PartitionResult(
+            partition_id=r.partition, error_code=r.error_code, error_message=r.error_message))
+    return ElectLeadersResponse(error_code=error_code, replica_election_results=[
+        Result(topic=topic, partition_result=partitions) for topic, partitions in by_topic.items()])
+
+
+@handles(ApiKey.ELECT_LEADERS, 0, 2)
+async def handle(state, header, request):
+    election_type = request.election_type if header.api_version >= 1 else ElectionType.PREFERRED
+    asked = _asked(request)
+    if election_type not in tuple(ElectionType):
+        # ReplicationControlManager.electionType: "Unknown election type"
+        return _failed(asked, InvalidRequestError.code, f"Unknown election type {election_type}")
+    if state.cluster is None:
+        return _response(_single_broker(state, asked))
+    try:
+        results = await state.cluster.channel.elect_leaders(ElectionType(election_type), asked)
+    except NotControllerError as exc:
+        return _failed(asked, NotControllerError.code, str(exc))
+    return _response(results)
+
+
+def _failed(asked, code, message):
+    """The whole request refused: the top-level code, and each partition asked with it."""
+    return _response([ElectionResult(topic=name, partition=index, error_code=code, error_message=message)
+                      for name, partitions in (asked or {}).items() for index in partitions], code)
