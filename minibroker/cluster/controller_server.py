@@ -6,9 +6,11 @@ lease and failover) stays in the parent. :class:`ControllerServer` listens on
 ``127.0.0.1:0`` and answers, as a KRaft controller listener does:
 
 - BrokerRegistration (62), BrokerHeartbeat (63), AlterPartition (56),
-  AllocateProducerIds (67), and the CreateTopics, CreatePartitions and DeleteTopics that
-  brokers forward, each by the Quorum's in-process channel for the sending broker (so the
-  answers, NOT_CONTROLLER included, are the in-process ones);
+  AllocateProducerIds (67), and the CreateTopics, CreatePartitions, DeleteTopics,
+  AlterConfigs (33), IncrementalAlterConfigs (44) and ElectLeaders (43) that brokers
+  forward, each by the Quorum's in-process channel for the sending broker (so the
+  answers, NOT_CONTROLLER included, are the in-process ones; an ElectLeaders the
+  controller refuses is ElectLeaders' top-level error code);
 - Fetch of ``__cluster_metadata`` partition 0: the metadata log's records after the
   fetch offset, parked up to ``max_wait_ms`` while there are none and the fetcher knows
   the current controller epoch; ``current_leader`` names the active controller
@@ -47,6 +49,7 @@ from kproto.protocol import (
 )
 from kproto.protocol import messages as m
 from minibroker.cluster import remote
+from minibroker.cluster.api import ElectionResult
 from minibroker.cluster.metadata import Record
 from minibroker.cluster.quorum import Quorum
 from minibroker.config import BrokerConfig
@@ -67,6 +70,9 @@ SERVED: dict[int, tuple[int, int]] = {
     ApiKey.BROKER_REGISTRATION: (0, 4),
     ApiKey.BROKER_HEARTBEAT: (0, 1),
     ApiKey.ALLOCATE_PRODUCER_IDS: (0, 0),
+    ApiKey.ALTER_CONFIGS: (2, 2),
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: (1, 1),
+    ApiKey.ELECT_LEADERS: (2, 2),
 }
 
 _WAKE = -1  # the endpoint's own subscription to the Quorum's commits (node ids are >= 0)
@@ -199,6 +205,19 @@ class ControllerServer:
             R = m.CreatePartitionsResponse
             return R(results=[R.CreatePartitionsTopicResult(name=r.name, error_code=r.error_code,
                                                             error_message=r.error_message) for r in results])
+        if api_key in (ApiKey.ALTER_CONFIGS, ApiKey.INCREMENTAL_ALTER_CONFIGS):
+            return remote.config_results_to_wire(w, await channel.alter_configs(remote.alter_configs_from_wire(w),
+                                                                                validate_only=w.validate_only))
+        if api_key == ApiKey.ELECT_LEADERS:
+            election_type, partitions = remote.elect_leaders_from_wire(w)
+            try:
+                return remote.elections_to_wire(await channel.elect_leaders(election_type, partitions))
+            except KafkaCodeError as exc:  # NOT_CONTROLLER, INVALID_REQUEST: the whole request
+                # The detail without the code's name: the broker raises it again as it came.
+                detail = Exception.__str__(exc)
+                return remote.elections_to_wire(
+                    [ElectionResult(topic=name, partition=index, error_code=exc.code, error_message=detail)
+                     for name, asked in (partitions or {}).items() for index in asked], exc.code)
         assert api_key == ApiKey.DELETE_TOPICS
         return remote.deleted_to_wire(await channel.delete_topics([t.topic_id for t in w.topics]))
 

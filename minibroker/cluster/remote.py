@@ -5,7 +5,10 @@ In ``MiniCluster(processes=True)`` each broker runs in a process of its own and 
 :class:`~minibroker.cluster.controller_server.ControllerServer`. What a broker asks the
 controller travels as Kafka's broker-to-controller RPCs (KIP-631): BrokerRegistration (62),
 BrokerHeartbeat (63), AlterPartition (56), AllocateProducerIds (67), and the forwarded
-CreateTopics, CreatePartitions and DeleteTopics. This module owns both directions of that
+CreateTopics, CreatePartitions, DeleteTopics, ElectLeaders (43) and config changes
+(KIP-590): a change that replaces a resource's whole set (``AlterConfigsResource.replace``)
+as AlterConfigs (33), the others as IncrementalAlterConfigs (44), so the controller gets
+exactly what the broker was asked. This module owns both directions of that
 mapping (the :mod:`~minibroker.cluster.api` dataclasses to and from kproto's messages) and
 the broker's side:
 
@@ -25,38 +28,45 @@ the broker's side:
 Read your writes: in process the controller's commits reach every broker before the call
 returns, and callers rely on that (a topic just created is in the image). Over the wire
 the channel keeps that promise: after a call that commits (AlterPartition, CreateTopics,
-CreatePartitions, DeleteTopics) it fetches the metadata once more, without waiting, and
+CreatePartitions, DeleteTopics, AlterConfigs, IncrementalAlterConfigs, ElectLeaders) it fetches the metadata once more, without waiting, and
 applies it before returning. Kafka's brokers do not; their clients retry instead.
 
 An unreachable controller (the parent busy or gone) answers NOT_CONTROLLER, which the
-node retries as it does during a failover.
+node retries as it does during a failover; each call answers it as the in-process channel
+does (an error code per item, or NotControllerError raised where that one raises it).
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import uuid
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, cast
 
 from kproto.errors import KafkaError, NotControllerError, for_code
 from kproto.io.connection import Connection
 from kproto.protocol import messages as m
 from kproto.records import BatchBuilder, read_batches
 from minibroker.cluster.api import (
+    AlterConfigsResource,
     AlterPartitionReply,
     AlterPartitionRequest,
     BrokerHeartbeatReply,
     BrokerHeartbeatRequest,
     BrokerRegistrationReply,
     BrokerRegistrationRequest,
+    ConfigResult,
+    ElectionResult,
+    ElectionType,
     NewTopic,
     ReplicaBrokerEpoch,
     TopicResult,
 )
 from minibroker.cluster.metadata import MetadataImage, Record, decode_record, encode_record
 from minibroker.config import BrokerConfig
+from minibroker.topic_configs import SET
 
 __all__ = [
     "METADATA_FETCH_VERSION",
@@ -85,6 +95,9 @@ VERSIONS: dict[int, int] = {
     m.ApiKey.CREATE_TOPICS: 7,  # topic_id in the answer
     m.ApiKey.CREATE_PARTITIONS: 3,
     m.ApiKey.DELETE_TOPICS: 6,  # topics by id
+    m.ApiKey.ALTER_CONFIGS: 2,
+    m.ApiKey.INCREMENTAL_ALTER_CONFIGS: 1,
+    m.ApiKey.ELECT_LEADERS: 2,  # election_type and the top-level error code (KIP-460)
     m.ApiKey.FETCH: METADATA_FETCH_VERSION,
 }
 
@@ -202,6 +215,96 @@ def deleted_to_wire(results: Sequence[TopicResult]) -> Any:
     W = m.DeleteTopicsResponse
     return W(responses=[W.DeletableTopicResult(name=r.name, topic_id=r.topic_id or _ZERO, error_code=r.error_code,
                                                error_message=r.error_message) for r in results])
+
+
+def alter_configs_to_wire(resources: Sequence[AlterConfigsResource], validate_only: bool) -> Any:
+    """AlterConfigs for ``replace`` resources (their ops are the whole new set, all SET),
+    IncrementalAlterConfigs for the others.
+
+    Raises:
+        ValueError: both kinds in one call (they are one request each), or a ``replace``
+            resource with another operation than SET (AlterConfigs has none).
+    """
+    kinds = {r.replace for r in resources}
+    if len(kinds) > 1:
+        raise ValueError("AlterConfigs and IncrementalAlterConfigs resources go in one request each")
+    if kinds == {True}:
+        W: Any = m.AlterConfigsRequest
+        for r in resources:
+            if any(op != SET for _, op, _ in r.ops):
+                raise ValueError(f"AlterConfigs carries SET only: {r.resource_name!r} has {r.ops}")
+        return W(validate_only=validate_only, resources=[W.AlterConfigsResource(
+            resource_type=r.resource_type, resource_name=r.resource_name,
+            configs=[W.AlterableConfig(name=name, value=value) for name, _, value in r.ops]) for r in resources])
+    W = m.IncrementalAlterConfigsRequest
+    return W(validate_only=validate_only, resources=[W.AlterConfigsResource(
+        resource_type=r.resource_type, resource_name=r.resource_name,
+        configs=[W.AlterableConfig(name=name, config_operation=op, value=value) for name, op, value in r.ops])
+        for r in resources])
+
+
+def alter_configs_from_wire(w: Any) -> list[AlterConfigsResource]:
+    """An AlterConfigs (each resource ``replace``, its configs SET) or an
+    IncrementalAlterConfigs request's resources."""
+    if isinstance(w, m.AlterConfigsRequest):
+        return [AlterConfigsResource(resource_type=r.resource_type, resource_name=r.resource_name,
+                                     ops=tuple((c.name, SET, c.value) for c in r.configs), replace=True)
+                for r in w.resources]
+    return [AlterConfigsResource(resource_type=r.resource_type, resource_name=r.resource_name,
+                                 ops=tuple((c.name, c.config_operation, c.value) for c in r.configs))
+            for r in w.resources]
+
+
+def config_results_to_wire(request: Any, results: Sequence[ConfigResult]) -> Any:
+    """The answer to ``request`` (AlterConfigs or IncrementalAlterConfigs, its response
+    type): one result per resource, in order."""
+    W: Any = m.AlterConfigsResponse if isinstance(request, m.AlterConfigsRequest) else m.IncrementalAlterConfigsResponse
+    return W(responses=[W.AlterConfigsResourceResponse(
+        error_code=res.error_code, error_message=res.error_message, resource_type=r.resource_type,
+        resource_name=r.resource_name) for r, res in zip(request.resources, results, strict=True)])
+
+
+def config_results_from_wire(w: Any) -> list[ConfigResult]:
+    return [ConfigResult(error_code=r.error_code, error_message=r.error_message) for r in w.responses]
+
+
+def elect_leaders_to_wire(election_type: ElectionType, partitions: Mapping[str, Sequence[int]] | None) -> Any:
+    W = m.ElectLeadersRequest
+    return W(election_type=election_type, topic_partitions=None if partitions is None else [
+        W.TopicPartitions(topic=topic, partitions=list(asked)) for topic, asked in partitions.items()])
+
+
+def elect_leaders_from_wire(w: Any) -> tuple[ElectionType, dict[str, list[int]] | None]:
+    """The election type as sent (an unknown one is the controller's to refuse,
+    INVALID_REQUEST) and ``{topic: partitions}`` (None: every partition)."""
+    if w.topic_partitions is None:
+        return cast(ElectionType, w.election_type), None
+    asked: dict[str, list[int]] = {}
+    for t in w.topic_partitions:
+        asked.setdefault(t.topic, []).extend(t.partitions)
+    return cast(ElectionType, w.election_type), asked
+
+
+def elections_to_wire(results: Sequence[ElectionResult], error_code: int = 0) -> Any:
+    """The answer: ``results`` grouped by topic, and the top-level ``error_code`` (a
+    refused request: each partition asked carries the code and its message)."""
+    W = m.ElectLeadersResponse
+    by_topic: dict[str, list[Any]] = {}
+    for r in results:
+        by_topic.setdefault(r.topic, []).append(W.PartitionResult(
+            partition_id=r.partition, error_code=r.error_code, error_message=r.error_message))
+    return W(error_code=error_code, replica_election_results=[
+        W.ReplicaElectionResult(topic=topic, partition_result=parts) for topic, parts in by_topic.items()])
+
+
+def elections_from_wire(w: Any) -> list[ElectionResult]:
+    """Raises the top-level error (NotControllerError...), with a partition's message."""
+    results = [ElectionResult(topic=t.topic, partition=p.partition_id, error_code=p.error_code,
+                              error_message=p.error_message)
+               for t in w.replica_election_results for p in t.partition_result]
+    if w.error_code:
+        raise for_code(w.error_code)(next((r.error_message for r in results if r.error_message), "ElectLeaders"))
+    return results
 
 
 # -- metadata records in a Fetch -------------------------------------------------------------
@@ -428,6 +531,31 @@ class RemoteControllerChannel:
         if w.error_code:
             raise for_code(w.error_code)(f"AllocateProducerIds for broker {broker_id}")
         return w.producer_id_start, w.producer_id_len
+
+    async def alter_configs(self, resources: Sequence[AlterConfigsResource], *,
+                            validate_only: bool) -> list[ConfigResult]:
+        """One request per run of resources of a kind (AlterConfigs for ``replace``,
+        IncrementalAlterConfigs otherwise), in order; NOT_CONTROLLER per resource when the
+        controller cannot be reached."""
+        results: list[ConfigResult] = []
+        for _, run in itertools.groupby(resources, key=lambda r: r.replace):
+            batch = list(run)
+            try:
+                w = await self._call(alter_configs_to_wire(batch, validate_only))
+            except NotControllerError as exc:
+                results += [ConfigResult(error_code=NotControllerError.code, error_message=str(exc)) for _ in batch]
+                continue
+            results += config_results_from_wire(w)
+        if any(r.error_code == 0 for r in results) and not validate_only:
+            await self._caught_up()
+        return results
+
+    async def elect_leaders(self, election_type: ElectionType,
+                            partitions: Mapping[str, Sequence[int]] | None) -> list[ElectionResult]:
+        """Raises NotControllerError (no controller, or none reachable)."""
+        results = elections_from_wire(await self._call(elect_leaders_to_wire(election_type, partitions)))
+        await self._caught_up()
+        return results
 
 
 class RemoteQuorum:

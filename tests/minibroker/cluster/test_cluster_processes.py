@@ -15,6 +15,8 @@ import pytest
 from kproto.protocol import ApiKey
 from kproto.protocol.messages import ApiVersionsRequest
 from tests.minibroker.cluster.conftest import _nothing_left, ck_metadata, produce_raw
+from tests.minibroker.cluster.test_cluster_configs import _described
+from tests.minibroker.cluster.test_cluster_elections import _moved_leadership
 from tests.support.raw_client import RawClient
 
 TOPIC = "t"
@@ -220,6 +222,60 @@ def test_producer_ids_and_topic_admin_go_through_the_endpoint(pcluster):
     from kproto import Producer
     with Producer(bootstrap_servers=pcluster.bootstrap_servers, acks="all", enable_idempotence=True) as producer:
         producer.send("made", b"y", partition=0).result(10)
+
+
+def _wait_described(cluster, topic, expected, timeout=10.0):
+    """Wait until DescribeConfigs on every broker answers ``expected`` (``{name: value}``);
+    the other brokers apply the change as their metadata fetch brings it."""
+    names = tuple(expected)
+    deadline = time.monotonic() + timeout
+    for broker in cluster.brokers:
+        while {k: v for k, (v, _) in _described(broker.port, topic, *names).items()} != expected:
+            assert time.monotonic() < deadline, f"broker {broker.node_id}: {_described(broker.port, topic, *names)}"
+            time.sleep(0.02)
+
+
+def test_config_changes_go_through_the_endpoint_and_every_broker_shows_them(pcluster):
+    """Issue 13 step 2 (processes=True): IncrementalAlterConfigs and AlterConfigs forwarded
+    over the wire (KIP-590), the change on every broker; an error keeps its code and message."""
+    from kproto.admin import AdminClient, ConfigResource
+    from kproto.errors import InvalidConfigError, UnknownTopicOrPartitionError
+    pcluster.create_topic(TOPIC, partitions=1, replication_factor=3)
+    topic = ConfigResource.topic(TOPIC)
+    with AdminClient(bootstrap_servers=pcluster.brokers[1].bootstrap_servers) as admin:
+        admin.incremental_alter_configs({topic: [("retention.ms", "set", "123456"),
+                                                 ("cleanup.policy", "append", "compact")]})
+        _wait_described(pcluster, TOPIC, {"retention.ms": "123456", "cleanup.policy": "delete,compact"})
+        admin.alter_configs({topic: {"segment.ms": "600000"}})  # the whole set: the others return to defaults
+        _wait_described(pcluster, TOPIC, {"retention.ms": "604800000", "cleanup.policy": "delete",
+                                          "segment.ms": "600000"})
+        with pytest.raises(InvalidConfigError, match="retention.ms"):
+            admin.incremental_alter_configs({topic: [("retention.ms", "set", "soon")]})
+        with pytest.raises(UnknownTopicOrPartitionError, match="'nope' does not exist"):
+            admin.alter_configs({ConfigResource.topic("nope"): {"segment.ms": "1"}})
+
+
+def test_elect_leaders_goes_through_the_endpoint_and_moves_leadership_back(pcluster):
+    """Issue 13 step 2 (processes=True): ElectLeaders forwarded over the wire. The automatic
+    rebalance does not interfere: MiniCluster keeps Kafka's 300 s
+    ``leader.imbalance.check.interval.seconds``, the first check one interval after the
+    controller's activation."""
+    from kproto.admin import AdminClient
+    from kproto.errors import ElectionNotNeededError
+    from kproto.structs import TopicPartition
+    preferred, other = _moved_leadership(pcluster)
+    assert pcluster.leader_of(TOPIC, 0) == other
+    with AdminClient(bootstrap_servers=pcluster.brokers[other].bootstrap_servers) as admin:
+        assert admin.elect_leaders("preferred", [TopicPartition(TOPIC, 0)]) == {TopicPartition(TOPIC, 0): None}
+        assert pcluster.leader_of(TOPIC, 0) == preferred
+        with pytest.raises(ElectionNotNeededError):
+            admin.elect_leaders("preferred", [TopicPartition(TOPIC, 0)])
+    # The preferred broker leads once its metadata fetch brings the change: a produce to it
+    # is acknowledged then.
+    deadline = time.monotonic() + 10
+    while (code := produce_raw(pcluster.brokers[preferred].port, TOPIC, [b"b"])[0]) != 0:
+        assert time.monotonic() < deadline, f"produce to the elected leader: error {code}"
+        time.sleep(0.05)
 
 
 def test_a_start_that_fails_half_way_leaves_no_process(tmp_path):
