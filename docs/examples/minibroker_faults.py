@@ -19,9 +19,9 @@ with MiniBroker() as broker:
 with MiniCluster(brokers=3) as cluster:
     cluster.create_topic("orders", partitions=1, replication_factor=3)
     cluster.wait_for_isr("orders", 0, 3)
-    old = cluster.leader_of("orders", 0)
+    old = cluster.wait_for_leader("orders", 0)
     cluster.isolate(old, from_clients=False)  # returns once the controller has fenced it
-    new = cluster.leader_of("orders", 0)
+    new = cluster.wait_for_leader("orders", 0, not_in=(old,))
     cluster.heal()
     cluster.wait_for_isr("orders", 0, 3)  # the old leader follows the new one
     print(f"leader moved from broker {old} to broker {new}; ISR after heal: {cluster.isr_of('orders', 0)}")
