@@ -49,10 +49,10 @@ from kproto.protocol import (
 )
 from kproto.protocol import messages as m
 from minibroker.cluster import remote
-from minibroker.cluster.api import ElectionResult
 from minibroker.cluster.metadata import Record
 from minibroker.cluster.quorum import Quorum
 from minibroker.config import BrokerConfig
+from minibroker.handlers.elections import elect_leaders_response, refused
 
 __all__ = ["ControllerServer", "SERVED"]
 
@@ -211,13 +211,11 @@ class ControllerServer:
         if api_key == ApiKey.ELECT_LEADERS:
             election_type, partitions = remote.elect_leaders_from_wire(w)
             try:
-                return remote.elections_to_wire(await channel.elect_leaders(election_type, partitions))
+                return elect_leaders_response(await channel.elect_leaders(election_type, partitions))
             except KafkaCodeError as exc:  # NOT_CONTROLLER, INVALID_REQUEST: the whole request
                 # The detail without the code's name: the broker raises it again as it came.
                 detail = Exception.__str__(exc)
-                return remote.elections_to_wire(
-                    [ElectionResult(topic=name, partition=index, error_code=exc.code, error_message=detail)
-                     for name, asked in (partitions or {}).items() for index in asked], exc.code)
+                return refused(partitions, exc.code, detail)
         assert api_key == ApiKey.DELETE_TOPICS
         return remote.deleted_to_wire(await channel.delete_topics([t.topic_id for t in w.topics]))
 

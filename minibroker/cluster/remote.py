@@ -285,18 +285,6 @@ def elect_leaders_from_wire(w: Any) -> tuple[ElectionType, dict[str, list[int]] 
     return cast(ElectionType, w.election_type), asked
 
 
-def elections_to_wire(results: Sequence[ElectionResult], error_code: int = 0) -> Any:
-    """The answer: ``results`` grouped by topic, and the top-level ``error_code`` (a
-    refused request: each partition asked carries the code and its message)."""
-    W = m.ElectLeadersResponse
-    by_topic: dict[str, list[Any]] = {}
-    for r in results:
-        by_topic.setdefault(r.topic, []).append(W.PartitionResult(
-            partition_id=r.partition, error_code=r.error_code, error_message=r.error_message))
-    return W(error_code=error_code, replica_election_results=[
-        W.ReplicaElectionResult(topic=topic, partition_result=parts) for topic, parts in by_topic.items()])
-
-
 def elections_from_wire(w: Any) -> list[ElectionResult]:
     """Raises the top-level error (NotControllerError...), with a partition's message."""
     results = [ElectionResult(topic=t.topic, partition=p.partition_id, error_code=p.error_code,

@@ -20,6 +20,8 @@ Not implemented: ``timeout_ms`` is not waited on (the controller commits at once
 brokers apply it before the answer leaves); no authorizer (Kafka checks ALTER on CLUSTER).
 """
 
+from collections.abc import Mapping, Sequence
+
 from kproto.errors import (
     ElectionNotNeededError,
     InvalidRequestError,
@@ -61,8 +63,11 @@ def _single_broker(state, asked):
     return results
 
 
-def _response(results, error_code=0):
-    by_topic = {}
+def elect_leaders_response(results: Sequence[ElectionResult], error_code: int = 0) -> ElectLeadersResponse:
+    """The ElectLeaders answer: ``results`` grouped by topic, and the top-level
+    ``error_code`` (a refused request). Also the controller endpoint's answer to a
+    forwarded ElectLeaders (``MiniCluster(processes=True)``)."""
+    by_topic: dict[str, list[PartitionResult]] = {}
     for r in results:
         by_topic.setdefault(r.topic, []).append(PartitionResult(
             partition_id=r.partition, error_code=r.error_code, error_message=r.error_message))
@@ -76,17 +81,17 @@ async def handle(state, header, request):
     asked = _asked(request)
     if election_type not in tuple(ElectionType):
         # ReplicationControlManager.electionType: "Unknown election type"
-        return _failed(asked, InvalidRequestError.code, f"Unknown election type {election_type}")
+        return refused(asked, InvalidRequestError.code, f"Unknown election type {election_type}")
     if state.cluster is None:
-        return _response(_single_broker(state, asked))
+        return elect_leaders_response(_single_broker(state, asked))
     try:
         results = await state.cluster.channel.elect_leaders(ElectionType(election_type), asked)
     except NotControllerError as exc:
-        return _failed(asked, NotControllerError.code, str(exc))
-    return _response(results)
+        return refused(asked, NotControllerError.code, str(exc))
+    return elect_leaders_response(results)
 
 
-def _failed(asked, code, message):
+def refused(asked: Mapping[str, Sequence[int]] | None, code: int, message: str | None) -> ElectLeadersResponse:
     """The whole request refused: the top-level code, and each partition asked with it."""
-    return _response([ElectionResult(topic=name, partition=index, error_code=code, error_message=message)
+    return elect_leaders_response([ElectionResult(topic=name, partition=index, error_code=code, error_message=message)
                       for name, partitions in (asked or {}).items() for index in partitions], code)

@@ -31,6 +31,7 @@ from minibroker.cluster.metadata import (
 )
 from minibroker.cluster.quorum import Quorum
 from minibroker.config import BrokerConfig
+from minibroker.handlers.elections import elect_leaders_response, refused
 
 _KEYS = {cls: key for key, cls in REQUESTS.items()}
 _RESPONSE_KEYS = {cls: key for key, cls in RESPONSES.items()}
@@ -112,13 +113,11 @@ def test_forwarded_elect_leaders_survives_the_wire():
                ElectionResult(topic="a", partition=2, error_code=ElectionNotNeededError.code,
                               error_message="Leader election not needed for topic partition."),
                ElectionResult(topic="b", partition=1, error_code=0)]
-    answer = _trip(remote.elections_to_wire(results))
+    answer = _trip(elect_leaders_response(results))
     assert answer.error_code == 0 and remote.elections_from_wire(answer) == results
-    refused = remote.elections_to_wire([ElectionResult(topic="a", partition=0, error_code=NotControllerError.code,
-                                                       error_message="no active controller")],
-                                       error_code=NotControllerError.code)
+    answer = refused({"a": [0]}, NotControllerError.code, "no active controller")
     with pytest.raises(NotControllerError, match="no active controller"):
-        remote.elections_from_wire(_trip(refused))
+        remote.elections_from_wire(_trip(answer))
 
 
 def test_config_changes_and_elections_without_a_controller_answer_as_in_process():
