@@ -57,3 +57,24 @@ class RawClient:
 
 def size_prefixed(payload: bytes) -> bytes:
     return struct.pack(">i", len(payload)) + payload
+
+
+def elect_leaders_raw(port, version, election_type, partitions):
+    """One ElectLeaders (43) to the broker at ``port``: ``partitions`` {topic: [index]} or
+    None (every partition)."""
+    from kproto.protocol import ApiKey
+    from kproto.protocol.messages import ElectLeadersRequest
+
+    client = RawClient(port)
+    try:
+        return client.request(ApiKey.ELECT_LEADERS, version, ElectLeadersRequest(
+            election_type=election_type, topic_partitions=None if partitions is None else [
+                ElectLeadersRequest.TopicPartitions(topic=t, partitions=ps) for t, ps in partitions.items()]))
+    finally:
+        client.close()
+
+
+def election_codes(response):
+    """An ElectLeaders answer's error code per (topic, partition)."""
+    return {(t.topic, p.partition_id): p.error_code for t in response.replica_election_results
+            for p in t.partition_result}

@@ -117,3 +117,22 @@ def produce_raw(port, topic, values, *, acks=-1, timeout_ms=10000, partition=0):
     finally:
         client.close()
     return answer.error_code, answer.base_offset
+
+
+def replica_files(cluster, node_id, topic, partition=0):
+    """A replica's segment files and leader-epoch-checkpoint, by name: what must be byte
+    for byte the same on every in-sync replica."""
+    d = cluster.brokers[node_id].data_dir / f"{topic}-{partition}"
+    return {p.name: p.read_bytes() for p in sorted(d.iterdir())
+            if p.suffix == ".log" or p.name == "leader-epoch-checkpoint"}
+
+
+def wait_same_files(cluster, a, b, topic, timeout=10.0):
+    """Brokers ``a`` and ``b``'s files of ``topic``-0 once equal, or as they are at the
+    timeout (the follower's last fetch may still be landing)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        fa, fb = replica_files(cluster, a, topic), replica_files(cluster, b, topic)
+        if fa == fb or time.monotonic() > deadline:
+            return fa, fb
+        time.sleep(0.02)

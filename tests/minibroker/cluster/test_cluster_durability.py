@@ -4,26 +4,9 @@ segment files and a ``leader-epoch-checkpoint`` byte-identical to the leader's."
 
 import pytest
 
-from tests.minibroker.cluster.conftest import produce_raw, replica_log
+from tests.minibroker.cluster.conftest import produce_raw, replica_log, wait_same_files
 
 TOPIC = "t"
-
-
-def _partition_files(cluster, node_id, topic=TOPIC):
-    d = cluster.brokers[node_id].data_dir / f"{topic}-0"
-    return {p.name: p.read_bytes() for p in sorted(d.iterdir())
-            if p.suffix == ".log" or p.name == "leader-epoch-checkpoint"}
-
-
-def _wait_same_files(cluster, a, b, timeout=10.0):
-    """The two replicas' files once equal (the follower's last fetch may still be landing)."""
-    import time
-    deadline = time.monotonic() + timeout
-    while True:
-        fa, fb = _partition_files(cluster, a), _partition_files(cluster, b)
-        if fa == fb or time.monotonic() > deadline:
-            return fa, fb
-        time.sleep(0.02)
 
 
 def test_a_follower_restarted_after_missed_writes_catches_up_byte_for_byte(cluster3):
@@ -39,7 +22,7 @@ def test_a_follower_restarted_after_missed_writes_catches_up_byte_for_byte(clust
         assert produce_raw(port, TOPIC, [b"missed-%d" % i * 20])[0] == 0
     cluster3.restart(follower)
     cluster3.wait_for_isr(TOPIC, 0, 3)
-    leader_files, follower_files = _wait_same_files(cluster3, leader, follower)
+    leader_files, follower_files = wait_same_files(cluster3, leader, follower, TOPIC)
     assert len([n for n in leader_files if n.endswith(".log")]) > 1
     assert follower_files == leader_files
     assert replica_log(cluster3, follower, TOPIC).log_end_offset == 40
@@ -62,7 +45,7 @@ def test_an_old_leader_with_unacknowledged_records_truncates_and_matches_the_new
     assert produce_raw(cluster3.brokers[new].port, TOPIC, [b"new-1"], acks=1) == (0, 1)
     cluster3.restart(old)
     cluster3.wait_for_isr(TOPIC, 0, 2)
-    new_files, old_files = _wait_same_files(cluster3, new, old)
+    new_files, old_files = wait_same_files(cluster3, new, old, TOPIC)
     assert old_files == new_files
     assert replica_log(cluster3, old, TOPIC).log_end_offset == 2
 

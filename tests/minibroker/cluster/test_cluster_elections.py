@@ -13,12 +13,10 @@ from kproto.errors import (
     PreferredLeaderNotAvailableError,
     UnknownTopicOrPartitionError,
 )
-from kproto.protocol import ApiKey
-from kproto.protocol.messages import ElectLeadersRequest
 from kproto.structs import TopicPartition
 from tests.minibroker.cluster.conftest import _nothing_left, produce_raw
 from tests.minibroker.cluster.test_controller import World
-from tests.support.raw_client import RawClient
+from tests.support.raw_client import elect_leaders_raw, election_codes
 
 TOPIC = "t"
 NO_REBALANCE = {"auto.leader.rebalance.enable": False}
@@ -52,21 +50,6 @@ def _moved_leadership(cluster, topic=TOPIC):
     cluster.restart(preferred)
     cluster.wait_for_isr(topic, 0, 3)
     return preferred, other
-
-
-def _elect_raw(port, version, election_type, partitions):
-    client = RawClient(port)
-    try:
-        return client.request(ApiKey.ELECT_LEADERS, version, ElectLeadersRequest(
-            election_type=election_type, topic_partitions=None if partitions is None else [
-                ElectLeadersRequest.TopicPartitions(topic=t, partitions=ps) for t, ps in partitions.items()]))
-    finally:
-        client.close()
-
-
-def _codes(response):
-    return {(t.topic, p.partition_id): p.error_code for t in response.replica_election_results
-            for p in t.partition_result}
 
 
 def test_leadership_stays_moved_with_auto_rebalance_off_and_elect_leaders_moves_it_back(cluster3_manual):
@@ -160,14 +143,14 @@ def test_preferred_election_of_a_dead_or_out_of_sync_preferred_replica_is_not_av
     preferred = cluster.describe(TOPIC)[0].replicas[0]
     cluster.kill(preferred)
     other = cluster.wait_for_leader(TOPIC, 0, not_in=(preferred,))
-    response = _elect_raw(cluster.brokers[other].port, 2, 0, {TOPIC: [0, 7], "nope": [0]})
+    response = elect_leaders_raw(cluster.brokers[other].port, 2, 0, {TOPIC: [0, 7], "nope": [0]})
     assert response.error_code == 0
-    assert _codes(response) == {(TOPIC, 0): PreferredLeaderNotAvailableError.code,
+    assert election_codes(response) == {(TOPIC, 0): PreferredLeaderNotAvailableError.code,
                                 (TOPIC, 7): UnknownTopicOrPartitionError.code,
                                 ("nope", 0): UnknownTopicOrPartitionError.code}
     assert cluster.leader_of(TOPIC, 0) == other
     # v0 has no election type (PREFERRED) and no top-level error code.
-    assert _codes(_elect_raw(cluster.brokers[other].port, 0, 0, {TOPIC: [0]})) == {
+    assert election_codes(elect_leaders_raw(cluster.brokers[other].port, 0, 0, {TOPIC: [0]})) == {
         (TOPIC, 0): PreferredLeaderNotAvailableError.code}
 
 
@@ -191,21 +174,21 @@ def test_unclean_election_through_elect_leaders(cluster4_manual):
     cluster.kill(leader)
     cluster.restart(lagging)
     assert cluster.leader_of(TOPIC, 0) is None  # the topic does not allow unclean elections
-    response = _elect_raw(cluster.brokers[spare].port, 1, 1, {TOPIC: [0]})
-    assert _codes(response) == {(TOPIC, 0): 0}
+    response = elect_leaders_raw(cluster.brokers[spare].port, 1, 1, {TOPIC: [0]})
+    assert election_codes(response) == {(TOPIC, 0): 0}
     assert cluster.leader_of(TOPIC, 0) == lagging
     assert cluster.isr_of(TOPIC, 0) == (lagging,)
     # Every partition (null): the ones with a leader are not listed.
-    assert (TOPIC, 0) not in _codes(_elect_raw(cluster.brokers[spare].port, 2, 1, None))
+    assert (TOPIC, 0) not in election_codes(elect_leaders_raw(cluster.brokers[spare].port, 2, 1, None))
     # A partition whose every replica is dead.
     cluster.kill(lagging)
-    assert _codes(_elect_raw(cluster.brokers[spare].port, 2, 1, {TOPIC: [0]})) == {
+    assert election_codes(elect_leaders_raw(cluster.brokers[spare].port, 2, 1, {TOPIC: [0]})) == {
         (TOPIC, 0): EligibleLeadersNotAvailableError.code}
 
 
 def test_an_unknown_election_type_is_invalid_request(cluster3_manual):
     from kproto.errors import InvalidRequestError
     cluster3_manual.create_topic(TOPIC, partitions=1, replication_factor=3)
-    response = _elect_raw(cluster3_manual.brokers[0].port, 2, 5, {TOPIC: [0]})
+    response = elect_leaders_raw(cluster3_manual.brokers[0].port, 2, 5, {TOPIC: [0]})
     assert response.error_code == InvalidRequestError.code
-    assert _codes(response) == {(TOPIC, 0): InvalidRequestError.code}
+    assert election_codes(response) == {(TOPIC, 0): InvalidRequestError.code}

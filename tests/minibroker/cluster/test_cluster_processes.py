@@ -14,7 +14,12 @@ import pytest
 
 from kproto.protocol import ApiKey
 from kproto.protocol.messages import ApiVersionsRequest
-from tests.minibroker.cluster.conftest import _nothing_left, ck_metadata, produce_raw
+from tests.minibroker.cluster.conftest import (
+    _nothing_left,
+    ck_metadata,
+    produce_raw,
+    wait_same_files,
+)
 from tests.minibroker.cluster.test_cluster_configs import _described
 from tests.minibroker.cluster.test_cluster_elections import _moved_leadership
 from tests.support.raw_client import RawClient
@@ -70,21 +75,6 @@ def pcluster(tmp_path):
         pids |= {b.pid for b in cluster.brokers if b.pid is not None}
     assert _children() <= before
     _assert_no_broker_process(pids)
-
-
-def _files(cluster, node_id, topic=TOPIC):
-    d = cluster.brokers[node_id].data_dir / f"{topic}-0"
-    return {p.name: p.read_bytes() for p in sorted(d.iterdir())
-            if p.suffix == ".log" or p.name == "leader-epoch-checkpoint"}
-
-
-def _wait_same_files(cluster, a, b, timeout=10.0):
-    deadline = time.monotonic() + timeout
-    while True:
-        fa, fb = _files(cluster, a), _files(cluster, b)
-        if fa == fb or time.monotonic() > deadline:
-            return fa, fb
-        time.sleep(0.02)
 
 
 def _check(acked, got):
@@ -158,7 +148,7 @@ def test_confluent_kafka_acks_all_survives_a_kill_9_of_the_leader_and_the_files_
     # exactly the new leader's bytes.
     pcluster.restart(leader)
     pcluster.wait_for_isr(TOPIC, 0, 3)
-    leader_files, restarted_files = _wait_same_files(pcluster, new_leader, leader)
+    leader_files, restarted_files = wait_same_files(pcluster, new_leader, leader, TOPIC)
     assert len([n for n in leader_files if n.endswith(".log")]) > 1
     assert restarted_files == leader_files
 

@@ -7,10 +7,8 @@ import pytest
 
 from kproto.admin import AdminClient
 from kproto.errors import ElectionNotNeededError, InvalidRequestError, UnknownTopicOrPartitionError
-from kproto.protocol import ApiKey
-from kproto.protocol.messages import ElectLeadersRequest
 from kproto.structs import TopicPartition
-from tests.support.raw_client import RawClient
+from tests.support.raw_client import elect_leaders_raw, election_codes
 
 
 @pytest.fixture
@@ -22,36 +20,21 @@ def topic(broker):
     return name
 
 
-def _raw(broker, version, election_type, partitions):
-    client = RawClient(broker.port)
-    try:
-        return client.request(ApiKey.ELECT_LEADERS, version, ElectLeadersRequest(
-            election_type=election_type, topic_partitions=None if partitions is None else [
-                ElectLeadersRequest.TopicPartitions(topic=t, partitions=ps) for t, ps in partitions.items()]))
-    finally:
-        client.close()
-
-
-def _codes(response):
-    return {(t.topic, p.partition_id): p.error_code for t in response.replica_election_results
-            for p in t.partition_result}
-
-
 @pytest.mark.parametrize("version", [0, 1, 2])
 def test_every_partition_of_a_single_broker_needs_no_election(broker, topic, version):
-    response = _raw(broker, version, 0, {topic: [0, 1, 5], "no-such-topic": [0]})
+    response = elect_leaders_raw(broker.port, version, 0, {topic: [0, 1, 5], "no-such-topic": [0]})
     assert response.error_code == 0
-    assert _codes(response) == {(topic, 0): ElectionNotNeededError.code, (topic, 1): ElectionNotNeededError.code,
+    assert election_codes(response) == {(topic, 0): ElectionNotNeededError.code, (topic, 1): ElectionNotNeededError.code,
                                 (topic, 5): UnknownTopicOrPartitionError.code,
                                 ("no-such-topic", 0): UnknownTopicOrPartitionError.code}
-    assert _codes(_raw(broker, version, 0, None)) == {}
+    assert election_codes(elect_leaders_raw(broker.port, version, 0, None)) == {}
 
 
 def test_unclean_and_unknown_election_types(broker, topic):
-    assert _codes(_raw(broker, 2, 1, {topic: [0]})) == {(topic, 0): ElectionNotNeededError.code}
-    refused = _raw(broker, 2, 3, {topic: [0]})
+    assert election_codes(elect_leaders_raw(broker.port, 2, 1, {topic: [0]})) == {(topic, 0): ElectionNotNeededError.code}
+    refused = elect_leaders_raw(broker.port, 2, 3, {topic: [0]})
     assert refused.error_code == InvalidRequestError.code
-    assert _codes(refused) == {(topic, 0): InvalidRequestError.code}
+    assert election_codes(refused) == {(topic, 0): InvalidRequestError.code}
 
 
 def test_kproto_admin_elect_leaders(broker, topic):
