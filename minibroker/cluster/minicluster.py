@@ -411,6 +411,20 @@ class MiniCluster:
         return (f"controller {where}, leaders moved: {', '.join(moved) or 'none'}; "
                 f"ISR shrunk in {shrunk} partition(s)" + (f", grown in {grown}" if grown else ""))
 
+    async def shutdown_async(self, node_id: int) -> None:
+        """Stop broker ``node_id`` as Kafka's controlled shutdown does (what a rolling
+        restart uses): it tells the controller it wants to shut down, the controller fences
+        it and moves its leaderships to other ISR members at once, then it writes its
+        checkpoints and closes its files. Returns once it has stopped; :meth:`restart`
+        starts it again."""
+        node = self._node(node_id)
+        if not node.alive:
+            raise RuntimeError(f"broker {node_id} is not running")
+        before = self._registrations(self._image())
+        controller = self.controller_id
+        await node.stop()
+        log.info("shut down broker %d (controlled): %s", node_id, self._changes_since(before, controller))
+
     async def restart_async(self, node_id: int, *, timeout: float = 10.0) -> None:
         """Start broker ``node_id`` again on the same port and directories, with a new broker
         epoch; returns once it is registered and unfenced (it rejoins ISRs once caught up:
@@ -530,6 +544,10 @@ class MiniCluster:
     def kill(self, node_id: int, *, wait: bool = True, timeout: float = 10.0) -> None:
         """Sync face of :meth:`kill_async`."""
         self._call(self.kill_async(node_id, wait=wait, timeout=timeout))
+
+    def shutdown(self, node_id: int) -> None:
+        """Sync face of :meth:`shutdown_async`."""
+        self._call(self.shutdown_async(node_id))
 
     def restart(self, node_id: int, *, timeout: float = 10.0) -> None:
         """Sync face of :meth:`restart_async`."""

@@ -190,6 +190,30 @@ def test_killed_broker_leaves_metadata_and_registers_again_on_its_port(cluster3)
     assert sorted(md.brokers) == [0, 1, 2]
 
 
+def test_a_controlled_shutdown_moves_leaderships_before_it_returns_and_checkpoints(cluster3, caplog):
+    """Issue 13 step 2 (rolling restarts): ``shutdown(i)`` is Kafka's controlled shutdown:
+    once it returns, the broker is fenced, leads nothing and is out of every ISR (no
+    session to wait out, unlike a kill), and its replication checkpoints are on disk."""
+    cluster3.create_topic("t", partitions=3, replication_factor=3)
+    for p in range(3):
+        cluster3.wait_for_isr("t", p, 3)
+    led = [p for p in range(3) if cluster3.leader_of("t", p) == 1]
+    assert led  # placement spreads leaders: broker 1 leads one of the three
+    with caplog.at_level(logging.INFO, logger="minibroker.cluster"):
+        cluster3.shutdown(1)
+    assert not cluster3.brokers[1].alive
+    for p in range(3):
+        assert cluster3.leader_of("t", p) in (0, 2) and 1 not in cluster3.isr_of("t", p)
+    assert any("shut down broker 1 (controlled)" in r.message and "leaders moved: t-" in r.message
+               for r in caplog.records)
+    assert (cluster3.brokers[1].data_dir / "replication-offset-checkpoint").exists()
+    with pytest.raises(RuntimeError, match="not running"):
+        cluster3.shutdown(1)
+    cluster3.restart(1)
+    for p in range(3):
+        assert 1 in cluster3.wait_for_isr("t", p, 3)
+
+
 def test_config_keys_of_the_cluster_are_refused():
     with pytest.raises(ValueError, match="data_dir"):
         MiniCluster(config={"log.dirs": "/tmp/x"})
