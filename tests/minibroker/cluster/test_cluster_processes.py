@@ -112,6 +112,22 @@ def test_faults_that_reach_into_a_broker_say_they_need_it_in_process(pcluster):
     pcluster.heal()
 
 
+def test_a_controlled_shutdown_of_a_broker_process_moves_its_leaderships(pcluster):
+    """shutdown(i) on a broker process: SIGTERM, its controlled shutdown (the controller
+    fences it and moves its leaderships at once), the process reaped; restart rejoins."""
+    pcluster.create_topic("t", partitions=3, replication_factor=3)
+    for p in range(3):
+        pcluster.wait_for_isr("t", p, 3)
+    pid = pcluster.brokers[2].pid
+    pcluster.shutdown(2)
+    assert not pcluster.brokers[2].alive and not os.path.exists(f"/proc/{pid}")
+    for p in range(3):
+        assert pcluster.leader_of("t", p) in (0, 1) and 2 not in pcluster.isr_of("t", p)
+    pcluster.restart(2)
+    for p in range(3):
+        assert 2 in pcluster.wait_for_isr("t", p, 3)
+
+
 def test_confluent_kafka_acks_all_survives_a_kill_9_of_the_leader_and_the_files_match(pcluster):
     ck = pytest.importorskip("confluent_kafka")
     pcluster.create_topic(TOPIC, partitions=1, replication_factor=3,
