@@ -265,14 +265,15 @@ class RequestControls:
         log.info("%s: request control added: %s", self.name, ctl)
         return ctl
 
-    def _remove(self, ctl: RequestControl, why: str) -> None:
+    def _remove(self, ctl: RequestControl, why: str, *, release: bool = True) -> None:
         with self._lock:
             removed = ctl in self.controls
             if removed:
                 self.controls = [c for c in self.controls if c is not ctl]
         if removed:
             log.info("%s: request control %s: %s", self.name, why, ctl)
-        ctl.release()
+        if release:
+            ctl.release()
 
     def clear(self) -> int:
         """Remove every control (held requests are answered); returns how many there were."""
@@ -292,7 +293,9 @@ class RequestControls:
             if ctl.action is not None:
                 acting = ctl
             if ctl.times is not None and ctl.count >= ctl.times:
-                self._remove(ctl, f"spent after {ctl.count} request(s)")
+                # Spent: it matches no more, but a Hold keeps what it holds (the last one
+                # included) until release(), remove() or the broker's stop.
+                self._remove(ctl, f"spent after {ctl.count} request(s)", release=False)
         return acting
 
 
@@ -421,6 +424,10 @@ def _fill(cls: type, top: type, fields: tuple[Field, ...], version: int, request
             values[f.name] = code
         elif f.name == "error_message" and f.type == "string":
             values[f.name] = message
+        elif f.type == "records":
+            values[f.name] = b""  # empty, never null: librdkafka refuses a whole answer with null records
+        elif _unknown_value(f):
+            values[f.name] = -1
         elif f in arrays:
             source = pairs.get(f.name)
             items = (getattr(request, source.name) if source is not None else None) or ()
@@ -439,6 +446,15 @@ def _fill(cls: type, top: type, fields: tuple[Field, ...], version: int, request
                     values[f.name] = getattr(request, name)
                     break
     return cls(**values)
+
+
+def _unknown_value(f: Field) -> bool:
+    """A field Kafka's error answers fill with -1 (``FetchResponse.partitionResponse``,
+    ``ProduceResponse.PartitionResponse``, ListOffsets, InitProducerId): offsets,
+    watermarks, timestamps, producer id and epoch, leader epochs, a read replica."""
+    name = f.name
+    return ((f.type == "int64" and (name.endswith(("offset", "watermark", "timestamp", "time_ms")) or name == "producer_id"))
+            or (f.type in ("int16", "int32") and name in ("producer_epoch", "leader_epoch", "preferred_read_replica")))
 
 
 def _keyed(item: Any, fields: tuple[Field, ...], version: int, type_: str, value: Any) -> Any:

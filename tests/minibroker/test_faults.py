@@ -92,6 +92,22 @@ def test_hold_keeps_the_answer_until_release(broker):
     assert not held.active
 
 
+def test_a_hold_with_times_holds_its_last_request_too_until_release(broker):
+    """A Hold spent after ``times`` requests matches no more, but keeps what it holds, the
+    request that spent it included, until release()."""
+    from kproto import Producer
+    with Producer(bootstrap_servers=broker.bootstrap_servers, acks=1) as producer:
+        producer.send(TOPIC, b"first", partition=0).result(10)
+        held = broker.requests.control(ApiKey.PRODUCE, Hold(), times=1)
+        future = producer.send(TOPIC, b"held", partition=0)
+        _wait(lambda: held.held == 1)
+        assert not held.active  # spent: the next request is not matched
+        time.sleep(0.2)
+        assert not future.done()
+        held.release()
+        assert future.result(10).offset == 1
+
+
 def test_drop_makes_the_client_time_out_and_retry_on_a_new_connection(broker):
     """Drop once: no answer ever comes on that connection; the producer's request times
     out (request.timeout.ms), it reconnects and its retry is written once."""
@@ -191,6 +207,9 @@ def test_error_response_of_produce_answers_every_partition_of_the_request():
     [topic] = response.responses
     assert topic.name == "a"
     assert [(p.index, p.error_code) for p in topic.partition_responses] == [(3, 6), (5, 6)]
+    # Kafka's PartitionResponse(error): unknown offsets and times are -1, not 0.
+    assert {(p.base_offset, p.log_append_time_ms, p.log_start_offset) for p in topic.partition_responses} == {
+        (-1, -1, -1)}
 
 
 def test_error_response_of_fetch_sets_the_top_level_and_every_partition():
@@ -202,6 +221,10 @@ def test_error_response_of_fetch_sets_the_top_level_and_every_partition():
     [topic] = response.responses
     assert topic.topic_id == topic_id
     assert [(p.partition_index, p.error_code) for p in topic.partitions] == [(2, 6)]
+    # Kafka's FetchResponse.partitionResponse(error): empty records (librdkafka refuses a
+    # whole answer with null records), -1 watermarks and log start.
+    [p] = topic.partitions
+    assert (bytes(p.records), p.high_watermark, p.last_stable_offset, p.log_start_offset) == (b"", -1, -1, -1)
 
 
 def test_error_response_answers_one_item_per_name_or_id_of_the_request():
