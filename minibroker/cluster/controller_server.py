@@ -135,7 +135,7 @@ class ControllerServer:
                     await writer.drain()
         except ProtocolError as exc:
             log.info("controller endpoint: closing a connection: %s", exc)
-        except (ConnectionError, asyncio.CancelledError):
+        except ConnectionError:
             pass
         except Exception:  # a bug costs one connection, never the endpoint
             log.exception("controller endpoint: closing a connection after an internal error")

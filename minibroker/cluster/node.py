@@ -55,6 +55,7 @@ from minibroker.cluster.api import (
     QuorumLink,
 )
 from minibroker.cluster.metadata import MetadataImage
+from minibroker.cluster.quorum import Quorum
 from minibroker.cluster.replica_manager import ReplicaManager
 from minibroker.config import BrokerConfig
 from minibroker.server import Server
@@ -186,7 +187,7 @@ class ClusterNode:
         if self.server is None or not self.alive:
             raise RuntimeError(f"node {self.node_id} is not running")
         if from_brokers:
-            self.quorum.isolate(self.node_id)
+            self._local_quorum().isolate(self.node_id)
         self.server.faults.isolate(clients=from_clients, brokers=from_brokers)
 
     def heal(self) -> list[str]:
@@ -194,8 +195,15 @@ class ClusterNode:
         what changed, in words. The missed metadata is applied before held requests go on."""
         if self.server is None or not self.alive:
             return []
-        self.quorum.heal(self.node_id)
+        self._local_quorum().heal(self.node_id)
         return self.server.faults.heal()
+
+    def _local_quorum(self) -> Quorum:
+        """The quorum in this process: isolation is a gate in it (a broker process reaches
+        its quorum over the wire, and MiniCluster refuses faults other than kill there)."""
+        if not isinstance(self.quorum, Quorum):
+            raise RuntimeError(f"node {self.node_id}: isolation needs the controller quorum in this process")
+        return self.quorum
 
     async def _end_tasks(self) -> None:
         for task in self._tasks:

@@ -359,6 +359,8 @@ class MetadataFollower:
         """
         response = await conn.request_versioned(self._request(max_wait_ms), METADATA_FETCH_VERSION,
                                                 timeout=max_wait_ms / 1000 + conn.request_timeout)
+        if response.error_code:  # refused whole (e.g. an unknown topic id): no partition
+            raise for_code(response.error_code)(f"metadata fetch at offset {self.applied + 1}")
         [part] = [p for t in response.responses for p in t.partitions]
         if part.error_code:
             raise for_code(part.error_code)(f"metadata fetch at offset {self.applied + 1}")
@@ -394,8 +396,10 @@ class MetadataFollower:
                         conn = self._quorum.connection(f"broker-{self.node_id}-metadata")
                         await conn.open()
                     await self.fetch_once(conn, wait)
-                except (OSError, KafkaError, asyncio.TimeoutError) as exc:
-                    log.info("node %d: metadata fetch failed (%s); retrying", self.node_id, exc)
+                except Exception as exc:  # also a bug (an undecodable record): never a silent end
+                    expected = isinstance(exc, (OSError, KafkaError, asyncio.TimeoutError))
+                    log.log(logging.INFO if expected else logging.ERROR, "node %d: metadata fetch failed (%s); "
+                            "retrying", self.node_id, exc, exc_info=not expected)
                     if conn is not None:
                         await conn.close(timeout=1.0)
                         conn = None
@@ -445,8 +449,14 @@ class RemoteControllerChannel:
         """Read your writes (see the module docstring): what the controller committed before
         its answer is applied here before the call returns."""
         follower = self._quorum.follower
-        if follower is not None:
+        if follower is None:
+            return
+        try:
             await follower.fetch_once(await self._connection(), 0)
+        except (OSError, asyncio.TimeoutError, KafkaError) as exc:
+            # The change is committed: answering it as failed would be a lie. The long poll
+            # applies it shortly; only read-your-writes is lost for this once.
+            log.info("node %d: catching up after a committed change failed (%s)", follower.node_id, exc)
 
     async def close(self) -> None:
         conn, self._conn = self._conn, None
@@ -562,6 +572,7 @@ class RemoteQuorum:
         self.follower: MetadataFollower | None = None
         self._channel = RemoteControllerChannel(self, node_id)
         self._task: asyncio.Task[None] | None = None
+        self._stopping: asyncio.Task[None] | None = None  # an unsubscribed fetch, for close() to await
 
     def connection(self, client_id: str) -> Connection:
         """A new (unopened) connection to the controller endpoint."""
@@ -585,13 +596,15 @@ class RemoteQuorum:
         self._task = asyncio.get_running_loop().create_task(self.follower.run(), name=f"broker-{node_id}-metadata")
 
     def unsubscribe(self, node_id: int) -> None:
+        """Stop fetching (the task ends at its next await; :meth:`close` waits for it)."""
         if self._task is not None:
             self._task.cancel()
+            self._stopping, self._task = self._task, None
 
     async def close(self) -> None:
         """Stop fetching and close the connections."""
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
-            self._task = None
+        self.unsubscribe(-1)
+        if self._stopping is not None:
+            await asyncio.gather(self._stopping, return_exceptions=True)
+            self._stopping = None
         await self._channel.close()

@@ -65,9 +65,12 @@ async def _wait_for_replicas(state, pending, timeout_ms):
             waits[asyncio.ensure_future(partition.wait_for_low_watermark(required, alive))] = result
     if not waits:
         return
-    done, late = await asyncio.wait(waits, timeout=max(timeout_ms, 0) / 1000)
+    try:
+        done, late = await asyncio.wait(waits, timeout=max(timeout_ms, 0) / 1000)
+    finally:  # also when this request is cancelled (the broker stops): no waiter outlives it
+        for task in waits:
+            task.cancel()
     for task in late:
-        task.cancel()
         waits[task].error_code = RequestTimedOutError.code
     for task in done:
         waits[task].error_code, low = task.result()
