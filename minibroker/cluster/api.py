@@ -3,9 +3,10 @@
 KRaft brokers talk to the controller with BrokerRegistration (62), BrokerHeartbeat (63),
 AlterPartition (56) and AllocateProducerIds (67), and forward CreateTopics,
 CreatePartitions, DeleteTopics, ElectLeaders, AlterConfigs and IncrementalAlterConfigs to
-it (KIP-590). In a MiniCluster these are in-process calls on a :class:`ControllerChannel`, with
-dataclasses named and shaped after those RPCs, so that a later step can put them on the
-wire (a broker per process) without changing a caller.
+it (KIP-590). In a MiniCluster these are calls on a :class:`ControllerChannel`, with
+dataclasses named and shaped after those RPCs: in-process
+(:class:`~minibroker.cluster.quorum.Quorum`'s channel), or on the wire from a broker
+process (:class:`~minibroker.cluster.remote.RemoteControllerChannel`), callers alike.
 Error codes are Kafka's (``kproto.errors``).
 """
 
@@ -15,7 +16,7 @@ import enum
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from minibroker.cluster.metadata import MetadataImage, PartitionRegistration, Record
 
@@ -36,6 +37,7 @@ __all__ = [
     "QuorumLink",
     "ReplicaBrokerEpoch",
     "TopicResult",
+    "asked_partitions",
 ]
 
 
@@ -155,6 +157,17 @@ class ElectionType(enum.IntEnum):
 
     PREFERRED = 0  # the first replica of the assignment, if it is live and in the ISR
     UNCLEAN = 1  # only for a partition without a leader: a live replica, from outside the ISR if need be
+
+
+def asked_partitions(topic_partitions: Sequence[Any] | None) -> dict[str, list[int]] | None:
+    """An ElectLeaders request's ``topic_partitions`` as ``{topic: partitions}``; None
+    (every partition) stays None. Read by the handler and by the controller endpoint."""
+    if topic_partitions is None:
+        return None
+    asked: dict[str, list[int]] = {}
+    for t in topic_partitions:
+        asked.setdefault(t.topic, []).extend(t.partitions)
+    return asked
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -63,6 +63,7 @@ from minibroker.cluster.api import (
     NewTopic,
     ReplicaBrokerEpoch,
     TopicResult,
+    asked_partitions,
 )
 from minibroker.cluster.metadata import MetadataImage, Record, decode_record, encode_record
 from minibroker.config import BrokerConfig
@@ -277,12 +278,7 @@ def elect_leaders_to_wire(election_type: ElectionType, partitions: Mapping[str, 
 def elect_leaders_from_wire(w: Any) -> tuple[ElectionType, dict[str, list[int]] | None]:
     """The election type as sent (an unknown one is the controller's to refuse,
     INVALID_REQUEST) and ``{topic: partitions}`` (None: every partition)."""
-    if w.topic_partitions is None:
-        return cast(ElectionType, w.election_type), None
-    asked: dict[str, list[int]] = {}
-    for t in w.topic_partitions:
-        asked.setdefault(t.topic, []).extend(t.partitions)
-    return cast(ElectionType, w.election_type), asked
+    return cast(ElectionType, w.election_type), asked_partitions(w.topic_partitions)
 
 
 def elections_from_wire(w: Any) -> list[ElectionResult]:

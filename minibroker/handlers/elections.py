@@ -30,21 +30,11 @@ from kproto.errors import (
 )
 from kproto.protocol import ApiKey
 from kproto.protocol.messages import ElectLeadersResponse
-from minibroker.cluster.api import ElectionResult, ElectionType
+from minibroker.cluster.api import ElectionResult, ElectionType, asked_partitions
 from minibroker.handlers import handles
 
 Result = ElectLeadersResponse.ReplicaElectionResult
 PartitionResult = ElectLeadersResponse.PartitionResult
-
-
-def _asked(request):
-    """{topic: partitions} of the request, or None for every partition."""
-    if request.topic_partitions is None:
-        return None
-    asked = {}
-    for t in request.topic_partitions:
-        asked.setdefault(t.topic, []).extend(t.partitions)
-    return asked
 
 
 def _single_broker(state, asked):
@@ -78,7 +68,7 @@ def elect_leaders_response(results: Sequence[ElectionResult], error_code: int = 
 @handles(ApiKey.ELECT_LEADERS, 0, 2)
 async def handle(state, header, request):
     election_type = request.election_type if header.api_version >= 1 else ElectionType.PREFERRED
-    asked = _asked(request)
+    asked = asked_partitions(request.topic_partitions)
     if election_type not in tuple(ElectionType):
         # ReplicationControlManager.electionType: "Unknown election type"
         return refused(asked, InvalidRequestError.code, f"Unknown election type {election_type}")
