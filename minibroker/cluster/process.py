@@ -11,7 +11,9 @@ registers, fetches the metadata and heartbeats over the controller endpoint
 (:class:`~minibroker.cluster.controller_server.ControllerServer`). SIGTERM (or SIGINT) is a
 controlled shutdown; SIGKILL is the crash that kill -9 tests want. The process dies with
 its parent (Linux's ``PR_SET_PDEATHSIG``, and a check of the parent's pid), so a parent
-killed in turn leaves no broker behind.
+killed in turn leaves no broker behind. (Linux sends that signal when the *thread* that
+spawned the process ends: MiniCluster spawns from its event loop's thread, which runs
+until the cluster has stopped every broker.)
 
 :class:`BrokerProcess` is the parent's side: it spawns the process (this interpreter, the
 same ``minibroker`` on ``PYTHONPATH``), knows it registered when the endpoint accepted its
