@@ -130,6 +130,8 @@ def test_the_embedded_broker_does_not_outlive_a_killed_pipeline():
             socket.create_connection((host, int(port)), timeout=1).close()
         except ConnectionRefusedError:
             return
+        except ConnectionResetError:
+            pass  # the connect raced the listener's close: the broker is on its way out
         time.sleep(0.05)
     pytest.fail("the broker still listens after its parent was killed")
 
