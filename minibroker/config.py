@@ -67,6 +67,7 @@ DEFAULTS: dict[str, tuple[Any, type, str]] = {
     "transactional.id.expiration.ms": (604800000, int, "How long a transactional id is kept without use. minibroker has no transactional ids yet (InitProducerId with one is COORDINATOR_NOT_AVAILABLE), so this has nothing to expire; it is accepted so that Kafka's server.properties files start."),
     "offsets.retention.minutes": (10080, int, "How long an empty group's committed offsets are kept (KIP-211: counted from when the group became empty; for a standalone consumer, from the commit); then they and the group go. Kafka's minimum is 1; minibroker also takes 0 (expire at the next check), for tests."),
     "offsets.retention.check.interval.ms": (600000, int, "How often expired offsets and empty groups are looked for."),
+    "request.timeout.ms": (30000, int, "How long a broker's own acks=all append waits for the ISR: a transaction marker's (WriteTxnMarkers)."),
     "connections.max.idle.ms": (600000, int, "Close a connection that has received and sent nothing for this long."),
     # Replication and the controller: read by a MiniCluster's brokers (minibroker.cluster);
     # a single MiniBroker accepts them and has nothing to replicate.

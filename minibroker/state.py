@@ -37,13 +37,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kproto.errors import (
+    KafkaCodeError,
     KafkaStorageError,
     NotCoordinatorError,
     NotEnoughReplicasError,
     RequestTimedOutError,
     UnknownTopicOrPartitionError,
 )
-from kproto.records import Batch, read_batches
+from kproto.records import Batch, ControlType, build_control_batch, read_batches
 from kproto.structs import validate_topic_name
 from minibroker.cluster.api import AlterPartitionRequest, ClusterContext, ReplicaBrokerEpoch
 from minibroker.cluster.metadata import MetadataImage, TopicImage
@@ -604,6 +605,44 @@ class BrokerState:
             for log in topic.logs():
                 log.abandon()
         self.storage.close()
+
+    # -- transaction markers -----------------------------------------------------------------
+
+    async def write_txn_markers(self, *, producer_id: int, producer_epoch: int, coordinator_epoch: int,
+                                commit: bool, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        """Write one transaction's COMMIT or ABORT marker (a control batch) to each of
+        ``partitions`` led here; returns each partition's error code (0: written).
+
+        The one way a marker enters a log, for the WriteTxnMarkers handler and for this
+        broker's own transaction coordinator. As Kafka's ``handleWriteTxnMarkersRequest``,
+        a marker is appended as the leader with acks=all, bounded by ``request.timeout.ms``:
+        it counts once every ISR member has it. The errors are a Produce's
+        (UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER, KAFKA_STORAGE_ERROR,
+        NOT_ENOUGH_REPLICAS(_AFTER_APPEND), REQUEST_TIMED_OUT).
+        """
+        control = ControlType.COMMIT if commit else ControlType.ABORT
+        timeout = self.config["request.timeout.ms"] / 1000
+
+        async def write(name: str, index: int) -> int:
+            topic = self.topics.get(name)
+            try:
+                partition = self.leader_partition(topic, index)
+                assert topic is not None and partition.log is not None
+                min_isr = int(effective(topic.configs, "min.insync.replicas", self.config))
+                now_ms = int(time.time() * 1000)
+                marker = build_control_batch(control, producer_id=producer_id, producer_epoch=producer_epoch,
+                                             timestamp=now_ms, coordinator_epoch=coordinator_epoch)
+                partition.append_as_leader(marker, last_offset_delta=0, max_timestamp=now_ms)
+            except KafkaCodeError as exc:
+                return exc.code
+            self.data_arrived()
+            try:
+                return await asyncio.wait_for(partition.wait_for_ack(partition.log.log_end_offset, min_isr), timeout)
+            except asyncio.TimeoutError:
+                return RequestTimedOutError.code
+
+        codes = await asyncio.gather(*(write(name, index) for name, index in partitions))
+        return dict(zip(partitions, codes))
 
     # -- producer ids ------------------------------------------------------------------------
 
