@@ -27,8 +27,12 @@ Theory of operation (Kafka's ``Cleaner``, simplified to one pass over the cleana
    only a header with the same base offset and lastOffsetDelta (Kafka's
    ``writeEmptyHeader``), keeps the offsets advancing. Offsets never change; compaction
    leaves gaps, which consumers skip.
-5. Control batches and legacy (magic 0/1) messages are copied unchanged: transaction
-   markers have no cleaning rules until transactions exist, and minibroker writes only v2.
+5. Control batches and legacy (magic 0/1) messages are copied unchanged, and every
+   aborted-transaction index entry of a group goes to its cleaned segment's ``.txnindex``,
+   so read_committed consumers still skip the aborted data kept. Not implemented yet:
+   Kafka's transactional cleaning (aborted batches removed, markers removed
+   ``delete.retention.ms`` after their transaction's data is gone; aborted records kept
+   out of the offset map).
 
 When a log is due (Kafka's ``LogCleanerManager.grabFilthiestCompactedLog``, decided by
 :func:`minibroker.log.maintenance.compact` through :func:`cleanable`): the part of the
@@ -85,7 +89,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from weakref import WeakKeyDictionary
 
-from kproto.log_files import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, segment_name
+from kproto.log_files import (
+    INDEX_SUFFIX,
+    LOG_SUFFIX,
+    TIME_INDEX_SUFFIX,
+    TXN_INDEX_SUFFIX,
+    segment_name,
+)
 from kproto.records import (
     Batch,
     BatchBuilder,
@@ -97,6 +107,7 @@ from kproto.records import (
 from minibroker.log.config import INT32_MAX, LogConfig
 from minibroker.log.files import fsync_dir
 from minibroker.log.segment import LogSegment
+from minibroker.log.txn_index import AbortedTxn
 
 if TYPE_CHECKING:
     from minibroker.log.partition import PartitionLog
@@ -248,6 +259,7 @@ class Cleaning:
     outputs: list[LogSegment]  # one cleaned segment per group, its files already created
     stats: CleanerStats
     first_uncleanable_offset: int  # where the cleaned range ends: the next first dirty offset
+    aborted_txns: list[list[AbortedTxn]]  # each group's .txnindex entries, for its output
     aborted: bool = False
 
     @classmethod
@@ -277,7 +289,9 @@ class Cleaning:
                 segment.delete()
             _close_readers(opened, log_)
             raise
-        return cls(log_, now_ms, log_.config.delete_retention_ms, groups, readers, active, outputs, CleanerStats(), upper)
+        txns = [[txn for s in group for txn in s.txn_index.entries()] for group in groups]
+        return cls(log_, now_ms, log_.config.delete_retention_ms, groups, readers, active, outputs, CleanerStats(),
+                   upper, txns)
 
     def build(self) -> CleanerStats:
         """Read the snapshot and write every cleaned segment (safe off the log's thread:
@@ -306,7 +320,7 @@ class Cleaning:
                     return False
                 return True
 
-            for group, cleaned in zip(self.readers, self.outputs):
+            for group, cleaned, txns in zip(self.readers, self.outputs, self.aborted_txns):
                 stats.groups += 1
                 stats.segments_cleaned += len(group)
                 stats.bytes_before += sum(s.size for s in group)
@@ -321,6 +335,8 @@ class Cleaning:
                     if out is not None:
                         cleaned.append(out, last_offset=batch.last_offset, max_timestamp=max_ts)
                     current = following
+                for txn in txns:
+                    cleaned.txn_index.append(txn)
                 cleaned.on_become_inactive()
                 if self.log.directory is not None:
                     cleaned.flush()
@@ -444,6 +460,8 @@ def _swap_in(log_: PartitionLog, group: list[LogSegment], cleaned: LogSegment) -
         # descriptors (and any LogSlice on them) keep the old bytes readable.
         group[0].offset_index.close()
         group[0].time_index.close()
+        if not len(cleaned.txn_index):
+            group[0].txn_index.unlink()  # no .txnindex.swap replaces it
         cleaned.rename(SWAP, "")
         fsync_dir(directory)
     except OSError as exc:
@@ -467,7 +485,7 @@ def complete_swaps(directory: Path, config: LogConfig) -> int:
         for path in directory.iterdir():
             name = path.name
             if name.endswith(LOG_SUFFIX) and name[:20].isdigit() and base < int(name[:20]) < end:
-                for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+                for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
                     (directory / f"{name[:20]}{suffix}").unlink(missing_ok=True)
         segment.rename(SWAP, "")
         segment.close()
