@@ -21,6 +21,9 @@ partition, with the log left as it was or taken offline (see
 :mod:`minibroker.log.partition`); the connection stays up.
 Idempotent producers: sequences are checked per producer id, epoch and partition, with
 the last 5 batches remembered (see :mod:`minibroker.coordinator.producer_state`).
+Transactional batches (KIP-98) open their producer's transaction on the partition, which
+its COMMIT/ABORT marker closes (WriteTxnMarkers); a non-transactional batch of a producer
+with an open transaction there is INVALID_TXN_STATE (Kafka's ``ProducerAppendInfo``).
 Topic configs, each the topic's own setting or else its broker synonym's value
 (``log.cleanup.policy``, ``message.max.bytes``): ``cleanup.policy=compact`` refuses
 records without a key (INVALID_RECORD, each one named in ``record_errors``), ``max.message.bytes``,
@@ -32,7 +35,8 @@ each record out of range named in ``record_errors``; Kafka 4.0 removed the older
 ``message.timestamp.difference.max.ms``). Internal topics (``__consumer_offsets``) take no
 records from clients: INVALID_TOPIC_EXCEPTION, as in Kafka.
 Version notes: v8+ carries ``record_errors`` and ``error_message`` (KIP-467).
-Not implemented yet: transactions, broker-side recompression.
+Not implemented yet: KIP-890's verification of a transactional produce with the
+transaction coordinator, broker-side recompression.
 """
 
 import asyncio
@@ -180,7 +184,8 @@ def _append(state, topic, index, records, acks) -> _Outcome:
         if batch.base_sequence < 0:
             return _Outcome(InvalidRecordError.code, message="an idempotent batch needs a base sequence")
         code, duplicate_of = state.producers.check(
-            partition_key, batch.producer_id, batch.producer_epoch, batch.base_sequence, batch.records_count)
+            partition_key, batch.producer_id, batch.producer_epoch, batch.base_sequence, batch.records_count,
+            is_transactional=batch.is_transactional)
         if code or duplicate_of >= 0:
             return _Outcome(code, duplicate_of)  # a retry already written: its first offset again
     max_timestamp = append_time = batch.max_timestamp
@@ -198,7 +203,9 @@ def _append(state, topic, index, records, acks) -> _Outcome:
         # the connection and the other partitions go on (Kafka: ReplicaManager.appendToLocalLog).
         return _Outcome(KafkaStorageError.code, message=str(exc))
     if idempotent:
-        state.producers.record(partition_key, batch.producer_id, batch.producer_epoch, batch.base_sequence, batch.records_count, base)
+        state.producers.record(partition_key, batch.producer_id, batch.producer_epoch, batch.base_sequence,
+                               batch.records_count, base, is_transactional=batch.is_transactional,
+                               max_timestamp=max_timestamp)
     return _Outcome(0, base, log_append_time=append_time)
 
 
