@@ -7,8 +7,6 @@ import signal
 import socket
 import struct
 
-import pytest
-
 from kproto.errors import (
     InvalidProducerEpochError,
     InvalidTxnStateError,
