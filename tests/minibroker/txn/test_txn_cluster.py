@@ -61,9 +61,10 @@ def test_followers_index_aborts_as_the_leader_and_a_new_leader_has_the_lso_at_on
     assert len(leader_index) == 34
     for f in followers:
         path = cluster.brokers[f].data_dir / "t-0" / INDEX
-        assert _wait(lambda: path.exists() and path.read_bytes() == leader_index), f"broker {f}'s {INDEX}"
-        assert _wait(lambda: cluster._read(lambda: replica(cluster, f, "t").high_watermark) == 7)
-        assert cluster._read(lambda: replica(cluster, f, "t").last_stable_offset) == 5
+        assert _wait(lambda p=path: p.exists() and p.read_bytes() == leader_index), f"broker {f}'s {INDEX}"
+        follower = replica(cluster, f, "t")
+        assert _wait(lambda p=follower: cluster._read(lambda: p.high_watermark) == 7)
+        assert cluster._read(lambda p=follower: p.last_stable_offset) == 5
     assert cluster._read(lambda: replica(cluster, leader, "t").last_stable_offset) == 5
     before = _read_committed(cluster.bootstrap_servers, "t", 1)
     assert before == [b"c1"]
