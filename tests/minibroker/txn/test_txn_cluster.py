@@ -8,7 +8,13 @@ import pytest
 
 from kproto.errors import NotLeaderOrFollowerError
 from tests.minibroker.cluster.conftest import cluster3, replica  # noqa: F401 (the fixture)
-from tests.minibroker.txn.txn_wire import fetch, produce, txn_batch, write_markers
+from tests.minibroker.txn.txn_wire import (
+    describe_producers,
+    fetch,
+    produce,
+    txn_batch,
+    write_markers,
+)
 
 READ_COMMITTED = 1
 INDEX = "00000000000000000000.txnindex"
@@ -53,9 +59,13 @@ def test_followers_index_aborts_as_the_leader_and_a_new_leader_has_the_lso_at_on
     assert write_markers(port, 2, 0, True, [("t", 0)]) == {("t", 0): 0}  # 4
     assert produce(port, "t", txn_batch(3, 0, 0, [b"o1"])) == (0, 5)  # left open
     assert produce(port, "t", txn_batch(-1, -1, -1, [b"p1"], transactional=False)) == (0, 6)
-    # Item 6: a marker sent to a follower is refused.
+    # Items 6 and 7: a marker sent to a follower is refused, and so is DescribeProducers.
     assert write_markers(cluster.brokers[followers[0]].port, 3, 0, True, [("t", 0)]) == {
         ("t", 0): NotLeaderOrFollowerError.code}
+    assert describe_producers(cluster.brokers[followers[0]].port, "t", [0])[0].error_code == \
+        NotLeaderOrFollowerError.code
+    assert {p.producer_id: p.current_txn_start_offset
+            for p in describe_producers(port, "t", [0])[0].active_producers} == {1: -1, 2: -1, 3: 5}
 
     leader_index = (cluster.brokers[leader].data_dir / "t-0" / INDEX).read_bytes()
     assert len(leader_index) == 34
