@@ -210,3 +210,20 @@ def test_the_txnindex_is_truncated_and_deleted_with_its_segment(tmp_path):
         _call(broker, lambda: partition.log.delete_records(4))
         assert not (directory / "00000000000000000000.txnindex").exists()
         assert not list(directory.glob("*.txnindex*"))
+
+
+def test_kproto_dump_log_shows_the_txnindex(tmp_path, capsys):
+    """Issue 14, item 3: ``kproto dump-log`` prints a ``.txnindex`` entry by entry, as
+    Kafka's DumpLogSegments does."""
+    from kproto.cli import main
+
+    with MiniBroker(data_dir=tmp_path) as broker:
+        _create(broker, "t")
+        _abort_two_interleaved(broker.port, "t")
+    index = tmp_path / "t-0" / "00000000000000000000.txnindex"
+    capsys.readouterr()
+    assert main(["dump-log", str(index)]) == 0
+    assert capsys.readouterr().out.splitlines()[1:] == [
+        "version: 0 producerId: 1 firstOffset: 0 lastOffset: 3 lastStableOffset: 2",
+        "version: 0 producerId: 2 firstOffset: 2 lastOffset: 4 lastStableOffset: 5",
+    ]
