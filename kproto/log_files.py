@@ -206,18 +206,13 @@ def unpack_time_entries(data: bytes | memoryview) -> Iterator[tuple[int, int]]:
 
 
 class AbortedTxn(NamedTuple):
-    """One ``.txnindex`` entry (Kafka's ``AbortedTxn``).
-
-    Attributes:
-        producer_id: the transaction's producer.
-        first_offset: the offset of the transaction's first batch in the partition.
-        last_offset: the offset of its ABORT marker.
-        last_stable_offset: the partition's last stable offset right after the marker.
-    """
+    """One ``.txnindex`` entry (Kafka's ``AbortedTxn``): the transaction's producer, the
+    offset of its first batch in the partition, the offset of its ABORT marker, and the
+    partition's last stable offset right after the marker."""
 
     producer_id: int
     first_offset: int
-    last_offset: int
+    last_offset: int  # the ABORT marker's
     last_stable_offset: int
 
 
