@@ -202,7 +202,9 @@ class Partition:
         self.topic_id = topic_id
         self.index = index
         self.node_id = node_id
-        self.log = log
+        self.log: PartitionLog | None = None
+        if log is not None:
+            self.attach_log(log)
         self.role = ReplicaRole.NONE
         self.leader = -1
         self.leader_epoch = -1
@@ -238,6 +240,8 @@ class Partition:
         if self.log is not None and self.log is not log:
             raise ValueError(f"{self} already has a log")
         self.log = log
+        # Compaction stops before an undecided transaction: the log asks this replica.
+        log.first_unstable_offset = lambda: self.first_unstable_offset(log.high_watermark)
 
     def __repr__(self) -> str:
         return (f"Partition({self.topic}-{self.index} on {self.node_id}: {self.role.name}, leader {self.leader}, "

@@ -196,6 +196,10 @@ def _wall_clock_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
+def _no_transactions() -> int | None:
+    return None
+
+
 class PartitionLog:
     """The batches of one partition, with Kafka's offsets bookkeeping.
 
@@ -220,6 +224,9 @@ class PartitionLog:
         log_start_offset: the first offset a consumer may fetch.
         log_end_offset: the offset the next appended record gets.
         epochs: the leader epochs of the log and where each began (KIP-101).
+        first_unstable_offset: the first offset of an undecided transaction (or one whose
+            marker is not yet below the high watermark), None when there is none: the
+            broker's producer state answers it; compaction stops before it.
     """
 
     def __init__(
@@ -247,6 +254,7 @@ class PartitionLog:
         self._offline_reason: str | None = None  # why a storage error took the log offline
         self._high_watermark: int | None = None  # None: the log end offset (one replica)
         self._epoch_checkpoint = epoch_checkpoint
+        self.first_unstable_offset: Callable[[], int | None] = _no_transactions
         if self.directory is None:
             self._add_segment(self.new_segment(0))
             self.epochs = LeaderEpochCache(None)
