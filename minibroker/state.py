@@ -177,7 +177,7 @@ class BrokerState:
 
     def _hook(self, partition: Partition) -> None:
         key = (partition.topic_id, partition.index)
-        partition.on_high_watermark = self.data_arrived
+        partition.on_high_watermark = lambda: self._high_watermark_moved(partition)
         partition.on_become_leader = self._rebuild_producers
         partition.on_truncated = self._rebuild_producers
         partition.on_follower_append = self._follower_appended
@@ -694,6 +694,13 @@ class BrokerState:
             completed = self.producers.replay(key, batch)
             if completed is not None:
                 self._index_completed(local, *completed)
+
+    def _high_watermark_moved(self, partition: Partition) -> None:
+        """The high watermark moved up: completed transactions whose marker it passed are
+        forgotten (Kafka's ``ProducerStateManager.onHighWatermarkUpdated``), and long-polled
+        fetches wake (the LSO may have moved too)."""
+        self.producers.on_high_watermark((partition.topic_id, partition.index), partition.high_watermark)
+        self.data_arrived()
 
     def active_producers(self, partition: Partition) -> list[ProducerInfo]:
         """The producers of a partition whose state is kept (DescribeProducers)."""

@@ -257,13 +257,16 @@ class Partition:
     @property
     def last_stable_offset(self) -> int:
         """The offset below which every transaction is decided and its marker below the
-        high watermark: min(high watermark, first unstable offset) (Kafka's
-        ``UnifiedLog.lastStableOffset``); -1 without a local log."""
+        high watermark: min(high watermark, first unstable offset), the latter at least
+        the log start offset (Kafka's ``UnifiedLog.lastStableOffset``); -1 without a local
+        log."""
         hw = self.high_watermark
         if self.log is None:
             return -1
         first = self.first_unstable_offset(hw)
-        return hw if first is None or first >= hw else first
+        # Never below the log start (UnifiedLog.maybeIncrementFirstUnstableOffset): retention
+        # or DeleteRecords may have removed an open transaction's first batches.
+        return hw if first is None or first >= hw else max(first, self.log.log_start_offset)
 
     def _local_log(self) -> PartitionLog:
         if self.log is None:

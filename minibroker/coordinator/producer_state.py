@@ -293,10 +293,17 @@ class ProducerStates:
         partition = self._partitions.get(partition_key)
         if partition is None:
             return None
-        for first in [f for f, last in partition.unreplicated.items() if last < high_watermark]:
-            del partition.unreplicated[first]
+        self.on_high_watermark(partition_key, high_watermark)
         candidates = [*partition.unreplicated, *partition.ongoing]
         return min(candidates) if candidates else None
+
+    def on_high_watermark(self, partition_key: tuple[object, int], high_watermark: int) -> None:
+        """Forget the completed transactions whose marker is below ``high_watermark``
+        (Kafka's ``onHighWatermarkUpdated``): they no longer hold the LSO."""
+        partition = self._partitions.get(partition_key)
+        if partition is not None and partition.unreplicated:
+            for first in [f for f, last in partition.unreplicated.items() if last < high_watermark]:
+                del partition.unreplicated[first]
 
     def producers(self, partition_key: tuple[object, int]) -> list[ProducerInfo]:
         """The active (unexpired) producers of a partition (DescribeProducers)."""

@@ -76,6 +76,11 @@ def test_followers_index_aborts_as_the_leader_and_a_new_leader_has_the_lso_at_on
         assert _wait(lambda p=follower: cluster._read(lambda: p.high_watermark) == 7)
         assert cluster._read(lambda p=follower: p.last_stable_offset) == 5
     assert cluster._read(lambda: replica(cluster, leader, "t").last_stable_offset) == 5
+    # KIP-392: a follower serves a consumer's read_committed fetch (v11+) with its own LSO.
+    served = fetch(cluster.brokers[followers[0]].port, "t", 0, isolation_level=READ_COMMITTED, version=11)
+    assert (served.error_code, served.last_stable_offset, served.high_watermark) == (0, 5, 7)
+    assert [(a.producer_id, a.first_offset) for a in served.aborted_transactions] == [(1, 0)]
+    assert len(served.records) > 0
     before = _read_committed(cluster.bootstrap_servers, "t", 1)
     assert before == [b"c1"]
 

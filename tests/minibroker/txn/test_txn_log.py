@@ -227,3 +227,15 @@ def test_kproto_dump_log_shows_the_txnindex(tmp_path, capsys):
         "version: 0 producerId: 1 firstOffset: 0 lastOffset: 3 lastStableOffset: 2",
         "version: 0 producerId: 2 firstOffset: 2 lastOffset: 4 lastStableOffset: 5",
     ]
+
+
+def test_the_lso_is_never_below_the_log_start(broker):
+    """Issue 14, item 2 (Kafka's maybeIncrementFirstUnstableOffset): DeleteRecords past an
+    open transaction's first batch moves the LSO up to the new log start."""
+    _create(broker, "t")
+    produce(broker.port, "t", txn_batch(7, 0, 0, [b"t1"]))  # 0, left open
+    produce(broker.port, "t", txn_batch(5, 0, 0, [b"a", b"b"], transactional=False))  # 1-2
+    assert _lso(broker, "t") == 0
+    _call(broker, lambda: _partition(broker, "t").log.delete_records(2))
+    assert _lso(broker, "t") == 2
+    assert list_offset(broker.port, "t", OffsetTimestamp.LATEST, isolation_level=READ_COMMITTED) == (0, 2)
