@@ -23,7 +23,10 @@ Idempotent producers: sequences are checked per producer id, epoch and partition
 the last 5 batches remembered (see :mod:`minibroker.coordinator.producer_state`).
 Transactional batches (KIP-98) open their producer's transaction on the partition, which
 its COMMIT/ABORT marker closes (WriteTxnMarkers); a non-transactional batch of a producer
-with an open transaction there is INVALID_TXN_STATE (Kafka's ``ProducerAppendInfo``).
+with an open transaction there is INVALID_TXN_STATE (Kafka's ``ProducerAppendInfo``). A
+request holding transactional records without a ``transactional_id`` is refused whole,
+every partition TRANSACTIONAL_ID_AUTHORIZATION_FAILED (Kafka's ``handleProduceRequest``:
+``hasTransactionalRecords`` looks at each partition's first batch).
 Topic configs, each the topic's own setting or else its broker synonym's value
 (``log.cleanup.policy``, ``message.max.bytes``): ``cleanup.policy=compact`` refuses
 records without a key (INVALID_RECORD, each one named in ``record_errors``), ``max.message.bytes``,
@@ -57,11 +60,12 @@ from kproto.errors import (
     NotEnoughReplicasError,
     NotLeaderOrFollowerError,
     RequestTimedOutError,
+    TransactionalIdAuthorizationFailedError,
     UnknownTopicOrPartitionError,
 )
 from kproto.protocol import ApiKey
 from kproto.protocol.messages import ProduceResponse
-from kproto.records import rewrite_batch, validate_batch
+from kproto.records import read_batch_header, rewrite_batch, validate_batch
 from minibroker.handlers import handles
 from minibroker.state import INTERNAL_TOPICS
 from minibroker.topic_configs import LONG_MAX, effective
@@ -223,10 +227,22 @@ async def _wait_for_acks(waits, timeout_ms: int) -> dict[int, int]:
             for key, task in tasks.items()}
 
 
+def _has_transactional_records(request) -> bool:
+    """Kafka's ``RequestUtils.hasTransactionalRecords``: a partition's first batch is transactional."""
+    for topic_data in request.topic_data:
+        for p in topic_data.partition_data:
+            first = read_batch_header(p.records) if p.records is not None else None
+            if first is not None and first.magic >= 2 and first.is_transactional:
+                return True
+    return False
+
+
 @handles(ApiKey.PRODUCE, 3, 11)
 async def handle(state, header, request):
     if request.acks not in (-1, 0, 1):
         error = InvalidRequiredAcksError.code
+    elif request.transactional_id is None and _has_transactional_records(request):
+        error = TransactionalIdAuthorizationFailedError.code
     else:
         error = None
     outcomes = []  # (topic name, [(index, outcome, partition or None)])

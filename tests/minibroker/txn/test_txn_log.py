@@ -10,6 +10,7 @@ import struct
 from kproto.errors import (
     InvalidProducerEpochError,
     InvalidTxnStateError,
+    TransactionalIdAuthorizationFailedError,
     TransactionCoordinatorFencedError,
 )
 from kproto.protocol.timestamps import OffsetTimestamp
@@ -239,3 +240,14 @@ def test_the_lso_is_never_below_the_log_start(broker):
     _call(broker, lambda: _partition(broker, "t").log.delete_records(2))
     assert _lso(broker, "t") == 2
     assert list_offset(broker.port, "t", OffsetTimestamp.LATEST, isolation_level=READ_COMMITTED) == (0, 2)
+
+
+def test_transactional_records_without_a_transactional_id_are_refused(broker):
+    """Issue 14, item 1 (Kafka's handleProduceRequest): a Produce whose records are
+    transactional must name its transactional id; every partition gets
+    TRANSACTIONAL_ID_AUTHORIZATION_FAILED and nothing is written."""
+    _create(broker, "t")
+    code = TransactionalIdAuthorizationFailedError.code
+    assert produce(broker.port, "t", txn_batch(7, 0, 0, [b"t1"]), transactional_id=None) == (code, -1)
+    assert _call(broker, lambda: _partition(broker, "t").log.log_end_offset) == 0
+    assert produce(broker.port, "t", txn_batch(7, 0, 0, [b"x"], transactional=False), transactional_id=None) == (0, 0)
