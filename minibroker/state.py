@@ -20,6 +20,11 @@ which makes partitions one at a time so that other connections are served meanwh
 Committed offsets are written to the internal ``__consumer_offsets`` topic, created on
 the first commit as Kafka does, and read back when the state is built. Producer ids are
 handed out by a :class:`~minibroker.coordinator.producer_state.ProducerIdManager`, never twice.
+The partitions' side of transactions (KIP-98) is the producer state's: transactional
+batches open a producer's transaction on a partition, :meth:`BrokerState.write_txn_markers`
+closes it and indexes an abort in the ``.txnindex``; a follower does the same as it copies
+the leader's batches, and every start, leader change or truncation replays the log, so the
+last stable offset (:attr:`Partition.last_stable_offset`) is right on every replica.
 
 A file that cannot be written (a full disk) leaves the state as it was: a topic created,
 grown, reconfigured or deleted is recorded in the topics file before it counts, and
