@@ -214,8 +214,8 @@ class Partition:
         self.truncated_records = 0
         self.is_solo = False
         self.on_high_watermark: Callable[[], None] = _ignore
-        self.on_become_leader: Callable[[Partition], None] = _ignore
-        self.on_truncated: Callable[[Partition], None] = _ignore
+        self.on_become_leader: Callable[[Partition], object] = _ignore
+        self.on_truncated: Callable[[Partition], object] = _ignore
         self.on_follower_append: Callable[[Partition, bytes | memoryview], None] = _ignore
         self.first_unstable_offset: Callable[[int], int | None] = _ignore
         self.followers: dict[int, FollowerState] = {}  # leader only: every other replica
