@@ -3,7 +3,8 @@
 Behaviour (:class:`~kproto.protocol.timestamps.OffsetTimestamp`): EARLIEST (-2) is the
 log start offset, LATEST (-1) the last fetchable offset, MAX_TIMESTAMP (-3) the record
 with the largest timestamp (KIP-734), and a real timestamp the first record at or after
-it, or offset -1 when there is none. The last fetchable offset follows the isolation
+it, or offset -1 when there is none. KIP-405's EARLIEST_LOCAL (-4) is the log start too
+and LATEST_TIERED (-5) offset -1: nothing is tiered (Kafka's answers without remote storage). The last fetchable offset follows the isolation
 level (Kafka's ``UnifiedLog.fetchOffsetByTimestamp`` / ``Partition.fetchOffsetForTimestamp``):
 the last stable offset for read_committed (v2+ ``isolation_level`` 1, KIP-98), the high
 watermark for read_uncommitted, the log end offset for a follower (replica id >= 0); a
@@ -29,6 +30,9 @@ TopicResponse = ListOffsetsResponse.ListOffsetsTopicResponse
 
 
 READ_COMMITTED = 1
+# KIP-405's specials (v8+, v9+); without tiered storage the local log is the whole log.
+EARLIEST_LOCAL = -4  # ListOffsetsRequest.EARLIEST_LOCAL_TIMESTAMP: the local log start
+LATEST_TIERED = -5  # ListOffsetsRequest.LATEST_TIERED_TIMESTAMP: nothing tiered, offset -1
 
 
 def _lookup(partition, timestamp, replica: bool, isolation_level: int):
@@ -41,8 +45,10 @@ def _lookup(partition, timestamp, replica: bool, isolation_level: int):
         last_fetchable = log.high_watermark
     if timestamp == OffsetTimestamp.LATEST:
         return last_fetchable, -1
-    if timestamp == OffsetTimestamp.EARLIEST:
+    if timestamp in (OffsetTimestamp.EARLIEST, EARLIEST_LOCAL):
         return log.log_start_offset, -1
+    if timestamp == LATEST_TIERED:
+        return -1, -1
     found = log.max_timestamp_offset() if timestamp == OffsetTimestamp.MAX_TIMESTAMP else log.offset_for_timestamp(timestamp)
     if found is None or found[0] >= last_fetchable:  # not fetchable at this isolation level yet
         return -1, -1

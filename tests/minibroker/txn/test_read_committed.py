@@ -184,5 +184,8 @@ def test_list_offsets_latest_is_the_lso_for_read_committed(broker, version):
     for level in (0, READ_COMMITTED):
         assert list_offset(broker.port, topic, OffsetTimestamp.EARLIEST, isolation_level=level,
                            version=version) == (0, 0)
+    if version >= 9:  # KIP-405's specials: no tiered storage
+        assert list_offset(broker.port, topic, -4, isolation_level=READ_COMMITTED, version=version) == (0, 0)
+        assert list_offset(broker.port, topic, -5, isolation_level=READ_COMMITTED, version=version) == (0, -1)
     _commit_open(broker.port, topic)
     assert list_offset(broker.port, topic, latest, isolation_level=READ_COMMITTED, version=version) == (0, 10)
