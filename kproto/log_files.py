@@ -23,6 +23,14 @@ Facts (Kafka 3.x/4.x, ``storage/internals/log``):
   position: i32``. ``.timeindex`` (``TimeIndex``): 12-byte entries ``timestamp: i64,
   relativeOffset: i32``. No header, no checksum; relative offsets are ``offset -
   baseOffset``. A preallocated file is zero past its used entries.
+- ``.txnindex`` (``TransactionIndex``, ``AbortedTxn``): the aborted transactions whose
+  ABORT marker lies in the segment, in the order of their markers, 34-byte big-endian
+  entries ``version: i16 (0), producerId: i64, firstOffset: i64, lastOffset: i64,
+  lastStableOffset: i64``: the transaction's first offset in the partition, its marker's
+  offset, and the partition's last stable offset when the marker was written (the first
+  offset of the earliest other open transaction, else the marker's offset + 1; a reader
+  of the index stops at an entry whose ``lastStableOffset`` reaches its upper bound). The
+  file exists only once a segment has an entry (Kafka creates it lazily).
 - Checkpoint files (``CheckpointFile``; ``log-start-offset-checkpoint``,
   ``recovery-point-offset-checkpoint``...) are text: the version (``0``), the number of
   entries, then one entry per line, ``topic partition offset`` separated by spaces
@@ -57,6 +65,7 @@ __all__ = [
     "LOG_SUFFIX",
     "INDEX_SUFFIX",
     "TIME_INDEX_SUFFIX",
+    "TXN_INDEX_SUFFIX",
     "DELETED_SUFFIX",
     "CLEANED_SUFFIX",
     "SWAP_SUFFIX",
@@ -70,6 +79,8 @@ __all__ = [
     "PARTITION_METADATA",
     "OFFSET_INDEX_ENTRY",
     "TIME_INDEX_ENTRY",
+    "ABORTED_TXN_ENTRY",
+    "AbortedTxn",
     "SegmentFileName",
     "segment_name",
     "parse_segment_file",
@@ -77,6 +88,8 @@ __all__ = [
     "unpack_offset_entries",
     "pack_time_entry",
     "unpack_time_entries",
+    "pack_aborted_txn",
+    "unpack_aborted_txns",
     "partition_dir_name",
     "parse_partition_dir",
     "set_aside_dir_name",
@@ -98,6 +111,8 @@ LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
 #: A segment's time index.
 TIME_INDEX_SUFFIX = ".timeindex"
+#: A segment's aborted-transaction index (``TransactionIndex``).
+TXN_INDEX_SUFFIX = ".txnindex"
 #: Added to a deleted segment's files until ``file.delete.delay.ms`` passes.
 DELETED_SUFFIX = ".deleted"
 #: Added to the cleaner's output files while they are written.
@@ -129,8 +144,13 @@ TIME_INDEX_ENTRY = struct.Struct(">qi")
 """The layout of one ``.timeindex`` entry, timestamp then relative offset (Kafka's
 ``TimeIndex``)."""
 
-_SEGMENT_FILE = re.compile(r"(\d{20})(\.log|\.index|\.timeindex)(\.cleaned|\.swap|\.deleted)?")
+_SEGMENT_FILE = re.compile(r"(\d{20})(\.log|\.index|\.timeindex|\.txnindex)(\.cleaned|\.swap|\.deleted)?")
 _PARTITION_DIR = re.compile(r"(?P<topic>.+)-(?P<partition>[0-9]+)")
+ABORTED_TXN_ENTRY = struct.Struct(">hqqqq")
+"""The layout of one ``.txnindex`` entry (34 bytes): version (0), producer id, first
+offset, last offset, last stable offset (Kafka's ``AbortedTxn``)."""
+ABORTED_TXN_VERSION = 0  # AbortedTxn.CURRENT_VERSION
+
 _SET_ASIDE_DIR = re.compile(r"(?P<topic>.+)-(?P<partition>[0-9]+)\.[0-9a-f]{32}(?P<suffix>-delete|-stray)")
 _MAX_NAME = 255  # a file name's length limit on common file systems
 
@@ -140,7 +160,7 @@ class SegmentFileName(NamedTuple):
     ``(42, ".index", ".swap")``."""
 
     base_offset: int
-    kind: str  # LOG_SUFFIX, INDEX_SUFFIX or TIME_INDEX_SUFFIX
+    kind: str  # LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX or TXN_INDEX_SUFFIX
     suffix: str  # "" or DELETED_SUFFIX, CLEANED_SUFFIX, SWAP_SUFFIX
 
 
@@ -183,6 +203,37 @@ def unpack_time_entries(data: bytes | memoryview) -> Iterator[tuple[int, int]]:
         ValueError: ``data`` is not a whole number of entries.
     """
     return _entries(TIME_INDEX_ENTRY, data)
+
+
+class AbortedTxn(NamedTuple):
+    """One ``.txnindex`` entry (Kafka's ``AbortedTxn``): the transaction's producer, the
+    offset of its first batch in the partition, the offset of its ABORT marker, and the
+    partition's last stable offset right after the marker."""
+
+    producer_id: int
+    first_offset: int
+    last_offset: int  # the ABORT marker's
+    last_stable_offset: int
+
+
+def pack_aborted_txn(txn: AbortedTxn) -> bytes:
+    """One ``.txnindex`` entry's 34 bytes (version 0)."""
+    return ABORTED_TXN_ENTRY.pack(ABORTED_TXN_VERSION, *txn)
+
+
+def unpack_aborted_txns(data: bytes | memoryview) -> Iterator[AbortedTxn]:
+    """Every entry of a ``.txnindex`` file's bytes.
+
+    Raises:
+        ValueError: ``data`` is not a whole number of entries, or an entry's version is
+            not 0 (Kafka refuses a newer one too).
+    """
+    if len(data) % ABORTED_TXN_ENTRY.size:
+        raise ValueError(f"{len(data)} bytes is not a whole number of {ABORTED_TXN_ENTRY.size}-byte entries")
+    for version, *fields in ABORTED_TXN_ENTRY.iter_unpack(data):
+        if version != ABORTED_TXN_VERSION:
+            raise ValueError(f"unknown aborted transaction entry version {version}")
+        yield AbortedTxn(*fields)
 
 
 def _entries(entry: struct.Struct, data: bytes | memoryview) -> Iterator[tuple[int, int]]:

@@ -73,6 +73,7 @@ __all__ = [
     "decode_columnar",
     "build_control_batch",
     "parse_control_record",
+    "parse_txn_marker",
 ]
 
 
@@ -145,3 +146,17 @@ def parse_control_record(record: Record) -> tuple[int, int]:
     if key is None or len(key) < _control_key.size:
         raise CorruptRecordError("control record key too short", record.offset, record.offset)
     return _control_key.unpack_from(key)
+
+
+def parse_txn_marker(record: Record) -> tuple[int, int]:
+    """Return ``(control type, coordinator epoch)`` of a transaction marker's record
+    (Kafka's ``EndTransactionMarker.deserialize``: the key's type, the value's epoch).
+
+    Raises:
+        CorruptRecordError: the key or the value is missing or too short.
+    """
+    _, control_type = parse_control_record(record)
+    value = record.value
+    if value is None or len(value) < _marker_value.size:
+        raise CorruptRecordError("transaction marker value too short", record.offset, record.offset)
+    return control_type, _marker_value.unpack_from(value)[1]

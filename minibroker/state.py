@@ -20,6 +20,11 @@ which makes partitions one at a time so that other connections are served meanwh
 Committed offsets are written to the internal ``__consumer_offsets`` topic, created on
 the first commit as Kafka does, and read back when the state is built. Producer ids are
 handed out by a :class:`~minibroker.coordinator.producer_state.ProducerIdManager`, never twice.
+The partitions' side of transactions (KIP-98) is the producer state's: transactional
+batches open a producer's transaction on a partition, :meth:`BrokerState.write_txn_markers`
+closes it and indexes an abort in the ``.txnindex``; a follower does the same as it copies
+the leader's batches, and every start, leader change or truncation replays the log, so the
+last stable offset (:attr:`Partition.last_stable_offset`) is right on every replica.
 
 A file that cannot be written (a full disk) leaves the state as it was: a topic created,
 grown, reconfigured or deleted is recorded in the topics file before it counts, and
@@ -59,9 +64,15 @@ from minibroker.coordinator.offsets_log import (
     partition_for,
     read_offset_records,
 )
-from minibroker.coordinator.producer_state import ProducerIdManager, ProducerStates
+from minibroker.coordinator.producer_state import (
+    CompletedTxn,
+    ProducerIdManager,
+    ProducerInfo,
+    ProducerStates,
+)
 from minibroker.log import PartitionLog
 from minibroker.log.maintenance import maintain as maintain_logs
+from minibroker.log.txn_index import AbortedTxn
 from minibroker.storage import Storage, StoredTopic
 from minibroker.topic_configs import effective
 
@@ -153,10 +164,9 @@ class BrokerState:
             self.topics[stored.name] = Topic(stored.name, stored.topic_id, [], stored.configs)
             self._open_partitions(self.topics[stored.name], stored.partitions)
         next_producer_id = self.storage.load_producer_id_block()
-        for topic in self.topics.values():  # idempotence must survive a restart
-            for index, log in enumerate(topic.logs()):
-                highest = self.producers.rebuild((topic.topic_id, index), _batches(log))
-                next_producer_id = max(next_producer_id, highest + 1)
+        for topic in self.topics.values():  # idempotence and open transactions must survive a restart
+            for partition in topic.partitions:
+                next_producer_id = max(next_producer_id, self._rebuild_producers(partition) + 1)
         self.producer_ids = ProducerIdManager(next_producer_id, self.storage.save_producer_id_block)
         if OFFSETS_TOPIC in self.topics:
             for log in self.topics[OFFSETS_TOPIC].logs():
@@ -171,15 +181,24 @@ class BrokerState:
         return partition
 
     def _hook(self, partition: Partition) -> None:
-        partition.on_high_watermark = self.data_arrived
+        key = (partition.topic_id, partition.index)
+        partition.on_high_watermark = lambda: self._high_watermark_moved(partition)
         partition.on_become_leader = self._rebuild_producers
         partition.on_truncated = self._rebuild_producers
+        partition.on_follower_append = self._follower_appended
+        partition.first_unstable_offset = lambda hw: self.producers.first_unstable_offset(key, hw)
 
-    def _rebuild_producers(self, partition: Partition) -> None:
-        """Idempotence across a leader change or a truncation: the producer state of a
-        partition is what its log holds (Kafka's ``UnifiedLog.rebuildProducerState``)."""
-        if partition.log is not None:
-            self.producers.rebuild((partition.topic_id, partition.index), _batches(partition.log))
+    def _rebuild_producers(self, partition: Partition) -> int:
+        """Idempotence and transactions across a restart, a leader change or a truncation:
+        the producer state of a partition is what its log holds (Kafka's
+        ``UnifiedLog.rebuildProducerState``), control batches included; every aborted
+        transaction met is indexed if its segment's ``.txnindex`` lacks it (what a crash
+        lost). Returns the highest producer id seen (-1: none)."""
+        if partition.log is None:
+            return -1
+        local = partition.log
+        return self.producers.rebuild((partition.topic_id, partition.index), _batches(local),
+                                      lambda txn, lso: self._index_completed(local, txn, lso))
 
     def _open_partitions(self, topic: Topic, count: int) -> None:
         for index in range(len(topic.partitions), count):
@@ -618,7 +637,11 @@ class BrokerState:
         a marker is appended as the leader with acks=all, bounded by ``request.timeout.ms``:
         it counts once every ISR member has it. The errors are a Produce's
         (UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER, KAFKA_STORAGE_ERROR,
-        NOT_ENOUGH_REPLICAS(_AFTER_APPEND), REQUEST_TIMED_OUT).
+        NOT_ENOUGH_REPLICAS(_AFTER_APPEND), REQUEST_TIMED_OUT) and the marker's own
+        (INVALID_PRODUCER_EPOCH, TRANSACTION_COORDINATOR_FENCED: see
+        :mod:`minibroker.coordinator.producer_state`). The marker closes the producer's
+        transaction on the partition; an ABORT of a transaction that wrote there goes into
+        the ``.txnindex`` of the marker's segment.
         """
         control = ControlType.COMMIT if commit else ControlType.ABORT
         timeout = self.config["request.timeout.ms"] / 1000
@@ -629,10 +652,21 @@ class BrokerState:
                 partition = self.leader_partition(topic, index)
                 assert topic is not None and partition.log is not None
                 min_isr = int(effective(topic.configs, "min.insync.replicas", self.config))
+                if len(partition.isr) < min_isr:
+                    return NotEnoughReplicasError.code  # Partition.appendRecordsToLeader, nothing written
+                key = (partition.topic_id, partition.index)
+                # ProducerAppendInfo.appendEndTxnMarker's checks (origin COORDINATOR).
+                code = self.producers.check_marker(key, producer_id, producer_epoch, coordinator_epoch)
+                if code:
+                    return code
                 now_ms = int(time.time() * 1000)
                 marker = build_control_batch(control, producer_id=producer_id, producer_epoch=producer_epoch,
                                              timestamp=now_ms, coordinator_epoch=coordinator_epoch)
-                partition.append_as_leader(marker, last_offset_delta=0, max_timestamp=now_ms)
+                offset = partition.append_as_leader(marker, last_offset_delta=0, max_timestamp=now_ms)
+                completed = self.producers.end_txn(key, producer_id, producer_epoch, coordinator_epoch, offset,
+                                                   commit=commit, timestamp=now_ms)
+                if completed is not None:
+                    self._index_completed(partition.log, *completed)
             except KafkaCodeError as exc:
                 return exc.code
             self.data_arrived()
@@ -643,6 +677,39 @@ class BrokerState:
 
         codes = await asyncio.gather(*(write(name, index) for name, index in partitions))
         return dict(zip(partitions, codes))
+
+    # -- transactions on the partitions (issue 14: the partition side) ------------------------
+
+    def _index_completed(self, local: PartitionLog, txn: CompletedTxn, last_stable_offset: int) -> None:
+        """A marker closed ``txn``: an aborted one goes into the aborted-transaction index
+        (Kafka's ``LogSegment.updateTxnIndex``; the log skips an entry it has)."""
+        if txn.is_aborted:
+            local.append_aborted_txn(AbortedTxn(txn.producer_id, txn.first_offset, txn.last_offset, last_stable_offset))
+
+    def _follower_appended(self, partition: Partition, records: bytes | memoryview) -> None:
+        """A follower appended the leader's batches: its producer state and aborted index
+        follow them (Kafka's ``appendAsFollower``, origin REPLICATION: nothing checked), so
+        that its last stable offset and ``.txnindex`` are the leader's."""
+        local = partition.log
+        assert local is not None
+        key = (partition.topic_id, partition.index)
+        for batch in read_batches(records, check_crc=False):  # the log checked them
+            if batch.last_offset >= local.log_end_offset:
+                break
+            completed = self.producers.replay(key, batch)
+            if completed is not None:
+                self._index_completed(local, *completed)
+
+    def _high_watermark_moved(self, partition: Partition) -> None:
+        """The high watermark moved up: completed transactions whose marker it passed are
+        forgotten (Kafka's ``ProducerStateManager.onHighWatermarkUpdated``), and long-polled
+        fetches wake (the LSO may have moved too)."""
+        self.producers.on_high_watermark((partition.topic_id, partition.index), partition.high_watermark)
+        self.data_arrived()
+
+    def active_producers(self, partition: Partition) -> list[ProducerInfo]:
+        """The producers of a partition whose state is kept (DescribeProducers)."""
+        return self.producers.producers((partition.topic_id, partition.index))
 
     # -- producer ids ------------------------------------------------------------------------
 

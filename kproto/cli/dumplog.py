@@ -4,8 +4,8 @@ A ``.log`` segment is printed batch by batch: the header (offsets, producer id, 
 and sequences, transactional and control flags, codec, position, size) with the result
 of its CRC check, then one line per record (offset, timestamp, key and value sizes,
 sequence, header keys; transaction markers as ``endTxnMarker``), with ``--print-data``
-also its key, value and headers. ``.index`` and ``.timeindex`` files are printed entry
-by entry. Files are read without a broker, so Kafka's files and minibroker's alike.
+also its key, value and headers. ``.index``, ``.timeindex`` and ``.txnindex`` files are
+printed entry by entry (an aborted transaction as Kafka's ``DumpLogSegments`` shows it). Files are read without a broker, so Kafka's files and minibroker's alike.
 With the dump in a file or a pipe and stderr on a terminal, a live line there shows how
 many bytes of the segments are done.
 
@@ -39,12 +39,26 @@ from kproto.cli.output import TIMESTAMP_TYPES
 from kproto.cli.progress import Progress, progress
 from kproto.compression import codec_name
 from kproto.errors import CorruptRecordError, KafkaError
-from kproto.log_files import INDEX_SUFFIX, OFFSET_INDEX_ENTRY, TIME_INDEX_ENTRY, TIME_INDEX_SUFFIX
-from kproto.records import Batch, ControlType, Record, parse_control_record, read_batches
+from kproto.log_files import (
+    ABORTED_TXN_ENTRY,
+    INDEX_SUFFIX,
+    OFFSET_INDEX_ENTRY,
+    TIME_INDEX_ENTRY,
+    TIME_INDEX_SUFFIX,
+    TXN_INDEX_SUFFIX,
+    unpack_aborted_txns,
+)
+from kproto.records import (
+    Batch,
+    ControlType,
+    Record,
+    parse_control_record,
+    parse_txn_marker,
+    read_batches,
+)
 
 __all__ = ["register"]
 
-_MARKER_VALUE = struct.Struct(">hi")  # version, coordinatorEpoch (Kafka's EndTransactionMarker)
 _CONTROL_TYPES = {t.value for t in ControlType}
 
 
@@ -53,7 +67,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                          examples=["kproto dump-log /var/lib/kafka/orders-0/00000000000000000000.log",
                                    "kproto dump-log data/orders-0/*.log --print-data",
                                    "kproto dump-log data/orders-0/00000000000000000000.index"])
-    parser.add_argument("files", nargs="+", metavar="FILE", help=".log, .index or .timeindex files")
+    parser.add_argument("files", nargs="+", metavar="FILE", help=".log, .index, .timeindex or .txnindex files")
     parser.add_argument("--print-data", action="store_true", help="also print each record's key, value and headers")
     parser.set_defaults(run=_run)
 
@@ -156,10 +170,12 @@ class _Dump:
             version, kind = parse_control_record(record)
         except CorruptRecordError as exc:
             return f"controlRecord: unreadable ({exc})"
-        value = record.value or b""
-        if version != 0 or kind not in _CONTROL_TYPES or len(value) < _MARKER_VALUE.size:
+        if version != 0 or kind not in _CONTROL_TYPES:
             return f"controlRecord: version {version} type {kind}"  # readers skip unknown ones, as Java does
-        _, coordinator_epoch = _MARKER_VALUE.unpack_from(value)
+        try:
+            _, coordinator_epoch = parse_txn_marker(record)
+        except CorruptRecordError:
+            return f"controlRecord: version {version} type {kind}"
         return f"endTxnMarker: {ControlType(kind).name} coordinatorEpoch: {coordinator_epoch}"
 
     # -- .index and .timeindex -----------------------------------------------------------
@@ -186,12 +202,25 @@ class _Dump:
             self.line(f"timestamp: {timestamp} offset: {base + relative}")
 
 
+    def txn_index(self, buf: bytes) -> None:
+        whole = len(buf) - len(buf) % ABORTED_TXN_ENTRY.size
+        try:
+            for txn in unpack_aborted_txns(buf[:whole]):
+                self.line(f"version: 0 producerId: {txn.producer_id} firstOffset: {txn.first_offset} "
+                          f"lastOffset: {txn.last_offset} lastStableOffset: {txn.last_stable_offset}")
+        except ValueError as exc:
+            self.problems.append(str(exc))
+        if whole != len(buf):
+            self.problems.append(f"{len(buf) - whole} bytes after the last whole entry")
+
+
 def _dump(path: Path, print_data: bool, bar: Progress) -> list[str]:
     """Print one file; return what is wrong with it."""
     buf = path.read_bytes()
     dump = _Dump(path, print_data, bar)
     dump.line(f"Dumping {path}")
-    {INDEX_SUFFIX: dump.offset_index, TIME_INDEX_SUFFIX: dump.time_index}.get(path.suffix, dump.segment)(buf)
+    {INDEX_SUFFIX: dump.offset_index, TIME_INDEX_SUFFIX: dump.time_index,
+     TXN_INDEX_SUFFIX: dump.txn_index}.get(path.suffix, dump.segment)(buf)
     sys.stdout.flush()
     bar.update(len(buf) - dump.counted)  # what batches did not count: index files, a damaged tail
     return dump.problems

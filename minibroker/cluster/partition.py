@@ -51,8 +51,15 @@ Theory of operation (Kafka's ``kafka.cluster.Partition`` and ``Replica``, with
   over ``findPreferredReadReplica``'s candidates: in the ISR, live, holding the offset);
   :meth:`Partition.check_leader` with ``require_leader=False`` lets a follower serve a
   consumer.
+- **Last stable offset** (KIP-98, Kafka's ``UnifiedLog.lastStableOffset``):
+  :attr:`Partition.last_stable_offset` is the high watermark, or the first unstable offset
+  when that is below it (the broker's producer state gives it through
+  :attr:`Partition.first_unstable_offset`: the earliest transaction open, or completed
+  with its marker not yet below the high watermark), on a leader and on a follower alike.
 - **Follower.** Batches are appended as the leader wrote them
-  (:meth:`Partition.append_as_follower`); the high watermark is the leader's, capped by
+  (:meth:`Partition.append_as_follower`; :attr:`Partition.on_follower_append` then gives
+  them to the broker, which keeps its producer and transaction state as Kafka's
+  ``appendAsFollower`` does, so that a follower made leader has its LSO at once); the high watermark is the leader's, capped by
   the own LEO, and the log start follows the leader's (DeleteRecords and retention reach
   followers). Truncation after a leader change is :meth:`Partition.truncation_offset`
   (KIP-101, KIP-279: a pure rule; the fetcher asks the leader and does the I/O) and
@@ -182,6 +189,10 @@ class Partition:
             rebuilds its producer state from the log).
         on_truncated: called with this partition after a truncation removed records (the
             broker rebuilds its producer state from the log).
+        on_follower_append: called with this partition and the bytes after a follower
+            appended the leader's batches (the broker keeps its producer state).
+        first_unstable_offset: called with the high watermark; the first unstable offset
+            (KIP-98) or None: the broker's producer state answers it.
         is_solo: a single MiniBroker's partition (see :meth:`solo`).
     """
 
@@ -191,7 +202,9 @@ class Partition:
         self.topic_id = topic_id
         self.index = index
         self.node_id = node_id
-        self.log = log
+        self.log: PartitionLog | None = None
+        if log is not None:
+            self.attach_log(log)
         self.role = ReplicaRole.NONE
         self.leader = -1
         self.leader_epoch = -1
@@ -201,8 +214,10 @@ class Partition:
         self.truncated_records = 0
         self.is_solo = False
         self.on_high_watermark: Callable[[], None] = _ignore
-        self.on_become_leader: Callable[[Partition], None] = _ignore
-        self.on_truncated: Callable[[Partition], None] = _ignore
+        self.on_become_leader: Callable[[Partition], object] = _ignore
+        self.on_truncated: Callable[[Partition], object] = _ignore
+        self.on_follower_append: Callable[[Partition, bytes | memoryview], None] = _ignore
+        self.first_unstable_offset: Callable[[int], int | None] = _ignore
         self.followers: dict[int, FollowerState] = {}  # leader only: every other replica
         self._epoch_start_offset = -1  # leader only: LEO when its leader epoch began
         self._waiters: list[tuple[int, int, int, asyncio.Future[int]]] = []  # (offset, seq, min_isr, future)
@@ -225,6 +240,8 @@ class Partition:
         if self.log is not None and self.log is not log:
             raise ValueError(f"{self} already has a log")
         self.log = log
+        # Compaction stops before an undecided transaction: the log asks this replica.
+        log.first_unstable_offset = lambda: self.first_unstable_offset(log.high_watermark)
 
     def __repr__(self) -> str:
         return (f"Partition({self.topic}-{self.index} on {self.node_id}: {self.role.name}, leader {self.leader}, "
@@ -236,6 +253,20 @@ class Partition:
     def high_watermark(self) -> int:
         """The log's high watermark; -1 without a local log."""
         return self.log.high_watermark if self.log is not None else -1
+
+    @property
+    def last_stable_offset(self) -> int:
+        """The offset below which every transaction is decided and its marker below the
+        high watermark: min(high watermark, first unstable offset), the latter at least
+        the log start offset (Kafka's ``UnifiedLog.lastStableOffset``); -1 without a local
+        log."""
+        hw = self.high_watermark
+        if self.log is None:
+            return -1
+        first = self.first_unstable_offset(hw)
+        # Never below the log start (UnifiedLog.maybeIncrementFirstUnstableOffset): retention
+        # or DeleteRecords may have removed an open transaction's first batches.
+        return hw if first is None or first >= hw else max(first, self.log.log_start_offset)
 
     def _local_log(self) -> PartitionLog:
         if self.log is None:
@@ -623,7 +654,9 @@ class Partition:
         CRCs untouched; the log adds new epochs to its cache); returns the new LEO."""
         if self.role is not ReplicaRole.FOLLOWER:
             raise NotLeaderOrFollowerError(f"broker {self.node_id} is not a follower of {self.topic}-{self.index}")
-        return self._local_log().append_replicated(records)
+        leo = self._local_log().append_replicated(records)
+        self.on_follower_append(self, records)
+        return leo
 
     def update_follower_high_watermark(self, leader_hw: int, leader_log_start: int) -> None:
         """After a fetch: HW := min(leader's HW, own LEO) (it may move back: a new leader's

@@ -97,5 +97,7 @@ from minibroker.handlers import (  # noqa: E402,F401
     offsets,
     produce,
     producer_ids,
+    producers,
     topics,
+    txn_markers,
 )

@@ -38,8 +38,14 @@ v12+ errors of leadership carry the leader and epoch this broker knows in ``curr
 NOT_LEADER_OR_FOLLOWER and FENCED_LEADER_EPOCH listen.
 Version notes: v7+ sessions (KIP-227) are declined (session_id 0, every request is a
 full fetch); v13+ names topics by id; v12+ flexible.
-Not implemented yet: read_committed (no transactions yet, so LSO = HW and there is
-nothing to filter).
+Transactions (KIP-98, Kafka's ``LocalLog.read`` and ``UnifiedLog.collectAbortedTransactions``):
+``last_stable_offset`` is the partition's (:attr:`~minibroker.cluster.partition.Partition.last_stable_offset`;
+a follower serving a consumer gives its own). A read_committed consumer (isolation level
+1) gets only batches below it, and ``aborted_transactions`` lists ``(producer id, first
+offset)`` of every aborted transaction in the ``.txnindex`` overlapping the range read,
+``[fetch offset, LSO)`` (Kafka bounds it by the segment or the index entry after the
+fetched bytes; a wider range lists transactions past the records returned, which clients
+ignore). A long poll waiting at the LSO wakes when a marker or the high watermark moves it.
 """
 
 import time
@@ -98,7 +104,7 @@ def _collect(state, request, version):
     total = 0
     at_once = False
     responses = []
-    aborted = [] if request.isolation_level == READ_COMMITTED else None
+    read_committed = request.isolation_level == READ_COMMITTED and replica_id < 0
     for asked in request.topics:
         topic = state.topic_by_id(asked.topic_id) if by_id else state.topics.get(asked.topic)
         partitions = []
@@ -140,6 +146,8 @@ def _collect(state, request, version):
                 continue
             log = partition.log
             hw = log.high_watermark
+            lso = partition.last_stable_offset
+            aborted = [] if read_committed else None
             if preferred >= 0 or diverging is not None:
                 # KIP-392: the consumer fetches from ``preferred`` from now on (Kafka answers
                 # it with the leader's offsets and no records); KIP-595: the follower
@@ -147,7 +155,7 @@ def _collect(state, request, version):
                 extra = ({"preferred_read_replica": preferred} if preferred >= 0 else
                          {"diverging_epoch": FetchResponse.EpochEndOffset(epoch=diverging[0], end_offset=diverging[1])})
                 partitions.append(PartitionData(
-                    partition_index=p.partition, error_code=0, high_watermark=hw, last_stable_offset=hw,
+                    partition_index=p.partition, error_code=0, high_watermark=hw, last_stable_offset=lso,
                     log_start_offset=log.log_start_offset, aborted_transactions=aborted, records=RecordSlices(()),
                     **extra))
                 at_once = True
@@ -162,13 +170,18 @@ def _collect(state, request, version):
             # (KIP-74), so a consumer can always make progress; the rest must fit.
             limit = min(p.partition_max_bytes, budget - total)
             # A consumer sees only what the ISR has (below the high watermark: a follower's
-            # own, which trails the leader's); a follower reads up to the log end.
-            up_to = None if replica_id >= 0 or hw >= log.log_end_offset else hw
+            # own, which trails the leader's), a read_committed one only what is decided
+            # (below the LSO); a follower reads up to the log end.
+            visible = lso if read_committed else hw
+            up_to = None if replica_id >= 0 or visible >= log.log_end_offset else visible
             records = RecordSlices(log.read_slices(p.fetch_offset, limit, at_least_one=total == 0, max_offset=up_to))
             total += len(records)
+            if read_committed and len(records):
+                aborted = [FetchResponse.AbortedTransaction(producer_id=txn.producer_id, first_offset=txn.first_offset)
+                           for txn in log.collect_aborted_transactions(p.fetch_offset, visible)]
             partitions.append(PartitionData(
                 partition_index=p.partition, error_code=0, high_watermark=hw,
-                last_stable_offset=hw, log_start_offset=log.log_start_offset,
+                last_stable_offset=lso, log_start_offset=log.log_start_offset,
                 aborted_transactions=aborted, records=records,
             ))
         responses.append(TopicResponse(topic=asked.topic, topic_id=asked.topic_id, partitions=partitions))

@@ -21,6 +21,12 @@ partition, with the log left as it was or taken offline (see
 :mod:`minibroker.log.partition`); the connection stays up.
 Idempotent producers: sequences are checked per producer id, epoch and partition, with
 the last 5 batches remembered (see :mod:`minibroker.coordinator.producer_state`).
+Transactional batches (KIP-98) open their producer's transaction on the partition, which
+its COMMIT/ABORT marker closes (WriteTxnMarkers); a non-transactional batch of a producer
+with an open transaction there is INVALID_TXN_STATE (Kafka's ``ProducerAppendInfo``). A
+request holding transactional records without a ``transactional_id`` is refused whole,
+every partition TRANSACTIONAL_ID_AUTHORIZATION_FAILED (Kafka's ``handleProduceRequest``:
+``hasTransactionalRecords`` looks at each partition's first batch).
 Topic configs, each the topic's own setting or else its broker synonym's value
 (``log.cleanup.policy``, ``message.max.bytes``): ``cleanup.policy=compact`` refuses
 records without a key (INVALID_RECORD, each one named in ``record_errors``), ``max.message.bytes``,
@@ -32,7 +38,8 @@ each record out of range named in ``record_errors``; Kafka 4.0 removed the older
 ``message.timestamp.difference.max.ms``). Internal topics (``__consumer_offsets``) take no
 records from clients: INVALID_TOPIC_EXCEPTION, as in Kafka.
 Version notes: v8+ carries ``record_errors`` and ``error_message`` (KIP-467).
-Not implemented yet: transactions, broker-side recompression.
+Not implemented yet: KIP-890's verification of a transactional produce with the
+transaction coordinator, broker-side recompression.
 """
 
 import asyncio
@@ -53,11 +60,12 @@ from kproto.errors import (
     NotEnoughReplicasError,
     NotLeaderOrFollowerError,
     RequestTimedOutError,
+    TransactionalIdAuthorizationFailedError,
     UnknownTopicOrPartitionError,
 )
 from kproto.protocol import ApiKey
 from kproto.protocol.messages import ProduceResponse
-from kproto.records import rewrite_batch, validate_batch
+from kproto.records import read_batch_header, rewrite_batch, validate_batch
 from minibroker.handlers import handles
 from minibroker.state import INTERNAL_TOPICS
 from minibroker.topic_configs import LONG_MAX, effective
@@ -180,7 +188,8 @@ def _append(state, topic, index, records, acks) -> _Outcome:
         if batch.base_sequence < 0:
             return _Outcome(InvalidRecordError.code, message="an idempotent batch needs a base sequence")
         code, duplicate_of = state.producers.check(
-            partition_key, batch.producer_id, batch.producer_epoch, batch.base_sequence, batch.records_count)
+            partition_key, batch.producer_id, batch.producer_epoch, batch.base_sequence, batch.records_count,
+            is_transactional=batch.is_transactional)
         if code or duplicate_of >= 0:
             return _Outcome(code, duplicate_of)  # a retry already written: its first offset again
     max_timestamp = append_time = batch.max_timestamp
@@ -198,7 +207,9 @@ def _append(state, topic, index, records, acks) -> _Outcome:
         # the connection and the other partitions go on (Kafka: ReplicaManager.appendToLocalLog).
         return _Outcome(KafkaStorageError.code, message=str(exc))
     if idempotent:
-        state.producers.record(partition_key, batch.producer_id, batch.producer_epoch, batch.base_sequence, batch.records_count, base)
+        state.producers.record(partition_key, batch.producer_id, batch.producer_epoch, batch.base_sequence,
+                               batch.records_count, base, is_transactional=batch.is_transactional,
+                               max_timestamp=max_timestamp)
     return _Outcome(0, base, log_append_time=append_time)
 
 
@@ -216,10 +227,22 @@ async def _wait_for_acks(waits, timeout_ms: int) -> dict[int, int]:
             for key, task in tasks.items()}
 
 
+def _has_transactional_records(request) -> bool:
+    """Kafka's ``RequestUtils.hasTransactionalRecords``: a partition's first batch is transactional."""
+    for topic_data in request.topic_data:
+        for p in topic_data.partition_data:
+            first = read_batch_header(p.records) if p.records is not None else None
+            if first is not None and first.magic >= 2 and first.is_transactional:
+                return True
+    return False
+
+
 @handles(ApiKey.PRODUCE, 3, 11)
 async def handle(state, header, request):
     if request.acks not in (-1, 0, 1):
         error = InvalidRequiredAcksError.code
+    elif request.transactional_id is None and _has_transactional_records(request):
+        error = TransactionalIdAuthorizationFailedError.code
     else:
         error = None
     outcomes = []  # (topic name, [(index, outcome, partition or None)])

@@ -8,6 +8,7 @@
 - :mod:`~minibroker.log.store`: where a segment's bytes live (a file or memory) and the
   slices a read returns for ``os.sendfile``;
 - :mod:`~minibroker.log.index`: the ``.index`` and ``.timeindex`` files;
+- :mod:`~minibroker.log.txn_index`: the ``.txnindex`` files (aborted transactions);
 - :mod:`~minibroker.log.cleaner`: compaction;
 - :mod:`~minibroker.log.config`: :class:`LogConfig`, the settings under Kafka's names.
 """

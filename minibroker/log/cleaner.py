@@ -27,8 +27,22 @@ Theory of operation (Kafka's ``Cleaner``, simplified to one pass over the cleana
    only a header with the same base offset and lastOffsetDelta (Kafka's
    ``writeEmptyHeader``), keeps the offsets advancing. Offsets never change; compaction
    leaves gaps, which consumers skip.
-5. Control batches and legacy (magic 0/1) messages are copied unchanged: transaction
-   markers have no cleaning rules until transactions exist, and minibroker writes only v2.
+5. Legacy (magic 0/1) messages are copied unchanged.
+6. Transactions (Kafka's ``CleanedTransactionMetadata``, KIP-98): the cleanable range
+   ends before the segment holding the partition's last stable offset
+   (:attr:`PartitionLog.first_unstable_offset`, the broker's producer state, capped by the
+   high watermark; Kafka stops at the LSO itself), so no undecided record is cleaned. The
+   aborted transactions of the range come from the ``.txnindex`` files
+   (:meth:`PartitionLog.collect_aborted_transactions`) and are met in first-offset order:
+   a batch of an aborted transaction adds no key to the offset map and is removed (an
+   empty batch stays where a producer's last sequence or the group's last offset must);
+   an ABORT marker whose transaction had batches in the group is kept and its index entry
+   goes to the cleaned segment's ``.txnindex``; a COMMIT marker whose transaction had
+   batches in the group is kept. Any other marker (its data is gone) may go: it is kept
+   ``delete.retention.ms`` from the first cleaning that found it so (Kafka's delete
+   horizon, KIP-534, which Kafka writes into the batch; here it is kept in memory per log,
+   so a restart starts that wait again, which only keeps a marker longer), and also while
+   it is the last batch of its producer (its epoch fences zombies). Its index entry goes.
 
 When a log is due (Kafka's ``LogCleanerManager.grabFilthiestCompactedLog``, decided by
 :func:`minibroker.log.maintenance.compact` through :func:`cleanable`): the part of the
@@ -80,23 +94,33 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 from weakref import WeakKeyDictionary
 
-from kproto.log_files import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, segment_name
+from kproto.errors import CorruptRecordError
+from kproto.log_files import (
+    INDEX_SUFFIX,
+    LOG_SUFFIX,
+    TIME_INDEX_SUFFIX,
+    TXN_INDEX_SUFFIX,
+    segment_name,
+)
 from kproto.records import (
     Batch,
     BatchBuilder,
+    ControlType,
     Record,
     empty_batch,
+    parse_control_record,
     read_batch_header,
     rewrite_batch,
 )
 from minibroker.log.config import INT32_MAX, LogConfig
 from minibroker.log.files import fsync_dir
 from minibroker.log.segment import LogSegment
+from minibroker.log.txn_index import AbortedTxn
 
 if TYPE_CHECKING:
     from minibroker.log.partition import PartitionLog
@@ -112,6 +136,8 @@ _LOG_SWAP = re.compile(r"^(\d{20})\.log\.swap$")
 
 # Where each log's last cleaning stopped: Kafka's cleaner-offset-checkpoint, in memory.
 _first_dirty: WeakKeyDictionary[PartitionLog, int] = WeakKeyDictionary()
+# Each log's markers that may go, by offset: when (ms) they may (Kafka's delete horizon).
+_marker_horizons: WeakKeyDictionary[PartitionLog, dict[int, int]] = WeakKeyDictionary()
 
 
 @dataclass(slots=True)
@@ -125,8 +151,62 @@ class CleanerStats:
     records_kept: int = 0
     tombstones_removed: int = 0
     empty_batches_kept: int = 0
+    markers_removed: int = 0
     bytes_before: int = 0
     bytes_after: int = 0
+
+
+class _CleanedTxns:
+    """Kafka's ``CleanedTransactionMetadata``: the transactions met while walking batches
+    in offset order, given the aborted ones of the range (see the module docstring)."""
+
+    def __init__(self, aborted: list[AbortedTxn]) -> None:
+        self._pending = sorted(aborted, key=lambda t: t.first_offset)
+        self._next = 0
+        self._aborted: dict[int, tuple[AbortedTxn, bool]] = {}  # producer id -> (entry, batches seen)
+        self._committed: set[int] = set()  # producers whose batches were seen, transaction not aborted
+        self.kept: list[AbortedTxn] = []  # index entries of the aborts kept, in marker order
+
+    def _consume_up_to(self, offset: int) -> None:
+        while self._next < len(self._pending) and self._pending[self._next].first_offset <= offset:
+            txn = self._pending[self._next]
+            self._next += 1
+            self._aborted.setdefault(txn.producer_id, (txn, False))
+
+    def on_batch(self, batch: Batch) -> bool:
+        """A data batch; whether it belongs to an aborted transaction (``onBatchRead``)."""
+        self._consume_up_to(batch.last_offset)
+        if not batch.is_transactional:
+            return False
+        entry = self._aborted.get(batch.producer_id)
+        if entry is not None:
+            self._aborted[batch.producer_id] = (entry[0], True)
+            return True
+        self._committed.add(batch.producer_id)
+        return False
+
+    def on_marker(self, batch: Batch) -> bool:
+        """A control batch; whether it may be discarded (``onControlBatchRead``)."""
+        self._consume_up_to(batch.last_offset)
+        records = batch.records()
+        if not records:
+            return True  # already emptied by a cleaning
+        try:
+            _, kind = parse_control_record(records[0])
+        except CorruptRecordError:
+            return False
+        if kind == ControlType.ABORT:
+            entry = self._aborted.pop(batch.producer_id, None)
+            if entry is not None and entry[1]:
+                self.kept.append(entry[0])
+                return False
+            return True
+        if kind == ControlType.COMMIT:
+            if batch.producer_id in self._committed:
+                self._committed.discard(batch.producer_id)
+                return False
+            return True
+        return False
 
 
 def _rebuilt(batch: Batch, kept: list[Record]) -> bytes:
@@ -176,6 +256,14 @@ def cleanable(log_: PartitionLog, now_ms: int) -> Cleanable:
     ends = [s.base_offset for s in segments[1:]]  # each inactive segment ends before the next
     dirty = [s for s, end in zip(segments, ends) if end > first_dirty]
     first_uncleanable = segments[-1].base_offset
+    # Never past the last stable offset (Kafka's cleanableOffsets): the segment holding it
+    # stays whole, so no record of an undecided transaction is cleaned.
+    unstable = log_.first_unstable_offset()
+    lso = log_.high_watermark if unstable is None else min(unstable, log_.high_watermark)
+    for segment, end in zip(segments, ends):
+        if end > lso:
+            first_uncleanable = min(first_uncleanable, segment.base_offset)
+            break
     if log_.config.min_compaction_lag_ms > 0:
         for segment in dirty:  # Kafka: the first dirty segment with a record within the lag
             if segment.largest_timestamp > now_ms - log_.config.min_compaction_lag_ms:
@@ -248,6 +336,10 @@ class Cleaning:
     outputs: list[LogSegment]  # one cleaned segment per group, its files already created
     stats: CleanerStats
     first_uncleanable_offset: int  # where the cleaned range ends: the next first dirty offset
+    range_txns: list[AbortedTxn]  # the aborted transactions of the cleanable range (offset map)
+    group_txns: list[list[AbortedTxn]]  # those of each group's range
+    horizons: dict[int, int]  # markers that may go: offset -> from when (a copy of the log's)
+    new_horizons: dict[int, int] = field(default_factory=dict)  # markers found so by this cleaning
     aborted: bool = False
 
     @classmethod
@@ -277,7 +369,11 @@ class Cleaning:
                 segment.delete()
             _close_readers(opened, log_)
             raise
-        return cls(log_, now_ms, log_.config.delete_retention_ms, groups, readers, active, outputs, CleanerStats(), upper)
+        ends = [log_.segments[log_.segments.index(group[-1]) + 1].base_offset for group in groups]
+        range_txns = log_.collect_aborted_transactions(groups[0][0].base_offset, ends[-1])
+        group_txns = [log_.collect_aborted_transactions(group[0].base_offset, end) for group, end in zip(groups, ends)]
+        return cls(log_, now_ms, log_.config.delete_retention_ms, groups, readers, active, outputs, CleanerStats(),
+                   upper, range_txns, group_txns, dict(_marker_horizons.get(log_, {})))
 
     def build(self) -> CleanerStats:
         """Read the snapshot and write every cleaned segment (safe off the log's thread:
@@ -286,8 +382,13 @@ class Cleaning:
         try:
             cleanable = [r for group in self.readers for r in group]
             latest: dict[bytes, int] = {}
+            txns = _CleanedTxns(self.range_txns)
             for _, _, batch in self._batches(cleanable):
-                if batch.magic >= 2 and not batch.is_control:
+                if batch.magic < 2:
+                    continue
+                if batch.is_control:
+                    txns.on_marker(batch)
+                elif not txns.on_batch(batch):  # an aborted transaction's keys do not count
                     for record in batch.records():
                         if record.key is not None:
                             latest[record.key] = record.offset
@@ -306,21 +407,32 @@ class Cleaning:
                     return False
                 return True
 
-            for group, cleaned in zip(self.readers, self.outputs):
+            for group, cleaned, aborted in zip(self.readers, self.outputs, self.group_txns):
                 stats.groups += 1
                 stats.segments_cleaned += len(group)
                 stats.bytes_before += sum(s.size for s in group)
+                txns = _CleanedTxns(aborted)
                 batches = self._batches(group)
                 current = next(batches, None)
                 while current is not None:
                     following = next(batches, None)
                     segment, position, batch = current
                     stats.batches_read += 1
-                    out, max_ts = _filter(segment, position, batch, keep, stats,
-                                          retain_empty=following is None or last_of_producer.get(batch.producer_id) == batch.last_offset)
+                    last_of_producer_here = last_of_producer.get(batch.producer_id) == batch.last_offset
+                    if batch.magic >= 2 and batch.is_control:
+                        drop = txns.on_marker(batch) and self._marker_may_go(batch) and not (
+                            following is None or last_of_producer_here)
+                        out, max_ts = (None, -1) if drop else (segment.pread(position, batch.size), batch.max_timestamp)
+                        stats.markers_removed += drop
+                    else:
+                        aborted_batch = batch.magic >= 2 and txns.on_batch(batch)
+                        out, max_ts = _filter(segment, position, batch, (lambda r: False) if aborted_batch else keep,
+                                              stats, retain_empty=following is None or last_of_producer_here)
                     if out is not None:
                         cleaned.append(out, last_offset=batch.last_offset, max_timestamp=max_ts)
                     current = following
+                for txn in txns.kept:
+                    cleaned.txn_index.append(txn)
                 cleaned.on_become_inactive()
                 if self.log.directory is not None:
                     cleaned.flush()
@@ -328,6 +440,15 @@ class Cleaning:
         finally:
             _close_readers([*(r for group in self.readers for r in group), self.active_reader], self.log)
         return stats
+
+    def _marker_may_go(self, batch: Batch) -> bool:
+        """A marker whose transaction's data is gone: kept ``delete.retention.ms`` from the
+        first cleaning that found it so (Kafka's delete horizon)."""
+        horizon = self.horizons.get(batch.base_offset)
+        if horizon is None:
+            self.new_horizons[batch.base_offset] = self.now_ms + self.delete_retention_ms
+            return False
+        return horizon <= self.now_ms
 
     def _batches(self, segments: list[LogSegment]) -> Iterator[tuple[LogSegment, int, Batch]]:
         for item in _batches(segments):
@@ -354,6 +475,11 @@ class Cleaning:
                 cleaned.delete()  # not committed: the originals stay
         if not self.log.closed:
             _first_dirty[self.log] = self.first_uncleanable_offset
+            horizons = _marker_horizons.setdefault(self.log, {})
+            for offset, horizon in self.new_horizons.items():
+                horizons.setdefault(offset, horizon)
+            for offset in [o for o in horizons if o < self.log.log_start_offset]:
+                del horizons[offset]
         return self.stats
 
     def discard(self) -> None:
@@ -444,6 +570,8 @@ def _swap_in(log_: PartitionLog, group: list[LogSegment], cleaned: LogSegment) -
         # descriptors (and any LogSlice on them) keep the old bytes readable.
         group[0].offset_index.close()
         group[0].time_index.close()
+        if not len(cleaned.txn_index):
+            group[0].txn_index.unlink()  # no .txnindex.swap replaces it
         cleaned.rename(SWAP, "")
         fsync_dir(directory)
     except OSError as exc:
@@ -467,7 +595,7 @@ def complete_swaps(directory: Path, config: LogConfig) -> int:
         for path in directory.iterdir():
             name = path.name
             if name.endswith(LOG_SUFFIX) and name[:20].isdigit() and base < int(name[:20]) < end:
-                for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+                for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
                     (directory / f"{name[:20]}{suffix}").unlink(missing_ok=True)
         segment.rename(SWAP, "")
         segment.close()

@@ -134,8 +134,15 @@ Replication (KIP-101, KIP-279; Kafka's ``UnifiedLog``)
   removed are returned).
 - **A crash**: :meth:`~PartitionLog.abandon` closes the files without writing anything.
 
-Not implemented: ``.txnindex`` (no transactions yet), partition.metadata (the broker's
-business), preallocated files (``preallocate``, and
+Transactions (KIP-98): each segment has its aborted-transaction index, ``NNN.txnindex``
+(:mod:`minibroker.log.txn_index`): :meth:`~PartitionLog.append_aborted_txn` records an
+aborted transaction in the index of the segment holding its ABORT marker (the broker
+knows the transaction's first offset: the producer state is its business),
+:meth:`~PartitionLog.collect_aborted_transactions` answers a read_committed fetch. The
+index is truncated, deleted and renamed with its segment, and cut at open to its valid
+prefix inside the segment; the broker's replay of the log at start adds what a crash lost.
+
+Not implemented: partition.metadata (the broker's business), preallocated files (``preallocate``, and
 index files sized to ``segment.index.bytes``).
 """
 
@@ -158,6 +165,7 @@ from kproto.log_files import (
     LEADER_EPOCH_CHECKPOINT,
     LOG_SUFFIX,
     TIME_INDEX_SUFFIX,
+    TXN_INDEX_SUFFIX,
     format_checkpoint,
     parse_checkpoint,
     parse_partition_dir,
@@ -177,6 +185,7 @@ from minibroker.log.index import IndexCorrupt
 from minibroker.log.leader_epochs import LeaderEpochCache
 from minibroker.log.segment import LogSegment, SegmentDamaged
 from minibroker.log.store import LogSlice
+from minibroker.log.txn_index import AbortedTxn
 
 __all__ = ["PartitionLog", "CHECKPOINT_FILE"]
 
@@ -185,6 +194,10 @@ log = logging.getLogger(__name__)
 
 def _wall_clock_ms() -> int:
     return time.time_ns() // 1_000_000
+
+
+def _no_transactions() -> int | None:
+    return None
 
 
 class PartitionLog:
@@ -211,6 +224,9 @@ class PartitionLog:
         log_start_offset: the first offset a consumer may fetch.
         log_end_offset: the offset the next appended record gets.
         epochs: the leader epochs of the log and where each began (KIP-101).
+        first_unstable_offset: the first offset of an undecided transaction (or one whose
+            marker is not yet below the high watermark), None when there is none: the
+            broker's producer state answers it; compaction stops before it.
     """
 
     def __init__(
@@ -238,6 +254,7 @@ class PartitionLog:
         self._offline_reason: str | None = None  # why a storage error took the log offline
         self._high_watermark: int | None = None  # None: the log end offset (one replica)
         self._epoch_checkpoint = epoch_checkpoint
+        self.first_unstable_offset: Callable[[], int | None] = _no_transactions
         if self.directory is None:
             self._add_segment(self.new_segment(0))
             self.epochs = LeaderEpochCache(None)
@@ -562,6 +579,46 @@ class PartitionLog:
                     return record.offset, record.timestamp
         return best.offset_of_max_timestamp, best.max_timestamp
 
+    # -- transactions ---------------------------------------------------------------------
+
+    def append_aborted_txn(self, txn: AbortedTxn) -> bool:
+        """Record an aborted transaction in the ``.txnindex`` of the segment holding its
+        ABORT marker (Kafka's ``LogSegment.updateTxnIndex``); returns whether it was added.
+
+        An entry whose marker is not after the last one of that segment's index is taken
+        as already there (a replay of the log at start or on a leader change adds only
+        what a crash lost); one whose segment is gone (retention) is dropped.
+
+        Raises:
+            KafkaStorageError: the write failed: the log goes offline (the marker is in the
+                log, its index entry is not; a reopen rebuilds it).
+        """
+        if txn.last_offset < self.log_start_offset or txn.last_offset >= self.log_end_offset:
+            return False
+        segment = self._segments[max(bisect.bisect_right(self._bases, txn.last_offset) - 1, 0)]
+        if txn.last_offset <= segment.txn_index.last_offset:
+            return False
+        with self._storage("txn index append"):
+            try:
+                segment.txn_index.append(txn)
+            except OSError as exc:
+                self.go_offline(f"cannot write the transaction index: {exc}")
+                raise
+        return True
+
+    def collect_aborted_transactions(self, start_offset: int, upper_bound_offset: int) -> list[AbortedTxn]:
+        """The aborted transactions overlapping ``[start_offset, upper_bound_offset)``,
+        searched from the segment holding ``start_offset`` on until an entry's last stable
+        offset reaches the upper bound (Kafka's ``UnifiedLog.collectAbortedTransactions``)."""
+        found: list[AbortedTxn] = []
+        first = max(bisect.bisect_right(self._bases, start_offset) - 1, 0)
+        for segment in self._segments[first:]:
+            entries, complete = segment.txn_index.collect(start_offset, upper_bound_offset)
+            found.extend(entries)
+            if complete:
+                break
+        return found
+
     # -- truncation (replication) ---------------------------------------------------------
 
     def truncate_to(self, offset: int) -> int:
@@ -884,6 +941,7 @@ class PartitionLog:
                 # Whatever recovery kept is made durable now, so the flush policy counts
                 # from a clean slate.
                 segment.flush()
+            segment.txn_index.load(offset_limit=segment.next_offset)
             self._add_segment(segment)
         self.log_end_offset = self._segments[-1].next_offset
         self.log_start_offset = min(max(self._segments[0].base_offset, checkpoint or 0), self.log_end_offset)
@@ -947,7 +1005,7 @@ def _tidy_directory(directory: Path) -> list[int]:
         else:
             others.append((path, base, kind))
     for path, base, kind in others:
-        if base not in logs and kind in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+        if base not in logs and kind in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
             log.warning("removing %s: its log %s%s is gone", path, segment_name(base), LOG_SUFFIX)
             path.unlink()
     return sorted(logs)

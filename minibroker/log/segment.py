@@ -8,6 +8,8 @@ named by the base offset in 20 digits, in the partition directory (Kafka's
                                      Fetch returns them (no framing of our own)
     00000000000000000000.index       offset index   (see minibroker.log.index)
     00000000000000000000.timeindex   time index
+    00000000000000000000.txnindex    aborted transactions (see minibroker.log.txn_index;
+                                     made by the first entry)
 
 A segment without a directory keeps the same bytes in a ``bytearray`` and the same
 indexes in memory only: one code path for both modes.
@@ -56,7 +58,13 @@ from pathlib import Path
 from typing import NamedTuple
 
 from kproto.errors import KafkaError
-from kproto.log_files import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, segment_name
+from kproto.log_files import (
+    INDEX_SUFFIX,
+    LOG_SUFFIX,
+    TIME_INDEX_SUFFIX,
+    TXN_INDEX_SUFFIX,
+    segment_name,
+)
 from kproto.records import (
     BATCH_HEADER_SIZE,
     Batch,
@@ -67,6 +75,7 @@ from kproto.records import (
 from minibroker.log.config import INT32_MAX
 from minibroker.log.index import IndexCorrupt, OffsetIndex, TimeIndex
 from minibroker.log.store import FileStore, LogSlice, MemoryStore
+from minibroker.log.txn_index import TransactionIndex
 
 __all__ = [
     "LogSegment",
@@ -138,11 +147,13 @@ class LogSegment:
         index_interval_bytes: int,
         created_ms: int,
         roll_jitter_ms: int = 0,
+        txn_index: TransactionIndex | None = None,
     ):
         self.base_offset = base_offset
         self._store = store
         self.offset_index = offset_index
         self.time_index = time_index
+        self.txn_index = txn_index if txn_index is not None else TransactionIndex(base_offset)
         self.index_interval_bytes = index_interval_bytes
         self.created_ms = created_ms
         self.roll_jitter_ms = roll_jitter_ms
@@ -186,8 +197,9 @@ class LogSegment:
         store = FileStore(Path(f"{stem}{LOG_SUFFIX}{suffix}"), create=True)
         offset_index = OffsetIndex(base_offset, Path(f"{stem}{INDEX_SUFFIX}{suffix}"))
         time_index = TimeIndex(base_offset, Path(f"{stem}{TIME_INDEX_SUFFIX}{suffix}"))
+        txn_index = TransactionIndex(base_offset, Path(f"{stem}{TXN_INDEX_SUFFIX}{suffix}"))
         segment = cls(base_offset, store, offset_index, time_index, index_interval_bytes=index_interval_bytes,
-                      created_ms=now_ms, roll_jitter_ms=roll_jitter_ms)
+                      created_ms=now_ms, roll_jitter_ms=roll_jitter_ms, txn_index=txn_index)
         try:
             offset_index.reset()
             time_index.reset()
@@ -212,8 +224,9 @@ class LogSegment:
         store = FileStore(Path(f"{stem}{LOG_SUFFIX}{suffix}"), create=False)
         offset_index = OffsetIndex(base_offset, Path(f"{stem}{INDEX_SUFFIX}{suffix}"))
         time_index = TimeIndex(base_offset, Path(f"{stem}{TIME_INDEX_SUFFIX}{suffix}"))
+        txn_index = TransactionIndex(base_offset, Path(f"{stem}{TXN_INDEX_SUFFIX}{suffix}"))
         return cls(base_offset, store, offset_index, time_index, index_interval_bytes=index_interval_bytes,
-                   created_ms=now_ms, roll_jitter_ms=roll_jitter_ms)
+                   created_ms=now_ms, roll_jitter_ms=roll_jitter_ms, txn_index=txn_index)
 
     # -- facts ----------------------------------------------------------------------------
 
@@ -325,10 +338,11 @@ class LogSegment:
             self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
 
     def flush(self) -> None:
-        """fsync the ``.log`` and both indexes."""
+        """fsync the ``.log`` and the indexes."""
         self._store.flush()
         self.offset_index.flush()
         self.time_index.flush()
+        self.txn_index.flush()
 
     # -- reading --------------------------------------------------------------------------
 
@@ -524,6 +538,9 @@ class LogSegment:
             self._store.truncate(self.valid_bytes)
         self.offset_index.reset(offset_entries)
         self.time_index.reset(time_entries)
+        # Aborted transactions whose marker was cut off go too (Kafka's recover resets the
+        # index and rebuilds it; the broker's producer state replay adds what is missing).
+        self.txn_index.truncate_to(self.next_offset)
         self._last_indexed_position = last_indexed
         return truncated
 
@@ -578,6 +595,7 @@ class LogSegment:
         self._store.close()
         self.offset_index.close()
         self.time_index.close()
+        self.txn_index.close()
 
     def delete(self) -> None:
         """Remove the segment's files: the ``.log`` first, so a crash halfway leaves only
@@ -585,12 +603,13 @@ class LogSegment:
         self._store.unlink()
         self.offset_index.unlink()
         self.time_index.unlink()
+        self.txn_index.unlink()
 
     def rename(self, old_suffix: str, new_suffix: str) -> None:
-        """Change the suffix of all three files: indexes first, the ``.log`` last, so
+        """Change the suffix of all its files: indexes first, the ``.log`` last, so
         the ``.log``'s name is the commit point (see the cleaner's swap protocol)."""
         assert isinstance(self._store, FileStore)
-        for index in (self.offset_index, self.time_index):
+        for index in (self.offset_index, self.time_index, self.txn_index):
             assert index.path is not None
             index.rename(_with_suffix(index.path, old_suffix, new_suffix))
         self._store.rename(_with_suffix(self._store.path, old_suffix, new_suffix))

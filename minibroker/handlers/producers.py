@@ -1,0 +1,43 @@
+"""DescribeProducers v0.
+
+Behaviour: the active producers of each asked partition led here (Kafka's
+``ReplicaManager.activeProducerState`` / ``Partition.activeProducerState``), from the
+broker's producer state (:mod:`minibroker.coordinator.producer_state`): producer id and
+epoch, last sequence (-1 when only markers were seen), the max timestamp of its last
+batch or marker, the coordinator epoch of its last marker (-1: none) and the first offset
+of its open transaction (-1: none). Errors per partition, as Kafka's: UNKNOWN_TOPIC_OR_PARTITION
+for a partition this broker does not know, NOT_LEADER_OR_FOLLOWER for one it does not
+lead, KAFKA_STORAGE_ERROR for an offline one.
+Not implemented yet: the topic READ authorization (no handler checks ACLs yet).
+"""
+
+from kproto.errors import KafkaCodeError
+from kproto.protocol import ApiKey
+from kproto.protocol.messages import DescribeProducersResponse
+from minibroker.handlers import handles
+
+TopicResponse = DescribeProducersResponse.TopicResponse
+PartitionResponse = DescribeProducersResponse.PartitionResponse
+ProducerState = DescribeProducersResponse.ProducerState
+
+
+@handles(ApiKey.DESCRIBE_PRODUCERS, 0, 0)
+async def handle(state, header, request):
+    topics = []
+    for asked in request.topics:
+        topic = state.topics.get(asked.name)
+        partitions = []
+        for index in asked.partition_indexes:
+            try:
+                partition = state.leader_partition(topic, index)
+            except KafkaCodeError as exc:
+                partitions.append(PartitionResponse(partition_index=index, error_code=exc.code, error_message=str(exc)))
+                continue
+            partitions.append(PartitionResponse(partition_index=index, error_code=0, active_producers=[
+                ProducerState(producer_id=p.producer_id, producer_epoch=p.producer_epoch,
+                              last_sequence=p.last_sequence, last_timestamp=p.last_timestamp,
+                              coordinator_epoch=p.coordinator_epoch,
+                              current_txn_start_offset=p.current_txn_start_offset)
+                for p in state.active_producers(partition)]))
+        topics.append(TopicResponse(name=asked.name, partitions=partitions))
+    return DescribeProducersResponse(topics=topics)
