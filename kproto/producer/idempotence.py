@@ -207,7 +207,7 @@ _TO_TXN_COORDINATOR: dict[type[KafkaError], TxnStep] = {
     NotCoordinatorError: _FIND, CoordinatorNotAvailableError: _FIND,
     CoordinatorLoadInProgressError: _RETRY, ConcurrentTransactionsError: _RETRY,
     ProducerFencedError: _FATAL_STEP, InvalidProducerEpochError: _FATAL_STEP,
-    TransactionalIdAuthorizationFailedError: _FATAL_STEP,
+    TransactionalIdAuthorizationFailedError: _FATAL_STEP, UnsupportedVersionError: _FATAL_STEP,
     TransactionAbortableError: _ABORTABLE,  # KIP-890: the coordinator says the transaction must end
 }
 
@@ -233,7 +233,8 @@ TXN_ERRORS: dict[str, tuple[dict[type[KafkaError], TxnStep], TxnStep]] = {
                          UnknownMemberIdError: _ABORTABLE, IllegalGenerationError: _ABORTABLE,
                          TransactionAbortableError: _ABORTABLE,
                          TransactionalIdAuthorizationFailedError: _FATAL_STEP, ProducerFencedError: _FATAL_STEP,
-                         InvalidProducerEpochError: _FATAL_STEP, UnsupportedForMessageFormatError: _FATAL_STEP},
+                         InvalidProducerEpochError: _FATAL_STEP, UnsupportedForMessageFormatError: _FATAL_STEP,
+                         UnsupportedVersionError: _FATAL_STEP},
                         _FATAL_STEP),
     "EndTxn": ({**_TO_TXN_COORDINATOR, InvalidTxnStateError: _FATAL_STEP, UnknownProducerIdError: _BUMP,
                 InvalidProducerIdMappingError: _BUMP}, _FATAL_STEP),
@@ -481,17 +482,18 @@ class Idempotence:
         self._ensure_transactional("begin_transaction")
         self.raise_if_failed()
         if self.state is not ProducerState.READY:
-            raise TransactionStateError(self._wrong_state("begin_transaction"))
+            raise self.state_error("begin_transaction")
         self._move(ProducerState.IN_TRANSACTION)
 
-    def _wrong_state(self, call: str) -> str:
+    def state_error(self, call: str) -> TransactionStateError:
+        """The error of ``call()`` in a state that does not allow it."""
         why = {ProducerState.UNINITIALIZED: "call init_transactions() first",
                ProducerState.INITIALIZING: "init_transactions() has not finished",
                ProducerState.READY: "no transaction is open: call begin_transaction() first",
                ProducerState.IN_TRANSACTION: "a transaction is open already",
                ProducerState.COMMITTING_TRANSACTION: "the transaction is being committed",
                ProducerState.ABORTING_TRANSACTION: "the transaction is being aborted"}
-        return f"{call}() in {self.state.name}: {why.get(self.state, '')}"
+        return TransactionStateError(f"{call}() in {self.state.name}: {why.get(self.state, '')}")
 
     def begin_commit(self) -> None:
         """IN_TRANSACTION -> COMMITTING_TRANSACTION: no more sends; the driver flushes, then
@@ -499,18 +501,21 @@ class Idempotence:
         self._ensure_transactional("commit_transaction")
         self.raise_if_failed()
         if self.state is not ProducerState.IN_TRANSACTION:
-            raise TransactionStateError(self._wrong_state("commit_transaction"))
+            raise self.state_error("commit_transaction")
         self._move(ProducerState.COMMITTING_TRANSACTION)
 
     def begin_abort(self) -> None:
         """IN_TRANSACTION or ABORTABLE_ERROR -> ABORTING_TRANSACTION: unsent batches are
         dropped, partitions not added yet are forgotten; the driver waits for what is in
-        flight, then sends :meth:`end_txn_request`."""
+        flight, then sends :meth:`end_txn_request`. In ABORTING_TRANSACTION (an abort that
+        failed with an abortable error) the abort is simply tried again."""
         self._ensure_transactional("abort_transaction")
         if self.state is ProducerState.FATAL_ERROR:
             self.raise_if_failed()
+        if self.state is ProducerState.ABORTING_TRANSACTION:
+            return  # an abort whose EndTxn failed (abortable) is tried again
         if self.state not in (ProducerState.IN_TRANSACTION, ProducerState.ABORTABLE_ERROR):
-            raise TransactionStateError(self._wrong_state("abort_transaction"))
+            raise self.state_error("abort_transaction")
         self._move(ProducerState.ABORTING_TRANSACTION)
         self.new_partitions.clear()
 
@@ -580,7 +585,7 @@ class Idempotence:
         self._ensure_transactional("send_offsets_to_transaction")
         self.raise_if_failed()
         if self.state is not ProducerState.IN_TRANSACTION:
-            raise TransactionStateError(self._wrong_state("send_offsets_to_transaction"))
+            raise self.state_error("send_offsets_to_transaction")
         return AddOffsetsToTxnRequest(transactional_id=self.transactional_id, producer_id=self.producer_id,
                                       producer_epoch=self.epoch, group_id=group_id)
 
@@ -672,7 +677,9 @@ class Idempotence:
         connection) means: the retriable steps are returned; for the others the state moves
         to ABORTABLE_ERROR or FATAL_ERROR and ``error`` is raised (Java's ``abortableError``,
         ``abortableErrorIfPossible``, ``fatalError``). An abortable error while nothing is
-        left to abort (INITIALIZING, ABORTING_TRANSACTION) is fatal.
+        left to abort (INITIALIZING) is fatal; while aborting, the state stays
+        ABORTING_TRANSACTION and the abort may be called again (Java's
+        ``transitionToAbortableError``).
 
         Raises:
             KafkaError: ``error`` (or :class:`~kproto.errors.ProducerFencedError` for
@@ -685,17 +692,12 @@ class Idempotence:
         if isinstance(error, InvalidProducerEpochError) and request != "Produce":
             error = ProducerFencedError(f"{request}: {error} (an older coordinator's PRODUCER_FENCED)")
         if step is TxnStep.BUMP:
-            if self._need_bump(error):
-                step = TxnStep.ABORTABLE
-            else:
-                step = TxnStep.FATAL
-        if step is TxnStep.FATAL or self.state not in (ProducerState.IN_TRANSACTION,
-                                                       ProducerState.COMMITTING_TRANSACTION,
-                                                       ProducerState.ABORTABLE_ERROR):
-            # INITIALIZING and ABORTING have no abortable state to go to: nothing is left to abort.
-            self._fatal(error)
+            step = TxnStep.ABORTABLE if self._need_bump(error) else TxnStep.FATAL
+        if step is TxnStep.FATAL or self.state in (ProducerState.UNINITIALIZED, ProducerState.INITIALIZING,
+                                                   ProducerState.READY):
+            self._fatal(error)  # before or between transactions nothing can be aborted
         else:
-            self._abortable(error)
+            self._abortable(error)  # while aborting already, the abort is what it asks for
         raise error
 
     def _need_bump(self, error: KafkaError) -> bool:

@@ -434,13 +434,28 @@ def test_end_txn_errors_of_a_commit(error, outcome):
         assert idem.state is outcome
 
 
-def test_an_abortable_error_while_aborting_is_fatal():
-    """Nothing is left to abort: ABORTING_TRANSACTION has no abortable state to go to."""
+def test_an_abortable_error_while_aborting_keeps_aborting_and_the_abort_goes_again():
+    """Java's transitionToAbortableError skips the move while aborting; the application's
+    next abort sends EndTxn again, and then bumps the epoch (UNKNOWN_PRODUCER_ID, KIP-360)."""
     idem = in_txn(("t", 0))
     idem.begin_abort()
     idem.end_txn_request()
-    with pytest.raises(UnknownProducerIdError):
+    with pytest.raises(UnknownProducerIdError) as raised:
         idem.on_end_txn(EndTxnResponse(error_code=UnknownProducerIdError.code))
+    assert idem.state is S.ABORTING_TRANSACTION and raised.value.txn_requires_abort and idem.epoch_bump_required
+    idem.begin_abort()
+    assert idem.end_txn_request() is not None
+    idem.on_end_txn(EndTxnResponse(error_code=0))
+    assert idem.state is S.INITIALIZING
+    idem.on_init_producer_id(init_answer(epoch=1))
+    assert idem.state is S.READY and idem.stamp == (7, 1)
+
+
+def test_an_abortable_error_before_any_transaction_is_fatal():
+    idem = Idempotence("txn-1")
+    idem.init_transactions()
+    with pytest.raises(TransactionAbortableError):
+        idem.on_init_producer_id(init_answer(TransactionAbortableError.code))
     assert idem.state is S.FATAL_ERROR
 
 
