@@ -80,6 +80,7 @@ class Transactions:
         self._lock = asyncio.Lock()  # one transactional request in flight
         self._operation: tuple[str, asyncio.Task] | None = None  # the application's call, until it sees its end
         self._adding: asyncio.Task | None = None
+        self._last_error: BaseException | str | None = None  # why the last attempt is retried, for a timeout
 
     # -- the application's calls --------------------------------------------------------------
 
@@ -97,16 +98,22 @@ class Transactions:
         if operation is not None and operation[0] == name:
             task = operation[1]
         else:
-            if operation is not None and not operation[1].done():
-                raise TransactionStateError(f"{name} while {operation[0]} is still running: call "
-                                            f"{operation[0]} again to wait for it")
-            task = asyncio.get_running_loop().create_task(start()())
+            if operation is not None:
+                if not operation[1].done():
+                    raise TransactionStateError(f"{name} while {operation[0]} is still running: call "
+                                                f"{operation[0]} again to wait for it")
+                if not operation[1].cancelled():
+                    operation[1].exception()  # its end, never seen, is superseded: retrieved
+            work = start()
+            self._last_error = None
+            task = asyncio.get_running_loop().create_task(work())
             self._operation = (name, task)
         wait = self.max_block if timeout is None else timeout
         done, _ = await asyncio.wait((task,), timeout=wait)
         if not done:
+            last = f"; last error: {self._last_error}" if self._last_error is not None else ""
             raise KafkaTimeoutError(f"{name} did not finish within {wait:g} s (max.block.ms, or the timeout given); "
-                                    f"it goes on: call {name} again to wait for it")
+                                    f"it goes on: call {name} again to wait for it{last}")
         if self._operation is not None and self._operation[1] is task:
             self._operation = None
         task.result()
@@ -144,6 +151,7 @@ class Transactions:
 
     async def _commit(self) -> None:
         await self._flush()  # Java: the EndTxn waits for every batch
+        await self._added()
         self.idem.raise_if_failed()  # a batch failed: the first send error, abortable
         request = self.idem.end_txn_request()
         if request is not None:
@@ -156,6 +164,7 @@ class Transactions:
 
     async def _abort(self) -> None:
         await self._flush()  # batches in flight end first; unsent ones fail with TransactionAbortedError
+        await self._added()
         request = self.idem.end_txn_request()
         if request is not None:
             await self._call("EndTxn", lambda: request, self.idem.on_end_txn)
@@ -176,6 +185,12 @@ class Transactions:
         being sent (the partitions collected meanwhile go with the next)."""
         if self._adding is None or self._adding.done():
             self._adding = asyncio.get_running_loop().create_task(self._add_partitions())
+
+    async def _added(self) -> None:
+        """Wait for an AddPartitionsToTxn in flight: whether the coordinator has partitions
+        of the transaction (and so needs an EndTxn) is known only then."""
+        if self._adding is not None and not self._adding.done():
+            await asyncio.wait((self._adding,))
 
     async def _add_partitions(self) -> None:
         try:
@@ -200,18 +215,26 @@ class Transactions:
                 try:
                     node = await self._coordinator(*key)
                 except KafkaError as exc:
+                    self._last_error = exc
                     step = self.idem.on_txn_error("FindCoordinator", exc)
                 else:
                     try:
-                        response = await self.cluster.request(node, build(), **versions)
+                        conn = await self.cluster.connection(node)
+                        response = await conn.request(build(), **versions)
                     except KafkaError as exc:  # no answer (a lost connection, a timeout), or no version
+                        self._last_error = exc
                         step = self.idem.on_txn_error(name, exc)
                     else:
                         if name == "InitProducerId":
-                            self._learn_epoch_bumps(node)
+                            # Java's handleCoordinatorReady: the abort after a failed batch
+                            # bumps the epoch with InitProducerId v3+ (KIP-360).
+                            offered = conn.api_versions.get(ApiKey.INIT_PRODUCER_ID)
+                            self.idem.can_bump_epoch = offered is not None and offered[1] >= 3
                         step = apply(response)
             if step is TxnStep.DONE:
                 return
+            if response is not None:
+                self._last_error = f"{name} answered {step.name}"
             if step is TxnStep.FIND_COORDINATOR:
                 self._coordinators.pop(key, None)
             failures += 1
@@ -227,14 +250,6 @@ class Transactions:
             node = await self.cluster.find_coordinator(key, key_type)
             self._coordinators[(key_type, key)] = node
         return node
-
-    def _learn_epoch_bumps(self, node: int) -> None:
-        """Whether the coordinator takes InitProducerId v3+ (KIP-360), which the abort after
-        a failed batch needs to bump the epoch (Java's ``handleCoordinatorReady``)."""
-        conn = self.cluster._connections.get(node)
-        if conn is not None:
-            offered = conn.api_versions.get(ApiKey.INIT_PRODUCER_ID)
-            self.idem.can_bump_epoch = offered is not None and offered[1] >= 3
 
 
 def _concurrent(response: Any) -> bool:
