@@ -441,7 +441,7 @@ class Idempotence:
             self._move(ProducerState.FATAL_ERROR)
             self.fatal_error = self.last_error = error
             error.fatal = True
-            log.error("producer: %s is fatal: the producer cannot go on (close it)", error)
+            log.info("producer: %s is fatal: the producer cannot go on (close it)", error)
 
     # -- transactions: the application's calls -------------------------------------------------
 
@@ -575,7 +575,8 @@ class Idempotence:
             return self.on_txn_error("AddPartitionsToTxn", OperationNotAttemptedError("adding partitions"))
         self.partitions |= answered
         self.started = self.started or bool(answered)
-        return TxnStep.DONE
+        # Partitions the answer left out stay pending: asked again after a backoff.
+        return TxnStep.RETRY if self.pending_partitions else TxnStep.DONE
 
     # -- transactions: consumed offsets (KIP-98, KIP-447) -----------------------------------------
 

@@ -327,6 +327,17 @@ def test_add_partitions_errors_that_end_the_transaction(error, raised, state):
     assert not idem.pending_partitions and not idem.send_allowed(("a", 1))
 
 
+def test_partitions_an_answer_leaves_out_are_asked_again_after_a_backoff():
+    idem = in_txn()
+    idem.add_partition(("a", 0))
+    idem.add_partition(("a", 1))
+    idem.add_partitions_request()
+    assert idem.on_add_partitions(add_answer({("a", 0): 0})) is TxnStep.RETRY
+    assert idem.send_allowed(("a", 0)) and not idem.send_allowed(("a", 1))
+    again = idem.add_partitions_request()
+    assert [(t.name, list(t.partitions)) for t in again.v3_and_below_topics] == [("a", [1])]
+
+
 def test_nothing_is_added_once_the_transaction_failed():
     idem = abortable()
     idem.add_partition(("z", 0))
