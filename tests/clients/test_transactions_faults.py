@@ -12,6 +12,7 @@ import time
 import pytest
 
 from kproto import Producer, TopicPartition
+from kproto.codec import read_batch_header
 from kproto.errors import (
     ConcurrentTransactionsError,
     CoordinatorLoadInProgressError,
@@ -46,6 +47,7 @@ class FakeCoordinator:
         self.errors: dict[int, list[int]] = {}
         self.delays: dict[int, float] = {}
         self.seen: list[tuple[str, object]] = []
+        self.batches: list[tuple[bool, int, int, int]] = []  # Produce's: (transactional, producer id, epoch, sequence)
         self.lock = threading.Lock()
 
     def names(self):
@@ -75,6 +77,11 @@ class FakeCoordinator:
         if key == ApiKey.INIT_PRODUCER_ID and body.transactional_id is None:
             return FORWARD  # an idempotent producer's: minibroker's own
         if key == ApiKey.PRODUCE:
+            with self.lock:
+                for t in body.topic_data:
+                    for p in t.partition_data:
+                        h = read_batch_header(p.records)
+                        self.batches.append((h.is_transactional, h.producer_id, h.producer_epoch, h.base_sequence))
             code = self._error(key)
             if not code:
                 return FORWARD
@@ -185,6 +192,8 @@ def test_a_failed_batch_fails_the_commit_and_the_abort_bumps_the_epoch(coordinat
         assert ok.result().offset > 0
     bump = [body for name, body in coordinator.seen if name == "InitProducerId"][-1]
     assert (bump.producer_id, bump.producer_epoch) == (4000, 0) and coordinator.epoch == 1
+    # Transactional batches; the failed one at epoch 0, the next under the new epoch from sequence 0.
+    assert coordinator.batches[-2:] == [(True, 4000, 0, 0), (True, 4000, 1, 0)]
     ends = [body.committed for name, body in coordinator.seen if name == "EndTxn"]
     assert ends == [False, True]
 
