@@ -156,6 +156,8 @@ class ProducerState(enum.Enum):
 _S = ProducerState
 # Where a transactional producer's batches go out: in a transaction, and while its commit flushes.
 _STAMPING_TXN = (_S.IN_TRANSACTION, _S.COMMITTING_TRANSACTION)
+# A transaction is open: begun, and not ended yet.
+_TXN_OPEN = (*_STAMPING_TXN, _S.ABORTABLE_ERROR, _S.ABORTING_TRANSACTION)
 
 #: The legal moves (Java's ``State.isTransitionValid``). FATAL_ERROR is reachable from every
 #: state and leads nowhere. Java also allows ABORTABLE_ERROR -> ABORTABLE_ERROR to replace
@@ -711,8 +713,8 @@ class Idempotence:
         return False
 
     def _abortable(self, error: KafkaError) -> None:
-        if self.state is ProducerState.FATAL_ERROR:
-            return
+        if self.state not in _TXN_OPEN:
+            return  # no transaction to abort (READY: a record that raced the end of one; FATAL_ERROR)
         error.txn_requires_abort = True
         if self.state in _STAMPING_TXN:
             self.last_error = error
