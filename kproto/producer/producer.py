@@ -446,7 +446,7 @@ class AIOProducer:
                 is open already.
             KafkaError: the producer is in FATAL_ERROR (``fatal`` set).
         """
-        self._transactions("begin_transaction")
+        self._transactions("begin_transaction").forget_finished()
         self._idempotence.begin_transaction()
 
     async def send_offsets_to_transaction(self, offsets: Mapping[TopicPartition, OffsetAndMetadata | int],
@@ -470,7 +470,9 @@ class AIOProducer:
                 ILLEGAL_GENERATION...) or fatal (``fatal``).
         """
         txn = self._transactions("send_offsets_to_transaction")
-        await txn.run("send_offsets_to_transaction", lambda: txn.send_offsets(offsets, group_metadata), timeout)
+        offsets = dict(offsets)
+        await txn.run("send_offsets_to_transaction", lambda: txn.send_offsets(offsets, group_metadata), timeout,
+                      args=(sorted(offsets.items()), group_metadata))
 
     async def commit_transaction(self, timeout: float | None = None) -> None:
         """Flush, then commit the transaction (EndTxn): its records become visible to

@@ -78,45 +78,57 @@ class Transactions:
         self._wake = wake
         self._coordinators: dict[tuple[int, str], int] = {}  # (key type, key) -> node id
         self._lock = asyncio.Lock()  # one transactional request in flight
-        self._operation: tuple[str, asyncio.Task] | None = None  # the application's call, until it sees its end
+        # The application's call (name, arguments, work) until it sees its end.
+        self._operation: tuple[str, Any, asyncio.Task] | None = None
         self._adding: asyncio.Task | None = None
         self._last_error: BaseException | str | None = None  # why the last attempt is retried, for a timeout
 
     # -- the application's calls --------------------------------------------------------------
 
-    async def run(self, name: str, start: Callable[[], Callable[[], Awaitable[None]]], timeout: float | None) -> None:
-        """Run the application's call ``name``: ``start()`` checks the state (raising at once
-        when the call is not allowed) and returns the work, run as a task that outlives a
-        timeout; the same call again waits for the same work until its end was seen.
+    async def run(self, name: str, start: Callable[[], Callable[[], Awaitable[None]]], timeout: float | None,
+                  args: Any = None) -> None:
+        """Run the application's call ``name`` (with ``args``): ``start()`` checks the state
+        (raising at once when the call is not allowed) and returns the work, run as a task
+        that outlives a timeout. The same call with the same ``args`` waits for the same work
+        while it runs, or gets its end if nobody saw it yet and no transaction began since.
 
         Raises:
             KafkaTimeoutError: ``timeout`` seconds (None: ``max.block.ms``) passed; the work
                 goes on, and calling again waits for it.
+            TransactionStateError: another call's work is still running.
             KafkaError: the work's error (abortable or fatal, with its flag set).
         """
         operation = self._operation
-        if operation is not None and operation[0] == name:
-            task = operation[1]
+        if operation is not None and operation[:2] == (name, args):
+            task = operation[2]
         else:
             if operation is not None:
-                if not operation[1].done():
+                if not operation[2].done():
                     raise TransactionStateError(f"{name} while {operation[0]} is still running: call "
-                                                f"{operation[0]} again to wait for it")
-                if not operation[1].cancelled():
-                    operation[1].exception()  # its end, never seen, is superseded: retrieved
+                                                f"{operation[0]} again (with the same arguments) to wait for it")
+                self.forget_finished()
             work = start()
             self._last_error = None
             task = asyncio.get_running_loop().create_task(work())
-            self._operation = (name, task)
+            self._operation = (name, args, task)
         wait = self.max_block if timeout is None else timeout
         done, _ = await asyncio.wait((task,), timeout=wait)
         if not done:
             last = f"; last error: {self._last_error}" if self._last_error is not None else ""
             raise KafkaTimeoutError(f"{name} did not finish within {wait:g} s (max.block.ms, or the timeout given); "
                                     f"it goes on: call {name} again to wait for it{last}")
-        if self._operation is not None and self._operation[1] is task:
+        if self._operation is not None and self._operation[2] is task:
             self._operation = None
         task.result()
+
+    def forget_finished(self) -> None:
+        """A new transaction begins (or another call): the end of a call that timed out,
+        if it came meanwhile and nobody saw it, is no longer what a call gets."""
+        operation = self._operation
+        if operation is not None and operation[2].done():
+            if not operation[2].cancelled():
+                operation[2].exception()  # retrieved: its end is superseded
+            self._operation = None
 
     def init_transactions(self) -> Callable[[], Awaitable[None]]:
         self.idem.init_transactions()
@@ -173,7 +185,7 @@ class Transactions:
 
     async def close(self) -> None:
         """Stop what is running (the producer is closing)."""
-        tasks = [t for t in (self._adding, self._operation[1] if self._operation else None) if t is not None]
+        tasks = [t for t in (self._adding, self._operation[2] if self._operation else None) if t is not None]
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)

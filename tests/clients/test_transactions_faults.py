@@ -22,6 +22,7 @@ from kproto.errors import (
     NotCoordinatorError,
     ProducerFencedError,
     TransactionalIdAuthorizationFailedError,
+    TransactionStateError,
 )
 from kproto.protocol import APIS, ApiKey
 from kproto.protocol import messages as m
@@ -257,3 +258,36 @@ def test_offsets_carry_the_group_s_generation_and_a_fenced_generation_is_abortab
     assert coordinator.names() == ["FindCoordinator", "InitProducerId", "AddOffsetsToTxn", "TxnOffsetCommit", "EndTxn",
                                    "AddOffsetsToTxn", "TxnOffsetCommit", "EndTxn"]
     assert [body.committed for name, body in coordinator.seen if name == "EndTxn"] == [False, True]
+
+
+def test_after_a_timed_out_commit_that_ended_the_next_transaction_commits_anew(coordinator):
+    """A commit that timed out and then ended is not what the next transaction's commit
+    gets: begin_transaction() starts afresh, and its commit sends its own EndTxn."""
+    coordinator.delays[ApiKey.END_TXN] = 0.5
+    with producer_of(coordinator) as producer:
+        producer.init_transactions()
+        producer.begin_transaction()
+        producer.send("t", b"first", partition=0)
+        with pytest.raises(KafkaTimeoutError):
+            producer.commit_transaction(timeout=0.1)
+        wait_for(lambda: producer._core._idempotence.state.name == "READY")  # the commit ended meanwhile
+        producer.begin_transaction()
+        second = producer.send("t", b"second", partition=0)
+        producer.commit_transaction()
+        assert second.result().offset > 0
+    assert [body.committed for name, body in coordinator.seen if name == "EndTxn"] == [True, True]
+
+
+def test_send_offsets_with_other_offsets_while_one_still_runs_is_refused(coordinator):
+    coordinator.delays[ApiKey.ADD_OFFSETS_TO_TXN] = 0.5
+    group = ConsumerGroupMetadata(group_id="g")
+    with producer_of(coordinator) as producer:
+        producer.init_transactions()
+        producer.begin_transaction()
+        with pytest.raises(KafkaTimeoutError):
+            producer.send_offsets_to_transaction({TopicPartition("t", 0): 1}, group, timeout=0.1)
+        with pytest.raises(TransactionStateError, match="still running"):
+            producer.send_offsets_to_transaction({TopicPartition("t", 0): 2}, group)
+        producer.send_offsets_to_transaction({TopicPartition("t", 0): 1}, group)  # the same: waits for it
+        producer.commit_transaction()
+    assert coordinator.names().count("TxnOffsetCommit") == 1
