@@ -10,22 +10,28 @@ import pytest
 
 from tests.support.leaks import nothing_left_behind  # noqa: F401  (autouse)
 
-# param -> the fixture (tests/conftest.py) that starts that broker
-_BROKERS = {"tansu": "tansu_broker", "minibroker": "broker"}
+# param -> (the fixture of tests/conftest.py that starts that broker, a group member's session
+# settings there: Tansu holds a join for half the session timeout, so short sessions keep its
+# rebalances quick; minibroker refuses sessions under group.min.session.timeout.ms, 6 s)
+_BROKERS = {"tansu": ("tansu_broker", {"session_timeout_ms": 2000, "heartbeat_interval_ms": 200}),
+            "minibroker": ("broker", {"session_timeout_ms": 6000, "heartbeat_interval_ms": 500})}
 
 
 @pytest.fixture(scope="module", params=["tansu"])
 def txn_broker(request):
-    """The broker of this module's transaction tests (anything with ``bootstrap_servers``)."""
-    return _Named(request.param, request.getfixturevalue(_BROKERS[request.param]).bootstrap_servers)
+    """The broker of this module's transaction tests: its kind (for :func:`broker_gap`),
+    ``bootstrap_servers``, and ``session`` settings for consumer group members."""
+    fixture, session = _BROKERS[request.param]
+    return TxnBroker(request.param, request.getfixturevalue(fixture).bootstrap_servers, session)
 
 
-class _Named:
-    """The broker's kind (for :func:`broker_gap`) and where to connect."""
+class TxnBroker:
+    """Which broker, where to connect, and the session settings of group members there."""
 
-    def __init__(self, kind: str, bootstrap_servers: str) -> None:
+    def __init__(self, kind: str, bootstrap_servers: str, session: dict) -> None:
         self.kind = kind
         self.bootstrap_servers = bootstrap_servers
+        self.session = session
 
 
 def broker_gap(request, broker, kind: str, reason: str) -> None:
