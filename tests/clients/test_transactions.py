@@ -13,7 +13,12 @@ is a strict xfail on Tansu only:
 - a new producer's InitProducerId does not abort the transaction an older instance left
   open, and the older one's EndTxn gets its connection closed instead of PRODUCER_FENCED;
 - TxnOffsetCommit does not check the group's generation (KIP-447);
-- ``transaction.timeout.ms`` is not enforced: an open transaction is never aborted.
+- ``transaction.timeout.ms`` is not enforced: an open transaction is never aborted;
+- it offers InitProducerId v0-5 but answers one carrying the producer id and epoch (the
+  KIP-360 epoch bump that ends the abort after a sent batch failed) with
+  UNKNOWN_SERVER_ERROR, so there such an abort leaves the producer fatal. No test here can
+  make Tansu fail a batch; tests/clients/test_transactions_faults.py drives that flow
+  against a coordinator faked on the wire.
 """
 
 import asyncio
