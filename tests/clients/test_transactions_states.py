@@ -496,3 +496,22 @@ def test_the_producer_s_gate_hears_every_move():
     idem.begin_commit()
     idem.end_txn_request()
     assert seen == [S.INITIALIZING, S.READY, S.IN_TRANSACTION, S.COMMITTING_TRANSACTION, S.READY]
+
+
+# -- settings ----------------------------------------------------------------------------------
+
+def test_a_transactional_id_needs_idempotence_as_in_java():
+    """Java's ProducerConfig: transactions are idempotent, so a transactional.id with
+    idempotence off, or with a setting idempotence cannot have, is a ConfigError (no broker
+    is contacted: it is raised by the constructor)."""
+    from kproto import Producer
+    from kproto.errors import ConfigError
+
+    base = {"bootstrap_servers": "127.0.0.1:1", "transactional_id": "t"}
+    with pytest.raises(ConfigError, match="needs enable.idempotence=true"):
+        Producer(**base, enable_idempotence=False)
+    for conflict in ({"acks": 1}, {"retries": 0}, {"max_in_flight_requests_per_connection": 6}):
+        with pytest.raises(ConfigError, match="needed by transactional.id"):
+            Producer(**base, **conflict)
+    with pytest.raises(ConfigError, match="transaction.timeout.ms"):
+        Producer(**base, transaction_timeout_ms=0)
