@@ -11,11 +11,12 @@ from kproto.admin import AdminClient
 from kproto.codec import codec_backend
 from kproto.consumer import Consumer, ConsumerRecord
 from kproto.producer import Producer, RecordMetadata
-from kproto.structs import OffsetAndMetadata, TopicPartition
+from kproto.structs import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition
 
 __all__ = [
     "AdminClient",
     "Consumer",
+    "ConsumerGroupMetadata",
     "ConsumerRecord",
     "OffsetAndMetadata",
     "Producer",

@@ -200,7 +200,10 @@ _KEYS = [
     _key("partitioner.ignore.keys", False, _bool, PRODUCER, "Spread keyed records like null-keyed ones."),
     _key("key.serializer", None, _callable_or_none, PRODUCER, "Callable turning keys into bytes."),
     _key("value.serializer", None, _callable_or_none, PRODUCER, "Callable turning values into bytes."),
-    _key("transactional.id", None, _optional_str, PRODUCER, "Transactions: not supported yet (must stay None)."),
+    _key("transactional.id", None, _optional_str, PRODUCER,
+         "Transactions: the producer's id across restarts (needs idempotence; None: no transactions)."),
+    _key("transaction.timeout.ms", 60000, _positive, PRODUCER,
+         "How long the coordinator lets a transaction stay open before aborting it."),
     _key("allow.auto.create.topics", True, _bool, frozenset({PRODUCER, CONSUMER}),
          "Let the broker create unknown topics when asked for their metadata."),
     # -- consumer -------------------------------------------------------------------------

@@ -19,7 +19,12 @@ The tree, split by who is to blame::
     │   └── NoBrokersAvailableError none of bootstrap.servers answered
     ├── KafkaTimeoutError           a request or an operation ran out of time (retriable)
     ├── ConfigError                 a client config key or value is wrong (also a ValueError)
-    └── ClientClosedError           the client was closed
+    ├── ClientClosedError           the client was closed
+    ├── TransactionStateError       a transactional call the producer's state does not
+    │                               allow (send outside a transaction, commit twice...):
+    │                               the application's mistake (also a RuntimeError)
+    └── TransactionAbortedError     a record of a transaction that was aborted before it
+                                    was sent (Java's TransactionAbortedException)
 
     IllegalTransitionError          (a RuntimeError, not a KafkaError) a state machine was
                                     asked for a move its transition table forbids: a bug
@@ -36,6 +41,13 @@ Kafka's NAME in CamelCase plus ``Error``, after dropping a trailing ``_ERROR`` o
 ``_EXCEPTION`` (NETWORK_EXCEPTION -> NetworkError, KAFKA_STORAGE_ERROR -> KafkaStorageError).
 ``retriable`` is the Retriable column of Kafka's protocol guide, i.e. whether the Java
 exception for the code extends RetriableException.
+
+A transactional producer sorts the errors it raises as KIP-691 does (Java's
+``TransactionManager``): what a retry can repair it retries inside; every other error
+carries ``txn_requires_abort`` (the transaction failed: abort it, then start again) or
+``fatal`` (the producer cannot go on: close it), set on the instance, since one code can
+be either by context (UNKNOWN_PRODUCER_ID is abortable when the epoch can be bumped).
+The table is in the producer guide's transactions section.
 """
 
 from __future__ import annotations
@@ -52,6 +64,8 @@ __all__ = [
     "CorruptRecordError",
     "LogTruncationError",
     "IllegalTransitionError",
+    "TransactionStateError",
+    "TransactionAbortedError",
     "for_code",
     # One class per Kafka error code, in code order.
     "UnknownServerError",
@@ -192,9 +206,19 @@ __all__ = [
 
 
 class KafkaError(Exception):
-    """Base class of every exception kproto raises."""
+    """Base class of every exception kproto raises.
+
+    Attributes:
+        retriable: a retry of the same call may succeed.
+        txn_requires_abort: raised by a transactional producer, the transaction failed:
+            abort it (KIP-691's abortable errors); the producer stays usable.
+        fatal: raised by a producer, it cannot go on (fenced by a newer instance with the
+            same ``transactional.id``, not authorized...): close it (KIP-691's fatal errors).
+    """
 
     retriable: bool = False
+    txn_requires_abort: bool = False
+    fatal: bool = False
 
 
 class ProtocolError(KafkaError):
@@ -223,6 +247,18 @@ class ConfigError(KafkaError, ValueError):
 
 class ClientClosedError(KafkaError):
     """The client was closed; it cannot be used any more."""
+
+
+class TransactionStateError(KafkaError, RuntimeError):
+    """A transactional call in a state that does not allow it: a send or a commit outside
+    a transaction, ``begin_transaction()`` twice, anything before ``init_transactions()``,
+    a transactional call on a producer without ``transactional.id`` (Java's
+    ``IllegalStateException``). The application's mistake: nothing was sent."""
+
+
+class TransactionAbortedError(KafkaError):
+    """The record was not sent: its transaction was aborted first (Java's
+    ``TransactionAbortedException``)."""
 
 
 class IllegalTransitionError(RuntimeError):

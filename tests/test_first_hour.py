@@ -18,7 +18,7 @@ from kproto.admin import AdminClient, AIOAdminClient, ConfigResource
 from kproto.consumer import AIOConsumer, Consumer
 from kproto.errors import ClientClosedError, ConfigError, InvalidTopicError, KafkaTimeoutError
 from kproto.producer import AIOProducer, Producer
-from kproto.structs import TopicPartition
+from kproto.structs import ConsumerGroupMetadata, TopicPartition
 from minibroker import MiniBroker
 from tests.support.leaks import nothing_left_behind  # noqa: F401  (autouse)
 
@@ -63,7 +63,8 @@ _ARGS = {  # a plausible value for each required parameter of a public client me
     "timestamps": {TopicPartition("t", 0): 0}, "counts": {"t": 2}, "resources": [ConfigResource.topic("t")],
     "configs": {ConfigResource.topic("t"): {"retention.ms": "1"}}, "group_ids": ["g"], "group_id": "g",
     "specs": {TopicPartition("t", 0): "latest"}, "before": {TopicPartition("t", 0): 0},
-    "changes": {ConfigResource.topic("t"): [("retention.ms", "set", "1")]}}
+    "changes": {ConfigResource.topic("t"): [("retention.ms", "set", "1")]},
+    "group_metadata": ConsumerGroupMetadata(group_id="g")}
 
 
 def _public_calls(cls):

@@ -40,9 +40,10 @@ from kproto.consumer.positions import Positions
 from kproto.consumer.rebalance import RebalanceCallback, Rebalancing, assignors, topics_or_pattern
 from kproto.consumer.structs import ConsumerRecord
 from kproto.consumer.subscription import SubscriptionState, SubscriptionType
-from kproto.errors import ClientClosedError, ConfigError, KafkaError
+from kproto.errors import ClientClosedError, ConfigError, InvalidGroupIdError, KafkaError
 from kproto.io import Cluster
 from kproto.io.retry import Backoff
+from kproto.structs import ConsumerGroupMetadata
 
 __all__ = ["AIOConsumer", "Consumer"]
 
@@ -288,6 +289,26 @@ class AIOConsumer(Positions, Rebalancing, Commits, Iteration):
             self._polling -= 1
             self._last_poll = time.monotonic()
 
+    # -- groups and transactions ------------------------------------------------------------
+
+    def group_metadata(self) -> ConsumerGroupMetadata:
+        """Where this consumer stands in its group now: group id, generation, member id and
+        group instance id, for a transactional producer's
+        :meth:`~kproto.producer.Producer.send_offsets_to_transaction` (KIP-447; Java's
+        ``groupMetadata()``). Take it after the poll whose records the transaction holds:
+        if a rebalance fences this member before the commit, the group coordinator refuses
+        the offsets and the transaction must be aborted.
+
+        Raises:
+            InvalidGroupIdError: the consumer has no ``group.id``.
+        """
+        membership = self._membership
+        if membership is None:
+            raise InvalidGroupIdError("group_metadata() needs a group.id (a consumer without one has no group)")
+        return ConsumerGroupMetadata(group_id=membership.group_id, generation_id=membership.generation_id,
+                                     member_id=membership.member_id,
+                                     group_instance_id=membership.group_instance_id)
+
     # -- closing ----------------------------------------------------------------------------
 
     async def close(self) -> None:
@@ -392,3 +413,4 @@ class Consumer:
     beginning_offsets = blocking(AIOConsumer.beginning_offsets)
     end_offsets = blocking(AIOConsumer.end_offsets)
     offsets_for_times = blocking(AIOConsumer.offsets_for_times)
+    group_metadata = blocking(AIOConsumer.group_metadata)

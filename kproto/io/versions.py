@@ -36,9 +36,12 @@ CLIENT_VERSIONS: dict[int, Versions] = {
     ApiKey.METADATA: Versions(1, MAX_VERSION),
     # v9+: KIP-848's member epochs, which the classic group protocol does not have.
     ApiKey.OFFSET_COMMIT: Versions(0, 8),
-    # v5 opts in to TRANSACTION_ABORTABLE (KIP-890), an error of transactions; the producer
-    # is idempotent only and asks for ids at v4, the version its sender was written for.
-    ApiKey.INIT_PRODUCER_ID: Versions(0, 4),
+    # v4+ batches several transactions for broker-to-broker verification (KIP-890 part 1):
+    # a client adds its own partitions in the v0-v3 form (Java's AddPartitionsToTxnRequest.Builder).
+    ApiKey.ADD_PARTITIONS_TO_TXN: Versions(0, 3),
+    # v5 bumps the epoch with every transaction (KIP-890 part 2), which only a broker whose
+    # finalized transaction.version is 2 does; the producer does not use it yet.
+    ApiKey.END_TXN: Versions(0, 4),
 }
 
 

@@ -68,7 +68,8 @@ class SendPolicy:
     """
 
     __slots__ = ("new_batch", "wake", "lock", "buffer_memory", "partitioner", "future_class", "counts",
-                 "key_serializer", "value_serializer", "max_request_size", "max_part", "waiting", "register")
+                 "key_serializer", "value_serializer", "max_request_size", "max_part", "waiting", "register",
+                 "refusal")
 
     def __init__(self, new_batch: Callable[[str, int], OpenBatch], wake: Callable[[], None], lock: Any,
                  buffer_memory: int, partitioner: Partitioner | None = None, future_class: type = RecordFuture,
@@ -90,6 +91,9 @@ class SendPolicy:
         self.max_part = (max_request_size - RECORD_OVERHEAD) // 2
         self.waiting = waiting
         self.register = register
+        # What a send raises while the appender is closed; the owner may replace it (a
+        # transactional producer closes the appender outside a transaction, too).
+        self.refusal: Callable[[], BaseException] = lambda: ClientClosedError("the producer is closed")
 
     def check_size(self, key_length: int, value_length: int) -> None:
         """Refuse a record over ``max.request.size`` alone (Java: RecordTooLargeException).
@@ -101,10 +105,9 @@ class SendPolicy:
         if size > self.max_request_size:
             raise MessageTooLargeError(f"a record of about {size} bytes is over max.request.size={self.max_request_size}")
 
-    @staticmethod
-    def closed_error() -> ClientClosedError:
-        """What a send to a closed producer raises."""
-        return ClientClosedError("the producer is closed")
+    def closed_error(self) -> BaseException:
+        """What a send raises while the appender is closed (``refusal``)."""
+        return self.refusal()
 
 
 class ProducerBatch(OpenBatch):
@@ -147,6 +150,7 @@ class RecordAccumulator:
         buffer_memory: ``buffer.memory``.
         compression, compression_level: the codec id and level of new batches.
         delivery_timeout: ``delivery.timeout.ms`` in seconds.
+        transactional: batches carry the transactional bit (``transactional.id`` is set).
         wake: called (from any thread) when a batch becomes sendable without waiting.
         freed: called (on the sender's loop) after a batch settles and frees memory.
         per_record: the rest of the :class:`SendPolicy` (partitioner, partition counts,
@@ -155,7 +159,8 @@ class RecordAccumulator:
 
     def __init__(self, *, batch_size: int, linger: float, buffer_memory: int, compression: int,
                  compression_level: int | None, delivery_timeout: float, wake: Callable[[], None],
-                 freed: Callable[[], None] = lambda: None, **per_record: Any) -> None:
+                 freed: Callable[[], None] = lambda: None, transactional: bool = False, **per_record: Any) -> None:
+        self.transactional = transactional
         self.batch_size = batch_size
         self.linger = linger
         self.buffer_memory = buffer_memory
@@ -183,7 +188,7 @@ class RecordAccumulator:
     def _new_batch(self, topic: str, partition: int) -> ProducerBatch:
         # Called by the appender, with the lock held.
         builder = BatchBuilder(compression=self.compression, compression_level=self.compression_level,
-                               max_bytes=self.batch_size)
+                               max_bytes=self.batch_size, is_transactional=self.transactional)
         batch = ProducerBatch(topic, partition, builder, time.monotonic(), self.delivery_timeout)
         batch.result.home = self.home
         self.queues.setdefault((topic, partition), deque()).append(batch)

@@ -10,7 +10,15 @@ face runs the sender on a background loop and appends from the caller's thread d
 Settings are Kafka's with Java's defaults (acks=all, idempotence on, linger.ms=5). As in
 Java, idempotence that was not asked for explicitly turns itself off when other settings
 contradict it (acks other than all, retries=0, more than 5 requests in flight); asked
-for explicitly, the contradiction is a :class:`~kproto.errors.ConfigError`.
+for explicitly, or needed by a ``transactional.id``, the contradiction is a
+:class:`~kproto.errors.ConfigError`.
+
+Transactions (``transactional.id``; KIP-98): ``init_transactions()`` once, then
+``begin_transaction()``, sends, ``send_offsets_to_transaction()``, and
+``commit_transaction()`` or ``abort_transaction()`` (or ``with producer.transaction():``).
+The state machine is :class:`~kproto.producer.idempotence.Idempotence`'s, the requests
+:class:`~kproto.producer.transactions.Transactions`'. Outside a transaction the appender is
+closed, so a send raises at once (the per-record path pays nothing for the check).
 
 A producer that was never closed is closed at interpreter exit, with a warning (issue 11;
 kafka-python does the same): a :class:`Producer` sends what it queued, waiting up to
@@ -23,11 +31,20 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import contextlib
 import logging
 import time
 import warnings
 from collections import deque
-from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Generator,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from typing import Any
 
 from kproto._habits import missing
@@ -40,6 +57,7 @@ from kproto.errors import (
     KafkaConnectionError,
     KafkaError,
     KafkaTimeoutError,
+    TransactionStateError,
     UnknownTopicOrPartitionError,
     for_code,
 )
@@ -47,9 +65,11 @@ from kproto.io import Cluster
 from kproto.io.retry import Backoff
 from kproto.producer.accumulator import RecordAccumulator
 from kproto.producer.futures import RecordFuture, RecordMetadata
+from kproto.producer.idempotence import Idempotence, ProducerState
 from kproto.producer.partitioner import Partitioner
 from kproto.producer.sender import Sender
-from kproto.structs import check_topic
+from kproto.producer.transactions import Transactions
+from kproto.structs import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition, check_topic
 
 __all__ = ["AIOProducer", "Producer", "RecordMetadata"]
 
@@ -60,6 +80,11 @@ DeliveryCallback = Callable[[BaseException | None, RecordMetadata | None], None]
 
 
 def _resolve_idempotence(config: ClientConfig) -> bool:
+    """Whether the producer is idempotent. As Java's ``ProducerConfig``: a transactional.id
+    needs idempotence, so then a conflict is a ConfigError even if it was not asked for."""
+    transactional = config["transactional.id"] is not None
+    if transactional and not config["enable.idempotence"]:
+        raise ConfigError("transactional.id needs enable.idempotence=true (transactions are idempotent)")
     conflicts = []
     if config["acks"] != -1:
         conflicts.append("acks must be all")
@@ -69,8 +94,9 @@ def _resolve_idempotence(config: ClientConfig) -> bool:
         conflicts.append("max.in.flight.requests.per.connection must be <= 5")
     if not config["enable.idempotence"]:
         return False
-    if conflicts and "enable.idempotence" in config.explicit:
-        raise ConfigError(f"enable.idempotence=true needs: {'; '.join(conflicts)}")
+    if conflicts and ("enable.idempotence" in config.explicit or transactional):
+        raise ConfigError(f"enable.idempotence=true{' (needed by transactional.id)' if transactional else ''} "
+                          f"needs: {'; '.join(conflicts)}")
     return not conflicts
 
 
@@ -108,6 +134,20 @@ def _on_delivery(future: RecordFuture, callback: DeliveryCallback) -> None:
     future.add_done_callback(call)
 
 
+def _abortable(exc: BaseException, idempotence: Idempotence | None) -> bool:
+    """An exception out of a transaction block: the transaction may (must) be aborted."""
+    fatal = getattr(exc, "fatal", False) or (idempotence is not None and idempotence.fatal_error is not None)
+    return not fatal
+
+
+async def _quietly(abort: Awaitable[None], cause: BaseException | None) -> None:
+    """Abort, logging (not raising) what fails: ``cause`` is what the caller raises."""
+    try:
+        await abort
+    except Exception as exc:
+        log.warning("producer: aborting the transaction (after %r) failed: %s", cause, exc)
+
+
 class _Waiting:
     """A record that could not be appended at once (no metadata or no memory yet).
 
@@ -139,9 +179,9 @@ class AIOProducer:
 
     def __init__(self, config: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
         self.config = c = ClientConfig("producer", config, **kwargs)
-        if c["transactional.id"] is not None:
-            raise ConfigError("transactional.id: transactions are not supported yet")
         self.idempotent = _resolve_idempotence(c)
+        self.transactional_id: str | None = c["transactional.id"]
+        self._idempotence = Idempotence(self.transactional_id, c["transaction.timeout.ms"]) if self.idempotent else None
         codec, level = _compression(c)
         self._cluster = Cluster(c, allow_auto_topic_creation=c["allow.auto.create.topics"])
         self._acc = RecordAccumulator(
@@ -151,8 +191,14 @@ class AIOProducer:
             partitioner=Partitioner(c["partitioner.class"], c["partitioner.ignore.keys"]),
             counts=self._cluster.partition_counts, key_serializer=c["key.serializer"],
             value_serializer=c["value.serializer"], max_request_size=c["max.request.size"],
-            waiting=self._wait_then_append, register=_on_delivery)
+            waiting=self._wait_then_append, register=_on_delivery, transactional=self.transactional_id is not None)
         self._append = self._acc.appender.try_send
+        self._txn: Transactions | None = None  # the transactional requests (made with the sender)
+        if self.transactional_id is not None:
+            # The gate: outside a transaction the appender is closed and a send raises why.
+            self._acc.appender.closed = True
+            self._acc.policy.refusal = self._refusal
+            self._idempotence.on_move = self._gate
         # The per-record path runs in the codec with no Python frame of ours: the method
         # below documents it, and this instance attribute is what calls reach.
         self.send = self._acc.send
@@ -193,7 +239,9 @@ class AIOProducer:
                 raise ClientClosedError("the producer is closed")
             self._home = self._acc.home = loop
             self._space = asyncio.Event()
-            self._sender = Sender(self.config, self._cluster, self._acc, idempotent=self.idempotent)
+            if self.transactional_id is not None:
+                self._txn = Transactions(self._idempotence, self._cluster, self.config, self.flush, self._wake)
+            self._sender = Sender(self.config, self._cluster, self._acc, self._idempotence, self._txn)
 
     async def stop(self) -> None:
         """:meth:`close` under aiokafka's name (with :meth:`start`, its lifecycle)."""
@@ -233,8 +281,8 @@ class AIOProducer:
     def _wait_then_append(self, topic: str, value: Any, key: Any, partition: int | None, timestamp_ms: int | None,
                           headers: Headers, on_delivery: DeliveryCallback | None) -> _Waiting:
         """The slow path of :meth:`send`: queue the record to be appended in order."""
-        if self._closed:
-            raise ClientClosedError("the producer is closed")
+        if self._acc.appender.closed:  # closed, or outside a transaction: raised now, not when awaited
+            raise self._acc.policy.closed_error()
         check_topic(topic)  # an unknown topic comes here first: a bad name fails now, alone
         self._start()
         loop = asyncio.get_running_loop()
@@ -346,6 +394,136 @@ class AIOProducer:
         await self._prepare(topic)
         return sorted(self._cluster.topics[topic].partitions)
 
+    # -- transactions (KIP-98, KIP-447) -------------------------------------------------------
+
+    def _gate(self, state: ProducerState) -> None:
+        """After every move of the transactional state: sends are taken in a transaction only."""
+        self._acc.appender.closed = self._closed or state is not ProducerState.IN_TRANSACTION
+
+    def _refusal(self) -> BaseException:
+        """What a send raises while the appender is closed."""
+        if self._closed:
+            return ClientClosedError("the producer is closed")
+        try:
+            self._idempotence.raise_if_failed()  # ABORTABLE_ERROR, FATAL_ERROR: their error
+        except KafkaError as exc:
+            return exc
+        return self._idempotence.state_error("send")
+
+    def _transactions(self, call: str) -> Transactions:
+        if self.transactional_id is None:
+            raise TransactionStateError(f"{call}() needs transactional.id (a transactional producer)")
+        self._start()
+        return self._txn
+
+    async def init_transactions(self, timeout: float | None = None) -> None:
+        """Get the producer id and epoch of ``transactional.id`` from its transaction
+        coordinator (InitProducerId); call it once, before the first transaction.
+
+        It fences every earlier producer with the same ``transactional.id`` (their next
+        transactional call fails with :class:`~kproto.errors.ProducerFencedError`) and
+        ends the transaction such a producer left open: committed if its commit had begun,
+        else aborted.
+
+        Args:
+            timeout: seconds to wait (None: ``max.block.ms``). Retriable errors are retried
+                within it; after it the call raises and the work goes on: call it again to
+                wait for it.
+
+        Raises:
+            KafkaTimeoutError: the timeout passed (retriable: call it again).
+            TransactionStateError: no ``transactional.id``, or called twice.
+            KafkaError: a fatal error (``fatal`` set): close the producer.
+        """
+        txn = self._transactions("init_transactions")
+        await txn.run("init_transactions", txn.init_transactions, timeout)
+
+    def begin_transaction(self) -> None:
+        """Start a transaction: sends are taken from now until the commit or abort begins.
+
+        Raises:
+            TransactionStateError: not after :meth:`init_transactions`, or a transaction
+                is open already.
+            KafkaError: the producer is in FATAL_ERROR (``fatal`` set).
+        """
+        self._transactions("begin_transaction").forget_finished()
+        self._idempotence.begin_transaction()
+
+    async def send_offsets_to_transaction(self, offsets: Mapping[TopicPartition, OffsetAndMetadata | int],
+                                          group_metadata: ConsumerGroupMetadata, timeout: float | None = None) -> None:
+        """Commit a consumer group's ``offsets`` with the transaction (AddOffsetsToTxn, then
+        TxnOffsetCommit to the group's coordinator): they count only if the transaction
+        commits, so records consumed, transformed and produced go exactly once.
+
+        Args:
+            offsets: ``{TopicPartition: next offset to consume}`` (an
+                :class:`~kproto.structs.OffsetAndMetadata` or an int).
+            group_metadata: the consumer's :meth:`~kproto.consumer.Consumer.group_metadata`,
+                taken after the poll: the group coordinator refuses the offsets of a member
+                fenced since (KIP-447).
+            timeout: as :meth:`init_transactions`'.
+
+        Raises:
+            TransactionStateError: not in a transaction.
+            KafkaTimeoutError: the timeout passed (retriable: call it again).
+            KafkaError: abortable (``txn_requires_abort``: a rebalance fenced the member,
+                ILLEGAL_GENERATION...) or fatal (``fatal``).
+        """
+        txn = self._transactions("send_offsets_to_transaction")
+        offsets = dict(offsets)
+        await txn.run("send_offsets_to_transaction", lambda: txn.send_offsets(offsets, group_metadata), timeout,
+                      args=(sorted(offsets.items()), group_metadata))
+
+    async def commit_transaction(self, timeout: float | None = None) -> None:
+        """Flush, then commit the transaction (EndTxn): its records become visible to
+        read_committed consumers and its offsets count.
+
+        Raises:
+            TransactionStateError: not in a transaction.
+            KafkaTimeoutError: the timeout passed (retriable: call it again to wait for the
+                same commit).
+            KafkaError: the first error of a record of the transaction, or of the commit,
+                abortable (``txn_requires_abort``: call :meth:`abort_transaction`) or fatal
+                (``fatal``: close the producer), as Java's ``commitTransaction``.
+        """
+        txn = self._transactions("commit_transaction")
+        if self._waiting_task is not None and not self._waiting_task.done():
+            await asyncio.wait((self._waiting_task,))  # records sent in the transaction, waiting for metadata
+        await txn.run("commit_transaction", txn.commit, timeout)
+
+    async def abort_transaction(self, timeout: float | None = None) -> None:
+        """Abort the transaction: records not sent yet fail with
+        :class:`~kproto.errors.TransactionAbortedError`, those sent are marked aborted
+        (read_committed consumers skip them), its offsets do not count. After an abortable
+        error, this is the way on.
+
+        Raises:
+            TransactionStateError: not in a transaction.
+            KafkaTimeoutError: the timeout passed (retriable: call it again).
+            KafkaError: fatal (``fatal``: close the producer).
+        """
+        txn = self._transactions("abort_transaction")
+        await txn.run("abort_transaction", txn.abort, timeout)
+
+    @contextlib.asynccontextmanager
+    async def transaction(self) -> AsyncIterator[AIOProducer]:
+        """``async with producer.transaction():`` begins a transaction, commits it when the
+        block ends, or aborts it when the block raises (and lets the exception go on). A
+        commit that fails with an abortable error is aborted, and its error raised."""
+        self.begin_transaction()
+        try:
+            yield self
+        except BaseException as exc:
+            if _abortable(exc, self._idempotence):
+                await _quietly(self.abort_transaction(), exc)
+            raise
+        try:
+            await self.commit_transaction()
+        except KafkaError as exc:
+            if exc.txn_requires_abort:
+                await _quietly(self.abort_transaction(), exc)
+            raise
+
     # -- flush and close ----------------------------------------------------------------------
 
     async def flush(self, timeout: float | None = None) -> None:
@@ -391,6 +569,11 @@ class AIOProducer:
         check_loop(self._home, "AIOProducer")
         deadline = None if timeout is None else time.monotonic() + timeout
         try:
+            if self._txn is not None and self._idempotence.state in (ProducerState.IN_TRANSACTION,
+                                                                     ProducerState.ABORTABLE_ERROR):
+                # Java's Sender at shutdown: an open transaction is aborted, not left to time out.
+                log.info("producer: aborting the open transaction of %r: the producer is closing", self.transactional_id)
+                await _quietly(self.abort_transaction(timeout), None)
             if self._sender is not None:
                 try:
                     await self.flush(timeout)
@@ -402,6 +585,8 @@ class AIOProducer:
             if self._waiting_task is not None:
                 self._waiting_task.cancel()
                 await asyncio.gather(self._waiting_task, return_exceptions=True)
+            if self._txn is not None:
+                await self._txn.close()
             if self._sender is not None:
                 left = None if deadline is None else max(deadline - time.monotonic(), 0)
                 await self._sender.close(left)
@@ -508,6 +693,33 @@ class Producer:
 
     partitions_for = blocking(AIOProducer.partitions_for)
     flush = blocking(AIOProducer.flush)
+    init_transactions = blocking(AIOProducer.init_transactions)
+    begin_transaction = blocking(AIOProducer.begin_transaction)
+    send_offsets_to_transaction = blocking(AIOProducer.send_offsets_to_transaction)
+    commit_transaction = blocking(AIOProducer.commit_transaction)
+    abort_transaction = blocking(AIOProducer.abort_transaction)
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[Producer]:
+        """``with producer.transaction():`` begins a transaction, commits it when the block
+        ends, or aborts it when the block raises (and lets the exception go on); see
+        :meth:`AIOProducer.transaction`."""
+        self.begin_transaction()
+        try:
+            yield self
+        except BaseException as exc:
+            if _abortable(exc, self._core._idempotence):
+                self._abort_quietly(exc)
+            raise
+        try:
+            self.commit_transaction()
+        except KafkaError as exc:
+            if exc.txn_requires_abort:
+                self._abort_quietly(exc)
+            raise
+
+    def _abort_quietly(self, cause: BaseException) -> None:
+        self._portal.call(lambda: _quietly(self._core.abort_transaction(), cause))
 
     def close(self, timeout: float | None = None) -> None:
         """Send what is queued (waiting up to ``timeout`` seconds), then close and let go of

@@ -17,6 +17,16 @@ the broker sees them in order; after a reset they are restamped as they are sent
 After a fatal error (PRODUCER_FENCED, CLUSTER_AUTHORIZATION_FAILED, ...) nothing is sent:
 every record not yet acknowledged fails with it, and so does every later one, as in Java.
 
+Transactions (``transactional.id``): batches carry the transactional bit and the Produce
+request the id. A batch goes out only once its partition is in the transaction: the
+partitions of queued batches are handed to the state as they appear, and
+:class:`~kproto.producer.transactions.Transactions` adds them all with one
+AddPartitionsToTxn (Java adds a partition at ``send``; here the sender notices it at its
+next step, which the record's arrival wakes). When the transaction failed
+(ABORTABLE_ERROR) or is being aborted, batches not yet sent fail (with the transaction's
+error, or :class:`~kproto.errors.TransactionAbortedError`) while those in flight end as
+the broker says (Java's ``abortUndrainedBatches``).
+
 Leader changes: NOT_LEADER_OR_FOLLOWER refreshes metadata, unless the answer (v10+) names
 a leader of a newer epoch (KIP-951's ``current_leader`` and ``node_endpoints``), which
 is taken at once (:meth:`~kproto.io.cluster.Cluster.update_leader`). Batches retried on the
@@ -39,7 +49,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kproto.codec import rewrite_batch
 from kproto.errors import (
@@ -47,14 +57,19 @@ from kproto.errors import (
     KafkaError,
     KafkaTimeoutError,
     NotLeaderOrFollowerError,
+    TransactionAbortedError,
+    TransactionStateError,
     UnknownTopicOrPartitionError,
     for_code,
 )
 from kproto.io import Cluster, Connection
 from kproto.io.retry import Backoff
 from kproto.producer.accumulator import ProducerBatch, RecordAccumulator
-from kproto.producer.idempotence import ErrorAction, Idempotence
+from kproto.producer.idempotence import ErrorAction, Idempotence, ProducerState
 from kproto.protocol.messages import ProduceRequest
+
+if TYPE_CHECKING:
+    from kproto.producer.transactions import Transactions
 
 __all__ = ["Sender"]
 
@@ -77,11 +92,14 @@ async def _cancel(*tasks: asyncio.Task) -> None:
 class Sender:
     """Drives one producer's accumulator over one cluster; see the module docstring."""
 
-    def __init__(self, config: Any, cluster: Cluster, accumulator: RecordAccumulator, *, idempotent: bool) -> None:
+    def __init__(self, config: Any, cluster: Cluster, accumulator: RecordAccumulator,
+                 idempotence: Idempotence | None, transactions: Transactions | None = None) -> None:
         self.config = config
         self.cluster = cluster
         self.acc = accumulator
-        self.idempotence = Idempotence() if idempotent else None
+        self.idempotence = idempotence
+        self.transactions = transactions  # set with a transactional.id
+        self.transactional_id = None if idempotence is None else idempotence.transactional_id
         self.acks = config["acks"]
         self.max_in_flight = config["max.in.flight.requests.per.connection"]
         self.max_request_size = config["max.request.size"]
@@ -172,12 +190,15 @@ class Sender:
             if any(self._partitions_in_flight.values()):
                 return None  # a new producer id or epoch waits until nothing is in flight under the old one
             await self._init_producer_id(self.idempotence)
+        if self.transactions is not None:
+            self._add_partitions()
         ready, soonest = self.acc.ready(now)
-        if (fatal := self._fatal_error()) is not None:
-            # Java's Sender in FATAL_ERROR: every batch fails with the error, later ones too.
+        if (refused := self._refusal()) is not None:
+            # Java's Sender in FATAL_ERROR: every batch fails with the error, later ones too;
+            # in ABORTABLE_ERROR or aborting, those not sent yet (abortUndrainedBatches).
             for batch in ready:
                 self.acc.take(batch)
-                self._fail(batch, fatal)
+                self._fail(batch, refused)
             if ready:
                 return 0.0  # look again: that also tells the appender to wake us for the next record
             return None if soonest is None else max(soonest - time.monotonic(), 0.0)
@@ -192,6 +213,8 @@ class Sender:
                 continue
             if batch.attempts and self._partitions_in_flight.get(tp, 0):
                 continue  # a retry goes alone, after what is in flight, so order holds
+            if self.transactions is not None and not self.idempotence.send_allowed(tp):
+                continue  # its partition is being added to the transaction: woken when it is
             node = self.cluster.leader(batch.topic, batch.partition)
             if node < 0:
                 missing.add(batch.topic)
@@ -235,6 +258,17 @@ class Sender:
         if missing:
             wakes.append(now + self.retry_backoff.delay(1))  # look again once the refresh may be back
         return max(min(wakes) - time.monotonic(), 0.0) if wakes else None
+
+    def _add_partitions(self) -> None:
+        """Hand the partitions of queued batches to the transaction; AddPartitionsToTxn
+        goes out for those new to it."""
+        idempotence = self.idempotence
+        with self.acc.lock:
+            queued = [tp for tp, queue in self.acc.queues.items() if queue and not idempotence.send_allowed(tp)]
+        for tp in queued:
+            idempotence.add_partition(tp)
+        if idempotence.new_partitions:
+            self.transactions.add_partitions_soon()
 
     def _refresh(self, topics: set[str]) -> None:
         if self._refreshing is None or self._refreshing.done():
@@ -297,7 +331,7 @@ class Sender:
         topics: dict[str, list] = {}
         for b in batches:
             topics.setdefault(b.topic, []).append(ProduceRequest.PartitionProduceData(index=b.partition, records=b.data))
-        request = ProduceRequest(transactional_id=None, acks=self.acks, timeout_ms=self.config["request.timeout.ms"],
+        request = ProduceRequest(transactional_id=self.transactional_id, acks=self.acks, timeout_ms=self.config["request.timeout.ms"],
                                  topic_data=[ProduceRequest.TopicProduceData(name=t, partition_data=p)
                                              for t, p in topics.items()])
         # An in-flight batch fails when its delivery.timeout.ms passes, as Java's Sender
@@ -381,7 +415,7 @@ class Sender:
             self.acc.settle(batch, -1, error=error)
 
     def _retry_or_fail(self, batch: ProducerBatch, error: KafkaError, *, force_retriable: bool = False) -> None:
-        if (stopped := self.failed or self._fatal_error()) is not None:  # nobody would send it again
+        if (stopped := self.failed or self._refusal()) is not None:  # nobody would send it again
             self._fail(batch, stopped)
             return
         now = time.monotonic()
@@ -410,3 +444,22 @@ class Sender:
     def _fatal_error(self) -> KafkaError | None:
         """The error that put the idempotent producer in FATAL_ERROR, if it is there."""
         return None if self.idempotence is None else self.idempotence.fatal_error
+
+    def _refusal(self) -> BaseException | None:
+        """What a batch not yet sent fails with now (None: it may be sent): the fatal error;
+        for a transactional producer also the transaction's error (ABORTABLE_ERROR),
+        TransactionAbortedError (aborting), or the misuse of a batch outside a transaction
+        (one that raced the end of its transaction)."""
+        idempotence = self.idempotence
+        if idempotence is None or idempotence.fatal_error is not None:
+            return self._fatal_error()
+        if self.transactions is None:
+            return None
+        state = idempotence.state
+        if state in (ProducerState.IN_TRANSACTION, ProducerState.COMMITTING_TRANSACTION):
+            return None
+        if state is ProducerState.ABORTABLE_ERROR:
+            return idempotence.last_error
+        if state is ProducerState.ABORTING_TRANSACTION:
+            return TransactionAbortedError("the transaction was aborted before the record was sent")
+        return TransactionStateError(f"a record sent outside a transaction (the producer is in {state.name})")

@@ -54,8 +54,15 @@ def ready(producer_id=7, epoch=0):
 # -- the table -------------------------------------------------------------------------------
 
 ALL_MOVES = [(a, b) for a in S for b in S]
-# The moves an idempotent producer makes (the transactional ones are issue 14's).
-IDEMPOTENT_MOVES = {(S.UNINITIALIZED, S.INITIALIZING), (S.INITIALIZING, S.READY), (S.READY, S.UNINITIALIZED)}
+# Java's State.isTransitionValid but FATAL_ERROR (legal from everywhere else) and
+# ABORTABLE_ERROR -> ABORTABLE_ERROR (kproto keeps the first error). The first three are an
+# idempotent producer's; the transactional ones are driven in tests/clients/test_transactions_states.py.
+IDEMPOTENT_MOVES = {(S.UNINITIALIZED, S.INITIALIZING), (S.INITIALIZING, S.READY), (S.READY, S.UNINITIALIZED),
+                    (S.READY, S.IN_TRANSACTION), (S.IN_TRANSACTION, S.COMMITTING_TRANSACTION),
+                    (S.IN_TRANSACTION, S.ABORTING_TRANSACTION), (S.IN_TRANSACTION, S.ABORTABLE_ERROR),
+                    (S.COMMITTING_TRANSACTION, S.READY), (S.COMMITTING_TRANSACTION, S.ABORTABLE_ERROR),
+                    (S.ABORTING_TRANSACTION, S.READY), (S.ABORTING_TRANSACTION, S.INITIALIZING),
+                    (S.ABORTABLE_ERROR, S.ABORTING_TRANSACTION)}
 
 
 @pytest.mark.parametrize(("source", "target"), ALL_MOVES, ids=[f"{a.name}->{b.name}" for a, b in ALL_MOVES])

@@ -131,8 +131,8 @@ def test_acks_zero_sends_without_offsets(broker):
 def test_errors_are_typed_and_immediate(broker):
     with pytest.raises(ConfigError, match="enable.idempotence=true needs: acks must be all"):
         Producer(bootstrap_servers=broker.bootstrap_servers, enable_idempotence=True, acks=1)
-    with pytest.raises(ConfigError, match="transactions are not supported"):
-        Producer(bootstrap_servers=broker.bootstrap_servers, transactional_id="t")
+    with pytest.raises(ConfigError, match=r"needed by transactional.id\) needs: acks must be all"):
+        Producer(bootstrap_servers=broker.bootstrap_servers, transactional_id="t", acks=1)  # issue 14
     with Producer(bootstrap_servers=broker.bootstrap_servers, max_request_size=1000) as producer:
         with pytest.raises(MessageTooLargeError, match="max.request.size"):
             producer.send("big", b"x" * 2000)

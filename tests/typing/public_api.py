@@ -10,6 +10,10 @@ async def asyncio_faces(producer: AIOProducer, consumer: AIOConsumer, admin: AIO
     reveal_type(await producer.send("t", b"v"))  # RecordMetadata
     reveal_type(await consumer.poll(1.0))  # list[ConsumerRecord]
     reveal_type(await admin.list_topics())  # list[str]
+    reveal_type(consumer.group_metadata())  # ConsumerGroupMetadata
+    reveal_type(await producer.commit_transaction())  # None
+    async with producer.transaction() as p:
+        reveal_type(p)  # AIOProducer
 
 
 def thread_faces(producer: Producer, consumer: Consumer, admin: AdminClient) -> None:
@@ -19,3 +23,7 @@ def thread_faces(producer: Producer, consumer: Consumer, admin: AdminClient) -> 
     reveal_type(consumer.position)  # def (partition: TopicPartition, timeout: float | None =) -> int
     reveal_type(admin.list_topics())  # list[str]
     reveal_type(admin.describe_topics(["t"]))  # dict[str, TopicDescription]
+    reveal_type(consumer.group_metadata())  # ConsumerGroupMetadata
+    reveal_type(producer.init_transactions)  # def (timeout: float | None =)
+    with producer.transaction() as p:
+        reveal_type(p)  # Producer
