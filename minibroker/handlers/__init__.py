@@ -98,4 +98,5 @@ from minibroker.handlers import (  # noqa: E402,F401
     produce,
     producer_ids,
     topics,
+    txn,
 )
