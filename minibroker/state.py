@@ -730,10 +730,12 @@ class BrokerState:
         :meth:`write_txn_markers`, on another broker of a cluster by WriteTxnMarkers
         (:attr:`remote_txn_markers`). A partition without a live leader is
         NOT_LEADER_OR_FOLLOWER (the coordinator retries)."""
-        marker = {"producer_id": producer_id, "producer_epoch": producer_epoch,
-                  "coordinator_epoch": coordinator_epoch, "commit": commit}
+        async def local(tps: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
+            return await self.write_txn_markers(producer_id=producer_id, producer_epoch=producer_epoch,
+                                                coordinator_epoch=coordinator_epoch, commit=commit, partitions=tps)
+
         if self.cluster is None:
-            return await self.write_txn_markers(**marker, partitions=partitions)
+            return await local(partitions)
         image = self.cluster.image
         by_leader: dict[int, list[tuple[str, int]]] = {}
         codes: dict[tuple[str, int], int] = {}
@@ -750,12 +752,14 @@ class BrokerState:
 
         async def send(leader: int, tps: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
             if leader == self.node_id:
-                return await self.write_txn_markers(**marker, partitions=tps)
+                return await local(tps)
             if self.remote_txn_markers is None:
                 return dict.fromkeys(tps, CoordinatorNotAvailableError.code)
             broker = image.brokers[leader]
-            return await self.remote_txn_markers(broker.host, broker.port, node_id=self.node_id, **marker,
-                                                 partitions=tps, timeout_ms=self.config["request.timeout.ms"])
+            return await self.remote_txn_markers(
+                broker.host, broker.port, node_id=self.node_id, producer_id=producer_id, producer_epoch=producer_epoch,
+                coordinator_epoch=coordinator_epoch, commit=commit, partitions=tps,
+                timeout_ms=self.config["request.timeout.ms"])
 
         for answer in await asyncio.gather(*(send(leader, tps) for leader, tps in by_leader.items())):
             codes.update(answer)

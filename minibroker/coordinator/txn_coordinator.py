@@ -43,7 +43,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -320,9 +320,9 @@ class TransactionCoordinator:
             for task in owned.tasks:
                 task.cancel()
 
-    def _spawn(self, transactional_id: str, coro: Awaitable[None]) -> None:
+    def _spawn(self, transactional_id: str, coro: Coroutine[Any, Any, None]) -> None:
         owned = self._owned.get(self._partition_of(transactional_id))
-        task = asyncio.get_running_loop().create_task(coro)  # type: ignore[arg-type]
+        task = asyncio.get_running_loop().create_task(coro)
         if owned is None:
             task.cancel()
             return
