@@ -60,6 +60,7 @@ from minibroker.coordinator.offsets_log import (
     offsets_batch,
     partition_for,
     read_offset_records,
+    txn_offsets_batch,
 )
 from minibroker.coordinator.producer_state import ProducerIdManager, ProducerStates
 from minibroker.coordinator.txn_coordinator import TransactionCoordinator, TxnBackend
@@ -125,7 +126,8 @@ class BrokerState:
         self.producers = ProducerStates(config["producer.id.expiration.ms"])
         # Classic groups and committed offsets; a cluster broker's commits wait for acks=all.
         self.groups = GroupCoordinator(config, journal=self._write_offsets,
-                                       replicated_journal=None if cluster is None else self.replicate_offsets)
+                                       replicated_journal=None if cluster is None else self.replicate_offsets,
+                                       txn_journal=self._write_txn_offsets)
         # The transaction coordinator (issue 14): its state is __transaction_state.
         self.transactions = TransactionCoordinator(config, TxnBackend(
             partition_count=self._txn_partition_count, append=self._append_txn_log,
@@ -175,7 +177,9 @@ class BrokerState:
         self.producer_ids = ProducerIdManager(next_producer_id, self.storage.save_producer_id_block)
         if OFFSETS_TOPIC in self.topics:
             for log in self.topics[OFFSETS_TOPIC].logs():
-                self.groups.load_offsets(read_offset_records(log.read, log.log_start_offset, log.log_end_offset))
+                pending: dict[int, list[OffsetEntry]] = {}  # transactional commits of open transactions
+                self.groups.load_offsets(list(read_offset_records(log.read, log.log_start_offset, log.log_end_offset,
+                                                                  pending)), pending)
         if TRANSACTION_STATE_TOPIC in self.topics:
             logs = self.topics[TRANSACTION_STATE_TOPIC].logs()
             self.transactions.load((entry for log in logs
@@ -593,13 +597,14 @@ class BrokerState:
         end = local.log_end_offset
         if await partition.wait_for_ack(end, 1):
             return  # no longer the leader
+        pending: dict[int, list[OffsetEntry]] = {}  # transactional commits of open transactions
         try:
-            entries = list(read_offset_records(local.read, local.log_start_offset, end))
+            entries = list(read_offset_records(local.read, local.log_start_offset, end, pending))
         except Exception:
             log.exception("%s-%d: cannot load its groups", OFFSETS_TOPIC, partition.index)
             self.groups.unload(partition.index)  # NOT_COORDINATOR rather than empty groups
             return
-        self.groups.finish_load(load, entries)
+        self.groups.finish_load(load, entries, pending)
 
     def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
         """Run ``coro`` as a task of this broker (cancelled by :meth:`close`, :meth:`abandon`)."""
@@ -666,6 +671,7 @@ class BrokerState:
                 return RequestTimedOutError.code
 
         codes = await asyncio.gather(*(write(name, index) for name, index in partitions))
+        self._complete_txn_offsets(producer_id, commit, dict(zip(partitions, codes)))  # TxnOffsetCommit (txn-coord)
         return dict(zip(partitions, codes))
 
     # -- the transaction coordinator's broker (issue 14) --------------------------------------
@@ -764,6 +770,38 @@ class BrokerState:
         for answer in await asyncio.gather(*(send(leader, tps) for leader, tps in by_leader.items())):
             codes.update(answer)
         return codes
+
+    async def _write_txn_offsets(self, group_id: str, entries: list[OffsetEntry], producer_id: int,
+                                 producer_epoch: int) -> int:
+        """The group coordinator's journal of transactional commits (TxnOffsetCommit): the
+        producer's transactional batch on the group's partition of ``__consumer_offsets``,
+        acks=all in a cluster within ``offsets.commit.timeout.ms`` (Kafka's ``storeOffsets``
+        with a producer id). Returns 0 or the append's error code; raises as
+        :meth:`replicate_offsets`."""
+        topic, partition = self._offsets_partition(group_id)
+        min_isr = int(effective(topic.configs, "min.insync.replicas", self.config)) if self.cluster else 1
+        if len(partition.isr) < min_isr:
+            raise NotEnoughReplicasError(f"the ISR {list(partition.isr)} of {OFFSETS_TOPIC}-{partition.index} "
+                                         f"is below min.insync.replicas={min_isr}")
+        now_ms = int(time.time() * 1000)
+        builder = txn_offsets_batch(entries, now_ms, producer_id, producer_epoch)
+        partition.append_as_leader(builder.build(), last_offset_delta=builder.record_count - 1, max_timestamp=now_ms)
+        self.data_arrived()
+        assert partition.log is not None
+        ack = partition.wait_for_ack(partition.log.log_end_offset, min_isr)
+        try:
+            return await asyncio.wait_for(ack, self.config["offsets.commit.timeout.ms"] / 1000)
+        except asyncio.TimeoutError:
+            return RequestTimedOutError.code
+
+    def _complete_txn_offsets(self, producer_id: int, commit: bool, codes: dict[tuple[str, int], int]) -> None:
+        """A marker written on a partition of ``__consumer_offsets`` ends the producer's
+        transactional commits of that partition's groups (Kafka's ``KafkaApis`` calls
+        ``GroupCoordinator.scheduleHandleTxnCompletion`` after WriteTxnMarkers)."""
+        topic = self.topics.get(OFFSETS_TOPIC)
+        for (name, index), code in codes.items():
+            if name == OFFSETS_TOPIC and code == 0 and topic is not None:
+                self.groups.complete_txn(producer_id, commit, index, len(topic.partitions))
 
     def _transactions_leadership_changed(self, partition: Partition, transition: Transition) -> None:
         """For ``__transaction_state`` (Kafka's ``TransactionCoordinator.onElection`` /
