@@ -415,3 +415,61 @@ def test_find_coordinator_for_a_transactional_id(broker, raw):
     r = c.request(ApiKey.FIND_COORDINATOR, 4, m.FindCoordinatorRequest(coordinator_keys=["a", "b"], key_type=1))
     assert [(x.key, x.error_code, x.port) for x in r.coordinators] == [("a", 0, broker.port), ("b", 0, broker.port)]
     assert len(_state(broker).topics[TRANSACTION_STATE_TOPIC].partitions) == 3
+
+
+# -- the driver's ownership of __transaction_state partitions (item 5) ------------------------
+
+
+def test_a_cluster_coordinator_loads_before_it_answers_and_forgets_on_resignation():
+    """issue 14, item 5: a cluster broker answers NOT_COORDINATOR for the ids of partitions
+    it does not lead, COORDINATOR_LOAD_IN_PROGRESS while it loads one (ListTransactions
+    too), then from the replayed state; a transaction found prepared has its markers
+    written at the new coordinator epoch; resigning forgets the ids (Kafka's onElection /
+    onResignation)."""
+    from kproto.errors import CoordinatorLoadInProgressError, NotCoordinatorError
+    from minibroker.coordinator.transactions import TxnTransit
+    from minibroker.coordinator.txn_coordinator import TransactionCoordinator, TxnBackend
+
+    written, markers = [], []
+
+    async def append(index, builder):
+        written.append(index)
+        return 0
+
+    async def write_markers(pid, epoch, coordinator_epoch, commit, partitions):
+        markers.append((pid, epoch, coordinator_epoch, commit, sorted(partitions)))
+        return dict.fromkeys(partitions, 0)
+
+    async def new_id():
+        return 77
+
+    async def run():
+        coordinator = TransactionCoordinator(
+            {**CONFIG, "transaction.abort.timed.out.transaction.cleanup.interval.ms": 60000,
+             "transaction.remove.expired.transaction.cleanup.interval.ms": 60000,
+             "transactional.id.expiration.ms": 604800000},
+            TxnBackend(partition_count=lambda: 3, append=append, write_markers=write_markers,
+                       partition_exists=lambda tp: True, new_producer_id=new_id), solo=False)
+        index = partition_for("tx", 3)
+        assert coordinator.status("tx") == NotCoordinatorError.code
+        assert (await coordinator.init_producer_id("tx", 1000, None))[0] == NotCoordinatorError.code
+        assert coordinator.begin_load(index, 3, epoch=4)
+        assert coordinator.status("tx") == CoordinatorLoadInProgressError.code
+        assert coordinator.list([], [])[0] == CoordinatorLoadInProgressError.code
+        prepared = TxnTransit(producer_id=5, last_producer_id=-1, producer_epoch=2, last_producer_epoch=-1,
+                              txn_timeout_ms=1000, state=TxnState.PrepareCommit, partitions=frozenset({("t", 0)}),
+                              txn_start_timestamp=1, txn_last_update_timestamp=2)
+        assert coordinator.finish_load(index, 4, [("tx", prepared)])
+        assert coordinator.status("tx") == 0
+        for _ in range(100):
+            if coordinator.txns["tx"].state is TxnState.CompleteCommit:
+                break
+            await asyncio.sleep(0.01)
+        assert coordinator.txns["tx"].state is TxnState.CompleteCommit
+        assert markers == [(5, 2, 4, True, [("t", 0)])]
+        assert written == [index]  # CompleteCommit
+        coordinator.unload(index)
+        assert coordinator.status("tx") == NotCoordinatorError.code and "tx" not in coordinator.txns
+        coordinator.close()
+
+    asyncio.run(run())
