@@ -11,11 +11,13 @@ from kproto import AdminClient
 from kproto.admin import NewTopic
 from kproto.errors import (
     ConcurrentTransactionsError,
+    CoordinatorLoadInProgressError,
     InvalidProducerEpochError,
     InvalidProducerIdMappingError,
     InvalidRequestError,
     InvalidTransactionTimeoutError,
     InvalidTxnStateError,
+    NotCoordinatorError,
     OperationNotAttemptedError,
     ProducerFencedError,
     TransactionalIdNotFoundError,
@@ -25,7 +27,8 @@ from kproto.protocol import ApiKey
 from kproto.protocol import messages as m
 from kproto.records import ControlType, parse_control_record, read_batches
 from minibroker.coordinator.offsets_log import OFFSETS_TOPIC, partition_for
-from minibroker.coordinator.transactions import TxnState
+from minibroker.coordinator.transactions import TxnState, TxnTransit
+from minibroker.coordinator.txn_coordinator import TransactionCoordinator, TxnBackend
 from minibroker.coordinator.txn_log import TRANSACTION_STATE_TOPIC, read_txn_records
 
 CONFIG = {"transaction.state.log.num.partitions": 3, "offsets.topic.num.partitions": 3,
@@ -426,9 +429,6 @@ def test_a_cluster_coordinator_loads_before_it_answers_and_forgets_on_resignatio
     too), then from the replayed state; a transaction found prepared has its markers
     written at the new coordinator epoch; resigning forgets the ids (Kafka's onElection /
     onResignation)."""
-    from kproto.errors import CoordinatorLoadInProgressError, NotCoordinatorError
-    from minibroker.coordinator.transactions import TxnTransit
-    from minibroker.coordinator.txn_coordinator import TransactionCoordinator, TxnBackend
 
     written, markers = [], []
 
