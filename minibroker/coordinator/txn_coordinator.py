@@ -423,6 +423,16 @@ class TransactionCoordinator:
                                commit: bool, from_client: bool) -> int:
         """Kafka's ``endTransaction``: write PrepareCommit/PrepareAbort, answer, and send
         the markers in a task."""
+        prepared = self._prepare_end(transactional_id, producer_id, producer_epoch, commit=commit,
+                                     from_client=from_client)
+        if isinstance(prepared, int):
+            return prepared
+        return await self._finish_end(transactional_id, producer_id, producer_epoch, commit, *prepared)
+
+    def _prepare_end(self, transactional_id: str, producer_id: int, producer_epoch: int, *, commit: bool,
+                     from_client: bool) -> int | tuple[TransactionMetadata, TxnTransit, int, bool]:
+        """The checks of ``endTransaction`` and the pending PrepareCommit/PrepareAbort, at
+        once (no await): an error code, or (metadata, transit, coordinator epoch, fencing)."""
         if not transactional_id:
             return InvalidRequestError.code
         code = self.status(transactional_id)
@@ -435,7 +445,12 @@ class TransactionCoordinator:
         if isinstance(result, int):
             return result
         assert md is not None and epoch is not None
-        code = await self._write(transactional_id, md, result, epoch)
+        return md, result, epoch, fencing
+
+    async def _finish_end(self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool,
+                          md: TransactionMetadata, transit: TxnTransit, epoch: int, fencing: bool) -> int:
+        """Write the prepared end, then start the markers (``sendTxnMarkersCallback``)."""
+        code = await self._write(transactional_id, md, transit, epoch)
         if code:
             if fencing and self.txns.get(transactional_id) is md:
                 md.has_failed_epoch_fence = True  # the bumped epoch was never handed out
@@ -497,16 +512,26 @@ class TransactionCoordinator:
                     or md.txn_start_timestamp + md.txn_timeout_ms >= now
                     or self._coordinator_epoch(transactional_id) is None):
                 continue
+            if md.producer_epoch >= 0x7FFF:  # Kafka's prepareFenceProducerEpoch refuses too
+                log.error("transactional id %r: timed out, but no epoch is left to fence it with", transactional_id)
+                continue
             fence = md.prepare_fence_producer_epoch()
             log.info("transactional id %r: transaction timed out after %d ms: aborting it",
                      transactional_id, md.txn_timeout_ms)
-            self._spawn(transactional_id, self._abort(transactional_id, fence))
+            # PrepareAbort is made pending now, in the same step as the fence (Kafka does both
+            # under the metadata's lock): a request arriving before the write sees it.
+            prepared = self._prepare_end(transactional_id, fence.producer_id, fence.producer_epoch, commit=False,
+                                         from_client=False)
+            if isinstance(prepared, int):
+                log.info("transactional id %r: the timeout abort ended with error %d", transactional_id, prepared)
+                continue
+            self._spawn(transactional_id, self._abort(transactional_id, fence, prepared))
             count += 1
         return count
 
-    async def _abort(self, transactional_id: str, fence: TxnTransit) -> None:
-        code = await self._end_transaction(transactional_id, fence.producer_id, fence.producer_epoch,
-                                           commit=False, from_client=False)
+    async def _abort(self, transactional_id: str, fence: TxnTransit,
+                     prepared: tuple[TransactionMetadata, TxnTransit, int, bool]) -> None:
+        code = await self._finish_end(transactional_id, fence.producer_id, fence.producer_epoch, False, *prepared)
         if code:
             log.info("transactional id %r: the timeout abort ended with error %d", transactional_id, code)
 

@@ -420,18 +420,12 @@ def test_find_coordinator_for_a_transactional_id(broker, raw):
     assert len(_state(broker).topics[TRANSACTION_STATE_TOPIC].partitions) == 3
 
 
-# -- the driver's ownership of __transaction_state partitions (item 5) ------------------------
+# -- the driver alone, over an in-memory broker (items 4, 5) -------------------------------
 
 
-def test_a_cluster_coordinator_loads_before_it_answers_and_forgets_on_resignation():
-    """issue 14, item 5: a cluster broker answers NOT_COORDINATOR for the ids of partitions
-    it does not lead, COORDINATOR_LOAD_IN_PROGRESS while it loads one (ListTransactions
-    too), then from the replayed state; a transaction found prepared has its markers
-    written at the new coordinator epoch; resigning forgets the ids (Kafka's onElection /
-    onResignation)."""
-
-    written, markers = [], []
-
+def _coordinator(written, markers, *, solo, wall_clock=None):
+    """A TransactionCoordinator whose broker is lists: ``written`` gets the partition of
+    each __transaction_state append, ``markers`` each marker call (all succeed)."""
     async def append(index, builder):
         written.append(index)
         return 0
@@ -443,13 +437,51 @@ def test_a_cluster_coordinator_loads_before_it_answers_and_forgets_on_resignatio
     async def new_id():
         return 77
 
+    config = {**CONFIG, "transaction.abort.timed.out.transaction.cleanup.interval.ms": 60000,
+              "transaction.remove.expired.transaction.cleanup.interval.ms": 60000,
+              "transactional.id.expiration.ms": 604800000}
+    backend = TxnBackend(partition_count=lambda: 3, append=append, write_markers=write_markers,
+                         partition_exists=lambda tp: True, new_producer_id=new_id)
+    if wall_clock is None:
+        return TransactionCoordinator(config, backend, solo=solo)
+    return TransactionCoordinator(config, backend, solo=solo, wall_clock=wall_clock)
+
+
+def test_an_end_txn_racing_the_timeout_abort_is_fenced():
+    """issue 14, item 4: an EndTxn that arrives after the coordinator decided to abort a
+    timed-out transaction, before the abort is written, is PRODUCER_FENCED: the fence and
+    the pending PrepareAbort are one step, as under Kafka's metadata lock (before the fix,
+    the commit met the pending fence and raised IllegalTransitionError)."""
+    now = [1_000_000]
+
     async def run():
-        coordinator = TransactionCoordinator(
-            {**CONFIG, "transaction.abort.timed.out.transaction.cleanup.interval.ms": 60000,
-             "transaction.remove.expired.transaction.cleanup.interval.ms": 60000,
-             "transactional.id.expiration.ms": 604800000},
-            TxnBackend(partition_count=lambda: 3, append=append, write_markers=write_markers,
-                       partition_exists=lambda tp: True, new_producer_id=new_id), solo=False)
+        coordinator = _coordinator([], markers := [], solo=True, wall_clock=lambda: now[0])
+        code, pid, epoch = await coordinator.init_producer_id("tx", 1000, None)
+        assert await coordinator.add_partitions("tx", pid, epoch, [("t", 0)]) == 0
+        now[0] += 5000
+        assert coordinator.abort_timed_out() == 1
+        assert await coordinator.end_txn("tx", pid, epoch, True) == ProducerFencedError.code
+        for _ in range(100):
+            if coordinator.txns["tx"].state is TxnState.CompleteAbort:
+                break
+            await asyncio.sleep(0.01)
+        assert markers == [(pid, epoch + 1, 0, False, [("t", 0)])]
+        coordinator.close()
+
+    asyncio.run(run())
+
+
+
+def test_a_cluster_coordinator_loads_before_it_answers_and_forgets_on_resignation():
+    """issue 14, item 5: a cluster broker answers NOT_COORDINATOR for the ids of partitions
+    it does not lead, COORDINATOR_LOAD_IN_PROGRESS while it loads one (ListTransactions
+    too), then from the replayed state; a transaction found prepared has its markers
+    written at the new coordinator epoch; resigning forgets the ids (Kafka's onElection /
+    onResignation)."""
+
+    written, markers = [], []
+    async def run():
+        coordinator = _coordinator(written, markers, solo=False)
         index = partition_for("tx", 3)
         assert coordinator.status("tx") == NotCoordinatorError.code
         assert (await coordinator.init_producer_id("tx", 1000, None))[0] == NotCoordinatorError.code
