@@ -162,3 +162,36 @@ def test_transactional_offsets_survive_a_restart(tmp_path, end):
         if end == "pending":
             p.commit_transaction(20)
             _wait("the commit", lambda: _fetch(port, "g") == (0, 4))
+
+
+def test_kafka_python_and_aiokafka_send_offsets_to_transaction(broker):
+    """issue 14, item 7: kafka-python's and aiokafka's send_offsets_to_transaction
+    (AddOffsetsToTxn, then TxnOffsetCommit to the group coordinator) commit with the
+    transaction."""
+    kafka = pytest.importorskip("kafka")
+    aiokafka = pytest.importorskip("aiokafka")
+    bootstrap = broker.bootstrap_servers
+    _topic(bootstrap)
+    p = kafka.KafkaProducer(bootstrap_servers=bootstrap, transactional_id="kp", enable_idempotence=True)
+    try:
+        p.init_transactions()
+        p.begin_transaction()
+        p.send("in", b"x", partition=0)
+        p.send_offsets_to_transaction({kafka.TopicPartition("in", 0): kafka.OffsetAndMetadata(2, "", -1)}, "kp-g")
+        p.commit_transaction()
+    finally:
+        p.close(5)
+    _wait("kafka-python's commit", lambda: _fetch(broker.port, "kp-g") == (0, 2))
+
+    async def aio():
+        producer = aiokafka.AIOKafkaProducer(bootstrap_servers=bootstrap, transactional_id="aio")
+        await producer.start()
+        try:
+            async with producer.transaction():
+                await producer.send_and_wait("in", b"y", partition=0)
+                await producer.send_offsets_to_transaction({aiokafka.TopicPartition("in", 0): 5}, "aio-g")
+        finally:
+            await producer.stop()
+
+    asyncio.run(aio())
+    _wait("aiokafka's commit", lambda: _fetch(broker.port, "aio-g") == (0, 5))
