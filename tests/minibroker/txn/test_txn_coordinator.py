@@ -505,3 +505,34 @@ def test_a_cluster_coordinator_loads_before_it_answers_and_forgets_on_resignatio
         coordinator.close()
 
     asyncio.run(run())
+
+
+def test_a_full_disk_leaves_the_transactional_id_as_it_was(small_disk):
+    """issue 14, item 3: a write to __transaction_state that fails for lack of space is
+    answered NOT_COORDINATOR (Kafka's appendTransactionToLog mapping of
+    KAFKA_STORAGE_ERROR, retriable), the connection stays up, the id keeps its last
+    written epoch; once space is back the retry succeeds, and a restart reads back what
+    was acknowledged."""
+    from minibroker import MiniBroker
+    from tests.support.raw_client import RawClient
+
+    with MiniBroker(data_dir=small_disk.path, config=CONFIG) as broker:
+        port = broker.port
+        c = RawClient(port)
+        try:
+            _, pid, epoch = _init(c, "tx")
+            small_disk.fill()
+            for _ in range(400):  # a page holds some dozens of records
+                code, _, new_epoch = _init(c, "tx")
+                if code:
+                    break
+                epoch = new_epoch
+            assert code == NotCoordinatorError.code
+            assert _init(c, "tx")[0] == NotCoordinatorError.code
+            assert _txn(broker, "tx").producer_epoch == epoch and not _txn(broker, "tx").pending
+            small_disk.free()
+            assert _init(c, "tx") == (0, pid, epoch + 1)
+        finally:
+            c.close()
+    with MiniBroker(port=port, data_dir=small_disk.path, config=CONFIG) as broker:
+        assert _txn(broker, "tx").producer_epoch == epoch + 1
