@@ -5,8 +5,8 @@ import asyncio
 import pytest
 
 from kproto import AdminClient, Producer
-from kproto.admin import NewTopic
 from kproto.records import ControlType, parse_control_record, read_batches
+from kproto.admin import NewTopic
 
 
 def _write(broker, **kwargs):
