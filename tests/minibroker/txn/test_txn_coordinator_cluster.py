@@ -149,3 +149,23 @@ def test_a_transaction_survives_the_death_of_its_coordinator(cluster):
     p.commit_transaction(30)
     _wait("CompleteCommit", lambda: _txn_state(cluster, new, "tx") is TxnState.CompleteCommit)
     assert [kind for kind, _, _ in _markers(cluster, "t", 0)] == [ControlType.COMMIT]
+
+
+def test_offsets_sent_to_a_transaction_commit_with_it_in_a_cluster(cluster):
+    """issue 14, item 7: in a cluster, send_offsets_to_transaction's offsets (written with
+    acks=all by the group's coordinator) count once the transaction's marker reaches the
+    group's __consumer_offsets partition, wherever it is led."""
+    cluster.create_topic("in", partitions=1, replication_factor=3)
+    consumer = ck.Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": "g",
+                            "enable.auto.commit": False})
+    try:
+        p = _producer(cluster)
+        p.init_transactions(20)
+        p.begin_transaction()
+        p.produce("in", b"x", partition=0)
+        p.send_offsets_to_transaction([ck.TopicPartition("in", 0, 7)], consumer.consumer_group_metadata(), 20)
+        p.commit_transaction(30)
+        _wait("the committed offset",
+              lambda: consumer.committed([ck.TopicPartition("in", 0)], 10)[0].offset == 7)
+    finally:
+        consumer.close()
