@@ -64,7 +64,15 @@ DEFAULTS: dict[str, tuple[Any, type, str]] = {
     "offsets.topic.num.partitions": (50, int, "Partitions of __consumer_offsets, created on the first offset commit; fixed once it exists."),
     "offsets.topic.segment.bytes": (104857600, int, "segment.bytes of __consumer_offsets (compacted, so old commits are cleaned once segments roll)."),
     "producer.id.expiration.ms": (86400000, int, "How long an idempotent producer's state on a partition is kept after its last write; then its next batch is accepted at any sequence (KIP-854). At least 1."),
-    "transactional.id.expiration.ms": (604800000, int, "How long a transactional id is kept without use. minibroker has no transactional ids yet (InitProducerId with one is COORDINATOR_NOT_AVAILABLE), so this has nothing to expire; it is accepted so that Kafka's server.properties files start."),
+    # The transaction coordinator (Kafka's TransactionStateManagerConfig and TransactionLogConfig).
+    "transactional.id.expiration.ms": (604800000, int, "How long a transactional id is kept without use (Empty or its last transaction complete); then it is removed with a tombstone in __transaction_state, and its next InitProducerId gets a new producer id."),
+    "transaction.max.timeout.ms": (900000, int, "Largest transaction.timeout.ms a producer may ask for in InitProducerId (INVALID_TRANSACTION_TIMEOUT above)."),
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms": (10000, int, "How often ongoing transactions older than their transaction.timeout.ms are looked for and aborted (their producer fenced by an epoch bump). At least 1."),
+    "transaction.remove.expired.transaction.cleanup.interval.ms": (3600000, int, "How often transactional ids unused for transactional.id.expiration.ms are looked for. At least 1."),
+    "transaction.state.log.num.partitions": (50, int, "Partitions of __transaction_state, created on the first use of a transactional id; fixed once it exists."),
+    "transaction.state.log.segment.bytes": (104857600, int, "segment.bytes of __transaction_state (compacted)."),
+    "transaction.state.log.replication.factor": (3, int, "Replication factor of __transaction_state (a MiniCluster uses at most its number of brokers). Used by a MiniCluster only."),
+    "transaction.state.log.min.isr": (2, int, "min.insync.replicas of __transaction_state (capped at its replication factor). Used by a MiniCluster only."),
     "offsets.retention.minutes": (10080, int, "How long an empty group's committed offsets are kept (KIP-211: counted from when the group became empty; for a standalone consumer, from the commit); then they and the group go. Kafka's minimum is 1; minibroker also takes 0 (expire at the next check), for tests."),
     "offsets.retention.check.interval.ms": (600000, int, "How often expired offsets and empty groups are looked for."),
     "request.timeout.ms": (30000, int, "How long a broker's own acks=all append waits for the ISR: a transaction marker's (WriteTxnMarkers)."),
@@ -212,6 +220,10 @@ class BrokerConfig:
                              f"has: use one of {sorted(REPLICA_SELECTORS)}")
         if self._static["leader.imbalance.check.interval.seconds"] < 1:
             raise ValueError("leader.imbalance.check.interval.seconds must be at least 1")  # Kafka's atLeast(1)
+        for name in ("transaction.abort.timed.out.transaction.cleanup.interval.ms",
+                     "transaction.remove.expired.transaction.cleanup.interval.ms"):
+            if self._static[name] < 1:
+                raise ValueError(f"{name} must be at least 1")  # Kafka's atLeast(1)
         # Dynamic layers (KIP-226): "" the cluster-wide default, "broker" this broker's own.
         self._dynamic: dict[str, dict[str, Any]] = {"": {}, "broker": {}}
         listener = parse_listener("listeners", self._static["listeners"])

@@ -37,15 +37,17 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from kproto.errors import (
+    CoordinatorNotAvailableError,
     KafkaCodeError,
     KafkaStorageError,
     NotCoordinatorError,
     NotEnoughReplicasError,
+    NotLeaderOrFollowerError,
     RequestTimedOutError,
     UnknownTopicOrPartitionError,
 )
@@ -63,6 +65,7 @@ from minibroker.coordinator.offsets_log import (
     offsets_batch,
     partition_for,
     read_offset_records,
+    txn_offsets_batch,
 )
 from minibroker.coordinator.producer_state import (
     CompletedTxn,
@@ -70,15 +73,22 @@ from minibroker.coordinator.producer_state import (
     ProducerInfo,
     ProducerStates,
 )
+from minibroker.coordinator.txn_coordinator import TransactionCoordinator, TxnBackend
+from minibroker.coordinator.txn_log import TRANSACTION_STATE_TOPIC, read_txn_records
 from minibroker.log import PartitionLog
 from minibroker.log.maintenance import maintain as maintain_logs
 from minibroker.log.txn_index import AbortedTxn
 from minibroker.storage import Storage, StoredTopic
 from minibroker.topic_configs import effective
 
-__all__ = ["INTERNAL_TOPICS", "OFFSETS_TOPIC", "BrokerState", "Topic", "validate_topic_name"]
+__all__ = ["INTERNAL_TOPICS", "OFFSETS_TOPIC", "TRANSACTION_STATE_TOPIC", "BrokerState", "RemoteTxnMarkers", "Topic",
+           "validate_topic_name"]
 
-INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC})  # written by the broker only
+INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC})  # written by the broker only
+
+#: A cluster broker's way to write markers on another broker (WriteTxnMarkers, set by its
+#: node: :func:`minibroker.cluster.txn_markers.send_txn_markers`).
+RemoteTxnMarkers = Callable[..., Awaitable[dict[tuple[str, int], int]]]
 
 log = logging.getLogger(__name__)
 
@@ -127,7 +137,14 @@ class BrokerState:
         self.producers = ProducerStates(config["producer.id.expiration.ms"])
         # Classic groups and committed offsets; a cluster broker's commits wait for acks=all.
         self.groups = GroupCoordinator(config, journal=self._write_offsets,
-                                       replicated_journal=None if cluster is None else self.replicate_offsets)
+                                       replicated_journal=None if cluster is None else self.replicate_offsets,
+                                       txn_journal=self._write_txn_offsets)
+        # The transaction coordinator (issue 14): its state is __transaction_state.
+        self.transactions = TransactionCoordinator(config, TxnBackend(
+            partition_count=self._txn_partition_count, append=self._append_txn_log,
+            write_markers=self._write_txn_markers_anywhere, partition_exists=self.topic_partition_exists,
+            new_producer_id=self.new_producer_id_async), solo=cluster is None)
+        self.remote_txn_markers: RemoteTxnMarkers | None = None
         self._data = asyncio.Event()
         dirs = [d.strip() for d in config["log.dirs"].split(",") if d.strip()]
         self.storage = Storage(config, dirs)
@@ -170,7 +187,14 @@ class BrokerState:
         self.producer_ids = ProducerIdManager(next_producer_id, self.storage.save_producer_id_block)
         if OFFSETS_TOPIC in self.topics:
             for log in self.topics[OFFSETS_TOPIC].logs():
-                self.groups.load_offsets(read_offset_records(log.read, log.log_start_offset, log.log_end_offset))
+                pending: dict[int, list[OffsetEntry]] = {}  # transactional commits of open transactions
+                self.groups.load_offsets(list(read_offset_records(log.read, log.log_start_offset, log.log_end_offset,
+                                                                  pending)), pending)
+        if TRANSACTION_STATE_TOPIC in self.topics:
+            logs = self.topics[TRANSACTION_STATE_TOPIC].logs()
+            self.transactions.load((entry for log in logs
+                                    for entry in read_txn_records(log.read, log.log_start_offset, log.log_end_offset)),
+                                   len(logs))
 
     def _solo(self, topic: Topic, index: int, log: PartitionLog) -> Partition:
         """A single broker's partition: leader at epoch 0, ISR = this broker, HW = LEO
@@ -383,6 +407,7 @@ class BrokerState:
         await maintain_logs(log for topic in list(self.topics.values()) for log in topic.logs())
 
     def close(self) -> None:
+        self.transactions.close()
         for task in list(self._tasks):
             task.cancel()
         for topic in self.topics.values():
@@ -564,6 +589,8 @@ class BrokerState:
         ``onResignation``): a new leader loads the partition's groups in a task
         (:meth:`_load_groups`); a broker that stops leading it unloads them.
         """
+        if partition.topic == TRANSACTION_STATE_TOPIC:
+            self._transactions_leadership_changed(partition, transition)
         if partition.topic != OFFSETS_TOPIC:
             return
         if transition is Transition.BECAME_LEADER:
@@ -589,13 +616,14 @@ class BrokerState:
         end = local.log_end_offset
         if await partition.wait_for_ack(end, 1):
             return  # no longer the leader
+        pending: dict[int, list[OffsetEntry]] = {}  # transactional commits of open transactions
         try:
-            entries = list(read_offset_records(local.read, local.log_start_offset, end))
+            entries = list(read_offset_records(local.read, local.log_start_offset, end, pending))
         except Exception:
             log.exception("%s-%d: cannot load its groups", OFFSETS_TOPIC, partition.index)
             self.groups.unload(partition.index)  # NOT_COORDINATOR rather than empty groups
             return
-        self.groups.finish_load(load, entries)
+        self.groups.finish_load(load, entries, pending)
 
     def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
         """Run ``coro`` as a task of this broker (cancelled by :meth:`close`, :meth:`abandon`)."""
@@ -618,6 +646,7 @@ class BrokerState:
     def abandon(self) -> None:
         """A crash: every log closed without writing anything (:meth:`PartitionLog.abandon`),
         the directories' locks released; no checkpoint, no flush."""
+        self.transactions.close()
         for task in list(self._tasks):
             task.cancel()
         for topic in self.topics.values():
@@ -676,6 +705,7 @@ class BrokerState:
                 return RequestTimedOutError.code
 
         codes = await asyncio.gather(*(write(name, index) for name, index in partitions))
+        self._complete_txn_offsets(producer_id, commit, dict(zip(partitions, codes)))  # TxnOffsetCommit (txn-coord)
         return dict(zip(partitions, codes))
 
     # -- transactions on the partitions (issue 14: the partition side) ------------------------
@@ -710,6 +740,164 @@ class BrokerState:
     def active_producers(self, partition: Partition) -> list[ProducerInfo]:
         """The producers of a partition whose state is kept (DescribeProducers)."""
         return self.producers.producers((partition.topic_id, partition.index))
+
+    # -- the transaction coordinator's broker (issue 14) --------------------------------------
+
+    def transaction_state_topic(self) -> Topic:
+        """``__transaction_state``, created compacted on first use by a single broker (as
+        Kafka does); a cluster's is created by the controller (FindCoordinator).
+
+        Raises:
+            UnknownTopicOrPartitionError: a cluster's does not exist yet.
+            OSError, KafkaStorageError: it cannot be made (a full disk).
+        """
+        topic = self.topics.get(TRANSACTION_STATE_TOPIC)
+        if topic is None and self.cluster is not None:
+            raise UnknownTopicOrPartitionError(f"{TRANSACTION_STATE_TOPIC} does not exist yet")
+        if topic is None:
+            topic = self.create_topic(TRANSACTION_STATE_TOPIC, self.config["transaction.state.log.num.partitions"], {
+                "cleanup.policy": "compact",
+                "segment.bytes": str(self.config["transaction.state.log.segment.bytes"]),
+            })
+        return topic
+
+    def _txn_partition_count(self) -> int:
+        if self.cluster is None:
+            return len(self.transaction_state_topic().partitions)
+        image = self.cluster.image.topic_by_name(TRANSACTION_STATE_TOPIC)
+        if image is None or not image.partitions:
+            raise UnknownTopicOrPartitionError(f"{TRANSACTION_STATE_TOPIC} does not exist yet")
+        return len(image.partitions)
+
+    def topic_partition_exists(self, tp: tuple[str, int]) -> bool:
+        """Whether the partition exists (a cluster's: in the metadata image), led here or not."""
+        if self.cluster is None:
+            topic = self.topics.get(tp[0])
+            return topic is not None and 0 <= tp[1] < len(topic.partitions)
+        image = self.cluster.image.topic_by_name(tp[0])
+        return image is not None and tp[1] in image.partitions
+
+    async def _append_txn_log(self, index: int, builder: Any) -> int:
+        """The coordinator's write: one batch on partition ``index`` of ``__transaction_state``,
+        acks=all within ``request.timeout.ms`` (Kafka's ``appendTransactionToLog``). Returns
+        0 or the append's error code; raises the error of an append that cannot be made."""
+        topic = self.topics.get(TRANSACTION_STATE_TOPIC)
+        partition = self.leader_partition(topic, index)
+        assert topic is not None and partition.log is not None
+        min_isr = int(effective(topic.configs, "min.insync.replicas", self.config))
+        if len(partition.isr) < min_isr:
+            raise NotEnoughReplicasError(f"the ISR {list(partition.isr)} of {TRANSACTION_STATE_TOPIC}-{index} "
+                                         f"is below min.insync.replicas={min_isr}")
+        now_ms = int(time.time() * 1000)
+        partition.append_as_leader(builder.build(), last_offset_delta=builder.record_count - 1, max_timestamp=now_ms)
+        self.data_arrived()
+        ack = partition.wait_for_ack(partition.log.log_end_offset, min_isr)
+        try:
+            return await asyncio.wait_for(ack, self.config["request.timeout.ms"] / 1000)
+        except asyncio.TimeoutError:
+            return RequestTimedOutError.code
+
+    async def _write_txn_markers_anywhere(self, producer_id: int, producer_epoch: int, coordinator_epoch: int,
+                                          commit: bool, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        """One transaction's markers on every partition, wherever it is led: here through
+        :meth:`write_txn_markers`, on another broker of a cluster by WriteTxnMarkers
+        (:attr:`remote_txn_markers`). A partition without a live leader is
+        NOT_LEADER_OR_FOLLOWER (the coordinator retries)."""
+        async def local(tps: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
+            return await self.write_txn_markers(producer_id=producer_id, producer_epoch=producer_epoch,
+                                                coordinator_epoch=coordinator_epoch, commit=commit, partitions=tps)
+
+        if self.cluster is None:
+            return await local(partitions)
+        image = self.cluster.image
+        by_leader: dict[int, list[tuple[str, int]]] = {}
+        codes: dict[tuple[str, int], int] = {}
+        for tp in partitions:
+            topic = image.topic_by_name(tp[0])
+            registration = None if topic is None else topic.partitions.get(tp[1])
+            broker = None if registration is None else image.brokers.get(registration.leader)
+            if registration is None:
+                codes[tp] = UnknownTopicOrPartitionError.code
+            elif broker is None or broker.fenced:
+                codes[tp] = NotLeaderOrFollowerError.code
+            else:
+                by_leader.setdefault(registration.leader, []).append(tp)
+
+        async def send(leader: int, tps: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
+            if leader == self.node_id:
+                return await local(tps)
+            if self.remote_txn_markers is None:
+                return dict.fromkeys(tps, CoordinatorNotAvailableError.code)
+            broker = image.brokers[leader]
+            return await self.remote_txn_markers(
+                broker.host, broker.port, node_id=self.node_id, producer_id=producer_id, producer_epoch=producer_epoch,
+                coordinator_epoch=coordinator_epoch, commit=commit, partitions=tps,
+                timeout_ms=self.config["request.timeout.ms"])
+
+        for answer in await asyncio.gather(*(send(leader, tps) for leader, tps in by_leader.items())):
+            codes.update(answer)
+        return codes
+
+    async def _write_txn_offsets(self, group_id: str, entries: list[OffsetEntry], producer_id: int,
+                                 producer_epoch: int) -> int:
+        """The group coordinator's journal of transactional commits (TxnOffsetCommit): the
+        producer's transactional batch on the group's partition of ``__consumer_offsets``,
+        acks=all in a cluster within ``offsets.commit.timeout.ms`` (Kafka's ``storeOffsets``
+        with a producer id). Returns 0 or the append's error code; raises as
+        :meth:`replicate_offsets`."""
+        topic, partition = self._offsets_partition(group_id)
+        min_isr = int(effective(topic.configs, "min.insync.replicas", self.config)) if self.cluster else 1
+        if len(partition.isr) < min_isr:
+            raise NotEnoughReplicasError(f"the ISR {list(partition.isr)} of {OFFSETS_TOPIC}-{partition.index} "
+                                         f"is below min.insync.replicas={min_isr}")
+        now_ms = int(time.time() * 1000)
+        builder = txn_offsets_batch(entries, now_ms, producer_id, producer_epoch)
+        partition.append_as_leader(builder.build(), last_offset_delta=builder.record_count - 1, max_timestamp=now_ms)
+        self.data_arrived()
+        assert partition.log is not None
+        ack = partition.wait_for_ack(partition.log.log_end_offset, min_isr)
+        try:
+            return await asyncio.wait_for(ack, self.config["offsets.commit.timeout.ms"] / 1000)
+        except asyncio.TimeoutError:
+            return RequestTimedOutError.code
+
+    def _complete_txn_offsets(self, producer_id: int, commit: bool, codes: dict[tuple[str, int], int]) -> None:
+        """A marker written on a partition of ``__consumer_offsets`` ends the producer's
+        transactional commits of that partition's groups (Kafka's ``KafkaApis`` calls
+        ``GroupCoordinator.scheduleHandleTxnCompletion`` after WriteTxnMarkers)."""
+        topic = self.topics.get(OFFSETS_TOPIC)
+        for (name, index), code in codes.items():
+            if name == OFFSETS_TOPIC and code == 0 and topic is not None:
+                self.groups.complete_txn(producer_id, commit, index, len(topic.partitions))
+
+    def _transactions_leadership_changed(self, partition: Partition, transition: Transition) -> None:
+        """For ``__transaction_state`` (Kafka's ``TransactionCoordinator.onElection`` /
+        ``onResignation``): a new leader loads the partition's transactional ids in a task
+        (:meth:`_load_transactions`), at the partition's leader epoch as coordinator
+        epoch; a broker that stops leading it unloads them."""
+        if transition is Transition.BECAME_LEADER:
+            count = len(self.topics[TRANSACTION_STATE_TOPIC].partitions)
+            if self.transactions.begin_load(partition.index, count, partition.leader_epoch):
+                self._spawn(self._load_transactions(partition, partition.leader_epoch))
+        elif transition in (Transition.BECAME_FOLLOWER, Transition.STOPPED):
+            self.transactions.unload(partition.index)
+
+    async def _load_transactions(self, partition: Partition, epoch: int) -> None:
+        """Kafka's ``loadTransactionsForTxnTopicPartition``: replay the partition's records
+        once the high watermark covers the log end it had on election (as
+        :meth:`_load_groups`)."""
+        local = partition.log
+        assert local is not None
+        end = local.log_end_offset
+        if await partition.wait_for_ack(end, 1):
+            return  # no longer the leader
+        try:
+            entries = list(read_txn_records(local.read, local.log_start_offset, end))
+        except Exception:
+            log.exception("%s-%d: cannot load its transactions", TRANSACTION_STATE_TOPIC, partition.index)
+            self.transactions.unload(partition.index)
+            return
+        self.transactions.finish_load(partition.index, epoch, entries)
 
     # -- producer ids ------------------------------------------------------------------------
 

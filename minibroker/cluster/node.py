@@ -57,6 +57,7 @@ from minibroker.cluster.api import (
 from minibroker.cluster.metadata import MetadataImage
 from minibroker.cluster.quorum import Quorum
 from minibroker.cluster.replica_manager import ReplicaManager
+from minibroker.cluster.txn_markers import send_txn_markers
 from minibroker.config import BrokerConfig
 from minibroker.server import Server
 
@@ -132,6 +133,7 @@ class ClusterNode:
             await self._register()
             self.replica_manager = ReplicaManager(self.server.state, self.context, self.clock_ms)
             self.replica_manager.leadership_listeners.append(self.server.state.leadership_changed)
+            self.server.state.remote_txn_markers = send_txn_markers  # WriteTxnMarkers to other brokers
             self.replica_manager.fetchers.faults = self.server.faults  # isolation and a slow disk reach the fetchers
             self.quorum.subscribe(self.node_id, self.replica_manager.apply, from_offset=0)
         except BaseException:

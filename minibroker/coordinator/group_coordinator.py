@@ -84,7 +84,7 @@ from minibroker.coordinator.groups import Group, GroupConfig, GroupState, JoinRe
 from minibroker.coordinator.offsets import CommittedOffset, Journal, OffsetEntry, OffsetStore
 from minibroker.coordinator.offsets_log import partition_for
 
-__all__ = ["GroupCoordinator", "PartitionLoad", "ReplicatedJournal"]
+__all__ = ["GroupCoordinator", "PartitionLoad", "ReplicatedJournal", "TxnJournal"]
 
 log = logging.getLogger("minibroker.groups")
 
@@ -93,6 +93,10 @@ log = logging.getLogger("minibroker.groups")
 #: ``__consumer_offsets`` and waits for acks=all; returns 0 or the append's error code
 #: (or raises the error of an append that could not be made).
 ReplicatedJournal = Callable[[str, "list[OffsetEntry]"], Awaitable[int]]
+#: The journal of transactional commits (TxnOffsetCommit): ``(group, entries, producer id,
+#: producer epoch)`` appended as the producer's transactional batch (acks=all in a
+#: cluster); returns 0 or the append's error code, or raises as :data:`ReplicatedJournal`.
+TxnJournal = Callable[[str, "list[OffsetEntry]", int, int], Awaitable[int]]
 
 # Kafka's GroupMetadataManager.storeOffsets: the error of the append to __consumer_offsets
 # -> what the coordinator answers (any other code is answered as it is). REQUEST_TIMED_OUT
@@ -166,7 +170,7 @@ class GroupCoordinator:
 
     def __init__(self, config: Mapping[str, Any] | Any, *, clock: Callable[[], float] = time.monotonic,
                  wall_clock: Callable[[], int] = _wall_clock_ms, journal: Journal | None = None,
-                 replicated_journal: ReplicatedJournal | None = None):
+                 replicated_journal: ReplicatedJournal | None = None, txn_journal: TxnJournal | None = None):
         self.group_config = GroupConfig(
             initial_rebalance_delay_ms=config["group.initial.rebalance.delay.ms"],
             min_session_timeout_ms=config["group.min.session.timeout.ms"],
@@ -181,6 +185,7 @@ class GroupCoordinator:
         self._timers: dict[str, asyncio.TimerHandle] = {}
         self._seen: dict[str, tuple] = {}  # what was last logged of each group
         self._replicated = replicated_journal
+        self._txn_journal = txn_journal
         # Cluster mode: the offsets partitions led here, loading or loaded (Kafka's
         # ownedPartitions and loadingPartitions), and how many the topic has.
         self._owned: dict[int, PartitionLoad] = {}
@@ -189,10 +194,15 @@ class GroupCoordinator:
     def get(self, group_id: str) -> Group | None:
         return self.groups.get(group_id)
 
-    def load_offsets(self, entries: Iterable[OffsetEntry]) -> None:
-        """Offsets read back on start; their groups come back Empty, as in Kafka."""
+    def load_offsets(self, entries: Iterable[OffsetEntry],
+                     pending: Mapping[int, list[OffsetEntry]] | None = None) -> None:
+        """Offsets read back on start; their groups come back Empty, as in Kafka.
+        ``pending``: the transactional commits of transactions still open (producer id ->
+        entries), held until their marker (:meth:`complete_txn`)."""
         self.offsets.replay(entries)
-        for group_id in self.offsets.groups():
+        for producer_id, held in (pending or {}).items():
+            self.offsets.stage_txn(producer_id, held)
+        for group_id in [*self.offsets.groups(), *self.offsets.pending_groups()]:
             if group_id not in self.groups:
                 self._create(group_id)
 
@@ -228,13 +238,14 @@ class GroupCoordinator:
         log.info("offsets partition %d: loading its groups", partition)
         return load
 
-    def finish_load(self, load: PartitionLoad, entries: Iterable[OffsetEntry]) -> bool:
+    def finish_load(self, load: PartitionLoad, entries: Iterable[OffsetEntry],
+                    pending: Mapping[int, list[OffsetEntry]] | None = None) -> bool:
         """Replay the partition's commits read from its log (:meth:`load_offsets`); its
         groups are answered from now on. False (nothing done) when the partition was
         unloaded, or loaded again, meanwhile."""
         if self._owned.get(load.partition) is not load:
             return False
-        self.load_offsets(entries)
+        self.load_offsets(entries, pending)
         load.done = True
         log.info("offsets partition %d: loaded %d group(s)", load.partition,
                  sum(1 for g in self.groups if self._partition_of(g) == load.partition))
@@ -325,6 +336,58 @@ class GroupCoordinator:
             return self._commit_replicated(group_id, [(group_id, t, p, c) for t, p, c in offsets])
         return self._write(group_id, "commit", self.offsets.commit, group_id, offsets)
 
+    async def txn_commit_offsets(self, group_id: str, *, producer_id: int, producer_epoch: int, member_id: str,
+                                 group_instance_id: str | None, generation_id: int,
+                                 offsets: Iterable[tuple[str, int, CommittedOffset]]) -> int:
+        """TxnOffsetCommit (Kafka's ``handleTxnCommitOffsets``): validate, write the commits
+        as the producer's transactional batch, then hold them until its transaction ends
+        (:meth:`complete_txn`); 0 or the error for every partition.
+
+        An unknown group is created Empty. Without a member id, generation or instance id
+        (clients before KIP-447) the commit is accepted in any state of the group, as
+        Kafka's ``validateOffsetCommit`` does for transactional commits; with them, it
+        must come from a current member of the current generation.
+        """
+        group = self.groups.get(group_id)
+        if group is None:
+            group = self._create(group_id)
+        if group.state is GroupState.Dead:
+            return CoordinatorNotAvailableError.code
+        if generation_id >= 0 or member_id or group_instance_id is not None:
+            code = group.validate_commit(member_id=member_id, group_instance_id=group_instance_id,
+                                         generation_id=generation_id, now=self.clock())
+            self._rearm(group)
+            if code != 0:
+                return code
+        if self._txn_journal is None:
+            raise RuntimeError("transactional commits need a txn_journal")
+        entries = [(group_id, t, p, c) for t, p, c in offsets]
+        error: object
+        try:
+            error = await self._txn_journal(group_id, entries, producer_id, producer_epoch)
+            code = _APPEND_ERRORS.get(error, error)
+        except (KafkaError, OSError) as exc:
+            code, error = _write_error_code(exc), exc
+        if code == 0 and self.status(group_id) != 0:
+            code = NotCoordinatorError.code
+        if code == 0:
+            self.offsets.stage_txn(producer_id, entries)
+        else:
+            log.warning("group %r: could not write the transactional commit of producer %d (answered error %d): %s",
+                        group_id, producer_id, code, error)
+        return code
+
+    def complete_txn(self, producer_id: int, commit: bool, partition: int, partitions: int) -> int:
+        """The transaction of ``producer_id`` ended with a marker on ``partition`` of
+        ``__consumer_offsets`` (of ``partitions``): the held commits of that partition's
+        groups are committed or dropped (Kafka's ``handleTxnCompletion``); returns how many."""
+        decided = self.offsets.complete_txn(producer_id, commit,
+                                            lambda g: partition_for(g, partitions) == partition)
+        if decided:
+            log.info("producer %d: %d transactional commit(s) %s", producer_id, decided,
+                     "committed" if commit else "aborted")
+        return decided
+
     async def _commit_replicated(self, group_id: str, entries: list[OffsetEntry]) -> int:
         """A cluster's commit: written with acks=all, applied once acknowledged (Kafka's
         ``storeOffsets``: the cache is updated in the append's completion callback)."""
@@ -412,7 +475,8 @@ class GroupCoordinator:
             # A KIP-394 member id handed out moments ago is about to join: wait for it
             # (or its expiry) rather than make it start over.
             if (group is not None and group.state is GroupState.Empty and not group.pending_members
-                    and not self.offsets.has_offsets(group_id)):
+                    and not self.offsets.has_offsets(group_id)
+                    and group_id not in self.offsets.pending_groups()):  # Kafka's hasPendingOffsetCommits
                 self._remove(group)
                 log.info("group %r: Empty without offsets, removed (Dead)", group_id)
                 removed += 1

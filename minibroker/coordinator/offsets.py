@@ -7,6 +7,12 @@ applied. The broker's journal appends them to ``__consumer_offsets``
 back on start. Journal first: if the write fails, memory still agrees with the log.
 A cluster's commits are written by the group coordinator's replicated journal and
 replayed here once acknowledged (:mod:`minibroker.coordinator.group_coordinator`).
+
+Transactional commits (TxnOffsetCommit) are held apart, per producer id, once written
+(:meth:`OffsetStore.stage_txn`): OffsetFetch does not show them, and they become the
+committed offsets when the transaction commits (:meth:`OffsetStore.complete_txn`, on
+its marker) or are dropped when it aborts (Kafka's ``GroupMetadata.prepareTxnOffsetCommit``
+and ``completePendingTxnOffsetCommit``).
 """
 
 from __future__ import annotations
@@ -43,6 +49,38 @@ class OffsetStore:
     def __init__(self, journal: Journal | None = None) -> None:
         self._groups: dict[str, dict[tuple[str, int], CommittedOffset]] = {}
         self._journal = journal
+        # producer id -> group -> (topic, partition) -> a transactional commit not yet decided
+        self._pending: dict[int, dict[str, dict[tuple[str, int], CommittedOffset]]] = {}
+
+    # -- transactional commits (KIP-98) -------------------------------------------------------
+
+    def stage_txn(self, producer_id: int, entries: Iterable[OffsetEntry]) -> None:
+        """Hold a transactional producer's commits (already written) until its transaction ends."""
+        for group_id, topic, partition, committed in entries:
+            if committed is not None:
+                self._pending.setdefault(producer_id, {}).setdefault(group_id, {})[(topic, partition)] = committed
+
+    def complete_txn(self, producer_id: int, commit: bool, groups: Callable[[str], bool] = lambda g: True) -> int:
+        """The producer's transaction ended (its marker is in ``__consumer_offsets``): its
+        held commits of the groups that ``groups`` accepts become committed offsets, or
+        are dropped on an abort; returns how many partitions were decided."""
+        held = self._pending.get(producer_id, {})
+        decided = 0
+        for group_id in [g for g in held if groups(g)]:
+            offsets = held.pop(group_id)
+            decided += len(offsets)
+            if commit:
+                self.replay((group_id, t, p, c) for (t, p), c in offsets.items())
+        if not held:
+            self._pending.pop(producer_id, None)
+        return decided
+
+    def has_pending(self, group_id: str, topic: str, partition: int) -> bool:
+        """Whether a transaction holds a commit of this partition (OffsetFetch require_stable)."""
+        return any((topic, partition) in by_group.get(group_id, {}) for by_group in self._pending.values())
+
+    def pending_groups(self) -> Iterable[str]:
+        return {g for by_group in self._pending.values() for g in by_group}
 
     def commit(self, group_id: str, offsets: Iterable[tuple[str, int, CommittedOffset]]) -> None:
         """Commit several partitions of one group at once (one journal write)."""
@@ -77,8 +115,10 @@ class OffsetStore:
 
     def forget(self, group_id: str) -> None:
         """Drop a group's offsets from memory without writing anything (another broker
-        coordinates it now; the journal keeps them)."""
+        coordinates it now; the journal keeps them), its held transactional ones too."""
         self._groups.pop(group_id, None)
+        for by_group in self._pending.values():
+            by_group.pop(group_id, None)
 
     def _change(self, group_id: str, entries: list[OffsetEntry]) -> None:
         if not entries:

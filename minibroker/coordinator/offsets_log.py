@@ -22,17 +22,23 @@ version as an int16 (:mod:`kproto.protocol.messages.data`, Kafka's ``OffsetCommi
 
 A group's commits all go to partition ``abs(java_hash(group_id)) % partitions``, Kafka's
 own rule, so one partition holds a group's history in order.
+
+Transactional commits (TxnOffsetCommit, KIP-98) are the same records in a transactional
+batch of the producer (its producer id and epoch, base sequence 0, as Kafka's
+``GroupMetadataManager.storeOffsets`` writes them); they count once the transaction's
+COMMIT marker follows in the partition, and never after an ABORT. Replay holds them per
+producer id until the marker, and hands back those of transactions still open.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from kproto.errors import KafkaError, ProtocolError
 from kproto.protocol.messages import OffsetCommitKey, OffsetCommitValue
 from kproto.protocol.schema import read_version
-from kproto.records import BatchBuilder, decode_record_set
+from kproto.records import BatchBuilder, ControlType, parse_control_record, read_batches
 from minibroker.coordinator.offsets import CommittedOffset, OffsetEntry
 
 __all__ = [
@@ -45,6 +51,7 @@ __all__ = [
     "offsets_batch",
     "partition_for",
     "read_offset_records",
+    "txn_offsets_batch",
 ]
 
 log = logging.getLogger("minibroker.groups")
@@ -115,24 +122,59 @@ def offsets_batch(entries: Iterable[OffsetEntry], now_ms: int) -> BatchBuilder:
     return builder
 
 
-def read_offset_records(read, start: int, end: int) -> Iterator[OffsetEntry]:
+def txn_offsets_batch(entries: Iterable[OffsetEntry], now_ms: int, producer_id: int,
+                      producer_epoch: int) -> BatchBuilder:
+    """A transactional producer's commits (TxnOffsetCommit): one transactional v2 batch of
+    the producer, base sequence 0 (Kafka's ``storeOffsets`` for a transactional commit)."""
+    builder = BatchBuilder(producer_id=producer_id, producer_epoch=producer_epoch, base_sequence=0,
+                           is_transactional=True)
+    for group_id, topic, partition, committed in entries:
+        assert committed is not None
+        builder.append(now_ms, encode_offset_key(group_id, topic, partition), encode_offset_value(committed))
+    return builder
+
+
+def read_offset_records(read: Callable[[int, int], bytes], start: int, end: int,
+                        pending: dict[int, list[OffsetEntry]] | None = None) -> Iterator[OffsetEntry]:
     """Every offset entry of one partition between ``start`` and ``end``, in order.
 
     ``read(offset, max_bytes)`` returns whole batches from ``offset`` (a
     :meth:`PartitionLog.read`). A record this broker cannot understand is logged and
-    skipped: losing one group's offset beats refusing to start.
+    skipped: losing one group's offset beats refusing to start. A transactional batch's
+    entries are yielded where its COMMIT marker is, dropped at its ABORT marker; those of
+    transactions without a marker yet are put in ``pending`` (producer id -> entries),
+    when given (Kafka's ``GroupMetadataManager.loadGroupsAndOffsets``).
     """
+    open_txns: dict[int, list[OffsetEntry]] = {}
     offset = start
     while offset < end:
-        records, next_offset, _ = decode_record_set(read(offset, 1 << 20), offset)
-        if next_offset <= offset:
+        batches = list(read_batches(read(offset, 1 << 20), check_crc=False))
+        if not batches or batches[-1].next_offset <= offset:
             raise ValueError(f"{OFFSETS_TOPIC} does not advance at offset {offset}")  # never loop forever
-        offset = next_offset
-        for record in records:
-            try:
-                entry = decode_offset_record(record.key, record.value)
-            except (ValueError, UnicodeDecodeError, KafkaError) as exc:
-                log.warning("skipping record %d of %s: %s", record.offset, OFFSETS_TOPIC, exc)
+        for batch in batches:
+            offset = max(offset, batch.next_offset)
+            if batch.is_control:
+                if batch.is_transactional:
+                    entries = open_txns.pop(batch.producer_id, [])
+                    if any(parse_control_record(r) == (0, ControlType.COMMIT) for r in batch.records()):
+                        yield from entries
                 continue
-            if entry is not None:
-                yield entry
+            entries = list(_decode(batch))
+            if batch.is_transactional:
+                open_txns.setdefault(batch.producer_id, []).extend(entries)
+            else:
+                yield from entries
+    if pending is not None:
+        for producer_id, entries in open_txns.items():
+            pending.setdefault(producer_id, []).extend(entries)
+
+
+def _decode(batch) -> Iterator[OffsetEntry]:
+    for record in batch.records():
+        try:
+            entry = decode_offset_record(record.key, record.value)
+        except (ValueError, UnicodeDecodeError, KafkaError) as exc:
+            log.warning("skipping record %d of %s: %s", record.offset, OFFSETS_TOPIC, exc)
+            continue
+        if entry is not None:
+            yield entry

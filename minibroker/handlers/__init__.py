@@ -99,5 +99,6 @@ from minibroker.handlers import (  # noqa: E402,F401
     producer_ids,
     producers,
     topics,
+    txn,
     txn_markers,
 )

@@ -20,8 +20,10 @@ the response (KIP-559), v9 skip_assignment (KIP-814; always false here). SyncGro
 echoes protocol type and name, and a mismatch is INCONSISTENT_GROUP_PROTOCOL.
 LeaveGroup v3 batches members by member id or instance id. ListGroups v4 filters by
 state (KIP-518), v5 by type (KIP-848; every group here is "classic").
-Not implemented: transaction coordinators (key_type 1 gets COORDINATOR_NOT_AVAILABLE),
-share groups (key_type 2 gets INVALID_REQUEST), ``group.max.size``, and the reason
+FindCoordinator key_type 1 (KIP-98) names the transaction coordinator of a transactional
+id: this broker, or in a MiniCluster the leader of the id's ``__transaction_state``
+partition (the topic made on first use, as Kafka does; see :mod:`minibroker.handlers.txn`).
+Not implemented: share groups (key_type 2 gets INVALID_REQUEST), ``group.max.size``, and the reason
 strings (v8+/v5+), which are accepted and dropped. DescribeGroups v3+ reports every
 operation of a group when asked (KIP-430, no authorizer: :mod:`minibroker.authorizer`).
 
@@ -70,6 +72,8 @@ from minibroker.coordinator import GroupState
 from minibroker.coordinator.offsets_log import OFFSETS_TOPIC, partition_for
 from minibroker.handlers import handles
 from minibroker.handlers.metadata import offsets_topic_spec
+from minibroker.handlers.txn import transaction_state_topic_spec
+from minibroker.state import TRANSACTION_STATE_TOPIC
 
 GROUP_KEY, TRANSACTION_KEY = 0, 1
 
@@ -93,6 +97,31 @@ async def _leader_of_group_partition(state, group_id):
     return 0, None, broker.broker_id, broker.host, broker.port
 
 
+async def _transaction_coordinator(state, transactional_id):
+    """(error_code, error_message, node_id, host, port): the coordinator of a transactional
+    id, the leader of its ``__transaction_state`` partition (Kafka's
+    ``TransactionStateManager.partitionFor``), the topic made on first use (a cluster's
+    through the controller)."""
+    if state.cluster is None:
+        try:
+            state.transaction_state_topic()
+        except Exception as exc:  # a full disk: as Kafka while the topic cannot be made
+            return CoordinatorNotAvailableError.code, f"{TRANSACTION_STATE_TOPIC} could not be created: {exc}", -1, "", -1
+        return 0, None, state.node_id, state.host, state.port
+    image = state.cluster.image
+    topic = image.topic_by_name(TRANSACTION_STATE_TOPIC)
+    if topic is None:
+        await state.cluster.channel.create_topics([transaction_state_topic_spec(state)], validate_only=False)
+        topic = image.topic_by_name(TRANSACTION_STATE_TOPIC)
+    if topic is None or not topic.partitions:
+        return CoordinatorNotAvailableError.code, f"{TRANSACTION_STATE_TOPIC} could not be created", -1, "", -1
+    leader = topic.partitions[partition_for(transactional_id, len(topic.partitions))].leader
+    broker = image.brokers.get(leader)
+    if leader < 0 or broker is None or broker.fenced:
+        return CoordinatorNotAvailableError.code, "the transactional id's partition has no leader", -1, "", -1
+    return 0, None, broker.broker_id, broker.host, broker.port
+
+
 async def _coordinator_for(state, key_type, key):
     """(error_code, error_message, node_id, host, port) for one FindCoordinator key."""
     if key_type == GROUP_KEY:
@@ -100,7 +129,7 @@ async def _coordinator_for(state, key_type, key):
             return await _leader_of_group_partition(state, key)
         return 0, None, state.node_id, state.host, state.port
     if key_type == TRANSACTION_KEY:
-        return CoordinatorNotAvailableError.code, "minibroker has no transaction coordinator yet", -1, "", -1
+        return await _transaction_coordinator(state, key)
     return InvalidRequestError.code, f"unsupported coordinator key type {key_type}", -1, "", -1
 
 

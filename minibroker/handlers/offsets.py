@@ -1,4 +1,5 @@
-"""OffsetCommit v0-9, OffsetFetch v0-9 and OffsetDelete v0: committed offsets of groups.
+"""OffsetCommit v0-9, OffsetFetch v0-9, OffsetDelete v0 and TxnOffsetCommit v0-3: committed
+offsets of groups.
 
 Behaviour: offsets live in :class:`minibroker.coordinator.OffsetStore`, which writes every
 change to the compacted ``__consumer_offsets`` topic (created on the first commit) before
@@ -36,11 +37,23 @@ appends them with acks=0.
 Version notes: OffsetCommit v1 generation and member id, v1 only commit_timestamp, v2-4
 retention_time_ms (ignored, as Kafka does since KIP-211), v6 leader epoch (KIP-320), v7
 group_instance_id (KIP-345). OffsetFetch v2 null topics = all and a top-level error, v5
-leader epoch, v7 require_stable (KIP-447: nothing is unstable without transactions),
+leader epoch, v7 require_stable (KIP-447: a partition with a transactional commit not yet
+decided is UNSTABLE_OFFSET_COMMIT, offset -1; without it the last decided commit shows),
 v8 several groups (KIP-709), v9 member id and epoch (KIP-848; not checked for classic
 groups, as in Kafka).
 Offsets expire after ``offsets.retention.minutes`` as in Kafka (KIP-211), and empty groups
 without offsets are removed: see :mod:`minibroker.coordinator.group_coordinator`.
+
+TxnOffsetCommit (KIP-98), sent by a transactional producer to the group's coordinator
+after AddOffsetsToTxn: the commits are written to ``__consumer_offsets`` in the producer's
+transactional batch and count only when the transaction commits (its marker on the
+group's partition), as Kafka's ``GroupCoordinator.handleTxnCommitOffsets``: an unknown
+group is created; clients before KIP-447 (no member id, generation -1: v0-v2) commit in
+any state of the group; from v3, a member id, generation or instance id must match the
+group's current member (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, FENCED_INSTANCE_ID).
+Unknown partitions are UNKNOWN_TOPIC_OR_PARTITION, oversized metadata
+OFFSET_METADATA_TOO_LARGE, a failed write as OffsetCommit's. v4 (TRANSACTION_ABORTABLE,
+KIP-890) is not advertised.
 """
 
 import time
@@ -51,9 +64,15 @@ from kproto.errors import (
     NonEmptyGroupError,
     OffsetMetadataTooLargeError,
     UnknownTopicOrPartitionError,
+    UnstableOffsetCommitError,
 )
 from kproto.protocol import ApiKey
-from kproto.protocol.messages import OffsetCommitResponse, OffsetDeleteResponse, OffsetFetchResponse
+from kproto.protocol.messages import (
+    OffsetCommitResponse,
+    OffsetDeleteResponse,
+    OffsetFetchResponse,
+    TxnOffsetCommitResponse,
+)
 from minibroker.coordinator import CommittedOffset, GroupState
 from minibroker.handlers import handles
 
@@ -108,18 +127,32 @@ async def offset_commit(state, header, request):
     ])
 
 
-def _fetch_group(state, group_id, topics):
-    """[(topic, [(partition, CommittedOffset | None)])] for one group; topics None = all committed."""
+def _fetch_group(state, group_id, topics, require_stable=False):
+    """[(topic, [(partition, CommittedOffset | None | UNSTABLE)])] for one group; topics None
+    = all committed. ``require_stable``: a partition whose transactional commit is not
+    decided yet is UNSTABLE (Kafka's ``GroupMetadataManager.getOffsets``, KIP-447)."""
+    offsets = state.groups.offsets
+
+    def get(name, i):
+        if require_stable and offsets.has_pending(group_id, name, i):
+            return UNSTABLE
+        return offsets.get(group_id, name, i)
+
     if topics is None:
         by_topic = {}
-        for (name, partition), committed in state.groups.offsets.committed(group_id).items():
-            by_topic.setdefault(name, []).append((partition, committed))
+        for name, partition in offsets.committed(group_id):
+            by_topic.setdefault(name, []).append((partition, get(name, partition)))
         return [(name, sorted(parts, key=lambda x: x[0])) for name, parts in by_topic.items()]
-    offsets = state.groups.offsets
-    return [(t.name, [(i, offsets.get(group_id, t.name, i)) for i in t.partition_indexes]) for t in topics]
+    return [(t.name, [(i, get(t.name, i)) for i in t.partition_indexes]) for t in topics]
+
+
+UNSTABLE = object()  # a partition answered UNSTABLE_OFFSET_COMMIT
 
 
 def _partition_fields(partition, committed):
+    if committed is UNSTABLE:
+        return dict(partition_index=partition, committed_offset=-1, committed_leader_epoch=-1, metadata="",
+                    error_code=UnstableOffsetCommitError.code)
     if committed is None:
         return dict(partition_index=partition, committed_offset=-1, committed_leader_epoch=-1, metadata="", error_code=0)
     return dict(partition_index=partition, committed_offset=committed.offset,
@@ -137,7 +170,8 @@ async def offset_fetch(state, header, request):
                           R.OffsetFetchResponseGroup(group_id=g.group_id, error_code=0, topics=[
                               R.OffsetFetchResponseTopics(name=name, partitions=[
                                   R.OffsetFetchResponsePartitions(**_partition_fields(i, c)) for i, c in parts])
-                              for name, parts in _fetch_group(state, g.group_id, g.topics)]))
+                              for name, parts in _fetch_group(state, g.group_id, g.topics,
+                                                              request.require_stable)]))
         return R(groups=groups)
     if code := state.coordinator_error(request.group_id):
         return OffsetFetchResponse(error_code=code, topics=[
@@ -149,7 +183,8 @@ async def offset_fetch(state, header, request):
     return OffsetFetchResponse(error_code=0, topics=[
         OffsetFetchResponse.OffsetFetchResponseTopic(name=name, partitions=[
             OffsetFetchResponse.OffsetFetchResponsePartition(**_partition_fields(i, c)) for i, c in parts])
-        for name, parts in _fetch_group(state, request.group_id, request.topics)
+        for name, parts in _fetch_group(state, request.group_id, request.topics,
+                                        header.api_version >= 7 and request.require_stable)
     ])
 
 
@@ -186,3 +221,37 @@ async def offset_delete(state, header, request):
             for p in t.partitions])
         for t in request.topics
     ])
+
+
+@handles(ApiKey.TXN_OFFSET_COMMIT, 0, 3)
+async def txn_offset_commit(state, header, request):
+    version = header.api_version
+    now_ms = int(time.time() * 1000)
+    codes = {}
+    valid = []
+    coordinator_error = state.coordinator_error(request.group_id)
+    for t in request.topics:
+        for p in t.partitions:
+            key = (t.name, p.partition_index)
+            if coordinator_error:
+                codes[key] = coordinator_error
+            elif not _has_partition(state, t.name, p.partition_index):
+                codes[key] = UnknownTopicOrPartitionError.code
+            elif p.committed_metadata is not None and len(p.committed_metadata.encode()) > MAX_METADATA_BYTES:
+                codes[key] = OffsetMetadataTooLargeError.code
+            else:
+                valid.append((t.name, p.partition_index, CommittedOffset(
+                    offset=p.committed_offset, leader_epoch=p.committed_leader_epoch,
+                    metadata=p.committed_metadata or "", commit_timestamp=now_ms)))
+    if valid:
+        group_code = await state.groups.txn_commit_offsets(
+            request.group_id, producer_id=request.producer_id, producer_epoch=request.producer_epoch,
+            member_id=request.member_id if version >= 3 else "",
+            group_instance_id=request.group_instance_id if version >= 3 else None,
+            generation_id=request.generation_id if version >= 3 else -1, offsets=valid)
+        for name, partition, _ in valid:
+            codes[(name, partition)] = group_code
+    R = TxnOffsetCommitResponse
+    return R(topics=[R.TxnOffsetCommitResponseTopic(name=t.name, partitions=[
+        R.TxnOffsetCommitResponsePartition(partition_index=p.partition_index, error_code=codes[(t.name, p.partition_index)])
+        for p in t.partitions]) for t in request.topics])

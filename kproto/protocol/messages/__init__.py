@@ -45,6 +45,8 @@ __all__ = [
     "GroupMetadataValue",
     "OffsetCommitKey",
     "OffsetCommitValue",
+    "TransactionLogKey",
+    "TransactionLogValue",
     "AddOffsetsToTxnRequest", "AddOffsetsToTxnResponse",
     "AddPartitionsToTxnRequest", "AddPartitionsToTxnResponse",
     "AllocateProducerIdsRequest", "AllocateProducerIdsResponse",
@@ -209,3 +211,5 @@ OffsetCommitKey = DATA_CLASSES["OffsetCommitKey"]
 OffsetCommitValue = DATA_CLASSES["OffsetCommitValue"]
 GroupMetadataKey = DATA_CLASSES["GroupMetadataKey"]
 GroupMetadataValue = DATA_CLASSES["GroupMetadataValue"]
+TransactionLogKey = DATA_CLASSES["TransactionLogKey"]
+TransactionLogValue = DATA_CLASSES["TransactionLogValue"]

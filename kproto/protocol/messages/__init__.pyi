@@ -28,6 +28,8 @@ __all__ = [
     "GroupMetadataValue",
     "OffsetCommitKey",
     "OffsetCommitValue",
+    "TransactionLogKey",
+    "TransactionLogValue",
     "AddOffsetsToTxnRequest",
     "AddOffsetsToTxnResponse",
     "AddPartitionsToTxnRequest",
@@ -5833,5 +5835,80 @@ class GroupMetadataValue(DataMessage):
             session_timeout: int = 0,
             subscription: bytes = b'',
             assignment: bytes = b'',
+            unknown_tagged_fields: dict[int, bytes] | None = None,
+        ) -> None: ...
+
+class TransactionLogKey(DataMessage):
+    """Kafka's TransactionLogKey data message (v0, flexible vnone); on the wire its version comes first, as an int16 (encode_versioned, decode_versioned).
+
+    Fields:
+        transactional_id: string, v0+, default ''
+    """
+    transactional_id: str
+    def __init__(
+        self,
+        *,
+        transactional_id: str = "",
+        unknown_tagged_fields: dict[int, bytes] | None = None,
+    ) -> None: ...
+    @classmethod
+    def decode(cls, data: Any, version: int) -> TransactionLogKey: ...
+
+class TransactionLogValue(DataMessage):
+    """Kafka's TransactionLogValue data message (v0-1, flexible v1+); on the wire its version comes first, as an int16 (encode_versioned, decode_versioned).
+
+    Fields:
+        producer_id: int64, v0+, default 0
+        previous_producer_id: int64, v1+, tag 0, default -1, ignorable
+        next_producer_id: int64, v1+, tag 1, default -1, ignorable
+        producer_epoch: int16, v0+, default 0
+        transaction_timeout_ms: int32, v0+, default 0
+        transaction_status: int8, v0+, default 0
+        transaction_partitions: []PartitionsSchema, v0+, nullable v0+
+        transaction_last_update_timestamp_ms: int64, v0+, default 0
+        transaction_start_timestamp_ms: int64, v0+, default 0
+        client_transaction_version: int16, v1+, tag 2, default 0, ignorable
+    """
+    producer_id: int
+    previous_producer_id: int
+    next_producer_id: int
+    producer_epoch: int
+    transaction_timeout_ms: int
+    transaction_status: int
+    transaction_partitions: list[TransactionLogValue.PartitionsSchema] | None
+    transaction_last_update_timestamp_ms: int
+    transaction_start_timestamp_ms: int
+    client_transaction_version: int
+    def __init__(
+        self,
+        *,
+        producer_id: int = 0,
+        previous_producer_id: int = -1,
+        next_producer_id: int = -1,
+        producer_epoch: int = 0,
+        transaction_timeout_ms: int = 0,
+        transaction_status: int = 0,
+        transaction_partitions: list[TransactionLogValue.PartitionsSchema] | None = ...,
+        transaction_last_update_timestamp_ms: int = 0,
+        transaction_start_timestamp_ms: int = 0,
+        client_transaction_version: int = 0,
+        unknown_tagged_fields: dict[int, bytes] | None = None,
+    ) -> None: ...
+    @classmethod
+    def decode(cls, data: Any, version: int) -> TransactionLogValue: ...
+    class PartitionsSchema(Struct):
+        """A PartitionsSchema struct of TransactionLogValue.
+
+        Fields:
+            topic: string, v0+, default ''
+            partition_ids: []int32, v0+
+        """
+        topic: str
+        partition_ids: list[int]
+        def __init__(
+            self,
+            *,
+            topic: str = "",
+            partition_ids: list[int] = ...,
             unknown_tagged_fields: dict[int, bytes] | None = None,
         ) -> None: ...

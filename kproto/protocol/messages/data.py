@@ -4,9 +4,10 @@ They travel inside other bytes, each after its version as an int16: the consumer
 protocol's subscription and assignment in a classic group's JoinGroup and SyncGroup
 metadata (kproto's consumer writes them, minibroker's coordinator reads them), and the
 keys and values of the ``__consumer_offsets`` records (minibroker writes and replays them,
-byte for byte as Kafka does). One entry per message, in the same DSL as the APIs; the
-classes are built in :mod:`kproto.protocol.messages`. The ``__transaction_state`` records
-(``TransactionLogKey``, ``TransactionLogValue``) belong here too when the broker writes them.
+byte for byte as Kafka does), and the keys and values of the ``__transaction_state``
+records (``TransactionLogKey``, ``TransactionLogValue``: minibroker's transaction
+coordinator writes and replays them). One entry per message, in the same DSL as the APIs;
+the classes are built in :mod:`kproto.protocol.messages`.
 
 The ``__consumer_offsets`` key's version says what the record is, as in Kafka 3.x's
 ``GroupMetadataManager``: 0 and 1 are an offset commit (:data:`OffsetCommitKey`, same
@@ -108,6 +109,40 @@ DATA: tuple[Data, ...] = (
               session_timeout        int32
               subscription           bytes
               assignment             bytes
+        """,
+    ),
+    data(
+        "TransactionLogKey", "0", flexible="none",
+        notes="""
+            The key of a transactional id's record in __transaction_state (KIP-98).
+        """,
+        fields="""
+            transactional_id  string
+        """,
+    ),
+    data(
+        "TransactionLogValue", "0-1", flexible="1+",
+        notes="""
+            A transactional id's state in __transaction_state (KIP-98); a null value (a
+            tombstone) removes the id. transaction_status is the state's id (Empty 0,
+            Ongoing 1, PrepareCommit 2, PrepareAbort 3, CompleteCommit 4, CompleteAbort 5,
+            Dead 6, PrepareEpochFence 7); transaction_partitions is null in Empty.
+            v1: flexible (KIP-915), with tagged previous_producer_id, next_producer_id and
+            client_transaction_version (KIP-890 part 2).
+        """,
+        fields="""
+            producer_id                          int64
+            previous_producer_id                 int64               v1+  tag=0  default=-1  ignorable
+            next_producer_id                     int64               v1+  tag=1  default=-1  ignorable
+            producer_epoch                       int16
+            transaction_timeout_ms               int32
+            transaction_status                   int8
+            transaction_partitions               []PartitionsSchema  null
+              topic                              string
+              partition_ids                      []int32
+            transaction_last_update_timestamp_ms int64
+            transaction_start_timestamp_ms       int64
+            client_transaction_version           int16               v1+  tag=2  ignorable
         """,
     ),
 )

@@ -1,0 +1,155 @@
+"""AddPartitionsToTxn v0-3, AddOffsetsToTxn v0-4, EndTxn v0-4, DescribeTransactions v0 and
+ListTransactions v0-1: the transaction coordinator's requests (KIP-98, KIP-664).
+
+Behaviour: the decisions are :mod:`minibroker.coordinator.transactions`' and the driver
+:mod:`minibroker.coordinator.txn_coordinator`'s (Kafka's ``TransactionCoordinator``); these
+handlers translate, as Kafka's ``KafkaApis`` does:
+
+- AddPartitionsToTxn: partitions of topics that do not exist are UNKNOWN_TOPIC_OR_PARTITION
+  and the others OPERATION_NOT_ATTEMPTED, nothing added; otherwise every partition gets
+  the coordinator's answer;
+- AddOffsetsToTxn adds the group's partition of ``__consumer_offsets`` (made on first use,
+  as for a commit) to the transaction, so that its TxnOffsetCommit is committed or
+  aborted with it;
+- PRODUCER_FENCED is INVALID_PRODUCER_EPOCH below AddPartitionsToTxn, AddOffsetsToTxn and
+  EndTxn v2 (KIP-588);
+- DescribeTransactions answers per id: NOT_COORDINATOR elsewhere, TRANSACTIONAL_ID_NOT_FOUND
+  for an unknown one; ListTransactions filters by state names (unknown ones are listed
+  back), producer ids and, v1, by how long ago the transaction started (KIP-994), and is
+  COORDINATOR_LOAD_IN_PROGRESS while a partition of ``__transaction_state`` loads.
+
+In a MiniCluster, the coordinator of a transactional id is the leader of its
+``__transaction_state`` partition (created through the controller on the first
+FindCoordinator for a transaction, :func:`transaction_state_topic_spec`); elsewhere a request
+is NOT_COORDINATOR, and COORDINATOR_LOAD_IN_PROGRESS while a new leader loads the partition.
+
+Version notes: AddPartitionsToTxn v4+ (KIP-890: broker-to-broker verification, batches of
+transactions) and EndTxn v5 (KIP-890 part 2: an epoch bump per transaction) are not
+advertised, so clients use the KIP-98 protocol. AddOffsetsToTxn v4 and EndTxn v4 only add
+TRANSACTION_ABORTABLE, which this coordinator never answers.
+Not implemented: authorization (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), KIP-890.
+"""
+
+from kproto.errors import (
+    CoordinatorNotAvailableError,
+    InvalidProducerEpochError,
+    OperationNotAttemptedError,
+    ProducerFencedError,
+    UnknownTopicOrPartitionError,
+)
+from kproto.protocol import ApiKey
+from kproto.protocol.messages import (
+    AddOffsetsToTxnResponse,
+    AddPartitionsToTxnResponse,
+    DescribeTransactionsResponse,
+    EndTxnResponse,
+    ListTransactionsResponse,
+)
+from minibroker.cluster.api import NewTopic
+from minibroker.coordinator.offsets_log import OFFSETS_TOPIC, partition_for
+from minibroker.handlers import handles
+from minibroker.handlers.metadata import offsets_topic_spec
+from minibroker.state import TRANSACTION_STATE_TOPIC
+
+__all__ = ["fenced_code", "transaction_state_topic_spec"]
+
+
+def fenced_code(code: int, version: int, first: int = 2) -> int:
+    """PRODUCER_FENCED as clients before ``first`` know it: INVALID_PRODUCER_EPOCH (KIP-588)."""
+    return InvalidProducerEpochError.code if code == ProducerFencedError.code and version < first else code
+
+
+def transaction_state_topic_spec(state) -> NewTopic:
+    """``__transaction_state`` as the controller creates it: compacted,
+    ``transaction.state.log.num.partitions``, ``transaction.state.log.replication.factor``
+    capped at the live brokers and ``transaction.state.log.min.isr`` capped at that."""
+    live = len(state.cluster.image.live_brokers())
+    replicas = max(1, min(state.config["transaction.state.log.replication.factor"], live))
+    return NewTopic(name=TRANSACTION_STATE_TOPIC, num_partitions=state.config["transaction.state.log.num.partitions"],
+                    replication_factor=replicas,
+                    configs={"cleanup.policy": "compact",
+                             "segment.bytes": str(state.config["transaction.state.log.segment.bytes"]),
+                             "min.insync.replicas": str(max(1, min(state.config["transaction.state.log.min.isr"],
+                                                                   replicas)))})
+
+
+@handles(ApiKey.ADD_PARTITIONS_TO_TXN, 0, 3)
+async def add_partitions_to_txn(state, header, request):
+    asked = [(t.name, p) for t in request.v3_and_below_topics for p in t.partitions]
+    missing = {tp for tp in asked if not state.topic_partition_exists(tp)}
+    if missing:  # KafkaApis: nothing is added, the rest OPERATION_NOT_ATTEMPTED
+        codes = {tp: UnknownTopicOrPartitionError.code if tp in missing else OperationNotAttemptedError.code
+                 for tp in asked}
+    else:
+        code = await state.transactions.add_partitions(
+            request.v3_and_below_transactional_id, request.v3_and_below_producer_id,
+            request.v3_and_below_producer_epoch, asked)
+        codes = dict.fromkeys(asked, fenced_code(code, header.api_version))
+    R = AddPartitionsToTxnResponse
+    return R(results_by_topic_v3_and_below=[
+        R.AddPartitionsToTxnTopicResult(name=t.name, results_by_partition=[
+            R.AddPartitionsToTxnPartitionResult(partition_index=p, partition_error_code=codes[(t.name, p)])
+            for p in t.partitions])
+        for t in request.v3_and_below_topics])
+
+
+async def _offsets_partition_count(state) -> int:
+    """Partitions of ``__consumer_offsets``, made on first use (a cluster's through the controller)."""
+    if state.cluster is None:
+        return len(state.offsets_topic().partitions)
+    image = state.cluster.image
+    if image.topic_by_name(OFFSETS_TOPIC) is None:
+        await state.cluster.channel.create_topics([offsets_topic_spec(state)], validate_only=False)
+    topic = image.topic_by_name(OFFSETS_TOPIC)
+    return len(topic.partitions) if topic is not None else 0
+
+
+@handles(ApiKey.ADD_OFFSETS_TO_TXN, 0, 4)
+async def add_offsets_to_txn(state, header, request):
+    try:
+        count = await _offsets_partition_count(state)
+    except Exception:  # a full disk, no controller: as Kafka while the topic cannot be had
+        count = 0
+    if not count:
+        return AddOffsetsToTxnResponse(error_code=CoordinatorNotAvailableError.code)
+    code = await state.transactions.add_partitions(
+        request.transactional_id, request.producer_id, request.producer_epoch,
+        [(OFFSETS_TOPIC, partition_for(request.group_id, count))])
+    return AddOffsetsToTxnResponse(error_code=fenced_code(code, header.api_version))
+
+
+@handles(ApiKey.END_TXN, 0, 4)
+async def end_txn(state, header, request):
+    code = await state.transactions.end_txn(request.transactional_id, request.producer_id,
+                                            request.producer_epoch, request.committed)
+    return EndTxnResponse(error_code=fenced_code(code, header.api_version))
+
+
+@handles(ApiKey.DESCRIBE_TRANSACTIONS, 0, 0)
+async def describe_transactions(state, header, request):
+    R = DescribeTransactionsResponse
+    answers = []
+    for transactional_id in request.transactional_ids:
+        code, md = state.transactions.describe(transactional_id)
+        if md is None:
+            answers.append(R.TransactionState(error_code=code, transactional_id=transactional_id))
+            continue
+        topics: dict[str, list[int]] = {}
+        for topic, index in sorted(md.partitions):
+            topics.setdefault(topic, []).append(index)
+        answers.append(R.TransactionState(
+            error_code=0, transactional_id=transactional_id, transaction_state=md.state.name,
+            transaction_timeout_ms=md.txn_timeout_ms, transaction_start_time_ms=md.txn_start_timestamp,
+            producer_id=md.producer_id, producer_epoch=md.producer_epoch,
+            topics=[R.TopicData(topic=t, partitions=p) for t, p in topics.items()]))
+    return R(transaction_states=answers)
+
+
+@handles(ApiKey.LIST_TRANSACTIONS, 0, 1)
+async def list_transactions(state, header, request):
+    duration = request.duration_filter if header.api_version >= 1 else -1
+    code, unknown, rows = state.transactions.list(request.state_filters, request.producer_id_filters, duration)
+    R = ListTransactionsResponse
+    return R(error_code=code, unknown_state_filters=unknown, transaction_states=[
+        R.TransactionState(transactional_id=row.transactional_id, producer_id=row.producer_id,
+                           transaction_state=row.state.name) for row in rows])
