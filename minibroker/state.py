@@ -704,9 +704,9 @@ class BrokerState:
             except asyncio.TimeoutError:
                 return RequestTimedOutError.code
 
-        codes = await asyncio.gather(*(write(name, index) for name, index in partitions))
-        self._complete_txn_offsets(producer_id, commit, dict(zip(partitions, codes)))  # TxnOffsetCommit (txn-coord)
-        return dict(zip(partitions, codes))
+        codes = dict(zip(partitions, await asyncio.gather(*(write(name, index) for name, index in partitions))))
+        self._complete_txn_offsets(producer_id, commit, codes)  # pending TxnOffsetCommits of __consumer_offsets
+        return codes
 
     # -- transactions on the partitions (issue 14: the partition side) ------------------------
 
@@ -852,7 +852,13 @@ class BrokerState:
                                          f"is below min.insync.replicas={min_isr}")
         now_ms = int(time.time() * 1000)
         builder = txn_offsets_batch(entries, now_ms, producer_id, producer_epoch)
-        partition.append_as_leader(builder.build(), last_offset_delta=builder.record_count - 1, max_timestamp=now_ms)
+        base = partition.append_as_leader(builder.build(), last_offset_delta=builder.record_count - 1,
+                                          max_timestamp=now_ms)
+        # The batch opens the producer's transaction on this partition as a Produce's
+        # would (Kafka appends it through ProducerStateManager, origin COORDINATOR, no
+        # sequence): the partition's LSO holds at it and an abort is indexed.
+        self.producers.record((partition.topic_id, partition.index), producer_id, producer_epoch, -1,
+                              builder.record_count, base, is_transactional=True, max_timestamp=now_ms)
         self.data_arrived()
         assert partition.log is not None
         ack = partition.wait_for_ack(partition.log.log_end_offset, min_isr)

@@ -195,3 +195,34 @@ def test_kafka_python_and_aiokafka_send_offsets_to_transaction(broker):
 
     asyncio.run(aio())
     _wait("aiokafka's commit", lambda: _fetch(broker.port, "aio-g") == (0, 5))
+
+
+def test_an_open_transactional_commit_holds_the_lso_of_its_offsets_partition(broker):
+    """issue 14, item 7 with the partition side: the transactional batch a TxnOffsetCommit
+    appends to ``__consumer_offsets`` opens the producer's transaction there as a Produce
+    would (Kafka appends it with origin COORDINATOR through ProducerStateManager), so the
+    partition's last stable offset stops at it until the marker, and an abort is indexed."""
+    bootstrap = broker.bootstrap_servers
+    _topic(bootstrap)
+    consumer, metadata = _group_metadata(bootstrap)
+    consumer.close()
+    state = broker._server.state
+
+    def offsets_partition():
+        async def read():
+            topic = state.topics["__consumer_offsets"]
+            for partition in topic.partitions:
+                if partition.log.log_end_offset:
+                    return partition, partition.last_stable_offset, partition.high_watermark
+            return None
+        return asyncio.run_coroutine_threadsafe(read(), broker._loop).result(5)
+
+    p = _eos_producer(bootstrap)
+    p.begin_transaction()
+    p.send_offsets_to_transaction([ck.TopicPartition("in", 0, 4)], metadata, 10)
+    partition, lso, hw = _wait("the transactional commit", offsets_partition)
+    assert lso < hw  # the open transactional batch holds it
+    p.abort_transaction(10)
+    _wait("the abort's marker", lambda: (lambda r: r[1] == r[2])(offsets_partition()))
+    aborted = partition.log.collect_aborted_transactions(0, partition.log.log_end_offset)
+    assert [a.first_offset for a in aborted] == [lso]
