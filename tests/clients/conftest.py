@@ -1,9 +1,8 @@
 """Fixtures of the client-side transaction tests (issue 14).
 
-``txn_broker`` is the one place that says which broker they run against: Tansu for now
-(its transaction coordinator, checked with confluent-kafka first); ``"minibroker"`` is
-added to its params once minibroker has a transaction coordinator. A test that meets a
-gap of one broker marks only that case with :func:`broker_gap`.
+``txn_broker`` is the one place that says which broker they run against: minibroker
+(its transaction coordinator) and Tansu (a real broker of another lineage). A test that
+meets a gap of one broker marks only that case with :func:`broker_gap`.
 """
 
 import pytest
@@ -17,7 +16,7 @@ _BROKERS = {"tansu": ("tansu_broker", {"session_timeout_ms": 2000, "heartbeat_in
             "minibroker": ("broker", {"session_timeout_ms": 6000, "heartbeat_interval_ms": 500})}
 
 
-@pytest.fixture(scope="module", params=["tansu"])
+@pytest.fixture(scope="module", params=["minibroker", "tansu"])
 def txn_broker(request):
     """The broker of this module's transaction tests: its kind (for :func:`broker_gap`),
     ``bootstrap_servers``, and ``session`` settings for consumer group members."""

@@ -1,6 +1,6 @@
 """The transactional request flow under a coordinator's errors and delays (issue 14, step 1,
-item 2): what Tansu cannot be made to do. minibroker has no transaction coordinator yet,
-so :class:`FakeCoordinator`, a rule of the fault proxy (tests/support/proxy.py), answers the
+item 2): what neither minibroker nor Tansu can be made to do on demand, so
+:class:`FakeCoordinator`, a rule of the fault proxy (tests/support/proxy.py), answers the
 transaction coordinator's requests on the wire (FindCoordinator of a transactional id,
 InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, TxnOffsetCommit, EndTxn) as Kafka's
 does, with the errors and delays a test asks for; minibroker behind it stores the records.

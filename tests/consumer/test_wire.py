@@ -2,7 +2,7 @@
 fetches are pipelined (the next response per partition is already buffered while the
 application holds what poll returned, and no more than that), ``max.partition.fetch.bytes``
 is sent and honoured, and ``isolation.level`` against a broker's transactional log —
-crafted here as Kafka would answer, since minibroker has no transactions — returns what
+crafted here as Kafka would answer, edge cases included (tests/minibroker/txn reads real ones) — returns what
 it promises: read_committed skips aborted data and every control batch; read_uncommitted
 returns aborted data but no control batch either."""
 

@@ -2,7 +2,8 @@
 (issue 14 step 1, items 4-5): confluent-kafka, kafka-python and kproto read a partition
 holding a committed transaction, an aborted one, plain records and an open transaction;
 ListOffsets answers by isolation level. The transactions are written by hand (Produce of
-transactional batches, WriteTxnMarkers): no transaction coordinator is involved."""
+transactional batches, WriteTxnMarkers): no transaction coordinator is involved, so each
+step is the test's own."""
 
 import threading
 import time
