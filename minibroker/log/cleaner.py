@@ -36,9 +36,10 @@ Theory of operation (Kafka's ``Cleaner``, simplified to one pass over the cleana
    (:meth:`PartitionLog.collect_aborted_transactions`) and are met in first-offset order:
    a batch of an aborted transaction adds no key to the offset map and is removed (an
    empty batch stays where a producer's last sequence or the group's last offset must);
-   an ABORT marker whose transaction had batches in the group is kept and its index entry
+   an ABORT marker whose transaction had batches in the range is kept and its index entry
    goes to the cleaned segment's ``.txnindex``; a COMMIT marker whose transaction had
-   batches in the group is kept. Any other marker (its data is gone) may go: it is kept
+   batches in the range is kept (the transactions are followed across the groups, so data
+   and marker may lie in two of them). Any other marker (its data is gone) may go: it is kept
    ``delete.retention.ms`` from the first cleaning that found it so (Kafka's delete
    horizon, KIP-534, which Kafka writes into the batch; here it is kept in memory per log,
    so a restart starts that wait again, which only keeps a marker longer), and also while
@@ -336,8 +337,7 @@ class Cleaning:
     outputs: list[LogSegment]  # one cleaned segment per group, its files already created
     stats: CleanerStats
     first_uncleanable_offset: int  # where the cleaned range ends: the next first dirty offset
-    range_txns: list[AbortedTxn]  # the aborted transactions of the cleanable range (offset map)
-    group_txns: list[list[AbortedTxn]]  # those of each group's range
+    range_txns: list[AbortedTxn]  # the aborted transactions of the cleanable range
     horizons: dict[int, int]  # markers that may go: offset -> from when (a copy of the log's)
     new_horizons: dict[int, int] = field(default_factory=dict)  # markers found so by this cleaning
     aborted: bool = False
@@ -371,9 +371,8 @@ class Cleaning:
             raise
         ends = [log_.segments[log_.segments.index(group[-1]) + 1].base_offset for group in groups]
         range_txns = log_.collect_aborted_transactions(groups[0][0].base_offset, ends[-1])
-        group_txns = [log_.collect_aborted_transactions(group[0].base_offset, end) for group, end in zip(groups, ends)]
         return cls(log_, now_ms, log_.config.delete_retention_ms, groups, readers, active, outputs, CleanerStats(),
-                   upper, range_txns, group_txns, dict(_marker_horizons.get(log_, {})))
+                   upper, range_txns, dict(_marker_horizons.get(log_, {})))
 
     def build(self) -> CleanerStats:
         """Read the snapshot and write every cleaned segment (safe off the log's thread:
@@ -407,11 +406,14 @@ class Cleaning:
                     return False
                 return True
 
-            for group, cleaned, aborted in zip(self.readers, self.outputs, self.group_txns):
+            # One walk of the transactions across the groups (Kafka's doClean shares one
+            # CleanedTransactionMetadata): a transaction's data and its marker may lie in
+            # two groups, and the marker must know its data is still there.
+            txns = _CleanedTxns(self.range_txns)
+            for group, cleaned in zip(self.readers, self.outputs):
                 stats.groups += 1
                 stats.segments_cleaned += len(group)
                 stats.bytes_before += sum(s.size for s in group)
-                txns = _CleanedTxns(aborted)
                 batches = self._batches(group)
                 current = next(batches, None)
                 while current is not None:
@@ -431,8 +433,9 @@ class Cleaning:
                     if out is not None:
                         cleaned.append(out, last_offset=batch.last_offset, max_timestamp=max_ts)
                     current = following
-                for txn in txns.kept:
+                for txn in txns.kept:  # the aborts whose markers this group kept
                     cleaned.txn_index.append(txn)
+                txns.kept.clear()
                 cleaned.on_become_inactive()
                 if self.log.directory is not None:
                     cleaned.flush()

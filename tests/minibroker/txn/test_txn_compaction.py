@@ -37,7 +37,8 @@ def _plain(key, value):
     return txn_batch(-1, -1, -1, [value], transactional=False, key=key)
 
 
-def _read_committed(broker, topic):
+def _read_committed(broker, topic, last=8):
+    """Every record a read_committed consumer gets, up to the one at ``last``."""
     ck = pytest.importorskip("confluent_kafka")
     consumer = ck.Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": "unused",
                             "enable.auto.commit": False, "isolation.level": "read_committed"})
@@ -47,7 +48,7 @@ def _read_committed(broker, topic):
         while time.monotonic() < deadline:
             messages = consumer.consume(10, timeout=0.5)
             got += [(m.offset(), m.key(), m.value()) for m in messages if m.error() is None]
-            if got and got[-1][0] == 8:
+            if got and got[-1][0] == last:
                 return got
         return got
     finally:
@@ -110,3 +111,32 @@ def test_compaction_stops_before_an_open_transaction(broker):
     _call(broker, lambda: log.compact(now))
     # k's latest committed value is at 2: 0 goes, and the aborted 1 too.
     assert [o for o, _, _ in _offsets(broker, "o")] == [2, 3, 4]
+
+
+def test_a_commit_marker_in_a_later_group_than_its_data_is_kept(tmp_path):
+    """issue 14 (review of step 1): a transaction whose data and COMMIT marker fall in two
+    cleaner groups (a transaction across a segment roll) keeps its marker: the cleaning
+    follows transactions across its groups (Kafka's one ``CleanedTransactionMetadata`` per
+    ``doClean``). Dropping it left committed data without a marker, which a restart paired
+    with the producer's next ABORT: read_committed then lost the committed record."""
+    with MiniBroker(data_dir=tmp_path) as broker:
+        _call(broker, lambda: broker._server.state.create_topic(
+            "c", 1, {"cleanup.policy": "compact", "delete.retention.ms": str(RETENTION_MS), "segment.bytes": "200"}))
+        port = broker.port
+        log = _log(broker, "c")
+        assert produce(port, "c", txn_batch(1, 0, 0, [b"committed"], key=b"k1")) == (0, 0)
+        _call(broker, log.roll)
+        write_markers(port, 1, 0, True, [("c", 0)])  # 1: its COMMIT, in the next segment
+        assert produce(port, "c", _plain(b"k8", b"x")) == (0, 2)
+        _call(broker, log.roll)
+        assert produce(port, "c", txn_batch(1, 0, 1, [b"aborted"], key=b"k2")) == (0, 3)
+        write_markers(port, 1, 0, False, [("c", 0)])  # 4: ABORT of the next transaction
+        _call(broker, log.roll)
+        assert produce(port, "c", _plain(b"k9", b"x")) == (0, 5)
+        _call(broker, log.roll)
+        now = int(time.time() * 1000)
+        for t in (now, now + 1, now + 2 + RETENTION_MS, now + 3 + 2 * RETENTION_MS):
+            _call(broker, lambda t=t: log.compact(t))
+        assert (1, True, 1) in _offsets(broker, "c")
+    with MiniBroker(data_dir=tmp_path, port=port) as broker:
+        assert (0, b"k1", b"committed") in _read_committed(broker, "c", last=5)
