@@ -323,15 +323,34 @@ class BrokerState:
                 :meth:`_write_offsets`.
         """
         topic, partition = self._offsets_partition(group_id)
+        min_isr = self._min_isr(topic, partition)
+        self._append_offsets(partition, entries)
+        return await self._acked(partition, min_isr, self.config["offsets.commit.timeout.ms"])
+
+    # The broker's own acks=all writes (replicated commits, the transaction log, markers,
+    # transactional commits) check and wait through these two, as a Produce does.
+
+    def _min_isr(self, topic: Topic, partition: Partition) -> int:
+        """The topic's ``min.insync.replicas``, checked before an acks=all append (Kafka's
+        ``Partition.appendRecordsToLeader``).
+
+        Raises:
+            NotEnoughReplicasError: the ISR is smaller: nothing may be appended.
+        """
         min_isr = int(effective(topic.configs, "min.insync.replicas", self.config))
         if len(partition.isr) < min_isr:
-            raise NotEnoughReplicasError(f"the ISR {list(partition.isr)} of {OFFSETS_TOPIC}-{partition.index} "
+            raise NotEnoughReplicasError(f"the ISR {list(partition.isr)} of {partition.topic}-{partition.index} "
                                          f"is below min.insync.replicas={min_isr}")
-        self._append_offsets(partition, entries)
+        return min_isr
+
+    async def _acked(self, partition: Partition, min_isr: int, timeout_ms: int) -> int:
+        """Wait until every ISR member has the partition's log end (acks=all, Kafka's
+        ``DelayedProduce``), for at most ``timeout_ms``: 0, NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+        NOT_LEADER_OR_FOLLOWER (leadership lost) or REQUEST_TIMED_OUT."""
         assert partition.log is not None
-        ack = partition.wait_for_ack(partition.log.log_end_offset, min_isr)
         try:
-            return await asyncio.wait_for(ack, self.config["offsets.commit.timeout.ms"] / 1000)
+            return await asyncio.wait_for(partition.wait_for_ack(partition.log.log_end_offset, min_isr),
+                                          timeout_ms / 1000)
         except asyncio.TimeoutError:
             return RequestTimedOutError.code
 
@@ -673,16 +692,13 @@ class BrokerState:
         the ``.txnindex`` of the marker's segment.
         """
         control = ControlType.COMMIT if commit else ControlType.ABORT
-        timeout = self.config["request.timeout.ms"] / 1000
 
         async def write(name: str, index: int) -> int:
             topic = self.topics.get(name)
             try:
                 partition = self.leader_partition(topic, index)
                 assert topic is not None and partition.log is not None
-                min_isr = int(effective(topic.configs, "min.insync.replicas", self.config))
-                if len(partition.isr) < min_isr:
-                    return NotEnoughReplicasError.code  # Partition.appendRecordsToLeader, nothing written
+                min_isr = self._min_isr(topic, partition)
                 key = (partition.topic_id, partition.index)
                 # ProducerAppendInfo.appendEndTxnMarker's checks (origin COORDINATOR).
                 code = self.producers.check_marker(key, producer_id, producer_epoch, coordinator_epoch)
@@ -699,10 +715,7 @@ class BrokerState:
             except KafkaCodeError as exc:
                 return exc.code
             self.data_arrived()
-            try:
-                return await asyncio.wait_for(partition.wait_for_ack(partition.log.log_end_offset, min_isr), timeout)
-            except asyncio.TimeoutError:
-                return RequestTimedOutError.code
+            return await self._acked(partition, min_isr, self.config["request.timeout.ms"])
 
         codes = dict(zip(partitions, await asyncio.gather(*(write(name, index) for name, index in partitions))))
         self._complete_txn_offsets(producer_id, commit, codes)  # pending TxnOffsetCommits of __consumer_offsets
@@ -783,19 +796,12 @@ class BrokerState:
         0 or the append's error code; raises the error of an append that cannot be made."""
         topic = self.topics.get(TRANSACTION_STATE_TOPIC)
         partition = self.leader_partition(topic, index)
-        assert topic is not None and partition.log is not None
-        min_isr = int(effective(topic.configs, "min.insync.replicas", self.config))
-        if len(partition.isr) < min_isr:
-            raise NotEnoughReplicasError(f"the ISR {list(partition.isr)} of {TRANSACTION_STATE_TOPIC}-{index} "
-                                         f"is below min.insync.replicas={min_isr}")
+        assert topic is not None
+        min_isr = self._min_isr(topic, partition)
         now_ms = int(time.time() * 1000)
         partition.append_as_leader(builder.build(), last_offset_delta=builder.record_count - 1, max_timestamp=now_ms)
         self.data_arrived()
-        ack = partition.wait_for_ack(partition.log.log_end_offset, min_isr)
-        try:
-            return await asyncio.wait_for(ack, self.config["request.timeout.ms"] / 1000)
-        except asyncio.TimeoutError:
-            return RequestTimedOutError.code
+        return await self._acked(partition, min_isr, self.config["request.timeout.ms"])
 
     async def _write_txn_markers_anywhere(self, producer_id: int, producer_epoch: int, coordinator_epoch: int,
                                           commit: bool, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
@@ -846,26 +852,23 @@ class BrokerState:
         with a producer id). Returns 0 or the append's error code; raises as
         :meth:`replicate_offsets`."""
         topic, partition = self._offsets_partition(group_id)
-        min_isr = int(effective(topic.configs, "min.insync.replicas", self.config)) if self.cluster else 1
-        if len(partition.isr) < min_isr:
-            raise NotEnoughReplicasError(f"the ISR {list(partition.isr)} of {OFFSETS_TOPIC}-{partition.index} "
-                                         f"is below min.insync.replicas={min_isr}")
+        min_isr = self._min_isr(topic, partition) if self.cluster else 1
+        key = (partition.topic_id, partition.index)
+        # Kafka appends it through ProducerStateManager with origin COORDINATOR: the epoch is
+        # checked (a fenced zombie's late commit is refused), the sequence is not.
+        code = self.producers.check_epoch(key, producer_id, producer_epoch)
+        if code:
+            return code
         now_ms = int(time.time() * 1000)
         builder = txn_offsets_batch(entries, now_ms, producer_id, producer_epoch)
         base = partition.append_as_leader(builder.build(), last_offset_delta=builder.record_count - 1,
                                           max_timestamp=now_ms)
         # The batch opens the producer's transaction on this partition as a Produce's
-        # would (Kafka appends it through ProducerStateManager, origin COORDINATOR, no
-        # sequence): the partition's LSO holds at it and an abort is indexed.
-        self.producers.record((partition.topic_id, partition.index), producer_id, producer_epoch, -1,
-                              builder.record_count, base, is_transactional=True, max_timestamp=now_ms)
+        # would: the partition's LSO holds at it and an abort is indexed.
+        self.producers.record(key, producer_id, producer_epoch, builder.base_sequence, builder.record_count, base,
+                              is_transactional=True, max_timestamp=now_ms)
         self.data_arrived()
-        assert partition.log is not None
-        ack = partition.wait_for_ack(partition.log.log_end_offset, min_isr)
-        try:
-            return await asyncio.wait_for(ack, self.config["offsets.commit.timeout.ms"] / 1000)
-        except asyncio.TimeoutError:
-            return RequestTimedOutError.code
+        return await self._acked(partition, min_isr, self.config["offsets.commit.timeout.ms"])
 
     def _complete_txn_offsets(self, producer_id: int, commit: bool, codes: dict[tuple[str, int], int]) -> None:
         """A marker written on a partition of ``__consumer_offsets`` ends the producer's

@@ -241,6 +241,14 @@ class ProducerStates:
             code = InvalidTxnStateError.code
         return code, -1
 
+    def check_epoch(self, partition_key: tuple[object, int], producer_id: int, epoch: int) -> int:
+        """Decide on a batch the broker writes for a producer (a TxnOffsetCommit's, origin
+        COORDINATOR: no sequence check): INVALID_PRODUCER_EPOCH when its epoch is older
+        than the producer's on the partition, e.g. a zombie fenced by a newer instance's
+        marker (Kafka's ``ProducerAppendInfo.checkProducerEpoch``); else 0."""
+        state = self._lookup(partition_key, producer_id)
+        return InvalidProducerEpochError.code if state is not None and epoch < state.epoch else 0
+
     def record(self, partition_key: tuple[object, int], producer_id: int, epoch: int, first_seq: int, count: int,
                base_offset: int, *, is_transactional: bool = False, max_timestamp: int = -1) -> None:
         """Remember a data batch that was written; a transactional one opens its producer's

@@ -18,6 +18,10 @@ from kproto.errors import (
 from kproto.protocol import ApiKey
 from kproto.protocol import messages as m
 from minibroker import MiniBroker
+from minibroker.coordinator.offsets_log import OFFSETS_TOPIC, partition_for
+from minibroker.coordinator.transactions import TxnState
+from tests.minibroker.txn.test_txn_coordinator import _end, _init, _txn, wait_until
+from tests.minibroker.txn.txn_wire import describe_producers
 from tests.support.raw_client import RawClient
 
 ck = pytest.importorskip("confluent_kafka")
@@ -226,3 +230,53 @@ def test_an_open_transactional_commit_holds_the_lso_of_its_offsets_partition(bro
     _wait("the abort's marker", lambda: (lambda r: r[1] == r[2])(offsets_partition()))
     aborted = partition.log.collect_aborted_transactions(0, partition.log.log_end_offset)
     assert [a.first_offset for a in aborted] == [lso]
+
+
+def _add_offsets(client, tid, pid, epoch, group):
+    return client.request(ApiKey.ADD_OFFSETS_TO_TXN, 3, m.AddOffsetsToTxnRequest(
+        transactional_id=tid, producer_id=pid, producer_epoch=epoch, group_id=group)).error_code
+
+
+def test_a_fenced_producers_late_txn_offset_commit_is_refused(broker):
+    """issue 14 (review of step 1): a zombie whose transaction a new instance aborted sends
+    its TxnOffsetCommit late, at the old epoch. Kafka checks the epoch of the batch the
+    coordinator appends (origin COORDINATOR): INVALID_PRODUCER_EPOCH, nothing written. It was
+    accepted: its batch held the partition's LSO for good, moved the producer's epoch back
+    and its offsets were committed by the new instance's next commit."""
+    _topic(broker.bootstrap_servers)
+    c = RawClient(broker.port)
+    try:
+        _, pid, old = _init(c, "tx")
+        assert _add_offsets(c, "tx", pid, old, "g") == 0
+        assert _init(c, "tx")[0] == 51  # CONCURRENT_TRANSACTIONS: the old one is being aborted
+        wait_until(lambda: _txn(broker, "tx").state is TxnState.CompleteAbort, what="the fencing abort")
+        code, _, new = _init(c, "tx")
+        assert code == 0 and new > old
+        assert _txn_commit(broker.port, "tx", pid, old, "g", 100, version=0) == 47  # INVALID_PRODUCER_EPOCH
+        assert _add_offsets(c, "tx", pid, new, "g") == 0
+        assert _txn_commit(broker.port, "tx", pid, new, "g", 7, version=0) == 0
+        assert _end(c, "tx", pid, new, True) == 0
+        wait_until(lambda: _fetch(broker.port, "g") == (0, 7), what="the new instance's commit")
+    finally:
+        c.close()
+
+
+def test_describe_producers_of_an_offsets_partition_agrees_before_and_after_a_restart(tmp_path):
+    """issue 14 (review of step 1): the sequence of a TxnOffsetCommit's batch (0, as Kafka's
+    storeOffsets writes it) is what the producer state keeps, live as after a restart."""
+    config = {**CONFIG, "log.dirs": str(tmp_path)}
+    index = partition_for("g", 3)
+    with MiniBroker(config=config) as broker:
+        port = broker.port
+        _topic(broker.bootstrap_servers)
+        c = RawClient(port)
+        try:
+            _, pid, epoch = _init(c, "tx")
+            assert _add_offsets(c, "tx", pid, epoch, "g") == 0
+        finally:
+            c.close()
+        assert _txn_commit(port, "tx", pid, epoch, "g", 5, version=0) == 0
+        live = describe_producers(port, OFFSETS_TOPIC, [index])[index].active_producers
+    with MiniBroker(port=port, config=config):
+        replayed = describe_producers(port, OFFSETS_TOPIC, [index])[index].active_producers
+    assert [p.last_sequence for p in live] == [p.last_sequence for p in replayed] == [0]
