@@ -41,6 +41,8 @@ from typing import Any
 from kproto.admin.base import AdminState, item_error, outcome
 from kproto.errors import (
     BrokerNotAvailableError,
+    CoordinatorLoadInProgressError,
+    CoordinatorNotAvailableError,
     KafkaCodeError,
     KafkaError,
     LeaderNotAvailableError,
@@ -65,8 +67,12 @@ TRANSACTION_STATES = ("Empty", "Ongoing", "PrepareCommit", "PrepareAbort", "Comp
                       "PrepareEpochFence")
 
 _TRANSACTION = 1  # FindCoordinator's key type of a transactional id
-# Answers after which Java's AbortTransactionHandler and DescribeProducersHandler look the
-# leader up again and retry (BROKER_NOT_AVAILABLE is not retriable elsewhere).
+# The answers each call asks again after, as Java's handlers do; every other error is the
+# call's (or the item's) at once, even one retriable elsewhere (NOT_ENOUGH_REPLICAS...).
+# DescribeTransactionsHandler: find the coordinator again (or, loading, just ask again).
+_COORDINATOR_MOVED = (NotCoordinatorError.code, CoordinatorNotAvailableError.code,
+                      CoordinatorLoadInProgressError.code)
+# AbortTransactionHandler, DescribeProducersHandler: find the leader again.
 _LEADER_MOVED = (NotLeaderOrFollowerError.code, ReplicaNotAvailableError.code, BrokerNotAvailableError.code,
                  UnknownTopicOrPartitionError.code)
 
@@ -180,8 +186,9 @@ class Transactions(AdminState):
                     continue
                 conn = await self._cluster.connection(node_id)
                 response = await conn.request(request, min_version=min_version)
-                if response.error_code:  # LOAD_IN_PROGRESS is retriable: the attempt is run again
-                    raise for_code(response.error_code)(f"ListTransactions on broker {node_id}")
+                if response.error_code:  # ListTransactionsHandler: only a loading coordinator is asked again
+                    error = for_code(response.error_code)(f"ListTransactions on broker {node_id}")
+                    raise _retried(error, response.error_code == CoordinatorLoadInProgressError.code)
                 by_broker[node_id] = [TransactionListing(t.transactional_id, t.producer_id, t.transaction_state,
                                                          node_id) for t in response.transaction_states]
 
@@ -219,7 +226,7 @@ class Transactions(AdminState):
                     if t.transactional_id not in asked:
                         continue  # not ours (Java logs and skips it); an id left unanswered is asked again
                     error = item_error(t.error_code, None, f"transactional id {t.transactional_id!r}")
-                    if error is not None and error.retriable:  # the coordinator moved or loads: find it again
+                    if t.error_code in _COORDINATOR_MOVED:  # it moved or loads: find it again
                         retry = error
                         continue
                     results[t.transactional_id] = error or TransactionDescription(
@@ -229,7 +236,7 @@ class Transactions(AdminState):
             if retry is None and len(results) < len(ids):
                 retry = NotCoordinatorError("a coordinator left a transactional id unanswered")
             if retry is not None:
-                raise retry
+                raise _retried(retry, True)
 
         await self._retrying(attempt)
         return outcome({i: results[i] for i in ids})
@@ -277,7 +284,7 @@ class Transactions(AdminState):
                             None if s.current_txn_start_offset < 0 else s.current_txn_start_offset)
                             for s in p.active_producers]
             if retry is not None:
-                raise _retriable(retry)
+                raise _retried(retry, True)
 
         await self._retrying(attempt)
         return outcome({tp: results[tp] for tp in asked})
@@ -315,7 +322,7 @@ class Transactions(AdminState):
             if leader < 0:
                 retry = self._leaderless([tp], failed)
                 if retry is not None:
-                    raise _retriable(retry)
+                    raise _retried(retry, True)
                 return  # no such partition: failed, below
             response = await self._cluster.request(leader, request)
             codes = [(m.producer_id, t.name, p.partition_index, p.error_code)
@@ -325,7 +332,7 @@ class Transactions(AdminState):
             error = item_error(codes[0][3], None, f"aborting producer {producer_id}'s transaction on "
                                                   f"{topic}-{partition}")
             if error is not None:
-                raise _retriable(error) if codes[0][3] in _LEADER_MOVED else error
+                raise _retried(error, codes[0][3] in _LEADER_MOVED)
 
         await self._retrying(attempt)
         if failed:
@@ -347,8 +354,9 @@ class Transactions(AdminState):
         return retry
 
 
-def _retriable(error: KafkaError) -> KafkaError:
-    """``error``, retried: Java's handlers look the leader up again after BROKER_NOT_AVAILABLE
-    too, which is not retriable elsewhere (set on the instance, as errors' flags are)."""
-    error.retriable = True
+def _retried(error: KafkaError, retry: bool) -> KafkaError:
+    """``error``, asked again after (or not) as Java's handler for the call decides, which
+    is not always what its code's class says (BROKER_NOT_AVAILABLE is retried after a new
+    leader lookup, NOT_ENOUGH_REPLICAS fails an abort): set on the instance, as errors' flags are."""
+    error.retriable = retry
     return error

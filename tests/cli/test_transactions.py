@@ -38,11 +38,15 @@ def txns(broker, admin):
         p.begin_transaction()
         p.send(topic, b"committed", partition=0)
         p.commit_transaction()
-    producer = ck.Producer({"bootstrap.servers": broker.bootstrap_servers, "transactional.id": opened})
+    producer = ck.Producer({"bootstrap.servers": broker.bootstrap_servers, "transactional.id": opened,
+                            "transaction.timeout.ms": 600_000})  # outlives a slow module's run
     producer.init_transactions(DEADLINE)
     producer.begin_transaction()
     producer.produce(topic, b"open", partition=1)
     assert producer.flush(DEADLINE) == 0
+    deadline = time.monotonic() + DEADLINE  # EndTxn answers before the markers are written
+    while admin.describe_transactions([done])[done].state != "CompleteCommit":
+        assert time.monotonic() < deadline
     yield topic, done, opened
     producer.abort_transaction(DEADLINE)
     del producer
