@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import time
 from collections.abc import Sequence
+from typing import TypeVar
 
 from kproto import AdminClient, TopicPartition
 from kproto.admin import ProducerState
@@ -38,6 +39,8 @@ _PRODUCER_COLUMNS = ("producer_id", "producer_epoch", "latest_coordinator_epoch"
 _HANGING_COLUMNS = ("topic", "partition", "producer_id", "producer_epoch", "coordinator_epoch", "start_offset",
                     "last_timestamp", "duration_min")
 _MINUTE_MS = 60_000
+T = TypeVar("T")
+_BATCH = 500  # topics or partitions per admin call in find-hanging, as Kafka's tool (MAX_BATCH_SIZE)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -192,7 +195,9 @@ def _find_hanging(args: argparse.Namespace) -> int:
         partitions = _search_scope(admin, args)
         now = _now_ms()
         max_ms = args.max_transaction_timeout * _MINUTE_MS
-        states = admin.describe_producers(partitions, broker_id=args.broker_id) if partitions else {}
+        states = {}
+        for batch in _batches(partitions):  # no giant request to one broker
+            states.update(admin.describe_producers(batch, broker_id=args.broker_id))
         candidates = [(tp, s) for tp, found in states.items() for s in found
                       if s.current_transaction_start_offset is not None and now - s.last_timestamp > max_ms]
         hanging = _unclaimed(admin, candidates)
@@ -211,9 +216,8 @@ def _search_scope(admin: AdminClient, args: argparse.Namespace) -> list[TopicPar
     if args.topic is not None and args.partition is not None:
         return [TopicPartition(args.topic, args.partition)]
     topics = [args.topic] if args.topic is not None else admin.list_topics()
-    if not topics:
-        return []
-    return [TopicPartition(name, p.partition) for name, d in admin.describe_topics(topics).items()
+    return [TopicPartition(name, p.partition) for batch in _batches(topics)
+            for name, d in admin.describe_topics(batch).items()
             for p in d.partitions if args.broker_id is None or args.broker_id in p.replicas]
 
 
@@ -237,6 +241,10 @@ def _unclaimed(admin: AdminClient, candidates: Sequence[tuple[TopicPartition, Pr
         if d is None or tp not in d.topic_partitions:
             hanging.append((tp, s))
     return sorted(hanging, key=lambda c: (c[0], c[1].producer_id))
+
+
+def _batches(items: Sequence[T]) -> list[Sequence[T]]:
+    return [items[i:i + _BATCH] for i in range(0, len(items), _BATCH)]
 
 
 def _now_ms() -> int:

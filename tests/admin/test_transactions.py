@@ -9,8 +9,11 @@ verify a transactional produce yet), so nothing will ever end it but an admin's 
 """
 
 import asyncio
+import itertools
+import textwrap
 import time
 import uuid
+from pathlib import Path
 
 import pytest
 
@@ -432,3 +435,17 @@ def test_describe_producers_of_a_named_follower_gives_its_view(cluster3):
         tp = TopicPartition(topic, 0)
         [state] = admin.describe_producers([tp], broker_id=follower)[tp]
         assert (state.producer_id, state.current_transaction_start_offset) == (HANGING_PID, start)
+
+
+def test_the_producer_guide_s_snippet_finds_an_open_transaction(admin, broker, capsys):
+    """Issue 14 item 4: the snippet of docs/guides/producer.rst runs as printed."""
+    text = (Path(__file__).resolve().parents[2] / "docs" / "guides" / "producer.rst").read_text()
+    block = text.split("Inspecting transactions, ending a hanging one\n")[1].split("::\n\n", 1)[1]
+    code = textwrap.dedent("\n".join(itertools.takewhile(lambda line: not line or line.startswith("    "),
+                                                         block.splitlines())))
+    topic = fresh("guide")
+    create(admin, topic)
+    start = hang(broker, topic)
+    exec(code.replace('"127.0.0.1:9092"', repr(broker.bootstrap_servers)).replace('"orders"', repr(topic)), {})
+    assert capsys.readouterr().out == f"{HANGING_PID} has a transaction open since offset {start}\n"
+    admin.abort_transaction(topic, 0, HANGING_PID, 0, 0)
