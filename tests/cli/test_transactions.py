@@ -175,3 +175,12 @@ def test_abort_of_an_offset_where_no_transaction_starts_fails(cli, txns):
     result = cli("transactions", "abort", "--topic", topic, "--partition", "1", "--start-offset", "5")
     assert result.code == 1
     assert "no open transaction starts at offset 5" in result.err
+
+
+def test_list_as_a_subprocess(run_process, broker, txns):
+    """Issue 14 item 3: ``python -m kproto transactions list``, a real process."""
+    topic, done, opened = txns
+    finished = run_process("transactions", "list", "--json", "--bootstrap-servers", broker.bootstrap_servers)
+    assert finished.returncode == 0, finished.stderr
+    listed = {r["transactional_id"]: r["transaction_state"] for r in map(json.loads, finished.stdout.splitlines())}
+    assert listed[opened] == "Ongoing"
