@@ -38,6 +38,7 @@ from kproto.errors import (
     TransactionalIdNotFoundError,
     TransactionCoordinatorFencedError,
     UnknownTopicOrPartitionError,
+    UnsupportedVersionError,
 )
 from kproto.protocol import ApiKey
 from minibroker.faults import Fail
@@ -449,3 +450,20 @@ def test_the_producer_guide_s_snippet_finds_an_open_transaction(admin, broker, c
     exec(code.replace('"127.0.0.1:9092"', repr(broker.bootstrap_servers)).replace('"orders"', repr(topic)), {})
     assert capsys.readouterr().out == f"{HANGING_PID} has a transaction open since offset {start}\n"
     admin.abort_transaction(topic, 0, HANGING_PID, 0, 0)
+
+
+def test_a_broker_without_the_apis_says_so_at_once(tansu_broker):
+    """Issue 14 items 1-2: Tansu (a Kafka-compatible broker by others) has none of the four
+    APIs: each call is UNSUPPORTED_VERSION naming the API, not a retry until the timeout."""
+    with AdminClient(bootstrap_servers=tansu_broker.bootstrap_servers) as admin:
+        tp = TopicPartition(fresh("t"), 0)
+        calls = {"ListTransactions": lambda: admin.list_transactions(),
+                 "DescribeTransactions": lambda: admin.describe_transactions(["x"]),
+                 "DescribeProducers": lambda: admin.describe_producers([tp]),
+                 "WriteTxnMarkers": lambda: admin.abort_transaction(tp.topic, 0, 1, 0, 0)}
+        admin.create_topics([NewTopic(tp.topic, 1, 1)])
+        for api, call in calls.items():
+            started = time.monotonic()
+            with pytest.raises(UnsupportedVersionError, match=api):
+                call()
+            assert time.monotonic() - started < 5
