@@ -344,9 +344,10 @@ class Transactions(AdminState):
         retry: KafkaError | None = None
         for tp in tps:
             info = self._cluster.topics.get(tp.topic)
-            code = UnknownTopicOrPartitionError.code if info is None else info.error_code
-            if not code and tp.partition not in info.partitions:
+            if info is None or (not info.error_code and tp.partition not in info.partitions):
                 code = UnknownTopicOrPartitionError.code
+            else:
+                code = info.error_code
             if code == UnknownTopicOrPartitionError.code or (code and not for_code(code).retriable):
                 results[tp] = for_code(code)(f"{tp.topic}-{tp.partition}")
             else:

@@ -26,7 +26,7 @@ from kproto import AdminClient, TopicPartition
 from kproto.admin import ProducerState
 from kproto.cli.options import UsageError, add_command, add_connection_options, admin_client
 from kproto.cli.output import add_json_option, emit
-from kproto.errors import TransactionalIdNotFoundError
+from kproto.errors import KafkaError, TransactionalIdNotFoundError
 
 __all__ = ["register"]
 
@@ -233,8 +233,12 @@ def _unclaimed(admin: AdminClient, candidates: Sequence[tuple[TopicPartition, Pr
     if ids:
         try:
             descriptions = admin.describe_transactions(ids.values())
-        except TransactionalIdNotFoundError as exc:  # expired since it was listed: claims nothing
-            descriptions = {i: d for i, d in exc.results.items() if not isinstance(d, BaseException)}
+        except KafkaError as exc:  # an id that expired since it was listed claims nothing; other errors stand
+            results = getattr(exc, "results", None)
+            if results is None or any(isinstance(d, BaseException) and not isinstance(d, TransactionalIdNotFoundError)
+                                      for d in results.values()):
+                raise
+            descriptions = {i: d for i, d in results.items() if not isinstance(d, BaseException)}
     hanging = []
     for tp, s in candidates:
         d = descriptions.get(ids.get(s.producer_id, ""))

@@ -184,3 +184,25 @@ def test_list_as_a_subprocess(run_process, broker, txns):
     assert finished.returncode == 0, finished.stderr
     listed = {r["transactional_id"]: r["transaction_state"] for r in map(json.loads, finished.stdout.splitlines())}
     assert listed[opened] == "Ongoing"
+
+
+def test_find_hanging_reports_a_partition_the_ids_transaction_does_not_count(cli, broker, admin):
+    """Issue 14 item 3: a producer id that a transactional id still has, with an open
+    transaction on a partition its coordinator does not count, hangs there (Kafka's rule)."""
+    topic, tid = fresh("cli-unclaimed"), fresh("known")
+    admin.create_topics([NewTopic(topic, 2, 1)])
+    with Producer(bootstrap_servers=broker.bootstrap_servers, transactional_id=tid) as p:
+        p.init_transactions()
+        p.begin_transaction()
+        p.send(topic, b"committed", partition=0)
+        p.commit_transaction()
+    listed = {t.transactional_id: t for t in admin.list_transactions()}[tid]
+    builder = BatchBuilder(2, 0, producer_id=listed.producer_id, producer_epoch=0, base_sequence=0,
+                           is_transactional=True)
+    builder.append(int(time.time() * 1000) - 60 * 60_000, None, b"stray")
+    code, start = produce(broker.port, topic, builder.build(), partition=1, transactional_id=tid)
+    assert code == 0
+    found = rows(cli("transactions", "find-hanging", "--topic", topic, "--json"))
+    assert [(r["partition"], r["producer_id"], r["start_offset"]) for r in found] == [(1, listed.producer_id, start)]
+    result = cli("transactions", "abort", "--topic", topic, "--partition", "1", "--start-offset", str(start))
+    assert result.code == 0, result.err
