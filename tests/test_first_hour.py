@@ -64,7 +64,8 @@ _ARGS = {  # a plausible value for each required parameter of a public client me
     "configs": {ConfigResource.topic("t"): {"retention.ms": "1"}}, "group_ids": ["g"], "group_id": "g",
     "specs": {TopicPartition("t", 0): "latest"}, "before": {TopicPartition("t", 0): 0},
     "changes": {ConfigResource.topic("t"): [("retention.ms", "set", "1")]},
-    "group_metadata": ConsumerGroupMetadata(group_id="g")}
+    "group_metadata": ConsumerGroupMetadata(group_id="g"), "transactional_ids": ["x"], "producer_id": 1,
+    "producer_epoch": 0, "coordinator_epoch": 0}
 
 
 def _public_calls(cls):

@@ -24,14 +24,24 @@ import sys
 from collections.abc import Sequence
 
 from kproto import __version__
-from kproto.cli import broker, consume, dumplog, groups, perf, pipeline, produce, topics
+from kproto.cli import (
+    broker,
+    consume,
+    dumplog,
+    groups,
+    perf,
+    pipeline,
+    produce,
+    topics,
+    transactions,
+)
 from kproto.cli.options import UsageError, add_connection_options
 from kproto.errors import KafkaCodeError, KafkaError
 
 __all__ = ["build_parser", "main"]
 
 PROG = "kproto"
-_COMMANDS = (topics, produce, consume, groups, dumplog, perf, broker, pipeline)
+_COMMANDS = (topics, produce, consume, groups, transactions, dumplog, perf, broker, pipeline)
 
 _EPILOG = """examples:
   kproto broker --data-dir /tmp/kafka &           # a local broker on 127.0.0.1:9092
@@ -39,6 +49,7 @@ _EPILOG = """examples:
   seq 10 | kproto produce orders
   kproto consume orders --from-beginning --max-messages 10
   kproto groups describe billing
+  kproto transactions find-hanging --topic orders
   kproto dump-log /tmp/kafka/orders-0/00000000000000000000.log --print-data
   kproto perf produce orders --num-records 100000 --record-size 100
   kproto pipeline                                 # the main job: minibroker, Kafka into Spark streaming
@@ -49,7 +60,7 @@ Run "kproto COMMAND --help" for a command's options and examples."""
 def build_parser() -> argparse.ArgumentParser:
     """The whole command line: global options, then one subcommand per command module."""
     parser = argparse.ArgumentParser(
-        prog=PROG, description="Kafka's command-line tools, on kproto: topics, produce, consume, groups, "
+        prog=PROG, description="Kafka's command-line tools, on kproto: topics, produce, consume, groups, transactions, "
                                "segment dumps, perf tests, a local broker and the Spark pipeline.",
         epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")

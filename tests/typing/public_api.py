@@ -2,7 +2,7 @@
 """What a type checker sees of kproto's public API: each ``reveal_type`` below is checked by
 ``tests/typing/test_mypy.py`` against the comment after it. Not run, only type-checked."""
 
-from kproto import AdminClient, Consumer, Producer
+from kproto import AdminClient, Consumer, Producer, TopicPartition
 from kproto.aio import AIOAdminClient, AIOConsumer, AIOProducer
 
 
@@ -12,6 +12,8 @@ async def asyncio_faces(producer: AIOProducer, consumer: AIOConsumer, admin: AIO
     reveal_type(await admin.list_topics())  # list[str]
     reveal_type(consumer.group_metadata())  # ConsumerGroupMetadata
     reveal_type(await producer.commit_transaction())  # None
+    reveal_type(await admin.list_transactions(states=["Ongoing"]))  # list[TransactionListing]
+    reveal_type(await admin.abort_transaction("t", 0, 7, 0, 0))  # None
     async with producer.transaction() as p:
         reveal_type(p)  # AIOProducer
 
@@ -24,6 +26,9 @@ def thread_faces(producer: Producer, consumer: Consumer, admin: AdminClient) -> 
     reveal_type(admin.list_topics())  # list[str]
     reveal_type(admin.describe_topics(["t"]))  # dict[str, TopicDescription]
     reveal_type(consumer.group_metadata())  # ConsumerGroupMetadata
+    reveal_type(admin.describe_transactions(["x"]))  # dict[str, TransactionDescription]
+    reveal_type(admin.describe_producers([TopicPartition("t", 0)]))  # dict[TopicPartition, list[ProducerState]]
+    reveal_type(admin.list_transactions())  # list[TransactionListing]
     reveal_type(producer.init_transactions)  # def (timeout: float | None =)
     with producer.transaction() as p:
         reveal_type(p)  # Producer

@@ -1,20 +1,5 @@
-"""The admin client: topics, partitions, configs, groups and their offsets, the cluster.
-
-:class:`AIOAdminClient` is the implementation (native asyncio); :class:`AdminClient` is
-the same client for threads, running it on a background loop. Both take Kafka's admin
-client settings (:mod:`kproto.config`).
-
-Errors. An operation on several items (topics, groups, partitions) sends one request
-per broker that must answer and collects one result per item. When every item
-succeeded it returns them; when one failed it raises that item's typed error
-(``TopicAlreadyExistsError``, ``GroupNotEmptyError``...) with ``.results`` holding every
-item's outcome (a result, or the exception), so nothing about the others is lost.
-Retriable failures (a coordinator that moved, a leader election) are retried after
-``retry.backoff.ms`` doubling up to ``retry.backoff.max.ms`` with KIP-580's jitter
-(:class:`~kproto.io.retry.Backoff`) until ``default.api.timeout.ms``. Requests go at
-the highest version both kproto's clients (:mod:`kproto.io.versions`) and the broker
-have; ListOffsets is :mod:`kproto.io.list_offsets`'.
-"""
+"""The admin client's own calls (topics, configs, groups, offsets, the cluster), its
+thread face, and the value types of those calls; see :mod:`kproto.admin`."""
 
 from __future__ import annotations
 
@@ -27,6 +12,9 @@ from typing import Any, TypeVar
 
 from kproto._habits import missing
 from kproto._loop import Portal, blocking, check_loop, refuse_when_closed
+from kproto.admin.base import item_error as _error
+from kproto.admin.base import outcome as _outcome
+from kproto.admin.transactions import Transactions
 from kproto.config import ClientConfig
 from kproto.errors import (
     KafkaCodeError,
@@ -173,27 +161,9 @@ class ClusterDescription:
     brokers: list[BrokerInfo]
 
 
-# -- helpers ---------------------------------------------------------------------------------
-
-def _outcome(results: dict[K, Any]) -> dict[K, Any]:
-    """``results`` if no value is an exception, else raise the first with all attached."""
-    for value in results.values():
-        if isinstance(value, BaseException):
-            value.results = results
-            raise value
-    return results
-
-
-def _error(code: int, message: str | None = None, item: Any = None) -> KafkaCodeError | None:
-    if not code:
-        return None
-    detail = message or (f"{item}" if item is not None else "")
-    return for_code(code)(detail)
-
-
 @refuse_when_closed("admin client", lambda self: self._closed, bind=True,
                     before=lambda self: self._reach_cluster())
-class AIOAdminClient:
+class AIOAdminClient(Transactions):
     """The admin client for asyncio code.
 
     Args:
@@ -637,3 +607,7 @@ class AdminClient:
     delete_records = blocking(AIOAdminClient.delete_records)
     describe_cluster = blocking(AIOAdminClient.describe_cluster)
     elect_leaders = blocking(AIOAdminClient.elect_leaders)
+    list_transactions = blocking(AIOAdminClient.list_transactions)
+    describe_transactions = blocking(AIOAdminClient.describe_transactions)
+    describe_producers = blocking(AIOAdminClient.describe_producers)
+    abort_transaction = blocking(AIOAdminClient.abort_transaction)

@@ -1,0 +1,63 @@
+"""The admin client: topics, partitions, configs, groups and their offsets, the cluster,
+transactions.
+
+:class:`AIOAdminClient` is the implementation (native asyncio); :class:`AdminClient` is
+the same client for threads, running it on a background loop. Both take Kafka's admin
+client settings (:mod:`kproto.config`).
+
+Errors. An operation on several items (topics, groups, partitions) sends one request
+per broker that must answer and collects one result per item. When every item
+succeeded it returns them; when one failed it raises that item's typed error
+(``TopicAlreadyExistsError``, ``GroupNotEmptyError``...) with ``.results`` holding every
+item's outcome (a result, or the exception), so nothing about the others is lost.
+Retriable failures (a coordinator that moved, a leader election) are retried after
+``retry.backoff.ms`` doubling up to ``retry.backoff.max.ms`` with KIP-580's jitter
+(:class:`~kproto.io.retry.Backoff`) until ``default.api.timeout.ms``. Requests go at
+the highest version both kproto's clients (:mod:`kproto.io.versions`) and the broker
+have; ListOffsets is :mod:`kproto.io.list_offsets`'.
+
+The client is one class made of parts (:mod:`kproto.admin.base` says what they share):
+:mod:`~kproto.admin.client` holds the calls on topics, configs, groups, offsets and the
+cluster and the thread face; :mod:`~kproto.admin.transactions` the transaction calls
+(KIP-664). Every public name is here.
+"""
+
+from kproto.admin.client import (
+    AdminClient,
+    AIOAdminClient,
+    ClusterDescription,
+    ConfigEntry,
+    ConfigResource,
+    GroupDescription,
+    GroupListing,
+    ListedOffset,
+    MemberDescription,
+    NewTopic,
+    OffsetSpec,
+    TopicDescription,
+)
+from kproto.admin.transactions import (
+    TRANSACTION_STATES,
+    ProducerState,
+    TransactionDescription,
+    TransactionListing,
+)
+
+__all__ = [
+    "AIOAdminClient",
+    "AdminClient",
+    "ClusterDescription",
+    "ConfigEntry",
+    "ConfigResource",
+    "GroupDescription",
+    "GroupListing",
+    "ListedOffset",
+    "MemberDescription",
+    "NewTopic",
+    "OffsetSpec",
+    "ProducerState",
+    "TRANSACTION_STATES",
+    "TopicDescription",
+    "TransactionDescription",
+    "TransactionListing",
+]
