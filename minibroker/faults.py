@@ -426,7 +426,9 @@ def _fill(cls: type, top: type, fields: tuple[Field, ...], version: int, request
             values[f.name] = message
         elif f.type == "records":
             values[f.name] = b""  # empty, never null: librdkafka refuses a whole answer with null records
-        elif _unknown_value(f):
+        elif _unknown_value(f) and not (keys and f.name == "producer_id" and f.name in req):
+            # (an answer to an item that names its producer, a WriteTxnMarkers marker, keeps
+            # it: Kafka's WriteTxnMarkersRequest.getErrorResponse)
             values[f.name] = -1
         elif f in arrays:
             source = pairs.get(f.name)

@@ -1,13 +1,14 @@
 """DescribeProducers v0.
 
-Behaviour: the active producers of each asked partition led here (Kafka's
+Behaviour: the active producers of each asked partition hosted here, by its leader or a
+follower (a follower keeps the producer state as it appends; Kafka's
 ``ReplicaManager.activeProducerState`` / ``Partition.activeProducerState``), from the
 broker's producer state (:mod:`minibroker.coordinator.producer_state`): producer id and
 epoch, last sequence (-1 when only markers were seen), the max timestamp of its last
 batch or marker, the coordinator epoch of its last marker (-1: none) and the first offset
 of its open transaction (-1: none). Errors per partition, as Kafka's: UNKNOWN_TOPIC_OR_PARTITION
-for a partition this broker does not know, NOT_LEADER_OR_FOLLOWER for one it does not
-lead, KAFKA_STORAGE_ERROR for an offline one.
+for a partition this broker does not know, NOT_LEADER_OR_FOLLOWER for one it holds no
+replica of, KAFKA_STORAGE_ERROR for an offline one.
 Not implemented yet: the topic READ authorization (no handler checks ACLs yet).
 """
 
@@ -29,7 +30,9 @@ async def handle(state, header, request):
         partitions = []
         for index in asked.partition_indexes:
             try:
-                partition = state.leader_partition(topic, index)
+                # Any replica with a local log answers (Kafka's Partition.activeProducerState):
+                # DescribeProducersOptions.brokerId may name a follower.
+                partition = state.leader_partition(topic, index, require_leader=False)
             except KafkaCodeError as exc:
                 partitions.append(PartitionResponse(partition_index=index, error_code=exc.code, error_message=str(exc)))
                 continue

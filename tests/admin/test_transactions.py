@@ -381,9 +381,6 @@ def test_describe_producers_retries_a_moved_leader_unless_a_broker_was_named(adm
     assert counted.count == 1
 
 
-@pytest.mark.xfail(strict=True, reason="minibroker.faults.error_response answers WriteTxnMarkers with "
-                   "producer_id -1 (_unknown_value), not each marker's as Kafka's getErrorResponse does, so "
-                   "the answer names no marker the abort sent (Java's AbortTransactionHandler fails on that too)")
 def test_abort_retries_a_moved_leader(admin, broker, controls):
     """Issue 14 item 2: AbortTransactionHandler: NOT_LEADER_OR_FOLLOWER, REPLICA_NOT_AVAILABLE,
     BROKER_NOT_AVAILABLE and UNKNOWN_TOPIC_OR_PARTITION look the leader up again."""
@@ -419,9 +416,6 @@ def test_abort_fails_at_once_on_not_enough_replicas(cluster3):
         assert markers.count == 1
 
 
-@pytest.mark.xfail(strict=True, reason="minibroker/handlers/producers.py answers only for partitions led here "
-                   "(state.leader_partition): Kafka's Partition.activeProducerState answers from any local "
-                   "replica's log, so a follower gives NOT_LEADER_OR_FOLLOWER where Kafka gives its view")
 def test_describe_producers_of_a_named_follower_gives_its_view(cluster3):
     """Issue 14 item 1: DescribeProducersOptions.brokerId asks one replica, a follower too
     (kafka-transactions.sh describe-producers --broker-id, find-hanging --broker-id)."""
