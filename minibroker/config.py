@@ -72,6 +72,7 @@ DEFAULTS: dict[str, tuple[Any, type, str]] = {
     "transaction.state.log.num.partitions": (50, int, "Partitions of __transaction_state, created on the first use of a transactional id; fixed once it exists."),
     "transaction.state.log.segment.bytes": (104857600, int, "segment.bytes of __transaction_state (compacted)."),
     "transaction.state.log.replication.factor": (3, int, "Replication factor of __transaction_state (a MiniCluster uses at most its number of brokers). Used by a MiniCluster only."),
+    "transaction.partition.verification.enable": (True, bool, "KIP-890 part 1: a leader appends a transactional batch that would open a transaction on a partition only once the transaction coordinator confirms the partition is in the producer's ongoing transaction (AddPartitionsToTxn v4+ verify_only); otherwise INVALID_TXN_STATE."),
     "transaction.state.log.min.isr": (2, int, "min.insync.replicas of __transaction_state (capped at its replication factor). Used by a MiniCluster only."),
     "offsets.retention.minutes": (10080, int, "How long an empty group's committed offsets are kept (KIP-211: counted from when the group became empty; for a standalone consumer, from the commit); then they and the group go. Kafka's minimum is 1; minibroker also takes 0 (expire at the next check), for tests."),
     "offsets.retention.check.interval.ms": (600000, int, "How often expired offsets and empty groups are looked for."),

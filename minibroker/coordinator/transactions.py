@@ -42,6 +42,7 @@ from kproto.errors import (
     InvalidProducerIdMappingError,
     InvalidTxnStateError,
     ProducerFencedError,
+    TransactionAbortableError,
 )
 
 __all__ = [
@@ -57,6 +58,7 @@ __all__ = [
     "prepare_complete",
     "prepare_end_txn",
     "prepare_init_producer_id",
+    "verify_partitions",
 ]
 
 NO_PRODUCER_ID = -1
@@ -332,6 +334,21 @@ def prepare_add_partitions(md: TransactionMetadata | None, producer_id: int, pro
     if md.state is TxnState.Ongoing and partitions <= md.partitions:
         return 0
     return md.prepare_add_partitions(partitions, now)
+
+
+def verify_partitions(md: TransactionMetadata | None, producer_id: int, producer_epoch: int,
+                      partitions: frozenset[TopicPartition]) -> dict[TopicPartition, int] | int:
+    """KIP-890 part 1, Kafka's ``handleVerifyPartitionsInTransaction`` (AddPartitionsToTxn
+    v4+ with ``verify_only``): each partition 0 if it is in the ongoing transaction, else
+    TRANSACTION_ABORTABLE; or one error code for all. The pending state is not looked at
+    (Kafka: the append is checked again, by the verification guard)."""
+    if md is None or md.producer_id != producer_id:
+        return InvalidProducerIdMappingError.code
+    if md.producer_epoch != producer_epoch:
+        return ProducerFencedError.code
+    if md.state in (TxnState.PrepareCommit, TxnState.PrepareAbort):
+        return ConcurrentTransactionsError.code
+    return {tp: 0 if tp in md.partitions else TransactionAbortableError.code for tp in partitions}
 
 
 def prepare_end_txn(md: TransactionMetadata | None, producer_id: int, producer_epoch: int, commit: bool,

@@ -81,6 +81,7 @@ from minibroker.coordinator.transactions import (
     prepare_complete,
     prepare_end_txn,
     prepare_init_producer_id,
+    verify_partitions,
 )
 from minibroker.coordinator.txn_log import TxnLogEntry, partition_for, txn_batch
 
@@ -413,6 +414,20 @@ class TransactionCoordinator:
             return result
         assert md is not None and epoch is not None
         return await self._write(transactional_id, md, result, epoch)
+
+    def verify_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                          partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
+        """AddPartitionsToTxn v4+ with ``verify_only`` (KIP-890 part 1, Kafka's
+        ``handleVerifyPartitionsInTransaction``): each partition's error code, 0 when it is
+        in the id's ongoing transaction (see :func:`~minibroker.coordinator.transactions.verify_partitions`)."""
+        asked = frozenset(partitions)
+        code = InvalidRequestError.code if not transactional_id else self.status(transactional_id)
+        if not code:
+            result = verify_partitions(self.txns.get(transactional_id), producer_id, producer_epoch, asked)
+            if isinstance(result, dict):
+                return result
+            code = result
+        return dict.fromkeys(asked, code)
 
     async def end_txn(self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool) -> int:
         """EndTxn (Kafka's ``handleEndTransaction``)."""
