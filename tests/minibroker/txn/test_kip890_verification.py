@@ -16,7 +16,16 @@ from kproto.protocol import ApiKey
 from kproto.protocol import messages as m
 from minibroker import MiniBroker
 from minibroker.coordinator.transactions import TxnState
-from tests.minibroker.txn.test_txn_coordinator import _add, _end, _init, _on_loop, _state, _topic, _txn, wait_until
+from tests.minibroker.txn.test_txn_coordinator import (
+    _add,
+    _end,
+    _init,
+    _on_loop,
+    _state,
+    _topic,
+    _txn,
+    wait_until,
+)
 from tests.minibroker.txn.txn_wire import txn_batch
 
 CONFIG = {"transaction.state.log.num.partitions": 3, "offsets.topic.num.partitions": 3, "num.partitions": 2}
