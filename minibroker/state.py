@@ -886,7 +886,8 @@ class BrokerState:
                            partitions: list[tuple[str, int]], verify_only: bool) -> dict[tuple[str, int], int]:
         if verify_only:
             return self.transactions.verify_partitions(transactional_id, producer_id, producer_epoch, partitions)
-        code = await self.transactions.add_partitions(transactional_id, producer_id, producer_epoch, partitions)
+        # A leader's add is KIP-890 part 2's implicit add: the producer uses transaction version 2.
+        code = await self.transactions.add_partitions(transactional_id, producer_id, producer_epoch, partitions, 2)
         return dict.fromkeys(partitions, code)
 
     async def _write_txn_offsets(self, group_id: str, entries: list[OffsetEntry], producer_id: int,

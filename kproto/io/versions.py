@@ -22,8 +22,10 @@ __all__ = ["CLIENT_VERSIONS", "client_versions"]
 #: ``{api_key: versions the clients send}``, only for APIs where that is less than the table's.
 CLIENT_VERSIONS: dict[int, Versions] = {
     # v3: record batches (magic 2) only, and transactional ids (KIP-98); the producer and
-    # the codec write nothing older.
-    ApiKey.PRODUCE: Versions(3, MAX_VERSION),
+    # the codec write nothing older. v12 makes the leader add the partition to the
+    # transaction (KIP-890 part 2): a transactional producer asks for it itself when it
+    # uses transaction version 2 (Java's ProduceRequest.LAST_STABLE_VERSION_BEFORE_TRANSACTION_V2).
+    ApiKey.PRODUCE: Versions(3, 11),
     # v4: record batches, isolation_level, last_stable_offset and aborted_transactions
     # (KIP-98), which read_committed needs. v13+ name topics by id (KIP-516): the clients
     # fetch by name, so one request shape serves every broker.

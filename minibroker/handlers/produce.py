@@ -1,4 +1,4 @@
-"""Produce v3-11.
+"""Produce v3-12.
 
 Behaviour: each partition's records must be exactly one v2 record batch (v3+ allows no
 other), CRC-checked, not a control batch, with lastOffsetDelta + 1 == record count > 0
@@ -45,7 +45,10 @@ ongoing transaction (see :func:`_verify`); otherwise INVALID_TXN_STATE ("Partiti
 not added to the transaction"; TRANSACTION_ABORTABLE for Produce v11+), INVALID_PRODUCER_EPOCH
 for a fenced producer, and NOT_ENOUGH_REPLICAS (retriable) while the coordinator cannot
 answer. A late batch after its transaction ended thus no longer opens a transaction no
-marker will close (a "hanging transaction").
+marker will close (a "hanging transaction"). Produce v12 with ``transaction.version`` 2
+(KIP-890 part 2) asks the coordinator to add the partition instead of checking it: a TV2
+producer sends no AddPartitionsToTxn. Below transaction version 2 v12 is not advertised
+(see :mod:`minibroker.handlers.api_versions`) and is checked as v11.
 Not implemented yet: broker-side recompression.
 """
 
@@ -275,7 +278,11 @@ async def _verify(state, version, request) -> dict[tuple[str, int], _Outcome | o
     Returns, per (topic, partition) checked, the failed verification's outcome, or the
     verification guard to append under (see
     :meth:`~minibroker.coordinator.producer_state.ProducerStates.verification_guard`)."""
-    if request.transactional_id is None or not state.config["transaction.partition.verification.enable"]:
+    # KafkaApis.handleProduceRequest: v12+ with transaction version 2 is ``addPartition``
+    # (KIP-890 part 2: the leader adds the partition, the producer sends no AddPartitionsToTxn);
+    # the partition must then reach the transaction whatever the verification setting says.
+    add = version >= 12 and state.config["transaction.version"] >= 2
+    if request.transactional_id is None or not (add or state.config["transaction.partition.verification.enable"]):
         return {}
     asked: dict[tuple[int, int], list[tuple[str, int]]] = {}
     guards = {}
@@ -296,7 +303,8 @@ async def _verify(state, version, request) -> dict[tuple[str, int], _Outcome | o
                 continue
             guards[(topic_data.name, p.index)] = state.producers.verification_guard(key, first.producer_id)
             asked.setdefault((first.producer_id, first.producer_epoch), []).append((topic_data.name, p.index))
-    answers = await asyncio.gather(*(state.verify_txn_partitions(request.transactional_id, pid, epoch, tps)
+    answers = await asyncio.gather(*(state.verify_txn_partitions(request.transactional_id, pid, epoch, tps,
+                                                                 verify_only=not add)
                                      for (pid, epoch), tps in asked.items()))
     checked: dict[tuple[str, int], _Outcome | object] = {}
     for codes in answers:
@@ -315,7 +323,7 @@ def _has_transactional_records(request) -> bool:
     return False
 
 
-@handles(ApiKey.PRODUCE, 3, 11)
+@handles(ApiKey.PRODUCE, 3, 12)
 async def handle(state, header, request):
     if request.acks not in (-1, 0, 1):
         error = InvalidRequiredAcksError.code

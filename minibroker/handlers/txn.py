@@ -28,8 +28,16 @@ In a MiniCluster, the coordinator of a transactional id is the leader of its
 FindCoordinator for a transaction, :func:`transaction_state_topic_spec`); elsewhere a request
 is NOT_COORDINATOR, and COORDINATOR_LOAD_IN_PROGRESS while a new leader loads the partition.
 
+- EndTxn v5 with ``transaction.version`` 2 (KIP-890 part 2, Kafka's ``endTransaction`` TV2
+  branch): the epoch is bumped at every commit and abort, the markers carry the bumped
+  epoch, and the answer names the producer id and epoch for the next transaction (a new
+  producer id at epoch 0 once the epoch is exhausted); a retry (the epoch before the bump)
+  of an end already complete is answered with them again; an abort with no transaction
+  ongoing is allowed. Below transaction version 2 v5 is not advertised, and a v5 request
+  is ended as v4 (producer id and epoch -1).
+
 Version notes: AddOffsetsToTxn v4 and EndTxn v4 only add TRANSACTION_ABORTABLE, which this
-coordinator never answers to them. EndTxn v5 (KIP-890 part 2) is not advertised yet.
+coordinator never answers to them.
 Not implemented: authorization (TRANSACTIONAL_ID_AUTHORIZATION_FAILED, and
 CLUSTER_AUTHORIZATION_FAILED for a client's AddPartitionsToTxn v4+).
 """
@@ -89,6 +97,8 @@ def _missing_codes(state, asked):
 
 
 async def _add_or_verify(state, version, transactional_id, producer_id, producer_epoch, asked, verify_only):
+    # A leader's add (v4+, not verify_only) is KIP-890 part 2's implicit add of a TV2 producer.
+    tv = 2 if version >= 4 and state.config["transaction.version"] >= 2 else 0
     """One transaction's partitions: each one's code (KafkaApis.handleAddPartitionsToTxnRequest)."""
     codes = _missing_codes(state, asked)
     if codes is not None:
@@ -96,7 +106,7 @@ async def _add_or_verify(state, version, transactional_id, producer_id, producer
     if verify_only:  # KIP-890 part 1: a leader asks before a transactional append
         codes = state.transactions.verify_partitions(transactional_id, producer_id, producer_epoch, asked)
     else:
-        code = await state.transactions.add_partitions(transactional_id, producer_id, producer_epoch, asked)
+        code = await state.transactions.add_partitions(transactional_id, producer_id, producer_epoch, asked, tv)
         codes = dict.fromkeys(asked, code)
     # TRANSACTION_ABORTABLE is v5's (KIP-890); a v4 leader gets what it knows, INVALID_TXN_STATE.
     return {tp: InvalidTxnStateError.code if c == TransactionAbortableError.code and version < 5
@@ -155,11 +165,16 @@ async def add_offsets_to_txn(state, header, request):
     return AddOffsetsToTxnResponse(error_code=fenced_code(code, header.api_version))
 
 
-@handles(ApiKey.END_TXN, 0, 4)
+@handles(ApiKey.END_TXN, 0, 5)
 async def end_txn(state, header, request):
+    if header.api_version >= 5 and state.config["transaction.version"] >= 2:
+        # KIP-890 part 2: Kafka's TransactionVersion.transactionVersionForEndTxn (v5+ is TV2).
+        code, producer_id, producer_epoch = await state.transactions.end_txn_v2(
+            request.transactional_id, request.producer_id, request.producer_epoch, request.committed)
+        return EndTxnResponse(error_code=code, producer_id=producer_id, producer_epoch=producer_epoch)
     code = await state.transactions.end_txn(request.transactional_id, request.producer_id,
                                             request.producer_epoch, request.committed)
-    return EndTxnResponse(error_code=fenced_code(code, header.api_version))
+    return EndTxnResponse(error_code=fenced_code(code, header.api_version), producer_id=-1, producer_epoch=-1)
 
 
 @handles(ApiKey.DESCRIBE_TRANSACTIONS, 0, 0)
