@@ -7,10 +7,12 @@ import pytest
 from kproto.errors import InvalidTxnStateError
 from kproto.protocol import ApiKey
 from kproto.protocol import messages as m
+from kproto.records import ControlType
 from minibroker.coordinator.transactions import TxnState
 from minibroker.coordinator.txn_log import TRANSACTION_STATE_TOPIC, partition_for
 from tests.minibroker.txn.test_txn_coordinator_cluster import (  # noqa: F401 (the fixture)
     PARTITIONS,
+    _markers,
     _port,
     _producer,
     _txn_state,
@@ -59,3 +61,26 @@ def test_a_leader_asks_the_coordinator_on_another_broker(cluster):  # noqa: F811
         partition = state.topics["t"].partitions[other]
         return [x for x in state.active_producers(partition) if x.current_txn_start_offset >= 0]
     assert cluster._read(open_txns) == []
+
+
+def test_kproto_with_transaction_version_2_across_brokers(cluster):  # noqa: F811
+    """issue 14 step 2, items 2 and 3: kproto's producer against a MiniCluster (transaction
+    version 2 by default): its Produce v12 to partitions led by every broker makes each
+    leader add the partition through the coordinator (AddPartitionsToTxn v4+, not
+    verify_only, broker to broker); EndTxn v5 commits with the epoch bumped, which every
+    marker carries."""
+    from kproto import Producer
+
+    cluster.create_topic("t", partitions=3, replication_factor=1)
+    with Producer(bootstrap_servers=cluster.bootstrap_servers, transactional_id="tv2") as producer:
+        producer.init_transactions()
+        assert producer._core._idempotence.transaction_v2
+        epoch = producer._core._idempotence.epoch
+        with producer.transaction():
+            for i in range(3):
+                producer.send("t", b"v%d" % i, partition=i)
+        assert producer._core._idempotence.epoch == epoch + 1
+    coordinator = cluster.leader_of(TRANSACTION_STATE_TOPIC, partition_for("tv2", PARTITIONS))
+    _wait("CompleteCommit", lambda: _txn_state(cluster, coordinator, "tv2") is TxnState.CompleteCommit)
+    for i in range(3):
+        assert [(kind, e) for kind, _, e in _markers(cluster, "t", i)] == [(ControlType.COMMIT, epoch + 1)]
