@@ -180,3 +180,38 @@ def test_peer_clients_still_work(broker):
     finally:
         c.close()
     assert values == {b"%s%d" % (name, i) for name in (b"ck", b"kp", b"aio", b"kproto") for i in range(4)}
+
+
+def test_the_verification_channel_batches_per_coordinator(broker, raw):
+    """issue 14 step 2, item 1: AddPartitionsToTxnSender (Kafka's AddPartitionsToTxnManager)
+    over a real connection to a coordinator: transactions asked for together go in one
+    AddPartitionsToTxn v4+, each answered on its own; a second ask for the same id and
+    epoch replaces the first, which gets NETWORK_EXCEPTION (the producer retries), and an
+    older epoch than one waiting gets INVALID_PRODUCER_EPOCH."""
+    import asyncio
+
+    from kproto.errors import NetworkError
+    from minibroker.cluster.txn_markers import AddPartitionsToTxnSender
+
+    _topic(broker)
+    c = raw()
+    _, pid, epoch = _init(c, "a")
+    _add(c, "a", pid, epoch, [("t", 0)])
+    _, pid_b, epoch_b = _init(c, "b")
+
+    sender = AddPartitionsToTxnSender(node_id=99)
+
+    def ask(tid, p, e, partitions=(("t", 0),)):
+        return sender("127.0.0.1", broker.port, transactional_id=tid, producer_id=p, producer_epoch=e,
+                      partitions=list(partitions), verify_only=True, timeout_ms=5000)
+
+    async def main():
+        together = await asyncio.gather(ask("a", pid, epoch), ask("b", pid_b, epoch_b))
+        replaced = await asyncio.gather(ask("a", pid, epoch), ask("a", pid, epoch))
+        older = await asyncio.gather(ask("a", pid, epoch + 1), ask("a", pid, epoch))
+        return together, replaced, older
+
+    together, replaced, older = asyncio.run(main())
+    assert together == [{("t", 0): 0}, {("t", 0): TransactionAbortableError.code}]
+    assert replaced == [{("t", 0): NetworkError.code}, {("t", 0): 0}]
+    assert older[1] == {("t", 0): InvalidProducerEpochError.code}
