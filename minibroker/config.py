@@ -72,6 +72,8 @@ DEFAULTS: dict[str, tuple[Any, type, str]] = {
     "transaction.state.log.num.partitions": (50, int, "Partitions of __transaction_state, created on the first use of a transactional id; fixed once it exists."),
     "transaction.state.log.segment.bytes": (104857600, int, "segment.bytes of __transaction_state (compacted)."),
     "transaction.state.log.replication.factor": (3, int, "Replication factor of __transaction_state (a MiniCluster uses at most its number of brokers). Used by a MiniCluster only."),
+    "transaction.partition.verification.enable": (True, bool, "KIP-890 part 1: a leader appends a transactional batch that would open a transaction on a partition only once the transaction coordinator confirms the partition is in the producer's ongoing transaction (AddPartitionsToTxn v4+ verify_only); otherwise INVALID_TXN_STATE."),
+    "transaction.version": (2, int, "The transaction.version feature finalized (KIP-584 features; Kafka finalizes it with kafka-storage format --feature or kafka-features upgrade, not a broker config): 0 as Kafka 3.x, 1 flexible __transaction_state records, 2 KIP-890 part 2 (an epoch bump at every EndTxn v5, partitions added by the leader on Produce v12). ApiVersions advertises it, and EndTxn v5 and Produce v12 only with 2."),
     "transaction.state.log.min.isr": (2, int, "min.insync.replicas of __transaction_state (capped at its replication factor). Used by a MiniCluster only."),
     "offsets.retention.minutes": (10080, int, "How long an empty group's committed offsets are kept (KIP-211: counted from when the group became empty; for a standalone consumer, from the commit); then they and the group go. Kafka's minimum is 1; minibroker also takes 0 (expire at the next check), for tests."),
     "offsets.retention.check.interval.ms": (600000, int, "How often expired offsets and empty groups are looked for."),
@@ -220,6 +222,8 @@ class BrokerConfig:
                              f"has: use one of {sorted(REPLICA_SELECTORS)}")
         if self._static["leader.imbalance.check.interval.seconds"] < 1:
             raise ValueError("leader.imbalance.check.interval.seconds must be at least 1")  # Kafka's atLeast(1)
+        if self._static["transaction.version"] not in (0, 1, 2):
+            raise ValueError("transaction.version must be 0, 1 or 2 (Kafka's TransactionVersion TV_0, TV_1, TV_2)")
         for name in ("transaction.abort.timed.out.transaction.cleanup.interval.ms",
                      "transaction.remove.expired.transaction.cleanup.interval.ms"):
             if self._static[name] < 1:

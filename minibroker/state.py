@@ -75,13 +75,14 @@ from minibroker.coordinator.producer_state import (
 )
 from minibroker.coordinator.txn_coordinator import TransactionCoordinator, TxnBackend
 from minibroker.coordinator.txn_log import TRANSACTION_STATE_TOPIC, read_txn_records
+from minibroker.coordinator.txn_log import partition_for as txn_partition_for
 from minibroker.log import PartitionLog
 from minibroker.log.maintenance import maintain as maintain_logs
 from minibroker.log.txn_index import AbortedTxn
 from minibroker.storage import Storage, StoredTopic
 from minibroker.topic_configs import effective
 
-__all__ = ["INTERNAL_TOPICS", "OFFSETS_TOPIC", "TRANSACTION_STATE_TOPIC", "BrokerState", "RemoteTxnMarkers", "Topic",
+__all__ = ["INTERNAL_TOPICS", "OFFSETS_TOPIC", "TRANSACTION_STATE_TOPIC", "BrokerState", "RemoteTxnMarkers", "RemoteTxnVerify", "Topic",
            "validate_topic_name"]
 
 INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC})  # written by the broker only
@@ -89,6 +90,11 @@ INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC})  # written
 #: A cluster broker's way to write markers on another broker (WriteTxnMarkers, set by its
 #: node: :func:`minibroker.cluster.txn_markers.send_txn_markers`).
 RemoteTxnMarkers = Callable[..., Awaitable[dict[tuple[str, int], int]]]
+
+#: A cluster broker's way to ask another broker's transaction coordinator whether
+#: partitions are in a transaction (KIP-890, AddPartitionsToTxn v4+; set by its node:
+#: :class:`minibroker.cluster.txn_markers.AddPartitionsToTxnSender`).
+RemoteTxnVerify = Callable[..., Awaitable[dict[tuple[str, int], int]]]
 
 log = logging.getLogger(__name__)
 
@@ -145,6 +151,7 @@ class BrokerState:
             write_markers=self._write_txn_markers_anywhere, partition_exists=self.topic_partition_exists,
             new_producer_id=self.new_producer_id_async), solo=cluster is None)
         self.remote_txn_markers: RemoteTxnMarkers | None = None
+        self.remote_txn_verify: RemoteTxnVerify | None = None
         self._data = asyncio.Event()
         dirs = [d.strip() for d in config["log.dirs"].split(",") if d.strip()]
         self.storage = Storage(config, dirs)
@@ -843,6 +850,51 @@ class BrokerState:
         for answer in await asyncio.gather(*(send(leader, tps) for leader, tps in by_leader.items())):
             codes.update(answer)
         return codes
+
+    # -- KIP-890: a leader asks the transaction coordinator (issue 14 step 2) ----------------
+
+    async def verify_txn_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                                    partitions: list[tuple[str, int]], *,
+                                    verify_only: bool = True) -> dict[tuple[str, int], int]:
+        """Ask the coordinator of ``transactional_id`` whether ``partitions`` are in the
+        producer's ongoing transaction (``verify_only``) or to add them (KIP-890 part 2's
+        implicit add); each partition's error code, as the coordinator answers
+        AddPartitionsToTxn v4+ (Kafka's ``AddPartitionsToTxnManager.verifyTransaction``).
+
+        The coordinator is this broker's own when it leads the id's partition of
+        ``__transaction_state`` (a single broker always), else another broker's, asked
+        through :attr:`remote_txn_verify`. No ``__transaction_state`` yet, or no live
+        leader of the partition, is COORDINATOR_NOT_AVAILABLE (Kafka's
+        ``getTransactionCoordinator``: no transaction can have started)."""
+        unavailable = dict.fromkeys(partitions, CoordinatorNotAvailableError.code)
+        if self.cluster is None:
+            if TRANSACTION_STATE_TOPIC not in self.topics:
+                return unavailable
+            return await self._verify_here(transactional_id, producer_id, producer_epoch, partitions, verify_only)
+        image = self.cluster.image
+        topic = image.topic_by_name(TRANSACTION_STATE_TOPIC)
+        if topic is None or not topic.partitions:
+            return unavailable
+        registration = topic.partitions.get(txn_partition_for(transactional_id, len(topic.partitions)))
+        broker = None if registration is None else image.brokers.get(registration.leader)
+        if registration is None or broker is None or broker.fenced:
+            return unavailable
+        if registration.leader == self.node_id:
+            return await self._verify_here(transactional_id, producer_id, producer_epoch, partitions, verify_only)
+        if self.remote_txn_verify is None:
+            return unavailable
+        return await self.remote_txn_verify(
+            broker.host, broker.port, transactional_id=transactional_id, producer_id=producer_id,
+            producer_epoch=producer_epoch, partitions=partitions, verify_only=verify_only,
+            timeout_ms=self.config["request.timeout.ms"])
+
+    async def _verify_here(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                           partitions: list[tuple[str, int]], verify_only: bool) -> dict[tuple[str, int], int]:
+        if verify_only:
+            return self.transactions.verify_partitions(transactional_id, producer_id, producer_epoch, partitions)
+        # A leader's add is KIP-890 part 2's implicit add: the producer uses transaction version 2.
+        code = await self.transactions.add_partitions(transactional_id, producer_id, producer_epoch, partitions, 2)
+        return dict.fromkeys(partitions, code)
 
     async def _write_txn_offsets(self, group_id: str, entries: list[OffsetEntry], producer_id: int,
                                  producer_epoch: int) -> int:

@@ -90,6 +90,9 @@ class Connection:
     Attributes:
         api_versions: what the broker offers, ``{api_key: (min_version, max_version)}``,
             known once :meth:`open` returned.
+        finalized_features: the broker's finalized feature levels (KIP-584, ApiVersions
+            v3+), ``{name: max_version_level}``, such as ``transaction.version``; empty
+            for a broker that has none.
     """
 
     def __init__(
@@ -130,6 +133,7 @@ class Connection:
         self._idle_timer: asyncio.TimerHandle | None = None
         self._idle_close: asyncio.Task | None = None
         self.api_versions: dict[int, tuple[int, int]] = {}  # the broker's: key -> (min, max)
+        self.finalized_features: dict[str, int] = {}
 
     def __repr__(self) -> str:
         return f"<Connection node {self.node_id} {self.host}:{self.port}{' closed' if self.closed else ''}>"
@@ -201,6 +205,7 @@ class Connection:
         if response.error_code:
             raise for_code(response.error_code)(f"ApiVersions from {self.host}:{self.port}")
         self.api_versions = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
+        self.finalized_features = {f.name: f.max_version_level for f in response.finalized_features or ()}
 
     async def close(self, timeout: float | None = None) -> None:
         """Close the socket; requests still in flight fail with :class:`ClientClosedError`.

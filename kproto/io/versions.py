@@ -17,12 +17,13 @@ from __future__ import annotations
 from kproto.protocol import APIS, ApiKey, Versions
 from kproto.protocol.spec import MAX_VERSION
 
-__all__ = ["CLIENT_VERSIONS", "client_versions"]
+__all__ = ["CLIENT_VERSIONS", "TRANSACTION_V2_FIRST", "TV1_LAST_VERSIONS", "client_versions"]
 
 #: ``{api_key: versions the clients send}``, only for APIs where that is less than the table's.
 CLIENT_VERSIONS: dict[int, Versions] = {
     # v3: record batches (magic 2) only, and transactional ids (KIP-98); the producer and
-    # the codec write nothing older.
+    # the codec write nothing older. A transactional producer caps it at 11 unless it uses
+    # transaction version 2 (TV1_LAST_VERSIONS).
     ApiKey.PRODUCE: Versions(3, MAX_VERSION),
     # v4: record batches, isolation_level, last_stable_offset and aborted_transactions
     # (KIP-98), which read_committed needs. v13+ name topics by id (KIP-516): the clients
@@ -39,10 +40,16 @@ CLIENT_VERSIONS: dict[int, Versions] = {
     # v4+ batches several transactions for broker-to-broker verification (KIP-890 part 1):
     # a client adds its own partitions in the v0-v3 form (Java's AddPartitionsToTxnRequest.Builder).
     ApiKey.ADD_PARTITIONS_TO_TXN: Versions(0, 3),
-    # v5 bumps the epoch with every transaction (KIP-890 part 2), which only a broker whose
-    # finalized transaction.version is 2 does; the producer does not use it yet.
-    ApiKey.END_TXN: Versions(0, 4),
 }
+
+#: The last versions of the transaction protocol before KIP-890 part 2 (Java's
+#: ``ProduceRequest`` and ``EndTxnRequest.LAST_STABLE_VERSION_BEFORE_TRANSACTION_V2``): a
+#: transactional producer sends nothing newer unless the coordinator finalizes
+#: ``transaction.version`` 2 (:data:`TRANSACTION_V2_FIRST` is then what it needs).
+TV1_LAST_VERSIONS: dict[int, int] = {ApiKey.PRODUCE: 11, ApiKey.END_TXN: 4}
+#: The first versions with transaction version 2's meaning: Produce v12 makes the leader
+#: add the partition to the transaction, EndTxn v5 bumps the epoch and answers it.
+TRANSACTION_V2_FIRST: dict[int, int] = {ApiKey.PRODUCE: 12, ApiKey.END_TXN: 5}
 
 
 def client_versions(api_key: int) -> Versions:

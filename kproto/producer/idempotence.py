@@ -53,7 +53,12 @@ coordinator is built here and its answer applied here (``*_request`` / ``on_*``)
 returns a :class:`TxnStep` or raises. The sender asks :meth:`~Idempotence.send_allowed`
 before sending a batch: only partitions AddPartitionsToTxn added to the transaction take
 batches (:meth:`~Idempotence.add_partition` collects new ones; one request adds them all,
-as Java batches them). A transactional producer never resets its own sequences: a Produce
+as Java batches them). With transaction version 2 (KIP-890 part 2,
+:attr:`~Idempotence.transaction_v2`: the coordinator finalizes ``transaction.version`` 2)
+a partition is in the transaction as soon as it has a batch: its leader adds it when the
+Produce (v12) arrives, and EndTxn (v5) answers the producer id and epoch of the next
+transaction, bumped by the coordinator at every commit and abort, which restarts every
+sequence (and replaces the InitProducerId bump after a failed batch). A transactional producer never resets its own sequences: a Produce
 error that fails a batch makes the transaction abortable instead, and the abort then bumps
 the epoch (InitProducerId with the producer id and epoch, v3+, KIP-360), which restarts
 every sequence.
@@ -280,6 +285,9 @@ class Idempotence:
         self._bumped = False  # the epoch was bumped here and no batch of it was acknowledged yet
         # Transactions (Java's TransactionManager fields of the same meaning):
         self.can_bump_epoch = True  # the coordinator takes InitProducerId v3+ (KIP-360); the driver says
+        # KIP-890 part 2: the coordinator finalizes transaction.version 2 (Java's
+        # isTransactionV2Enabled); the driver says, at InitProducerId.
+        self.transaction_v2 = False
         self.epoch_bump_required = False  # the abort must end with a new epoch (a batch failed, or KIP-360 errors)
         self.partitions: set[tuple[str, int]] = set()  # added to the transaction
         self.pending_partitions: set[tuple[str, int]] = set()  # in an AddPartitionsToTxn in flight
@@ -533,7 +541,13 @@ class Idempotence:
         AddPartitionsToTxn, unless it is added or being added (Java's ``maybeAddPartition``)."""
         if self.state in (ProducerState.IN_TRANSACTION, ProducerState.COMMITTING_TRANSACTION) \
                 and tp not in self.partitions and tp not in self.pending_partitions:
-            self.new_partitions.add(tp)
+            if self.transaction_v2:
+                # KIP-890 part 2 (Java's maybeAddPartition with transaction V2): the leader adds
+                # the partition when its Produce v12 arrives; no AddPartitionsToTxn.
+                self.partitions.add(tp)
+                self.started = True
+            else:
+                self.new_partitions.add(tp)
 
     def add_partitions_request(self) -> AddPartitionsToTxnRequest | None:
         """The AddPartitionsToTxn (v0-v3 form: one transaction) adding every new partition
@@ -660,11 +674,19 @@ class Idempotence:
         epoch (then send :meth:`init_request` until :meth:`on_init_producer_id` says DONE)."""
         if response.error_code:
             return self.on_txn_error("EndTxn", for_code(response.error_code)("EndTxn"))
+        if self.transaction_v2 and response.producer_id >= 0:
+            # EndTxn v5 (KIP-890 part 2): the coordinator bumped the epoch (or moved to a new
+            # producer id); the next transaction uses them, its sequences from 0 (Java's
+            # EndTxnHandler: setProducerIdAndEpoch, resetSequenceNumbers).
+            self.producer_id, self.epoch = response.producer_id, response.producer_epoch
+            self._sequences.clear()
         self._complete()
         return TxnStep.DONE
 
     def _complete(self) -> None:
-        bump = self.epoch_bump_required and self.state is ProducerState.ABORTING_TRANSACTION
+        # With transaction version 2 the EndTxn itself bumped the epoch: no InitProducerId.
+        bump = (self.epoch_bump_required and self.state is ProducerState.ABORTING_TRANSACTION
+                and not self.transaction_v2)
         self._move(ProducerState.INITIALIZING if bump else ProducerState.READY)
         self.last_error = None
         self.epoch_bump_required = self.started = False

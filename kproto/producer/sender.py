@@ -64,8 +64,10 @@ from kproto.errors import (
 )
 from kproto.io import Cluster, Connection
 from kproto.io.retry import Backoff
+from kproto.io.versions import TRANSACTION_V2_FIRST, TV1_LAST_VERSIONS
 from kproto.producer.accumulator import ProducerBatch, RecordAccumulator
 from kproto.producer.idempotence import ErrorAction, Idempotence, ProducerState
+from kproto.protocol import ApiKey
 from kproto.protocol.messages import ProduceRequest
 
 if TYPE_CHECKING:
@@ -317,6 +319,16 @@ class Sender:
 
     # -- one request ------------------------------------------------------------------------
 
+    def _produce_versions(self) -> dict[str, int]:
+        """A transactional producer's Produce: v12+ with transaction version 2 (the leader
+        adds the partition, KIP-890 part 2), else at most v11 (Java's ``Sender``:
+        ``useTransactionV1Version``); any version otherwise."""
+        if self.transactional_id is None or self.idempotence is None:
+            return {}
+        if self.idempotence.transaction_v2:
+            return {"min_version": TRANSACTION_V2_FIRST[ApiKey.PRODUCE]}
+        return {"max_version": TV1_LAST_VERSIONS[ApiKey.PRODUCE]}
+
     def _connected(self, node: int, error: BaseException | None) -> None:
         """A connection attempt ended: look again (a failed one may mean the leader moved)."""
         self._connecting.discard(node)
@@ -340,7 +352,7 @@ class Sender:
         timeout = min(self.request_timeout, min(b.deadline for b in batches) - time.monotonic())
         try:
             response = await conn.request(request, expect_response=self.acks != 0,
-                                          timeout=timeout)
+                                          timeout=timeout, **self._produce_versions())
         except KafkaError as exc:
             self._refresh({b.topic for b in batches})
             for b in batches:

@@ -25,9 +25,14 @@ each request and reads each answer); :class:`Transactions` sends and waits:
   the sender is woken when they may take batches.
 
 Versions are the table's, narrowed in :mod:`kproto.io.versions` (AddPartitionsToTxn
-v0-v3, the client's form; EndTxn v0-v4) and by the broker's ApiVersions. KIP-890 part 2
-(``transaction.version`` 2: EndTxn v5 bumping the epoch of every transaction, Produce v12
-adding partitions implicitly) is not used yet: kproto always adds partitions itself.
+v0-v3, the client's form) and by the broker's ApiVersions. KIP-890 part 2 (Java's
+``TransactionManager.isTransactionV2Enabled``): when the coordinator's ApiVersions, read at
+InitProducerId, finalizes ``transaction.version`` 2 and offers EndTxn v5 and Produce v12,
+the producer sends no AddPartitionsToTxn (its Produce v12 makes the leader add the
+partition), and its EndTxn is v5, whose answer carries the next epoch; otherwise EndTxn
+stays at v4 and Produce at v11 (``TV1_LAST_VERSIONS``), the KIP-98 protocol. Offsets still
+go through AddOffsetsToTxn then TxnOffsetCommit (at most v4) in both: Java's TV2 skips
+AddOffsetsToTxn and sends TxnOffsetCommit v5, which kproto does not yet.
 """
 
 from __future__ import annotations
@@ -45,6 +50,7 @@ from kproto.errors import (
 )
 from kproto.io import Cluster
 from kproto.io.retry import Backoff
+from kproto.io.versions import TRANSACTION_V2_FIRST, TV1_LAST_VERSIONS
 from kproto.producer.idempotence import Idempotence, ProducerState, TxnStep
 from kproto.protocol import ApiKey
 from kproto.structs import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition
@@ -167,7 +173,13 @@ class Transactions:
         self.idem.raise_if_failed()  # a batch failed: the first send error, abortable
         request = self.idem.end_txn_request()
         if request is not None:
-            await self._call("EndTxn", lambda: request, self.idem.on_end_txn)
+            await self._call("EndTxn", lambda: request, self.idem.on_end_txn, **self._end_txn_versions())
+
+    def _end_txn_versions(self) -> dict[str, int]:
+        """EndTxn v5+ with transaction version 2, else at most v4 (a v5 there is TV1's anyway)."""
+        if self.idem.transaction_v2:
+            return {"min_version": TRANSACTION_V2_FIRST[ApiKey.END_TXN]}
+        return {"max_version": TV1_LAST_VERSIONS[ApiKey.END_TXN]}
 
     def abort(self) -> Callable[[], Awaitable[None]]:
         self.idem.begin_abort()
@@ -179,7 +191,7 @@ class Transactions:
         await self._added()
         request = self.idem.end_txn_request()
         if request is not None:
-            await self._call("EndTxn", lambda: request, self.idem.on_end_txn)
+            await self._call("EndTxn", lambda: request, self.idem.on_end_txn, **self._end_txn_versions())
         if self.idem.state is ProducerState.INITIALIZING:  # a batch failed after it was sent: a new epoch
             await self._init()
 
@@ -242,6 +254,8 @@ class Transactions:
                             # bumps the epoch with InitProducerId v3+ (KIP-360).
                             offered = conn.api_versions.get(ApiKey.INIT_PRODUCER_ID)
                             self.idem.can_bump_epoch = offered is not None and offered[1] >= 3
+                            if self.idem.state is ProducerState.INITIALIZING:  # not between a batch and its end
+                                self.idem.transaction_v2 = _transaction_v2(conn)
                         step = apply(response)
             if step is TxnStep.DONE:
                 return
@@ -262,6 +276,15 @@ class Transactions:
             node = await self.cluster.find_coordinator(key, key_type)
             self._coordinators[(key_type, key)] = node
         return node
+
+
+def _transaction_v2(conn: Any) -> bool:
+    """The coordinator finalizes ``transaction.version`` 2 (Java's ``isTransactionV2Enabled``)
+    and offers the versions it needs (EndTxn v5, Produce v12)."""
+    if conn.finalized_features.get("transaction.version", 0) < 2:
+        return False
+    return all((offered := conn.api_versions.get(key)) is not None and offered[1] >= first
+               for key, first in TRANSACTION_V2_FIRST.items())
 
 
 def _concurrent(response: Any) -> bool:

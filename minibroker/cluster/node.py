@@ -57,7 +57,7 @@ from minibroker.cluster.api import (
 from minibroker.cluster.metadata import MetadataImage
 from minibroker.cluster.quorum import Quorum
 from minibroker.cluster.replica_manager import ReplicaManager
-from minibroker.cluster.txn_markers import send_txn_markers
+from minibroker.cluster.txn_markers import AddPartitionsToTxnSender, send_txn_markers
 from minibroker.config import BrokerConfig
 from minibroker.server import Server
 
@@ -134,6 +134,7 @@ class ClusterNode:
             self.replica_manager = ReplicaManager(self.server.state, self.context, self.clock_ms)
             self.replica_manager.leadership_listeners.append(self.server.state.leadership_changed)
             self.server.state.remote_txn_markers = send_txn_markers  # WriteTxnMarkers to other brokers
+            self.server.state.remote_txn_verify = AddPartitionsToTxnSender(self.node_id)  # KIP-890 verification
             self.replica_manager.fetchers.faults = self.server.faults  # isolation and a slow disk reach the fetchers
             self.quorum.subscribe(self.node_id, self.replica_manager.apply, from_offset=0)
         except BaseException:

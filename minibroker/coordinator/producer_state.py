@@ -58,6 +58,13 @@ Transactions (KIP-98; Kafka's ``ProducerStateManager``, ``ProducerAppendInfo``,
   marker: the first offset of the earliest transaction of *another* producer still open,
   else the marker's offset + 1 (``ProducerStateManager.lastStableOffset(CompletedTxn)``).
 - A producer with an open transaction never expires (``isProducerExpired``).
+- KIP-890 part 1 (Kafka's ``VerificationStateEntry`` / ``VerificationGuard``): before a
+  transactional batch that would open a transaction is appended, the leader asks the
+  transaction coordinator whether the partition is in the producer's transaction; the
+  guard taken before asking (:meth:`ProducerStates.verification_guard`) is dropped by the
+  producer's next marker, so that a marker written while the answer was on its way makes
+  the append fail (:meth:`ProducerStates.guard_holds`) instead of opening a transaction
+  that no marker will close.
 """
 
 from __future__ import annotations
@@ -161,6 +168,7 @@ class ProducerStates:
         self._clock = clock if clock is not None else _wall_clock_ms
         self._check_interval_ms = check_interval_ms
         self._last_check_ms = self._clock()
+        self._guards: dict[tuple[tuple[object, int], int], object] = {}  # KIP-890: (partition, producer id) -> guard
 
     def __len__(self) -> int:
         """How many (partition, producer id) states are held."""
@@ -249,6 +257,27 @@ class ProducerStates:
         state = self._lookup(partition_key, producer_id)
         return InvalidProducerEpochError.code if state is not None and epoch < state.epoch else 0
 
+    def has_ongoing_txn(self, partition_key: tuple[object, int], producer_id: int, epoch: int) -> bool:
+        """Whether the producer has an open transaction on the partition under ``epoch``
+        (Kafka's ``UnifiedLog.hasOngoingTransaction``): its batches need no verification."""
+        state = self._lookup(partition_key, producer_id)
+        return state is not None and state.txn_first_offset >= 0 and state.epoch == epoch
+
+    def verification_guard(self, partition_key: tuple[object, int], producer_id: int) -> object:
+        """A new guard for the producer's verification on the partition (Kafka's
+        ``maybeCreateVerificationStateEntry``): the one :meth:`guard_holds` accepts
+        until a marker of the producer is written there."""
+        guard = self._guards[(partition_key, producer_id)] = object()
+        return guard
+
+    def guard_holds(self, partition_key: tuple[object, int], producer_id: int, guard: object) -> bool:
+        """Whether ``guard`` is still the producer's (Kafka's ``verifyTransaction`` check
+        in ``UnifiedLog.append``), or its transaction is open already."""
+        state = self._lookup(partition_key, producer_id)
+        if state is not None and state.txn_first_offset >= 0:
+            return True
+        return self._guards.get((partition_key, producer_id)) is guard
+
     def record(self, partition_key: tuple[object, int], producer_id: int, epoch: int, first_seq: int, count: int,
                base_offset: int, *, is_transactional: bool = False, max_timestamp: int = -1) -> None:
         """Remember a data batch that was written; a transactional one opens its producer's
@@ -257,6 +286,7 @@ class ProducerStates:
         state.batches.append((first_seq, (first_seq + count - 1) % _SEQ_MOD, base_offset))
         state.last_timestamp = max_timestamp
         if is_transactional and state.txn_first_offset < 0:
+            self._guards.pop((partition_key, producer_id), None)  # used: the transaction is open
             state.txn_first_offset = base_offset
             self._partitions[partition_key].ongoing[base_offset] = producer_id
 
@@ -278,6 +308,7 @@ class ProducerStates:
         """Remember a marker written at ``offset`` (Kafka's ``appendEndTxnMarker`` then
         ``completeTxn``): the transaction it closed and the last stable offset to index
         with it (:meth:`last_stable_offset` rule), or None when no transaction was open."""
+        self._guards.pop((partition_key, producer_id), None)  # Kafka's clearVerificationStateEntry
         state = self._entry(partition_key, producer_id, epoch)
         state.coordinator_epoch = coordinator_epoch
         state.last_timestamp = timestamp
@@ -326,6 +357,8 @@ class ProducerStates:
     def forget(self, partition_key: tuple[object, int]) -> None:
         """Drop everything known of a partition (before a replay of its log)."""
         self._partitions.pop(partition_key, None)
+        for key in [k for k in self._guards if k[0] == partition_key]:
+            del self._guards[key]
 
     def replay(self, partition_key: tuple[object, int], batch: Any) -> tuple[CompletedTxn, int] | None:
         """Take a batch already in the log (a follower's copy, a replay of the log): no

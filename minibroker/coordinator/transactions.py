@@ -42,6 +42,7 @@ from kproto.errors import (
     InvalidProducerIdMappingError,
     InvalidTxnStateError,
     ProducerFencedError,
+    TransactionAbortableError,
 )
 
 __all__ = [
@@ -51,12 +52,14 @@ __all__ = [
     "TransactionMetadata",
     "TxnState",
     "TxnTransit",
+    "end_needs_new_producer_id",
     "epoch_exhausted",
     "needs_new_producer_id",
     "prepare_add_partitions",
     "prepare_complete",
     "prepare_end_txn",
     "prepare_init_producer_id",
+    "verify_partitions",
 ]
 
 NO_PRODUCER_ID = -1
@@ -85,12 +88,12 @@ S = TxnState
 #: state -> the states it may move to (Kafka's ``TransactionState.validPreviousStates``,
 #: turned around). A move to the same state is legal where Kafka lists it (Empty, Ongoing).
 TRANSITIONS: dict[TxnState, frozenset[TxnState]] = {
-    S.Empty: frozenset({S.Empty, S.Ongoing, S.Dead}),
+    S.Empty: frozenset({S.Empty, S.Ongoing, S.Dead, S.PrepareAbort}),  # PrepareAbort: TV2's abort of nothing
     S.Ongoing: frozenset({S.Ongoing, S.PrepareCommit, S.PrepareAbort, S.PrepareEpochFence}),
     S.PrepareCommit: frozenset({S.CompleteCommit}),
     S.PrepareAbort: frozenset({S.CompleteAbort}),
-    S.CompleteCommit: frozenset({S.Empty, S.Ongoing, S.Dead}),
-    S.CompleteAbort: frozenset({S.Empty, S.Ongoing, S.Dead}),
+    S.CompleteCommit: frozenset({S.Empty, S.Ongoing, S.Dead, S.PrepareAbort}),
+    S.CompleteAbort: frozenset({S.Empty, S.Ongoing, S.Dead, S.PrepareAbort}),
     S.Dead: frozenset(),
     S.PrepareEpochFence: frozenset({S.PrepareAbort}),
 }
@@ -116,6 +119,10 @@ class TxnTransit:
     partitions: frozenset[TopicPartition]
     txn_start_timestamp: int
     txn_last_update_timestamp: int
+    #: KIP-890 part 2: the producer id a TV2 end moves to once its epoch is exhausted.
+    next_producer_id: int = NO_PRODUCER_ID
+    #: The transaction version of the client's last request (Kafka's ``clientTransactionVersion``).
+    client_transaction_version: int = 0
 
 
 @dataclass(slots=True, kw_only=True)
@@ -136,6 +143,8 @@ class TransactionMetadata:
     pending_state: TxnState | None = None
     #: An epoch fence whose write failed: the next fence does not bump again.
     has_failed_epoch_fence: bool = False
+    next_producer_id: int = NO_PRODUCER_ID
+    client_transaction_version: int = 0
 
     @classmethod
     def from_transit(cls, transactional_id: str, transit: TxnTransit) -> TransactionMetadata:
@@ -145,7 +154,9 @@ class TransactionMetadata:
                    last_producer_epoch=transit.last_producer_epoch, txn_timeout_ms=transit.txn_timeout_ms,
                    state=transit.state, partitions=set(transit.partitions),
                    txn_start_timestamp=transit.txn_start_timestamp,
-                   txn_last_update_timestamp=transit.txn_last_update_timestamp)
+                   txn_last_update_timestamp=transit.txn_last_update_timestamp,
+                   next_producer_id=transit.next_producer_id,
+                   client_transaction_version=transit.client_transaction_version)
 
     @property
     def pending(self) -> bool:
@@ -162,7 +173,9 @@ class TransactionMetadata:
                           producer_epoch=self.producer_epoch, last_producer_epoch=self.last_producer_epoch,
                           txn_timeout_ms=self.txn_timeout_ms, state=self.state,
                           partitions=frozenset(self.partitions), txn_start_timestamp=self.txn_start_timestamp,
-                          txn_last_update_timestamp=self.txn_last_update_timestamp)
+                          txn_last_update_timestamp=self.txn_last_update_timestamp,
+                          next_producer_id=self.next_producer_id,
+                          client_transaction_version=self.client_transaction_version)
 
     # -- the two steps of every change --------------------------------------------------------
 
@@ -201,6 +214,8 @@ class TransactionMetadata:
         self.partitions = set(transit.partitions)
         self.txn_start_timestamp = transit.txn_start_timestamp
         self.txn_last_update_timestamp = transit.txn_last_update_timestamp
+        self.next_producer_id = transit.next_producer_id
+        self.client_transaction_version = transit.client_transaction_version
         self.pending_state = None
 
     def abort_transition(self) -> None:
@@ -248,23 +263,39 @@ class TransactionMetadata:
             last_producer_epoch=self.producer_epoch if record_last_epoch else NO_PRODUCER_EPOCH,
             txn_timeout_ms=timeout_ms, partitions=frozenset(), txn_start_timestamp=-1, txn_last_update_timestamp=now))
 
-    def prepare_add_partitions(self, added: frozenset[TopicPartition], now: int) -> TxnTransit:
+    def prepare_add_partitions(self, added: frozenset[TopicPartition], now: int,
+                               client_transaction_version: int = 0) -> TxnTransit:
         """Kafka's ``prepareAddPartitions``: Ongoing with more partitions; the transaction
         starts now if none was ongoing."""
         start = now if self.state in (TxnState.Empty, TxnState.CompleteAbort, TxnState.CompleteCommit) \
             else self.txn_start_timestamp
         return self._prepare(self._transit(TxnState.Ongoing, partitions=frozenset(self.partitions | added),
-                                           txn_start_timestamp=start, txn_last_update_timestamp=now))
+                                           txn_start_timestamp=start, txn_last_update_timestamp=now,
+                                           client_transaction_version=client_transaction_version))
 
-    def prepare_abort_or_commit(self, state: TxnState, now: int) -> TxnTransit:
-        """Kafka's ``prepareAbortOrCommit``: PrepareCommit or PrepareAbort, same partitions."""
-        return self._prepare(self._transit(state, txn_last_update_timestamp=now))
+    def prepare_abort_or_commit(self, state: TxnState, now: int, client_transaction_version: int = 0,
+                                next_producer_id: int = NO_PRODUCER_ID, no_partition_added: bool = False) -> TxnTransit:
+        """Kafka's ``prepareAbortOrCommit``: PrepareCommit or PrepareAbort, same partitions.
+        Transaction version 2 (KIP-890 part 2, ``TransactionVersion.supportsEpochBump``)
+        bumps the epoch here, so that the markers carry the new one, and names the producer
+        id to move to if the epoch is exhausted; an abort of no transaction starts now."""
+        changes: dict[str, object] = {"client_transaction_version": client_transaction_version}
+        if client_transaction_version >= 2:
+            changes.update(producer_epoch=self.producer_epoch + 1, last_producer_epoch=self.producer_epoch,
+                           next_producer_id=next_producer_id)
+        if no_partition_added:
+            changes["txn_start_timestamp"] = now
+        return self._prepare(self._transit(state, txn_last_update_timestamp=now, **changes))
 
     def prepare_complete(self, now: int) -> TxnTransit:
-        """Kafka's ``prepareComplete``: every marker is written; the transaction is over."""
+        """Kafka's ``prepareComplete``: every marker is written; the transaction is over. A
+        TV2 end with a next producer id moves to it at epoch 0 (the epoch overflowed)."""
         state = TxnState.CompleteCommit if self.state is TxnState.PrepareCommit else TxnState.CompleteAbort
         self.has_failed_epoch_fence = False
-        return self._prepare(self._transit(state, partitions=frozenset(), txn_last_update_timestamp=now))
+        changes: dict[str, object] = {"next_producer_id": NO_PRODUCER_ID}
+        if self.client_transaction_version >= 2 and self.next_producer_id != NO_PRODUCER_ID:
+            changes.update(producer_id=self.next_producer_id, last_producer_id=self.producer_id, producer_epoch=0)
+        return self._prepare(self._transit(state, partitions=frozenset(), txn_last_update_timestamp=now, **changes))
 
     def prepare_dead(self) -> TxnTransit:
         """Kafka's ``prepareDead``: the transactional id expired (a tombstone is written)."""
@@ -320,7 +351,8 @@ def needs_new_producer_id(md: TransactionMetadata | None, expected: tuple[int, i
 
 
 def prepare_add_partitions(md: TransactionMetadata | None, producer_id: int, producer_epoch: int,
-                           partitions: frozenset[TopicPartition], now: int) -> TxnTransit | int:
+                           partitions: frozenset[TopicPartition], now: int,
+                           client_transaction_version: int = 0) -> TxnTransit | int:
     """Kafka's ``handleAddPartitionsToTransaction``: a transit to Ongoing, or an error code
     (0: the partitions are already in the ongoing transaction, nothing to write)."""
     if md is None or md.producer_id != producer_id:
@@ -331,16 +363,36 @@ def prepare_add_partitions(md: TransactionMetadata | None, producer_id: int, pro
         return ConcurrentTransactionsError.code
     if md.state is TxnState.Ongoing and partitions <= md.partitions:
         return 0
-    return md.prepare_add_partitions(partitions, now)
+    return md.prepare_add_partitions(partitions, now, client_transaction_version)
+
+
+def verify_partitions(md: TransactionMetadata | None, producer_id: int, producer_epoch: int,
+                      partitions: frozenset[TopicPartition]) -> dict[TopicPartition, int] | int:
+    """KIP-890 part 1, Kafka's ``handleVerifyPartitionsInTransaction`` (AddPartitionsToTxn
+    v4+ with ``verify_only``): each partition 0 if it is in the ongoing transaction, else
+    TRANSACTION_ABORTABLE; or one error code for all. The pending state is not looked at
+    (Kafka: the append is checked again, by the verification guard)."""
+    if md is None or md.producer_id != producer_id:
+        return InvalidProducerIdMappingError.code
+    if md.producer_epoch != producer_epoch:
+        return ProducerFencedError.code
+    if md.state in (TxnState.PrepareCommit, TxnState.PrepareAbort):
+        return ConcurrentTransactionsError.code
+    return {tp: 0 if tp in md.partitions else TransactionAbortableError.code for tp in partitions}
 
 
 def prepare_end_txn(md: TransactionMetadata | None, producer_id: int, producer_epoch: int, commit: bool,
-                    now: int, *, from_client: bool = True) -> TxnTransit | int:
+                    now: int, *, from_client: bool = True, tv2: bool = False,
+                    next_producer_id: int = NO_PRODUCER_ID) -> TxnTransit | int:
     """Kafka's ``endTransaction`` before the write: a transit to PrepareCommit or
     PrepareAbort, or an error code (0: that end is already complete, a retry).
 
     ``from_client`` False is the coordinator's own abort (a fence: InitProducerId of a new
-    producer, or a timeout), which takes the fence's bumped epoch."""
+    producer, or a timeout), which takes the fence's bumped epoch. ``tv2``: the client's
+    EndTxn is v5+ (KIP-890 part 2), see :func:`_prepare_end_txn_v2`; ``next_producer_id``
+    is needed when the epoch is exhausted (:func:`end_needs_new_producer_id`)."""
+    if tv2:
+        return _prepare_end_txn_v2(md, producer_id, producer_epoch, commit, now, from_client, next_producer_id)
     if md is None or md.producer_id != producer_id:
         return InvalidProducerIdMappingError.code
     if (from_client and producer_epoch != md.producer_epoch) or producer_epoch < md.producer_epoch:
@@ -370,13 +422,93 @@ def prepare_end_txn(md: TransactionMetadata | None, producer_id: int, producer_e
     raise IllegalTransitionError(f"transactional id {md.transactional_id!r} found in state {state.name}")
 
 
+def end_needs_new_producer_id(md: TransactionMetadata | None, tv2: bool) -> bool:
+    """Whether a TV2 end of ``md`` moves to a new producer id (Kafka's
+    ``generateTxnTransitMetadataForTxnCompletion``: the epoch is exhausted and it is no fence)."""
+    return (tv2 and md is not None and md.epoch_exhausted
+            and md.pending_state is not TxnState.PrepareEpochFence)
+
+
+def _prepare_end_txn_v2(md: TransactionMetadata | None, producer_id: int, producer_epoch: int, commit: bool,
+                        now: int, from_client: bool, next_producer_id: int) -> TxnTransit | int:
+    """Kafka's ``TransactionCoordinator.endTransaction`` for transaction version 2: the
+    epoch is bumped at every end, so a retry carries the epoch before the bump.
+
+    Kafka's table for the complete states (PF PRODUCER_FENCED, ITS INVALID_TXN_STATE,
+    NONE: answered without a write, EB: an end with an epoch bump)::
+
+                        Abort            Commit
+                        Retry  Current   Retry  Current
+        Empty           PF     EB        PF     ITS
+        CompleteAbort   NONE   EB        ITS    ITS
+        CompleteCommit  ITS    EB        NONE   ITS
+
+    Retry: the request's epoch is the current one - 1 (or, after an overflow, the last
+    epoch of the previous producer id, ``Short.MaxValue - 1``, with the new id at 0).
+    """
+    if md is None:
+        return InvalidProducerIdMappingError.code
+    fencing = md.pending_state is TxnState.PrepareEpochFence
+    retry_on_overflow = (not fencing and md.last_producer_id == producer_id and producer_epoch == _MAX_EPOCH - 1
+                         and md.producer_epoch == 0)
+    retry_on_bump = not fencing and md.producer_epoch == producer_epoch + 1
+    if fencing:
+        valid_epoch = (not from_client or producer_epoch == md.producer_epoch) and producer_epoch >= md.producer_epoch
+    elif md.state in (TxnState.PrepareCommit, TxnState.PrepareAbort):
+        valid_epoch = retry_on_bump
+    elif md.state in (TxnState.CompleteCommit, TxnState.CompleteAbort):
+        valid_epoch = retry_on_bump or retry_on_overflow or producer_epoch == md.producer_epoch
+    else:
+        valid_epoch = producer_epoch == md.producer_epoch
+    retry = retry_on_bump or retry_on_overflow
+    if md.producer_id != producer_id and not retry_on_overflow:
+        return InvalidProducerIdMappingError.code
+    if not valid_epoch:
+        return ProducerFencedError.code
+    if md.pending and not fencing:
+        return ConcurrentTransactionsError.code
+
+    def end(state: TxnState, no_partition_added: bool) -> TxnTransit:
+        if state is TxnState.PrepareAbort and fencing:
+            # As in TV1: the fence's epoch is the one bumped (no second bump).
+            md.pending_state = None
+            md.producer_epoch = producer_epoch
+            md.last_producer_epoch = NO_PRODUCER_EPOCH
+            return md.prepare_abort_or_commit(state, now, 0, no_partition_added=no_partition_added)
+        if md.epoch_exhausted and next_producer_id == NO_PRODUCER_ID:
+            raise ValueError("the epoch is exhausted: a new producer id is needed")
+        return md.prepare_abort_or_commit(state, now, 2, next_producer_id if md.epoch_exhausted else NO_PRODUCER_ID,
+                                          no_partition_added)
+
+    state = md.state
+    if state is TxnState.Ongoing:
+        return end(TxnState.PrepareCommit if commit else TxnState.PrepareAbort, False)
+    if state is TxnState.CompleteCommit:
+        if commit:
+            return 0 if retry else InvalidTxnStateError.code
+        return InvalidTxnStateError.code if retry else end(TxnState.PrepareAbort, True)
+    if state is TxnState.CompleteAbort:
+        if commit:
+            return InvalidTxnStateError.code
+        return 0 if retry else end(TxnState.PrepareAbort, True)
+    if state is TxnState.PrepareCommit:
+        return ConcurrentTransactionsError.code if commit else InvalidTxnStateError.code
+    if state is TxnState.PrepareAbort:
+        return InvalidTxnStateError.code if commit else ConcurrentTransactionsError.code
+    if state is TxnState.Empty:
+        return InvalidTxnStateError.code if commit else end(TxnState.PrepareAbort, True)
+    raise IllegalTransitionError(f"transactional id {md.transactional_id!r} found in state {state.name}")
+
+
 def prepare_complete(md: TransactionMetadata, producer_id: int, producer_epoch: int, commit: bool,
                      now: int) -> TxnTransit | int:
     """Kafka's ``sendTxnMarkersCallback`` check after PrepareCommit/PrepareAbort is written:
     a transit to the complete state (to write once the markers are), or an error code."""
     if md.producer_id != producer_id:
         return InvalidProducerIdMappingError.code
-    if md.producer_epoch != producer_epoch:
+    if md.producer_epoch not in (producer_epoch, producer_epoch + 1):
+        # TV2 bumped the epoch in PrepareCommit/PrepareAbort (Kafka's endTransaction, TV2 branch);
+        # TV1's is the request's (a bump there would have been a fence, not written then).
         return ProducerFencedError.code
     if md.pending:
         return ConcurrentTransactionsError.code

@@ -5,7 +5,8 @@ decision (Kafka's ``TransactionCoordinator``, ``TransactionStateManager`` and
 ``TransactionMarkerChannelManager`` in one). It knows the broker only through callables
 (:class:`TxnBackend`): the ``__transaction_state`` appends, the markers, producer ids.
 
-Theory of operation (Kafka 3.x, before KIP-890 part 2):
+Theory of operation (Kafka 3.x; KIP-890 part 2's transaction version 2, an epoch bump at
+every EndTxn v5, is :meth:`TransactionCoordinator.end_txn` with ``tv2``):
 
 - every change of an id's metadata is written to its partition of ``__transaction_state``
   (:func:`~minibroker.coordinator.txn_log.partition_for`) before it counts, with acks=all
@@ -73,14 +74,17 @@ from kproto.errors import (
 from kproto.records import BatchBuilder
 from minibroker.coordinator.transactions import (
     NO_PRODUCER_EPOCH,
+    NO_PRODUCER_ID,
     TransactionMetadata,
     TxnState,
     TxnTransit,
+    end_needs_new_producer_id,
     needs_new_producer_id,
     prepare_add_partitions,
     prepare_complete,
     prepare_end_txn,
     prepare_init_producer_id,
+    verify_partitions,
 )
 from minibroker.coordinator.txn_log import TxnLogEntry, partition_for, txn_batch
 
@@ -183,6 +187,14 @@ class TransactionCoordinator:
         self._partitions = 0  # of __transaction_state, once known
         self._upkeep: list[asyncio.Task[None]] = []
         self._resume: list[tuple[str, TxnTransit]] = []  # replayed Prepare* ids, until a loop runs
+
+    @property
+    def transaction_version(self) -> int:
+        """The finalized ``transaction.version`` feature (0 when the config has none)."""
+        try:
+            return int(self.config["transaction.version"])
+        except KeyError:
+            return 0
 
     # -- ownership ---------------------------------------------------------------------------
 
@@ -336,7 +348,8 @@ class TransactionCoordinator:
         """Write ``transit`` (pending on ``md``), then apply it; 0 or the error answered."""
         try:
             code = await self.backend.append(self._partition_of(transactional_id),
-                                             txn_batch([(transactional_id, transit)], self.wall_clock()))
+                                             txn_batch([(transactional_id, transit)], self.wall_clock(),
+                                                       self.transaction_version))
         except KafkaCodeError as exc:
             code = exc.code
         except OSError:
@@ -399,7 +412,7 @@ class TransactionCoordinator:
         return 0, md.producer_id, md.producer_epoch
 
     async def add_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
-                             partitions: Iterable[TopicPartition]) -> int:
+                             partitions: Iterable[TopicPartition], client_transaction_version: int = 0) -> int:
         """AddPartitionsToTxn / AddOffsetsToTxn (Kafka's ``handleAddPartitionsToTransaction``)."""
         if not transactional_id:
             return InvalidRequestError.code
@@ -408,16 +421,64 @@ class TransactionCoordinator:
             return code
         epoch = self._coordinator_epoch(transactional_id)
         md = self.txns.get(transactional_id)
-        result = prepare_add_partitions(md, producer_id, producer_epoch, frozenset(partitions), self.wall_clock())
+        result = prepare_add_partitions(md, producer_id, producer_epoch, frozenset(partitions), self.wall_clock(),
+                                        client_transaction_version)
         if isinstance(result, int):
             return result
         assert md is not None and epoch is not None
         return await self._write(transactional_id, md, result, epoch)
 
+    def verify_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                          partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
+        """AddPartitionsToTxn v4+ with ``verify_only`` (KIP-890 part 1, Kafka's
+        ``handleVerifyPartitionsInTransaction``): each partition's error code, 0 when it is
+        in the id's ongoing transaction (see :func:`~minibroker.coordinator.transactions.verify_partitions`)."""
+        asked = frozenset(partitions)
+        code = InvalidRequestError.code if not transactional_id else self.status(transactional_id)
+        if not code:
+            result = verify_partitions(self.txns.get(transactional_id), producer_id, producer_epoch, asked)
+            if isinstance(result, dict):
+                return result
+            code = result
+        return dict.fromkeys(asked, code)
+
     async def end_txn(self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool) -> int:
-        """EndTxn (Kafka's ``handleEndTransaction``)."""
+        """EndTxn v0-4, or v5+ without transaction version 2 (Kafka's ``handleEndTransaction``, TV1)."""
         return await self._end_transaction(transactional_id, producer_id, producer_epoch, commit=commit,
                                            from_client=True)
+
+    async def end_txn_v2(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                         commit: bool) -> tuple[int, int, int]:
+        """EndTxn v5+ with transaction version 2 finalized (KIP-890 part 2): (error code,
+        producer id, producer epoch). The epoch is bumped at every end, the markers carry
+        the bumped one, and the answer names the producer id and epoch of the next
+        transaction (a new producer id at epoch 0 once the epochs of the old one are used
+        up); see :func:`~minibroker.coordinator.transactions.prepare_end_txn`."""
+        next_id = NO_PRODUCER_ID
+        if transactional_id and not self.status(transactional_id):
+            epoch = self._coordinator_epoch(transactional_id)
+            if end_needs_new_producer_id(self.txns.get(transactional_id), True):
+                try:
+                    next_id = await self.backend.new_producer_id()
+                except (KafkaCodeError, OSError):
+                    return CoordinatorLoadInProgressError.code, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
+                if self._coordinator_epoch(transactional_id) != epoch:
+                    return NotCoordinatorError.code, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
+        prepared = self._prepare_end(transactional_id, producer_id, producer_epoch, commit=commit, from_client=True,
+                                     tv2=True, next_producer_id=next_id)
+        if isinstance(prepared, int):
+            md = self.txns.get(transactional_id) if transactional_id else None
+            if prepared == 0 and md is not None:  # a retry of an end already complete: the current id and epoch
+                return 0, md.producer_id, md.producer_epoch
+            return prepared, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
+        transit = prepared[1]
+        answer = ((transit.next_producer_id, 0) if transit.next_producer_id != NO_PRODUCER_ID
+                  else (transit.producer_id, transit.producer_epoch))
+        code = await self._finish_end(transactional_id, producer_id, producer_epoch, commit, *prepared)
+        if code:
+            return code, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
+        log.info("transactional id %r: ended (TV2), next producer id %d epoch %d", transactional_id, *answer)
+        return 0, *answer
 
     async def _end_transaction(self, transactional_id: str, producer_id: int, producer_epoch: int, *,
                                commit: bool, from_client: bool) -> int:
@@ -430,7 +491,8 @@ class TransactionCoordinator:
         return await self._finish_end(transactional_id, producer_id, producer_epoch, commit, *prepared)
 
     def _prepare_end(self, transactional_id: str, producer_id: int, producer_epoch: int, *, commit: bool,
-                     from_client: bool) -> int | tuple[TransactionMetadata, TxnTransit, int, bool]:
+                     from_client: bool, tv2: bool = False,
+                     next_producer_id: int = NO_PRODUCER_ID) -> int | tuple[TransactionMetadata, TxnTransit, int, bool]:
         """The checks of ``endTransaction`` and the pending PrepareCommit/PrepareAbort, at
         once (no await): an error code, or (metadata, transit, coordinator epoch, fencing)."""
         if not transactional_id:
@@ -441,7 +503,8 @@ class TransactionCoordinator:
         epoch = self._coordinator_epoch(transactional_id)
         md = self.txns.get(transactional_id)
         fencing = md is not None and md.pending_state is TxnState.PrepareEpochFence
-        result = prepare_end_txn(md, producer_id, producer_epoch, commit, self.wall_clock(), from_client=from_client)
+        result = prepare_end_txn(md, producer_id, producer_epoch, commit, self.wall_clock(), from_client=from_client,
+                                 tv2=tv2, next_producer_id=next_producer_id)
         if isinstance(result, int):
             return result
         assert md is not None and epoch is not None

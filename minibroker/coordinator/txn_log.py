@@ -11,8 +11,10 @@ start, the log cleaner keeps one record per id, and Kafka's tools (``kafka-dump-
 Formats (Kafka's ``TransactionLog``): the key is a :class:`~kproto.protocol.messages.TransactionLogKey`
 (version 0: the transactional id), the value a
 :class:`~kproto.protocol.messages.TransactionLogValue`, each after its version as an int16.
-minibroker writes value version 0, as Kafka 3.x does (version 1, flexible, comes with
-KIP-890's transaction version 2), and reads both. ``transaction_partitions`` is null in
+minibroker writes value version 0, as Kafka 3.x does, unless the ``transaction.version``
+feature is 1 or more: then version 1, flexible, with the tagged previous and next producer
+ids and the client's transaction version (Kafka's ``TransactionVersion.transactionLogValueVersion``:
+"TV_1 enables flexible transactional state records"); it reads both. ``transaction_partitions`` is null in
 Empty and lists the partitions by topic otherwise. The previous producer id and epoch
 are not in version 0: after a reload they are unknown (-1), as in Kafka 3.x.
 
@@ -64,7 +66,7 @@ def encode_txn_key(transactional_id: str) -> bytes:
     return TransactionLogKey(transactional_id=transactional_id).encode_versioned(KEY_VERSION)
 
 
-def encode_txn_value(transit: TxnTransit) -> bytes | None:
+def encode_txn_value(transit: TxnTransit, version: int = VALUE_VERSION) -> bytes | None:
     """A record's value (Kafka's ``TransactionLog.valueToBytes``); None for Dead: a tombstone.
 
     Raises:
@@ -82,7 +84,9 @@ def encode_txn_value(transit: TxnTransit) -> bytes | None:
         transaction_timeout_ms=transit.txn_timeout_ms, transaction_status=transit.state.value,
         transaction_partitions=partitions,
         transaction_last_update_timestamp_ms=transit.txn_last_update_timestamp,
-        transaction_start_timestamp_ms=transit.txn_start_timestamp).encode_versioned(VALUE_VERSION)
+        transaction_start_timestamp_ms=transit.txn_start_timestamp,
+        previous_producer_id=transit.last_producer_id, next_producer_id=transit.next_producer_id,
+        client_transaction_version=transit.client_transaction_version).encode_versioned(version)
 
 
 def decode_txn_record(key: bytes | None, value: bytes | None) -> TxnLogEntry | None:
@@ -110,14 +114,18 @@ def decode_txn_record(key: bytes | None, value: bytes | None) -> TxnLogEntry | N
         producer_epoch=v.producer_epoch, last_producer_epoch=NO_PRODUCER_EPOCH,
         txn_timeout_ms=v.transaction_timeout_ms, state=state, partitions=partitions,
         txn_start_timestamp=v.transaction_start_timestamp_ms,
-        txn_last_update_timestamp=v.transaction_last_update_timestamp_ms)
+        txn_last_update_timestamp=v.transaction_last_update_timestamp_ms,
+        next_producer_id=v.next_producer_id if version >= 1 else NO_PRODUCER_ID,
+        client_transaction_version=v.client_transaction_version if version >= 1 else 0)
 
 
-def txn_batch(entries: Iterable[tuple[str, TxnTransit]], now_ms: int) -> BatchBuilder:
-    """One v2 batch holding the records of ``entries`` (Dead ones as tombstones)."""
+def txn_batch(entries: Iterable[tuple[str, TxnTransit]], now_ms: int, transaction_version: int = 0) -> BatchBuilder:
+    """One v2 batch holding the records of ``entries`` (Dead ones as tombstones), values
+    at the version the finalized ``transaction_version`` calls for."""
     builder = BatchBuilder()
+    version = 1 if transaction_version >= 1 else 0
     for transactional_id, transit in entries:
-        builder.append(now_ms, encode_txn_key(transactional_id), encode_txn_value(transit))
+        builder.append(now_ms, encode_txn_key(transactional_id), encode_txn_value(transit, version))
     return builder
 
 

@@ -1,4 +1,4 @@
-"""Produce v3-11.
+"""Produce v3-12.
 
 Behaviour: each partition's records must be exactly one v2 record batch (v3+ allows no
 other), CRC-checked, not a control batch, with lastOffsetDelta + 1 == record count > 0
@@ -38,8 +38,18 @@ each record out of range named in ``record_errors``; Kafka 4.0 removed the older
 ``message.timestamp.difference.max.ms``). Internal topics (``__consumer_offsets``) take no
 records from clients: INVALID_TOPIC_EXCEPTION, as in Kafka.
 Version notes: v8+ carries ``record_errors`` and ``error_message`` (KIP-467).
-Not implemented yet: KIP-890's verification of a transactional produce with the
-transaction coordinator, broker-side recompression.
+KIP-890 part 1 (``transaction.partition.verification.enable``, default true): a
+transactional batch whose producer has no open transaction on the partition is appended
+only once the transaction coordinator confirms that the partition is in the producer's
+ongoing transaction (see :func:`_verify`); otherwise INVALID_TXN_STATE ("Partition was
+not added to the transaction"; TRANSACTION_ABORTABLE for Produce v11+), INVALID_PRODUCER_EPOCH
+for a fenced producer, and NOT_ENOUGH_REPLICAS (retriable) while the coordinator cannot
+answer. A late batch after its transaction ended thus no longer opens a transaction no
+marker will close (a "hanging transaction"). Produce v12 with ``transaction.version`` 2
+(KIP-890 part 2) asks the coordinator to add the partition instead of checking it: a TV2
+producer sends no AddPartitionsToTxn. Below transaction version 2 v12 is not advertised
+(see :mod:`minibroker.handlers.api_versions`) and is checked as v11.
+Not implemented yet: broker-side recompression.
 """
 
 import asyncio
@@ -48,18 +58,26 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from kproto.errors import (
+    ConcurrentTransactionsError,
+    CoordinatorLoadInProgressError,
+    CoordinatorNotAvailableError,
     CorruptMessageError,
     CorruptRecordError,
+    InvalidProducerEpochError,
     InvalidRecordError,
     InvalidRequiredAcksError,
     InvalidTimestampError,
     InvalidTopicError,
+    InvalidTxnStateError,
     KafkaCodeError,
     KafkaStorageError,
     MessageTooLargeError,
+    NotCoordinatorError,
     NotEnoughReplicasError,
     NotLeaderOrFollowerError,
+    ProducerFencedError,
     RequestTimedOutError,
+    TransactionAbortableError,
     TransactionalIdAuthorizationFailedError,
     UnknownTopicOrPartitionError,
 )
@@ -139,7 +157,7 @@ def _min_insync(state, topic) -> int:
     return int(effective(topic.configs, "min.insync.replicas", state.config))
 
 
-def _append(state, topic, index, records, acks) -> _Outcome:
+def _append(state, topic, index, records, acks, guard: object | None = None) -> _Outcome:
     """Validate and append one partition's batch."""
     if topic is None or not 0 <= index < len(topic.partitions):
         return _Outcome(UnknownTopicOrPartitionError.code)
@@ -192,6 +210,9 @@ def _append(state, topic, index, records, acks) -> _Outcome:
             is_transactional=batch.is_transactional)
         if code or duplicate_of >= 0:
             return _Outcome(code, duplicate_of)  # a retry already written: its first offset again
+        if guard is not None and not state.producers.guard_holds(partition_key, batch.producer_id, guard):
+            # KIP-890: a marker came while the coordinator was asked (Kafka's VerificationGuard).
+            return _Outcome(InvalidTxnStateError.code, message="Partition was not added to the transaction")
     max_timestamp = append_time = batch.max_timestamp
     if log_append_time:
         max_timestamp = append_time = int(time.time() * 1000)
@@ -227,6 +248,71 @@ async def _wait_for_acks(waits, timeout_ms: int) -> dict[int, int]:
             for key, task in tasks.items()}
 
 
+# ReplicaManager.appendRecords: the coordinator's answers a producer could not act on are
+# NOT_ENOUGH_REPLICAS, which every producer retries.
+_VERIFICATION_RETRIABLE = frozenset({ConcurrentTransactionsError.code, CoordinatorLoadInProgressError.code,
+                                     CoordinatorNotAvailableError.code, NotCoordinatorError.code})
+
+
+def _verification_outcome(code: int, version: int) -> _Outcome:
+    """A failed verification as the producer gets it (Kafka's ``AddPartitionsToTxnManager``
+    then ``ReplicaManager.appendRecords``)."""
+    if code == ProducerFencedError.code:
+        code = InvalidProducerEpochError.code  # producers expect INVALID_PRODUCER_EPOCH here
+    elif code == TransactionAbortableError.code and version < 11:
+        code = InvalidTxnStateError.code  # Produce v11 is the first to know TRANSACTION_ABORTABLE
+    if code == InvalidTxnStateError.code:
+        return _Outcome(code, message="Partition was not added to the transaction")
+    if code in _VERIFICATION_RETRIABLE:
+        return _Outcome(NotEnoughReplicasError.code, message=(
+            f"Unable to verify the partition has been added to the transaction. Underlying error: {code}"))
+    return _Outcome(code)
+
+
+async def _verify(state, version, request) -> dict[tuple[str, int], _Outcome | object]:
+    """KIP-890 part 1 (Kafka's ``ReplicaManager.appendRecords`` with
+    ``transaction.partition.verification.enable``): the transactional batches that would
+    open a transaction on a partition led here are checked with the transaction
+    coordinator first, one call per producer id and epoch (the request's).
+
+    Returns, per (topic, partition) checked, the failed verification's outcome, or the
+    verification guard to append under (see
+    :meth:`~minibroker.coordinator.producer_state.ProducerStates.verification_guard`)."""
+    # KafkaApis.handleProduceRequest: v12+ with transaction version 2 is ``addPartition``
+    # (KIP-890 part 2: the leader adds the partition, the producer sends no AddPartitionsToTxn);
+    # the partition must then reach the transaction whatever the verification setting says.
+    add = version >= 12 and state.config["transaction.version"] >= 2
+    if request.transactional_id is None or not (add or state.config["transaction.partition.verification.enable"]):
+        return {}
+    asked: dict[tuple[int, int], list[tuple[str, int]]] = {}
+    guards = {}
+    for topic_data in request.topic_data:
+        topic = state.topics.get(topic_data.name)
+        if topic is None or topic.name in INTERNAL_TOPICS:
+            continue
+        for p in topic_data.partition_data:
+            first = read_batch_header(p.records) if p.records is not None else None
+            if first is None or first.magic < 2 or not first.is_transactional or first.producer_id < 0:
+                continue
+            try:
+                partition = state.leader_partition(topic, p.index)
+            except KafkaCodeError:
+                continue  # the append answers it
+            key = (partition.topic_id, partition.index)
+            if state.producers.has_ongoing_txn(key, first.producer_id, first.producer_epoch):
+                continue
+            guards[(topic_data.name, p.index)] = state.producers.verification_guard(key, first.producer_id)
+            asked.setdefault((first.producer_id, first.producer_epoch), []).append((topic_data.name, p.index))
+    answers = await asyncio.gather(*(state.verify_txn_partitions(request.transactional_id, pid, epoch, tps,
+                                                                 verify_only=not add)
+                                     for (pid, epoch), tps in asked.items()))
+    checked: dict[tuple[str, int], _Outcome | object] = {}
+    for codes in answers:
+        for tp, code in codes.items():
+            checked[tp] = _verification_outcome(code, version) if code else guards[tp]
+    return checked
+
+
 def _has_transactional_records(request) -> bool:
     """Kafka's ``RequestUtils.hasTransactionalRecords``: a partition's first batch is transactional."""
     for topic_data in request.topic_data:
@@ -237,7 +323,7 @@ def _has_transactional_records(request) -> bool:
     return False
 
 
-@handles(ApiKey.PRODUCE, 3, 11)
+@handles(ApiKey.PRODUCE, 3, 12)
 async def handle(state, header, request):
     if request.acks not in (-1, 0, 1):
         error = InvalidRequiredAcksError.code
@@ -245,13 +331,20 @@ async def handle(state, header, request):
         error = TransactionalIdAuthorizationFailedError.code
     else:
         error = None
+    checked = await _verify(state, header.api_version, request) if error is None else {}
     outcomes = []  # (topic name, [(index, outcome, partition or None)])
     waits = {}
     for topic_data in request.topic_data:
         topic = state.topics.get(topic_data.name)
         partitions = []
         for p in topic_data.partition_data:
-            outcome = _Outcome(error) if error is not None else _append(state, topic, p.index, p.records, request.acks)
+            verified = checked.get((topic_data.name, p.index))
+            if error is not None:
+                outcome = _Outcome(error)
+            elif isinstance(verified, _Outcome):
+                outcome = verified
+            else:
+                outcome = _append(state, topic, p.index, p.records, request.acks, verified)
             partition = topic.partitions[p.index] if outcome.error_code == 0 else None
             if partition is not None and request.acks == -1 and outcome.base_offset >= 0:
                 # Until the batch is below the high watermark: the LEO right after its append

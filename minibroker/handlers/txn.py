@@ -1,4 +1,4 @@
-"""AddPartitionsToTxn v0-3, AddOffsetsToTxn v0-4, EndTxn v0-4, DescribeTransactions v0 and
+"""AddPartitionsToTxn v0-5, AddOffsetsToTxn v0-4, EndTxn v0-4, DescribeTransactions v0 and
 ListTransactions v0-1: the transaction coordinator's requests (KIP-98, KIP-664).
 
 Behaviour: the decisions are :mod:`minibroker.coordinator.transactions`' and the driver
@@ -7,7 +7,12 @@ handlers translate, as Kafka's ``KafkaApis`` does:
 
 - AddPartitionsToTxn: partitions of topics that do not exist are UNKNOWN_TOPIC_OR_PARTITION
   and the others OPERATION_NOT_ATTEMPTED, nothing added; otherwise every partition gets
-  the coordinator's answer;
+  the coordinator's answer. v4+ is a broker's (KIP-890 part 1, Kafka's
+  ``AddPartitionsToTxnManager``): a batch of transactions, each answered on its own;
+  with ``verify_only`` nothing is added and each partition is 0 when it is in the
+  ongoing transaction, else TRANSACTION_ABORTABLE (INVALID_TXN_STATE for v4), or the
+  transaction's error (INVALID_PRODUCER_ID_MAPPING, PRODUCER_FENCED,
+  CONCURRENT_TRANSACTIONS while it ends: Kafka's ``handleVerifyPartitionsInTransaction``);
 - AddOffsetsToTxn adds the group's partition of ``__consumer_offsets`` (made on first use,
   as for a commit) to the transaction, so that its TxnOffsetCommit is committed or
   aborted with it;
@@ -23,18 +28,27 @@ In a MiniCluster, the coordinator of a transactional id is the leader of its
 FindCoordinator for a transaction, :func:`transaction_state_topic_spec`); elsewhere a request
 is NOT_COORDINATOR, and COORDINATOR_LOAD_IN_PROGRESS while a new leader loads the partition.
 
-Version notes: AddPartitionsToTxn v4+ (KIP-890: broker-to-broker verification, batches of
-transactions) and EndTxn v5 (KIP-890 part 2: an epoch bump per transaction) are not
-advertised, so clients use the KIP-98 protocol. AddOffsetsToTxn v4 and EndTxn v4 only add
-TRANSACTION_ABORTABLE, which this coordinator never answers.
-Not implemented: authorization (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), KIP-890.
+- EndTxn v5 with ``transaction.version`` 2 (KIP-890 part 2, Kafka's ``endTransaction`` TV2
+  branch): the epoch is bumped at every commit and abort, the markers carry the bumped
+  epoch, and the answer names the producer id and epoch for the next transaction (a new
+  producer id at epoch 0 once the epoch is exhausted); a retry (the epoch before the bump)
+  of an end already complete is answered with them again; an abort with no transaction
+  ongoing is allowed. Below transaction version 2 v5 is not advertised, and a v5 request
+  is ended as v4 (producer id and epoch -1).
+
+Version notes: AddOffsetsToTxn v4 and EndTxn v4 only add TRANSACTION_ABORTABLE, which this
+coordinator never answers to them.
+Not implemented: authorization (TRANSACTIONAL_ID_AUTHORIZATION_FAILED, and
+CLUSTER_AUTHORIZATION_FAILED for a client's AddPartitionsToTxn v4+).
 """
 
 from kproto.errors import (
     CoordinatorNotAvailableError,
     InvalidProducerEpochError,
+    InvalidTxnStateError,
     OperationNotAttemptedError,
     ProducerFencedError,
+    TransactionAbortableError,
     UnknownTopicOrPartitionError,
 )
 from kproto.protocol import ApiKey
@@ -73,24 +87,57 @@ def transaction_state_topic_spec(state) -> NewTopic:
                                                                    replicas)))})
 
 
-@handles(ApiKey.ADD_PARTITIONS_TO_TXN, 0, 3)
-async def add_partitions_to_txn(state, header, request):
-    asked = [(t.name, p) for t in request.v3_and_below_topics for p in t.partitions]
+def _missing_codes(state, asked):
+    """KafkaApis: with a partition of an unknown topic nothing is added, that one is
+    UNKNOWN_TOPIC_OR_PARTITION and the others OPERATION_NOT_ATTEMPTED; None when all exist."""
     missing = {tp for tp in asked if not state.topic_partition_exists(tp)}
-    if missing:  # KafkaApis: nothing is added, the rest OPERATION_NOT_ATTEMPTED
-        codes = {tp: UnknownTopicOrPartitionError.code if tp in missing else OperationNotAttemptedError.code
-                 for tp in asked}
+    if not missing:
+        return None
+    return {tp: UnknownTopicOrPartitionError.code if tp in missing else OperationNotAttemptedError.code for tp in asked}
+
+
+async def _add_or_verify(state, version, transactional_id, producer_id, producer_epoch, asked, verify_only):
+    # A leader's add (v4+, not verify_only) is KIP-890 part 2's implicit add of a TV2 producer.
+    tv = 2 if version >= 4 and state.config["transaction.version"] >= 2 else 0
+    """One transaction's partitions: each one's code (KafkaApis.handleAddPartitionsToTxnRequest)."""
+    codes = _missing_codes(state, asked)
+    if codes is not None:
+        return codes
+    if verify_only:  # KIP-890 part 1: a leader asks before a transactional append
+        codes = state.transactions.verify_partitions(transactional_id, producer_id, producer_epoch, asked)
     else:
-        code = await state.transactions.add_partitions(
-            request.v3_and_below_transactional_id, request.v3_and_below_producer_id,
-            request.v3_and_below_producer_epoch, asked)
-        codes = dict.fromkeys(asked, fenced_code(code, header.api_version))
+        code = await state.transactions.add_partitions(transactional_id, producer_id, producer_epoch, asked, tv)
+        codes = dict.fromkeys(asked, code)
+    # TRANSACTION_ABORTABLE is v5's (KIP-890); a v4 leader gets what it knows, INVALID_TXN_STATE.
+    return {tp: InvalidTxnStateError.code if c == TransactionAbortableError.code and version < 5
+            else fenced_code(c, version) for tp, c in codes.items()}
+
+
+@handles(ApiKey.ADD_PARTITIONS_TO_TXN, 0, 5)
+async def add_partitions_to_txn(state, header, request):
     R = AddPartitionsToTxnResponse
-    return R(results_by_topic_v3_and_below=[
-        R.AddPartitionsToTxnTopicResult(name=t.name, results_by_partition=[
+    version = header.api_version
+
+    def topic_results(topics, codes):
+        return [R.AddPartitionsToTxnTopicResult(name=t.name, results_by_partition=[
             R.AddPartitionsToTxnPartitionResult(partition_index=p, partition_error_code=codes[(t.name, p)])
-            for p in t.partitions])
-        for t in request.v3_and_below_topics])
+            for p in t.partitions]) for t in topics]
+
+    if version < 4:  # a client's: one transaction
+        asked = [(t.name, p) for t in request.v3_and_below_topics for p in t.partitions]
+        codes = await _add_or_verify(state, version, request.v3_and_below_transactional_id,
+                                     request.v3_and_below_producer_id, request.v3_and_below_producer_epoch,
+                                     asked, False)
+        return R(results_by_topic_v3_and_below=topic_results(request.v3_and_below_topics, codes))
+    # v4+: a broker's batch of transactions (KIP-890, AddPartitionsToTxnManager), answered one by one.
+    results = []
+    for txn in request.transactions:
+        asked = [(t.name, p) for t in txn.topics for p in t.partitions]
+        codes = await _add_or_verify(state, version, txn.transactional_id, txn.producer_id, txn.producer_epoch,
+                                     asked, txn.verify_only)
+        results.append(R.AddPartitionsToTxnResult(transactional_id=txn.transactional_id,
+                                                  topic_results=topic_results(txn.topics, codes)))
+    return R(error_code=0, results_by_transaction=results)
 
 
 async def _offsets_partition_count(state) -> int:
@@ -118,11 +165,16 @@ async def add_offsets_to_txn(state, header, request):
     return AddOffsetsToTxnResponse(error_code=fenced_code(code, header.api_version))
 
 
-@handles(ApiKey.END_TXN, 0, 4)
+@handles(ApiKey.END_TXN, 0, 5)
 async def end_txn(state, header, request):
+    if header.api_version >= 5 and state.config["transaction.version"] >= 2:
+        # KIP-890 part 2: Kafka's TransactionVersion.transactionVersionForEndTxn (v5+ is TV2).
+        code, producer_id, producer_epoch = await state.transactions.end_txn_v2(
+            request.transactional_id, request.producer_id, request.producer_epoch, request.committed)
+        return EndTxnResponse(error_code=code, producer_id=producer_id, producer_epoch=producer_epoch)
     code = await state.transactions.end_txn(request.transactional_id, request.producer_id,
                                             request.producer_epoch, request.committed)
-    return EndTxnResponse(error_code=fenced_code(code, header.api_version))
+    return EndTxnResponse(error_code=fenced_code(code, header.api_version), producer_id=-1, producer_epoch=-1)
 
 
 @handles(ApiKey.DESCRIBE_TRANSACTIONS, 0, 0)

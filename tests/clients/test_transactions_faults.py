@@ -123,7 +123,10 @@ class FakeCoordinator:
 @pytest.fixture
 def coordinator():
     fake = FakeCoordinator()
-    with FaultProxy(fake) as proxy:
+    # The fake plays a Kafka 3.x coordinator in front of the broker: the broker behind has no
+    # transaction of its own to verify a batch against (KIP-890 part 1 off) and finalizes no
+    # transaction version 2 (issue 14 step 2).
+    with FaultProxy(fake, **{"transaction.partition.verification.enable": False, "transaction.version": 0}) as proxy:
         fake.port = proxy.port
         fake.bootstrap_servers = proxy.bootstrap_servers
         with Producer(bootstrap_servers=proxy.bootstrap_servers) as plain:  # creates the topic

@@ -77,7 +77,8 @@ def test_unknown_config_key_names_the_closest():
 def test_api_versions_advertises_the_handlers(raw):
     response = raw().request(ApiKey.API_VERSIONS, 3, ApiVersionsRequest(client_software_name="t", client_software_version="1"))
     keys = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
-    assert keys[ApiKey.PRODUCE] == (3, 11) and keys[ApiKey.FETCH] == (4, 17) and keys[ApiKey.API_VERSIONS] == (0, 4)
+    # Produce v12: transaction.version 2 finalized by default (KIP-890 part 2, issue 14 step 2).
+    assert keys[ApiKey.PRODUCE] == (3, 12) and keys[ApiKey.FETCH] == (4, 17) and keys[ApiKey.API_VERSIONS] == (0, 4)
 
 
 def test_unknown_api_versions_version_gets_the_v0_answer(raw):

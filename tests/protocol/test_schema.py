@@ -123,10 +123,10 @@ def test_bad_values_raise_encode_error(obj: Struct, version: int, match: str) ->
 def test_wrong_class_and_version_are_refused() -> None:
     with pytest.raises(EncodeError):
         m.ProduceRequest._codec.encode(m.FetchRequest(), 3)
-    with pytest.raises(ValueError, match="no version 12"):
-        m.ProduceRequest().encode(12)
-    with pytest.raises(ValueError, match="no version 12"):
-        m.ProduceRequest.decode(b"", 12)
+    with pytest.raises(ValueError, match="no version 13"):
+        m.ProduceRequest().encode(13)
+    with pytest.raises(ValueError, match="no version 13"):
+        m.ProduceRequest.decode(b"", 13)
 
 
 def test_trailing_bytes_are_a_protocol_error() -> None:
@@ -174,7 +174,7 @@ def test_messages_pickle_and_copy_by_value() -> None:
 def test_message_class_metadata() -> None:
     assert m.ProduceRequest.API_KEY == 0 and m.ProduceRequest.API_NAME == "Produce"
     assert m.ProduceRequest.IS_REQUEST and not m.ProduceResponse.IS_REQUEST
-    assert str(m.ProduceRequest.VERSIONS) == "0-11" and str(m.ProduceRequest.FLEXIBLE) == "9+"
+    assert str(m.ProduceRequest.VERSIONS) == "0-12" and str(m.ProduceRequest.FLEXIBLE) == "9+"
     assert "transactional_id: string, v3+" in (m.ProduceRequest.__doc__ or "")
 
 

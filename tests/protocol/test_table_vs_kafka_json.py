@@ -29,11 +29,12 @@ JSON_DIR = Path(os.environ.get("KAFKA_MESSAGE_JSON_DIR") or
 
 pytestmark = pytest.mark.skipif(not JSON_DIR.is_dir(), reason=f"Kafka's message JSON not found at {JSON_DIR}")
 
-#: Versions the table carries although Kafka's JSON snapshot no longer lists them
-#: (Kafka 4.0 dropped some old versions, KIP-896, that old clients still send). The
-#: snapshot in use still lists every version kproto covers, so this is empty; an entry
-#: would look like ``("Produce", 0)``.
-EXTRA_VERSIONS: frozenset[tuple[str, int]] = frozenset()
+#: Versions the table carries although Kafka's JSON snapshot does not list them: old
+#: ones Kafka 4.0 dropped (KIP-896) that old clients still send, or newer ones than the
+#: snapshot (Produce v12 of Kafka 4.0, KIP-890 part 2).
+EXTRA_VERSIONS: frozenset[tuple[str, int]] = frozenset({
+    ("Produce", 12),  # Kafka 4.0: same as v11, KIP-890 part 2; the reference JSON stops at v11
+})
 
 
 def _load(name: str) -> dict[str, Any]:

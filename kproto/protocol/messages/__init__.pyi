@@ -193,7 +193,7 @@ def response_class(api_key: int) -> type[Message]: ...
 def data_class(name: str) -> type[DataMessage]: ...
 
 class ProduceRequest(Message):
-    """The Produce request body (API key 0, v0-11, flexible v9+).
+    """The Produce request body (API key 0, v0-12, flexible v9+).
 
     Fields:
         transactional_id: string, v3+, nullable v3+, default None
@@ -253,7 +253,7 @@ class ProduceRequest(Message):
         ) -> None: ...
 
 class ProduceResponse(Message):
-    """The Produce response body (API key 0, v0-11, flexible v9+).
+    """The Produce response body (API key 0, v0-12, flexible v9+).
 
     Fields:
         responses: []TopicProduceResponse, v0+

@@ -10,14 +10,17 @@ __all__ = ["APIS"]
 
 APIS = (
     api(
-        0, "Produce", "0-11", flexible="9+", route=Route.LEADER,
+        0, "Produce", "0-12", flexible="9+", route=Route.LEADER,
         notes="""
         v1: throttle_time_ms in the response. v2: log_append_time_ms (KIP-32).
         v3: transactional_id; record batch v2 only from here (KIP-98).
         v4: may return KAFKA_STORAGE_ERROR (KIP-112). v5: log_start_offset (KIP-107). v6: same as v5.
         v7: zstd batches allowed (KIP-110). v8: record_errors and error_message (KIP-467).
         v9: first flexible version (KIP-482). v10: current_leader and node_endpoints tags (KIP-951).
-        v11: TRANSACTION_ABORTABLE (KIP-890).
+        v11: TRANSACTION_ABORTABLE (KIP-890). v12: same as v11; with transaction version 2 the leader adds
+        the partition to the transaction itself (KIP-890 part 2, Kafka 4.0; not in the reference JSON,
+        which stops at v11). A client uses v12 only with transaction.version >= 2 finalized
+        (ProduceRequest.LAST_STABLE_VERSION_BEFORE_TRANSACTION_V2 = 11).
         acks=0 requests get no response at all.
         Kafka 4.0 brokers refuse v0-v2 (KIP-896); kept for old brokers and clients (kafka-python sends v0-v8).
         """,

@@ -7,7 +7,8 @@ import time
 import pytest
 
 from kproto.errors import NotLeaderOrFollowerError
-from tests.minibroker.cluster.conftest import cluster3, replica  # noqa: F401 (the fixture)
+from tests.minibroker.cluster.conftest import _nothing_left, replica  # noqa: F401 (the fixture)
+from tests.minibroker.txn.conftest import NO_VERIFICATION
 from tests.minibroker.txn.txn_wire import (
     describe_producers,
     fetch,
@@ -47,7 +48,14 @@ def _read_committed(bootstrap, topic, count):
         consumer.close()
 
 
-def test_followers_index_aborts_as_the_leader_and_a_new_leader_has_the_lso_at_once(cluster3):  # noqa: F811
+@pytest.fixture
+def cluster3(tmp_path):
+    """Three brokers; the test plays the coordinator, so KIP-890's verification is off."""
+    with _nothing_left(brokers=3, data_dir=tmp_path / "cluster", config=NO_VERIFICATION) as cluster:
+        yield cluster
+
+
+def test_followers_index_aborts_as_the_leader_and_a_new_leader_has_the_lso_at_once(cluster3):
     cluster = cluster3
     cluster.create_topic("t", 1, replication_factor=3)
     leader = cluster.wait_for_leader("t", 0)

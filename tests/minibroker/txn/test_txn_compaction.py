@@ -12,6 +12,7 @@ import pytest
 
 from kproto.records import read_batches
 from minibroker import MiniBroker
+from tests.minibroker.txn.conftest import NO_VERIFICATION
 from tests.minibroker.txn.txn_wire import produce, txn_batch, write_markers
 
 RETENTION_MS = 1000
@@ -56,7 +57,7 @@ def _read_committed(broker, topic, last=8):
 
 
 def test_compaction_removes_aborted_data_then_its_marker(tmp_path):
-    with MiniBroker(data_dir=tmp_path) as broker:
+    with MiniBroker(data_dir=tmp_path, config=NO_VERIFICATION) as broker:
         _call(broker, lambda: broker._server.state.create_topic(
             "c", 1, {"cleanup.policy": "compact", "delete.retention.ms": str(RETENTION_MS)}))
         port = broker.port

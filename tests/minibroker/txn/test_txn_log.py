@@ -15,6 +15,7 @@ from kproto.errors import (
 )
 from kproto.protocol.timestamps import OffsetTimestamp
 from minibroker import MiniBroker
+from tests.minibroker.txn.conftest import NO_VERIFICATION
 from tests.minibroker.txn.txn_wire import fetch, list_offset, produce, txn_batch, write_markers
 from tests.support.process import start_minibroker, wait_ready
 
@@ -111,7 +112,7 @@ def test_the_txnindex_holds_kafkas_entries(tmp_path):
     marker: version 0, producer id, first offset, marker offset, and the LSO after the
     marker (the earliest other open transaction's first offset, else marker + 1); a
     committed transaction and an empty abort write none."""
-    with MiniBroker(data_dir=tmp_path) as broker:
+    with MiniBroker(data_dir=tmp_path, config=NO_VERIFICATION) as broker:
         _create(broker, "t")
         _abort_two_interleaved(broker.port, "t")
         produce(broker.port, "t", txn_batch(3, 0, 0, [b"d"]))  # 5
@@ -137,12 +138,12 @@ def test_a_restart_keeps_the_lso_of_an_open_transaction_and_the_aborted_list(tmp
     """Issue 14, items 1 and 3: MiniBroker(data_dir=...) closed and opened again: the open
     transaction still holds the LSO (rebuilt from the log, markers included), the index
     is read back, and a producer's later marker closes the transaction."""
-    with MiniBroker(data_dir=tmp_path) as broker:
+    with MiniBroker(data_dir=tmp_path, config=NO_VERIFICATION) as broker:
         _create(broker, "t")
         _abort_two_interleaved(broker.port, "t")
         produce(broker.port, "t", txn_batch(3, 0, 0, [b"open"]))  # 5, left open
         assert _lso(broker, "t") == 5
-    with MiniBroker(data_dir=tmp_path) as broker:
+    with MiniBroker(data_dir=tmp_path, config=NO_VERIFICATION) as broker:
         assert _lso(broker, "t") == 5
         assert list_offset(broker.port, "t", OffsetTimestamp.LATEST, isolation_level=READ_COMMITTED) == (0, 5)
         answer = fetch(broker.port, "t", 0, isolation_level=READ_COMMITTED)
@@ -163,7 +164,8 @@ def test_sigkill_then_restart_rebuilds_a_lost_txnindex_and_keeps_the_lso(tmp_pat
     may leave it (a torn last entry). The restart cuts the torn entry, adds the lost one by
     replaying the log, and keeps the open transaction's LSO."""
     port = _free_port()
-    proc = start_minibroker("--port", str(port), "--data-dir", str(tmp_path))
+    proc = start_minibroker("--port", str(port), "--data-dir", str(tmp_path),
+                            "--override", "transaction.partition.verification.enable=false")
     try:
         wait_ready(proc)
         from kproto import AdminClient
@@ -181,7 +183,8 @@ def test_sigkill_then_restart_rebuilds_a_lost_txnindex_and_keeps_the_lso(tmp_pat
     whole = index.read_bytes()
     assert len(whole) == 68
     index.write_bytes(whole[:50])  # the second entry torn
-    proc = start_minibroker("--port", str(port), "--data-dir", str(tmp_path))
+    proc = start_minibroker("--port", str(port), "--data-dir", str(tmp_path),
+                            "--override", "transaction.partition.verification.enable=false")
     try:
         wait_ready(proc)
         assert list_offset(port, "t", OffsetTimestamp.LATEST, isolation_level=READ_COMMITTED) == (0, 5)
@@ -197,7 +200,7 @@ def test_sigkill_then_restart_rebuilds_a_lost_txnindex_and_keeps_the_lso(tmp_pat
 def test_the_txnindex_is_truncated_and_deleted_with_its_segment(tmp_path):
     """Issue 14, item 3: a truncation drops the entries of markers cut off; DeleteRecords
     past a segment deletes its ``.txnindex`` with it."""
-    with MiniBroker(data_dir=tmp_path) as broker:
+    with MiniBroker(data_dir=tmp_path, config=NO_VERIFICATION) as broker:
         _create(broker, "t", {"file.delete.delay.ms": "0"})
         _abort_two_interleaved(broker.port, "t")
         directory = tmp_path / "t-0"
@@ -218,7 +221,7 @@ def test_kproto_dump_log_shows_the_txnindex(tmp_path, capsys):
     Kafka's DumpLogSegments does."""
     from kproto.cli import main
 
-    with MiniBroker(data_dir=tmp_path) as broker:
+    with MiniBroker(data_dir=tmp_path, config=NO_VERIFICATION) as broker:
         _create(broker, "t")
         _abort_two_interleaved(broker.port, "t")
     index = tmp_path / "t-0" / "00000000000000000000.txnindex"

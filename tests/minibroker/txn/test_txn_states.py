@@ -46,12 +46,13 @@ def _apply(md, transit):
     return md
 
 
-# Kafka's TransactionState.validPreviousStates, written out as Kafka lists them.
+# Kafka's TransactionState.validPreviousStates, written out as Kafka 4.0 lists them
+# (PrepareAbort from Empty and the complete states: transaction version 2's abort, KIP-890).
 KAFKA_PREVIOUS = {
     S.Empty: {S.Empty, S.CompleteCommit, S.CompleteAbort},
     S.Ongoing: {S.Ongoing, S.Empty, S.CompleteCommit, S.CompleteAbort},
     S.PrepareCommit: {S.Ongoing},
-    S.PrepareAbort: {S.Ongoing, S.PrepareEpochFence},
+    S.PrepareAbort: {S.Ongoing, S.PrepareEpochFence, S.Empty, S.CompleteCommit, S.CompleteAbort},
     S.CompleteCommit: {S.PrepareCommit},
     S.CompleteAbort: {S.PrepareAbort},
     S.Dead: {S.Empty, S.CompleteAbort, S.CompleteCommit},

@@ -1,0 +1,86 @@
+"""KIP-890 part 1 in a MiniCluster (issue 14 step 2, item 1): the leader of a partition asks
+the transaction coordinator on another broker, with AddPartitionsToTxn v4+ ``verify_only``
+over a real connection (Kafka's ``AddPartitionsToTxnManager``)."""
+
+import pytest
+
+from kproto.errors import InvalidTxnStateError
+from kproto.protocol import ApiKey
+from kproto.protocol import messages as m
+from kproto.records import ControlType
+from minibroker.coordinator.transactions import TxnState
+from minibroker.coordinator.txn_log import TRANSACTION_STATE_TOPIC, partition_for
+from tests.minibroker.txn.test_txn_coordinator_cluster import (  # noqa: F401 (the fixture)
+    PARTITIONS,
+    _markers,
+    _port,
+    _producer,
+    _txn_state,
+    _wait,
+    cluster,
+)
+from tests.minibroker.txn.txn_wire import txn_batch
+from tests.support.raw_client import RawClient
+
+ck = pytest.importorskip("confluent_kafka")
+
+
+def _produce(port, tid, records, partition):
+    request = m.ProduceRequest(transactional_id=tid, acks=-1, timeout_ms=10000, topic_data=[
+        m.ProduceRequest.TopicProduceData(name="t", partition_data=[
+            m.ProduceRequest.PartitionProduceData(index=partition, records=records)])])
+    c = RawClient(port)
+    try:
+        return c.request(ApiKey.PRODUCE, 9, request).responses[0].partition_responses[0].error_code
+    finally:
+        c.close()
+
+
+def test_a_leader_asks_the_coordinator_on_another_broker(cluster):  # noqa: F811
+    """issue 14 step 2, item 1: a transaction over partitions led by every broker commits
+    (each leader verified its first batch with the coordinator); afterwards a late batch
+    of that transaction on a partition led by a broker that is not the coordinator is
+    refused with INVALID_TXN_STATE, and opens no transaction there."""
+    cluster.create_topic("t", partitions=3, replication_factor=1)
+    p = _producer(cluster)
+    p.init_transactions(20)
+    p.begin_transaction()
+    for i in range(3):
+        p.produce("t", b"v%d" % i, partition=i)
+    p.commit_transaction(20)
+    coordinator = cluster.leader_of(TRANSACTION_STATE_TOPIC, partition_for("tx", PARTITIONS))
+    _wait("CompleteCommit", lambda: _txn_state(cluster, coordinator, "tx") is TxnState.CompleteCommit)
+    md = cluster._read(lambda: cluster._nodes[coordinator].server.state.transactions.txns["tx"])
+    other = next(i for i in range(3) if cluster.leader_of("t", i) != coordinator)
+    leader = cluster.leader_of("t", other)
+    late = txn_batch(md.producer_id, md.producer_epoch, 1, [b"late"])
+    assert _produce(_port(cluster, leader), "tx", late, other) == InvalidTxnStateError.code
+
+    def open_txns():
+        state = cluster._nodes[leader].server.state
+        partition = state.topics["t"].partitions[other]
+        return [x for x in state.active_producers(partition) if x.current_txn_start_offset >= 0]
+    assert cluster._read(open_txns) == []
+
+
+def test_kproto_with_transaction_version_2_across_brokers(cluster):  # noqa: F811
+    """issue 14 step 2, items 2 and 3: kproto's producer against a MiniCluster (transaction
+    version 2 by default): its Produce v12 to partitions led by every broker makes each
+    leader add the partition through the coordinator (AddPartitionsToTxn v4+, not
+    verify_only, broker to broker); EndTxn v5 commits with the epoch bumped, which every
+    marker carries."""
+    from kproto import Producer
+
+    cluster.create_topic("t", partitions=3, replication_factor=1)
+    with Producer(bootstrap_servers=cluster.bootstrap_servers, transactional_id="tv2") as producer:
+        producer.init_transactions()
+        assert producer._core._idempotence.transaction_v2
+        epoch = producer._core._idempotence.epoch
+        with producer.transaction():
+            for i in range(3):
+                producer.send("t", b"v%d" % i, partition=i)
+        assert producer._core._idempotence.epoch == epoch + 1
+    coordinator = cluster.leader_of(TRANSACTION_STATE_TOPIC, partition_for("tv2", PARTITIONS))
+    _wait("CompleteCommit", lambda: _txn_state(cluster, coordinator, "tv2") is TxnState.CompleteCommit)
+    for i in range(3):
+        assert [(kind, e) for kind, _, e in _markers(cluster, "t", i)] == [(ControlType.COMMIT, epoch + 1)]
