@@ -4,8 +4,9 @@ broker and a MiniCluster) with real transactional producers, kproto's and conflu
 making open, committed and aborted transactions; the asyncio twins.
 
 The hanging transaction is made as Kafka makes one before KIP-890: a transactional batch
-written with a raw Produce that no transaction coordinator knows of (minibroker does not
-verify a transactional produce yet), so nothing will ever end it but an admin's ABORT marker.
+written with a raw Produce that no transaction coordinator knows of (the brokers here run
+with KIP-890's verification off, as a broker before it), so nothing will ever end it but an
+admin's ABORT marker.
 """
 
 import asyncio
@@ -42,6 +43,8 @@ from kproto.errors import (
 )
 from kproto.protocol import ApiKey
 from minibroker.faults import Fail
+from tests.minibroker.cluster.conftest import _nothing_left
+from tests.minibroker.txn.conftest import NO_VERIFICATION
 from tests.minibroker.txn.txn_wire import produce, txn_batch
 
 ck = pytest.importorskip("confluent_kafka")
@@ -98,6 +101,21 @@ def settled(admin, tids):
         if len(listed) == len(tids) and not any(t.state.startswith("Prepare") for t in listed.values()):
             return listed
         assert time.monotonic() < deadline, listed
+
+
+@pytest.fixture(scope="module")
+def minibroker_config():
+    """A hanging transaction arises only where KIP-890's verification does not stop it (a
+    broker or client before it): these brokers run with it off, so that a raw transactional
+    Produce can leave one for the admin calls to find and end."""
+    return NO_VERIFICATION
+
+
+@pytest.fixture
+def cluster3(tmp_path):
+    """Three brokers, KIP-890's verification off (see ``minibroker_config``)."""
+    with _nothing_left(brokers=3, data_dir=tmp_path / "cluster", config=NO_VERIFICATION) as cluster:
+        yield cluster
 
 
 @pytest.fixture(scope="module")
@@ -181,8 +199,10 @@ def test_describe_producers_shows_the_open_transaction_and_the_last_marker(admin
     on0 = {s.producer_id: s for s in found[TopicPartition(topic, 0)]}
     on1 = {s.producer_id: s for s in found[TopicPartition(topic, 1)]}
     assert set(on0) == {pids[ids["committed"]], pids[ids["aborted"]]}
+    # kproto ended them with transaction version 2: the marker's bumped epoch starts the
+    # producer's sequences over (Kafka's ProducerStateEntry.maybeUpdateProducerEpoch): none yet.
     assert all(isinstance(s, ProducerState) and s.current_transaction_start_offset is None
-               and s.coordinator_epoch is not None and s.last_sequence == 0 for s in on0.values())
+               and s.coordinator_epoch is not None and s.last_sequence == -1 for s in on0.values())
     opened = on1[pids[ids["open"]]]
     assert (opened.current_transaction_start_offset, opened.coordinator_epoch, opened.last_sequence) == (0, None, 0)
     assert opened.last_timestamp > 0

@@ -11,6 +11,7 @@ import pytest
 from kproto import Producer, TopicPartition
 from kproto.admin import NewTopic
 from kproto.records import BatchBuilder
+from tests.minibroker.txn.conftest import NO_VERIFICATION
 from tests.minibroker.txn.txn_wire import produce, txn_batch
 
 ck = pytest.importorskip("confluent_kafka")
@@ -25,6 +26,13 @@ def fresh(name):
 
 def rows(result):
     return [json.loads(line) for line in result.lines]
+
+
+@pytest.fixture(scope="module")
+def minibroker_config():
+    """KIP-890's verification off: find-hanging needs a hanging transaction, which a raw
+    transactional Produce leaves only where nothing verifies it (a broker before KIP-890)."""
+    return NO_VERIFICATION
 
 
 @pytest.fixture(scope="module")

@@ -120,7 +120,7 @@ def test_a_commit_marker_in_a_later_group_than_its_data_is_kept(tmp_path):
     follows transactions across its groups (Kafka's one ``CleanedTransactionMetadata`` per
     ``doClean``). Dropping it left committed data without a marker, which a restart paired
     with the producer's next ABORT: read_committed then lost the committed record."""
-    with MiniBroker(data_dir=tmp_path) as broker:
+    with MiniBroker(data_dir=tmp_path, config=NO_VERIFICATION) as broker:
         _call(broker, lambda: broker._server.state.create_topic(
             "c", 1, {"cleanup.policy": "compact", "delete.retention.ms": str(RETENTION_MS), "segment.bytes": "200"}))
         port = broker.port
@@ -139,5 +139,5 @@ def test_a_commit_marker_in_a_later_group_than_its_data_is_kept(tmp_path):
         for t in (now, now + 1, now + 2 + RETENTION_MS, now + 3 + 2 * RETENTION_MS):
             _call(broker, lambda t=t: log.compact(t))
         assert (1, True, 1) in _offsets(broker, "c")
-    with MiniBroker(data_dir=tmp_path, port=port) as broker:
+    with MiniBroker(data_dir=tmp_path, port=port, config=NO_VERIFICATION) as broker:
         assert (0, b"k1", b"committed") in _read_committed(broker, "c", last=5)
