@@ -16,6 +16,14 @@ _BROKERS = {"tansu": ("tansu_broker", {"session_timeout_ms": 2000, "heartbeat_in
             "minibroker": ("broker", {"session_timeout_ms": 6000, "heartbeat_interval_ms": 500})}
 
 
+@pytest.fixture(scope="module")
+def minibroker_config():
+    """minibroker looks for timed-out transactions every 200 ms (Kafka's
+    ``transaction.abort.timed.out.transaction.cleanup.interval.ms``, 10 s by default), so
+    that a test of the timeout abort waits a second, not ten."""
+    return {"transaction.abort.timed.out.transaction.cleanup.interval.ms": 200}
+
+
 @pytest.fixture(scope="module", params=["minibroker", "tansu"])
 def txn_broker(request):
     """The broker of this module's transaction tests: its kind (for :func:`broker_gap`),

@@ -350,7 +350,12 @@ def test_a_transaction_open_past_its_timeout_is_aborted_by_the_coordinator(txn_b
         producer.begin_transaction()
         producer.send(topic, b"late", partition=0)
         producer.flush()
-        time.sleep(3)  # the coordinator aborts after 1 s (and checks every so often)
+        tid = producer.config["transactional.id"]
+        with AdminClient(bootstrap_servers=txn_broker.bootstrap_servers) as admin:
+            deadline = time.monotonic() + 10  # the coordinator aborts after 1 s, checking every so often
+            while admin.describe_transactions([tid])[tid].state != "CompleteAbort":
+                assert time.monotonic() < deadline, "the coordinator did not abort the timed-out transaction"
+                time.sleep(0.05)
         with pytest.raises(KafkaError):
             producer.commit_transaction(timeout=5)
 
