@@ -267,10 +267,16 @@ class BrokerState:
         self._save_topics(without=topic)
         del self.topics[topic.name]
         self.groups.delete_topic(topic.name)
+        self._forget_producers(topic)
         try:
             self.storage.delete_partitions(topic.topic_id, topic.logs())
         except OSError as exc:  # the topic is gone; the next start removes or sets aside what is left
             log.warning("topic %r: its partition directories could not all be removed: %s", topic.name, exc)
+
+    def _forget_producers(self, topic: Topic) -> None:
+        """A deleted topic's producer state goes with it (Kafka's goes with the log)."""
+        for index in range(len(topic.partitions)):
+            self.producers.forget((topic.topic_id, index))
 
     def offsets_topic(self) -> Topic:
         """``__consumer_offsets``, created compacted on first use (as Kafka does)."""
@@ -543,6 +549,7 @@ class BrokerState:
             return
         del self.topics[topic.name]
         self.groups.delete_topic(topic.name)
+        self._forget_producers(topic)
         logs = topic.logs()
         for partition_log in logs:
             partition_log.close()

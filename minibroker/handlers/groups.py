@@ -71,8 +71,7 @@ from minibroker.authorizer import ResourceType, authorized_operations
 from minibroker.coordinator import GroupState
 from minibroker.coordinator.offsets_log import OFFSETS_TOPIC, partition_for
 from minibroker.handlers import handles
-from minibroker.handlers.metadata import offsets_topic_spec
-from minibroker.handlers.txn import transaction_state_topic_spec
+from minibroker.handlers.metadata import offsets_topic_spec, transaction_state_topic_spec
 from minibroker.state import TRANSACTION_STATE_TOPIC
 
 GROUP_KEY, TRANSACTION_KEY = 0, 1

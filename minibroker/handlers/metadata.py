@@ -35,7 +35,12 @@ from kproto.protocol.messages import MetadataResponse
 from minibroker.authorizer import ResourceType, authorized_operations
 from minibroker.cluster.api import NewTopic
 from minibroker.handlers import handles
-from minibroker.state import INTERNAL_TOPICS, OFFSETS_TOPIC, validate_topic_name
+from minibroker.state import (
+    INTERNAL_TOPICS,
+    OFFSETS_TOPIC,
+    TRANSACTION_STATE_TOPIC,
+    validate_topic_name,
+)
 
 Topic_ = MetadataResponse.MetadataResponseTopic
 Partition_ = MetadataResponse.MetadataResponsePartition
@@ -80,6 +85,24 @@ def offsets_topic_spec(state):
                              "segment.bytes": str(state.config["offsets.topic.segment.bytes"])})
 
 
+def transaction_state_topic_spec(state) -> NewTopic:
+    """``__transaction_state`` as the controller creates it: compacted,
+    ``transaction.state.log.num.partitions``, ``transaction.state.log.replication.factor``
+    capped at the live brokers and ``transaction.state.log.min.isr`` capped at that."""
+    live = len(state.cluster.image.live_brokers())
+    replicas = max(1, min(state.config["transaction.state.log.replication.factor"], live))
+    return NewTopic(name=TRANSACTION_STATE_TOPIC, num_partitions=state.config["transaction.state.log.num.partitions"],
+                    replication_factor=replicas,
+                    configs={"cleanup.policy": "compact",
+                             "segment.bytes": str(state.config["transaction.state.log.segment.bytes"]),
+                             "min.insync.replicas": str(max(1, min(state.config["transaction.state.log.min.isr"],
+                                                                   replicas)))})
+
+
+#: Internal topics auto-created as their coordinators make them (Kafka's createInternalTopic).
+_INTERNAL_SPECS = {OFFSETS_TOPIC: offsets_topic_spec, TRANSACTION_STATE_TOPIC: transaction_state_topic_spec}
+
+
 async def _cluster_answer(state, version, request):
     """(topics, brokers, controller id) of a cluster broker's answer."""
     cluster = state.cluster
@@ -99,7 +122,8 @@ async def _cluster_answer(state, version, request):
                 continue
             topic = image.topic_by_name(name)
             if topic is None and validate_topic_name(name) is None and allow:
-                new = offsets_topic_spec(state) if name == OFFSETS_TOPIC else NewTopic(
+                internal = _INTERNAL_SPECS.get(name)
+                new = internal(state) if internal is not None else NewTopic(
                     name=name, num_partitions=state.config["num.partitions"],
                     replication_factor=state.config["default.replication.factor"])
                 await cluster.channel.create_topics([new], validate_only=False)
@@ -146,7 +170,10 @@ async def handle(state, header, request):
                 topics.append(Topic_(error_code=InvalidTopicError.code, name=name))
             elif allow:
                 try:
-                    created = state.offsets_topic() if name == OFFSETS_TOPIC else state.create_topic(name, state.config["num.partitions"])
+                    # an internal topic as its coordinator makes it (Kafka's createInternalTopic)
+                    created = (state.offsets_topic() if name == OFFSETS_TOPIC
+                               else state.transaction_state_topic() if name == TRANSACTION_STATE_TOPIC
+                               else state.create_topic(name, state.config["num.partitions"]))
                 except OSError:  # a full disk: nothing was made; as Kafka while a leader is missing
                     topics.append(Topic_(error_code=LeaderNotAvailableError.code, name=name))
                     continue

@@ -59,32 +59,16 @@ from kproto.protocol.messages import (
     EndTxnResponse,
     ListTransactionsResponse,
 )
-from minibroker.cluster.api import NewTopic
 from minibroker.coordinator.offsets_log import OFFSETS_TOPIC, partition_for
 from minibroker.handlers import handles
 from minibroker.handlers.metadata import offsets_topic_spec
-from minibroker.state import TRANSACTION_STATE_TOPIC
 
-__all__ = ["fenced_code", "transaction_state_topic_spec"]
+__all__ = ["fenced_code"]
 
 
 def fenced_code(code: int, version: int, first: int = 2) -> int:
     """PRODUCER_FENCED as clients before ``first`` know it: INVALID_PRODUCER_EPOCH (KIP-588)."""
     return InvalidProducerEpochError.code if code == ProducerFencedError.code and version < first else code
-
-
-def transaction_state_topic_spec(state) -> NewTopic:
-    """``__transaction_state`` as the controller creates it: compacted,
-    ``transaction.state.log.num.partitions``, ``transaction.state.log.replication.factor``
-    capped at the live brokers and ``transaction.state.log.min.isr`` capped at that."""
-    live = len(state.cluster.image.live_brokers())
-    replicas = max(1, min(state.config["transaction.state.log.replication.factor"], live))
-    return NewTopic(name=TRANSACTION_STATE_TOPIC, num_partitions=state.config["transaction.state.log.num.partitions"],
-                    replication_factor=replicas,
-                    configs={"cleanup.policy": "compact",
-                             "segment.bytes": str(state.config["transaction.state.log.segment.bytes"]),
-                             "min.insync.replicas": str(max(1, min(state.config["transaction.state.log.min.isr"],
-                                                                   replicas)))})
 
 
 def _missing_codes(state, asked):

@@ -536,3 +536,16 @@ def test_a_full_disk_leaves_the_transactional_id_as_it_was(small_disk):
             c.close()
     with MiniBroker(port=port, data_dir=small_disk.path, config=CONFIG) as broker:
         assert _txn(broker, "tx").producer_epoch == epoch + 1
+
+
+def test_metadata_auto_creation_makes_the_transaction_state_topic_as_the_coordinator_would(raw, broker):
+    """issue 14: a Metadata request that auto-creates ``__transaction_state`` makes it the
+    internal topic FindCoordinator would (compacted, transaction.state.log.num.partitions),
+    as Kafka's KafkaApis creates internal topics, not an ordinary one-partition topic."""
+    c = raw()
+    r = c.request(ApiKey.METADATA, 9, m.MetadataRequest(
+        topics=[m.MetadataRequest.MetadataRequestTopic(name="__transaction_state")], allow_auto_topic_creation=True))
+    [topic] = r.topics
+    assert (topic.error_code, topic.is_internal, len(topic.partitions)) == (
+        0, True, broker._server.state.config["transaction.state.log.num.partitions"])
+    assert _state(broker).topics["__transaction_state"].configs["cleanup.policy"] == "compact"
