@@ -84,7 +84,11 @@ class FaultProxy:
         self._loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
 
     async def _serve(self, client_reader: asyncio.StreamReader, client_writer: asyncio.StreamWriter) -> None:
-        up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.broker.port)
+        try:
+            up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.broker.port)
+        except BaseException:  # cancelled by a shutdown (or the broker is gone): the client's socket too
+            client_writer.close()
+            raise
         frames = FrameReader()
         # in request order: (FORWARD, LOSE_ACK or an Edit; the request header) or (seconds to wait, bytes to send)
         replies: asyncio.Queue = asyncio.Queue()
