@@ -72,6 +72,8 @@ DEFAULTS: dict[str, tuple[Any, type, str]] = {
     "transaction.state.log.num.partitions": (50, int, "Partitions of __transaction_state, created on the first use of a transactional id; fixed once it exists."),
     "transaction.state.log.segment.bytes": (104857600, int, "segment.bytes of __transaction_state (compacted)."),
     "transaction.state.log.replication.factor": (3, int, "Replication factor of __transaction_state (a MiniCluster uses at most its number of brokers). Used by a MiniCluster only."),
+    "add.partitions.to.txn.retry.backoff.ms": (20, int, "With transaction version 2, how long a partition leader waits before asking the transaction coordinator again to add a partition that answered CONCURRENT_TRANSACTIONS (the previous transaction's markers are still being written). At least 1."),
+    "add.partitions.to.txn.retry.backoff.max.ms": (100, int, "With transaction version 2, how long in all a partition leader keeps asking the coordinator to add a partition that answers CONCURRENT_TRANSACTIONS before the Produce gets NOT_ENOUGH_REPLICAS (which the producer retries). At least 1."),
     "transaction.partition.verification.enable": (True, bool, "KIP-890 part 1: a leader appends a transactional batch that would open a transaction on a partition only once the transaction coordinator confirms the partition is in the producer's ongoing transaction (AddPartitionsToTxn v4+ verify_only); otherwise INVALID_TXN_STATE."),
     "transaction.version": (2, int, "The transaction.version feature finalized (KIP-584 features; Kafka finalizes it with kafka-storage format --feature or kafka-features upgrade, not a broker config): 0 as Kafka 3.x, 1 flexible __transaction_state records, 2 KIP-890 part 2 (an epoch bump at every EndTxn v5, partitions added by the leader on Produce v12). ApiVersions advertises it, and EndTxn v5 and Produce v12 only with 2."),
     "transaction.state.log.min.isr": (2, int, "min.insync.replicas of __transaction_state (capped at its replication factor). Used by a MiniCluster only."),
@@ -225,7 +227,8 @@ class BrokerConfig:
         if self._static["transaction.version"] not in (0, 1, 2):
             raise ValueError("transaction.version must be 0, 1 or 2 (Kafka's TransactionVersion TV_0, TV_1, TV_2)")
         for name in ("transaction.abort.timed.out.transaction.cleanup.interval.ms",
-                     "transaction.remove.expired.transaction.cleanup.interval.ms"):
+                     "transaction.remove.expired.transaction.cleanup.interval.ms",
+                     "add.partitions.to.txn.retry.backoff.ms", "add.partitions.to.txn.retry.backoff.max.ms"):
             if self._static[name] < 1:
                 raise ValueError(f"{name} must be at least 1")  # Kafka's atLeast(1)
         # Dynamic layers (KIP-226): "" the cluster-wide default, "broker" this broker's own.

@@ -54,7 +54,7 @@ Not implemented yet: broker-side recompression.
 
 import asyncio
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 from kproto.errors import (
@@ -285,7 +285,13 @@ async def _verify(state, version, request) -> dict[tuple[str, int], _Outcome | o
     if request.transactional_id is None or not (add or state.config["transaction.partition.verification.enable"]):
         return {}
     asked: dict[tuple[int, int], list[tuple[str, int]]] = {}
+    keys: dict[tuple[str, int], tuple[tuple[object, int], int]] = {}  # (partition key, producer id)
     guards = {}
+
+    def guard(tps: list[tuple[str, int]]) -> None:
+        # a guard per ask: a marker written meanwhile voids it (ProducerStates.verification_guard)
+        for tp in tps:
+            guards[tp] = state.producers.verification_guard(*keys[tp])
     for topic_data in request.topic_data:
         topic = state.topics.get(topic_data.name)
         if topic is None or topic.name in INTERNAL_TOPICS:
@@ -301,16 +307,45 @@ async def _verify(state, version, request) -> dict[tuple[str, int], _Outcome | o
             key = (partition.topic_id, partition.index)
             if state.producers.has_ongoing_txn(key, first.producer_id, first.producer_epoch):
                 continue
-            guards[(topic_data.name, p.index)] = state.producers.verification_guard(key, first.producer_id)
+            keys[(topic_data.name, p.index)] = (key, first.producer_id)
             asked.setdefault((first.producer_id, first.producer_epoch), []).append((topic_data.name, p.index))
-    answers = await asyncio.gather(*(state.verify_txn_partitions(request.transactional_id, pid, epoch, tps,
-                                                                 verify_only=not add)
+    answers = await asyncio.gather(*(_ask_coordinator(state, request.transactional_id, pid, epoch, tps, add, guard)
                                      for (pid, epoch), tps in asked.items()))
     checked: dict[tuple[str, int], _Outcome | object] = {}
     for codes in answers:
         for tp, code in codes.items():
             checked[tp] = _verification_outcome(code, version) if code else guards[tp]
     return checked
+
+
+async def _ask_coordinator(state, transactional_id: str, producer_id: int, producer_epoch: int,
+                           partitions: list[tuple[str, int]], add: bool,
+                           guard: Callable[[list[tuple[str, int]]], None]) -> dict[tuple[str, int], int]:
+    """One producer's partitions checked (or, with ``add``, added) by its transaction
+    coordinator: each partition's error code. ``guard(partitions)`` is called before each
+    ask (a verification guard of that ask).
+
+    Adding (transaction version 2), a CONCURRENT_TRANSACTIONS answer means the previous
+    transaction's markers are still being written: the leader asks again every
+    ``add.partitions.to.txn.retry.backoff.ms`` for up to
+    ``add.partitions.to.txn.retry.backoff.max.ms`` in all, rather than answering the
+    producer NOT_ENOUGH_REPLICAS at once and leaving it to retry after its own
+    ``retry.backoff.ms`` (Kafka 4's ``ReplicaManager``, KAFKA-18654)."""
+    guard(partitions)
+    codes = await state.verify_txn_partitions(transactional_id, producer_id, producer_epoch, partitions,
+                                              verify_only=not add)
+    if not add:
+        return codes
+    loop = asyncio.get_running_loop()
+    backoff = state.config["add.partitions.to.txn.retry.backoff.ms"] / 1000
+    deadline = loop.time() + state.config["add.partitions.to.txn.retry.backoff.max.ms"] / 1000
+    while (again := [tp for tp, code in codes.items() if code == ConcurrentTransactionsError.code]) \
+            and loop.time() + backoff <= deadline:
+        await asyncio.sleep(backoff)
+        guard(again)  # the last transaction's marker may have been written meanwhile
+        codes.update(await state.verify_txn_partitions(transactional_id, producer_id, producer_epoch, again,
+                                                       verify_only=False))
+    return codes
 
 
 def _has_transactional_records(request) -> bool:

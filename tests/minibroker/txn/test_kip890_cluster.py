@@ -25,13 +25,13 @@ from tests.support.raw_client import RawClient
 ck = pytest.importorskip("confluent_kafka")
 
 
-def _produce(port, tid, records, partition):
+def _produce(port, tid, records, partition, version=9):
     request = m.ProduceRequest(transactional_id=tid, acks=-1, timeout_ms=10000, topic_data=[
         m.ProduceRequest.TopicProduceData(name="t", partition_data=[
             m.ProduceRequest.PartitionProduceData(index=partition, records=records)])])
     c = RawClient(port)
     try:
-        return c.request(ApiKey.PRODUCE, 9, request).responses[0].partition_responses[0].error_code
+        return c.request(ApiKey.PRODUCE, version, request).responses[0].partition_responses[0].error_code
     finally:
         c.close()
 
@@ -84,3 +84,44 @@ def test_kproto_with_transaction_version_2_across_brokers(cluster):  # noqa: F81
     _wait("CompleteCommit", lambda: _txn_state(cluster, coordinator, "tv2") is TxnState.CompleteCommit)
     for i in range(3):
         assert [(kind, e) for kind, _, e in _markers(cluster, "t", i)] == [(ControlType.COMMIT, epoch + 1)]
+
+
+def _find_coordinator(port, tid):
+    c = RawClient(port)
+    try:
+        r = c.request(ApiKey.FIND_COORDINATOR, 3, m.FindCoordinatorRequest(key=tid, key_type=1))
+    finally:
+        c.close()
+    return r.error_code, r.node_id
+
+
+@pytest.mark.parametrize("markers_delay, expected", [(0.06, 0), (0.5, 19)])
+def test_a_leader_retries_adding_a_partition_while_the_last_transaction_ends(
+        cluster, markers_delay, expected):  # noqa: F811
+    """issue 14 (KIP-890 part 2, Kafka 4's KAFKA-18654): a Produce v12 that starts the next
+    transaction while the coordinator still writes the last one's markers is answered
+    once they are written: the leader asks again every add.partitions.to.txn.retry.backoff.ms
+    (20) for up to add.partitions.to.txn.retry.backoff.max.ms (100) before it answers
+    NOT_ENOUGH_REPLICAS (19), which the producer retries after its retry.backoff.ms."""
+    from minibroker.faults import Delay
+
+    cluster.create_topic("t", partitions=3, replication_factor=1)
+    port = cluster.brokers[0].port
+    _, coordinator = _wait("the coordinator", lambda: (lambda r: r if r[0] == 0 else None)(
+        _find_coordinator(port, "rt")))
+    other = next(i for i in range(3) if cluster.leader_of("t", i) != coordinator)
+    leader = cluster.leader_of("t", other)
+    c = RawClient(_port(cluster, coordinator))
+    try:
+        r = c.request(ApiKey.INIT_PRODUCER_ID, 5, m.InitProducerIdRequest(
+            transactional_id="rt", transaction_timeout_ms=60000, producer_id=-1, producer_epoch=-1))
+        pid, epoch = r.producer_id, r.producer_epoch
+        assert _produce(_port(cluster, leader), "rt", txn_batch(pid, epoch, 0, [b"a"]), other, version=12) == 0
+        cluster.requests(leader).control(ApiKey.WRITE_TXN_MARKERS, Delay(markers_delay))
+        r = c.request(ApiKey.END_TXN, 5, m.EndTxnRequest(transactional_id="rt", producer_id=pid,
+                                                         producer_epoch=epoch, committed=True))
+        assert r.error_code == 0 and r.producer_epoch == epoch + 1
+        assert _produce(_port(cluster, leader), "rt", txn_batch(pid, epoch + 1, 0, [b"b"]), other,
+                        version=12) == expected
+    finally:
+        c.close()
