@@ -39,7 +39,7 @@ from kproto.admin import AdminClient, NewTopic
 from tests.support.process import ROOT, child_env, read_line, stop
 
 __all__ = ["AIMS_PER_SHARE", "AIM_SECONDS", "Outcome", "Run", "add_input", "check", "kill_and_restart", "make_topics",
-           "read_output", "run_to_the_end"]
+           "read_output", "read_to_end", "run_to_the_end", "seal"]
 
 AIMS_PER_SHARE = 15  # missed freezes before more inputs arrive
 AIM_SECONDS = 10.0  # of watching per kill before a blind kill
@@ -190,45 +190,60 @@ def run_to_the_end(run: Run) -> None:
         raise AssertionError(f"the group committed {committed}, the input ends at {end}")
 
 
-def read_output(run: Run, client: str, isolation: str, timeout: float = 30.0) -> list[bytes]:
-    """Every value of the sink read by ``client`` ("kproto" or "confluent") with
-    ``isolation``, up to the :data:`END` sentinel of each partition (written first here)."""
+def read_output(run: Run, client: str, isolation: str) -> list[bytes]:
+    """Every value of the sink read by ``client`` with ``isolation`` (see :func:`read_to_end`)."""
     if not run.sealed:
-        with Producer(bootstrap_servers=run.bootstrap) as plain:
-            for tp in run.sink_partitions_list:
-                plain.send(run.sink, END, partition=tp.partition)
+        seal(run.bootstrap, run.sink, run.sink_partitions)
         run.sealed = True
+    return read_to_end(run.bootstrap, run.sink, run.sink_partitions, client, isolation)
+
+
+def seal(bootstrap: str, topic: str, partitions: int) -> None:
+    """The :data:`END` sentinel at the end of each partition of ``topic`` (a plain record:
+    once every transaction that wrote before it is decided, read_committed reaches it)."""
+    with Producer(bootstrap_servers=bootstrap) as plain:
+        for p in range(partitions):
+            plain.send(topic, END, partition=p)
+
+
+def read_to_end(bootstrap: str, topic: str, partitions: int, client: str, isolation: str,
+                timeout: float = 30.0) -> list[bytes]:
+    """Every value of ``topic`` read by ``client`` ("kproto": kproto's :class:`Consumer`;
+    "confluent": librdkafka's) with ``isolation``, from the beginning up to the first
+    :data:`END` sentinel of each partition (:func:`seal`); the sentinels left out."""
     got: list[bytes] = []
     ends: set[int] = set()  # the partitions read up to their sentinel
     deadline = time.monotonic() + timeout
     if client == "kproto":
-        with Consumer(bootstrap_servers=run.bootstrap, isolation_level=isolation, auto_offset_reset="earliest",
-                      fetch_max_wait_ms=100) as consumer:
-            consumer.assign(run.sink_partitions_list)
-            consumer.seek_to_beginning(run.sink_partitions_list)
-            while len(ends) < run.sink_partitions:
-                assert time.monotonic() < deadline, f"read {len(got)} records of {run.sink}, ends of {ends}"
+        tps = [TopicPartition(topic, p) for p in range(partitions)]
+        with Consumer(bootstrap_servers=bootstrap, isolation_level=isolation, fetch_max_wait_ms=100) as consumer:
+            consumer.assign(tps)
+            consumer.seek_to_beginning(tps)
+            while len(ends) < partitions:
+                assert time.monotonic() < deadline, f"read {len(got)} records of {topic}, ends of {ends}"
                 for r in consumer.poll(0.2):
                     if r.value == END:
                         ends.add(r.partition)
-                    got.append(r.value)
+                    elif r.partition not in ends:
+                        got.append(r.value)
     else:
         import confluent_kafka as ck
 
-        consumer = ck.Consumer({"bootstrap.servers": run.bootstrap, "group.id": f"{run.name}-oracle",
-                                "isolation.level": isolation, "enable.auto.commit": False})
+        consumer = ck.Consumer({"bootstrap.servers": bootstrap, "group.id": "eos-oracle", "isolation.level": isolation,
+                                "enable.auto.commit": False})
         try:
-            consumer.assign([ck.TopicPartition(run.sink, p, ck.OFFSET_BEGINNING) for p in range(run.sink_partitions)])
-            while len(ends) < run.sink_partitions:
-                assert time.monotonic() < deadline, f"read {len(got)} records of {run.sink}, ends of {ends}"
+            consumer.assign([ck.TopicPartition(topic, p, ck.OFFSET_BEGINNING) for p in range(partitions)])
+            while len(ends) < partitions:
+                assert time.monotonic() < deadline, f"read {len(got)} records of {topic}, ends of {ends}"
                 message = consumer.poll(0.2)
                 if message is not None and not message.error():
                     if message.value() == END:
                         ends.add(message.partition())
-                    got.append(message.value())
+                    elif message.partition() not in ends:
+                        got.append(message.value())
         finally:
             consumer.close()
-    return [v for v in got if v != END]
+    return got
 
 
 @dataclass(frozen=True)
