@@ -31,6 +31,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -57,6 +58,7 @@ class Run:
     logs: Path  # a directory: worker-<n>.log holds the n-th worker's stderr
     source_partitions: int = 3
     sink_partitions: int = 2
+    replication_factor: int = 1
     kills_aimed: int = 0  # killed with a transaction of its own open
     kills_blind: int = 0
     restarts: int = 0
@@ -84,8 +86,8 @@ class Run:
 
 def make_topics(run: Run) -> None:
     with AdminClient(bootstrap_servers=run.bootstrap) as admin:
-        admin.create_topics([NewTopic(run.source, run.source_partitions, 1),
-                             NewTopic(run.sink, run.sink_partitions, 1)])
+        admin.create_topics([NewTopic(run.source, run.source_partitions, run.replication_factor),
+                             NewTopic(run.sink, run.sink_partitions, run.replication_factor)])
 
 
 def add_input(run: Run, count: int) -> None:
@@ -125,13 +127,15 @@ def _offsets(admin: AdminClient, tps: list[TopicPartition], isolation: str) -> d
     return {tp: listed[tp].offset for tp in tps}
 
 
-def kill_and_restart(run: Run, kills: int, rng: random.Random, delay: tuple[float, float] = (0.0, 0.1)) -> None:
+def kill_and_restart(run: Run, kills: int, rng: random.Random, delay: tuple[float, float] = (0.0, 0.1),
+                     on_kill: Callable[[], None] | None = None) -> None:
     """Start the worker and SIGKILL it ``kills`` times (aimed as the module says), each
     after a delay drawn from ``delay`` seconds. The inputs arrive in shares of
     ``run.inputs // (4 * kills)``: one before each start, one more after every
     :data:`AIMS_PER_SHARE` freezes that missed, so that every worker has work to die in
     (while the inputs last; a worker that runs out of them ends by itself, uncounted,
-    and the next one is started)."""
+    and the next one is started). ``on_kill`` is called right after each kill (while
+    nothing else has moved: a test's broker fault lands in the same moment)."""
     tps = run.sink_partitions_list
     with AdminClient(bootstrap_servers=run.bootstrap) as admin:
         last_hw = _offsets(admin, tps, "read_uncommitted")
@@ -165,6 +169,8 @@ def kill_and_restart(run: Run, kills: int, rng: random.Random, delay: tuple[floa
                         raise _failed(proc, "the worker failed")
                     continue  # it ran out of inputs before a kill
                 proc.kill()
+                if on_kill is not None:
+                    on_kill()
                 last_hw = _offsets(admin, tps, "read_uncommitted")
             finally:
                 stop(proc)
@@ -214,13 +220,21 @@ def read_to_end(bootstrap: str, topic: str, partitions: int, client: str, isolat
     got: list[bytes] = []
     ends: set[int] = set()  # the partitions read up to their sentinel
     deadline = time.monotonic() + timeout
+
+    def stuck() -> str:
+        tps = [TopicPartition(topic, p) for p in range(partitions)]
+        with AdminClient(bootstrap_servers=bootstrap) as admin:
+            hw, lso = _offsets(admin, tps, "read_uncommitted"), _offsets(admin, tps, "read_committed")
+        return (f"{client} read {len(got)} records of {topic} ({isolation}) in {timeout} s, the ends of partitions "
+                f"{sorted(ends)}; high watermarks {list(hw.values())}, last stable offsets {list(lso.values())}")
+
     if client == "kproto":
         tps = [TopicPartition(topic, p) for p in range(partitions)]
         with Consumer(bootstrap_servers=bootstrap, isolation_level=isolation, fetch_max_wait_ms=100) as consumer:
             consumer.assign(tps)
             consumer.seek_to_beginning(tps)
             while len(ends) < partitions:
-                assert time.monotonic() < deadline, f"read {len(got)} records of {topic}, ends of {ends}"
+                assert time.monotonic() < deadline, stuck()
                 for r in consumer.poll(0.2):
                     if r.value == END:
                         ends.add(r.partition)
@@ -234,7 +248,7 @@ def read_to_end(bootstrap: str, topic: str, partitions: int, client: str, isolat
         try:
             consumer.assign([ck.TopicPartition(topic, p, ck.OFFSET_BEGINNING) for p in range(partitions)])
             while len(ends) < partitions:
-                assert time.monotonic() < deadline, f"read {len(got)} records of {topic}, ends of {ends}"
+                assert time.monotonic() < deadline, stuck()
                 message = consumer.poll(0.2)
                 if message is not None and not message.error():
                     if message.value() == END:
