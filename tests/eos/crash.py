@@ -6,19 +6,19 @@ recipe of docs/examples/exactly_once.py) is killed with SIGKILL and started agai
 its group's committed offsets reach the end of the input, the output read with
 read_committed holds the transform of every input exactly once and nothing else.
 
-Theory of operation. :func:`kill_and_restart` starts the worker, waits for its
-``started`` line, sleeps a random time, then aims: it freezes the worker (SIGSTOP),
-asks the sink partitions' high watermark and last stable offset, and kills it (SIGKILL)
-if a transaction of *this* instance is open with data in the log (on some partition
+Theory of operation. The inputs arrive in shares while the workers run, so that each
+worker has work to die in. :func:`kill_and_restart` starts the worker, waits for its
+``started`` line, sleeps a random time, then aims: it freezes the worker (SIGSTOP), asks
+the sink partitions' high watermarks and last stable offsets, and kills it (SIGKILL) if
+a transaction of *this* instance is open with records in the log (on some partition
 ``hw > lso >= the hw at the previous kill``: the dead predecessor's transaction is
 settled and a new one has appended). Otherwise it lets the worker go on (SIGCONT) and
-aims again a moment later; after :data:`AIM_SECONDS` it kills blind. (Watching without
-freezing first does not do: the records of a transaction reach the log when its commit
-flushes them, just before its EndTxn, so a transaction seen open is nearly always
-committed by the time a kill lands.) So the kills land
-between a transaction's first appended batch and its commit, where a crash can do
-harm, and what they leave behind is visible: the aborted records stay in the log, where a
-read_uncommitted reader finds them as duplicates.
+aims again a moment later; after :data:`AIM_SECONDS` it kills blind. So the kills land
+between a transaction's first appended batch and its commit, where a crash can do harm,
+and what they leave is visible: the aborted records stay in the log, where a
+read_uncommitted reader finds them as duplicates. (Watching without freezing does not
+do: a transaction's records reach the log when its commit flushes them, just before its
+EndTxn, so one seen open is nearly always committed by the time the kill lands.)
 
 The randomness is one seeded :class:`random.Random`: a failure prints the seed.
 """
