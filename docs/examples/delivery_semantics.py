@@ -42,4 +42,4 @@ with MiniBroker() as broker:
             process(record)
 
     # Exactly once needs transactions (a transactional producer that commits the consumed
-    # offsets with its output): not in kproto yet.
+    # offsets with its output): see exactly_once.py.
