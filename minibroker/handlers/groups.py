@@ -80,52 +80,45 @@ GROUP_KEY, TRANSACTION_KEY = 0, 1
 LOADING = CoordinatorLoadInProgressError.code
 
 
-async def _leader_of_group_partition(state, group_id):
-    """(error_code, error_message, node_id, host, port): the cluster's coordinator of a group."""
+async def _leader_of_internal_partition(state, topic_name, spec, key, whose):
+    """(error_code, error_message, node_id, host, port): a cluster's coordinator of ``key``,
+    the leader of its partition of the internal topic ``topic_name`` (Kafka's
+    ``partitionFor``), the topic made through the controller (``spec``) on first use, as
+    Kafka does on the first FindCoordinator."""
     image = state.cluster.image
-    topic = image.topic_by_name(OFFSETS_TOPIC)
-    if topic is None:  # Kafka creates it on the first FindCoordinator
-        await state.cluster.channel.create_topics([offsets_topic_spec(state)], validate_only=False)
-        topic = image.topic_by_name(OFFSETS_TOPIC)
+    topic = image.topic_by_name(topic_name)
+    if topic is None:
+        await state.cluster.channel.create_topics([spec(state)], validate_only=False)
+        topic = image.topic_by_name(topic_name)
     if topic is None or not topic.partitions:
-        return CoordinatorNotAvailableError.code, f"{OFFSETS_TOPIC} could not be created", -1, "", -1
-    leader = topic.partitions[partition_for(group_id, len(topic.partitions))].leader
+        return CoordinatorNotAvailableError.code, f"{topic_name} could not be created", -1, "", -1
+    leader = topic.partitions[partition_for(key, len(topic.partitions))].leader
     broker = image.brokers.get(leader)
     if leader < 0 or broker is None or broker.fenced:
-        return CoordinatorNotAvailableError.code, "the group's offsets partition has no leader", -1, "", -1
+        return CoordinatorNotAvailableError.code, f"the {whose} partition has no leader", -1, "", -1
     return 0, None, broker.broker_id, broker.host, broker.port
 
 
 async def _transaction_coordinator(state, transactional_id):
     """(error_code, error_message, node_id, host, port): the coordinator of a transactional
-    id, the leader of its ``__transaction_state`` partition (Kafka's
-    ``TransactionStateManager.partitionFor``), the topic made on first use (a cluster's
-    through the controller)."""
+    id, the leader of its ``__transaction_state`` partition; a single broker makes the topic
+    on first use."""
     if state.cluster is None:
         try:
             state.transaction_state_topic()
         except Exception as exc:  # a full disk: as Kafka while the topic cannot be made
             return CoordinatorNotAvailableError.code, f"{TRANSACTION_STATE_TOPIC} could not be created: {exc}", -1, "", -1
         return 0, None, state.node_id, state.host, state.port
-    image = state.cluster.image
-    topic = image.topic_by_name(TRANSACTION_STATE_TOPIC)
-    if topic is None:
-        await state.cluster.channel.create_topics([transaction_state_topic_spec(state)], validate_only=False)
-        topic = image.topic_by_name(TRANSACTION_STATE_TOPIC)
-    if topic is None or not topic.partitions:
-        return CoordinatorNotAvailableError.code, f"{TRANSACTION_STATE_TOPIC} could not be created", -1, "", -1
-    leader = topic.partitions[partition_for(transactional_id, len(topic.partitions))].leader
-    broker = image.brokers.get(leader)
-    if leader < 0 or broker is None or broker.fenced:
-        return CoordinatorNotAvailableError.code, "the transactional id's partition has no leader", -1, "", -1
-    return 0, None, broker.broker_id, broker.host, broker.port
+    return await _leader_of_internal_partition(state, TRANSACTION_STATE_TOPIC, transaction_state_topic_spec,
+                                               transactional_id, "transactional id's")
 
 
 async def _coordinator_for(state, key_type, key):
     """(error_code, error_message, node_id, host, port) for one FindCoordinator key."""
     if key_type == GROUP_KEY:
         if state.cluster is not None:
-            return await _leader_of_group_partition(state, key)
+            return await _leader_of_internal_partition(state, OFFSETS_TOPIC, offsets_topic_spec, key,
+                                                       "group's offsets")
         return 0, None, state.node_id, state.host, state.port
     if key_type == TRANSACTION_KEY:
         return await _transaction_coordinator(state, key)

@@ -84,11 +84,12 @@ def _has_partition(state, topic_name, partition):
     return topic is not None and 0 <= partition < len(topic.partitions)
 
 
-@handles(ApiKey.OFFSET_COMMIT, 0, 9)
-async def offset_commit(state, header, request):
-    version = header.api_version
-    now_ms = int(time.time() * 1000)
-    codes = {}  # (topic, partition) -> error code decided before the group is asked
+def _screen(state, request, stamp):
+    """An offset commit's partitions (OffsetCommit, TxnOffsetCommit) checked before the
+    group is asked: ``(codes, valid)``, the error code of each refused (topic, partition)
+    and the others as (topic, partition, CommittedOffset); ``stamp(p)`` is a partition's
+    commit timestamp."""
+    codes = {}
     valid = []
     coordinator_error = state.coordinator_error(request.group_id)
     for t in request.topics:
@@ -101,10 +102,18 @@ async def offset_commit(state, header, request):
             elif p.committed_metadata is not None and len(p.committed_metadata.encode()) > MAX_METADATA_BYTES:
                 codes[key] = OffsetMetadataTooLargeError.code
             else:
-                stamp = p.commit_timestamp if version == 1 and p.commit_timestamp >= 0 else now_ms
                 valid.append((t.name, p.partition_index, CommittedOffset(
                     offset=p.committed_offset, leader_epoch=p.committed_leader_epoch,
-                    metadata=p.committed_metadata or "", commit_timestamp=stamp)))
+                    metadata=p.committed_metadata or "", commit_timestamp=stamp(p))))
+    return codes, valid
+
+
+@handles(ApiKey.OFFSET_COMMIT, 0, 9)
+async def offset_commit(state, header, request):
+    version = header.api_version
+    now_ms = int(time.time() * 1000)
+    codes, valid = _screen(state, request, lambda p: (
+        p.commit_timestamp if version == 1 and p.commit_timestamp >= 0 else now_ms))
     if valid:
         group_code = state.groups.commit_offsets(
             request.group_id,
@@ -227,22 +236,7 @@ async def offset_delete(state, header, request):
 async def txn_offset_commit(state, header, request):
     version = header.api_version
     now_ms = int(time.time() * 1000)
-    codes = {}
-    valid = []
-    coordinator_error = state.coordinator_error(request.group_id)
-    for t in request.topics:
-        for p in t.partitions:
-            key = (t.name, p.partition_index)
-            if coordinator_error:
-                codes[key] = coordinator_error
-            elif not _has_partition(state, t.name, p.partition_index):
-                codes[key] = UnknownTopicOrPartitionError.code
-            elif p.committed_metadata is not None and len(p.committed_metadata.encode()) > MAX_METADATA_BYTES:
-                codes[key] = OffsetMetadataTooLargeError.code
-            else:
-                valid.append((t.name, p.partition_index, CommittedOffset(
-                    offset=p.committed_offset, leader_epoch=p.committed_leader_epoch,
-                    metadata=p.committed_metadata or "", commit_timestamp=now_ms)))
+    codes, valid = _screen(state, request, lambda p: now_ms)
     if valid:
         group_code = await state.groups.txn_commit_offsets(
             request.group_id, producer_id=request.producer_id, producer_epoch=request.producer_epoch,
