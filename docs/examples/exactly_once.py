@@ -5,12 +5,15 @@ The function is the recipe the producer guide shows; tests/clients/test_transact
 runs it against minibroker and Tansu, and tests/eos/ runs it in a process killed with
 SIGKILL again and again (the output still holds every input once)."""
 
+from typing import Any
+
 from kproto import Consumer, Producer, TopicPartition
 from kproto.errors import KafkaError
 
 
-def upper_case_exactly_once(bootstrap_servers, source, sink, group_id, transactional_id,
-                            idle_timeout=5.0, **consumer_settings):
+def upper_case_exactly_once(bootstrap_servers: str, source: str, sink: str, group_id: str,
+                            transactional_id: str, idle_timeout: float = 5.0,
+                            **consumer_settings: Any) -> None:
     """Copy ``source`` to ``sink`` upper-cased, each record exactly once."""
     consumer = Consumer(bootstrap_servers=bootstrap_servers, group_id=group_id,
                         enable_auto_commit=False, isolation_level="read_committed",
@@ -25,7 +28,7 @@ def upper_case_exactly_once(bootstrap_servers, source, sink, group_id, transacti
             producer.begin_transaction()
             try:
                 for r in records:
-                    producer.send(sink, r.value.upper(), key=r.key)
+                    producer.send(sink, (r.value or b"").upper(), key=r.key)
                 producer.send_offsets_to_transaction(positions, consumer.group_metadata())
                 producer.commit_transaction()
             except KafkaError as error:
@@ -53,7 +56,7 @@ if __name__ == "__main__":
         with Consumer(bootstrap_servers=servers, isolation_level="read_committed",
                       auto_offset_reset="earliest") as reader:
             reader.assign([TopicPartition("orders-upper", p) for p in (0, 1)])
-            got = []
+            got: list[str] = []
             while len(got) < 6:
-                got += [r.value.decode() for r in reader.poll(1.0)]
+                got += [(r.value or b"").decode() for r in reader.poll(1.0)]
         print(sorted(got))

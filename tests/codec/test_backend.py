@@ -61,7 +61,7 @@ def test_extension_has_the_twins_names_and_parameters():
 
 def test_public_api_fits_on_a_screen():
     import kproto
-    assert set(kproto.__all__) == {"AdminClient", "Consumer", "ConsumerRecord", "OffsetAndMetadata", "Producer", "RecordMetadata",
-                                   "TopicPartition",
+    assert set(kproto.__all__) == {"AdminClient", "Consumer", "ConsumerGroupMetadata", "ConsumerRecord",
+                                   "OffsetAndMetadata", "Producer", "RecordMetadata", "TopicPartition",
                                    "codec_backend", "__version__"}
     assert all(getattr(kproto, name).__doc__ for name in kproto.__all__ if name != "__version__")
