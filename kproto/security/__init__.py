@@ -11,7 +11,7 @@ What exists now:
 - :mod:`kproto.security.scram`: SCRAM-SHA-256 and SCRAM-SHA-512 (RFC 5802, RFC 7677; Kafka's
   ScramSaslClient, ScramSaslServer, ScramFormatter, ScramCredential).
 - :mod:`kproto.security.plain`: PLAIN (RFC 4616; Kafka's PlainSaslServer).
-- :mod:`kproto.security.jaas`: ``sasl.jaas.config`` as Kafka's JaasConfig parses it, when landed.
+- :mod:`kproto.security.jaas`: ``sasl.jaas.config`` as Kafka's JaasConfig parses it.
 
 TLS, ACLs and quotas, and the wiring into the clients and the broker, come later.
 """
