@@ -12,6 +12,9 @@ What exists now:
   ScramSaslClient, ScramSaslServer, ScramFormatter, ScramCredential).
 - :mod:`kproto.security.plain`: PLAIN (RFC 4616; Kafka's PlainSaslServer).
 - :mod:`kproto.security.jaas`: ``sasl.jaas.config`` as Kafka's JaasConfig parses it.
+- :mod:`kproto.security.oauthbearer`: OAUTHBEARER (RFC 7628; Kafka's
+  OAuthBearerClientInitialResponse, OAuthBearerSaslClient, OAuthBearerSaslServer) and Kafka's
+  unsecured JWTs (OAuthBearerUnsecuredJws and its login and validator callback handlers).
 
 TLS, ACLs and quotas, and the wiring into the clients and the broker, come later.
 """

@@ -1,0 +1,314 @@
+"""OAUTHBEARER without I/O: the client's initial response, the server's conversation, and
+Kafka's unsecured JWTs.
+
+RFC 7628 as Kafka speaks it (KIP-255, KIP-342): Kafka's ``OAuthBearerClientInitialResponse``,
+``OAuthBearerSaslClient``, ``OAuthBearerSaslServer``. The client's one message::
+
+    n,[a=<authzid>],\\x01auth=Bearer <token>[\\x01<key>=<value>...]\\x01\\x01
+
+Extension keys are letters, values printable ASCII plus space, tab, CR, LF, and ``auth`` is
+reserved. The server answers an empty message on success; on a token it does not accept it
+answers a JSON error (``{"status":"invalid_token"}``, or ``insufficient_scope`` with the
+scope), the client answers ``\\x01``, and the server then fails the exchange with that JSON
+as the message (SASL_AUTHENTICATION_FAILED, 58).
+
+Unsecured tokens (``alg`` ``none``, for tests and development only) as Kafka's
+``OAuthBearerUnsecuredJws``, ``OAuthBearerUnsecuredLoginCallbackHandler`` and
+``OAuthBearerUnsecuredValidatorCallbackHandler`` build and check them: a JWS compact
+serialization ``base64url(header).base64url(claims).`` with an empty signature; the principal
+in ``sub``, ``iat`` and ``exp`` in seconds (NumericDate), ``scope`` a string or a list.
+Times are passed in (``now_ms``): nothing here reads a clock.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from kproto.errors import SaslAuthenticationFailedError
+
+__all__ = [
+    "MECHANISM",
+    "ClientInitialResponse",
+    "OAuthBearerClient",
+    "OAuthBearerServer",
+    "TokenValidationError",
+    "UnsecuredToken",
+    "initial_response",
+    "parse_initial_response",
+    "unsecured_token",
+    "validate_unsecured",
+]
+
+MECHANISM = "OAUTHBEARER"
+_SEP = "\x01"
+# OAuthBearerClientInitialResponse's patterns (RFC 7628 section 3.1)
+_SASLNAME = r"(?:[\x01-\x7F](?<![=,])|=2C|=3D)+"
+_KEY = re.compile(r"[A-Za-z]+")
+_VALUE = re.compile(r"[\x21-\x7E \t\r\n]+")
+_RESPONSE = re.compile(
+    rf"n,(?:a=(?P<authzid>{_SASLNAME}))?,{_SEP}(?P<kvpairs>(?:[A-Za-z]+=[\x21-\x7E \t\r\n]+{_SEP})*){_SEP}"
+)
+_AUTH = re.compile(r"(?P<scheme>\w+) +(?P<token>[-_.a-zA-Z0-9]+)")
+_DEFAULT_LIFETIME_SECONDS = 3600  # OAuthBearerUnsecuredLoginCallbackHandler
+
+
+@dataclass(frozen=True)
+class ClientInitialResponse:
+    """The parts of a client's message (Kafka's OAuthBearerClientInitialResponse)."""
+
+    token: str
+    authzid: str = ""
+    extensions: dict[str, str] = field(default_factory=dict)
+
+
+def _check_extensions(extensions: Mapping[str, str]) -> None:
+    # OAuthBearerClientInitialResponse.validateExtensions
+    for key, value in extensions.items():
+        if key == "auth" or not _KEY.fullmatch(key):
+            raise SaslAuthenticationFailedError(f"Extension name {key} is invalid")
+        if not _VALUE.fullmatch(value):
+            raise SaslAuthenticationFailedError(
+                f"Extension value ({value}) for extension {key} is invalid"
+            )
+
+
+def initial_response(
+    token: str, extensions: Mapping[str, str] | None = None, authzid: str = ""
+) -> bytes:
+    """The client's message (OAuthBearerClientInitialResponse.toBytes)."""
+    extensions = extensions or {}
+    _check_extensions(extensions)
+    ext = "".join(f"{_SEP}{key}={value}" for key, value in extensions.items())
+    a = f"a={authzid}" if authzid else ""
+    return f"n,{a},{_SEP}auth=Bearer {token}{ext}{_SEP}{_SEP}".encode()
+
+
+def parse_initial_response(message: bytes) -> ClientInitialResponse:
+    """The server's reading of the client's message, with Kafka's errors."""
+    match = _RESPONSE.fullmatch(message.decode("utf-8", "replace"))
+    if match is None:
+        raise SaslAuthenticationFailedError("Invalid OAUTHBEARER client first message")
+    properties = dict(
+        pair.split("=", 1) for pair in match["kvpairs"].split(_SEP) if pair
+    )
+    auth = properties.pop("auth", None)
+    if auth is None:
+        raise SaslAuthenticationFailedError(
+            "Invalid OAUTHBEARER client first message: 'auth' not specified"
+        )
+    _check_extensions(properties)
+    auth_match = _AUTH.fullmatch(auth)
+    if auth_match is None:
+        raise SaslAuthenticationFailedError(
+            "Invalid OAUTHBEARER client first message: invalid 'auth' format"
+        )
+    if auth_match["scheme"].lower() != "bearer":
+        raise SaslAuthenticationFailedError(
+            f"Invalid scheme in OAUTHBEARER client first message: {auth_match['scheme']}"
+        )
+    return ClientInitialResponse(auth_match["token"], match["authzid"] or "", properties)
+
+
+class TokenValidationError(Exception):
+    """A token the server does not accept (Kafka's OAuthBearerIllegalTokenException): the
+    ``status`` and ``scope`` of the JSON error the server answers."""
+
+    def __init__(self, message: str, scope: str | None = None) -> None:
+        super().__init__(message)
+        self.scope = scope
+        self.status = "insufficient_scope" if scope is not None else "invalid_token"
+
+    def json(self) -> str:
+        """OAuthBearerSaslServer.jsonErrorResponse, byte for byte."""
+        scope = f', "scope":"{self.scope}"' if self.scope is not None else ""
+        return f'{{"status":"{self.status}"{scope}}}'
+
+
+@dataclass(frozen=True)
+class UnsecuredToken:
+    """A validated unsecured JWT (Kafka's OAuthBearerUnsecuredJws)."""
+
+    value: str
+    principal: str
+    claims: dict[str, object]
+    scope: frozenset[str]
+    lifetime_ms: int
+    start_time_ms: int | None
+
+
+def _b64url(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
+
+
+def _b64url_json(part: str, what: str) -> dict[str, object]:
+    try:
+        decoded = json.loads(base64.urlsafe_b64decode(part + "=" * (-len(part) % 4)))
+    except (binascii.Error, ValueError):
+        raise TokenValidationError(f"Invalid JWT {what}: not Base64URL-encoded JSON") from None
+    if not isinstance(decoded, dict):
+        raise TokenValidationError(f"Invalid JWT {what}: not a JSON object")
+    return decoded
+
+
+def unsecured_token(
+    subject: str,
+    now_ms: int,
+    *,
+    lifetime_seconds: int = _DEFAULT_LIFETIME_SECONDS,
+    scope: Sequence[str] | None = None,
+    claims: Mapping[str, object] | None = None,
+) -> str:
+    """An unsecured JWT as OAuthBearerUnsecuredLoginCallbackHandler builds it from
+    ``unsecuredLoginStringClaim_sub``, ``unsecuredLoginLifetimeSeconds`` and
+    ``unsecuredLoginListClaim_scope``: header ``{"alg":"none"}``, ``iat`` now and ``exp``
+    ``lifetime_seconds`` later (NumericDate seconds)."""
+    body: dict[str, object] = {**(claims or {}), "sub": subject}
+    body["iat"] = now_ms / 1000
+    body["exp"] = now_ms / 1000 + lifetime_seconds
+    if scope is not None:
+        body["scope"] = list(scope)
+    header = _b64url(b'{"alg":"none"}')
+    return f"{header}.{_b64url(json.dumps(body, separators=(',', ':')).encode())}."
+
+
+def _seconds_ms(claims: Mapping[str, object], name: str) -> int | None:
+    value = claims.get(name)
+    if value is None:
+        return None
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        raise TokenValidationError(f"The '{name}' claim is not a number: {value!r}")
+    return round(value * 1000)
+
+
+def validate_unsecured(
+    token: str,
+    now_ms: int,
+    *,
+    required_scope: Sequence[str] = (),
+    allowable_clock_skew_ms: int = 0,
+    principal_claim: str = "sub",
+    scope_claim: str = "scope",
+) -> UnsecuredToken:
+    """Check an unsecured JWT as OAuthBearerUnsecuredValidatorCallbackHandler does (its
+    ``unsecuredValidator...`` options as arguments); :class:`TokenValidationError` if not."""
+    parts = token.split(".")
+    if len(parts) != 3:
+        raise TokenValidationError(
+            "Unsecured JWS compact serializations must have 3 dot-separated Base64URL-encoded "
+            "values"
+        )
+    if parts[2]:
+        raise TokenValidationError(
+            "Unsecured JWS compact serializations must have an empty signature"
+        )
+    header = _b64url_json(parts[0], "header")
+    if header.get("alg") != "none":
+        raise TokenValidationError("Unsecured JWS must have 'none' as its 'alg' header value")
+    claims = _b64url_json(parts[1], "claims")
+    principal = claims.get(principal_claim)
+    if not isinstance(principal, str) or not principal.strip():
+        raise TokenValidationError(f"Required claim missing or not a string: {principal_claim}")
+    raw_scope = claims.get(scope_claim)
+    if raw_scope is None:
+        scope: frozenset[str] = frozenset()
+    elif isinstance(raw_scope, str):
+        scope = frozenset(raw_scope.split())
+    elif isinstance(raw_scope, list) and all(isinstance(s, str) for s in raw_scope):
+        scope = frozenset(s for s in raw_scope if s)
+    else:
+        raise TokenValidationError(f"The '{scope_claim}' claim is not a string or a list of strings")
+    issued_ms = _seconds_ms(claims, "iat")
+    expires_ms = _seconds_ms(claims, "exp")
+    if expires_ms is None:
+        raise TokenValidationError("No expiration time in JWT")
+    # OAuthBearerValidationUtils: validateIssuedAt, validateExpirationTime,
+    # validateTimeConsistency, validateScope, in that order
+    if issued_ms is not None and now_ms + allowable_clock_skew_ms < issued_ms:
+        raise TokenValidationError(
+            f"The Issued At value ({issued_ms} ms) is after the current time ({now_ms} ms)"
+        )
+    if now_ms - allowable_clock_skew_ms >= expires_ms:
+        raise TokenValidationError(
+            f"The indicated time ({now_ms} ms) is on or after the Expiration Time value "
+            f"({expires_ms} ms)"
+        )
+    if issued_ms is not None and expires_ms <= issued_ms:
+        raise TokenValidationError(
+            f"The Expiration Time time ({expires_ms} ms) is not after the Issued At time "
+            f"({issued_ms} ms)"
+        )
+    missing = [s for s in required_scope if s not in scope]
+    if missing:
+        raise TokenValidationError(
+            f"The provided scope ({sorted(scope)}) was missing a required scope value",
+            scope=" ".join(required_scope),
+        )
+    return UnsecuredToken(token, principal, claims, scope, expires_ms, issued_ms)
+
+
+class OAuthBearerClient:
+    """The client's conversation (Kafka's OAuthBearerSaslClient): ``first_message()``, then
+    ``receive(challenge)``: ``None`` when authenticated, or ``b"\\x01"`` to send after the
+    server's JSON error (kept in ``error``); the server then fails the exchange."""
+
+    def __init__(
+        self, token: str, extensions: Mapping[str, str] | None = None, authzid: str = ""
+    ) -> None:
+        self._message = initial_response(token, extensions, authzid)
+        self.complete = False
+        self.error: str | None = None
+
+    def first_message(self) -> bytes:
+        return self._message
+
+    def receive(self, challenge: bytes) -> bytes | None:
+        if self.complete or self.error is not None:
+            raise SaslAuthenticationFailedError("OAUTHBEARER client: unexpected server message")
+        if not challenge:
+            self.complete = True
+            return None
+        self.error = challenge.decode("utf-8", "replace")
+        return _SEP.encode()
+
+
+class OAuthBearerServer:
+    """The server's conversation (Kafka's OAuthBearerSaslServer). ``validate(token)``
+    answers the token's principal or raises :class:`TokenValidationError` (for unsecured
+    tokens: ``lambda token: validate_unsecured(token, now_ms).principal``).
+    ``respond(message)`` answers ``b""`` when authenticated (``principal``, ``extensions``),
+    the JSON error for a refused token, and raises
+    :class:`~kproto.errors.SaslAuthenticationFailedError` for the client's ``\\x01`` after
+    it, as Kafka does, or for a malformed message."""
+
+    def __init__(self, validate: Callable[[str], str]) -> None:
+        self._validate = validate
+        self._error: str | None = None
+        self.principal: str | None = None
+        self.extensions: dict[str, str] = {}
+
+    def respond(self, message: bytes) -> bytes:
+        if self.principal is not None:
+            raise SaslAuthenticationFailedError("OAUTHBEARER exchange already complete")
+        if message == _SEP.encode() and self._error is not None:
+            raise SaslAuthenticationFailedError(self._error)
+        self._error = None
+        response = parse_initial_response(message)
+        try:
+            principal = self._validate(response.token)
+        except TokenValidationError as exc:
+            self._error = exc.json()
+            return self._error.encode()
+        if response.authzid and response.authzid != principal:
+            raise SaslAuthenticationFailedError(
+                f"Authentication failed: Client requested an authorization id "
+                f"({response.authzid}) that is different from the token's principal name "
+                f"({principal})"
+            )
+        self.extensions = response.extensions
+        self.principal = principal
+        return b""
