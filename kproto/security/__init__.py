@@ -16,7 +16,39 @@ What exists now:
   OAuthBearerClientInitialResponse, OAuthBearerSaslClient, OAuthBearerSaslServer) and Kafka's
   unsecured JWTs (OAuthBearerUnsecuredJws and its login and validator callback handlers).
 
-TLS, ACLs and quotas, and the wiring into the clients and the broker, come later.
+A server side refuses an exchange with :class:`SaslServerError`, which knows what Kafka's
+broker would tell the client. TLS, ACLs and quotas, and the wiring into the clients and the
+broker, come later.
 """
 
-__all__: list[str] = []
+from __future__ import annotations
+
+from kproto.errors import SaslAuthenticationFailedError
+
+__all__ = ["SaslServerError"]
+
+
+class SaslServerError(SaslAuthenticationFailedError):
+    """A server-side mechanism refused the exchange (SASL_AUTHENTICATION_FAILED, 58).
+
+    ``args[0]`` is the mechanism's own text, for the broker's log. :meth:`client_message` is
+    what Kafka's ``SaslServerAuthenticator.handleSaslToken`` puts in the SaslAuthenticate
+    response: that text when Kafka's mechanism throws a ``SaslAuthenticationException``
+    (``shown``), otherwise (a ``SaslException``) a generic message naming only the phase
+    and the mechanism, so that a client learns nothing about which users exist.
+    """
+
+    def __init__(self, message: str, mechanism: str, *, shown: bool = False) -> None:
+        super().__init__(message)
+        self.mechanism = mechanism
+        self.shown = shown
+
+    def client_message(self, reauthentication: bool = False) -> str:
+        """The error message of the SaslAuthenticate response."""
+        if self.shown:
+            return str(self.args[0])
+        phase = "re-authentication" if reauthentication else "authentication"
+        return (
+            f"Authentication failed during {phase} due to invalid credentials with SASL "
+            f"mechanism {self.mechanism}"
+        )

@@ -29,7 +29,8 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from kproto.errors import SaslAuthenticationFailedError
+from kproto.errors import IllegalSaslStateError
+from kproto.security import SaslServerError
 
 __all__ = [
     "MECHANISM",
@@ -70,9 +71,9 @@ def _check_extensions(extensions: Mapping[str, str]) -> None:
     # OAuthBearerClientInitialResponse.validateExtensions
     for key, value in extensions.items():
         if key == "auth" or not _KEY.fullmatch(key):
-            raise SaslAuthenticationFailedError(f"Extension name {key} is invalid")
+            raise ValueError(f"Extension name {key} is invalid")
         if not _VALUE.fullmatch(value):
-            raise SaslAuthenticationFailedError(
+            raise ValueError(
                 f"Extension value ({value}) for extension {key} is invalid"
             )
 
@@ -88,27 +89,36 @@ def initial_response(
     return f"n,{a},{_SEP}auth=Bearer {token}{ext}{_SEP}{_SEP}".encode()
 
 
+def _malformed(message: str) -> SaslServerError:
+    # OAuthBearerClientInitialResponse throws SaslException: the client sees a generic text
+    return SaslServerError(message, MECHANISM)
+
+
 def parse_initial_response(message: bytes) -> ClientInitialResponse:
-    """The server's reading of the client's message, with Kafka's errors."""
+    """The server's reading of the client's message, with Kafka's errors
+    (:class:`~kproto.security.SaslServerError`)."""
     match = _RESPONSE.fullmatch(message.decode("utf-8", "replace"))
     if match is None:
-        raise SaslAuthenticationFailedError("Invalid OAUTHBEARER client first message")
+        raise _malformed("Invalid OAUTHBEARER client first message")
     properties = dict(
         pair.split("=", 1) for pair in match["kvpairs"].split(_SEP) if pair
     )
     auth = properties.pop("auth", None)
     if auth is None:
-        raise SaslAuthenticationFailedError(
+        raise _malformed(
             "Invalid OAUTHBEARER client first message: 'auth' not specified"
         )
-    _check_extensions(properties)
+    try:
+        _check_extensions(properties)
+    except ValueError as exc:
+        raise _malformed(str(exc)) from None
     auth_match = _AUTH.fullmatch(auth)
     if auth_match is None:
-        raise SaslAuthenticationFailedError(
+        raise _malformed(
             "Invalid OAUTHBEARER client first message: invalid 'auth' format"
         )
     if auth_match["scheme"].lower() != "bearer":
-        raise SaslAuthenticationFailedError(
+        raise _malformed(
             f"Invalid scheme in OAUTHBEARER client first message: {auth_match['scheme']}"
         )
     return ClientInitialResponse(auth_match["token"], match["authzid"] or "", properties)
@@ -268,7 +278,7 @@ class OAuthBearerClient:
 
     def receive(self, challenge: bytes) -> bytes | None:
         if self.complete or self.error is not None:
-            raise SaslAuthenticationFailedError("OAUTHBEARER client: unexpected server message")
+            raise IllegalSaslStateError("OAUTHBEARER client: unexpected server message")
         if not challenge:
             self.complete = True
             return None
@@ -282,8 +292,8 @@ class OAuthBearerServer:
     tokens: ``lambda token: validate_unsecured(token, now_ms).principal``).
     ``respond(message)`` answers ``b""`` when authenticated (``principal``, ``extensions``),
     the JSON error for a refused token, and raises
-    :class:`~kproto.errors.SaslAuthenticationFailedError` for the client's ``\\x01`` after
-    it, as Kafka does, or for a malformed message."""
+    :class:`~kproto.security.SaslServerError` for the client's ``\\x01`` after it, as
+    Kafka does, or for a malformed message."""
 
     def __init__(self, validate: Callable[[str], str]) -> None:
         self._validate = validate
@@ -293,9 +303,10 @@ class OAuthBearerServer:
 
     def respond(self, message: bytes) -> bytes:
         if self.principal is not None:
-            raise SaslAuthenticationFailedError("OAUTHBEARER exchange already complete")
+            raise IllegalSaslStateError("OAUTHBEARER exchange already complete")
         if message == _SEP.encode() and self._error is not None:
-            raise SaslAuthenticationFailedError(self._error)
+            # OAuthBearerSaslServer: a SaslAuthenticationException, the JSON reaches the client
+            raise SaslServerError(self._error, MECHANISM, shown=True)
         self._error = None
         response = parse_initial_response(message)
         try:
@@ -304,10 +315,12 @@ class OAuthBearerServer:
             self._error = exc.json()
             return self._error.encode()
         if response.authzid and response.authzid != principal:
-            raise SaslAuthenticationFailedError(
+            raise SaslServerError(
                 f"Authentication failed: Client requested an authorization id "
                 f"({response.authzid}) that is different from the token's principal name "
-                f"({principal})"
+                f"({principal})",
+                MECHANISM,
+                shown=True,
             )
         self.extensions = response.extensions
         self.principal = principal

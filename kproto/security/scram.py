@@ -21,9 +21,12 @@ Kafka's rules kept here: 4096 iterations at least for both mechanisms (``ScramMe
 saslnames (``,`` as ``=2C``, ``=`` as ``=3D``, ``ScramFormatter.saslName``); the
 ``tokenauth`` extension (delegation tokens, KIP-48) is parsed and reported, not acted on.
 Kafka's server never sends ``e=``: it fails the SaslAuthenticate with
-SASL_AUTHENTICATION_FAILED (58) and a message, which is what :class:`ScramServer` raises
-(:class:`~kproto.errors.SaslAuthenticationFailedError` with Kafka's text). The client still
-understands an ``e=`` from other servers.
+SASL_AUTHENTICATION_FAILED (58) and a message, so :class:`ScramServer` raises
+:class:`~kproto.security.SaslServerError` with ScramSaslServer's text; Kafka shows the client
+that text only for an authzid that is not the user, a generic message otherwise. The client
+raises :class:`~kproto.errors.SaslAuthenticationFailedError` (ScramSaslClient's texts), also
+for an ``e=`` from other servers. A message out of turn is
+:class:`~kproto.errors.IllegalSaslStateError`.
 """
 
 from __future__ import annotations
@@ -37,7 +40,8 @@ import secrets
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from kproto.errors import SaslAuthenticationFailedError
+from kproto.errors import IllegalSaslStateError, SaslAuthenticationFailedError
+from kproto.security import SaslServerError
 
 __all__ = [
     "MECHANISMS",
@@ -137,7 +141,7 @@ def username_of(saslname: str) -> str:
     ``=2C`` or ``=3D`` is invalid (RFC 5802 section 5.1)."""
     rest = saslname.replace("=2C", "").replace("=3D", "")
     if "=" in rest:
-        raise SaslAuthenticationFailedError(f"Invalid username: {saslname}")
+        raise ValueError(f"Invalid username: {saslname}")
     return saslname.replace("=2C", ",").replace("=3D", "=")
 
 
@@ -146,12 +150,12 @@ def _attributes(message: bytes, what: str) -> list[tuple[str, str]]:
     try:
         text = message.decode("utf-8")
     except UnicodeDecodeError:
-        raise SaslAuthenticationFailedError(f"Invalid SCRAM {what}: not UTF-8") from None
+        raise ValueError(f"Invalid SCRAM {what}: not UTF-8") from None
     pairs = []
     for part in text.split(","):
         key, eq, value = part.partition("=")
         if not eq or not key:
-            raise SaslAuthenticationFailedError(f"Invalid SCRAM {what}: {text!r}")
+            raise ValueError(f"Invalid SCRAM {what}: {text!r}")
         pairs.append((key, value))
     return pairs
 
@@ -160,7 +164,7 @@ def _b64(value: str, what: str) -> bytes:
     try:
         return base64.b64decode(value, validate=True)
     except binascii.Error:
-        raise SaslAuthenticationFailedError(f"Invalid base64 in SCRAM {what}") from None
+        raise ValueError(f"Invalid base64 in SCRAM {what}") from None
 
 
 class ScramClient:
@@ -193,9 +197,7 @@ class ScramClient:
 
     def _expect(self, state: ScramState) -> None:
         if self.state is not state:
-            raise SaslAuthenticationFailedError(
-                f"SCRAM client in state {self.state.name}, expected {state.name}"
-            )
+            raise IllegalSaslStateError(f"Unexpected challenge in Sasl client state {self.state.name}")
 
     def first_message(self) -> bytes:
         """client-first-message: ``n,,n=<saslname>,r=<nonce>``."""
@@ -211,6 +213,12 @@ class ScramClient:
         """client-final-message with the proof, from the server-first-message."""
         self._expect(ScramState.RECEIVE_SERVER_FIRST_MESSAGE)
         self.state = ScramState.FAILED
+        try:
+            return self._final_message(server_first)
+        except ValueError as exc:  # a malformed message
+            raise SaslAuthenticationFailedError(str(exc)) from None
+
+    def _final_message(self, server_first: bytes) -> bytes:
         attrs = dict(_attributes(server_first, "server-first-message"))
         if "e" in attrs:
             raise SaslAuthenticationFailedError(
@@ -220,7 +228,7 @@ class ScramClient:
             nonce, salt_b64, iterations_text = attrs["r"], attrs["s"], attrs["i"]
             iterations = int(iterations_text)
         except (KeyError, ValueError):
-            raise SaslAuthenticationFailedError(
+            raise ValueError(
                 f"Invalid SCRAM server-first-message: {server_first!r}"
             ) from None
         if not nonce.startswith(self._nonce) or len(nonce) == len(self._nonce):
@@ -249,6 +257,13 @@ class ScramClient:
         raises with the server's error."""
         self._expect(ScramState.RECEIVE_SERVER_FINAL_MESSAGE)
         self.state = ScramState.FAILED
+        try:
+            self._verify(server_final)
+        except ValueError as exc:  # a malformed message
+            raise SaslAuthenticationFailedError(str(exc)) from None
+        self.state = ScramState.COMPLETE
+
+    def _verify(self, server_final: bytes) -> None:
         attrs = dict(_attributes(server_final, "server-final-message"))
         if "e" in attrs:
             raise SaslAuthenticationFailedError(
@@ -260,7 +275,6 @@ class ScramClient:
             )
         if not hmac.compare_digest(_b64(attrs["v"], "server-final-message"), self._server_signature):
             raise SaslAuthenticationFailedError("Invalid server signature in server final message")
-        self.state = ScramState.COMPLETE
 
 
 class ScramServer:
@@ -269,8 +283,7 @@ class ScramServer:
     ``credentials(username)`` answers the user's :class:`ScramCredential` for this mechanism
     or ``None``. ``first_message(client_first)`` -> send; ``final_message(client_final)`` ->
     send, and the user is authenticated (``principal``). Failures raise
-    :class:`~kproto.errors.SaslAuthenticationFailedError` with Kafka's text, what Kafka's
-    broker puts in the SaslAuthenticate response. ``nonce`` is for tests.
+    :class:`~kproto.security.SaslServerError` with Kafka's text. ``nonce`` is for tests.
     """
 
     def __init__(
@@ -295,24 +308,31 @@ class ScramServer:
 
     def _expect(self, state: ScramState) -> None:
         if self.state is not state:
-            raise SaslAuthenticationFailedError(
-                f"SCRAM server in state {self.state.name}, expected {state.name}"
-            )
+            raise IllegalSaslStateError(f"Unexpected challenge in Sasl server state {self.state.name}")
+
+    def _refuse(self, message: str, *, shown: bool = False) -> SaslServerError:
+        self.state = ScramState.FAILED
+        return SaslServerError(message, self.mechanism, shown=shown)
 
     def first_message(self, client_first: bytes) -> bytes:
         """server-first-message for the client-first-message."""
         self._expect(ScramState.RECEIVE_CLIENT_FIRST_MESSAGE)
-        self.state = ScramState.FAILED
+        try:
+            return self._first_message(client_first)
+        except ValueError as exc:  # a malformed message: Kafka's SaslException
+            raise self._refuse(str(exc)) from None
+
+    def _first_message(self, client_first: bytes) -> bytes:
         # gs2-header: "n" (no channel binding; Kafka refuses "y" and "p"), authzid, ","
         flag, _, rest = client_first.partition(b",")
         authzid_field, _, bare = rest.partition(b",")
         if flag != b"n" or not (authzid_field == b"" or authzid_field.startswith(b"a=")):
-            raise SaslAuthenticationFailedError(
+            raise self._refuse(
                 f"Invalid SCRAM client first message: {client_first!r}"
             )
         attrs = _attributes(bare, "client first message")
         if len(attrs) < 2 or attrs[0][0] != "n" or attrs[1][0] != "r" or not attrs[1][1]:
-            raise SaslAuthenticationFailedError(
+            raise self._refuse(
                 f"Invalid SCRAM client first message: {client_first!r}"
             )
         username = username_of(attrs[0][1])
@@ -321,15 +341,16 @@ class ScramServer:
         self.token_auth = extensions.get("tokenauth", "false").lower() == "true"
         found = self._credentials(username)
         if found is None:
-            raise SaslAuthenticationFailedError("Authentication failed: Invalid user credentials")
+            raise self._refuse("Authentication failed: Invalid user credentials")
         authzid = username_of(authzid_field[2:].decode("utf-8")) if authzid_field else ""
         if authzid and authzid != username:
-            raise SaslAuthenticationFailedError(
+            raise self._refuse(  # a SaslAuthenticationException: its text reaches the client
                 "Authentication failed: Client requested an authorization id that is different "
-                "from username"
+                "from username",
+                shown=True,
             )
         if found.iterations < MIN_ITERATIONS:
-            raise SaslAuthenticationFailedError(
+            raise self._refuse(
                 f"Iterations {found.iterations} is less than the minimum {MIN_ITERATIONS} "
                 f"for {self.mechanism}"
             )
@@ -346,29 +367,35 @@ class ScramServer:
     def final_message(self, client_final: bytes) -> bytes:
         """server-final-message (``v=``) for a client-final-message with a valid proof."""
         self._expect(ScramState.RECEIVE_CLIENT_FINAL_MESSAGE)
-        self.state = ScramState.FAILED
+        try:
+            return self._final_message(client_final)
+        except ValueError as exc:  # a malformed message: Kafka's SaslException
+            raise self._refuse(str(exc)) from None
+        finally:
+            self._credential = None  # ScramSaslServer.clearCredentials, on success or failure
+
+    def _final_message(self, client_final: bytes) -> bytes:
         assert self._credential is not None
         without_proof, sep, proof_field = client_final.rpartition(b",p=")
         attrs = dict(_attributes(without_proof, "client final message")) if sep else {}
         if not sep or attrs.get("c") != _CHANNEL_BINDING.decode() or "r" not in attrs:
-            raise SaslAuthenticationFailedError(
+            raise self._refuse(
                 "Authentication failed: Invalid client final message"
             )
         # ScramSaslServer: the nonce must be the one of the server-first-message
         if attrs["r"] != self._nonce:
-            raise SaslAuthenticationFailedError("Invalid client nonce in the final client message.")
+            raise self._refuse("Invalid client nonce in the final client message.")
         proof = _b64(proof_field.decode("ascii", "replace"), "client final message")
         auth_message = self._client_first_bare + b"," + self._server_first + b"," + without_proof
         signature = _hmac(self._hash, self._credential.stored_key, auth_message)
         if len(proof) != len(signature):
-            raise SaslAuthenticationFailedError("Invalid client credentials")
+            raise self._refuse("Invalid client credentials")
         client_key = _xor(proof, signature)
         if not hmac.compare_digest(
             hashlib.new(self._hash, client_key).digest(), self._credential.stored_key
         ):
-            raise SaslAuthenticationFailedError("Invalid client credentials")
+            raise self._refuse("Invalid client credentials")
         server_signature = _hmac(self._hash, self._credential.server_key, auth_message)
-        self._credential = None  # ScramSaslServer.clearCredentials
         self.principal = self._username
         self.state = ScramState.COMPLETE
         return b"v=" + base64.b64encode(server_signature)
