@@ -5,12 +5,14 @@ The value is JAAS's entry syntax without the ``Name { ... };`` wrapper::
     <LoginModule class> <flag> key="value" key=value ...;
 
 with ``flag`` one of ``required``, ``requisite``, ``sufficient``, ``optional`` (any case).
-Kafka reads it with ``java.io.StreamTokenizer`` set up by ``JaasConfig``: words of letters,
-digits, ``.``, ``-``, ``_`` and ``$``; values quoted with ``"`` or ``'`` and Java's
-escapes (``\\n``, ``\\t``, ``\\\\``, ``\\"``, octal); ``//`` and ``/* */`` comments. A bare
-value that starts with a digit is a number to that tokenizer and Kafka refuses it ("Value
-not specified for key ..."): quote numbers. A client's config has exactly one entry
-(``JaasContext.loadClientContext``); a broker's listener config may hold several.
+Kafka reads it with ``java.io.StreamTokenizer`` set up by ``JaasConfig``: a word is a run of
+any characters but whitespace, ``;``, ``=``, ``/`` and quotes (so ``lifetime=3600`` is a key
+and its value, but in ``url=https://host`` the ``//`` starts a comment: quote URLs); values
+may be quoted
+with ``"`` or ``'`` and Java's escapes (``\\n``, ``\\t``, ``\\\\``, ``\\"``, octal), a quote
+left open ending at the end of its line; ``//`` and ``/* */`` comments. A client's config has
+exactly one entry (``JaasContext.loadClientContext``); a broker's listener config may hold
+several.
 
 The modules Kafka users write (:data:`LOGIN_MODULES`): ``PlainLoginModule`` (username,
 password; on a broker ``user_<name>="<password>"``), ``ScramLoginModule`` (username,
@@ -61,19 +63,17 @@ class JaasEntry:
     options: dict[str, str] = field(default_factory=dict)
 
 
-# StreamTokenizer's token kinds as JaasConfig sees them
-_WORD, _QUOTED, _NUMBER, _CHAR = "word", "quoted", "number", "char"
+# StreamTokenizer's token kinds as JaasConfig sees them: words and quoted strings have an
+# ``sval``, ordinary characters (';', '=', and U+0081..U+009F) do not
+_WORD, _QUOTED, _CHAR = "word", "quoted", "char"
 _ESCAPES = {"a": "\a", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v"}
 
 
-def _is_word_start(c: str) -> bool:
-    # StreamTokenizer: a-z, A-Z, U+00A0..U+00FF; JaasConfig adds '-', '_', '$'. Java's
-    # tokenizer treats every char above U+00FF as a word char too.
-    return c.isascii() and (c.isalpha() or c in "-_$") or c >= "\u00a0"
-
-
-def _is_word_part(c: str) -> bool:
-    return _is_word_start(c) or c.isdigit() and c.isascii() or c == "."
+def _is_word_char(c: str) -> bool:
+    # JaasConfig: resetSyntax, wordChars(32, 128) and (160, 255), then whitespace 0..' ',
+    # ordinary ';' and '=', comment '/', quotes '"' and "'"; above 255 StreamTokenizer treats
+    # every char as a word char
+    return c > " " and c not in ";=/\"'" and not "\x81" <= c <= "\x9f"
 
 
 @dataclass
@@ -83,6 +83,26 @@ class _Token:
     position: int
 
 
+def _quoted(text: str, i: int) -> tuple[str, int]:
+    """The value of the quoted string opening at ``i`` and the index after it. As in
+    StreamTokenizer, a string left open ends at the end of its line."""
+    quote, value, i, n = text[i], [], i + 1, len(text)
+    while i < n and text[i] != quote and text[i] not in "\r\n":
+        if text[i] == "\\" and i + 1 < n:
+            i += 1
+            octal, digits = "", 3 if text[i] in "0123" else 2  # \0 to \377
+            while len(octal) < digits and i < n and text[i] in "01234567":
+                octal, i = octal + text[i], i + 1
+            if octal:
+                value.append(chr(int(octal, 8)))
+                continue
+            value.append(_ESCAPES.get(text[i], text[i]))
+        else:
+            value.append(text[i])
+        i += 1
+    return "".join(value), i + 1 if i < n and text[i] == quote else i
+
+
 def _tokens(text: str) -> list[_Token]:
     tokens = []
     i, n = 0, len(text)
@@ -90,47 +110,21 @@ def _tokens(text: str) -> list[_Token]:
         c = text[i]
         if c <= " ":
             i += 1
-        elif text.startswith("//", i):
-            end = text.find("\n", i)
-            i = n if end < 0 else end + 1
-        elif text.startswith("/*", i):
+        elif text.startswith("/*", i):  # slashStarComments; left open, it runs to the end
             end = text.find("*/", i + 2)
-            if end < 0:
-                raise ConfigError(f"Unterminated comment at position {i} in JAAS config")
-            i = end + 2
-        elif c in "\"'":
-            start, value, i = i, [], i + 1
-            while i < n and text[i] != c and text[i] not in "\r\n":
-                if text[i] == "\\" and i + 1 < n:
-                    i += 1
-                    octal = ""
-                    while len(octal) < 3 and i < n and text[i] in "01234567" and (
-                        len(octal) < 2 or octal[0] in "0123"
-                    ):
-                        octal, i = octal + text[i], i + 1
-                    if octal:
-                        value.append(chr(int(octal, 8)))
-                        continue
-                    value.append(_ESCAPES.get(text[i], text[i]))
-                else:
-                    value.append(text[i])
+            i = n if end < 0 else end + 2
+        elif c == "/":  # slashSlashComments, and '/' is a comment char: to the end of the line
+            while i < n and text[i] not in "\r\n":
                 i += 1
-            if i >= n or text[i] != c:
-                raise ConfigError(
-                    f"Unterminated quoted value starting at position {start} in JAAS config"
-                )
-            i += 1
-            tokens.append(_Token(_QUOTED, "".join(value), start))
-        elif _is_word_start(c):
+        elif c in "\"'":
+            value, end = _quoted(text, i)
+            tokens.append(_Token(_QUOTED, value, i))
+            i = end
+        elif _is_word_char(c):
             start = i
-            while i < n and _is_word_part(text[i]):
+            while i < n and _is_word_char(text[i]):
                 i += 1
             tokens.append(_Token(_WORD, text[start:i], start))
-        elif c.isascii() and c.isdigit() or c == ".":
-            start = i
-            while i < n and (text[i].isascii() and text[i].isdigit() or text[i] == "."):
-                i += 1
-            tokens.append(_Token(_NUMBER, text[start:i], start))
         else:
             tokens.append(_Token(_CHAR, c, i))
             i += 1
@@ -160,8 +154,13 @@ def parse_entries(config: str) -> list[JaasEntry]:
             )
         flag_token = tokens[i]
         flag = _text(flag_token)
+        if flag is None:
+            raise ConfigError(
+                f"Login module control flag is not available in the JAAS config at position "
+                f"{flag_token.position}"
+            )
         try:
-            control_flag = ControlFlag((flag or "").lower())
+            control_flag = ControlFlag(flag.lower())
         except ValueError:
             raise ConfigError(
                 f"Invalid login module control flag '{flag_token.text}' in JAAS config at "

@@ -231,7 +231,7 @@ class ScramClient:
             raise ValueError(
                 f"Invalid SCRAM server-first-message: {server_first!r}"
             ) from None
-        if not nonce.startswith(self._nonce) or len(nonce) == len(self._nonce):
+        if not nonce.startswith(self._nonce):
             raise SaslAuthenticationFailedError("Invalid server nonce: does not start with client nonce")
         # ScramSaslClient: "Requested iterations ... is less than the minimum ..."
         if iterations < MIN_ITERATIONS:

@@ -65,17 +65,30 @@ def test_a_broker_config_may_hold_several_entries_a_client_one():
         parse(config)
 
 
+def test_numbers_and_unquoted_punctuation_are_words_and_open_ends_run_out_as_in_java():
+    """JaasConfig's StreamTokenizer: every char but whitespace, ';', '=', '/' and quotes is a
+    word char; a quote left open ends at its line's end; a bare '/' starts a comment."""
+    config = f"""{PLAIN} required lifetime=3600 scope=a,b+c username="alice
+        password='pw' url=https://host/path
+        ;"""
+    assert parse(config).options == {"lifetime": "3600", "scope": "a,b+c", "username": "alice",
+                                     "password": "pw", "url": "https:"}
+    assert parse(f'{PLAIN} required x="\\101\\0\\477";').options == {"x": "A\0'7"}
+    with pytest.raises(ConfigError, match="not terminated by semi-colon"):
+        parse(f'{PLAIN} required /* open;')
+
+
 @pytest.mark.parametrize("config, error", [
     ("", "Login module not specified in JAAS config"),
     (f"{PLAIN}", "Login module control flag not specified"),
     (f"{PLAIN} mandatory;", "Invalid login module control flag 'mandatory' in JAAS config at "
                             "position 56"),
+    (f"{PLAIN} ;", "Login module control flag is not available in the JAAS config at position 56"),
     (f'{PLAIN} required username="a"', "not terminated by semi-colon"),
     (f'{PLAIN} required username;', "Value not specified for key 'username' in JAAS config at "
                                     "position 65"),
-    (f'{PLAIN} required lifetime=3600;', "Value not specified for key 'lifetime'"),
-    (f'{PLAIN} required username="a;', "Unterminated quoted value starting at position 74"),
-    (f'{PLAIN} required /* open', "Unterminated comment at position 65"),
+    (f'{PLAIN} required username="a;', "not terminated by semi-colon"),
+    (f'{PLAIN} required username=;', "Value not specified for key 'username'"),
     ('"quoted" required; =x;', "Login module not specified at position 19"),
 ])
 def test_malformed_configs_fail_with_kafkas_text_and_the_position(config, error):
