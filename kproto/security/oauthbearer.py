@@ -186,13 +186,19 @@ def unsecured_token(
     return f"{header}.{_b64url(json.dumps(body, separators=(',', ':')).encode())}."
 
 
-def _seconds_ms(claims: Mapping[str, object], name: str) -> int | None:
+def _seconds(claims: Mapping[str, object], name: str) -> float | None:
     value = claims.get(name)
     if value is None:
         return None
     if not isinstance(value, int | float) or isinstance(value, bool):
-        raise TokenValidationError(f"The '{name}' claim is not a number: {value!r}")
-    return round(value * 1000)
+        raise TokenValidationError(
+            f"The {name} claim had the incorrect type: {type(value).__name__}"
+        )
+    return float(value)
+
+
+def _java_list(items: Sequence[str]) -> str:
+    return "[" + ", ".join(items) + "]"  # java.util.List.toString, as Kafka formats scopes
 
 
 def validate_unsecured(
@@ -220,9 +226,15 @@ def validate_unsecured(
     if header.get("alg") != "none":
         raise TokenValidationError("Unsecured JWS must have 'none' as its 'alg' header value")
     claims = _b64url_json(parts[1], "claims")
+    if allowable_clock_skew_ms < 0:
+        raise ValueError(f"Allowable clock skew must not be negative: {allowable_clock_skew_ms}")
     principal = claims.get(principal_claim)
-    if not isinstance(principal, str) or not principal.strip():
-        raise TokenValidationError(f"Required claim missing or not a string: {principal_claim}")
+    if principal is None:
+        raise TokenValidationError(f"Required claim missing: {principal_claim}")
+    if not isinstance(principal, str):
+        raise TokenValidationError(
+            f"The {principal_claim} claim had the incorrect type: {type(principal).__name__}"
+        )
     raw_scope = claims.get(scope_claim)
     if raw_scope is None:
         scope: frozenset[str] = frozenset()
@@ -231,34 +243,46 @@ def validate_unsecured(
     elif isinstance(raw_scope, list) and all(isinstance(s, str) for s in raw_scope):
         scope = frozenset(s for s in raw_scope if s)
     else:
-        raise TokenValidationError(f"The '{scope_claim}' claim is not a string or a list of strings")
-    issued_ms = _seconds_ms(claims, "iat")
-    expires_ms = _seconds_ms(claims, "exp")
-    if expires_ms is None:
+        raise TokenValidationError(
+            f"The {scope_claim} claim had the incorrect type: {type(raw_scope).__name__}"
+        )
+    issued = _seconds(claims, "iat")
+    expires = _seconds(claims, "exp")
+    if expires is None:  # OAuthBearerUnsecuredJws needs it for the token's lifetime
         raise TokenValidationError("No expiration time in JWT")
     # OAuthBearerValidationUtils: validateIssuedAt, validateExpirationTime,
-    # validateTimeConsistency, validateScope, in that order
-    if issued_ms is not None and now_ms + allowable_clock_skew_ms < issued_ms:
+    # validateTimeConsistency, validateScope, in that order and with its texts
+    skew = allowable_clock_skew_ms
+    if issued is not None and 1000 * issued > now_ms + skew:
         raise TokenValidationError(
-            f"The Issued At value ({issued_ms} ms) is after the current time ({now_ms} ms)"
+            f"The Issued At value ({issued:f} seconds) was after the indicated time ({now_ms} ms) "
+            f"plus allowable clock skew ({skew} ms)"
         )
-    if now_ms - allowable_clock_skew_ms >= expires_ms:
+    if now_ms - skew >= 1000 * expires:
         raise TokenValidationError(
-            f"The indicated time ({now_ms} ms) is on or after the Expiration Time value "
-            f"({expires_ms} ms)"
+            f"The indicated time ({now_ms} ms) minus allowable clock skew ({skew} ms) was on or "
+            f"after the Expiration Time value ({expires:f} seconds)"
         )
-    if issued_ms is not None and expires_ms <= issued_ms:
+    if issued is not None and expires <= issued:
         raise TokenValidationError(
-            f"The Expiration Time time ({expires_ms} ms) is not after the Issued At time "
-            f"({issued_ms} ms)"
+            f"The Expiration Time time ({expires:f} seconds) was not after the Issued At time "
+            f"({issued:f} seconds)"
         )
-    missing = [s for s in required_scope if s not in scope]
-    if missing:
-        raise TokenValidationError(
-            f"The provided scope ({sorted(scope)}) was missing a required scope value",
-            scope=" ".join(required_scope),
-        )
-    return UnsecuredToken(token, principal, claims, scope, expires_ms, issued_ms)
+    for required in required_scope:
+        if required not in scope:
+            raise TokenValidationError(
+                f"The provided scope ({_java_list(sorted(scope))}) was missing a required scope "
+                f"({required}).  All required scope elements: {_java_list(required_scope)}",
+                scope=_java_list(required_scope),
+            )
+    return UnsecuredToken(
+        token,
+        principal,
+        claims,
+        scope,
+        round(1000 * expires),
+        None if issued is None else round(1000 * issued),
+    )
 
 
 class OAuthBearerClient:

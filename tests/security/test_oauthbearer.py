@@ -92,7 +92,7 @@ def test_an_expired_token_gets_kafkas_json_error_then_the_failure():
 def test_a_missing_scope_gets_insufficient_scope():
     server = server_at(NOW_MS, required_scope=["LOGIN_TO_KAFKA"])
     challenge = server.respond(initial_response(unsecured_token("a", NOW_MS, scope=["other"])))
-    assert challenge == b'{"status":"insufficient_scope", "scope":"LOGIN_TO_KAFKA"}'
+    assert challenge == b'{"status":"insufficient_scope", "scope":"[LOGIN_TO_KAFKA]"}'
 
 
 def test_kafka_pythons_client_is_accepted_and_answers_an_error_with_x01():
@@ -136,12 +136,16 @@ def b64(obj):
     ("a.b", "must have 3 dot-separated"),
     (f"{b64({'alg': 'none'})}.{b64({'sub': 'a', 'exp': 2e9})}.sig", "empty signature"),
     (f"{b64({'alg': 'HS256'})}.{b64({'sub': 'a', 'exp': 2e9})}.", "'none' as its 'alg'"),
-    (f"{b64({'alg': 'none'})}.{b64({'exp': 2e9})}.", "Required claim missing .*: sub"),
+    (f"{b64({'alg': 'none'})}.{b64({'exp': 2e9})}.", "Required claim missing: sub"),
     (f"{b64({'alg': 'none'})}.{b64({'sub': 'a'})}.", "No expiration time"),
     (f"{b64({'alg': 'none'})}.{b64({'sub': 'a', 'exp': 2e9, 'iat': 1.9e9})}.",
-     "Issued At value .* is after the current time"),
+     r"The Issued At value \(1900000000.000000 seconds\) was after the indicated time "
+     r"\(1700000000000 ms\) plus allowable clock skew \(0 ms\)"),
     (f"{b64({'alg': 'none'})}.{b64({'sub': 'a', 'exp': 1e9, 'iat': 1e9})}.",
-     "on or after the Expiration Time"),
+     r"The indicated time \(1700000000000 ms\) minus allowable clock skew \(0 ms\) was on or "
+     r"after the Expiration Time value \(1000000000.000000 seconds\)"),
+    (f"{b64({'alg': 'none'})}.{b64({'sub': 1, 'exp': 2e9})}.",
+     "The sub claim had the incorrect type: int"),
     (f"{b64({'alg': 'none'})}.!!!.", "not Base64URL-encoded JSON"),
 ])
 def test_invalid_unsecured_tokens_are_refused(token, error):
