@@ -155,14 +155,31 @@ def _b64url(data: bytes) -> str:
     return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
 
 
-def _b64url_json(part: str, what: str) -> dict[str, object]:
+def _b64url_json(part: str) -> dict[str, object]:
+    # OAuthBearerUnsecuredJws.toMap
     try:
-        decoded = json.loads(base64.urlsafe_b64decode(part + "=" * (-len(part) % 4)))
+        raw = base64.b64decode(part + "=" * (-len(part) % 4), altchars=b"-_", validate=True)
     except (binascii.Error, ValueError):
-        raise TokenValidationError(f"Invalid JWT {what}: not Base64URL-encoded JSON") from None
+        raise TokenValidationError("malformed Base64 URL encoded value") from None
+    try:
+        decoded = json.loads(raw)
+    except ValueError:
+        raise TokenValidationError("malformed JSON") from None
     if not isinstance(decoded, dict):
-        raise TokenValidationError(f"Invalid JWT {what}: not a JSON object")
+        raise TokenValidationError("malformed JSON")
     return decoded
+
+
+def _claim_of_type(
+    claims: Mapping[str, object], name: str, kinds: tuple[type, ...], java: str
+) -> object:
+    # OAuthBearerUnsecuredJws.claim: None when absent, refused when of another type
+    value = claims.get(name)
+    if value is not None and (not isinstance(value, kinds) or isinstance(value, bool)):
+        raise TokenValidationError(
+            f"The '{name}' claim was not of type {java}: {type(value).__name__}"
+        )
+    return value
 
 
 def unsecured_token(
@@ -187,14 +204,8 @@ def unsecured_token(
 
 
 def _seconds(claims: Mapping[str, object], name: str) -> float | None:
-    value = claims.get(name)
-    if value is None:
-        return None
-    if not isinstance(value, int | float) or isinstance(value, bool):
-        raise TokenValidationError(
-            f"The {name} claim had the incorrect type: {type(value).__name__}"
-        )
-    return float(value)
+    value = _claim_of_type(claims, name, (int, float), "Number")
+    return float(value) if isinstance(value, int | float) else None
 
 
 def _java_list(items: Sequence[str]) -> str:
@@ -212,44 +223,37 @@ def validate_unsecured(
 ) -> UnsecuredToken:
     """Check an unsecured JWT as OAuthBearerUnsecuredValidatorCallbackHandler does (its
     ``unsecuredValidator...`` options as arguments); :class:`TokenValidationError` if not."""
+    if allowable_clock_skew_ms < 0:
+        raise ValueError(f"Allowable clock skew must not be negative: {allowable_clock_skew_ms}")
+    # OAuthBearerUnsecuredJws's constructor, its checks in its order
+    if ".." in token:
+        raise TokenValidationError("Malformed compact serialization contains '..'")
     parts = token.split(".")
     if len(parts) != 3:
         raise TokenValidationError(
             "Unsecured JWS compact serializations must have 3 dot-separated Base64URL-encoded "
             "values"
         )
-    if parts[2]:
-        raise TokenValidationError(
-            "Unsecured JWS compact serializations must have an empty signature"
-        )
-    header = _b64url_json(parts[0], "header")
+    header = _b64url_json(parts[0])
+    claims = _b64url_json(parts[1])
     if header.get("alg") != "none":
-        raise TokenValidationError("Unsecured JWS must have 'none' as its 'alg' header value")
-    claims = _b64url_json(parts[1], "claims")
-    if allowable_clock_skew_ms < 0:
-        raise ValueError(f"Allowable clock skew must not be negative: {allowable_clock_skew_ms}")
-    principal = claims.get(principal_claim)
-    if principal is None:
-        raise TokenValidationError(f"Required claim missing: {principal_claim}")
-    if not isinstance(principal, str):
-        raise TokenValidationError(
-            f"The {principal_claim} claim had the incorrect type: {type(principal).__name__}"
-        )
+        raise TokenValidationError("Unsecured JWS must have 'none' for an algorithm")
+    if parts[2]:
+        raise TokenValidationError("Unsecured JWS must not contain a digital signature")
     raw_scope = claims.get(scope_claim)
-    if raw_scope is None:
-        scope: frozenset[str] = frozenset()
-    elif isinstance(raw_scope, str):
-        scope = frozenset(raw_scope.split())
-    elif isinstance(raw_scope, list) and all(isinstance(s, str) for s in raw_scope):
-        scope = frozenset(s for s in raw_scope if s)
+    if isinstance(raw_scope, str):  # one scope value, trimmed, not split
+        scope = frozenset([raw_scope.strip()] if raw_scope.strip() else [])
     else:
-        raise TokenValidationError(
-            f"The {scope_claim} claim had the incorrect type: {type(raw_scope).__name__}"
-        )
-    issued = _seconds(claims, "iat")
+        listed = _claim_of_type(claims, scope_claim, (list,), "List")
+        items = listed if isinstance(listed, list) else []
+        scope = frozenset(str(s).strip() for s in items if str(s).strip())
     expires = _seconds(claims, "exp")
-    if expires is None:  # OAuthBearerUnsecuredJws needs it for the token's lifetime
+    if expires is None:  # the token's lifetime
         raise TokenValidationError("No expiration time in JWT")
+    principal = _claim_of_type(claims, principal_claim, (str,), "String")
+    if not isinstance(principal, str) or not principal.strip():
+        raise TokenValidationError(f"No principal name in JWT claim: {principal_claim}")
+    issued = _seconds(claims, "iat")
     # OAuthBearerValidationUtils: validateIssuedAt, validateExpirationTime,
     # validateTimeConsistency, validateScope, in that order and with its texts
     skew = allowable_clock_skew_ms

@@ -132,26 +132,39 @@ def b64(obj):
     return base64.urlsafe_b64encode(json.dumps(obj).encode()).rstrip(b"=").decode()
 
 
+NONE = b64({"alg": "none"})
+
+
 @pytest.mark.parametrize("token, error", [
     ("a.b", "must have 3 dot-separated"),
-    (f"{b64({'alg': 'none'})}.{b64({'sub': 'a', 'exp': 2e9})}.sig", "empty signature"),
-    (f"{b64({'alg': 'HS256'})}.{b64({'sub': 'a', 'exp': 2e9})}.", "'none' as its 'alg'"),
-    (f"{b64({'alg': 'none'})}.{b64({'exp': 2e9})}.", "Required claim missing: sub"),
-    (f"{b64({'alg': 'none'})}.{b64({'sub': 'a'})}.", "No expiration time"),
-    (f"{b64({'alg': 'none'})}.{b64({'sub': 'a', 'exp': 2e9, 'iat': 1.9e9})}.",
+    ("a..b", "Malformed compact serialization contains '..'"),
+    (f"{NONE}.{b64({'sub': 'a', 'exp': 2e9})}.sig", "must not contain a digital signature"),
+    (f"{b64({'alg': 'HS256'})}.{b64({'sub': 'a', 'exp': 2e9})}.", "must have 'none' for an algo"),
+    (f"{NONE}.{b64({'exp': 2e9})}.", "No principal name in JWT claim: sub"),
+    (f"{NONE}.{b64({'sub': ' ', 'exp': 2e9})}.", "No principal name in JWT claim: sub"),
+    (f"{NONE}.{b64({'sub': 1, 'exp': 2e9})}.", "The 'sub' claim was not of type String: int"),
+    (f"{NONE}.{b64({'sub': 'a', 'exp': 'x'})}.", "The 'exp' claim was not of type Number: str"),
+    (f"{NONE}.{b64({'sub': 'a', 'exp': 2e9, 'scope': 3})}.",
+     "The 'scope' claim was not of type List: int"),
+    (f"{NONE}.{b64({'sub': 'a'})}.", "No expiration time"),
+    (f"{NONE}.{b64({'sub': 'a', 'exp': 2e9, 'iat': 1.9e9})}.",
      r"The Issued At value \(1900000000.000000 seconds\) was after the indicated time "
      r"\(1700000000000 ms\) plus allowable clock skew \(0 ms\)"),
-    (f"{b64({'alg': 'none'})}.{b64({'sub': 'a', 'exp': 1e9, 'iat': 1e9})}.",
+    (f"{NONE}.{b64({'sub': 'a', 'exp': 1e9, 'iat': 1e9})}.",
      r"The indicated time \(1700000000000 ms\) minus allowable clock skew \(0 ms\) was on or "
      r"after the Expiration Time value \(1000000000.000000 seconds\)"),
-    (f"{b64({'alg': 'none'})}.{b64({'sub': 1, 'exp': 2e9})}.",
-     "The sub claim had the incorrect type: int"),
-    (f"{b64({'alg': 'none'})}.!!!.", "not Base64URL-encoded JSON"),
+    (f"{NONE}.!!!.", "malformed Base64 URL encoded value"),
+    (f"{NONE}.{base64.urlsafe_b64encode(b'{x').decode()}.", "malformed JSON"),
 ])
 def test_invalid_unsecured_tokens_are_refused(token, error):
     with pytest.raises(TokenValidationError, match=error) as caught:
         validate_unsecured(token, NOW_MS)
     assert caught.value.json() == '{"status":"invalid_token"}'
+
+
+def test_a_string_scope_is_one_value_as_in_kafka():
+    token = f"{NONE}.{b64({'sub': 'a', 'exp': 2e9, 'scope': ' read write '})}."
+    assert validate_unsecured(token, NOW_MS).scope == {"read write"}
 
 
 def test_clock_skew_is_allowed_as_configured():
