@@ -17,7 +17,8 @@ Unsecured tokens (``alg`` ``none``, for tests and development only) as Kafka's
 ``OAuthBearerUnsecuredValidatorCallbackHandler`` build and check them: a JWS compact
 serialization ``base64url(header).base64url(claims).`` with an empty signature; the principal
 in ``sub``, ``iat`` and ``exp`` in seconds (NumericDate), ``scope`` a string or a list.
-Times are passed in (``now_ms``): nothing here reads a clock.
+:func:`unsecured_login` reads OAuthBearerLoginModule's ``unsecuredLogin...`` options (from
+:mod:`kproto.security.jaas`). Times are passed in (``now_ms``): nothing here reads a clock.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ __all__ = [
     "UnsecuredToken",
     "initial_response",
     "parse_initial_response",
+    "unsecured_login",
     "unsecured_token",
     "validate_unsecured",
 ]
@@ -195,12 +197,65 @@ def unsecured_token(
     ``unsecuredLoginListClaim_scope``: header ``{"alg":"none"}``, ``iat`` now and ``exp``
     ``lifetime_seconds`` later (NumericDate seconds)."""
     body: dict[str, object] = {**(claims or {}), "sub": subject}
-    body["iat"] = now_ms / 1000
-    body["exp"] = now_ms / 1000 + lifetime_seconds
     if scope is not None:
         body["scope"] = list(scope)
+    return _jws(body, now_ms, lifetime_seconds)
+
+
+def _jws(claims: Mapping[str, object], now_ms: int, lifetime_seconds: int) -> str:
+    for reserved in ("iat", "exp"):  # confirmNotReservedClaimName
+        if reserved in claims:
+            raise ValueError(f"Cannot explicitly set the '{reserved}' claim")
+    body = {"exp": now_ms / 1000 + lifetime_seconds, "iat": now_ms / 1000, **claims}
     header = _b64url(b'{"alg":"none"}')
     return f"{header}.{_b64url(json.dumps(body, separators=(',', ':')).encode())}."
+
+
+def _list_claim(value: str) -> list[str]:
+    """``unsecuredLoginListClaim_<name>``'s value: its first character is the delimiter
+    (OAuthBearerUnsecuredLoginCallbackHandler.listJsonText, quirks kept: Java's split drops
+    trailing empty strings, then one "" is added if any element was empty)."""
+    if len(value) <= 1:
+        return []
+    delimiter, text = value[0], value[1:]
+    elements = text.split(delimiter)
+    while len(elements) > 1 and elements[-1] == "":
+        elements.pop()
+    if elements == [""] and text:  # text made of delimiters only
+        elements = []
+    if text.startswith(delimiter) or text.endswith(delimiter) or delimiter * 2 in text:
+        elements.append("")
+    return elements
+
+
+def unsecured_login(options: Mapping[str, str], now_ms: int) -> tuple[str, dict[str, str]]:
+    """The token and the SASL extensions that OAuthBearerUnsecuredLoginCallbackHandler makes
+    from OAuthBearerLoginModule's options (a parsed ``sasl.jaas.config``, see
+    :mod:`kproto.security.jaas`): ``unsecuredLoginStringClaim_<name>``,
+    ``unsecuredLoginNumberClaim_<name>``, ``unsecuredLoginListClaim_<name>``,
+    ``unsecuredLoginLifetimeSeconds`` (3600), ``unsecuredLoginPrincipalClaimName`` (``sub``),
+    ``unsecuredLoginExtension_<name>``. :class:`ValueError` for a bad option."""
+    claims: dict[str, object] = {}
+    extensions: dict[str, str] = {}
+    for key, value in options.items():
+        prefix, _, name = key.partition("_")
+        if not name:
+            continue
+        if prefix == "unsecuredLoginStringClaim":
+            claims[name] = value
+        elif prefix == "unsecuredLoginNumberClaim":
+            claims[name] = float(value)  # Double.valueOf
+        elif prefix == "unsecuredLoginListClaim":
+            claims[name] = _list_claim(value)
+        elif prefix == "unsecuredLoginExtension":
+            extensions[name] = value
+    _check_extensions(extensions)
+    principal_claim = options.get("unsecuredLoginPrincipalClaimName", "").strip() or "sub"
+    principal = claims.get(principal_claim)
+    if not isinstance(principal, str) or not principal.strip():
+        raise ValueError(f"No principal name in JWT claim: {principal_claim}")
+    lifetime = int(options.get("unsecuredLoginLifetimeSeconds", _DEFAULT_LIFETIME_SECONDS))
+    return _jws(claims, now_ms, lifetime), extensions
 
 
 def _seconds(claims: Mapping[str, object], name: str) -> float | None:

@@ -8,6 +8,7 @@ import pytest
 from kafka.net.sasl.oauth import AbstractTokenProvider, SaslMechanismOAuth
 
 from kproto.errors import SaslAuthenticationFailedError
+from kproto.security.jaas import parse as parse_jaas
 from kproto.security.oauthbearer import (
     ClientInitialResponse,
     OAuthBearerClient,
@@ -15,6 +16,7 @@ from kproto.security.oauthbearer import (
     TokenValidationError,
     initial_response,
     parse_initial_response,
+    unsecured_login,
     unsecured_token,
     validate_unsecured,
 )
@@ -172,3 +174,45 @@ def test_clock_skew_is_allowed_as_configured():
     with pytest.raises(TokenValidationError):
         validate_unsecured(token, NOW_MS + 1500)
     assert validate_unsecured(token, NOW_MS + 1500, allowable_clock_skew_ms=1000).principal == "a"
+
+
+def test_the_login_module_options_of_kafkas_docs_make_a_token_and_extensions():
+    """OAuthBearerLoginModule's unsecured options, from a sasl.jaas.config as Kafka's docs
+    write it, through kproto.security.jaas."""
+    entry = parse_jaas(
+        "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule Required "
+        'unsecuredLoginStringClaim_sub="thePrincipalName" '
+        'unsecuredLoginListClaim_scope="|scopeValue1|scopeValue2" '
+        'unsecuredLoginNumberClaim_level="2" '
+        'unsecuredLoginLifetimeSeconds="60" unsecuredLoginExtension_traceId="123";')
+    token, extensions = unsecured_login(entry.options, NOW_MS)
+    assert extensions == {"traceId": "123"}
+    checked = validate_unsecured(token, NOW_MS, required_scope=["scopeValue2"])
+    assert checked.principal == "thePrincipalName"
+    assert checked.lifetime_ms == NOW_MS + 60_000 and checked.claims["level"] == 2.0
+    server = server_at(NOW_MS)
+    assert server.respond(initial_response(token, extensions)) == b""
+    assert server.principal == "thePrincipalName"
+
+
+@pytest.mark.parametrize("value, expected", [
+    ("", []), (",", []), ("|a|b", ["a", "b"]), (",1,2,", ["1", "2", ""]),
+    (",,a", ["", "a", ""]), ("|a||b", ["a", "", "b", ""]),
+])
+def test_list_claims_split_as_kafkas_login_handler_does(value, expected):
+    token, _ = unsecured_login({"unsecuredLoginStringClaim_sub": "a",
+                                "unsecuredLoginListClaim_l": value}, NOW_MS)
+    assert validate_unsecured(token, NOW_MS).claims["l"] == expected
+
+
+@pytest.mark.parametrize("options, error", [
+    ({}, "No principal name in JWT claim: sub"),
+    ({"unsecuredLoginStringClaim_sub": "a", "unsecuredLoginStringClaim_exp": "1"},
+     "Cannot explicitly set the 'exp' claim"),
+    ({"unsecuredLoginStringClaim_sub": "a", "unsecuredLoginExtension_auth": "x"},
+     "Extension name auth is invalid"),
+    ({"unsecuredLoginStringClaim_sub": "a", "unsecuredLoginLifetimeSeconds": "x"}, "invalid"),
+])
+def test_bad_login_options_are_refused(options, error):
+    with pytest.raises(ValueError, match=error):
+        unsecured_login(options, NOW_MS)
