@@ -22,9 +22,9 @@ pytestmark = pytest.mark.codec
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# The kproto layers minibroker may use: the broker shares the codec and the schemas with
-# the clients (DESIGN, principle 1), never the clients themselves.
-_SHARED = ("kproto.base", "kproto.codec", "kproto.protocol")
+# The kproto layers minibroker may use: the broker shares the codec, the schemas and SASL's
+# mechanisms with the clients (DESIGN, principle 1), never the clients themselves.
+_SHARED = ("kproto.base", "kproto.codec", "kproto.protocol", "kproto.security")
 _CLIENTS = ("kproto.producer", "kproto.consumer", "kproto.admin")
 _BELOW_CLIENTS = (*_SHARED, "kproto.config", "kproto.io")
 
@@ -38,9 +38,11 @@ LAYERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
                       "kproto.compression", "kproto.log_files"), ("kproto.base",)),
     "kproto.protocol": (("kproto.protocol",), ("kproto.base", "kproto.codec")),
     "kproto.config": (("kproto.config",), ("kproto.base", "kproto.codec")),
+    # SASL's mechanisms without I/O, shared by the clients and minibroker's listeners
+    "kproto.security": (("kproto.security",), ("kproto.base",)),
     # connections, cluster metadata, retries, and the requests the clients share
     "kproto.io": (("kproto.io", "kproto.group_offsets"), ("kproto.base", "kproto.codec", "kproto.protocol",
-                                                          "kproto.config")),
+                                                          "kproto.config", "kproto.security")),
     # the three clients stand side by side: none imports another
     "kproto.producer": (("kproto.producer",), _BELOW_CLIENTS),
     "kproto.consumer": (("kproto.consumer",), _BELOW_CLIENTS),

@@ -1,0 +1,54 @@
+"""SASL without I/O: each mechanism's messages and state machines, client and server side.
+
+Issue 15 (security). This package will hold what kproto's clients and minibroker's listeners
+share to authenticate a connection: one module per SASL mechanism, each the one owner of that
+mechanism's bytes, and the parsing of ``sasl.jaas.config``. Nothing here opens a socket or
+reads a clock on its own: the caller moves the bytes through SaslHandshake (17) and
+SaslAuthenticate (36) and passes time in.
+
+What exists now:
+
+- :mod:`kproto.security.scram`: SCRAM-SHA-256 and SCRAM-SHA-512 (RFC 5802, RFC 7677; Kafka's
+  ScramSaslClient, ScramSaslServer, ScramFormatter, ScramCredential).
+- :mod:`kproto.security.plain`: PLAIN (RFC 4616; Kafka's PlainSaslServer).
+- :mod:`kproto.security.jaas`: ``sasl.jaas.config`` as Kafka's JaasConfig parses it.
+- :mod:`kproto.security.oauthbearer`: OAUTHBEARER (RFC 7628; Kafka's
+  OAuthBearerClientInitialResponse, OAuthBearerSaslClient, OAuthBearerSaslServer) and Kafka's
+  unsecured JWTs (OAuthBearerUnsecuredJws and its login and validator callback handlers).
+
+A server side refuses an exchange with :class:`SaslServerError`, which knows what Kafka's
+broker would tell the client. TLS, ACLs and quotas, and the wiring into the clients and the
+broker, come later.
+"""
+
+from __future__ import annotations
+
+from kproto.errors import SaslAuthenticationFailedError
+
+__all__ = ["SaslServerError"]
+
+
+class SaslServerError(SaslAuthenticationFailedError):
+    """A server-side mechanism refused the exchange (SASL_AUTHENTICATION_FAILED, 58).
+
+    ``args[0]`` is the mechanism's own text, for the broker's log. :meth:`client_message` is
+    what Kafka's ``SaslServerAuthenticator.handleSaslToken`` puts in the SaslAuthenticate
+    response: that text when Kafka's mechanism throws a ``SaslAuthenticationException``
+    (``shown``), otherwise (a ``SaslException``) a generic message naming only the phase
+    and the mechanism, so that a client learns nothing about which users exist.
+    """
+
+    def __init__(self, message: str, mechanism: str, *, shown: bool = False) -> None:
+        super().__init__(message)
+        self.mechanism = mechanism
+        self.shown = shown
+
+    def client_message(self, reauthentication: bool = False) -> str:
+        """The error message of the SaslAuthenticate response."""
+        if self.shown:
+            return str(self.args[0])
+        phase = "re-authentication" if reauthentication else "authentication"
+        return (
+            f"Authentication failed during {phase} due to invalid credentials with SASL "
+            f"mechanism {self.mechanism}"
+        )
