@@ -5,7 +5,7 @@ server answer on success. Kafka's ``PlainSaslServer`` splits the message into ex
 tokens, refuses an empty user name or password, checks the password (its
 ``PlainServerCallbackHandler`` reads ``user_<name>="<password>"`` options of the JAAS
 entry), and requires the authzid, when given, to equal the user name. Its failures are
-``SaslAuthenticationException``s whose text reaches the client in SaslAuthenticate's
+``SaslAuthenticationException`` errors whose text reaches the client in SaslAuthenticate's
 error message with SASL_AUTHENTICATION_FAILED (58): here
 :class:`~kproto.security.SaslServerError` with the same text, shown to the client.
 """
