@@ -203,6 +203,11 @@ class TransactionCoordinator:
             self._partitions = self.backend.partition_count()
         return partition_for(transactional_id, self._partitions)
 
+    def _request_status(self, transactional_id: str) -> int:
+        """What a request naming ``transactional_id`` meets first: INVALID_REQUEST for an
+        empty id, else :meth:`status`."""
+        return InvalidRequestError.code if not transactional_id else self.status(transactional_id)
+
     def status(self, transactional_id: str) -> int:
         """0 when this coordinator holds the id; COORDINATOR_LOAD_IN_PROGRESS while its
         partition loads; NOT_COORDINATOR when the partition is not led here (Kafka's
@@ -414,9 +419,7 @@ class TransactionCoordinator:
     async def add_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
                              partitions: Iterable[TopicPartition], client_transaction_version: int = 0) -> int:
         """AddPartitionsToTxn / AddOffsetsToTxn (Kafka's ``handleAddPartitionsToTransaction``)."""
-        if not transactional_id:
-            return InvalidRequestError.code
-        code = self.status(transactional_id)
+        code = self._request_status(transactional_id)
         if code:
             return code
         epoch = self._coordinator_epoch(transactional_id)
@@ -495,9 +498,7 @@ class TransactionCoordinator:
                      next_producer_id: int = NO_PRODUCER_ID) -> int | tuple[TransactionMetadata, TxnTransit, int, bool]:
         """The checks of ``endTransaction`` and the pending PrepareCommit/PrepareAbort, at
         once (no await): an error code, or (metadata, transit, coordinator epoch, fencing)."""
-        if not transactional_id:
-            return InvalidRequestError.code
-        code = self.status(transactional_id)
+        code = self._request_status(transactional_id)
         if code:
             return code
         epoch = self._coordinator_epoch(transactional_id)
@@ -620,9 +621,7 @@ class TransactionCoordinator:
 
     def describe(self, transactional_id: str) -> tuple[int, TransactionMetadata | None]:
         """DescribeTransactions of one id (Kafka's ``handleDescribeTransactions``)."""
-        if not transactional_id:
-            return InvalidRequestError.code, None
-        code = self.status(transactional_id)
+        code = self._request_status(transactional_id)
         if code:
             return code, None
         md = self.txns.get(transactional_id)
