@@ -15,7 +15,10 @@ from typing import Any, NamedTuple
 
 from kproto.protocol import RequestHeader
 
-__all__ = ["HANDLERS", "RequestContext", "client_host", "handles", "supported_versions"]
+__all__ = ["ANONYMOUS", "HANDLERS", "RequestContext", "client_host", "handles", "supported_versions"]
+
+#: The principal of a connection that has not authenticated (Kafka's ``KafkaPrincipal.ANONYMOUS``).
+ANONYMOUS = "User:ANONYMOUS"
 
 
 class RequestContext(NamedTuple):
@@ -27,6 +30,12 @@ class RequestContext(NamedTuple):
         client_host: the client's address as Kafka reports it (DescribeGroups): Java's
             ``InetAddress.toString()`` of an unresolved address, ``"/127.0.0.1"``; see
             :func:`client_host`.
+        principal: who sent the request, as Kafka's ``KafkaPrincipal.toString()``
+            (``"User:alice"``): the SASL user or the TLS client certificate's name once the
+            connection authenticated, ``"User:ANONYMOUS"`` before or without either. The
+            authorizer and quotas read it.
+        listener_name: the listener the request came in on (``"PLAINTEXT"``, ``"SASL_SSL"``,
+            a custom name from ``listener.security.protocol.map``).
     """
 
     api_key: int
@@ -35,10 +44,13 @@ class RequestContext(NamedTuple):
     client_id: str | None
     tagged_fields: dict[int, bytes] | None
     client_host: str
+    principal: str = ANONYMOUS
+    listener_name: str = "PLAINTEXT"
 
     @classmethod
-    def of(cls, header: RequestHeader, client_host: str) -> RequestContext:
-        return cls(*header, client_host)
+    def of(cls, header: RequestHeader, client_host: str, principal: str = ANONYMOUS,
+           listener_name: str = "PLAINTEXT") -> RequestContext:
+        return cls(*header, client_host, principal, listener_name)
 
 
 def client_host(peername: Any) -> str:

@@ -21,10 +21,12 @@ def test_client_host_is_javas_inet_address_to_string():
 
 
 def test_the_context_is_the_header_then_the_peer():
-    """Handlers read header fields off the context by name: the order must match."""
-    assert RequestContext._fields == (*RequestHeader._fields, "client_host")
+    """Handlers read header fields off the context by name: the order must match; who sent
+    it (principal, listener) follows the peer, unauthenticated by default."""
+    assert RequestContext._fields == (*RequestHeader._fields, "client_host", "principal", "listener_name")
     header = RequestHeader(ApiKey.FETCH, 12, 5, "me", None)
     assert RequestContext.of(header, "/10.0.0.1")[:5] == header
+    assert RequestContext.of(header, "/10.0.0.1").principal == "User:ANONYMOUS"
 
 
 def test_describe_groups_shows_the_members_client_host(raw):
