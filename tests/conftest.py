@@ -1,5 +1,6 @@
 """Shared test setup: in CI the Cython codec must have been built (no silent slow path),
-and the brokers the tests get: ``broker`` (minibroker) and ``tansu_broker``.
+the brokers the tests get: ``broker`` (minibroker) and ``tansu_broker``, and ``pki``, the
+test certificates for TLS.
 
 ``broker`` is minibroker's own ``kafka_broker_module`` (minibroker/pytest_plugin.py, the
 fixtures users get too): one broker per test module. A module gives its broker Kafka's
@@ -14,6 +15,7 @@ from collections.abc import Iterator
 import pytest
 
 from kproto import codec_backend
+from tests.support.certs import CertificateAuthority, Issued
 from tests.support.tansu import Tansu, require_tansu, tansu
 
 
@@ -34,6 +36,23 @@ def tansu_broker() -> Iterator[Tansu]:
     require_tansu()
     with tansu() as running:
         yield running
+
+
+class Pki:
+    """The session's test certificates (tests/support/certs.py): ``ca`` (its PEM at
+    ``ca.cert_path``), ``server`` for localhost and 127.0.0.1, ``client`` (CN=client) for
+    mutual TLS; ``ca.issue(...)`` makes more."""
+
+    def __init__(self, ca: CertificateAuthority) -> None:
+        self.ca = ca
+        self.server: Issued = ca.issue("localhost", hosts=("localhost", "127.0.0.1"))
+        self.client: Issued = ca.issue("client", client=True)
+
+
+@pytest.fixture(scope="session")
+def pki(tmp_path_factory) -> Pki:
+    """A private CA and a server and client certificate it signed, for the TLS tests."""
+    return Pki(CertificateAuthority.create(tmp_path_factory.mktemp("pki")))
 
 
 @pytest.fixture(scope="session", autouse=True)
