@@ -55,7 +55,6 @@ malformed token).
 from __future__ import annotations
 
 import base64
-import binascii
 import http.client
 import json
 import logging
@@ -71,14 +70,18 @@ from typing import Any, TypeVar
 
 from kproto.errors import ConfigError, SaslAuthenticationFailedError
 from kproto.security import jaas
+from kproto.security.oauthbearer import TokenValidationError, _b64url_json
 
 __all__ = [
     "AccessToken",
     "ClientCredentialsTokenProvider",
     "RefreshConfig",
+    "Retriable",
     "TokenRetrievalError",
+    "http_exchange",
     "parse_access_token",
     "refresh_at_ms",
+    "retry",
 ]
 
 log = logging.getLogger(__name__)
@@ -205,17 +208,6 @@ def refresh_at_ms(token: AccessToken, now_ms: int, refresh: RefreshConfig = Refr
     return max(proposed, now_ms + 1000 * refresh.min_period_seconds)
 
 
-def _b64url_json(part: str, what: str) -> dict[str, Any]:
-    try:
-        raw = base64.b64decode(part + "=" * (-len(part) % 4), altchars=b"-_", validate=True)
-        decoded = json.loads(raw)
-    except (binascii.Error, ValueError):
-        raise TokenRetrievalError(f"Could not validate the access token: malformed {what}") from None
-    if not isinstance(decoded, dict):
-        raise TokenRetrievalError(f"Could not validate the access token: malformed {what}")
-    return decoded
-
-
 def parse_access_token(value: str, *, expires_in_ms: int | None = None, sub_claim: str = "sub",
                        scope_claim: str = "scope") -> AccessToken:
     """The token a client received, read as Kafka's ``ClientJwtValidator`` reads it: the
@@ -234,8 +226,10 @@ def parse_access_token(value: str, *, expires_in_ms: int | None = None, sub_clai
     parts = value.split(".")
     if len(parts) != 3:  # SerializedJwt
         raise TokenRetrievalError("Malformed JWT provided; expected three sections (header, payload, and signature)")
-    _b64url_json(parts[0], "header")
-    claims = _b64url_json(parts[1], "payload")
+    try:  # ClientJwtValidator reads the payload with OAuthBearerUnsecuredJws.toMap
+        claims = _b64url_json(parts[1])
+    except TokenValidationError as exc:
+        raise TokenRetrievalError(f"Could not validate the access token: {exc}") from None
     scope_raw = claims.get(scope_claim)
     if isinstance(scope_raw, str):
         scope = [scope_raw]
@@ -288,32 +282,72 @@ def _error_text(body: str) -> str:
     return body
 
 
-class _Retriable(Exception):
-    """One attempt failed in a way another attempt may not (Kafka's ExecutionException)."""
+class Retriable(Exception):
+    """Raised by a call that :func:`retry` runs: this attempt failed in a way another attempt
+    may not (Kafka's ``ExecutionException``); ``args[0]`` is the error to raise if none
+    succeeds."""
 
 
 _T = TypeVar("_T")
 
 
-def _retry(call: Callable[[], _T], backoff_ms: int, backoff_max_ms: int,
-           clock: Callable[[], float], sleep: Callable[[float], None]) -> _T:
-    """Kafka's ``Retry.execute``: ``call`` until it succeeds, raises a
-    :class:`TokenRetrievalError` (not retried), or the window closes; then the first error."""
+def retry(call: Callable[[], _T], backoff_ms: int, backoff_max_ms: int,
+          clock: Callable[[], float] = time.time, sleep: Callable[[float], None] = time.sleep) -> _T:
+    """Kafka's ``Retry.execute``: run ``call`` until it succeeds or raises anything but
+    :class:`Retriable` (raised as is); after a :class:`Retriable`, wait ``backoff_ms``,
+    doubling, while the time since the start stays within ``backoff_max_ms``; then raise
+    the first error (``args[0]`` of the first :class:`Retriable`). The first attempt always
+    runs."""
     end_ms = int(clock() * 1000) + backoff_max_ms
-    first: TokenRetrievalError | None = None
+    first: BaseException | None = None
     attempt = 0
-    while True:  # the first attempt always runs, whatever the clock did meanwhile
+    while True:
         attempt += 1
         try:
             return call()
-        except _Retriable as exc:
-            error: TokenRetrievalError = exc.args[0]
-            log.warning("token endpoint, attempt %d: %s", attempt, error)
+        except Retriable as exc:
+            error: BaseException = exc.args[0]
+            log.warning("attempt %d: %s", attempt, error)
             first = first or error
             wait_ms = min(backoff_ms * 2 ** (attempt - 1), end_ms - int(clock() * 1000))
             if wait_ms <= 0:
                 raise first from None
             sleep(wait_ms / 1000)
+
+
+def http_exchange(url: str, method: str, *, body: bytes | None = None, headers: Mapping[str, str] | None = None,
+                  connect_timeout_ms: int | None = None, read_timeout_ms: int | None = None,
+                  ssl_context: ssl.SSLContext | None = None) -> tuple[int, str]:
+    """One HTTP(S) exchange with an OAuth provider (the token or the JWKS endpoint):
+    connecting bounded by ``connect_timeout_ms``, each read by ``read_timeout_ms`` (None:
+    unbounded, as Java's ``HttpURLConnection``); ``https`` checks the certificate and the
+    host name with ``ssl_context`` (default: the system's CAs).
+
+    Returns:
+        the status and the body (UTF-8, undecodable bytes replaced).
+
+    Raises:
+        OSError: could not connect, reset, timed out (:class:`TimeoutError`), TLS failed.
+        http.client.HTTPException: not an HTTP answer.
+    """
+    parts = urllib.parse.urlsplit(url)
+    timeout = None if connect_timeout_ms is None else connect_timeout_ms / 1000
+    conn: http.client.HTTPConnection
+    if parts.scheme == "https":
+        conn = http.client.HTTPSConnection(parts.hostname or "", parts.port, timeout=timeout,
+                                           context=ssl_context or ssl.create_default_context())
+    else:
+        conn = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=timeout)
+    target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    try:
+        conn.connect()
+        if conn.sock is not None:
+            conn.sock.settimeout(None if read_timeout_ms is None else read_timeout_ms / 1000)
+        conn.request(method, target, body=body, headers=dict(headers or {}))
+        response = conn.getresponse()
+        return response.status, response.read().decode("utf-8", "replace")
+    finally:
+        conn.close()
 
 
 class ClientCredentialsTokenProvider:
@@ -429,7 +463,7 @@ class ClientCredentialsTokenProvider:
         """
         if self._parts.scheme == "file":
             return self._from_file()
-        body = _retry(self._post, self.retry_backoff_ms, self.retry_backoff_max_ms, self._clock, self._sleep)
+        body = retry(self._post, self.retry_backoff_ms, self.retry_backoff_max_ms, self._clock, self._sleep)
         return self._parse_response(body)
 
     def _from_file(self) -> AccessToken:
@@ -443,40 +477,23 @@ class ClientCredentialsTokenProvider:
             raise TokenRetrievalError(f"the token file {path} is empty")
         return parse_access_token(value, sub_claim=self.sub_claim, scope_claim=self.scope_claim)
 
-    def _connection(self) -> http.client.HTTPConnection:
-        timeout = None if self.connect_timeout_ms is None else self.connect_timeout_ms / 1000
-        host, port = self._parts.hostname or "", self._parts.port
-        if self._parts.scheme == "https":
-            context = self._ssl_context or ssl.create_default_context()
-            return http.client.HTTPSConnection(host, port, timeout=timeout, context=context)
-        return http.client.HTTPConnection(host, port, timeout=timeout)
-
     def _post(self) -> str:
         """One attempt (``HttpAccessTokenRetriever.post``): the response body on 200/201;
-        :class:`_Retriable` for what another attempt may change, else
+        :class:`Retriable` for what another attempt may change, else
         :class:`TokenRetrievalError`."""
-        path = self._parts.path or "/"
-        if self._parts.query:
-            path += f"?{self._parts.query}"
         headers = {"Authorization": self._authorization, "Accept": "application/json", "Cache-Control": "no-cache",
                    "Content-Type": "application/x-www-form-urlencoded"}
-        conn = self._connection()
         try:
-            conn.connect()
-            if self.read_timeout_ms is not None and conn.sock is not None:
-                conn.sock.settimeout(self.read_timeout_ms / 1000)
-            conn.request("POST", path, body=self._body.encode(), headers=headers)
-            response = conn.getresponse()
-            status, body = response.status, response.read().decode("utf-8", "replace")
+            status, body = http_exchange(self.url, "POST", body=self._body.encode(), headers=headers,
+                                         connect_timeout_ms=self.connect_timeout_ms,
+                                         read_timeout_ms=self.read_timeout_ms, ssl_context=self._ssl_context)
         except (OSError, http.client.HTTPException) as exc:  # refused, reset, timed out, TLS...
             what = "timed out" if isinstance(exc, TimeoutError) else "failed"
-            raise _Retriable(TokenRetrievalError(
+            raise Retriable(TokenRetrievalError(
                 f"The request to the token endpoint {self.url} {what}: {exc}", retriable=True)) from None
-        finally:
-            conn.close()
         if status in (200, 201):
             if not body:
-                raise _Retriable(TokenRetrievalError(
+                raise Retriable(TokenRetrievalError(
                     f"The token endpoint response was unexpectedly empty despite response code {status} from "
                     f"{self.url}", status=status, retriable=True))
             return body
@@ -484,7 +501,7 @@ class ClientCredentialsTokenProvider:
             raise TokenRetrievalError(
                 f"The response code {status} and error response {_error_text(body)} was encountered reading the "
                 "token endpoint response; will not attempt further retries", status=status)
-        raise _Retriable(TokenRetrievalError(
+        raise Retriable(TokenRetrievalError(
             f"The unexpected response code {status} and error message {_error_text(body)} was encountered "
             "reading the token endpoint response", status=status, retriable=True))
 
