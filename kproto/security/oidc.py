@@ -292,7 +292,7 @@ _T = TypeVar("_T")
 
 
 def retry(call: Callable[[], _T], backoff_ms: int, backoff_max_ms: int,
-          clock: Callable[[], float] = time.time, sleep: Callable[[float], None] = time.sleep) -> _T:
+          clock: Callable[[], float] = time.time, sleep: Callable[[float], object] = time.sleep) -> _T:
     """Kafka's ``Retry.execute``: run ``call`` until it succeeds or raises anything but
     :class:`Retriable` (raised as is); after a :class:`Retriable`, wait ``backoff_ms``,
     doubling, while the time since the start stays within ``backoff_max_ms``; then raise
