@@ -372,7 +372,8 @@ class ClientCredentialsTokenProvider:
     Raises:
         ConfigError: a missing or bad setting.
 
-    Thread-safe: connections being set up at once share one fetch.
+    Thread-safe: connections being set up at once share one fetch. Blocking (the fetch is
+    HTTP): from asyncio, call it in a thread (``await asyncio.to_thread(provider.token)``).
     """
 
     def __init__(self, config: Mapping[str, Any], *, ssl_context: ssl.SSLContext | None = None,
