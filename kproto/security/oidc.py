@@ -8,6 +8,10 @@ A client configured as Java's::
     sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule \\
         required clientId="kafka-app" clientSecret="..." scope="kafka";
 
+(Kafka 4.1's ``sasl.oauthbearer.client.credentials.client.id``,
+``sasl.oauthbearer.client.credentials.client.secret`` and ``sasl.oauthbearer.scope``, KIP-1139,
+may stand in for the three JAAS options, and win over them)
+
 gets its token from :class:`ClientCredentialsTokenProvider`: ``provider.token()`` answers an
 :class:`AccessToken` (the JWT, its expiry, its principal) to put in the OAUTHBEARER initial
 response (:func:`kproto.security.oauthbearer.initial_response`), fetching a new one when the
@@ -254,11 +258,25 @@ def parse_access_token(value: str, *, expires_in_ms: int | None = None, sub_clai
     return AccessToken(value, lifetime_ms, sub.strip(), frozenset(s.strip() for s in scope if s.strip()), start)
 
 
-def _sanitized(name: str, value: str | None) -> str:
-    """``HttpAccessTokenRetriever.sanitizeString``: trimmed, and not empty."""
-    if value is None or not value.strip():
-        raise ConfigError(f"The OAuth configuration option {name} is required (in sasl.jaas.config)")
-    return value.strip()
+# KIP-1139 (Kafka 4.1): a config key, or the older sasl.jaas.config option (ConfigOrJaas)
+_CLIENT_ID = ("sasl.oauthbearer.client.credentials.client.id", "clientId")
+_CLIENT_SECRET = ("sasl.oauthbearer.client.credentials.client.secret", "clientSecret")
+_SCOPE = ("sasl.oauthbearer.scope", "scope")
+
+
+def _config_or_jaas(config: Mapping[str, Any], jaas_options: Mapping[str, str], names: tuple[str, str],
+                    required: bool) -> str | None:
+    """``ConfigOrJaas.getValue``: the config key wins over the JAAS option; trimmed, and
+    not empty when required (``HttpAccessTokenRetriever.sanitizeString``)."""
+    key, option = names
+    value = config.get(key)
+    if value is None:
+        value = jaas_options.get(option)
+    text = None if value is None else str(value).strip()
+    if required and not text:
+        raise ConfigError(f"The OAuth configuration option {option} is required: set {key}, or {option} in the "
+                          "OAuthBearerLoginModule of sasl.jaas.config")
+    return text or None
 
 
 def _url_encode(text: str) -> str:
@@ -356,9 +374,11 @@ class ClientCredentialsTokenProvider:
 
     Args:
         config: the client's settings with Kafka's names: ``sasl.oauthbearer.token.endpoint.url``
-            (required; ``https://``, ``http://`` or ``file://``), ``sasl.jaas.config``
-            (``OAuthBearerLoginModule`` with ``clientId``, ``clientSecret`` and
-            optionally ``scope``; not needed for ``file://``),
+            (required; ``https://``, ``http://`` or ``file://``), the client id, secret and
+            scope (optional) as ``sasl.oauthbearer.client.credentials.client.id``,
+            ``...client.secret`` and ``sasl.oauthbearer.scope`` (KIP-1139), or as the
+            ``clientId``, ``clientSecret`` and ``scope`` options of ``OAuthBearerLoginModule``
+            in ``sasl.jaas.config`` (the config keys win; neither is needed for ``file://``),
             ``sasl.oauthbearer.scope.claim.name``, ``sasl.oauthbearer.sub.claim.name``,
             ``sasl.oauthbearer.header.urlencode``, ``sasl.login.connect.timeout.ms``,
             ``sasl.login.read.timeout.ms``, ``sasl.login.retry.backoff.ms``,
@@ -401,27 +421,22 @@ class ClientCredentialsTokenProvider:
         self._sleep = sleep
         self._authorization = self._body = ""
         if self._parts.scheme != "file":
-            options = self._login_options(config.get("sasl.jaas.config"))
-            client_id = _sanitized("clientId", options.get("clientId"))
-            client_secret = _sanitized("clientSecret", options.get("clientSecret"))
+            text = config.get("sasl.jaas.config")
+            options = dict(jaas.parse(str(text)).options) if text else {}
+            client_id = _config_or_jaas(config, options, _CLIENT_ID, required=True) or ""
+            client_secret = _config_or_jaas(config, options, _CLIENT_SECRET, required=True) or ""
             if str(config.get("sasl.oauthbearer.header.urlencode", "false")).lower() == "true":
                 client_id, client_secret = _url_encode(client_id), _url_encode(client_secret)
             # RFC 7617: the standard base64 alphabet, not the URL-safe one (KAFKA-14496)
             credentials = base64.b64encode(f"{client_id}:{client_secret}".encode()).decode("ascii")
             self._authorization = f"Basic {credentials}"
             self._body = "grant_type=client_credentials"
-            scope = (options.get("scope") or "").strip()
+            scope = _config_or_jaas(config, options, _SCOPE, required=False)
             if scope:
                 self._body += f"&scope={_url_encode(scope)}"
         self._lock = threading.Lock()
         self._token: AccessToken | None = None
         self._refresh_at_ms = 0
-
-    @staticmethod
-    def _login_options(text: Any) -> dict[str, str]:
-        if not text:
-            raise ConfigError("sasl.jaas.config is required: OAuthBearerLoginModule with clientId and clientSecret")
-        return dict(jaas.parse(str(text)).options)
 
     @property
     def refresh_at_ms(self) -> int:

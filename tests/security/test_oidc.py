@@ -195,7 +195,7 @@ def test_a_file_token_endpoint(tmp_path):
 @pytest.mark.parametrize(("config", "message"), [
     ({}, "sasl.oauthbearer.token.endpoint.url is required"),
     ({"sasl.oauthbearer.token.endpoint.url": "ftp://idp/token", "sasl.jaas.config": JAAS}, "expected an http"),
-    ({"sasl.oauthbearer.token.endpoint.url": "http://idp/token"}, "sasl.jaas.config is required"),
+    ({"sasl.oauthbearer.token.endpoint.url": "http://idp/token"}, "option clientId is required"),
     ({"sasl.oauthbearer.token.endpoint.url": "http://idp/token", "sasl.jaas.config":
       'org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required clientId="a";'},
      "option clientSecret is required"),
@@ -207,6 +207,22 @@ def test_a_file_token_endpoint(tmp_path):
 def test_bad_settings(config, message):
     with pytest.raises(ConfigError, match=message):
         ClientCredentialsTokenProvider(config)
+
+
+def test_the_kip_1139_settings_win_over_the_jaas_options():
+    """issue 15, B: sasl.oauthbearer.client.credentials.client.id/.secret and
+    sasl.oauthbearer.scope (Kafka 4.1) stand in for clientId/clientSecret/scope, and win."""
+    with http_endpoint(Reply(200, token_body())) as endpoint:
+        provider(endpoint.url, **{"sasl.oauthbearer.client.credentials.client.id": "config-app",
+                                  "sasl.oauthbearer.scope": "admin"}).fetch()
+        ClientCredentialsTokenProvider({"sasl.oauthbearer.token.endpoint.url": endpoint.url,
+                                        "sasl.oauthbearer.client.credentials.client.id": "only-config",
+                                        "sasl.oauthbearer.client.credentials.client.secret": "pw"}).fetch()
+    both, config_only = endpoint.requests
+    assert base64.b64decode(both.headers["Authorization"].removeprefix("Basic ")) == b"config-app:s3cret"
+    assert both.body == "grant_type=client_credentials&scope=admin"
+    assert base64.b64decode(config_only.headers["Authorization"].removeprefix("Basic ")) == b"only-config:pw"
+    assert config_only.body == "grant_type=client_credentials"
 
 
 # -- refresh: ExpiringCredentialRefreshingLogin.refreshMs, sans-I/O ---------------------------
