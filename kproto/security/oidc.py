@@ -8,14 +8,12 @@ A client configured as Java's::
     sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule \\
         required clientId="kafka-app" clientSecret="..." scope="kafka";
 
-(Kafka 4.1's ``sasl.oauthbearer.client.credentials.client.id``,
-``sasl.oauthbearer.client.credentials.client.secret`` and ``sasl.oauthbearer.scope``, KIP-1139,
-may stand in for the three JAAS options, and win over them)
-
 gets its token from :class:`ClientCredentialsTokenProvider`: ``provider.token()`` answers an
 :class:`AccessToken` (the JWT, its expiry, its principal) to put in the OAUTHBEARER initial
 response (:func:`kproto.security.oauthbearer.initial_response`), fetching a new one when the
-current one is due for refresh.
+current one is due for refresh. Kafka 4.1's ``sasl.oauthbearer.client.credentials.client.id``,
+``sasl.oauthbearer.client.credentials.client.secret`` and ``sasl.oauthbearer.scope``
+(KIP-1139) may stand in for the three JAAS options, and win over them.
 
 Theory of operation.
 
