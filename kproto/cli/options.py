@@ -5,8 +5,8 @@ Where a client setting comes from, last wins:
 
 1. the CLI's own defaults (:data:`CLI_DEFAULTS`): short timeouts, so that a command
    against a broker that is down fails in seconds instead of Java's minute;
-2. ``--command-config FILE``: Kafka client properties (``key=value`` lines, ``#`` and
-   ``!`` comments);
+2. ``--command-config FILE``: Kafka client properties, a Java ``.properties`` file as
+   Kafka's tools read it (:mod:`kproto.cli.properties`);
 3. ``--property KEY=VALUE`` (repeatable);
 4. the command's own flags (``--acks``, ``--compression``, ``--group``...).
 
@@ -26,6 +26,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
 from kproto import AdminClient, Consumer, Producer
+from kproto.cli.properties import read_properties
 from kproto.config import CONFIGS
 
 __all__ = [
@@ -37,12 +38,12 @@ __all__ = [
     "add_producer_options",
     "admin_client",
     "client_settings",
+    "command_settings",
     "consumer_client",
     "key_value",
     "positive_int",
     "producer_client",
     "producer_flags",
-    "read_properties",
 ]
 
 ENV_BOOTSTRAP = "KPROTO_BOOTSTRAP_SERVERS"
@@ -92,21 +93,25 @@ def add_command(subparsers: argparse._SubParsersAction, name: str, *, help: str,
                                  formatter_class=argparse.RawDescriptionHelpFormatter, **kwargs)
 
 
-def add_connection_options(parser: argparse.ArgumentParser, *, suppress: bool = True) -> None:
+def add_connection_options(parser: argparse.ArgumentParser, *, suppress: bool = True,
+                           bootstrap_help: str | None = None) -> None:
     """Add ``--bootstrap-servers``, ``--command-config`` and ``--property`` to ``parser``.
 
     The top-level parser takes them with defaults; each command that connects takes them
     again with ``suppress`` (no default), so that they may come before or after the
     command name without the command's absent copy hiding the top-level value.
+    ``bootstrap_help`` replaces the help of ``--bootstrap-servers`` (for a command whose
+    default is not the usual one).
     """
     def default(value: Any) -> Any:
         return argparse.SUPPRESS if suppress else value
 
     group = parser.add_argument_group("connection")
     group.add_argument("--bootstrap-servers", metavar="HOST:PORT[,...]", default=default(None),
-                       help=f"brokers to connect to (default: ${ENV_BOOTSTRAP}, else {DEFAULT_BOOTSTRAP})")
+                       help=bootstrap_help or f"brokers to connect to (default: ${ENV_BOOTSTRAP}, else "
+                                              f"{DEFAULT_BOOTSTRAP})")
     group.add_argument("--command-config", metavar="FILE", default=default(None),
-                       help="Kafka client properties file (key=value lines, # comments)")
+                       help="Kafka client properties file (Java .properties: key=value lines, # comments)")
     group.add_argument("--property", metavar="KEY=VALUE", type=key_value, action="append",
                        default=default([]), dest="properties",
                        help="a client setting that wins over --command-config (repeatable)")
@@ -124,24 +129,16 @@ def producer_flags(args: argparse.Namespace) -> dict[str, Any]:
     return {"acks": args.acks, "compression.type": args.compression}
 
 
-def read_properties(path: str) -> dict[str, str]:
-    """Kafka client properties: ``key=value`` (or ``key: value``) lines; blank lines and
-    lines starting with ``#`` or ``!`` are skipped. Later duplicates win.
+def command_settings(args: argparse.Namespace) -> dict[str, str]:
+    """The settings of ``--command-config`` with ``--property`` over them, for every kind of
+    client alike (:func:`client_settings` picks one kind's).
 
     Raises:
         OSError: the file cannot be read.
-        ValueError: a line has no separator.
+        ValueError: the file is malformed.
     """
-    settings: dict[str, str] = {}
-    with open(path, encoding="utf-8") as f:
-        for number, line in enumerate(f, 1):
-            line = line.strip()
-            if not line or line[0] in "#!":
-                continue
-            cut = min((i for i in (line.find("="), line.find(":")) if i > 0), default=-1)
-            if cut < 0:
-                raise ValueError(f"{path}:{number}: expected key=value, not {line!r}")
-            settings[line[:cut].strip()] = line[cut + 1:].strip()
+    settings = read_properties(args.command_config) if args.command_config else {}
+    settings.update(args.properties)
     return settings
 
 
@@ -151,12 +148,8 @@ def client_settings(args: argparse.Namespace, client: str, flags: Mapping[str, A
 
     ``flags`` are the command's own settings; None values in it are flags not given.
     """
-    layers: list[Mapping[str, Any]] = [CLI_DEFAULTS]
-    if args.command_config:
-        layers.append(read_properties(args.command_config))
-    layers.append(dict(args.properties))
     settings: dict[str, Any] = {}
-    for layer in layers:
+    for layer in (CLI_DEFAULTS, command_settings(args)):
         for name, value in layer.items():
             key = CONFIGS.get(name)
             if key is None or client in key.clients:  # unknown keys go on, for ClientConfig to name

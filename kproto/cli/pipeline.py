@@ -17,11 +17,18 @@ import sys
 import tempfile
 from contextlib import ExitStack
 
-from kproto.cli.options import UsageError, add_command, positive_int
+from kproto.cli.options import (
+    UsageError,
+    add_command,
+    add_connection_options,
+    command_settings,
+    positive_int,
+)
 from kproto.cli.progress import progress
 from kproto.pipeline import (
     DEFAULT_EVENTS,
     MICRO_BATCHES,
+    check_client_config,
     embedded_broker,
     format_report,
     run_pipeline,
@@ -35,6 +42,7 @@ _EXAMPLES = [
     "kproto pipeline --events 200000 --output /tmp/activity --seed 7",
     "kproto pipeline --bootstrap-servers kafka:9092 --master spark://spark:7077 --replication-factor 3 "
     "--output hdfs:///tmp/activity",
+    "kproto pipeline --command-config client.properties   # security.protocol, sasl.*... for every client",
 ]
 
 
@@ -46,8 +54,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                          "views and clicks, a Spark Structured Streaming job reading it with "
                          "format(\"kproto\") (events per page and minute, top users) that writes Kafka "
                          "and Parquet, and a summary. Needs pyspark and pyarrow (the spark extra) and Java 17.")
-    parser.add_argument("--bootstrap-servers", metavar="HOST:PORT[,...]", default=argparse.SUPPRESS,
-                        help="a Kafka cluster to use (default: start minibroker for the run)")
+    add_connection_options(parser, bootstrap_help="a Kafka cluster to use (default: bootstrap.servers of "
+                                                  "--command-config, else start minibroker for the run)")
     parser.add_argument("--master", default="local[2]", help="Spark master URL (default: local[2])")
     parser.add_argument("--events", type=positive_int, default=DEFAULT_EVENTS,
                         help=f"events to generate (default: {DEFAULT_EVENTS})")
@@ -88,13 +96,17 @@ def _run(args: argparse.Namespace) -> int:
     if missing:
         print(f"kproto pipeline: error: {missing}", file=sys.stderr)
         return 1
+    # The job's clients (admin, producer, the Spark source and sink) take these settings, each
+    # the keys of its kind; --bootstrap-servers wins over the file's, as in Kafka's tools.
+    settings = command_settings(args)
+    check_client_config(settings)  # a bad setting fails now, not after Spark has started
     output = _output_dir(args.output)
     if not logging.getLogger().handlers:
         # py4j reports a call that Ctrl-C interrupted with logging.exception on the root
         # logger, which would print a traceback or two before the command exits with 130.
         logging.getLogger().addHandler(logging.NullHandler())
     with ExitStack() as stack:  # unwinds on errors and Ctrl-C too: the query, then Spark, then the broker
-        servers = args.bootstrap_servers
+        servers = args.bootstrap_servers or settings.pop("bootstrap.servers", None)
         if not servers:
             servers = stack.enter_context(embedded_broker())
             print(f"minibroker listening on {servers}", file=sys.stderr)
@@ -102,6 +114,7 @@ def _run(args: argparse.Namespace) -> int:
         spark = stack.enter_context(spark_session(args.master))
         report = run_pipeline(spark, servers, events=args.events, seed=args.seed, output=output,
                               max_offsets_per_trigger=args.max_offsets_per_trigger,
-                              replication_factor=args.replication_factor, progress=progress)
+                              replication_factor=args.replication_factor, progress=progress,
+                              client_config=settings)
     print(format_report(report))
     return 0

@@ -60,6 +60,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from kproto.admin import AdminClient, NewTopic
+from kproto.config import ADMIN, CONFIGS, CONSUMER, PRODUCER, ClientConfig
 from kproto.producer import Producer
 from kproto.structs import TopicPartition
 
@@ -75,6 +76,7 @@ __all__ = [
     "PageMinute",
     "Report",
     "UserTotal",
+    "check_client_config",
     "embedded_broker",
     "format_report",
     "generate_events",
@@ -306,7 +308,31 @@ def _end_offsets(admin: AdminClient, topic: str) -> dict[int, int]:
     return {tp.partition: o.offset for tp, o in listed.items()}
 
 
-def _produce(bootstrap_servers: str, events: Sequence[Event], progress: Callable[[int, str, str], Any] | None) -> float:
+def _of_kind(client: str, config: Mapping[str, Any]) -> dict[str, Any]:
+    """The settings of ``config`` that a ``client`` (admin, producer, consumer) takes: one
+    settings file serves every client of the job. Unknown keys stay, for
+    :class:`~kproto.config.ClientConfig` to refuse with the closest name."""
+    return {name: value for name, value in config.items()
+            if (key := CONFIGS.get(name)) is None or client in key.clients}
+
+
+def check_client_config(client_config: Mapping[str, Any]) -> None:
+    """Check the settings :func:`run_pipeline` gives its clients, before anything starts.
+
+    Raises:
+        ConfigError: a key that no client of the job takes, or a bad value.
+    """
+    for client in (ADMIN, PRODUCER, CONSUMER):
+        # the bootstrap servers may be known only later (the embedded broker's port)
+        ClientConfig(client, {"bootstrap.servers": "unused:9092", **_of_kind(client, client_config)})
+
+
+def _spark_options(client: str, config: Mapping[str, Any]) -> dict[str, str]:
+    """``config`` as ``kafka.``-prefixed options of the kproto source (consumer) or sink (producer)."""
+    return {f"kafka.{name}": str(value) for name, value in _of_kind(client, config).items()}
+
+
+def _produce(config: Mapping[str, Any], events: Sequence[Event], progress: Callable[[int, str, str], Any] | None) -> float:
     """Send ``events`` and the heartbeat; return the seconds it took, every record acknowledged.
 
     Raises:
@@ -314,7 +340,8 @@ def _produce(bootstrap_servers: str, events: Sequence[Event], progress: Callable
     """
     started = time.perf_counter()
     bar = progress(len(events), "events", "producing") if progress is not None else None
-    with Producer(bootstrap_servers=bootstrap_servers, linger_ms=5, compression_type="lz4") as producer:
+    settings = {"linger.ms": 5, "compression.type": "lz4", **_of_kind(PRODUCER, config)}
+    with Producer(settings) as producer:
         sent = []
         for first in range(0, len(events), _PROGRESS_STEP):
             chunk = events[first:first + _PROGRESS_STEP]
@@ -340,13 +367,13 @@ def _create_topics(admin: AdminClient, replication_factor: int) -> None:
         admin.create_topics(missing)
 
 
-def _closed_rows(spark: SparkSession, bootstrap_servers: str, start: Mapping[int, int],
+def _closed_rows(spark: SparkSession, config: Mapping[str, Any], start: Mapping[int, int],
                  max_offsets_per_trigger: int) -> DataFrame:
     """The streaming query's result: events per closed (minute, page, user) window, read from ``start``."""
     from pyspark.sql import functions as F
 
     source = (spark.readStream.format("kproto")
-              .option("kafka.bootstrap.servers", bootstrap_servers)
+              .options(**_spark_options(CONSUMER, config))
               .option("subscribe", EVENTS_TOPIC)
               .option("startingOffsets", json.dumps({EVENTS_TOPIC: {str(p): o for p, o in start.items()}}))
               .option("maxOffsetsPerTrigger", str(max_offsets_per_trigger))
@@ -368,7 +395,7 @@ def _per_page(minutes: DataFrame) -> DataFrame:
         F.sum("clicks").alias("clicks"), F.count("*").alias("users"))
 
 
-def _batch_writer(bootstrap_servers: str, minutes_path: str) -> Callable[[DataFrame, int], None]:
+def _batch_writer(config: Mapping[str, Any], minutes_path: str) -> Callable[[DataFrame, int], None]:
     """The ``foreachBatch`` function: a micro-batch's closed rows to Parquet, per page to :data:`RESULTS_TOPIC`.
 
     Two Spark jobs a micro-batch, as Spark's fixed cost per job dominates at this size:
@@ -383,7 +410,7 @@ def _batch_writer(bootstrap_servers: str, minutes_path: str) -> Callable[[DataFr
             minutes.write.mode("append").parquet(minutes_path)
             pages = _per_page(minutes)
             (pages.select(F.col("page").alias("key"), F.to_json(F.struct(*pages.columns)).alias("value"))
-             .write.format("kproto").option("kafka.bootstrap.servers", bootstrap_servers)
+             .write.format("kproto").options(**_spark_options(PRODUCER, config))
              .option("topic", RESULTS_TOPIC).mode("append").save())
         finally:
             minutes.unpersist()
@@ -433,7 +460,8 @@ def _summary(spark: SparkSession, minutes_path: str) -> tuple[list[PageMinute], 
 
 def run_pipeline(spark: SparkSession, bootstrap_servers: str, *, events: int = DEFAULT_EVENTS, seed: int = 1,
                  output: str, max_offsets_per_trigger: int | None = None, start_ms: int | None = None,
-                 replication_factor: int = -1, progress: Callable[[int, str, str], Any] | None = None) -> Report:
+                 replication_factor: int = -1, progress: Callable[[int, str, str], Any] | None = None,
+                 client_config: Mapping[str, Any] | None = None) -> Report:
     """Produce the stream, run the streaming job on ``spark`` and read its Parquet back (steps 2-5).
 
     Args:
@@ -453,8 +481,16 @@ def run_pipeline(spark: SparkSession, bootstrap_servers: str, *, events: int = D
             ``update(n)`` and ``close()``. The ``kproto pipeline`` command passes its
             progress line on stderr (:func:`kproto.cli.progress.progress`); None, the
             default, draws nothing.
+        client_config: Kafka client settings for every client of the job (the
+            ``--command-config`` of ``kproto pipeline``): ``security.protocol``,
+            ``sasl.*``, ``ssl.*``, ``client.id``, timeouts... Each client takes the keys of
+            its kind: the admin client and the producer directly, the Spark source
+            (consumer) and sink (producer) as ``kafka.``-prefixed options, so values must
+            be strings or numbers there. ``bootstrap_servers`` wins over a
+            ``bootstrap.servers`` here.
 
     Raises:
+        ConfigError: a setting no client of its kind takes, or a bad value.
         KafkaError: the cluster refused a topic or a record.
         StreamingQueryException: the Spark job failed.
     """
@@ -465,18 +501,20 @@ def run_pipeline(spark: SparkSession, bootstrap_servers: str, *, events: int = D
         start_ms = (int(time.time() * 1000) - SPAN_MS) // WINDOW_MS * WINDOW_MS
     stream = generate_events(events, seed, start_ms)
     minutes_path = os.path.join(output, "minutes")
-    with AdminClient(bootstrap_servers=bootstrap_servers) as admin:
+    config = {**(client_config or {}), "bootstrap.servers": bootstrap_servers}
+    check_client_config(config)
+    with AdminClient(_of_kind(ADMIN, config)) as admin:
         _create_topics(admin, replication_factor)
         # This run's records are the ones past these offsets, on a new topic or one used before.
         events_start = _end_offsets(admin, EVENTS_TOPIC)
         results_start = _end_offsets(admin, RESULTS_TOPIC)
-        produce_seconds = _produce(bootstrap_servers, stream, progress)
+        produce_seconds = _produce(config, stream, progress)
         # Spark rounds each partition's share of a micro-batch down: one record per
         # partition more keeps a last micro-batch of a few records from following.
         limit = max_offsets_per_trigger or math.ceil((events + 1) / MICRO_BATCHES) + len(events_start)
         started = time.perf_counter()
-        query = (_closed_rows(spark, bootstrap_servers, events_start, limit).writeStream
-                 .outputMode("append").foreachBatch(_batch_writer(bootstrap_servers, minutes_path))
+        query = (_closed_rows(spark, config, events_start, limit).writeStream
+                 .outputMode("append").foreachBatch(_batch_writer(config, minutes_path))
                  .option("checkpointLocation", os.path.join(output, "_checkpoint"))
                  .trigger(availableNow=True).queryName("kproto-pipeline").start())
         try:

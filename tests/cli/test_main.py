@@ -140,9 +140,9 @@ def test_bad_client_settings_name_the_closest_key(cli, tmp_path):
     result = cli("--property", "request.timeout.mss=5", "topics", "list")
     assert result.code == 1 and "did you mean 'request.timeout.ms'" in result.err
     config = tmp_path / "bad.properties"
-    config.write_text("no separator here\n")
+    config.write_text("no separator here\n")  # java.util.Properties: the key "no", the value "separator here"
     result = cli("topics", "list", "--command-config", str(config))
-    assert result.code == 1 and f"{config}:1: expected key=value" in result.err
+    assert result.code == 1 and "unknown admin config 'no'" in result.err
     result = cli("topics", "list", "--command-config", str(tmp_path / "missing.properties"))
     assert result.code == 1 and "No such file" in result.err
 

@@ -6,7 +6,8 @@ import argparse
 
 import pytest
 
-from kproto.cli.options import CLI_DEFAULTS, client_settings, read_properties
+from kproto.cli.options import CLI_DEFAULTS, client_settings
+from kproto.cli.properties import read_properties
 
 
 def namespace(**kwargs) -> argparse.Namespace:

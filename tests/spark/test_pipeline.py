@@ -26,6 +26,7 @@ from kproto.pipeline import (
     heartbeat,
     run_pipeline,
 )
+from kproto.protocol import ApiKey
 from tests.spark import pipeline_counts as counts
 
 EVENTS = 2_000
@@ -33,10 +34,29 @@ SEED = 5
 PER_TRIGGER = 700  # three micro-batches of data, then the one the heartbeat's watermark adds
 
 
+CLIENT_ID = "kproto-pipeline-test"  # client_config's: every client of the job sends it
+
+
 @pytest.fixture(scope="module")
-def report(spark, broker, tmp_path_factory):
-    return run_pipeline(spark, broker.bootstrap_servers, events=EVENTS, seed=SEED,
-                        output=str(tmp_path_factory.mktemp("pipeline")), max_offsets_per_trigger=PER_TRIGGER)
+def run(spark, broker, tmp_path_factory):
+    """The pipeline's report, and the requests the broker got while it ran: by the job's
+    client id (its Fetch requests: the Spark source's), and by kproto's default one."""
+    by_job, fetches = broker.requests.control(client_id=CLIENT_ID), broker.requests.control(
+        ApiKey.FETCH, client_id=CLIENT_ID)
+    by_default = broker.requests.control(client_id="kproto")
+    try:
+        report = run_pipeline(spark, broker.bootstrap_servers, events=EVENTS, seed=SEED,
+                              output=str(tmp_path_factory.mktemp("pipeline")), max_offsets_per_trigger=PER_TRIGGER,
+                              client_config={"client.id": CLIENT_ID, "request.timeout.ms": "20000"})
+    finally:
+        for control in (by_job, fetches, by_default):
+            control.remove()
+    return report, {"job": by_job.count, "fetch": fetches.count, "default": by_default.count}
+
+
+@pytest.fixture(scope="module")
+def report(run):
+    return run[0]
 
 
 @pytest.fixture(scope="module")
@@ -54,6 +74,14 @@ def per_user(events) -> Counter:
 def per_page(per_user) -> dict[tuple[int, str], tuple[int, int, int, int]]:
     """(minute, page) -> (events, views, clicks, distinct users)."""
     return counts.per_page(per_user)
+
+
+def test_every_client_of_the_job_takes_client_config(run):
+    """issue 15, A: run_pipeline(client_config=...) reaches the admin client, the producer,
+    and the Spark source and sink as kafka. options: no request left with the default client id."""
+    _, requests = run
+    assert requests["job"] > 0 and requests["fetch"] > 0
+    assert requests["default"] == 0
 
 
 def test_every_event_is_read_and_none_is_late(report):
