@@ -60,9 +60,9 @@ requests are exempt. The larger of the byte-rate and request throttles is the on
 
 Persistence: the quotas are kept in ``minibroker-client-quotas.json`` in the first log
 directory, rewritten atomically on every change (:mod:`minibroker.storage`'s helper); a
-broker without ``log.dirs`` keeps them in memory. In a MiniCluster each broker keeps its
-own (AlterClientQuotas changes the broker it reaches; Kafka's ClientQuotaRecord through
-the controller is not implemented).
+broker without ``log.dirs`` keeps them in memory. A broker of a MiniCluster enforces its
+metadata image's quotas, which the controller's ClientQuotaRecords change (KRaft's way),
+and keeps no file.
 """
 
 from __future__ import annotations
@@ -83,8 +83,8 @@ from kproto.protocol.messages import FetchResponse
 from minibroker.storage import _load_json, _parsing, _write_atomically
 
 __all__ = [
-    "CLIENT_ID", "IP", "QUOTA_KEYS", "USER", "ChannelMute", "ClientQuotas", "Entity", "QuotaError", "Rate",
-    "serve", "throttle_time",
+    "CLIENT_ID", "IP", "QUOTA_KEYS", "USER", "AlterEntry", "AlterResult", "ChannelMute", "ClientQuotas", "Entity",
+    "QuotaError", "Rate", "plan_alter", "serve", "throttle_time",
 ]
 
 log = logging.getLogger("minibroker")
@@ -101,6 +101,10 @@ QUOTAS_FILE = "minibroker-client-quotas.json"
 
 #: An entity: ``((type, name or None for the default), ...)`` sorted by type.
 Entity = tuple[tuple[str, str | None], ...]
+#: One AlterClientQuotas entry: the entity's ``(type, name)`` pairs and ``(key, value or None)`` ops.
+AlterEntry = tuple[Iterable[tuple[str, str | None]], Iterable[tuple[str, float | None]]]
+#: One entity's outcome: ``(entity, error code, message)``.
+AlterResult = tuple[Entity, int, str | None]
 
 _ANONYMOUS = "ANONYMOUS"
 _INACTIVE_MS = 3600 * 1000  # ClientQuotaManager: sensors unused for an hour are dropped
@@ -255,20 +259,25 @@ class ClientQuotas:
         window_size_s: ``quota.window.size.seconds`` (at least 1).
         directory: where to keep the quotas (the first log directory); None keeps them in
             memory only.
+        entities: the quotas to use, shared and kept up to date by their owner: a cluster
+            broker's are its metadata image's (``MetadataImage.client_quotas``), which the
+            controller's ClientQuotaRecords change; None starts without quotas (or with
+            those of ``directory``).
 
     Raises:
         ValueError: a window setting below 1.
         CorruptStateFileError: the quotas file cannot be read (the broker does not start).
     """
 
-    def __init__(self, window_num: int = 11, window_size_s: int = 1, directory: Path | None = None):
+    def __init__(self, window_num: int = 11, window_size_s: int = 1, directory: Path | None = None,
+                 entities: dict[Entity, dict[str, float]] | None = None):
         for name, value in (("quota.window.num", window_num), ("quota.window.size.seconds", window_size_s)):
             if value < 1:
                 raise ValueError(f"{name} must be at least 1")  # Kafka's atLeast(1)
         self.window_num = window_num
         self.window_ms = window_size_s * 1000
         self._path = directory / QUOTAS_FILE if directory is not None else None
-        self.entities: dict[Entity, dict[str, float]] = {}
+        self.entities: dict[Entity, dict[str, float]] = {} if entities is None else entities
         # (quota key, (user tag, client-id tag)) -> its usage
         self._sensors: dict[tuple[str, tuple[str, str]], Rate] = {}
         self._swept_ms = 0
@@ -276,9 +285,14 @@ class ClientQuotas:
             self._load()
 
     @classmethod
-    def for_broker(cls, config: Any, log_dirs: list[Path]) -> ClientQuotas:
-        """The quotas of a broker with this config and these log directories."""
-        return cls(config["quota.window.num"], config["quota.window.size.seconds"], log_dirs[0] if log_dirs else None)
+    def for_broker(cls, config: Any, log_dirs: list[Path], cluster: Any = None) -> ClientQuotas:
+        """The quotas of a broker with this config and these log directories: in its first
+        log directory, or for a cluster broker (``cluster``, its
+        :class:`~minibroker.cluster.api.ClusterContext`) its metadata image's."""
+        window = config["quota.window.num"], config["quota.window.size.seconds"]
+        if cluster is not None:
+            return cls(*window, entities=cluster.image.client_quotas)
+        return cls(*window, log_dirs[0] if log_dirs else None)
 
     # -- persistence ----------------------------------------------------------------------
 
@@ -298,59 +312,20 @@ class ClientQuotas:
 
     # -- configuration (AlterClientQuotas, DescribeClientQuotas) --------------------------
 
-    def alter(self, entries: Iterable[tuple[Iterable[tuple[str, str | None]], Iterable[tuple[str, float | None]]]],
-              *, validate_only: bool = False) -> list[tuple[Entity, int, str | None]]:
-        """Apply quota changes, as Kafka's ``ClientQuotaControlManager.alterClientQuotas``.
-
-        Args:
-            entries: ``(entity pairs, ops)``; an op is ``(key, value)``, a value of None
-                removing the key (removing what is not set is no error).
-            validate_only: check, change nothing.
-
-        Returns:
-            ``(entity, error code, message)`` per distinct entity, in the order first given:
-            an entity given twice answers once, "Ignoring duplicate entity ...".
+    def alter(self, entries: Iterable[AlterEntry], *, validate_only: bool = False) -> list[AlterResult]:
+        """Apply quota changes (see :func:`plan_alter`) and keep them in the quotas file.
 
         Raises:
             OSError: the quotas file could not be written; nothing changed.
         """
-        results: dict[Entity, tuple[int, str | None]] = {}
-        new = {e: dict(q) for e, q in self.entities.items()}
-        for pairs, ops in entries:
-            entity = entity_of(pairs)
-            changes: dict[str, float | None] = {}
-            for key, value in ops:
-                if key in changes:
-                    results[entity] = (InvalidRequestError.code, f"Duplicate quota key {key} not updating quota "
-                                                                 f"for this entity {describe_entity(entity)}")
-                else:
-                    changes[key] = value
-            if entity in results:
-                results[entity] = (InvalidRequestError.code, f"Ignoring duplicate entity {describe_entity(entity)}")
-                continue
-            try:
-                keys = _keys_for(entity)
-                for key, value in changes.items():
-                    if value is not None:
-                        _check_value(keys, key, value)
-            except QuotaError as exc:
-                results[entity] = (exc.code, exc.message)
-                continue
-            results[entity] = (0, None)
-            quotas = new.setdefault(entity, {})
-            for key, value in changes.items():
-                if value is None:
-                    quotas.pop(key, None)
-                else:
-                    quotas[key] = float(value)
-            if not quotas:
-                del new[entity]
+        results, new = plan_alter(self.entities, entries)
         if not validate_only and new != self.entities:
             if self._path is not None:
                 self._save(new)
-            self.entities = new
+            self.entities.clear()  # in place: a cluster broker shares the dict with its image
+            self.entities.update(new)
             log.info("client quotas are now %s", self.entities)
-        return [(entity, code, message) for entity, (code, message) in results.items()]
+        return results
 
     def describe(self, components: Iterable[tuple[str, int, str | None]], strict: bool) -> dict[Entity, dict[str, float]]:
         """The entities matching a filter, as Kafka's ``ClientQuotasImage.describe``.
@@ -503,6 +478,55 @@ class ClientQuotas:
             return math.inf
         limit = self.quota(key, user, client_id)
         return math.inf if limit is None else limit * (self.window_num - 1) * self.window_ms / 1000
+
+
+def plan_alter(current: Mapping[Entity, Mapping[str, float]], entries: Iterable[AlterEntry]
+               ) -> tuple[list[AlterResult], dict[Entity, dict[str, float]]]:
+    """What AlterClientQuotas makes of ``current``, as Kafka's
+    ``ClientQuotaControlManager.alterClientQuotas``; changes nothing.
+
+    Args:
+        current: entity -> quota key -> value.
+        entries: ``(entity pairs, ops)``; an op is ``(key, value)``, a value of None
+            removing the key (removing what is not set is no error).
+
+    Returns:
+        ``(entity, error code, message)`` per distinct entity, in the order first given (an
+        entity given twice answers once, "Ignoring duplicate entity ..."), and the quotas
+        once the valid entities' changes are made.
+    """
+    results: dict[Entity, tuple[int, str | None]] = {}
+    new = {e: dict(q) for e, q in current.items()}
+    for pairs, ops in entries:
+        entity = entity_of(pairs)
+        changes: dict[str, float | None] = {}
+        for key, value in ops:
+            if key in changes:
+                results[entity] = (InvalidRequestError.code, f"Duplicate quota key {key} not updating quota "
+                                                             f"for this entity {describe_entity(entity)}")
+            else:
+                changes[key] = value
+        if entity in results:
+            results[entity] = (InvalidRequestError.code, f"Ignoring duplicate entity {describe_entity(entity)}")
+            continue
+        try:
+            keys = _keys_for(entity)
+            for key, value in changes.items():
+                if value is not None:
+                    _check_value(keys, key, value)
+        except QuotaError as exc:
+            results[entity] = (exc.code, exc.message)
+            continue
+        results[entity] = (0, None)
+        quotas = new.setdefault(entity, {})
+        for key, value in changes.items():
+            if value is None:
+                quotas.pop(key, None)
+            else:
+                quotas[key] = float(value)
+        if not quotas:
+            del new[entity]
+    return [(entity, code, message) for entity, (code, message) in results.items()], new
 
 
 def _keys_for(entity: Entity) -> dict[str, str]:

@@ -165,7 +165,7 @@ class BrokerState:
         #: The clock every Partition call is given (ms): the replica manager must use the same.
         self.clock_ms: Callable[[], int] = lambda: int(time.monotonic() * 1000)
         try:
-            self.quotas = ClientQuotas.for_broker(config, self.storage.log_dirs)  # KIP-13/55/219 (minibroker.quotas)
+            self.quotas = ClientQuotas.for_broker(config, self.storage.log_dirs, cluster)  # KIP-13/55/219
             self._load()
         except BaseException:
             self.close()  # the directories are not left locked by a broker that failed to start

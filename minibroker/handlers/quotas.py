@@ -15,9 +15,12 @@ entity; a ``remove`` op (what Java's client sends for a null value) drops the ke
 that cannot be written (a full disk) is KAFKA_STORAGE_ERROR for every entity and changes
 nothing.
 
+In a MiniCluster, AlterClientQuotas is forwarded to the controller, which checks it by the
+same rules and commits ClientQuotaRecords to the metadata log; every broker enforces and
+describes its image's quotas, kept by the metadata log rather than in a file.
+
 Not implemented: IP entities (KIP-612 connection rates: INVALID_REQUEST);
-``controller_mutation_rate`` (KIP-599) is stored and described but not enforced; in a
-MiniCluster, quotas are per broker (no ClientQuotaRecord through the controller).
+``controller_mutation_rate`` (KIP-599) is stored and described but not enforced.
 """
 
 from kproto.errors import KafkaStorageError
@@ -49,11 +52,14 @@ async def alter_client_quotas(state, header, request):
     entries = [([(e.entity_type, e.entity_name) for e in entry.entity],
                 [(op.key, None if op.remove else op.value) for op in entry.ops])
                for entry in request.entries]
-    try:
-        results = state.quotas.alter(entries, validate_only=request.validate_only)
-    except OSError as exc:  # a full disk: nothing changed, retriable
-        results = [(entity, KafkaStorageError.code, f"cannot record the client quotas: {exc}")
-                   for entity, _, _ in state.quotas.alter(entries, validate_only=True)]
+    if state.cluster is not None:  # the controller decides and commits (ClientQuotaRecords)
+        results = await state.cluster.channel.alter_client_quotas(entries, validate_only=request.validate_only)
+    else:
+        try:
+            results = state.quotas.alter(entries, validate_only=request.validate_only)
+        except OSError as exc:  # a full disk: nothing changed, retriable
+            results = [(entity, KafkaStorageError.code, f"cannot record the client quotas: {exc}")
+                       for entity, _, _ in state.quotas.alter(entries, validate_only=True)]
     return AlterClientQuotasResponse(entries=[
         _A.EntryData(error_code=code, error_message=message,
                      entity=[_A.EntityData(entity_type=t, entity_name=n) for t, n in entity])
