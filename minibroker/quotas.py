@@ -76,7 +76,7 @@ from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from kproto.errors import InvalidRequestError, UnknownServerError, UnsupportedVersionError
+from kproto.errors import InvalidRequestError, UnsupportedVersionError
 from kproto.protocol import ApiKey, RequestHeader
 from kproto.protocol.frames import encode_response_parts
 from kproto.protocol.messages import FetchResponse
@@ -84,7 +84,7 @@ from minibroker.storage import _load_json, _parsing, _write_atomically
 
 __all__ = [
     "CLIENT_ID", "IP", "QUOTA_KEYS", "USER", "AlterEntry", "AlterResult", "ChannelMute", "ClientQuotas", "Entity",
-    "QuotaError", "Rate", "plan_alter", "serve", "throttle_time",
+    "QuotaError", "Rate", "entity_of", "plan_alter", "serve", "throttle_time",
 ]
 
 log = logging.getLogger("minibroker")
@@ -94,8 +94,7 @@ PRODUCE, FETCH, REQUEST, MUTATION = "producer_byte_rate", "consumer_byte_rate", 
 #: The quota keys of user and client-id entities, with their config types (Kafka's
 #: ``QuotaConfig.userAndClientQuotaConfigs``); LONG values must be whole numbers.
 QUOTA_KEYS: dict[str, str] = {PRODUCE: "LONG", FETCH: "LONG", REQUEST: "DOUBLE", MUTATION: "DOUBLE"}
-_IP_KEYS = {"connection_creation_rate": "INT"}  # QuotaConfig.ipConfigs
-_LIMITS = {"SHORT": (2**15 - 1, "a SHORT"), "INT": (2**31 - 1, "an INT"), "LONG": (2**63 - 1, "a LONG")}
+_MAX_LONG = 2**63 - 1
 
 QUOTAS_FILE = "minibroker-client-quotas.json"
 
@@ -126,7 +125,7 @@ class QuotaError(Exception):
         self.message = message
 
 
-def java_round(x: float) -> int:
+def _java_round(x: float) -> int:
     """Java's ``Math.round``: halves go up."""
     return math.floor(x + 0.5)
 
@@ -136,7 +135,7 @@ def throttle_time(rate: float, limit: float, window_ms: int) -> int:
     above ``limit`` must wait so that, with nothing more recorded, the rate over the
     ``window_ms`` it was measured on comes back to the limit: ``O*W/(W+X) = T`` gives
     ``X = (O - T) / T * W`` (ms, rounded)."""
-    return java_round((rate - limit) / limit * window_ms)
+    return _java_round((rate - limit) / limit * window_ms)
 
 
 class _Sample:
@@ -282,7 +281,7 @@ class ClientQuotas:
         self._sensors: dict[tuple[str, tuple[str, str]], Rate] = {}
         self._swept_ms = 0
         if self._path is not None and self._path.exists():
-            self._load()
+            self._load(self._path)
 
     @classmethod
     def for_broker(cls, config: Any, log_dirs: list[Path], cluster: Any = None) -> ClientQuotas:
@@ -296,19 +295,19 @@ class ClientQuotas:
 
     # -- persistence ----------------------------------------------------------------------
 
-    def _load(self) -> None:
+    def _load(self, path: Path) -> None:
         refusal = ("the broker does not start rather than forget client quotas; restore the file, or remove it "
                    "to start without quotas")
-        data = _load_json(self._path, refusal)
-        with _parsing(self._path, refusal):
+        data = _load_json(path, refusal)
+        with _parsing(path, refusal):
             for item in data["entities"]:
                 entity = entity_of((t, n) for t, n in item["entity"])
                 self.entities[entity] = {str(k): float(v) for k, v in item["quotas"].items()}
 
-    def _save(self, entities: Mapping[Entity, dict[str, float]]) -> None:
+    def _save(self, path: Path, entities: Mapping[Entity, dict[str, float]]) -> None:
         data = {"version": 1, "entities": [{"entity": [list(p) for p in e], "quotas": q}
                                            for e, q in sorted(entities.items(), key=lambda i: repr(i[0]))]}
-        _write_atomically(self._path, json.dumps(data, indent=1))
+        _write_atomically(path, json.dumps(data, indent=1))
 
     # -- configuration (AlterClientQuotas, DescribeClientQuotas) --------------------------
 
@@ -321,7 +320,7 @@ class ClientQuotas:
         results, new = plan_alter(self.entities, entries)
         if not validate_only and new != self.entities:
             if self._path is not None:
-                self._save(new)
+                self._save(self._path, new)
             self.entities.clear()  # in place: a cluster broker shares the dict with its image
             self.entities.update(new)
             log.info("client quotas are now %s", self.entities)
@@ -549,21 +548,17 @@ def _keys_for(entity: Entity) -> dict[str, str]:
 
 
 def _check_value(keys: Mapping[str, str], key: str, value: float) -> None:
-    """``validateQuotaKeyValue``: a known key, above 0, whole for integral types."""
+    """``validateQuotaKeyValue``: a known key, above 0, and for a LONG a whole number that fits."""
     kind = keys.get(key)
     if kind is None:
         raise QuotaError(InvalidRequestError.code, f"Invalid configuration key {key}")
     if value <= 0.0:
         raise QuotaError(InvalidRequestError.code, f"Quota {key} must be greater than 0")
-    if kind == "DOUBLE":
-        return
-    if kind not in _LIMITS:
-        raise QuotaError(UnknownServerError.code, f"Unexpected config type {kind} should be Long or Double")
-    top, name = _LIMITS[kind]
-    if value > top:
-        raise QuotaError(InvalidRequestError.code, f"Proposed value for {key} is too large for {name}.")
-    if abs(math.fmod(value, 1.0)) > 1e-6:
-        raise QuotaError(InvalidRequestError.code, f"{key} cannot be a fractional value.")
+    if kind == "LONG":
+        if value > _MAX_LONG:
+            raise QuotaError(InvalidRequestError.code, f"Proposed value for {key} is too large for a LONG.")
+        if abs(math.fmod(value, 1.0)) > 1e-6:
+            raise QuotaError(InvalidRequestError.code, f"{key} cannot be a fractional value.")
 
 
 # -- the server's hook ---------------------------------------------------------------------
