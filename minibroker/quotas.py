@@ -58,29 +58,24 @@ response's size to the fetch quota, asks for at most what the quota allows in a 
 ``unrecordQuotaSensor``), to be asked again later. Replica fetches and the brokers' own
 requests are exempt. The larger of the byte-rate and request throttles is the one answered.
 
-Persistence: the quotas are kept in ``minibroker-client-quotas.json`` in the first log
-directory, rewritten atomically on every change (:mod:`minibroker.storage`'s helper); a
-broker without ``log.dirs`` keeps them in memory. A broker of a MiniCluster enforces its
-metadata image's quotas, which the controller's ClientQuotaRecords change (KRaft's way),
-and keeps no file.
+Persistence is :mod:`minibroker.quota_store`'s: a single broker keeps its quotas in a file
+beside the logs; a broker of a MiniCluster enforces its metadata image's quotas, which the
+controller's ClientQuotaRecords change (KRaft's way), and keeps no file.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import math
 import time
 from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping
-from pathlib import Path
 from typing import Any
 
 from kproto.errors import InvalidRequestError, UnsupportedVersionError
 from kproto.protocol import ApiKey, RequestHeader
 from kproto.protocol.frames import encode_response_parts
 from kproto.protocol.messages import FetchResponse
-from minibroker.storage import _load_json, _parsing, _write_atomically
 
 __all__ = [
     "CLIENT_ID", "IP", "QUOTA_KEYS", "USER", "AlterEntry", "AlterResult", "ChannelMute", "ClientQuotas", "Entity",
@@ -95,8 +90,6 @@ PRODUCE, FETCH, REQUEST, MUTATION = "producer_byte_rate", "consumer_byte_rate", 
 #: ``QuotaConfig.userAndClientQuotaConfigs``); LONG values must be whole numbers.
 QUOTA_KEYS: dict[str, str] = {PRODUCE: "LONG", FETCH: "LONG", REQUEST: "DOUBLE", MUTATION: "DOUBLE"}
 _MAX_LONG = 2**63 - 1
-
-QUOTAS_FILE = "minibroker-client-quotas.json"
 
 #: An entity: ``((type, name or None for the default), ...)`` sorted by type.
 Entity = tuple[tuple[str, str | None], ...]
@@ -256,71 +249,43 @@ class ClientQuotas:
     Args:
         window_num: ``quota.window.num`` (at least 1).
         window_size_s: ``quota.window.size.seconds`` (at least 1).
-        directory: where to keep the quotas (the first log directory); None keeps them in
-            memory only.
-        entities: the quotas to use, shared and kept up to date by their owner: a cluster
-            broker's are its metadata image's (``MetadataImage.client_quotas``), which the
-            controller's ClientQuotaRecords change; None starts without quotas (or with
-            those of ``directory``).
+        entities: the quotas to start with (entity -> key -> value), kept and changed in
+            place: a cluster broker's are its metadata image's
+            (``MetadataImage.client_quotas``), which the controller's ClientQuotaRecords
+            change; None starts without quotas.
+        save: called with the new quotas before a change counts, to keep them
+            (:mod:`minibroker.quota_store`); what it raises leaves the quotas as they were.
 
     Raises:
         ValueError: a window setting below 1.
-        CorruptStateFileError: the quotas file cannot be read (the broker does not start).
     """
 
-    def __init__(self, window_num: int = 11, window_size_s: int = 1, directory: Path | None = None,
-                 entities: dict[Entity, dict[str, float]] | None = None):
+    def __init__(self, window_num: int = 11, window_size_s: int = 1, *,
+                 entities: dict[Entity, dict[str, float]] | None = None,
+                 save: Callable[[Mapping[Entity, dict[str, float]]], None] | None = None):
         for name, value in (("quota.window.num", window_num), ("quota.window.size.seconds", window_size_s)):
             if value < 1:
                 raise ValueError(f"{name} must be at least 1")  # Kafka's atLeast(1)
         self.window_num = window_num
         self.window_ms = window_size_s * 1000
-        self._path = directory / QUOTAS_FILE if directory is not None else None
         self.entities: dict[Entity, dict[str, float]] = {} if entities is None else entities
+        self._save = save
         # (quota key, (user tag, client-id tag)) -> its usage
         self._sensors: dict[tuple[str, tuple[str, str]], Rate] = {}
         self._swept_ms = 0
-        if self._path is not None and self._path.exists():
-            self._load(self._path)
-
-    @classmethod
-    def for_broker(cls, config: Any, log_dirs: list[Path], cluster: Any = None) -> ClientQuotas:
-        """The quotas of a broker with this config and these log directories: in its first
-        log directory, or for a cluster broker (``cluster``, its
-        :class:`~minibroker.cluster.api.ClusterContext`) its metadata image's."""
-        window = config["quota.window.num"], config["quota.window.size.seconds"]
-        if cluster is not None:
-            return cls(*window, entities=cluster.image.client_quotas)
-        return cls(*window, log_dirs[0] if log_dirs else None)
-
-    # -- persistence ----------------------------------------------------------------------
-
-    def _load(self, path: Path) -> None:
-        refusal = ("the broker does not start rather than forget client quotas; restore the file, or remove it "
-                   "to start without quotas")
-        data = _load_json(path, refusal)
-        with _parsing(path, refusal):
-            for item in data["entities"]:
-                entity = entity_of((t, n) for t, n in item["entity"])
-                self.entities[entity] = {str(k): float(v) for k, v in item["quotas"].items()}
-
-    def _save(self, path: Path, entities: Mapping[Entity, dict[str, float]]) -> None:
-        data = {"version": 1, "entities": [{"entity": [list(p) for p in e], "quotas": q}
-                                           for e, q in sorted(entities.items(), key=lambda i: repr(i[0]))]}
-        _write_atomically(path, json.dumps(data, indent=1))
 
     # -- configuration (AlterClientQuotas, DescribeClientQuotas) --------------------------
 
     def alter(self, entries: Iterable[AlterEntry], *, validate_only: bool = False) -> list[AlterResult]:
-        """Apply quota changes (see :func:`plan_alter`) and keep them in the quotas file.
+        """Apply quota changes (see :func:`plan_alter`), kept by ``save`` first.
 
         Raises:
-            OSError: the quotas file could not be written; nothing changed.
+            OSError: ``save`` could not keep them (a full disk); nothing changed.
         """
         results, new = plan_alter(self.entities, entries)
         if not validate_only and new != self.entities:
-            if self._path is not None:
-                self._save(self._path, new)
+            if self._save is not None:
+                self._save(new)
             self.entities.clear()  # in place: a cluster broker shares the dict with its image
             self.entities.update(new)
             log.info("client quotas are now %s", self.entities)

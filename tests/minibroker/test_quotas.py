@@ -11,6 +11,8 @@ import json
 
 import pytest
 
+from minibroker.config import BrokerConfig
+from minibroker.quota_store import open_client_quotas
 from minibroker.quotas import CLIENT_ID, USER, ClientQuotas, Rate, _user, throttle_time
 from minibroker.storage import CorruptStateFileError
 
@@ -181,6 +183,8 @@ def test_max_value_in_window_is_the_quota_times_the_whole_windows():
 def test_window_settings_below_one_are_refused(window_num, window_size):
     with pytest.raises(ValueError, match="at least 1"):
         ClientQuotas(window_num, window_size)
+    with pytest.raises(ValueError, match="at least 1"):
+        open_client_quotas(BrokerConfig({"quota.window.num": window_num, "quota.window.size.seconds": window_size}), [])
 
 
 # -- AlterClientQuotas validation, with Kafka's texts (ClientQuotaControlManager) --------
@@ -291,19 +295,23 @@ def test_describe_refuses_bad_filters_with_kafkas_texts(components, code, messag
 
 # -- the quotas file -------------------------------------------------------------------------
 
+def _stored(directory):
+    return open_client_quotas(BrokerConfig({}), [directory])
+
+
 def test_quotas_survive_in_their_file(tmp_path):
     """Issue 15, client quotas item 4: written at every change, read back on start."""
-    quotas = ClientQuotas(directory=tmp_path)
+    quotas = _stored(tmp_path)
     _set(quotas, ((USER, "alice"), (CLIENT_ID, None)), P, 2048)
     _set(quotas, ((CLIENT_ID, "app"),), "request_percentage", 33.5)
-    assert ClientQuotas(directory=tmp_path).entities == quotas.entities
+    assert _stored(tmp_path).entities == quotas.entities
     quotas.alter([(((CLIENT_ID, "app"),), [("request_percentage", None)])])
-    assert ClientQuotas(directory=tmp_path).entities == {((CLIENT_ID, None), (USER, "alice")): {P: 2048.0}}
+    assert _stored(tmp_path).entities == {((CLIENT_ID, None), (USER, "alice")): {P: 2048.0}}
     assert not list(tmp_path.glob("*.tmp"))
 
 
 def test_validate_only_and_refusals_leave_the_file_alone(tmp_path):
-    quotas = ClientQuotas(directory=tmp_path)
+    quotas = _stored(tmp_path)
     quotas.alter([(((USER, "a"),), [(P, 10.0)])], validate_only=True)
     quotas.alter([(((USER, "a"),), [(P, 0.0)])])
     assert not (tmp_path / "minibroker-client-quotas.json").exists()
@@ -315,4 +323,16 @@ def test_a_damaged_quotas_file_stops_the_start(tmp_path, content):
     start rather than drop every quota."""
     (tmp_path / "minibroker-client-quotas.json").write_bytes(content)
     with pytest.raises(CorruptStateFileError, match="minibroker-client-quotas.json"):
-        ClientQuotas(directory=tmp_path)
+        _stored(tmp_path)
+
+
+def test_a_change_the_file_cannot_keep_changes_nothing(tmp_path):
+    """Issue 15, client quotas item 4: the file is written before the change counts; an
+    error writing it (a full disk) leaves the quotas as they were."""
+    quotas = _stored(tmp_path)
+    _set(quotas, ((USER, "a"),), P, 10.0)
+    (tmp_path / "minibroker-client-quotas.json.tmp").mkdir()  # the atomic write's temporary name is taken
+    with pytest.raises(OSError):
+        quotas.alter([(((USER, "a"),), [(P, 20.0)])])
+    assert quotas.entities == {((USER, "a"),): {P: 10.0}}
+    assert _stored(tmp_path).entities == quotas.entities
