@@ -605,10 +605,12 @@ async def serve(quotas: ClientQuotas, handler: Callable[..., Awaitable[Any]], st
         response.throttle_time_ms = max(response.throttle_time_ms, throttle)
     parts = encode_response_parts(api_key, header.api_version, header.correlation_id, response)
     if fetch_key:
-        size = sum(map(len, parts)) - 4  # the response as sent, less its size prefix
-        throttle = max(throttle, quotas.record(FETCH, user, client_id, size, now_ms))
-        if throttle > 0:  # FullFetchContext.getThrottledResponse: answered empty, its usage taken back
-            quotas.unrecord(FETCH, user, client_id, size, now_ms)
+        size = 0
+        if quotas.enabled(FETCH):
+            size = sum(map(len, parts)) - 4  # the response as sent, less its size prefix
+            throttle = max(throttle, quotas.record(FETCH, user, client_id, size, now_ms))
+        if throttle > 0:  # over either quota: FullFetchContext.getThrottledResponse, answered empty
+            quotas.unrecord(FETCH, user, client_id, size, now_ms)  # its bytes were not sent
             response = FetchResponse(throttle_time_ms=throttle, error_code=0, session_id=0, responses=[])
             parts = encode_response_parts(api_key, header.api_version, header.correlation_id, response)
     mute.throttle(throttle)

@@ -270,6 +270,25 @@ def test_request_percentage_throttles_by_handler_time(broker):
         free.close()
 
 
+def test_a_fetch_over_the_request_quota_is_answered_empty_too(broker):
+    """Issue 15, client quotas item 2: KafkaApis answers a consumer's Fetch empty when either
+    quota throttles it, the request quota included (no consumer_byte_rate here)."""
+    client = RawClient(broker.port)
+    try:
+        _metadata_latency(client, "rq")
+        client.request(ApiKey.PRODUCE, 9, _produce_request([b"r" * 100], topic="rq"))
+        set_quota(broker.port, [("client-id", "raw-test")], "request_percentage", 0.5)
+        request = FetchRequest(max_wait_ms=0, min_bytes=1, max_bytes=1 << 20, topics=[FetchRequest.FetchTopic(
+            topic="rq", partitions=[FetchRequest.FetchPartition(partition=0, fetch_offset=0, partition_max_bytes=1 << 20)])])
+        deadline = time.monotonic() + 10
+        while (answer := client.request(ApiKey.FETCH, 12, request)).throttle_time_ms == 0:
+            assert answer.responses[0].partitions[0].records, "an unthrottled fetch has the record"
+            assert time.monotonic() < deadline, "never throttled"
+        assert answer.responses == [] and answer.error_code == 0
+    finally:
+        client.close()
+
+
 def test_quotas_survive_a_restart(tmp_path):
     """Issue 15, client quotas item 4: quotas set on a broker with log.dirs are there after
     a restart, and enforced."""
