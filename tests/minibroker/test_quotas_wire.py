@@ -140,9 +140,10 @@ def test_confluent_kafka_producer_is_held_to_its_byte_rate(broker):
     assert throttles and max(throttles) > 0
 
 
-def test_consumer_is_held_to_its_consumer_byte_rate(broker):
+def test_consumer_is_held_to_its_consumer_byte_rate(broker, caplog):
     """Issue 15, client quotas item 6: a consumer_byte_rate quota throttles a consumer's
-    fetches to it; the same records are read by an unthrottled client far faster."""
+    fetches to it, and kproto's consumer sees throttle_time_ms; the same records are read
+    by an unthrottled client far faster."""
     topic = "to-read"
     with Producer(bootstrap_servers=broker.bootstrap_servers, client_id="filler", linger_ms=5) as producer:
         for _ in range(1500):
@@ -162,8 +163,10 @@ def test_consumer_is_held_to_its_consumer_byte_rate(broker):
                     first = (got, now)
             return (got - first[0]) / (time.monotonic() - t0 - first[1]) if first else got / (time.monotonic() - t0)
 
-    slow = read_rate("reader", 4.0)
+    with caplog.at_level(logging.INFO, logger="kproto.connection"):
+        slow = read_rate("reader", 4.0)
     assert 0.4 * QUOTA < slow < 1.5 * QUOTA, slow
+    assert any("throttled for" in r.getMessage() and "Fetch" in r.getMessage() for r in caplog.records)
     fast = read_rate("free-reader", 4.0)
     assert fast > 3 * QUOTA, fast
 
