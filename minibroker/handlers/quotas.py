@@ -57,9 +57,10 @@ async def alter_client_quotas(state, header, request):
     else:
         try:
             results = state.quotas.alter(entries, validate_only=request.validate_only)
-        except OSError as exc:  # a full disk: nothing changed, retriable
-            results = [(entity, KafkaStorageError.code, f"cannot record the client quotas: {exc}")
-                       for entity, _, _ in state.quotas.alter(entries, validate_only=True)]
+        except OSError as exc:  # a full disk: nothing changed; the valid entities retriable
+            results = [(entity, KafkaStorageError.code, f"cannot record the client quotas: {exc}") if code == 0
+                       else (entity, code, message)
+                       for entity, code, message in state.quotas.alter(entries, validate_only=True)]
     return AlterClientQuotasResponse(entries=[
         _A.EntryData(error_code=code, error_message=message,
                      entity=[_A.EntityData(entity_type=t, entity_name=n) for t, n in entity])

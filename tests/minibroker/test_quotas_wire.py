@@ -273,6 +273,33 @@ def test_request_percentage_throttles_by_handler_time(broker):
         free.close()
 
 
+def test_a_full_disk_refuses_the_change_and_keeps_the_quotas(small_disk):
+    """Issue 15, client quotas item 4: AlterClientQuotas that cannot write its file answers
+    KAFKA_STORAGE_ERROR for the valid entities (an invalid one keeps its own error) and
+    changes nothing; with room again it succeeds."""
+    with MiniBroker(data_dir=small_disk.path, config=CONFIG) as broker:
+        set_quota(broker.port, [("client-id", "a")], "producer_byte_rate", 1000)
+        small_disk.fill()
+        client = RawClient(broker.port)
+        try:
+            E = AlterClientQuotasRequest
+            answer = client.request(ApiKey.ALTER_CLIENT_QUOTAS, 1, E(validate_only=False, entries=[
+                E.EntryData(entity=[E.EntityData(entity_type="client-id", entity_name="a")],
+                            ops=[E.OpData(key="producer_byte_rate", value=2000, remove=False)]),
+                E.EntryData(entity=[E.EntityData(entity_type="client-id", entity_name="b")],
+                            ops=[E.OpData(key="producer_byte_rate", value=0.5, remove=False)])]))
+            assert [e.error_code for e in answer.entries] == [56, 42]
+            assert answer.entries[0].error_message.startswith("cannot record the client quotas")
+            assert answer.entries[1].error_message == "producer_byte_rate cannot be a fractional value."
+            described = client.request(ApiKey.DESCRIBE_CLIENT_QUOTAS, 1, DescribeClientQuotasRequest(
+                components=[], strict=False))
+            assert [[v.value for v in e.values] for e in described.entries] == [[1000.0]]
+        finally:
+            client.close()
+        small_disk.free()
+        set_quota(broker.port, [("client-id", "a")], "producer_byte_rate", 2000)
+
+
 def test_a_fetch_over_the_request_quota_is_answered_empty_too(broker):
     """Issue 15, client quotas item 2: KafkaApis answers a consumer's Fetch empty when either
     quota throttles it, the request quota included (no consumer_byte_rate here)."""
