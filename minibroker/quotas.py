@@ -7,8 +7,9 @@ Entities and precedence (Kafka's ``ClientQuotaManager``, KIP-55). A quota is set
 ``"User:alice"`` gives ``alice``; a connection that has not authenticated is ``ANONYMOUS``,
 Kafka's ``KafkaPrincipal.ANONYMOUS``: KIP-55, "for PLAINTEXT, the principal is anonymous by
 default and quotas will be applied for that principal", so user quotas match it like any
-other name, the user default included); its client id is the request header's (null counts as ``""``).
-For each quota type the most specific entity that sets it applies, in this order:
+other name, the user default included); its client id is the request header's (null
+counts as ``""``). For each quota type the most specific entity that sets it applies, in
+this order:
 
 1. ``/users/<u>/clients/<c>``
 2. ``/users/<u>/clients/<default>``
