@@ -101,6 +101,9 @@ DEFAULTS: dict[str, tuple[Any, type, str]] = {
     "replica.selector.class": ("", str, "Which replica a consumer that names its rack (client.rack, Fetch v11+) is sent to read from (KIP-392): empty, Kafka's default, is always the leader; org.apache.kafka.common.replica.RackAwareReplicaSelector is an in-sync replica in the consumer's rack. Used by a MiniCluster only."),
     "offsets.topic.replication.factor": (3, int, "Replication factor of __consumer_offsets (a MiniCluster uses at most its number of brokers). Used by a MiniCluster only."),
     "queued.max.request.bytes": (104857600, int, "Bytes of requests being received, across connections, beyond which no new request is read until memory frees up (-1: no limit). Kafka's default is -1; minibroker's is 100 MB so that half-sent huge requests cannot take all memory."),
+    # Client quotas (Kafka's ClientQuotaManagerConfig; minibroker.quotas).
+    "quota.window.num": (11, int, "How many samples a client's usage is measured over, for its quotas (10 whole windows and the current one). At least 1."),
+    "quota.window.size.seconds": (1, int, "The span of each sample of a client's usage, for its quotas; a request-time throttle is at most this long. At least 1."),
 }
 
 #: replica.selector.class values (KIP-392): Kafka's two ReplicaSelector classes, by their

@@ -59,6 +59,11 @@ bytes first, so that nothing it refers to may change meanwhile. A dropped reques
 neither handled nor answered, and its connection answers nothing more (answers go in
 order) until the peer closes it. Stopping or aborting removes the request controls.
 
+Quotas (KIP-13/55/219): every request is run and encoded by :func:`minibroker.quotas.serve`,
+which charges it to its client's quotas; over one, the answer carries ``throttle_time_ms``
+and goes out at once, and the connection then reads nothing more until the throttle
+ends (its :class:`~minibroker.quotas.ChannelMute`).
+
 ``MINIBROKER_SENDFILE=0`` in the environment (read when a :class:`Server` is created, so
 it reaches a broker in a child process) turns ``os.sendfile`` off: the benchmark's way to
 measure the copying path (``bench/broker.py``); Kafka has no such setting.
@@ -89,6 +94,7 @@ from minibroker.faults import WRITE_APIS, BrokerFaults, Delay, Drop, Fail, Hold,
 from minibroker.handlers import HANDLERS, RequestContext, client_host
 from minibroker.handlers.api_versions import api_versions_response
 from minibroker.log.store import LogSlice, SegmentFile
+from minibroker.quotas import ChannelMute, serve
 from minibroker.state import BrokerState
 
 if TYPE_CHECKING:
@@ -338,6 +344,7 @@ class Server:
         memory = self.request_memory
         reserved = 0  # for the incomplete frame at the head of ``frames`` (see the module docstring)
         dropped = False  # a request control dropped a request: answer nothing more
+        mute = ChannelMute()  # KIP-219: over a quota, nothing more is read until the throttle ends
         try:
             while True:
                 try:  # the deadline restarts after every read and every answer: idle time only
@@ -356,7 +363,7 @@ class Server:
                     reserved = 0
                     if dropped:
                         continue
-                    parts = await self._answer(frame, host, reader)
+                    parts = await self._answer(frame, host, reader, mute)
                     if parts is _DROPPED:
                         dropped = True
                     elif parts is not None:
@@ -368,6 +375,7 @@ class Server:
                                      writer.get_extra_info("peername"), self.config["connections.max.idle.ms"])
                             writer.transport.abort()  # close() would wait to flush what it never reads
                             return
+                    await mute.wait()
                 if not data:
                     return
         except (ProtocolError, _CloseConnection) as exc:
@@ -383,7 +391,7 @@ class Server:
             self._connections.pop(task, None)
             writer.close()
 
-    async def _answer(self, frame: bytes, host: str, reader: asyncio.StreamReader) -> list[Any] | None:
+    async def _answer(self, frame: bytes, host: str, reader: asyncio.StreamReader, mute: ChannelMute) -> list[Any] | None:
         """The pieces of the response frame (see :func:`send_response`), None when none is
         due, or ``_DROPPED`` (a request control dropped the request, or it was held by an
         isolation during which its peer went away)."""
@@ -417,10 +425,10 @@ class Server:
             await asyncio.sleep(action.seconds)
         if header.api_key in WRITE_APIS and faults.disk.delay_ms:
             await faults.disk.write()
-        response = await entry[2](self.state, RequestContext.of(header, host), request)
-        if response is None:
+        parts = await serve(self.state.quotas, entry[2], self.state, header, RequestContext.of(header, host), request,
+                            len(frame), mute)  # the client's quotas (minibroker.quotas)
+        if parts is None:
             return None
-        parts = encode_response_parts(header.api_key, header.api_version, header.correlation_id, response)
         if isinstance(action, Hold) or faults.silent_to(header.client_id):
             parts = _pin(parts, sendfile=False)  # bytes now: nothing it refers to may change while it waits
             if control is not None and isinstance(action, Hold):

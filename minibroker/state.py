@@ -79,6 +79,7 @@ from minibroker.coordinator.txn_log import partition_for as txn_partition_for
 from minibroker.log import PartitionLog
 from minibroker.log.maintenance import maintain as maintain_logs
 from minibroker.log.txn_index import AbortedTxn
+from minibroker.quota_store import open_client_quotas
 from minibroker.storage import Storage, StoredTopic
 from minibroker.topic_configs import effective
 
@@ -164,6 +165,7 @@ class BrokerState:
         #: The clock every Partition call is given (ms): the replica manager must use the same.
         self.clock_ms: Callable[[], int] = lambda: int(time.monotonic() * 1000)
         try:
+            self.quotas = open_client_quotas(config, self.storage.log_dirs, cluster)  # KIP-13/55/219
             self._load()
         except BaseException:
             self.close()  # the directories are not left locked by a broker that failed to start

@@ -55,7 +55,7 @@ LAYERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "kproto entry points": (("kproto.__main__", "kproto.pipeline.__main__"), ("kproto.cli",)),
     # minibroker, bottom up
     "minibroker.config": (("minibroker.config", "minibroker.topic_configs", "minibroker.authorizer",
-                           "minibroker.faults"), _SHARED),
+                           "minibroker.faults", "minibroker.quotas"), _SHARED),
     "minibroker.log": (("minibroker.log",), (*_SHARED, "minibroker.config")),
     # the cluster's metadata, the controller and a partition's replica state: no I/O but files
     "minibroker.cluster core": (("minibroker.cluster",), (*_SHARED, "minibroker.config", "minibroker.log")),
@@ -69,7 +69,8 @@ LAYERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
                                        (*_SHARED, "kproto.config", "kproto.io", "minibroker.config",
                                         "minibroker.log", "minibroker.cluster core")),
     "minibroker.coordinator": (("minibroker.coordinator",), (*_SHARED, "minibroker.config", "minibroker.log")),
-    "minibroker.storage": (("minibroker.storage",), (*_SHARED, "minibroker.config", "minibroker.log")),
+    "minibroker.storage": (("minibroker.storage", "minibroker.quota_store"), (*_SHARED, "minibroker.config",
+                                                                             "minibroker.log")),
     "minibroker.state": (("minibroker.state",), (*_SHARED, "minibroker.config", "minibroker.log",
                                                  "minibroker.coordinator", "minibroker.storage",
                                                  "minibroker.cluster core")),

@@ -1,5 +1,5 @@
 """The admin client: topics, partitions, configs, groups and their offsets, the cluster,
-transactions.
+transactions, client quotas.
 
 :class:`AIOAdminClient` is the implementation (native asyncio); :class:`AdminClient` is
 the same client for threads, running it on a background loop. Both take Kafka's admin
@@ -19,7 +19,8 @@ have; ListOffsets is :mod:`kproto.io.list_offsets`'.
 The client is one class made of parts (:mod:`kproto.admin.base` says what they share):
 :mod:`~kproto.admin.client` holds the calls on topics, configs, groups, offsets and the
 cluster and the thread face; :mod:`~kproto.admin.transactions` the transaction calls
-(KIP-664). Every public name is here.
+(KIP-664), :mod:`~kproto.admin.quotas` the client quota calls (KIP-546). Every public
+name is here.
 """
 
 from kproto.admin.client import (
@@ -36,6 +37,12 @@ from kproto.admin.client import (
     OffsetSpec,
     TopicDescription,
 )
+from kproto.admin.quotas import (
+    ClientQuotaAlteration,
+    ClientQuotaEntity,
+    ClientQuotaFilter,
+    ClientQuotaFilterComponent,
+)
 from kproto.admin.transactions import (
     TRANSACTION_STATES,
     ProducerState,
@@ -46,6 +53,10 @@ from kproto.admin.transactions import (
 __all__ = [
     "AIOAdminClient",
     "AdminClient",
+    "ClientQuotaAlteration",
+    "ClientQuotaEntity",
+    "ClientQuotaFilter",
+    "ClientQuotaFilterComponent",
     "ClusterDescription",
     "ConfigEntry",
     "ConfigResource",

@@ -3,9 +3,10 @@ parts make to each other, and how a call on several items reports them.
 
 The client is one object made of parts, as the consumer is (:mod:`kproto.consumer.state`):
 :mod:`~kproto.admin.client` (topics, configs, groups, offsets, the cluster, and the
-plumbing: retries, coordinators, leaders) and :mod:`~kproto.admin.transactions`. Each
-part derives from :class:`AdminState`, which declares, for readers and type checkers, what
-``AIOAdminClient.__init__`` sets and the parts call; at run time it adds nothing.
+plumbing: retries, coordinators, leaders), :mod:`~kproto.admin.transactions` and
+:mod:`~kproto.admin.quotas`. Each part derives from :class:`AdminState`, which declares, for
+readers and type checkers, what ``AIOAdminClient.__init__`` sets and the parts call; at run
+time it adds nothing.
 """
 
 from __future__ import annotations

@@ -16,9 +16,12 @@ import enum
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from minibroker.cluster.metadata import MetadataImage, PartitionRegistration, Record
+
+if TYPE_CHECKING:
+    from minibroker.quotas import AlterEntry, AlterResult
 
 __all__ = [
     "AlterConfigsResource",
@@ -208,6 +211,12 @@ class ControllerChannel(Protocol):
     async def alter_configs(self, resources: Sequence[AlterConfigsResource], *,
                             validate_only: bool) -> list[ConfigResult]:
         """Validate and commit config changes (ConfigRecords): one result per resource."""
+        ...
+
+    async def alter_client_quotas(self, entries: Sequence[AlterEntry], *, validate_only: bool) -> list[AlterResult]:
+        """AlterClientQuotas (49) forwarded to the controller: validate and commit the
+        changes (ClientQuotaRecords); one ``(entity, error code, message)`` per distinct
+        entity (NOT_CONTROLLER for each when there is no active controller)."""
         ...
 
     async def elect_leaders(self, election_type: ElectionType,

@@ -82,6 +82,11 @@ request that changes nothing appends nothing. Every rule below is KRaft's
   KAFKA-6526; the tick here does both).
 - **Producer ids**: blocks of 1000 (``ProducerIdControlManager.PRODUCER_ID_BLOCK_SIZE``),
   each recorded as a ``ProducerIdsRecord`` with the next block's start.
+- **Client quotas** (AlterClientQuotas, forwarded by the brokers; Kafka's
+  ``ClientQuotaControlManager``): each entity checked and answered as
+  :func:`minibroker.quotas.plan_alter` does (a single broker's rules and texts), one
+  ``ClientQuotaRecord`` per key whose value changes or goes, all in one append; every
+  broker enforces the image's quotas.
 """
 
 from __future__ import annotations
@@ -132,6 +137,7 @@ from minibroker.cluster.metadata import (
     NO_LEADER,
     TOPIC_RESOURCE,
     BrokerRegistrationChangeRecord,
+    ClientQuotaRecord,
     ConfigRecord,
     MetadataImage,
     MetadataLog,
@@ -147,6 +153,7 @@ from minibroker.cluster.metadata import (
 )
 from minibroker.cluster.placement import place_replicas, validate_assignments
 from minibroker.config import BrokerConfig
+from minibroker.quotas import AlterEntry, AlterResult, plan_alter
 from minibroker.topic_configs import apply_ops, as_text, default_of, effective, validate_all
 
 __all__ = ["Controller", "Election", "PRODUCER_ID_BLOCK_SIZE"]
@@ -664,6 +671,24 @@ class Controller:
         return 0, None, [ConfigRecord(resource_type=TOPIC_RESOURCE, resource_name=topic.name, name=name,
                                       value=configs.get(name))
                          for name in names if configs.get(name) != topic.configs.get(name)]
+
+    # -- client quotas (ClientQuotaControlManager) ---------------------------------------------
+
+    def alter_client_quotas(self, entries: Sequence[AlterEntry], *, validate_only: bool) -> list[AlterResult]:
+        """Check each entity's changes and commit the valid ones as ClientQuotaRecords (see
+        the module docstring); one result per distinct entity."""
+        current = self.image.client_quotas
+        results, new = plan_alter(current, entries)
+        records: list[Record] = []
+        for entity in sorted(set(current) | set(new), key=repr):
+            before, after = current.get(entity, {}), new.get(entity, {})
+            records.extend(ClientQuotaRecord(entity=entity, key=key, remove=True) for key in sorted(before)
+                           if key not in after)
+            records.extend(ClientQuotaRecord(entity=entity, key=key, value=value) for key, value in sorted(after.items())
+                           if before.get(key) != value)
+        if records and not validate_only:
+            self._commit(records)
+        return results
 
 
 class _BrokerView:

@@ -73,6 +73,7 @@ SERVED: dict[int, tuple[int, int]] = {
     ApiKey.ALTER_CONFIGS: (2, 2),
     ApiKey.INCREMENTAL_ALTER_CONFIGS: (1, 1),
     ApiKey.ELECT_LEADERS: (2, 2),
+    ApiKey.ALTER_CLIENT_QUOTAS: (1, 1),
 }
 
 _WAKE = -1  # the endpoint's own subscription to the Quorum's commits (node ids are >= 0)
@@ -208,6 +209,9 @@ class ControllerServer:
         if api_key in (ApiKey.ALTER_CONFIGS, ApiKey.INCREMENTAL_ALTER_CONFIGS):
             return remote.config_results_to_wire(w, await channel.alter_configs(remote.alter_configs_from_wire(w),
                                                                                 validate_only=w.validate_only))
+        if api_key == ApiKey.ALTER_CLIENT_QUOTAS:
+            return remote.quota_results_to_wire(await channel.alter_client_quotas(
+                remote.alter_client_quotas_from_wire(w), validate_only=w.validate_only))
         if api_key == ApiKey.ELECT_LEADERS:
             election_type, partitions = remote.elect_leaders_from_wire(w)
             try:

@@ -27,6 +27,7 @@ __all__ = [
     "BROKER_RESOURCE",
     "BrokerRegistration",
     "BrokerRegistrationChangeRecord",
+    "ClientQuotaRecord",
     "ConfigRecord",
     "MetadataDelta",
     "MetadataImage",
@@ -144,6 +145,18 @@ class ConfigRecord:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ClientQuotaRecord:
+    """A client quota key set (``value``) or removed (``remove``) on an entity (KRaft's
+    ``ClientQuotaRecord``): ``entity`` is ``((type, name or None), ...)`` sorted by type, as
+    :data:`minibroker.quotas.Entity`."""
+
+    entity: tuple[tuple[str, str | None], ...]
+    key: str
+    value: float = 0.0
+    remove: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class RemoveTopicRecord:
     topic_id: uuid.UUID
 
@@ -158,7 +171,7 @@ class ProducerIdsRecord:
 
 
 Record = (RegisterBrokerRecord | BrokerRegistrationChangeRecord | TopicRecord | PartitionRecord
-          | PartitionChangeRecord | ConfigRecord | RemoveTopicRecord | ProducerIdsRecord)
+          | PartitionChangeRecord | ConfigRecord | RemoveTopicRecord | ProducerIdsRecord | ClientQuotaRecord)
 
 
 def merge_partition_change(current: PartitionRegistration, change: PartitionChangeRecord) -> PartitionRegistration:
@@ -194,6 +207,7 @@ class MetadataDelta:
     brokers: frozenset[int]  # brokers whose registration changed
     configs: frozenset[uuid.UUID] = frozenset()  # topics whose configs changed (ConfigRecord)
     broker_configs: frozenset[str] = frozenset()  # BROKER resources whose configs changed ("": the default)
+    client_quotas: bool = False  # a ClientQuotaRecord was applied
 
 
 @dataclass(slots=True)
@@ -207,6 +221,9 @@ class MetadataImage:
     # Dynamic broker configs (KIP-226) by BROKER resource name: a broker id, or "" for the
     # cluster-wide default.
     broker_configs: dict[str, dict[str, str]] = field(default_factory=dict)
+    # Client quotas (KIP-546): entity -> key -> value. Changed in place: a broker's
+    # minibroker.quotas.ClientQuotas enforces this very dict.
+    client_quotas: dict[tuple[tuple[str, str | None], ...], dict[str, float]] = field(default_factory=dict)
 
     def apply(self, offset: int, records: Sequence[Record]) -> MetadataDelta:
         """Apply ``records``, the last of which is at ``offset``; return what changed.
@@ -215,7 +232,8 @@ class MetadataImage:
         replaces the broker's (fenced), a partition change merges into the registration
         and bumps its epochs (:func:`merge_partition_change`), a topic removal drops its
         partitions, a config record sets or removes (value None) a topic's config or a
-        broker's dynamic config (KRaft's ``ConfigRecord``). A record naming something the image does not hold (a change of a
+        broker's dynamic config (KRaft's ``ConfigRecord``), a client quota record sets or removes a key
+        of an entity's quotas. A record naming something the image does not hold (a change of a
         removed topic) is ignored, as the controller never writes one.
         """
         changed: set[tuple[uuid.UUID, int]] = set()
@@ -224,6 +242,7 @@ class MetadataImage:
         brokers: set[int] = set()
         configs: set[uuid.UUID] = set()
         broker_configs: set[str] = set()
+        client_quotas = False
         for record in records:
             match record:
                 case RegisterBrokerRecord():
@@ -277,12 +296,21 @@ class MetadataImage:
                         changed.difference_update({(record.topic_id, p) for p in topic.partitions})
                 case ProducerIdsRecord():
                     self.next_producer_id = record.next_producer_id
+                case ClientQuotaRecord():  # ClientQuotaControlManager.replay
+                    quotas = self.client_quotas.setdefault(record.entity, {})
+                    if record.remove:
+                        quotas.pop(record.key, None)
+                        if not quotas:
+                            del self.client_quotas[record.entity]
+                    else:
+                        quotas[record.key] = record.value
+                    client_quotas = True
                 case _:
                     raise TypeError(f"not a metadata record: {record!r}")
         self.offset = offset
         return MetadataDelta(changed=frozenset(changed), created_topics=frozenset(created),
                              deleted_topics=deleted, brokers=frozenset(brokers), configs=frozenset(configs),
-                             broker_configs=frozenset(broker_configs))
+                             broker_configs=frozenset(broker_configs), client_quotas=client_quotas)
 
     def topic_by_name(self, name: str) -> TopicImage | None:
         return next((t for t in self.topics.values() if t.name == name), None)
@@ -296,7 +324,7 @@ class MetadataImage:
 
 _RECORD_TYPES: dict[str, type] = {t.__name__: t for t in (
     RegisterBrokerRecord, BrokerRegistrationChangeRecord, TopicRecord, PartitionRecord,
-    PartitionChangeRecord, ConfigRecord, RemoveTopicRecord, ProducerIdsRecord)}
+    PartitionChangeRecord, ConfigRecord, RemoveTopicRecord, ProducerIdsRecord, ClientQuotaRecord)}
 _UUID_FIELDS = frozenset({"topic_id", "incarnation_id"})
 _TUPLE_FIELDS = frozenset({"replicas", "isr"})
 
@@ -316,6 +344,8 @@ def _decode(data: dict[str, object]) -> Record:
     for name in _TUPLE_FIELDS & data.keys():
         if data[name] is not None:
             data[name] = tuple(data[name])  # type: ignore[arg-type]
+    if "entity" in data:  # a ClientQuotaRecord's (type, name) pairs
+        data["entity"] = tuple(tuple(pair) for pair in data["entity"])  # type: ignore[union-attr]
     return kind(**data)  # type: ignore[no-any-return]
 
 

@@ -57,6 +57,7 @@ from minibroker.cluster.api import (
 from minibroker.cluster.controller import Controller
 from minibroker.cluster.metadata import MetadataLog, Record
 from minibroker.config import BrokerConfig
+from minibroker.quotas import AlterEntry, AlterResult, entity_of
 
 __all__ = ["Quorum"]
 
@@ -278,6 +279,14 @@ class _Channel:
             return self._active().alter_configs(resources, validate_only=validate_only)
         except NotControllerError as exc:
             return [ConfigResult(error_code=NotControllerError.code, error_message=str(exc)) for _ in resources]
+
+    # -- client quotas -----------------------------------------------------------------------
+
+    async def alter_client_quotas(self, entries: Sequence[AlterEntry], *, validate_only: bool) -> list[AlterResult]:
+        try:
+            return self._active().alter_client_quotas(entries, validate_only=validate_only)
+        except NotControllerError as exc:
+            return [(entity, NotControllerError.code, str(exc)) for entity in dict.fromkeys(entity_of(p) for p, _ in entries)]
 
     # -- elections ---------------------------------------------------------------------------
 

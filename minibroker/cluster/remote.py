@@ -67,6 +67,7 @@ from minibroker.cluster.api import (
 )
 from minibroker.cluster.metadata import MetadataImage, Record, decode_record, encode_record
 from minibroker.config import BrokerConfig
+from minibroker.quotas import AlterEntry, AlterResult, entity_of
 from minibroker.topic_configs import SET
 
 __all__ = [
@@ -99,6 +100,7 @@ VERSIONS: dict[int, int] = {
     m.ApiKey.ALTER_CONFIGS: 2,
     m.ApiKey.INCREMENTAL_ALTER_CONFIGS: 1,
     m.ApiKey.ELECT_LEADERS: 2,  # election_type and the top-level error code (KIP-460)
+    m.ApiKey.ALTER_CLIENT_QUOTAS: 1,
     m.ApiKey.FETCH: METADATA_FETCH_VERSION,
 }
 
@@ -108,6 +110,32 @@ _LISTENER = "PLAINTEXT"
 
 
 # -- the mapping: api dataclasses <-> kproto messages --------------------------------------------
+
+
+def alter_client_quotas_to_wire(entries: Sequence[AlterEntry], validate_only: bool) -> Any:
+    W = m.AlterClientQuotasRequest
+    return W(validate_only=validate_only, entries=[W.EntryData(
+        entity=[W.EntityData(entity_type=t, entity_name=n) for t, n in pairs],
+        ops=[W.OpData(key=k, value=0.0 if v is None else v, remove=v is None) for k, v in ops])
+        for pairs, ops in entries])
+
+
+def alter_client_quotas_from_wire(w: Any) -> list[AlterEntry]:
+    """The entries of an AlterClientQuotas request (a ``remove`` op as a None value)."""
+    return [([(e.entity_type, e.entity_name) for e in entry.entity],
+             [(op.key, None if op.remove else op.value) for op in entry.ops]) for entry in w.entries]
+
+
+def quota_results_to_wire(results: Sequence[AlterResult]) -> Any:
+    W = m.AlterClientQuotasResponse
+    return W(entries=[W.EntryData(error_code=code, error_message=message,
+                                  entity=[W.EntityData(entity_type=t, entity_name=n) for t, n in entity])
+                      for entity, code, message in results])
+
+
+def quota_results_from_wire(w: Any) -> list[AlterResult]:
+    return [(entity_of((e.entity_type, e.entity_name) for e in entry.entity), entry.error_code, entry.error_message)
+            for entry in w.entries]
 # Each pair is used by the two ends: the broker's channel encodes requests and decodes
 # replies, the ControllerServer the other way round.
 
@@ -541,6 +569,16 @@ class RemoteControllerChannel:
                 continue
             results += config_results_from_wire(w)
         if any(r.error_code == 0 for r in results) and not validate_only:
+            await self._caught_up()
+        return results
+
+    async def alter_client_quotas(self, entries: Sequence[AlterEntry], *, validate_only: bool) -> list[AlterResult]:
+        """NOT_CONTROLLER per entity when the controller cannot be reached."""
+        try:
+            results = quota_results_from_wire(await self._call(alter_client_quotas_to_wire(entries, validate_only)))
+        except NotControllerError as exc:
+            return [(entity, NotControllerError.code, str(exc)) for entity in dict.fromkeys(entity_of(p) for p, _ in entries)]
+        if any(code == 0 for _, code, _ in results) and not validate_only:
             await self._caught_up()
         return results
 

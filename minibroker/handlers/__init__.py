@@ -110,6 +110,7 @@ from minibroker.handlers import (  # noqa: E402,F401
     produce,
     producer_ids,
     producers,
+    quotas,
     topics,
     txn,
     txn_markers,

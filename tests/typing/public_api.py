@@ -14,6 +14,7 @@ async def asyncio_faces(producer: AIOProducer, consumer: AIOConsumer, admin: AIO
     reveal_type(await producer.commit_transaction())  # None
     reveal_type(await admin.list_transactions(states=["Ongoing"]))  # list[TransactionListing]
     reveal_type(await admin.abort_transaction("t", 0, 7, 0, 0))  # None
+    reveal_type(await admin.describe_client_quotas())  # dict[ClientQuotaEntity, dict[str, float]]
     async with producer.transaction() as p:
         reveal_type(p)  # AIOProducer
 
@@ -29,6 +30,7 @@ def thread_faces(producer: Producer, consumer: Consumer, admin: AdminClient) -> 
     reveal_type(admin.describe_transactions(["x"]))  # dict[str, TransactionDescription]
     reveal_type(admin.describe_producers([TopicPartition("t", 0)]))  # dict[TopicPartition, list[ProducerState]]
     reveal_type(admin.list_transactions())  # list[TransactionListing]
+    reveal_type(admin.alter_client_quotas([]))  # dict[ClientQuotaEntity, None]
     reveal_type(producer.init_transactions)  # def (timeout: float | None =)
     with producer.transaction() as p:
         reveal_type(p)  # Producer
