@@ -79,6 +79,7 @@ from minibroker.coordinator.txn_log import partition_for as txn_partition_for
 from minibroker.log import PartitionLog
 from minibroker.log.maintenance import maintain as maintain_logs
 from minibroker.log.txn_index import AbortedTxn
+from minibroker.scram_credentials import ScramCredentials
 from minibroker.storage import Storage, StoredTopic
 from minibroker.topic_configs import effective
 
@@ -163,7 +164,11 @@ class BrokerState:
         self._tasks: set[asyncio.Task[None]] = set()
         #: The clock every Partition call is given (ms): the replica manager must use the same.
         self.clock_ms: Callable[[], int] = lambda: int(time.monotonic() * 1000)
+        #: The advertised (host, port) of each listener by name; the server fills it once bound.
+        self.endpoints: dict[str, tuple[str, int]] = {}
         try:
+            #: SCRAM users (issue 15), in the first log directory.
+            self.scram_credentials = ScramCredentials(self.storage.log_dirs[0] if self.storage.persistent else None)
             self._load()
         except BaseException:
             self.close()  # the directories are not left locked by a broker that failed to start

@@ -110,6 +110,8 @@ from minibroker.handlers import (  # noqa: E402,F401
     produce,
     producer_ids,
     producers,
+    sasl,
+    scram,
     topics,
     txn,
     txn_markers,
