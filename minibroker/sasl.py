@@ -246,6 +246,7 @@ class Authenticator:
         principal: ``User:<name>`` once authenticated, else None.
         mechanism: the mechanism of the session.
         expires_ms: when the session ends (ms since the epoch), None without an end.
+        reauthentications: how many times the connection authenticated again (KIP-368).
     """
 
     def __init__(self, settings: SaslSettings, scram_credentials: ScramLookup) -> None:
@@ -255,6 +256,7 @@ class Authenticator:
         self.principal: str | None = None
         self.mechanism: str | None = None
         self.expires_ms: int | None = None
+        self.reauthentications = 0
         self._raw = False  # SaslHandshake v0: the tokens come as raw frames
         self._server: _Plain | _Scram | _OAuthBearer | None = None
         self._chosen: str | None = None  # the mechanism being negotiated
@@ -371,6 +373,7 @@ class Authenticator:
                     raise SaslServerError(f"Cannot change principals during re-authentication from {old[0]}.{old[1]}: "
                                           f"{new[0]}.{new[1]}", self._chosen, shown=True)
                 lifetime = self._session(now_ms, self._server.expiry_ms)
+                self.reauthentications += self._reauthenticating
                 self.principal, self.mechanism = principal, self._chosen
                 self.state, self._reauthenticating, self._server = SaslState.COMPLETE, False, None
         except SaslServerError as exc:
