@@ -104,5 +104,6 @@ async def describe_user_scram_credentials(state, header, request):
                 user=name, error_code=ResourceNotFoundError.code,
                 error_message="Attempt to describe a user credential that does not exist"))
             continue
-        results.append(R.DescribeUserScramCredentialsResult(user=name, error_code=0, credential_infos=infos))
-    return R(error_code=0, results=results)
+        results.append(R.DescribeUserScramCredentialsResult(user=name, error_code=0, error_message=None,
+                                                            credential_infos=infos))
+    return R(error_code=0, error_message=None, results=results)
