@@ -175,11 +175,12 @@ def test_flags_win_over_the_parts_of_listeners_they_name(tmp_path):
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (("--override", "listeners=SSL://127.0.0.1:9093"), "listeners: minibroker supports only PLAINTEXT"),
-    (("--override", "listeners=PLAINTEXT://127.0.0.1:0,PLAINTEXT://127.0.0.1:1"), "listeners: minibroker serves one listener"),
+    (("--override", "listeners=SSL://127.0.0.1:9093"), "listener SSL: an SSL listener needs its certificate and key"),
+    (("--override", "listeners=PLAINTEXT://127.0.0.1:0,PLAINTEXT://127.0.0.1:1"),
+     "listeners: Each listener must have a different name"),
     (("--host", "0.0.0.0", "--port", "0"), "advertised.listeners cannot use the non-routable meta-address 0.0.0.0"),
 ])
-def test_unsupported_listeners_exit_2(tmp_path, args, message):
+def test_invalid_listeners_exit_2(tmp_path, args, message):
     result = run_to_exit(tmp_path, *args, host=None)
     assert result.returncode == 2
     assert message in result.stderr

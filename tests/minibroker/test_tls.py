@@ -100,3 +100,28 @@ def test_bad_tls_settings_name_the_key_and_listener(pki, settings, message):
               "ssl.keystore.key": pki.server.key_pem, **settings}
     with pytest.raises(ValueError, match=f"listener SSL: {message}"):
         MiniBroker(config=config)
+
+
+def test_describe_configs_hides_the_key_password(pki):
+    """Issue 15, item 2: ssl.key.password and ssl.keystore.key are described as sensitive,
+    without their values (Kafka's PASSWORD type)."""
+    from kproto.protocol.messages import DescribeConfigsRequest
+    from tests.support.raw_client import RawClient
+
+    config = {"listeners": "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0", "ssl.keystore.certificate.chain": pki.server.cert_pem,
+              "ssl.keystore.key": pki.server.key_pem, "ssl.key.password": "unused"}
+    with MiniBroker(config=config) as broker:
+        c = RawClient(broker.port)
+        try:
+            resource = DescribeConfigsRequest.DescribeConfigsResource(
+                resource_type=4, resource_name="0", configuration_keys=["ssl.key.password", "ssl.keystore.key",
+                                                                        "ssl.client.auth"])
+            answer = c.request(ApiKey.DESCRIBE_CONFIGS, 4, DescribeConfigsRequest(resources=[resource],
+                                                                                  include_synonyms=True))
+        finally:
+            c.close()
+    described = {e.name: e for e in answer.results[0].configs}
+    for name in ("ssl.key.password", "ssl.keystore.key"):
+        assert (described[name].value, described[name].is_sensitive) == (None, True)
+        assert all(s.value is None for s in described[name].synonyms)
+    assert (described["ssl.client.auth"].value, described["ssl.client.auth"].is_sensitive) == ("none", False)
