@@ -79,7 +79,7 @@ DEFAULTS: dict[str, tuple[Any, type, str]] = {
     "ssl.truststore.type": ("PEM", str, "The format of the trusted certificates: PEM only (KIP-651). Kafka's default is JKS."),
     "ssl.truststore.location": ("", str, "A PEM file of the CA certificates that client certificates are checked against (ssl.client.auth)."),
     "ssl.truststore.certificates": ("", str, "The trusted CA certificates in PEM, inline (instead of ssl.truststore.location)."),
-    "ssl.client.auth": ("none", str, "Client certificates: none (not asked for), requested (checked if given) or required (a connection without one fails its TLS handshake). A client's certificate subject becomes its principal on an SSL listener."),
+    "ssl.client.auth": ("none", str, "Client certificates: none (not asked for), requested (checked if given) or required (a connection without one fails its TLS handshake). A client's certificate subject becomes its principal on an SSL listener. A SASL_SSL listener takes it only as listener.name.<name>.ssl.client.auth (KIP-684)."),
     "ssl.protocol": ("TLSv1.3", str, "The newest TLS version to speak: TLSv1.3, TLSv1.2 or TLS (any enabled one)."),
     "ssl.enabled.protocols": ("TLSv1.2,TLSv1.3", str, "The TLS versions a client may use, comma-separated (TLSv1.2, TLSv1.3)."),
     "ssl.principal.mapping.rules": ("DEFAULT", str, "How a client certificate's subject (RFC 2253, CN=alice,O=example) becomes the principal's name: DEFAULT keeps it whole; RULE:pattern/replacement/[LU] rules, comma-separated, are tried in order (Kafka's SslPrincipalMapper)."),
@@ -347,12 +347,15 @@ class BrokerConfig:
             return True
         return False
 
-    def for_listener(self, listener_name: str, key: str) -> Any:
+    def for_listener(self, listener_name: str, key: str, *, inherit: bool = True) -> Any:
         """``key``'s value for one listener: ``listener.name.<name>.<key>`` if given, else
-        ``key``'s (Kafka's ``valuesWithPrefixOverride``); None for a JAAS key given nowhere."""
+        ``key``'s (Kafka's ``valuesWithPrefixOverride``); None for a JAAS key given nowhere.
+        With ``inherit`` false, only the listener's own value counts (else the default)."""
         prefixed = f"{_LISTENER_PREFIX}{listener_name.lower()}.{key}"
         if prefixed in self._security:
             return self._security[prefixed]
+        if not inherit:
+            return DEFAULTS[key][0]
         if key in DEFAULTS:
             return self[key]
         return self._security.get(key)

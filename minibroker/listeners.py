@@ -58,7 +58,9 @@ def listener_securities(config: BrokerConfig) -> list[ListenerSecurity]:
         protocol = config.security_protocols[name]
         context = mapper = sasl = None
         if protocol in ("SSL", "SASL_SSL"):
-            context = server_context(lambda key, name=name: config.for_listener(name, key), name)
+            # KIP-684: a SASL_SSL listener takes ssl.client.auth only with its listener prefix
+            context = server_context(lambda key, name=name, protocol=protocol: config.for_listener(
+                name, key, inherit=not (protocol == "SASL_SSL" and key == "ssl.client.auth")), name)
         if protocol == "SSL":
             mapper = PrincipalMapper(str(config.for_listener(name, "ssl.principal.mapping.rules")))
         if protocol.startswith("SASL_"):

@@ -430,12 +430,14 @@ class Server:
         """The connection's :class:`~minibroker.listeners.Channel`, after its TLS handshake
         on an SSL or SASL_SSL listener; None when that fails (logged at info: a client
         speaking plaintext to a TLS listener, an untrusted or missing client certificate)."""
-        channel = Channel(listener, self.state.scram_credentials.get)
+        # the state is read at each look-up: a connection may come in before it is made
+        channel = Channel(listener, lambda user, mechanism: self.state.scram_credentials.get(user, mechanism))
         if listener.ssl_context is None:
             return channel
         peer = writer.get_extra_info("peername")
-        try:
-            await writer.start_tls(listener.ssl_context)
+        try:  # a handshake that stalls is idle time (Kafka's Selector counts it so)
+            await writer.start_tls(listener.ssl_context,
+                                   ssl_handshake_timeout=self.config["connections.max.idle.ms"] / 1000)
             channel.tls_established(writer.get_extra_info("ssl_object"))
         except (ssl.SSLError, ConnectionError, TimeoutError, asyncio.IncompleteReadError) as exc:
             log.info("closing connection from %s on listener %s: TLS handshake failed: %s", peer, listener.name, exc)

@@ -125,3 +125,22 @@ def test_describe_configs_hides_the_key_password(pki):
         assert (described[name].value, described[name].is_sensitive) == (None, True)
         assert all(s.value is None for s in described[name].synonyms)
     assert (described["ssl.client.auth"].value, described["ssl.client.auth"].is_sensitive) == ("none", False)
+
+
+def test_sasl_ssl_takes_client_auth_only_with_its_listener_prefix(pki):
+    """Issue 15, item 2 (KIP-684): ssl.client.auth=required binds SSL listeners; a SASL_SSL
+    listener asks for client certificates only when its own listener.name. key says so."""
+    config = {"listeners": "SSL://127.0.0.1:0,SASL_SSL://127.0.0.1:0,STRICT://127.0.0.1:0",
+              "listener.security.protocol.map": "SSL:SSL,SASL_SSL:SASL_SSL,STRICT:SASL_SSL",
+              "ssl.keystore.certificate.chain": pki.server.cert_pem, "ssl.keystore.key": pki.server.key_pem,
+              "ssl.truststore.location": str(pki.ca.cert_path), "ssl.client.auth": "required",
+              "listener.name.strict.ssl.client.auth": "required"}
+    context = ssl.create_default_context(cafile=str(pki.ca.cert_path))  # no client certificate
+    with MiniBroker(config=config) as broker:
+        assert len(_api_versions_over_tls(broker._server.ports["SASL_SSL"], context)) == 4
+        for name in ("SSL", "STRICT"):
+            try:  # TLS 1.3: the client's handshake ends before the server refuses it
+                answer = _api_versions_over_tls(broker._server.ports[name], context)
+            except (ssl.SSLError, ConnectionError):
+                answer = b""
+            assert answer == b"", name
