@@ -11,6 +11,7 @@ asks it for the principal of every request (Kafka's ``KafkaChannel``).
 
 from __future__ import annotations
 
+import functools
 import ssl
 from dataclasses import dataclass
 from typing import Any
@@ -58,15 +59,18 @@ def listener_securities(config: BrokerConfig) -> list[ListenerSecurity]:
         protocol = config.security_protocols[name]
         context = mapper = sasl = None
         if protocol in ("SSL", "SASL_SSL"):
-            # KIP-684: a SASL_SSL listener takes ssl.client.auth only with its listener prefix
-            context = server_context(lambda key, name=name, protocol=protocol: config.for_listener(
-                name, key, inherit=not (protocol == "SASL_SSL" and key == "ssl.client.auth")), name)
+            context = server_context(functools.partial(_ssl_setting, config, name, protocol), name)
         if protocol == "SSL":
             mapper = PrincipalMapper(str(config.for_listener(name, "ssl.principal.mapping.rules")))
         if protocol.startswith("SASL_"):
             sasl = SaslSettings.of(config, name)
         out.append(ListenerSecurity(name, protocol, bind, config.advertised_listeners[name], context, mapper, sasl))
     return out
+
+
+def _ssl_setting(config: BrokerConfig, listener: str, protocol: str, key: str) -> Any:
+    # KIP-684: a SASL_SSL listener takes ssl.client.auth only with its listener prefix
+    return config.for_listener(listener, key, inherit=not (protocol == "SASL_SSL" and key == "ssl.client.auth"))
 
 
 class Channel:

@@ -279,6 +279,7 @@ class Authenticator:
         if self.state is SaslState.REAUTH_BAD_MECHANISM:
             self.state = SaslState.FAILED
             return Step(close=self._bad_mechanism, failed=True)
+        request: Any
         try:
             header, request = decode_request(frame, strict=False)
         except UnsupportedApiVersionError as exc:

@@ -454,12 +454,14 @@ class Server:
         Raises:
             _CloseConnection: authentication failed, or the session expired (KIP-368).
         """
-        step = channel.authenticator.receive(frame, int(time.time() * 1000))
+        authenticator = channel.authenticator
+        assert authenticator is not None
+        step = authenticator.receive(frame, int(time.time() * 1000))
         if step.dispatch:
             return True
-        if step.failed and channel.listener.sasl.failed_delay_ms > 0:
+        if step.failed and authenticator.settings.failed_delay_ms > 0:
             # Kafka's connection.failed.authentication.delay.ms: no fast retry loop
-            await asyncio.sleep(channel.listener.sasl.failed_delay_ms / 1000)
+            await asyncio.sleep(authenticator.settings.failed_delay_ms / 1000)
         if step.reply is not None:
             writer.write(step.reply)
             await writer.drain()
