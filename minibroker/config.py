@@ -86,6 +86,7 @@ DEFAULTS: dict[str, tuple[Any, type, str]] = {
     # SASL (Kafka's BrokerSecurityConfigs).
     "sasl.enabled.mechanisms": ("PLAIN,SCRAM-SHA-256,SCRAM-SHA-512", str, "The SASL mechanisms of SASL_PLAINTEXT and SASL_SSL listeners, comma-separated: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER. Kafka's default is GSSAPI, which minibroker does not have; minibroker's enables the mechanisms whose users must be provisioned (PLAIN users in the JAAS config, SCRAM users by AlterUserScramCredentials). OAUTHBEARER, whose default validator accepts any unsecured JWT, must be enabled explicitly."),
     "connections.max.reauth.ms": (0, int, "KIP-368: the longest SASL session; a client that does not authenticate again within it is disconnected at its next request. The session ends earlier when the credential does (an OAUTHBEARER token's expiry). 0: no limit but the credential's."),
+    "sasl.server.max.receive.size": (524288, int, "The largest frame a connection on a SASL listener may send before it has authenticated; a larger one closes it (Kafka's default)."),
     "connection.failed.authentication.delay.ms": (100, int, "How long the answer to a failed authentication is held back before the connection closes, so that a client with a wrong password cannot spin (Kafka's default)."),
     "cluster.id": ("minibroker-cluster", str, "Cluster id reported in Metadata (minibroker's own default)."),
     "log.dirs": ("", str, "Comma-separated directories for the partition logs; empty keeps everything in memory (minibroker's default)."),
@@ -359,10 +360,6 @@ class BrokerConfig:
         if key in DEFAULTS:
             return self[key]
         return self._security.get(key)
-
-    def security_keys(self) -> dict[str, Any]:
-        """The per-listener and JAAS keys given (not in :data:`DEFAULTS`)."""
-        return dict(self._security)
 
     def __getitem__(self, name: str) -> Any:
         for layer in (self._dynamic["broker"], self._dynamic[""]):

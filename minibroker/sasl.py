@@ -23,6 +23,10 @@ states and rules (``SaslServerAuthenticator``, ``KafkaChannel``, ``SocketServer`
   that a client with a wrong password cannot spin.
 - ``COMPLETE``: requests go to the handlers as the principal ``User:<authorization id>``.
 
+Until then a frame may not exceed ``sasl.server.max.receive.size`` (the server's frame
+reader enforces it), so that an unauthenticated peer cannot make the broker hold large
+requests.
+
 Sessions (KIP-368). On success the session lasts ``connections.max.reauth.ms`` (0: no
 limit), or less if the credential ends sooner (an OAUTHBEARER token's ``exp``), and
 SaslAuthenticate v1+ tells the client (``session_lifetime_ms``). A request after the end

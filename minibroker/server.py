@@ -372,6 +372,8 @@ class Server:
             writer.close()
             return
         frames = FrameReader(max_frame_size=self.config["socket.request.max.bytes"])
+        if channel.authenticator is not None:  # SaslServerAuthenticator's saslAuthRequestMaxReceiveSize
+            frames.max_frame_size = min(frames.max_frame_size, self.config["sasl.server.max.receive.size"])
         host = client_host(writer.get_extra_info("peername"))
         loop = asyncio.get_running_loop()
         idle = self.config["connections.max.idle.ms"] / 1000
@@ -396,7 +398,7 @@ class Server:
                     reserved = 0
                     if dropped:
                         continue
-                    if channel.authenticator is not None and not await self._authenticate(channel, frame, writer):
+                    if channel.authenticator is not None and not await self._authenticate(channel, frame, writer, frames):
                         continue
                     parts = await self._answer(frame, host, reader, channel)
                     if parts is _DROPPED:
@@ -447,9 +449,11 @@ class Server:
             return None
         return channel
 
-    async def _authenticate(self, channel: Channel, frame: bytes, writer: asyncio.StreamWriter) -> bool:
+    async def _authenticate(self, channel: Channel, frame: bytes, writer: asyncio.StreamWriter,
+                            frames: FrameReader) -> bool:
         """Pass a frame through the connection's SASL authenticator (:mod:`minibroker.sasl`):
-        True when it is a request for the handlers; else it was answered here.
+        True when it is a request for the handlers; else it was answered here. Once the
+        connection is authenticated its frames may be as large as any connection's.
 
         Raises:
             _CloseConnection: authentication failed, or the session expired (KIP-368).
@@ -457,6 +461,8 @@ class Server:
         authenticator = channel.authenticator
         assert authenticator is not None
         step = authenticator.receive(frame, int(time.time() * 1000))
+        if authenticator.authenticated:
+            frames.max_frame_size = self.config["socket.request.max.bytes"]
         if step.dispatch:
             return True
         if step.failed and authenticator.settings.failed_delay_ms > 0:

@@ -188,3 +188,22 @@ def test_sasl_settings_are_checked_when_the_broker_is_made():
         MiniBroker(config={"listeners": "SASL_PLAINTEXT://127.0.0.1:0", "plain.sasl.jaas.config": "no flag;"})
     with pytest.raises(ValueError, match="an SSL listener needs its certificate and key"):
         MiniBroker(config={"listeners": "SSL://127.0.0.1:0"})
+
+
+def test_a_large_frame_before_authentication_closes_the_connection(client):
+    """Issue 15, item 3: before authenticating, a frame may not exceed
+    sasl.server.max.receive.size (Kafka's 512 KiB: "Failing SASL authentication due to
+    invalid receive size"); once authenticated, socket.request.max.bytes applies."""
+    import struct
+
+    with sasl_broker() as broker:
+        c = client(broker.port)
+        c.send_raw(struct.pack(">i", 524289))
+        assert c.is_closed_by_peer()
+        c = client(broker.port)
+        handshake(c)
+        authenticate(c)
+        c.send_raw(struct.pack(">i", 524289) + b"\0" * 1000)  # announced, not refused: the rest may follow
+        c.sock.settimeout(0.5)
+        with pytest.raises(TimeoutError):
+            c.receive_frame()
