@@ -366,10 +366,14 @@ class Server:
                      listener: ListenerSecurity) -> None:
         task = asyncio.current_task()
         self._connections[task] = writer
-        channel = await self._open_channel(listener, writer)
+        channel = None
+        try:  # a stop() may cancel the TLS handshake: the connection must go all the same
+            channel = await self._open_channel(listener, writer)
+        finally:
+            if channel is None:
+                self._connections.pop(task, None)
+                writer.close()
         if channel is None:
-            self._connections.pop(task, None)
-            writer.close()
             return
         frames = FrameReader(max_frame_size=self.config["socket.request.max.bytes"])
         if channel.authenticator is not None:  # SaslServerAuthenticator's saslAuthRequestMaxReceiveSize

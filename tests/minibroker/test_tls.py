@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import socket
 import ssl
+import time
 
 import pytest
 
@@ -144,3 +145,22 @@ def test_sasl_ssl_takes_client_auth_only_with_its_listener_prefix(pki):
             except (ssl.SSLError, ConnectionError):
                 answer = b""
             assert answer == b"", name
+
+
+def test_stopping_with_a_tls_handshake_under_way(pki):
+    """Issue 15, item 2: a client that connects to an SSL listener and sends nothing holds
+    a TLS handshake open; stopping the broker cancels it and returns."""
+    import threading
+
+    config = {"listeners": "SSL://127.0.0.1:0", "ssl.keystore.certificate.chain": pki.server.cert_pem,
+              "ssl.keystore.key": pki.server.key_pem}
+    broker = MiniBroker(config=config).start()
+    silent = socket.create_connection(("127.0.0.1", broker.port), timeout=10)
+    try:
+        time.sleep(0.2)  # the connection reaches its handshake
+        stopper = threading.Thread(target=broker.stop, daemon=True)
+        stopper.start()
+        stopper.join(10)
+        assert not stopper.is_alive(), "stop() hung on the connection in its TLS handshake"
+    finally:
+        silent.close()
