@@ -429,3 +429,26 @@ def test_reauthentication_keeps_the_connection(pki):
     assert delivered and all(err is None for err in delivered)
     assert len(channels) <= 2  # the bootstrap connection and the broker's: none made again
     assert sum(c.authenticator.reauthentications for c in channels) >= 2
+
+
+def test_confluent_kafkas_admin_describes_and_deletes_scram_users(secure):
+    """Issue 15, item 3: DescribeUserScramCredentials and a deletion through
+    confluent-kafka's AdminClient, and RESOURCE_NOT_FOUND as its error."""
+    from confluent_kafka.admin import (
+        AdminClient,
+        ScramCredentialInfo,
+        ScramMechanism,
+        UserScramCredentialDeletion,
+        UserScramCredentialUpsertion,
+    )
+
+    admin = AdminClient({"bootstrap.servers": secure.bootstrap_servers_for("PLAINTEXT")})
+    described = admin.describe_user_scram_credentials(["alice"])["alice"].result(10)
+    assert sorted((i.mechanism, i.iterations) for i in described.scram_credential_infos) == [
+        (ScramMechanism.SCRAM_SHA_256, 4096), (ScramMechanism.SCRAM_SHA_512, 4096)]
+    upsert = UserScramCredentialUpsertion("carol", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 8192), b"pw")
+    admin.alter_user_scram_credentials([upsert])["carol"].result(10)
+    admin.alter_user_scram_credentials([UserScramCredentialDeletion("carol", ScramMechanism.SCRAM_SHA_512)])[
+        "carol"].result(10)
+    with pytest.raises(ck.KafkaException, match="Attempt to describe a user credential that does not exist"):
+        admin.describe_user_scram_credentials(["carol"])["carol"].result(10)
