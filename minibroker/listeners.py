@@ -21,7 +21,7 @@ from minibroker.handlers import ANONYMOUS
 from minibroker.sasl import Authenticator, SaslSettings
 from minibroker.tls import PrincipalMapper, server_context, subject_dn
 
-__all__ = ["Channel", "ListenerSecurity", "advertised_endpoint", "listener_securities"]
+__all__ = ["Channel", "ListenerSecurity", "listener_securities"]
 
 
 @dataclass(frozen=True)
@@ -105,9 +105,3 @@ class Channel:
         cert = ssl_object.getpeercert()
         if cert:  # {} or None: no certificate, or one not verified (ssl.client.auth=none)
             self.tls_principal = f"User:{self.listener.principal_mapper.name(subject_dn(cert))}"
-
-
-def advertised_endpoint(state: Any, listener_name: str) -> tuple[str, int]:
-    """``(host, port)`` that the clients of a listener are told (Kafka answers Metadata,
-    DescribeCluster and FindCoordinator with the endpoints of the request's listener)."""
-    return state.endpoints.get(listener_name, (state.host, state.port))

@@ -21,11 +21,9 @@ from pathlib import Path
 from kproto.security.scram import ScramCredential
 from minibroker.storage import _load_json, _parsing, _write_atomically
 
-__all__ = ["MECHANISM_TYPES", "SCRAM_CREDENTIALS_FILE", "ScramCredentials"]
+__all__ = ["SCRAM_CREDENTIALS_FILE", "ScramCredentials"]
 
 SCRAM_CREDENTIALS_FILE = "minibroker-scram-credentials.json"
-#: Kafka's ScramMechanism types on the wire (org.apache.kafka.clients.admin.ScramMechanism).
-MECHANISM_TYPES = {1: "SCRAM-SHA-256", 2: "SCRAM-SHA-512"}
 _REFUSAL = ("the broker does not start rather than lose its SCRAM users; restore the file, or remove it "
             "and create the users again")
 

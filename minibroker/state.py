@@ -174,6 +174,11 @@ class BrokerState:
             self.close()  # the directories are not left locked by a broker that failed to start
             raise
 
+    def endpoint(self, listener_name: str) -> tuple[str, int]:
+        """``(host, port)`` that the clients of a listener are told (Kafka answers Metadata,
+        DescribeCluster and FindCoordinator with the endpoints of the request's listener)."""
+        return self.endpoints.get(listener_name, (self.host, self.port))
+
     def _load(self) -> None:
         """Read back the topics, their logs, the producer state and the committed offsets.
 

@@ -19,14 +19,13 @@ from kproto.protocol import ApiKey
 from kproto.protocol.messages import DescribeClusterResponse, OffsetForLeaderEpochResponse
 from minibroker.authorizer import ResourceType, authorized_operations
 from minibroker.handlers import handles
-from minibroker.listeners import advertised_endpoint
 
 
 @handles(ApiKey.DESCRIBE_CLUSTER, 0, 1)
 async def describe_cluster(state, header, request):
     if state.cluster is None:
         controller_id = state.node_id
-        host, port = advertised_endpoint(state, header.listener_name)
+        host, port = state.endpoint(header.listener_name)
         brokers = [DescribeClusterResponse.DescribeClusterBroker(broker_id=state.node_id, host=host, port=port)]
     else:
         controller_id = state.cluster.channel.active_controller_id

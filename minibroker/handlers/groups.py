@@ -72,7 +72,6 @@ from minibroker.coordinator import GroupState
 from minibroker.coordinator.offsets_log import OFFSETS_TOPIC, partition_for
 from minibroker.handlers import handles
 from minibroker.handlers.metadata import offsets_topic_spec, transaction_state_topic_spec
-from minibroker.listeners import advertised_endpoint
 from minibroker.state import TRANSACTION_STATE_TOPIC
 
 GROUP_KEY, TRANSACTION_KEY = 0, 1
@@ -109,7 +108,7 @@ async def _transaction_coordinator(state, transactional_id, listener_name):
             state.transaction_state_topic()
         except Exception as exc:  # a full disk: as Kafka while the topic cannot be made
             return CoordinatorNotAvailableError.code, f"{TRANSACTION_STATE_TOPIC} could not be created: {exc}", -1, "", -1
-        return 0, None, state.node_id, *advertised_endpoint(state, listener_name)
+        return 0, None, state.node_id, *state.endpoint(listener_name)
     return await _leader_of_internal_partition(state, TRANSACTION_STATE_TOPIC, transaction_state_topic_spec,
                                                transactional_id, "transactional id's")
 
@@ -120,7 +119,7 @@ async def _coordinator_for(state, key_type, key, listener_name):
         if state.cluster is not None:
             return await _leader_of_internal_partition(state, OFFSETS_TOPIC, offsets_topic_spec, key,
                                                        "group's offsets")
-        return 0, None, state.node_id, *advertised_endpoint(state, listener_name)
+        return 0, None, state.node_id, *state.endpoint(listener_name)
     if key_type == TRANSACTION_KEY:
         return await _transaction_coordinator(state, key, listener_name)
     return InvalidRequestError.code, f"unsupported coordinator key type {key_type}", -1, "", -1

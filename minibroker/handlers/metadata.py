@@ -35,7 +35,6 @@ from kproto.protocol.messages import MetadataResponse
 from minibroker.authorizer import ResourceType, authorized_operations
 from minibroker.cluster.api import NewTopic
 from minibroker.handlers import handles
-from minibroker.listeners import advertised_endpoint
 from minibroker.state import (
     INTERNAL_TOPICS,
     OFFSETS_TOPIC,
@@ -181,7 +180,7 @@ async def handle(state, header, request):
                 topics.append(_describe(state, created))
             else:
                 topics.append(Topic_(error_code=UnknownTopicOrPartitionError.code, name=name))
-    host, port = advertised_endpoint(state, header.listener_name)
+    host, port = state.endpoint(header.listener_name)
     brokers = [MetadataResponse.MetadataResponseBroker(node_id=state.node_id, host=host, port=port)]
     return _response(state, version, request, topics, brokers, state.node_id)
 

@@ -27,8 +27,9 @@ from kproto.protocol.messages import (
 )
 from kproto.security.scram import MIN_ITERATIONS, credential_of_salted_password
 from minibroker.handlers import handles
-from minibroker.scram_credentials import MECHANISM_TYPES
 
+#: Kafka's ScramMechanism types on the wire (org.apache.kafka.clients.admin.ScramMechanism).
+MECHANISM_TYPES = {1: "SCRAM-SHA-256", 2: "SCRAM-SHA-512"}
 # ScramControlManager.MAX_ITERATIONS
 MAX_ITERATIONS = 16384
 _TYPE_OF = {name: code for code, name in MECHANISM_TYPES.items()}
