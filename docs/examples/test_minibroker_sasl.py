@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
-from confluent_kafka.admin import (
+from confluent_kafka.admin import (  # type: ignore[attr-defined]  # not re-exported by its stubs
     AdminClient,
     ScramCredentialInfo,
     ScramMechanism,
@@ -28,7 +28,7 @@ def minibroker_config() -> Mapping[str, Any]:
     }
 
 
-def round_trip(config: dict) -> bytes:
+def round_trip(config: dict[str, Any]) -> bytes | None:
     producer = Producer(config)
     producer.produce("greetings", b"hello", partition=0)
     assert producer.flush(10) == 0
