@@ -68,7 +68,7 @@ from kproto.security.scram import ScramCredential, ScramServer, ScramState
 from minibroker.config import SASL_MECHANISMS, BrokerConfig
 from minibroker.faults import error_response
 
-__all__ = ["Authenticator", "SaslSettings", "SaslState", "Step", "oauthbearer_validator"]
+__all__ = ["TRANSITIONS", "Authenticator", "SaslSettings", "SaslState", "Step", "oauthbearer_validator"]
 
 #: ``(token, now_ms) -> (principal name, credential expiry in ms since the epoch)``.
 TokenValidator = Callable[[str, int], tuple[str, int]]
@@ -182,6 +182,20 @@ class Step:
     failed: bool = False
 
 
+#: The moves of :class:`SaslState` (SaslServerAuthenticator's, and KafkaChannel's start of a
+#: re-authentication from COMPLETE); any other is a bug in this module.
+TRANSITIONS: dict[SaslState, frozenset[SaslState]] = {
+    SaslState.INITIAL_REQUEST: frozenset({SaslState.HANDSHAKE_OR_VERSIONS_REQUEST, SaslState.FAILED}),
+    SaslState.HANDSHAKE_OR_VERSIONS_REQUEST: frozenset({SaslState.HANDSHAKE_OR_VERSIONS_REQUEST,
+                                                        SaslState.HANDSHAKE_REQUEST, SaslState.AUTHENTICATE,
+                                                        SaslState.FAILED}),
+    SaslState.HANDSHAKE_REQUEST: frozenset({SaslState.AUTHENTICATE, SaslState.FAILED}),
+    SaslState.AUTHENTICATE: frozenset({SaslState.COMPLETE, SaslState.FAILED}),
+    SaslState.COMPLETE: frozenset({SaslState.AUTHENTICATE, SaslState.REAUTH_BAD_MECHANISM, SaslState.FAILED}),
+    SaslState.REAUTH_BAD_MECHANISM: frozenset({SaslState.FAILED}),
+    SaslState.FAILED: frozenset(),
+}
+
 _DISPATCH = Step(dispatch=True)
 _NOT_KAFKA = ("Invalid request, potential reasons: kafka client configured with the wrong security protocol, it does "
               "not support KIP-43 or it is not a kafka client.")
@@ -281,7 +295,7 @@ class Authenticator:
         if self._raw and self.state is SaslState.AUTHENTICATE:
             return self._token(frame, None, now_ms)
         if self.state is SaslState.REAUTH_BAD_MECHANISM:
-            self.state = SaslState.FAILED
+            self._move(SaslState.FAILED)
             return Step(close=self._bad_mechanism, failed=True)
         request: Any
         try:
@@ -289,7 +303,7 @@ class Authenticator:
         except UnsupportedApiVersionError as exc:
             if exc.api_key == ApiKey.API_VERSIONS and self.state in (SaslState.INITIAL_REQUEST,
                                                                        SaslState.HANDSHAKE_OR_VERSIONS_REQUEST):
-                self.state = SaslState.HANDSHAKE_OR_VERSIONS_REQUEST
+                self._move(SaslState.HANDSHAKE_OR_VERSIONS_REQUEST)
                 return _DISPATCH  # answered UNSUPPORTED_VERSION; the client may ask again
             if self.state is SaslState.INITIAL_REQUEST:
                 return self._fail(_NOT_KAFKA)
@@ -304,24 +318,29 @@ class Authenticator:
                 reply = _reply(header.api_key, header.api_version, header.correlation_id,
                                error_response(header.api_key, header.api_version, request, IllegalSaslStateError.code,
                                               message))
-                self.state = SaslState.FAILED
+                self._move(SaslState.FAILED)
                 return Step(reply=reply, close=message, failed=True)
             return self._token(request.auth_bytes, header, now_ms)
         # INITIAL_REQUEST, HANDSHAKE_OR_VERSIONS_REQUEST, HANDSHAKE_REQUEST
         if header.api_key not in (ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE):
             return self._fail(f"Unexpected Kafka request of type {_name(header.api_key)} during SASL handshake.")
         if self.state is SaslState.INITIAL_REQUEST:
-            self.state = SaslState.HANDSHAKE_OR_VERSIONS_REQUEST
+            self._move(SaslState.HANDSHAKE_OR_VERSIONS_REQUEST)
         if header.api_key == ApiKey.API_VERSIONS:
             if self.state is not SaslState.HANDSHAKE_OR_VERSIONS_REQUEST:
                 return self._fail(f"Unexpected ApiVersions request received during SASL authentication state "
                                   f"{self.state.name}")
-            self.state = SaslState.HANDSHAKE_REQUEST
+            self._move(SaslState.HANDSHAKE_REQUEST)
             return _DISPATCH
         return self._handshake(header, request)
 
+    def _move(self, state: SaslState) -> None:
+        if state not in TRANSITIONS[self.state]:
+            raise RuntimeError(f"SASL state {self.state.name} cannot move to {state.name}")
+        self.state = state
+
     def _fail(self, reason: str) -> Step:
-        self.state = SaslState.FAILED
+        self._move(SaslState.FAILED)
         return Step(close=reason)
 
     def _authenticated(self, frame: bytes, now_ms: int) -> Step:
@@ -344,7 +363,7 @@ class Authenticator:
         self._raw = header.api_version == 0
         enabled = list(self.settings.mechanisms)
         if mechanism not in self.settings.mechanisms:
-            self.state = SaslState.FAILED
+            self._move(SaslState.FAILED)
             reply = _reply(header.api_key, header.api_version, header.correlation_id,
                            SaslHandshakeResponse(error_code=UnsupportedSaslMechanismError.code, mechanisms=enabled))
             return Step(reply=reply, close=f"Unsupported SASL mechanism {mechanism}", failed=True)
@@ -353,7 +372,7 @@ class Authenticator:
         if self._reauthenticating and mechanism != self.mechanism:
             self._bad_mechanism = (f"SASL mechanism '{mechanism}' requested by client is not supported for "
                                    f"re-authentication of mechanism '{self.mechanism}'")
-            self.state = SaslState.REAUTH_BAD_MECHANISM
+            self._move(SaslState.REAUTH_BAD_MECHANISM)
             return Step(reply=reply)
         self._chosen = mechanism
         if mechanism == "PLAIN":
@@ -363,7 +382,7 @@ class Authenticator:
         else:
             assert self.settings.validate_token is not None
             self._server = _OAuthBearer(self.settings.validate_token)
-        self.state = SaslState.AUTHENTICATE
+        self._move(SaslState.AUTHENTICATE)
         return Step(reply=reply)
 
     def _token(self, token: bytes, header: Any, now_ms: int) -> Step:
@@ -380,9 +399,10 @@ class Authenticator:
                 lifetime = self._session(now_ms, self._server.expiry_ms)
                 self.reauthentications += self._reauthenticating
                 self.principal, self.mechanism = principal, self._chosen
-                self.state, self._reauthenticating, self._server = SaslState.COMPLETE, False, None
+                self._move(SaslState.COMPLETE)
+                self._reauthenticating, self._server = False, None
         except SaslServerError as exc:
-            self.state = SaslState.FAILED
+            self._move(SaslState.FAILED)
             if header is None:  # raw tokens have no error answer
                 return Step(close=f"authentication failed: {exc}", failed=True)
             reply = _reply(header.api_key, header.api_version, header.correlation_id, SaslAuthenticateResponse(

@@ -207,3 +207,12 @@ def test_a_large_frame_before_authentication_closes_the_connection(client):
         c.sock.settimeout(0.5)
         with pytest.raises(TimeoutError):
             c.receive_frame()
+
+
+def test_the_state_machine_is_a_table_and_an_illegal_move_raises():
+    from minibroker.sasl import TRANSITIONS, Authenticator, SaslSettings, SaslState
+
+    assert set(TRANSITIONS) == set(SaslState)
+    authenticator = Authenticator(SaslSettings(("PLAIN",)), lambda user, mechanism: None)
+    with pytest.raises(RuntimeError, match="SASL state INITIAL_REQUEST cannot move to COMPLETE"):
+        authenticator._move(SaslState.COMPLETE)
