@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import logging
+import re
 import socket
 import ssl
 import time
@@ -246,13 +247,25 @@ def ck_error(bootstrap: str, conf: dict, timeout: float = 10) -> str:
     return " | ".join(errors)
 
 
+def logged(caplog, text: str, timeout: float = 5) -> bool:
+    """Whether the broker logged ``text``, waiting for it: a failed TLS handshake closes the
+    connection (asyncio's transport) before the broker's coroutine logs it."""
+    deadline = time.monotonic() + timeout
+    while not any(text in r.getMessage() for r in caplog.records):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
 def test_mutual_tls_refuses_a_client_without_a_certificate(secure, pki, caplog):
     """Issue 15, item 2: ssl.client.auth=required fails the TLS handshake of a client
     without a certificate; the broker logs it at info, no traceback."""
     with caplog.at_level(logging.INFO):
         error = ck_error(secure.bootstrap_servers_for("MTLS"), {"security.protocol": "SSL", **ck_ssl(pki)})
-    assert "SSL connection closed by peer" in error
-    assert any("TLS handshake failed" in r.getMessage() for r in caplog.records)
+    # TLS 1.3: the client's side of the handshake is done before the server refuses it
+    assert re.search("SSL connection closed by peer|certificate required|SSL handshake failed", error), error
+    assert logged(caplog, "on listener MTLS: TLS handshake failed")
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING and r.name.startswith(("minibroker", "asyncio"))]
 
 
@@ -282,10 +295,9 @@ def test_plaintext_client_on_a_tls_listener_and_the_reverse(secure, pki, caplog)
         plain_on_tls = ck_error(secure.bootstrap_servers_for("SSL"), {})
         tls_on_plain = ck_error(secure.bootstrap_servers_for("PLAINTEXT"), {"security.protocol": "SSL", **ck_ssl(pki)})
     assert "Disconnected" in plain_on_tls and "APIVERSION_QUERY" in plain_on_tls  # its first request got no answer
-    assert "SSL handshake failed" in tls_on_plain
-    messages = [r.getMessage() for r in caplog.records if r.name.startswith("minibroker")]
-    assert any("on listener SSL: TLS handshake failed" in m for m in messages)
-    assert any("on listener PLAINTEXT" in m for m in messages)
+    assert re.search("SSL handshake failed|in state SSL_HANDSHAKE", tls_on_plain), tls_on_plain  # the broker hung up
+    assert logged(caplog, "on listener SSL: TLS handshake failed")
+    assert logged(caplog, "on listener PLAINTEXT: frame size")
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING and r.name.startswith(("minibroker", "asyncio"))]
 
 
@@ -400,15 +412,18 @@ def test_plaintext_client_on_a_sasl_listener_is_closed(secure, caplog):
     with caplog.at_level(logging.INFO, logger="minibroker"):
         error = ck_error(secure.bootstrap_servers_for("SASL_PLAINTEXT"), {})
     assert "Disconnected" in error
-    assert any("during SASL handshake" in r.getMessage() for r in caplog.records)
+    assert logged(caplog, "on listener SASL_PLAINTEXT: Unexpected Kafka request of type METADATA during SASL handshake.")
 
 
 def test_reauthentication_keeps_the_connection(pki):
     """Issue 15, items 3 and 5 (KIP-368): under a short connections.max.reauth.ms,
     confluent-kafka re-authenticates on the same connection and keeps producing across
-    several session lifetimes."""
+    several session lifetimes; no session expires (an expired one would close its
+    connection and fail its authenticator)."""
+    from minibroker.sasl import SaslState
+
     config = {"listeners": "SASL_PLAINTEXT://127.0.0.1:0", "sasl.enabled.mechanisms": "PLAIN",
-              "plain.sasl.jaas.config": PLAIN_JAAS, "connections.max.reauth.ms": 1000}
+              "plain.sasl.jaas.config": PLAIN_JAAS, "connections.max.reauth.ms": 2500}
     with MiniBroker(config=config) as broker:
         channels = []
         open_channel = broker._server._open_channel
@@ -421,14 +436,14 @@ def test_reauthentication_keeps_the_connection(pki):
         broker._server._open_channel = recording
         producer = ck.Producer({"bootstrap.servers": broker.bootstrap_servers, **_ck_sasl(pki, "SASL_PLAINTEXT", "PLAIN")})
         delivered = []
-        deadline = time.monotonic() + 4.5
-        while time.monotonic() < deadline:
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline and max((c.authenticator.reauthentications for c in channels), default=0) < 2:
             producer.produce("reauth", value=b"v", partition=0, on_delivery=lambda err, msg: delivered.append(err))
-            producer.poll(0.25)
+            producer.poll(0.1)
         assert producer.flush(15) == 0
-    assert delivered and all(err is None for err in delivered)
-    assert len(channels) <= 2  # the bootstrap connection and the broker's: none made again
-    assert sum(c.authenticator.reauthentications for c in channels) >= 2
+    assert max(c.authenticator.reauthentications for c in channels) >= 2  # two lifetimes on one connection
+    assert not [c for c in channels if c.authenticator.state is SaslState.FAILED]
+    assert len(delivered) > 20 and all(err is None for err in delivered)
 
 
 def test_confluent_kafkas_admin_describes_and_deletes_scram_users(secure):
