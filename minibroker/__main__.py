@@ -20,14 +20,18 @@ syntax. The address flags win over the parts of those keys that they name, as
 :class:`~minibroker.MiniBroker`'s arguments do; with neither ``--port`` nor
 ``listeners`` the broker takes Kafka's port, 9092, on 127.0.0.1. For example,
 ``listeners=PLAINTEXT://0.0.0.0:9092`` with ``advertised.listeners=PLAINTEXT://127.0.0.1:9092``
-serves every interface and sends clients to loopback.
+serves every interface and sends clients to loopback. Several listeners, TLS and SASL
+take Kafka's settings too (``listeners=PLAINTEXT://127.0.0.1:9092,SASL_SSL://127.0.0.1:9093``,
+``ssl.keystore.location``, ``listener.name.sasl_ssl.plain.sasl.jaas.config``...: see the
+guide "minibroker with TLS and SASL"); the address flags name the first listener.
 
 Once the broker accepts connections, exactly one line goes to stdout, flushed, so that
 scripts can wait for it::
 
     minibroker listening on HOST:PORT
 
-(HOST:PORT is the advertised address, the one clients bootstrap from.) Logs go to stderr.
+(HOST:PORT is the first listener's advertised address, the one clients bootstrap from;
+the other listeners' ports are logged.) Logs go to stderr.
 SIGINT (Ctrl-C) and SIGTERM stop the broker cleanly, with exit code 0.
 
 ``--brokers N`` (N > 1) runs a :class:`~minibroker.MiniCluster` of N brokers in this one

@@ -30,7 +30,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from minibroker.background import BackgroundLoop
-from minibroker.config import DEFAULTS, BrokerConfig, Listener, parse_listener
+from minibroker.config import DEFAULTS, BrokerConfig, Listener, parse_listeners
 from minibroker.faults import RequestControls
 from minibroker.server import Server
 
@@ -41,28 +41,35 @@ def _apply_arguments(settings: dict[str, Any], host: str | None, port: int | Non
                      advertised_host: str | None, advertised_port: int | None) -> None:
     """Write the address arguments that are given into ``listeners`` / ``advertised.listeners``.
 
-    Rewriting the keys, rather than passing the arguments around them, keeps one source
-    of truth: DescribeConfigs then reports the listeners the broker really uses. A key
-    left empty stays so, for :class:`BrokerConfig` to refuse.
+    They name the parts of the first listener (and of its advertised entry). Rewriting the
+    keys, rather than passing the arguments around them, keeps one source of truth:
+    DescribeConfigs then reports the listeners the broker really uses. A key left empty
+    stays so, for :class:`BrokerConfig` to refuse.
     """
-    listeners = parse_listener("listeners", str(settings.get("listeners", DEFAULTS["listeners"][0])))
-    if listeners is not None and (host is not None or port is not None):
-        listeners = Listener(listeners.host if host is None else host, listeners.port if port is None else port)
-        settings["listeners"] = str(listeners)
+    listeners = parse_listeners("listeners", str(settings.get("listeners", DEFAULTS["listeners"][0])))
+    if listeners and (host is not None or port is not None):
+        first = listeners[0]
+        listeners[0] = Listener(first.host if host is None else host, first.port if port is None else port, first.name)
+        settings["listeners"] = ",".join(map(str, listeners))
+    if not listeners or (advertised_host is None and advertised_port is None):
+        return
     # advertised.listeners defaults to listeners, so that is what a lone argument edits.
-    advertised = parse_listener("advertised.listeners", str(settings.get("advertised.listeners", ""))) or listeners
-    if advertised is not None and (advertised_host is not None or advertised_port is not None):
-        advertised = Listener(advertised.host if advertised_host is None else advertised_host,
-                              advertised.port if advertised_port is None else advertised_port)
-        settings["advertised.listeners"] = str(advertised)
+    advertised = parse_listeners("advertised.listeners", str(settings.get("advertised.listeners", ""))) or listeners
+    by_name = {a.name: a for a in advertised}
+    first = by_name.get(listeners[0].name, listeners[0])
+    by_name[first.name] = Listener(first.host if advertised_host is None else advertised_host,
+                                   first.port if advertised_port is None else advertised_port, first.name)
+    settings["advertised.listeners"] = ",".join(map(str, by_name.values()))
 
 
 class MiniBroker:
-    """A single-node broker, in memory unless given a ``data_dir``, on one PLAINTEXT listener.
+    """A single-node broker, in memory unless given a ``data_dir``, on one PLAINTEXT listener
+    unless ``listeners`` names more (SSL, SASL_PLAINTEXT, SASL_SSL: see :mod:`minibroker.listeners`
+    and the guide "minibroker with TLS and SASL").
 
     Where it listens follows one rule: an address argument that is given wins over the
     same part of the config key, and what neither gives takes the key's default. So
-    ``host`` and ``port`` replace the host and port of ``listeners`` (default
+    ``host`` and ``port`` replace the host and port of the first of ``listeners`` (default
     ``PLAINTEXT://127.0.0.1:0``: loopback, a free port), and ``advertised_host`` and
     ``advertised_port`` those of ``advertised.listeners``, which defaults to
     ``listeners``. An advertised port of 0 (or none) is the bound port; an empty
@@ -84,8 +91,9 @@ class MiniBroker:
             behind a port mapping).
 
     Raises:
-        ValueError: an unknown or invalid config key, e.g. two listeners, an SSL or SASL
-            listener, or an advertised 0.0.0.0.
+        ValueError: an unknown or invalid config key, e.g. two listeners of one name, a
+            listener name missing from ``listener.security.protocol.map``, an advertised
+            0.0.0.0, or an SSL listener whose certificate cannot be read.
     """
 
     def __init__(self, port: int | None = None, host: str | None = None, data_dir: str | os.PathLike | None = None,
@@ -115,12 +123,27 @@ class MiniBroker:
 
     @property
     def bootstrap_servers(self) -> str:
-        """``host:port`` for a client's ``bootstrap.servers``: the advertised address."""
+        """``host:port`` for a client's ``bootstrap.servers``: the first listener's
+        advertised address."""
+        return self.bootstrap_servers_for(self._server.listeners[0].name)
+
+    def bootstrap_servers_for(self, listener: str) -> str:
+        """``host:port`` of one listener (its advertised address), by name, e.g.
+        ``broker.bootstrap_servers_for("SASL_SSL")``; a client of that listener bootstraps
+        from it and is told that listener's addresses.
+
+        Raises:
+            KeyError: no listener has that name.
+            RuntimeError: the broker is not started.
+        """
         state = self._server.state
         if state is None:
             raise RuntimeError("the broker is not started")
-        host = f"[{state.host}]" if ":" in state.host else state.host
-        return f"{host}:{state.port}"
+        if listener.upper() not in state.endpoints:
+            raise KeyError(f"no listener {listener!r}; the listeners are {', '.join(state.endpoints)}")
+        host, port = state.endpoints[listener.upper()]
+        host = f"[{host}]" if ":" in host else host
+        return f"{host}:{port}"
 
     @property
     def requests(self) -> RequestControls:

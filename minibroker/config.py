@@ -3,16 +3,29 @@
 Only the keys minibroker implements are accepted; any other key is an error that names
 the closest known key, so a typo never silently does nothing.
 
-Listeners. ``listeners`` and ``advertised.listeners`` take Kafka's syntax,
-``NAME://host:port``, with one listener, named ``PLAINTEXT`` (SSL and SASL are not
-supported yet). Facts, from Kafka's ``KafkaConfig`` and ``BrokerServer``:
+Listeners. ``listeners`` and ``advertised.listeners`` take Kafka's syntax, a comma-separated
+list of ``NAME://host:port``; each name's security protocol (PLAINTEXT, SSL, SASL_PLAINTEXT,
+SASL_SSL) comes from ``listener.security.protocol.map``, whose default maps each of the four
+names to itself. Facts, from Kafka's ``KafkaConfig``, ``EndPoint`` and ``BrokerServer``:
 
+- listener names are case-insensitive (upper-cased); each listener has its own name and, but
+  for port 0, its own port ("Each listener must have a different name/port"); a name
+  missing from the map is refused ("No security protocol defined for listener X");
 - an empty host (``PLAINTEXT://:9092``) binds every interface, and is advertised as
   this machine's canonical host name; an IPv6 host goes in brackets (``[::1]``);
-- ``advertised.listeners`` defaults to ``listeners``, and may not advertise the
-  non-routable meta-address 0.0.0.0;
+- ``advertised.listeners`` defaults to ``listeners``; its names must be among those of
+  ``listeners``, and it may not advertise the non-routable meta-address 0.0.0.0;
 - an advertised port of 0 means the bound port. minibroker also accepts an advertised
-  listener without a port, with the same meaning.
+  listener without a port, with the same meaning, and advertises a listener that
+  ``advertised.listeners`` does not name at its bound address (Kafka would leave it out of
+  the Metadata that its own clients get).
+
+Security settings per listener (Kafka's ``ListenerName.configPrefix``): every ``ssl.*`` key,
+``sasl.enabled.mechanisms`` and ``connections.max.reauth.ms`` may also be given as
+``listener.name.<name>.<key>`` (the name in lower case), which wins for that listener; the
+SASL users of a mechanism come from ``listener.name.<name>.<mechanism>.sasl.jaas.config``
+(e.g. ``listener.name.sasl_ssl.plain.sasl.jaas.config``), or from ``<mechanism>.sasl.jaas.config``
+for every listener. :mod:`minibroker.listeners` reads them.
 
 Topic defaults. The broker synonym of every topic config (``log.segment.bytes`` for
 ``segment.bytes``, ``message.max.bytes`` for ``max.message.bytes``..., Kafka's
@@ -41,8 +54,8 @@ from typing import Any
 
 from minibroker.topic_configs import TOPIC_CONFIGS, ConfigKey, ConfigSource, ConfigType
 
-__all__ = ["BrokerConfig", "DEFAULTS", "DYNAMIC", "LEADER_SELECTOR", "RACK_AWARE_SELECTOR", "REPLICA_SELECTORS", "Listener",
-           "parse_listener"]
+__all__ = ["BrokerConfig", "DEFAULTS", "DYNAMIC", "LEADER_SELECTOR", "LISTENER_KEYS", "RACK_AWARE_SELECTOR",
+           "REPLICA_SELECTORS", "SASL_MECHANISMS", "SECURITY_PROTOCOLS", "SENSITIVE", "Listener", "parse_listeners"]
 
 log = logging.getLogger("minibroker")
 
@@ -53,8 +66,28 @@ DEFAULTS: dict[str, tuple[Any, type, str]] = {
     "default.replication.factor": (1, int, "Replication factor used when a CreateTopics asks for -1."),
     "auto.create.topics.enable": (True, bool, "Create unknown topics asked for in Metadata."),
     "socket.request.max.bytes": (104857600, int, "Largest request frame; a larger one closes the connection."),
-    "listeners": ("PLAINTEXT://127.0.0.1:0", str, "The one listener to bind, as PLAINTEXT://host:port; an empty host binds every interface, port 0 a free port. Kafka's default is PLAINTEXT://:9092; minibroker's is loopback and an ephemeral port."),
-    "advertised.listeners": ("", str, "The listener that Metadata and DescribeCluster tell clients, as PLAINTEXT://host:port; port 0 (or none) is the bound port. Empty: the same as listeners."),
+    "listeners": ("PLAINTEXT://127.0.0.1:0", str, "The listeners to bind, comma-separated, as NAME://host:port (e.g. PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0); each name's security protocol comes from listener.security.protocol.map. An empty host binds every interface, port 0 a free port. The first listener is the broker's bootstrap address. Kafka's default is PLAINTEXT://:9092; minibroker's is loopback and an ephemeral port."),
+    "advertised.listeners": ("", str, "What Metadata, DescribeCluster and FindCoordinator tell clients, per listener name, as NAME://host:port; port 0 (or none) is the bound port. Each name must be one of listeners; a listener not named here is advertised at its bound address. Empty: the same as listeners."),
+    "listener.security.protocol.map": ("PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL", str, "Listener name to security protocol (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL), as NAME:PROTOCOL pairs, comma-separated. Kafka's default."),
+    # TLS (Kafka's SslConfigs and BrokerSecurityConfigs, PEM form of KIP-651). Each may be
+    # given per listener as listener.name.<name>.<key> (see the module docstring).
+    "ssl.keystore.type": ("PEM", str, "The format of the broker's key and certificate: PEM only (KIP-651). Kafka's default is JKS, which minibroker does not read."),
+    "ssl.keystore.location": ("", str, "A PEM file holding the broker's private key and its certificate chain (KIP-651), for SSL and SASL_SSL listeners."),
+    "ssl.keystore.certificate.chain": ("", str, "The broker's certificate chain in PEM, inline (instead of ssl.keystore.location)."),
+    "ssl.keystore.key": ("", str, "The broker's private key in PEM (PKCS#8, encrypted with ssl.key.password if given), inline (instead of ssl.keystore.location)."),
+    "ssl.key.password": ("", str, "The password of the broker's encrypted private key."),
+    "ssl.truststore.type": ("PEM", str, "The format of the trusted certificates: PEM only (KIP-651). Kafka's default is JKS."),
+    "ssl.truststore.location": ("", str, "A PEM file of the CA certificates that client certificates are checked against (ssl.client.auth)."),
+    "ssl.truststore.certificates": ("", str, "The trusted CA certificates in PEM, inline (instead of ssl.truststore.location)."),
+    "ssl.client.auth": ("none", str, "Client certificates: none (not asked for), requested (checked if given) or required (a connection without one fails its TLS handshake). A client's certificate subject becomes its principal on an SSL listener. A SASL_SSL listener takes it only as listener.name.<name>.ssl.client.auth (KIP-684)."),
+    "ssl.protocol": ("TLSv1.3", str, "The newest TLS version to speak: TLSv1.3, TLSv1.2 or TLS (any enabled one)."),
+    "ssl.enabled.protocols": ("TLSv1.2,TLSv1.3", str, "The TLS versions a client may use, comma-separated (TLSv1.2, TLSv1.3)."),
+    "ssl.principal.mapping.rules": ("DEFAULT", str, "How a client certificate's subject (RFC 2253, CN=alice,O=example) becomes the principal's name: DEFAULT keeps it whole; RULE:pattern/replacement/[LU] rules, comma-separated, are tried in order (Kafka's SslPrincipalMapper)."),
+    # SASL (Kafka's BrokerSecurityConfigs).
+    "sasl.enabled.mechanisms": ("PLAIN,SCRAM-SHA-256,SCRAM-SHA-512", str, "The SASL mechanisms of SASL_PLAINTEXT and SASL_SSL listeners, comma-separated: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER. Kafka's default is GSSAPI, which minibroker does not have; minibroker's enables the mechanisms whose users must be provisioned (PLAIN users in the JAAS config, SCRAM users by AlterUserScramCredentials). OAUTHBEARER, whose default validator accepts any unsecured JWT, must be enabled explicitly."),
+    "connections.max.reauth.ms": (0, int, "KIP-368: the longest SASL session; a client that does not authenticate again within it is disconnected at its next request. The session ends earlier when the credential does (an OAUTHBEARER token's expiry). 0: no limit but the credential's."),
+    "sasl.server.max.receive.size": (524288, int, "The largest frame a connection on a SASL listener may send before it has authenticated; a larger one closes it (Kafka's default)."),
+    "connection.failed.authentication.delay.ms": (100, int, "How long the answer to a failed authentication is held back before the connection closes, so that a client with a wrong password cannot spin (Kafka's default)."),
     "cluster.id": ("minibroker-cluster", str, "Cluster id reported in Metadata (minibroker's own default)."),
     "log.dirs": ("", str, "Comma-separated directories for the partition logs; empty keeps everything in memory (minibroker's default)."),
     "log.retention.check.interval.ms": (300000, int, "How often retention and compaction run."),
@@ -123,8 +156,18 @@ for _name, _key in sorted(_SYNONYM_OF.items()):
 DYNAMIC: frozenset[str] = frozenset(_SYNONYM_OF)
 
 
-# Kafka's security protocols that need TLS or SASL on the connection.
-_SECURED = frozenset({"SSL", "SASL_PLAINTEXT", "SASL_SSL"})
+#: Kafka's security protocols (SecurityProtocol).
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+#: The SASL mechanisms minibroker serves (GSSAPI is not one).
+SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
+#: The keys that ``listener.name.<name>.<key>`` may set for one listener.
+LISTENER_KEYS = frozenset({name for name in DEFAULTS if name.startswith("ssl.")}
+                          | {"sasl.enabled.mechanisms", "connections.max.reauth.ms"})
+#: Keys whose values DescribeConfigs hides (Kafka's PASSWORD type): any key ending so.
+SENSITIVE = ("ssl.key.password", "ssl.keystore.key", "sasl.jaas.config")
+# A JAAS config of one mechanism: <mechanism>.sasl.jaas.config (JaasContext.loadServerContext).
+_JAAS_KEY = re.compile(r"(?P<mechanism>[a-z0-9-]+)\.sasl\.jaas\.config")
+_LISTENER_PREFIX = "listener.name."
 # Kafka's EndPoint syntax, but an IPv6 host must be in brackets, which keeps the port
 # optional (an advertised listener may leave it to the bound port) without ambiguity.
 _LISTENER = re.compile(r"(?P<name>[A-Za-z0-9_]+)://(?:\[(?P<ipv6>[0-9a-fA-F:.%]*)\]|(?P<host>[0-9a-zA-Z\-%._]*))"
@@ -135,52 +178,68 @@ _META_ADDRESSES = frozenset({"0.0.0.0", "::"})
 
 @dataclass(frozen=True, slots=True)
 class Listener:
-    """One ``listeners`` / ``advertised.listeners`` entry: ``PLAINTEXT://host:port``.
+    """One ``listeners`` / ``advertised.listeners`` entry: ``NAME://host:port``.
 
     Attributes:
         host: an address or name; "" binds every interface and is advertised as this
             machine's canonical host name.
         port: 0 binds a free port; for an advertised listener, 0 or None is the bound port.
+        name: the listener name, upper case (Kafka's ``ListenerName.normalised``).
     """
 
     host: str
     port: int | None
+    name: str = "PLAINTEXT"
 
     def __str__(self) -> str:
         host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"PLAINTEXT://{host}" if self.port is None else f"PLAINTEXT://{host}:{self.port}"
+        return f"{self.name}://{host}" if self.port is None else f"{self.name}://{host}:{self.port}"
 
 
-def parse_listener(key: str, value: str) -> Listener | None:
-    """The one listener in ``value``, in Kafka's syntax; None when ``value`` is empty.
+def parse_listeners(key: str, value: str) -> list[Listener]:
+    """The listeners in ``value``, in Kafka's syntax and order; empty when ``value`` is.
 
     Args:
         key: the config key that holds ``value``, named in errors.
-        value: e.g. ``PLAINTEXT://127.0.0.1:9092``, ``PLAINTEXT://:9092`` or
-            ``PLAINTEXT://[::1]:0``; the listener name is case-insensitive, as in Kafka.
+        value: e.g. ``PLAINTEXT://127.0.0.1:9092,SASL_SSL://:9093`` or
+            ``PLAINTEXT://[::1]:0``; listener names are case-insensitive, as in Kafka.
 
     Raises:
-        ValueError: more than one listener, SSL or SASL, a listener name other than
-            PLAINTEXT, a malformed listener, or a port above 65535.
+        ValueError: a malformed listener, a port above 65535, or two listeners of one name
+            (Kafka's "Each listener must have a different name").
     """
-    items = [item.strip() for item in value.split(",") if item.strip()]
-    if not items:
-        return None
-    if len(items) > 1:
-        raise ValueError(f"{key}: minibroker serves one listener, not {len(items)} ({value!r})")
-    match = _LISTENER.fullmatch(items[0])
-    if match is None:
-        raise ValueError(f"{key} must look like PLAINTEXT://host:port, not {items[0]!r}")
-    name = match["name"].upper()
-    if name in _SECURED:
-        raise ValueError(f"{key}: minibroker supports only PLAINTEXT listeners; {name} (TLS or SASL) is not supported yet")
-    if name != "PLAINTEXT":
-        raise ValueError(f"{key}: the listener must be named PLAINTEXT, not {match['name']!r} "
-                         "(minibroker has no listener.security.protocol.map)")
-    port = None if match["port"] is None else int(match["port"])
-    if port is not None and not 0 <= port <= 65535:
-        raise ValueError(f"{key}: port {port} is not between 0 and 65535")
-    return Listener(match["host"] if match["ipv6"] is None else match["ipv6"], port)
+    listeners = []
+    for item in (item.strip() for item in value.split(",")):
+        if not item:
+            continue
+        match = _LISTENER.fullmatch(item)
+        if match is None:
+            raise ValueError(f"{key} must look like NAME://host:port, not {item!r}")
+        port = None if match["port"] is None else int(match["port"])
+        if port is not None and not 0 <= port <= 65535:
+            raise ValueError(f"{key}: port {port} is not between 0 and 65535")
+        listeners.append(Listener(match["host"] if match["ipv6"] is None else match["ipv6"], port, match["name"].upper()))
+    names = [listener.name for listener in listeners]
+    if len(set(names)) != len(names):  # CoreUtils.listenerListToEndPoints
+        raise ValueError(f"{key}: Each listener must have a different name, listeners: {value}")
+    return listeners
+
+
+def _protocol_map(value: str) -> dict[str, str]:
+    """``listener.security.protocol.map`` as {listener name: security protocol}."""
+    protocols = {}
+    for item in (item.strip() for item in value.split(",")):
+        if not item:
+            continue
+        name, sep, protocol = item.partition(":")
+        if not sep or not name.strip():
+            raise ValueError(f"listener.security.protocol.map must be NAME:PROTOCOL pairs, not {item!r}")
+        protocol = protocol.strip().upper()
+        if protocol not in SECURITY_PROTOCOLS:
+            raise ValueError(f"listener.security.protocol.map: {protocol!r} for listener {name.strip()} is not a "
+                             f"security protocol ({', '.join(SECURITY_PROTOCOLS)})")
+        protocols[name.strip().upper()] = protocol
+    return protocols
 
 
 def _coerce(name: str, value: Any, kind: type) -> Any:
@@ -215,7 +274,11 @@ class BrokerConfig:
     def __init__(self, values: Mapping[str, Any] | None = None):
         values = dict(values or {})
         self._static = {name: default for name, (default, _, _) in DEFAULTS.items()}
+        #: listener.name.<name>.<key> and <mechanism>.sasl.jaas.config values, by key
+        self._security: dict[str, Any] = {}
         for name, value in values.items():
+            if name not in DEFAULTS and self._security_key(name, value):
+                continue
             if name not in DEFAULTS:
                 close = difflib.get_close_matches(name, list(DEFAULTS), n=1)
                 hint = f"; did you mean {close[0]!r}?" if close else ""
@@ -236,14 +299,70 @@ class BrokerConfig:
                 raise ValueError(f"{name} must be at least 1")  # Kafka's atLeast(1)
         # Dynamic layers (KIP-226): "" the cluster-wide default, "broker" this broker's own.
         self._dynamic: dict[str, dict[str, Any]] = {"": {}, "broker": {}}
-        listener = parse_listener("listeners", self._static["listeners"])
-        if listener is None or listener.port is None:
+        self._listeners()
+
+    def _listeners(self) -> None:
+        """Check ``listeners``, ``advertised.listeners`` and the protocol map (KafkaConfig's rules)."""
+        #: Listener name -> security protocol, from listener.security.protocol.map.
+        self.security_protocols: dict[str, str] = _protocol_map(self._static["listener.security.protocol.map"])
+        listeners = parse_listeners("listeners", self._static["listeners"])
+        if not listeners or any(listener.port is None for listener in listeners):
             raise ValueError("listeners must name a host and port, as PLAINTEXT://host:port (port 0 picks a free one)")
-        self.listener: Listener = listener
-        self.advertised_listener: Listener = parse_listener("advertised.listeners", self._static["advertised.listeners"]) or listener
-        if self.advertised_listener.host in _META_ADDRESSES:
-            raise ValueError(f"advertised.listeners cannot use the non-routable meta-address {self.advertised_listener.host} "
-                             "(it defaults to listeners); advertise an address clients can reach, such as 127.0.0.1")
+        ports = [listener.port for listener in listeners if listener.port != 0]  # port 0: each its own free port
+        if len(set(ports)) != len(ports):
+            raise ValueError(f"listeners: Each listener must have a different port, listeners: {self._static['listeners']}")
+        for listener in listeners:
+            if listener.name not in self.security_protocols:  # EndPoint.createEndPoint
+                raise ValueError(f"listeners: No security protocol defined for listener {listener.name}")
+        advertised = {a.name: a for a in parse_listeners("advertised.listeners", self._static["advertised.listeners"])}
+        names = [listener.name for listener in listeners]
+        if not set(advertised) <= set(names):
+            raise ValueError("advertised.listeners listener names must be equal to or a subset of the ones defined in "
+                             f"listeners. Found {','.join(advertised)}. The valid options based on the current "
+                             f"configuration are {','.join(names)}")
+        #: The listeners to bind, in order; the first is the broker's bootstrap address.
+        self.listeners: list[Listener] = listeners
+        #: What each listener advertises, by name (its own address unless advertised.listeners names it).
+        self.advertised_listeners: dict[str, Listener] = {listener.name: advertised.get(listener.name, listener)
+                                                          for listener in listeners}
+        for a in self.advertised_listeners.values():
+            if a.host in _META_ADDRESSES:
+                raise ValueError(f"advertised.listeners cannot use the non-routable meta-address {a.host} "
+                                 "(it defaults to listeners); advertise an address clients can reach, such as 127.0.0.1")
+        self.listener: Listener = listeners[0]
+        self.advertised_listener: Listener = self.advertised_listeners[listeners[0].name]
+
+    def _security_key(self, name: str, value: Any) -> bool:
+        """Keep ``name`` if it is a per-listener override or a mechanism's JAAS config."""
+        key = name
+        if name.startswith(_LISTENER_PREFIX):
+            listener, _, key = name[len(_LISTENER_PREFIX):].partition(".")
+            if not listener:
+                return False
+        if key in LISTENER_KEYS and key != name:
+            self._security[name] = _coerce(name, value, DEFAULTS[key][1])
+            return True
+        jaas = _JAAS_KEY.fullmatch(key)
+        if jaas is not None:
+            if jaas["mechanism"].upper() not in SASL_MECHANISMS:
+                raise ValueError(f"{name}: minibroker has no SASL mechanism {jaas['mechanism'].upper()} "
+                                 f"(one of {', '.join(SASL_MECHANISMS)})")
+            self._security[name] = str(value)
+            return True
+        return False
+
+    def for_listener(self, listener_name: str, key: str, *, inherit: bool = True) -> Any:
+        """``key``'s value for one listener: ``listener.name.<name>.<key>`` if given, else
+        ``key``'s (Kafka's ``valuesWithPrefixOverride``); None for a JAAS key given nowhere.
+        With ``inherit`` false, only the listener's own value counts (else the default)."""
+        prefixed = f"{_LISTENER_PREFIX}{listener_name.lower()}.{key}"
+        if prefixed in self._security:
+            return self._security[prefixed]
+        if not inherit:
+            return DEFAULTS[key][0]
+        if key in DEFAULTS:
+            return self[key]
+        return self._security.get(key)
 
     def __getitem__(self, name: str) -> Any:
         for layer in (self._dynamic["broker"], self._dynamic[""]):

@@ -72,11 +72,14 @@ measure the copying path (``bench/broker.py``); Kafka has no such setting.
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import logging
 import os
 import socket
+import ssl
 import struct
+import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -93,6 +96,7 @@ from minibroker.config import BrokerConfig
 from minibroker.faults import WRITE_APIS, BrokerFaults, Delay, Drop, Fail, Hold, error_response
 from minibroker.handlers import HANDLERS, RequestContext, client_host
 from minibroker.handlers.api_versions import api_versions_response
+from minibroker.listeners import Channel, ListenerSecurity, listener_securities
 from minibroker.log.store import LogSlice, SegmentFile
 from minibroker.quotas import ChannelMute, serve
 from minibroker.state import BrokerState
@@ -219,7 +223,7 @@ class RequestMemory:
 
 
 class Server:
-    """One broker listening on one socket.
+    """One broker listening on each of its listeners (:mod:`minibroker.listeners`).
 
     Args:
         cluster: the broker's place in a MiniCluster (its node id, controller channel and
@@ -235,8 +239,13 @@ class Server:
         self.host = host
         self.port = port
         self._advertised = (advertised_host, advertised_port)
+        #: Every listener (see :mod:`minibroker.listeners`); the first binds ``host:port``.
+        self.listeners: list[ListenerSecurity] = listener_securities(config)
+        #: The bound port of each listener by name, once started.
+        self.ports: dict[str, int] = {}
         self.state: BrokerState | None = None
-        self._server: asyncio.base_events.Server | None = None
+        self._server: asyncio.base_events.Server | None = None  # the first listener's
+        self._servers: list[asyncio.base_events.Server] = []
         self._connections: dict[asyncio.Task, asyncio.StreamWriter] = {}
         self._maintenance: list[asyncio.Task] = []
         self.request_memory = RequestMemory(config["queued.max.request.bytes"])
@@ -244,8 +253,17 @@ class Server:
         self.faults = BrokerFaults(f"broker {cluster.node_id}" if cluster is not None else f"minibroker {host}:{port}")
 
     async def start(self) -> None:
-        self._server = await asyncio.start_server(self._serve, self.host, self.port)
-        self.port = self._server.sockets[0].getsockname()[1]
+        try:
+            for i, listener in enumerate(self.listeners):
+                host, port = (self.host, self.port) if i == 0 else (listener.bind.host or "0.0.0.0", listener.bind.port)
+                server = await asyncio.start_server(functools.partial(self._serve, listener=listener), host, port)
+                self._servers.append(server)
+                self.ports[listener.name] = server.sockets[0].getsockname()[1]
+        except BaseException:  # a port taken: nothing stays bound
+            await self._close_servers()
+            raise
+        self._server = self._servers[0]
+        self.port = self.ports[self.listeners[0].name]
         if self.cluster is None:
             self.faults.name = f"minibroker {self.host}:{self.port}"
         host = self._advertised[0] or self.host
@@ -253,15 +271,27 @@ class Server:
         try:
             self.state = BrokerState(self.config, host, port, cluster=self.cluster)
         except BaseException:  # e.g. a log directory locked by another broker: stop listening too
-            self._server.close()
-            await self._server.wait_closed()
+            await self._close_servers()
             self._server = None
             raise
+        self.state.endpoints[self.listeners[0].name] = (host, port)
+        for listener in self.listeners[1:]:
+            self.state.endpoints[listener.name] = (listener.advertised.host or socket.getfqdn(),
+                                                   listener.advertised.port or self.ports[listener.name])
         self._maintenance = [
             asyncio.create_task(self._every("log.retention.check.interval.ms", "log maintenance", self.state.maintain)),
             asyncio.create_task(self._every("offsets.retention.check.interval.ms", "group expiry", self.state.groups.expire)),
         ]
         log.info("minibroker listening on %s:%d (advertised %s:%d)", self.host, self.port, host, port)
+        for listener in self.listeners[1:]:
+            log.info("minibroker listener %s (%s) on port %d (advertised %s:%d)", listener.name, listener.protocol,
+                     self.ports[listener.name], *self.state.endpoints[listener.name])
+
+    async def _close_servers(self) -> None:
+        for server in self._servers:
+            server.close()
+            await server.wait_closed()
+        self._servers = []
 
     async def _close_listener(self) -> None:
         """Stop accepting, and let connections already accepted reach _serve (a few loop
@@ -270,11 +300,13 @@ class Server:
         AssertionError it swallows, leaving its socket open (CLOSE_WAIT) until a garbage
         collection."""
         loop = asyncio.get_running_loop()
-        for sock in self._server.sockets:
-            loop.remove_reader(sock.fileno())
+        for server in self._servers:
+            for sock in server.sockets:
+                loop.remove_reader(sock.fileno())
         for _ in range(10):
             await asyncio.sleep(0)
-        self._server.close()
+        for server in self._servers:
+            server.close()
 
     async def _end_tasks(self) -> None:
         """Cancel every connection's task and the upkeep tasks, and wait for them."""
@@ -283,7 +315,9 @@ class Server:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
-        await self._server.wait_closed()
+        for server in self._servers:
+            await server.wait_closed()
+        self._servers = []
         self._server = None
         for task in self._maintenance:
             task.cancel()
@@ -334,10 +368,22 @@ class Server:
             except Exception:  # one failure must not stop the upkeep for good
                 log.exception("%s failed", what)
 
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, *,
+                     listener: ListenerSecurity) -> None:
         task = asyncio.current_task()
         self._connections[task] = writer
+        channel = None
+        try:  # a stop() may cancel the TLS handshake: the connection must go all the same
+            channel = await self._open_channel(listener, writer)
+        finally:
+            if channel is None:
+                self._connections.pop(task, None)
+                writer.close()
+        if channel is None:
+            return
         frames = FrameReader(max_frame_size=self.config["socket.request.max.bytes"])
+        if channel.authenticator is not None:  # SaslServerAuthenticator's saslAuthRequestMaxReceiveSize
+            frames.max_frame_size = min(frames.max_frame_size, self.config["sasl.server.max.receive.size"])
         host = client_host(writer.get_extra_info("peername"))
         loop = asyncio.get_running_loop()
         idle = self.config["connections.max.idle.ms"] / 1000
@@ -363,7 +409,9 @@ class Server:
                     reserved = 0
                     if dropped:
                         continue
-                    parts = await self._answer(frame, host, reader, mute)
+                    if channel.authenticator is not None and not await self._authenticate(channel, frame, writer, frames):
+                        continue
+                    parts = await self._answer(frame, host, reader, channel, mute)
                     if parts is _DROPPED:
                         dropped = True
                     elif parts is not None:
@@ -379,7 +427,8 @@ class Server:
                 if not data:
                     return
         except (ProtocolError, _CloseConnection) as exc:
-            log.info("closing connection from %s: %s", writer.get_extra_info("peername"), exc)
+            log.info("closing connection from %s on listener %s: %s", writer.get_extra_info("peername"),
+                     channel.listener_name, exc)
         except (ConnectionError, asyncio.IncompleteReadError):
             pass
         except asyncio.CancelledError:
@@ -391,7 +440,55 @@ class Server:
             self._connections.pop(task, None)
             writer.close()
 
-    async def _answer(self, frame: bytes, host: str, reader: asyncio.StreamReader, mute: ChannelMute) -> list[Any] | None:
+    async def _open_channel(self, listener: ListenerSecurity, writer: asyncio.StreamWriter) -> Channel | None:
+        """The connection's :class:`~minibroker.listeners.Channel`, after its TLS handshake
+        on an SSL or SASL_SSL listener; None when that fails (logged at info: a client
+        speaking plaintext to a TLS listener, an untrusted or missing client certificate)."""
+        # the state is read at each look-up: a connection may come in before it is made
+        channel = Channel(listener, lambda user, mechanism: self.state.scram_credentials.get(user, mechanism))
+        if listener.ssl_context is None:
+            return channel
+        peer = writer.get_extra_info("peername")
+        try:  # a handshake that stalls is idle time (Kafka's Selector counts it so)
+            await writer.start_tls(listener.ssl_context,
+                                   ssl_handshake_timeout=self.config["connections.max.idle.ms"] / 1000)
+            channel.tls_established(writer.get_extra_info("ssl_object"))
+        except (ssl.SSLError, ConnectionError, TimeoutError, asyncio.IncompleteReadError) as exc:
+            log.info("closing connection from %s on listener %s: TLS handshake failed: %s", peer, listener.name, exc)
+            return None
+        except ValueError as exc:  # no ssl.principal.mapping.rules rule applies
+            log.info("closing connection from %s on listener %s: %s", peer, listener.name, exc)
+            return None
+        return channel
+
+    async def _authenticate(self, channel: Channel, frame: bytes, writer: asyncio.StreamWriter,
+                            frames: FrameReader) -> bool:
+        """Pass a frame through the connection's SASL authenticator (:mod:`minibroker.sasl`):
+        True when it is a request for the handlers; else it was answered here. Once the
+        connection is authenticated its frames may be as large as any connection's.
+
+        Raises:
+            _CloseConnection: authentication failed, or the session expired (KIP-368).
+        """
+        authenticator = channel.authenticator
+        assert authenticator is not None
+        step = authenticator.receive(frame, int(time.time() * 1000))
+        if authenticator.authenticated:
+            frames.max_frame_size = self.config["socket.request.max.bytes"]
+        if step.dispatch:
+            return True
+        if step.failed and authenticator.settings.failed_delay_ms > 0:
+            # Kafka's connection.failed.authentication.delay.ms: no fast retry loop
+            await asyncio.sleep(authenticator.settings.failed_delay_ms / 1000)
+        if step.reply is not None:
+            writer.write(step.reply)
+            await writer.drain()
+        if step.close is not None:
+            raise _CloseConnection(step.close)
+        return False
+
+    async def _answer(self, frame: bytes, host: str, reader: asyncio.StreamReader, channel: Channel,
+                      mute: ChannelMute) -> list[Any] | None:
         """The pieces of the response frame (see :func:`send_response`), None when none is
         due, or ``_DROPPED`` (a request control dropped the request, or it was held by an
         isolation during which its peer went away)."""
@@ -425,7 +522,8 @@ class Server:
             await asyncio.sleep(action.seconds)
         if header.api_key in WRITE_APIS and faults.disk.delay_ms:
             await faults.disk.write()
-        parts = await serve(self.state.quotas, entry[2], self.state, header, RequestContext.of(header, host), request,
+        context = RequestContext.of(header, host, channel.principal, channel.listener_name)
+        parts = await serve(self.state.quotas, entry[2], self.state, header, context, request,
                             len(frame), mute)  # the client's quotas (minibroker.quotas)
         if parts is None:
             return None

@@ -80,6 +80,7 @@ from minibroker.log import PartitionLog
 from minibroker.log.maintenance import maintain as maintain_logs
 from minibroker.log.txn_index import AbortedTxn
 from minibroker.quota_store import open_client_quotas
+from minibroker.scram_credentials import ScramCredentials
 from minibroker.storage import Storage, StoredTopic
 from minibroker.topic_configs import effective
 
@@ -164,12 +165,21 @@ class BrokerState:
         self._tasks: set[asyncio.Task[None]] = set()
         #: The clock every Partition call is given (ms): the replica manager must use the same.
         self.clock_ms: Callable[[], int] = lambda: int(time.monotonic() * 1000)
+        #: The advertised (host, port) of each listener by name; the server fills it once bound.
+        self.endpoints: dict[str, tuple[str, int]] = {}
         try:
             self.quotas = open_client_quotas(config, self.storage.log_dirs, cluster)  # KIP-13/55/219
+            #: SCRAM users (issue 15), in the first log directory.
+            self.scram_credentials = ScramCredentials(self.storage.log_dirs[0] if self.storage.persistent else None)
             self._load()
         except BaseException:
             self.close()  # the directories are not left locked by a broker that failed to start
             raise
+
+    def endpoint(self, listener_name: str) -> tuple[str, int]:
+        """``(host, port)`` that the clients of a listener are told (Kafka answers Metadata,
+        DescribeCluster and FindCoordinator with the endpoints of the request's listener)."""
+        return self.endpoints.get(listener_name, (self.host, self.port))
 
     def _load(self) -> None:
         """Read back the topics, their logs, the producer state and the committed offsets.

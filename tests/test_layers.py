@@ -69,17 +69,23 @@ LAYERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
                                        (*_SHARED, "kproto.config", "kproto.io", "minibroker.config",
                                         "minibroker.log", "minibroker.cluster core")),
     "minibroker.coordinator": (("minibroker.coordinator",), (*_SHARED, "minibroker.config", "minibroker.log")),
-    "minibroker.storage": (("minibroker.storage", "minibroker.quota_store"), (*_SHARED, "minibroker.config",
-                                                                             "minibroker.log")),
+    # the broker's files: topics, producer ids, dynamic configs, client quotas, SCRAM users
+    "minibroker.storage": (("minibroker.storage", "minibroker.quota_store", "minibroker.scram_credentials"),
+                           (*_SHARED, "minibroker.config", "minibroker.log")),
     "minibroker.state": (("minibroker.state",), (*_SHARED, "minibroker.config", "minibroker.log",
                                                  "minibroker.coordinator", "minibroker.storage",
                                                  "minibroker.cluster core")),
     "minibroker.handlers": (("minibroker.handlers",), (*_SHARED, "minibroker.config", "minibroker.log",
                                                        "minibroker.coordinator", "minibroker.state",
                                                        "minibroker.cluster core")),
+    # a connection's listener, TLS and SASL (issue 15): over the handlers (the principal
+    # they are given), under the server that drives them
+    "minibroker.security": (("minibroker.listeners", "minibroker.tls", "minibroker.sasl"),
+                            (*_SHARED, "minibroker.config", "minibroker.handlers")),
     "minibroker.server": (("minibroker.server",), (*_SHARED, "minibroker.config", "minibroker.log",
                                                    "minibroker.coordinator", "minibroker.state",
-                                                   "minibroker.handlers", "minibroker.cluster core")),
+                                                   "minibroker.handlers", "minibroker.security",
+                                                   "minibroker.cluster core")),
     # a MiniCluster's brokers and the cluster itself: top of minibroker, over the server and
     # the cluster's replication (fetcher, replica manager)
     "minibroker.cluster nodes": (("minibroker.cluster.node", "minibroker.cluster.minicluster",

@@ -51,6 +51,7 @@ __all__ = [
     "ScramServer",
     "ScramState",
     "credential",
+    "credential_of_salted_password",
     "sasl_name",
     "username_of",
 ]
@@ -121,12 +122,22 @@ def credential(
     if iterations < MIN_ITERATIONS:
         raise ValueError(f"Iterations {iterations} is less than the minimum {MIN_ITERATIONS}")
     salt = secrets.token_bytes(32) if salt is None else salt
-    salted = _salted_password(hash_name, password, salt, iterations)
-    client_key = _hmac(hash_name, salted, b"Client Key")
+    return credential_of_salted_password(
+        _salted_password(hash_name, password, salt, iterations), mechanism, iterations, salt
+    )
+
+
+def credential_of_salted_password(
+    salted_password: bytes, mechanism: str, iterations: int, salt: bytes
+) -> ScramCredential:
+    """The stored credential of a SaltedPassword, as AlterUserScramCredentials (KIP-554)
+    sends it (Kafka's ScramFormatter.storedKey(clientKey(...)) and serverKey(...))."""
+    hash_name = _hash_name(mechanism)
+    client_key = _hmac(hash_name, salted_password, b"Client Key")
     return ScramCredential(
         salt=salt,
         stored_key=hashlib.new(hash_name, client_key).digest(),
-        server_key=_hmac(hash_name, salted, b"Server Key"),
+        server_key=_hmac(hash_name, salted_password, b"Server Key"),
         iterations=iterations,
     )
 

@@ -111,6 +111,8 @@ from minibroker.handlers import (  # noqa: E402,F401
     producer_ids,
     producers,
     quotas,
+    sasl,
+    scram,
     topics,
     txn,
     txn_markers,

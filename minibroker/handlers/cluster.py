@@ -25,7 +25,8 @@ from minibroker.handlers import handles
 async def describe_cluster(state, header, request):
     if state.cluster is None:
         controller_id = state.node_id
-        brokers = [DescribeClusterResponse.DescribeClusterBroker(broker_id=state.node_id, host=state.host, port=state.port)]
+        host, port = state.endpoint(header.listener_name)
+        brokers = [DescribeClusterResponse.DescribeClusterBroker(broker_id=state.node_id, host=host, port=port)]
     else:
         controller_id = state.cluster.channel.active_controller_id
         brokers = [DescribeClusterResponse.DescribeClusterBroker(broker_id=b.broker_id, host=b.host, port=b.port, rack=b.rack)

@@ -53,7 +53,7 @@ from kproto.protocol.messages import (
 )
 from minibroker.cluster.api import AlterConfigsResource
 from minibroker.config import DEFAULTS as BROKER_DEFAULTS
-from minibroker.config import DYNAMIC, BrokerConfig
+from minibroker.config import DYNAMIC, SENSITIVE, BrokerConfig
 from minibroker.handlers import handles
 from minibroker.topic_configs import (
     SET,
@@ -114,8 +114,13 @@ def _broker_entries(state, keys, request, version, per_broker):
         if not per_broker and name not in state.config.dynamic(per_broker=False):
             continue  # the cluster default resource has only what is set there
         synonyms = _broker_synonyms(state.config, name, per_broker)
-        out.append(_entry(name, synonyms, None, name not in DYNAMIC, _SYNONYM_TYPES.get(name, _BROKER_TYPES[kind]), doc,
-                          request, version))
+        entry = _entry(name, synonyms, None, name not in DYNAMIC, _SYNONYM_TYPES.get(name, _BROKER_TYPES[kind]), doc,
+                       request, version)
+        if name.endswith(SENSITIVE):  # Kafka's PASSWORD type: described, never shown
+            entry.value, entry.is_sensitive = None, True
+            for synonym in entry.synonyms:
+                synonym.value = None
+        out.append(entry)
     return out
 
 

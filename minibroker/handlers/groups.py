@@ -99,7 +99,7 @@ async def _leader_of_internal_partition(state, topic_name, spec, key, whose):
     return 0, None, broker.broker_id, broker.host, broker.port
 
 
-async def _transaction_coordinator(state, transactional_id):
+async def _transaction_coordinator(state, transactional_id, listener_name):
     """(error_code, error_message, node_id, host, port): the coordinator of a transactional
     id, the leader of its ``__transaction_state`` partition; a single broker makes the topic
     on first use."""
@@ -108,20 +108,20 @@ async def _transaction_coordinator(state, transactional_id):
             state.transaction_state_topic()
         except Exception as exc:  # a full disk: as Kafka while the topic cannot be made
             return CoordinatorNotAvailableError.code, f"{TRANSACTION_STATE_TOPIC} could not be created: {exc}", -1, "", -1
-        return 0, None, state.node_id, state.host, state.port
+        return 0, None, state.node_id, *state.endpoint(listener_name)
     return await _leader_of_internal_partition(state, TRANSACTION_STATE_TOPIC, transaction_state_topic_spec,
                                                transactional_id, "transactional id's")
 
 
-async def _coordinator_for(state, key_type, key):
+async def _coordinator_for(state, key_type, key, listener_name):
     """(error_code, error_message, node_id, host, port) for one FindCoordinator key."""
     if key_type == GROUP_KEY:
         if state.cluster is not None:
             return await _leader_of_internal_partition(state, OFFSETS_TOPIC, offsets_topic_spec, key,
                                                        "group's offsets")
-        return 0, None, state.node_id, state.host, state.port
+        return 0, None, state.node_id, *state.endpoint(listener_name)
     if key_type == TRANSACTION_KEY:
-        return await _transaction_coordinator(state, key)
+        return await _transaction_coordinator(state, key, listener_name)
     return InvalidRequestError.code, f"unsupported coordinator key type {key_type}", -1, "", -1
 
 
@@ -131,11 +131,11 @@ async def find_coordinator(state, header, request):
     if header.api_version >= 4:
         coordinators = []
         for key in request.coordinator_keys:
-            code, message, node, host, port = await _coordinator_for(state, key_type, key)
+            code, message, node, host, port = await _coordinator_for(state, key_type, key, header.listener_name)
             coordinators.append(FindCoordinatorResponse.Coordinator(
                 key=key, node_id=node, host=host, port=port, error_code=code, error_message=message))
         return FindCoordinatorResponse(coordinators=coordinators)
-    code, message, node, host, port = await _coordinator_for(state, key_type, request.key)
+    code, message, node, host, port = await _coordinator_for(state, key_type, request.key, header.listener_name)
     return FindCoordinatorResponse(error_code=code, error_message=message, node_id=node, host=host, port=port)
 
 

@@ -180,7 +180,8 @@ async def handle(state, header, request):
                 topics.append(_describe(state, created))
             else:
                 topics.append(Topic_(error_code=UnknownTopicOrPartitionError.code, name=name))
-    brokers = [MetadataResponse.MetadataResponseBroker(node_id=state.node_id, host=state.host, port=state.port)]
+    host, port = state.endpoint(header.listener_name)
+    brokers = [MetadataResponse.MetadataResponseBroker(node_id=state.node_id, host=host, port=port)]
     return _response(state, version, request, topics, brokers, state.node_id)
 
 

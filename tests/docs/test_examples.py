@@ -27,7 +27,8 @@ def test_the_quickstart_prints_kafkas_quickstart_events():
     assert done.stdout.splitlines()[:2] == ["0 This is my first event", "1 This is my second event"]
 
 
-@pytest.mark.parametrize(("example", "tests"), [("test_with_minibroker.py", 2), ("test_minibroker_config.py", 3)])
+@pytest.mark.parametrize(("example", "tests"), [("test_with_minibroker.py", 2), ("test_minibroker_config.py", 3),
+                                               ("test_minibroker_sasl.py", 2)])
 def test_the_pytest_examples_pass_under_pytest(example, tests):
     """Issue 11 item E: test_minibroker_config.py configures the fixtures' brokers."""
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(EXAMPLES / example)],
@@ -37,7 +38,8 @@ def test_the_pytest_examples_pass_under_pytest(example, tests):
 
 
 def test_every_pytest_example_is_run():
-    assert {p.name for p in EXAMPLES.glob("test_*.py")} == {"test_with_minibroker.py", "test_minibroker_config.py"}
+    assert {p.name for p in EXAMPLES.glob("test_*.py")} == {"test_with_minibroker.py", "test_minibroker_config.py",
+                                                            "test_minibroker_sasl.py"}
 
 
 def test_the_command_line_quickstart_runs(tmp_path):

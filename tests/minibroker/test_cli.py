@@ -175,11 +175,12 @@ def test_flags_win_over_the_parts_of_listeners_they_name(tmp_path):
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (("--override", "listeners=SSL://127.0.0.1:9093"), "listeners: minibroker supports only PLAINTEXT"),
-    (("--override", "listeners=PLAINTEXT://127.0.0.1:0,PLAINTEXT://127.0.0.1:1"), "listeners: minibroker serves one listener"),
+    (("--override", "listeners=SSL://127.0.0.1:9093"), "listener SSL: an SSL listener needs its certificate and key"),
+    (("--override", "listeners=PLAINTEXT://127.0.0.1:0,PLAINTEXT://127.0.0.1:1"),
+     "listeners: Each listener must have a different name"),
     (("--host", "0.0.0.0", "--port", "0"), "advertised.listeners cannot use the non-routable meta-address 0.0.0.0"),
 ])
-def test_unsupported_listeners_exit_2(tmp_path, args, message):
+def test_invalid_listeners_exit_2(tmp_path, args, message):
     result = run_to_exit(tmp_path, *args, host=None)
     assert result.returncode == 2
     assert message in result.stderr
@@ -342,3 +343,21 @@ def test_load_config_overrides_win_and_values_are_stripped(tmp_path):
     config.write_text("num.partitions = 3  \nbroker.id=1\n")
     assert load_config(str(config), [("broker.id", " 7 ")]) == {"num.partitions": "3", "broker.id": "7"}
     assert load_config(None) == {}
+
+
+def test_a_sasl_listener_from_a_properties_file(tmp_path):
+    """Issue 15, item 1: the command takes Kafka's security settings, a JAAS config with
+    its quotes included, from server.properties; the ready line names the first listener."""
+    ck = pytest.importorskip("confluent_kafka")
+    config = tmp_path / "server.properties"
+    config.write_text("listeners=SASL_PLAINTEXT://127.0.0.1:0\n"
+                      "sasl.enabled.mechanisms=PLAIN\n"
+                      "listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain."
+                      "PlainLoginModule required user_alice=\"alice-secret\";\n")
+    with run_cli(tmp_path, "--config", str(config)) as (proc, bootstrap):
+        producer = ck.Producer({"bootstrap.servers": bootstrap, "security.protocol": "SASL_PLAINTEXT",
+                                "sasl.mechanism": "PLAIN", "sasl.username": "alice", "sasl.password": "alice-secret"})
+        producer.produce("cli-sasl", b"v", partition=0)
+        assert producer.flush(15) == 0
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=5) == 0

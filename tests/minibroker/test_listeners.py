@@ -13,7 +13,7 @@ import pytest
 from kproto.protocol import ApiKey
 from kproto.protocol.messages import DescribeClusterRequest, MetadataRequest
 from minibroker import MiniBroker
-from minibroker.config import BrokerConfig, Listener, parse_listener
+from minibroker.config import BrokerConfig, Listener, parse_listeners
 from tests.support.raw_client import RawClient
 
 
@@ -32,36 +32,59 @@ def advertised(port: int) -> tuple[list[tuple[str, int]], list[tuple[str, int]]]
 
 
 @pytest.mark.parametrize(("value", "expected"), [
-    ("PLAINTEXT://127.0.0.1:9092", Listener("127.0.0.1", 9092)),
-    ("plaintext://localhost:0", Listener("localhost", 0)),  # listener names are case-insensitive
-    ("PLAINTEXT://:9092", Listener("", 9092)),
-    ("  PLAINTEXT://[::1]:19092 ", Listener("::1", 19092)),
-    ("PLAINTEXT://broker.example", Listener("broker.example", None)),
-    ("", None),
+    ("PLAINTEXT://127.0.0.1:9092", [Listener("127.0.0.1", 9092)]),
+    ("plaintext://localhost:0", [Listener("localhost", 0)]),  # listener names are case-insensitive
+    ("PLAINTEXT://:9092", [Listener("", 9092)]),
+    ("  PLAINTEXT://[::1]:19092 ", [Listener("::1", 19092)]),
+    ("PLAINTEXT://broker.example", [Listener("broker.example", None)]),
+    ("CLIENT://127.0.0.1:0, sasl_ssl://:9093", [Listener("127.0.0.1", 0, "CLIENT"), Listener("", 9093, "SASL_SSL")]),
+    ("", []),
 ])
-def test_parse_listener(value, expected):
-    assert parse_listener("listeners", value) == expected
+def test_parse_listeners(value, expected):
+    assert parse_listeners("listeners", value) == expected
 
 
 @pytest.mark.parametrize(("value", "message"), [
-    ("PLAINTEXT://a:1,PLAINTEXT://b:2", "one listener, not 2"),
-    ("SSL://localhost:9093", "only PLAINTEXT.*SSL"),
-    ("SASL_PLAINTEXT://localhost:9093", "only PLAINTEXT.*SASL_PLAINTEXT"),
-    ("sasl_ssl://localhost:9093", "only PLAINTEXT.*SASL_SSL"),
-    ("CLIENT://localhost:9092", "named PLAINTEXT, not 'CLIENT'"),
-    ("localhost:9092", "must look like PLAINTEXT://host:port"),
+    ("PLAINTEXT://a:1,plaintext://b:2", "Each listener must have a different name"),
+    ("localhost:9092", "must look like NAME://host:port"),
     ("PLAINTEXT://::1:9092", "must look like"),  # IPv6 goes in brackets
     ("PLAINTEXT://host:65536", "port 65536"),
 ])
 def test_bad_listeners_name_the_key(value, message):
     with pytest.raises(ValueError, match=f"^advertised.listeners.*{message}"):
-        parse_listener("advertised.listeners", value)
+        parse_listeners("advertised.listeners", value)
     with pytest.raises(ValueError, match=f"^listeners.*{message}"):
         BrokerConfig({"listeners": value})
 
 
+@pytest.mark.parametrize(("settings", "message"), [
+    # KafkaConfig's checks, issue 15 item 1
+    ({"listeners": "PLAINTEXT://127.0.0.1:9092,SSL://127.0.0.1:9092"}, "Each listener must have a different port"),
+    ({"listeners": "CLIENT://127.0.0.1:0"}, "No security protocol defined for listener CLIENT"),
+    ({"listeners": "PLAINTEXT://127.0.0.1:0", "advertised.listeners": "SSL://example.com:9093"},
+     "advertised.listeners listener names must be equal to or a subset of the ones defined in listeners. Found SSL"),
+    ({"listener.security.protocol.map": "CLIENT:TLS"}, "'TLS' for listener CLIENT is not a security protocol"),
+])
+def test_kafkas_listener_rules(settings, message):
+    """Issue 15, item 1: several named listeners, checked as Kafka checks them."""
+    with pytest.raises(ValueError, match=message):
+        BrokerConfig(settings)
+
+
+def test_several_listeners_each_port_0_and_a_custom_name():
+    """Issue 15, item 1: port 0 may repeat; a custom name maps to its protocol."""
+    config = BrokerConfig({"listeners": "CLIENT://127.0.0.1:0,SECURE://127.0.0.1:0",
+                           "listener.security.protocol.map": "CLIENT:PLAINTEXT,SECURE:SASL_PLAINTEXT",
+                           "advertised.listeners": "SECURE://example.com:19093"})
+    assert [str(listener) for listener in config.listeners] == ["CLIENT://127.0.0.1:0", "SECURE://127.0.0.1:0"]
+    assert config.security_protocols == {"CLIENT": "PLAINTEXT", "SECURE": "SASL_PLAINTEXT"}
+    assert config.advertised_listeners == {"CLIENT": Listener("127.0.0.1", 0, "CLIENT"),
+                                           "SECURE": Listener("example.com", 19093, "SECURE")}
+
+
 def test_listener_prints_in_kafka_syntax():
     assert str(Listener("::1", 0)) == "PLAINTEXT://[::1]:0"
+    assert str(Listener("h", 1, "SASL_SSL")) == "SASL_SSL://h:1"
     assert str(Listener("", 9092)) == "PLAINTEXT://:9092"
     assert str(Listener("h", None)) == "PLAINTEXT://h"
 
@@ -190,3 +213,19 @@ def test_ipv6_bootstrap_servers_are_bracketed():
         pytest.skip("no IPv6 loopback here")
     with MiniBroker(config={"listeners": "PLAINTEXT://[::1]:0"}) as broker:
         assert broker.bootstrap_servers == f"[::1]:{broker.port}"
+
+
+def test_each_listener_advertises_its_own_endpoint():
+    """Issue 15, item 1: Metadata and DescribeCluster answer with the endpoints of the
+    listener the request came in on (Kafka: the request's listener name)."""
+    config = {"listeners": "CLIENT://127.0.0.1:0,OTHER://127.0.0.1:0",
+              "listener.security.protocol.map": "CLIENT:PLAINTEXT,OTHER:PLAINTEXT",
+              "advertised.listeners": "OTHER://localhost:0"}
+    with MiniBroker(config=config) as broker:
+        other = broker._server.ports["OTHER"]
+        assert broker.bootstrap_servers == f"127.0.0.1:{broker.port}"
+        assert broker.bootstrap_servers_for("other") == f"localhost:{other}"
+        assert advertised(broker.port) == ([("127.0.0.1", broker.port)], [("127.0.0.1", broker.port)])
+        assert advertised(other) == ([("localhost", other)], [("localhost", other)])
+        with pytest.raises(KeyError, match="no listener 'SSL'"):
+            broker.bootstrap_servers_for("SSL")

@@ -23,7 +23,8 @@ REQUIRED = {
     "CreateAcls": (0, 3), "DeleteAcls": (0, 3), "DescribeConfigs": (0, 4), "AlterConfigs": (0, 2),
     "DescribeLogDirs": (0, 4), "SaslAuthenticate": (0, 2), "CreatePartitions": (0, 3),
     "DeleteGroups": (0, 2), "ElectLeaders": (0, 2), "IncrementalAlterConfigs": (0, 1), "OffsetDelete": (0, 0),
-    "DescribeClientQuotas": (0, 1), "AlterClientQuotas": (0, 1), "DescribeCluster": (0, 1),
+    "DescribeClientQuotas": (0, 1), "AlterClientQuotas": (0, 1), "DescribeUserScramCredentials": (0, 0),
+    "AlterUserScramCredentials": (0, 0), "DescribeCluster": (0, 1),
     "DescribeProducers": (0, 0), "DescribeTransactions": (0, 0), "ListTransactions": (0, 1),
     "ConsumerGroupHeartbeat": (0, 1), "ConsumerGroupDescribe": (0, 0),
     # broker -> controller (issue 13, MiniCluster(processes=True))

@@ -53,6 +53,7 @@ __all__ = [
     "AlterClientQuotasRequest", "AlterClientQuotasResponse",
     "AlterConfigsRequest", "AlterConfigsResponse",
     "AlterPartitionRequest", "AlterPartitionResponse",
+    "AlterUserScramCredentialsRequest", "AlterUserScramCredentialsResponse",
     "ApiVersionsRequest", "ApiVersionsResponse",
     "BrokerHeartbeatRequest", "BrokerHeartbeatResponse",
     "BrokerRegistrationRequest", "BrokerRegistrationResponse",
@@ -73,6 +74,7 @@ __all__ = [
     "DescribeLogDirsRequest", "DescribeLogDirsResponse",
     "DescribeProducersRequest", "DescribeProducersResponse",
     "DescribeTransactionsRequest", "DescribeTransactionsResponse",
+    "DescribeUserScramCredentialsRequest", "DescribeUserScramCredentialsResponse",
     "ElectLeadersRequest", "ElectLeadersResponse",
     "EndTxnRequest", "EndTxnResponse",
     "FetchRequest", "FetchResponse",
@@ -195,6 +197,8 @@ IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse = REQUESTS[44], 
 OffsetDeleteRequest, OffsetDeleteResponse = REQUESTS[47], RESPONSES[47]
 DescribeClientQuotasRequest, DescribeClientQuotasResponse = REQUESTS[48], RESPONSES[48]
 AlterClientQuotasRequest, AlterClientQuotasResponse = REQUESTS[49], RESPONSES[49]
+DescribeUserScramCredentialsRequest, DescribeUserScramCredentialsResponse = REQUESTS[50], RESPONSES[50]
+AlterUserScramCredentialsRequest, AlterUserScramCredentialsResponse = REQUESTS[51], RESPONSES[51]
 AlterPartitionRequest, AlterPartitionResponse = REQUESTS[56], RESPONSES[56]
 DescribeClusterRequest, DescribeClusterResponse = REQUESTS[60], RESPONSES[60]
 DescribeProducersRequest, DescribeProducersResponse = REQUESTS[61], RESPONSES[61]

@@ -42,6 +42,8 @@ __all__ = [
     "AlterConfigsResponse",
     "AlterPartitionRequest",
     "AlterPartitionResponse",
+    "AlterUserScramCredentialsRequest",
+    "AlterUserScramCredentialsResponse",
     "ApiVersionsRequest",
     "ApiVersionsResponse",
     "BrokerHeartbeatRequest",
@@ -82,6 +84,8 @@ __all__ = [
     "DescribeProducersResponse",
     "DescribeTransactionsRequest",
     "DescribeTransactionsResponse",
+    "DescribeUserScramCredentialsRequest",
+    "DescribeUserScramCredentialsResponse",
     "ElectLeadersRequest",
     "ElectLeadersResponse",
     "EndTxnRequest",
@@ -173,6 +177,8 @@ class ApiKey(IntEnum):
     OFFSET_DELETE = 47
     DESCRIBE_CLIENT_QUOTAS = 48
     ALTER_CLIENT_QUOTAS = 49
+    DESCRIBE_USER_SCRAM_CREDENTIALS = 50
+    ALTER_USER_SCRAM_CREDENTIALS = 51
     ALTER_PARTITION = 56
     DESCRIBE_CLUSTER = 60
     DESCRIBE_PRODUCERS = 61
@@ -4587,6 +4593,208 @@ class AlterClientQuotasResponse(Message):
             *,
             entity_type: str = "",
             entity_name: str | None = "",
+            unknown_tagged_fields: dict[int, bytes] | None = None,
+        ) -> None: ...
+
+class DescribeUserScramCredentialsRequest(Message):
+    """The DescribeUserScramCredentials request body (API key 50, v0, flexible v0+).
+
+    Fields:
+        users: []UserName, v0+, nullable v0+
+    """
+    API_KEY: ClassVar[Literal[50]]
+    API_NAME: ClassVar[Literal["DescribeUserScramCredentials"]]
+    IS_REQUEST: ClassVar[Literal[True]]
+    users: list[DescribeUserScramCredentialsRequest.UserName] | None
+    def __init__(
+        self,
+        *,
+        users: list[DescribeUserScramCredentialsRequest.UserName] | None = ...,
+        unknown_tagged_fields: dict[int, bytes] | None = None,
+    ) -> None: ...
+    @classmethod
+    def decode(cls, data: Any, version: int) -> DescribeUserScramCredentialsRequest: ...
+    class UserName(Struct):
+        """A UserName struct of DescribeUserScramCredentialsRequest.
+
+        Fields:
+            name: string, v0+, default ''
+        """
+        name: str
+        def __init__(
+            self,
+            *,
+            name: str = "",
+            unknown_tagged_fields: dict[int, bytes] | None = None,
+        ) -> None: ...
+
+class DescribeUserScramCredentialsResponse(Message):
+    """The DescribeUserScramCredentials response body (API key 50, v0, flexible v0+).
+
+    Fields:
+        throttle_time_ms: int32, v0+, default 0
+        error_code: int16, v0+, default 0
+        error_message: string, v0+, nullable v0+, default ''
+        results: []DescribeUserScramCredentialsResult, v0+
+    """
+    API_KEY: ClassVar[Literal[50]]
+    API_NAME: ClassVar[Literal["DescribeUserScramCredentials"]]
+    IS_REQUEST: ClassVar[Literal[False]]
+    throttle_time_ms: int
+    error_code: int
+    error_message: str | None
+    results: list[DescribeUserScramCredentialsResponse.DescribeUserScramCredentialsResult]
+    def __init__(
+        self,
+        *,
+        throttle_time_ms: int = 0,
+        error_code: int = 0,
+        error_message: str | None = "",
+        results: list[DescribeUserScramCredentialsResponse.DescribeUserScramCredentialsResult] = ...,
+        unknown_tagged_fields: dict[int, bytes] | None = None,
+    ) -> None: ...
+    @classmethod
+    def decode(cls, data: Any, version: int) -> DescribeUserScramCredentialsResponse: ...
+    class DescribeUserScramCredentialsResult(Struct):
+        """A DescribeUserScramCredentialsResult struct of DescribeUserScramCredentialsResponse.
+
+        Fields:
+            user: string, v0+, default ''
+            error_code: int16, v0+, default 0
+            error_message: string, v0+, nullable v0+, default ''
+            credential_infos: []CredentialInfo, v0+
+        """
+        user: str
+        error_code: int
+        error_message: str | None
+        credential_infos: list[DescribeUserScramCredentialsResponse.CredentialInfo]
+        def __init__(
+            self,
+            *,
+            user: str = "",
+            error_code: int = 0,
+            error_message: str | None = "",
+            credential_infos: list[DescribeUserScramCredentialsResponse.CredentialInfo] = ...,
+            unknown_tagged_fields: dict[int, bytes] | None = None,
+        ) -> None: ...
+    class CredentialInfo(Struct):
+        """A CredentialInfo struct of DescribeUserScramCredentialsResponse.
+
+        Fields:
+            mechanism: int8, v0+, default 0
+            iterations: int32, v0+, default 0
+        """
+        mechanism: int
+        iterations: int
+        def __init__(
+            self,
+            *,
+            mechanism: int = 0,
+            iterations: int = 0,
+            unknown_tagged_fields: dict[int, bytes] | None = None,
+        ) -> None: ...
+
+class AlterUserScramCredentialsRequest(Message):
+    """The AlterUserScramCredentials request body (API key 51, v0, flexible v0+).
+
+    Fields:
+        deletions: []ScramCredentialDeletion, v0+
+        upsertions: []ScramCredentialUpsertion, v0+
+    """
+    API_KEY: ClassVar[Literal[51]]
+    API_NAME: ClassVar[Literal["AlterUserScramCredentials"]]
+    IS_REQUEST: ClassVar[Literal[True]]
+    deletions: list[AlterUserScramCredentialsRequest.ScramCredentialDeletion]
+    upsertions: list[AlterUserScramCredentialsRequest.ScramCredentialUpsertion]
+    def __init__(
+        self,
+        *,
+        deletions: list[AlterUserScramCredentialsRequest.ScramCredentialDeletion] = ...,
+        upsertions: list[AlterUserScramCredentialsRequest.ScramCredentialUpsertion] = ...,
+        unknown_tagged_fields: dict[int, bytes] | None = None,
+    ) -> None: ...
+    @classmethod
+    def decode(cls, data: Any, version: int) -> AlterUserScramCredentialsRequest: ...
+    class ScramCredentialDeletion(Struct):
+        """A ScramCredentialDeletion struct of AlterUserScramCredentialsRequest.
+
+        Fields:
+            name: string, v0+, default ''
+            mechanism: int8, v0+, default 0
+        """
+        name: str
+        mechanism: int
+        def __init__(
+            self,
+            *,
+            name: str = "",
+            mechanism: int = 0,
+            unknown_tagged_fields: dict[int, bytes] | None = None,
+        ) -> None: ...
+    class ScramCredentialUpsertion(Struct):
+        """A ScramCredentialUpsertion struct of AlterUserScramCredentialsRequest.
+
+        Fields:
+            name: string, v0+, default ''
+            mechanism: int8, v0+, default 0
+            iterations: int32, v0+, default 0
+            salt: bytes, v0+, default b''
+            salted_password: bytes, v0+, default b''
+        """
+        name: str
+        mechanism: int
+        iterations: int
+        salt: bytes
+        salted_password: bytes
+        def __init__(
+            self,
+            *,
+            name: str = "",
+            mechanism: int = 0,
+            iterations: int = 0,
+            salt: bytes = b'',
+            salted_password: bytes = b'',
+            unknown_tagged_fields: dict[int, bytes] | None = None,
+        ) -> None: ...
+
+class AlterUserScramCredentialsResponse(Message):
+    """The AlterUserScramCredentials response body (API key 51, v0, flexible v0+).
+
+    Fields:
+        throttle_time_ms: int32, v0+, default 0
+        results: []AlterUserScramCredentialsResult, v0+
+    """
+    API_KEY: ClassVar[Literal[51]]
+    API_NAME: ClassVar[Literal["AlterUserScramCredentials"]]
+    IS_REQUEST: ClassVar[Literal[False]]
+    throttle_time_ms: int
+    results: list[AlterUserScramCredentialsResponse.AlterUserScramCredentialsResult]
+    def __init__(
+        self,
+        *,
+        throttle_time_ms: int = 0,
+        results: list[AlterUserScramCredentialsResponse.AlterUserScramCredentialsResult] = ...,
+        unknown_tagged_fields: dict[int, bytes] | None = None,
+    ) -> None: ...
+    @classmethod
+    def decode(cls, data: Any, version: int) -> AlterUserScramCredentialsResponse: ...
+    class AlterUserScramCredentialsResult(Struct):
+        """A AlterUserScramCredentialsResult struct of AlterUserScramCredentialsResponse.
+
+        Fields:
+            user: string, v0+, default ''
+            error_code: int16, v0+, default 0
+            error_message: string, v0+, nullable v0+, default ''
+        """
+        user: str
+        error_code: int
+        error_message: str | None
+        def __init__(
+            self,
+            *,
+            user: str = "",
+            error_code: int = 0,
+            error_message: str | None = "",
             unknown_tagged_fields: dict[int, bytes] | None = None,
         ) -> None: ...
 

@@ -367,6 +367,53 @@ APIS = (
         """,
     ),
     api(
+        50, "DescribeUserScramCredentials", "0", flexible="0+", route=Route.ANY,
+        notes="""
+        KIP-554: the SCRAM mechanisms and iterations of users (never their keys). users null or empty: all.
+        """,
+        request="""
+        users         []UserName  null
+          name        string
+        """,
+        response="""
+        throttle_time_ms    int32
+        error_code          int16
+        error_message       string                                 null
+        results             []DescribeUserScramCredentialsResult
+          user              string
+          error_code        int16
+          error_message     string                                 null
+          credential_infos  []CredentialInfo
+            mechanism       int8
+            iterations      int32
+        """,
+    ),
+    api(
+        51, "AlterUserScramCredentials", "0", flexible="0+", route=Route.ANY,
+        notes="""
+        KIP-554: delete or upsert SCRAM credentials; the client sends the salt and salted password, the
+        broker derives the stored and server keys. mechanism 1 SCRAM-SHA-256, 2 SCRAM-SHA-512.
+        """,
+        request="""
+        deletions          []ScramCredentialDeletion
+          name             string
+          mechanism        int8
+        upsertions         []ScramCredentialUpsertion
+          name             string
+          mechanism        int8
+          iterations       int32
+          salt             bytes
+          salted_password  bytes
+        """,
+        response="""
+        throttle_time_ms  int32
+        results           []AlterUserScramCredentialsResult
+          user            string
+          error_code      int16
+          error_message   string                            null
+        """,
+    ),
+    api(
         60, "DescribeCluster", "0-1", flexible="0+", route=Route.ANY,
         notes="""
         KIP-700: brokers, controller and cluster authorized operations (moved out of Metadata).

@@ -279,7 +279,7 @@ def test_describe_configs_versions_and_documentation(raw):
     v0 = _describe(client, 0, 2, "docs")
     assert not v0["retention.ms"].is_default and v0["segment.ms"].is_default
     documented = _describe(client, 3, 4, "0", include_documentation=True)
-    assert "PLAINTEXT://host:port" in documented["listeners"].documentation
+    assert "NAME://host:port" in documented["listeners"].documentation
     assert _describe(client, 3, 4, "0")["listeners"].documentation is None  # only when asked, as in Kafka
     flexible = _describe(client, 4, 2, "docs", include_synonyms=True)
     assert [(s.name, s.value, s.source) for s in flexible["retention.ms"].synonyms] == [
