@@ -39,6 +39,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from minibroker.authorizer import AUTHORIZER_CLASSES
 from minibroker.topic_configs import TOPIC_CONFIGS, ConfigKey, ConfigSource, ConfigType
 
 __all__ = ["BrokerConfig", "DEFAULTS", "DYNAMIC", "LEADER_SELECTOR", "RACK_AWARE_SELECTOR", "REPLICA_SELECTORS", "Listener",
@@ -101,6 +102,10 @@ DEFAULTS: dict[str, tuple[Any, type, str]] = {
     "replica.selector.class": ("", str, "Which replica a consumer that names its rack (client.rack, Fetch v11+) is sent to read from (KIP-392): empty, Kafka's default, is always the leader; org.apache.kafka.common.replica.RackAwareReplicaSelector is an in-sync replica in the consumer's rack. Used by a MiniCluster only."),
     "offsets.topic.replication.factor": (3, int, "Replication factor of __consumer_offsets (a MiniCluster uses at most its number of brokers). Used by a MiniCluster only."),
     "queued.max.request.bytes": (104857600, int, "Bytes of requests being received, across connections, beyond which no new request is read until memory frees up (-1: no limit). Kafka's default is -1; minibroker's is 100 MB so that half-sent huge requests cannot take all memory."),
+    # The authorizer (minibroker.authorizer: Kafka's StandardAuthorizer rules).
+    "authorizer.class.name": ("", str, "The authorizer: org.apache.kafka.metadata.authorizer.StandardAuthorizer (or kafka.security.authorizer.AclAuthorizer, taken as the same) checks every request against the ACLs made by CreateAcls; empty, Kafka's default, allows everything and answers the ACL requests SECURITY_DISABLED."),
+    "super.users": ("", str, "Principals that may do anything whatever the ACLs say, separated by semicolons (User:admin;User:broker)."),
+    "allow.everyone.if.no.acl.found": (False, bool, "With the authorizer on: whether a resource no ACL applies to is open to everyone (true) or to super users only (false, Kafka's default)."),
 }
 
 #: replica.selector.class values (KIP-392): Kafka's two ReplicaSelector classes, by their
@@ -231,6 +236,9 @@ class BrokerConfig:
                      "add.partitions.to.txn.retry.backoff.ms", "add.partitions.to.txn.retry.backoff.max.ms"):
             if self._static[name] < 1:
                 raise ValueError(f"{name} must be at least 1")  # Kafka's atLeast(1)
+        if self._static["authorizer.class.name"] not in {"", *AUTHORIZER_CLASSES}:
+            raise ValueError(f"authorizer.class.name {self._static['authorizer.class.name']!r} is not an authorizer "
+                             f"minibroker has: use one of {sorted(AUTHORIZER_CLASSES)}, or leave it empty")
         # Dynamic layers (KIP-226): "" the cluster-wide default, "broker" this broker's own.
         self._dynamic: dict[str, dict[str, Any]] = {"": {}, "broker": {}}
         listener = parse_listener("listeners", self._static["listeners"])

@@ -69,7 +69,7 @@ LAYERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
                                        (*_SHARED, "kproto.config", "kproto.io", "minibroker.config",
                                         "minibroker.log", "minibroker.cluster core")),
     "minibroker.coordinator": (("minibroker.coordinator",), (*_SHARED, "minibroker.config", "minibroker.log")),
-    "minibroker.storage": (("minibroker.storage",), (*_SHARED, "minibroker.config", "minibroker.log")),
+    "minibroker.storage": (("minibroker.storage", "minibroker.acl_store"), (*_SHARED, "minibroker.config", "minibroker.log")),
     "minibroker.state": (("minibroker.state",), (*_SHARED, "minibroker.config", "minibroker.log",
                                                  "minibroker.coordinator", "minibroker.storage",
                                                  "minibroker.cluster core")),
