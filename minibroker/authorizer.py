@@ -41,7 +41,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["AUTHORIZER_CLASSES", "CLUSTER_NAME", "NOT_REQUESTED", "SUPPORTED_OPERATIONS", "WILDCARD",
+__all__ = ["AUTHORIZER_CLASSES", "CLUSTER_NAME", "INTER_BROKER_PRINCIPAL", "INTER_BROKER_RIGHTS", "NOT_REQUESTED", "SUPPORTED_OPERATIONS", "WILDCARD",
            "WILDCARD_PRINCIPAL", "AclBinding", "AclBindingFilter", "AclOperation", "AclPermissionType",
            "Authorizer", "PatternType", "ResourceType", "authorized_operations", "client_ip", "validate_binding",
            "validate_filter"]
@@ -297,6 +297,18 @@ def validate_filter(resource_type: int, resource_name: str | None, pattern_type:
 
 Journal = Callable[[list[AclBinding]], None]
 
+#: The principal a MiniCluster's brokers speak to each other as. Kafka makes the
+#: inter-broker principal a super user; the brokers' connections here do not authenticate
+#: (no SASL between them yet), so theirs is the anonymous principal of any unauthenticated
+#: client, and a super user of that name would turn the authorizer off for everyone.
+INTER_BROKER_PRINCIPAL = "User:ANONYMOUS"
+#: What a cluster broker's authorizer allows :data:`INTER_BROKER_PRINCIPAL` without ACLs:
+#: what the brokers' requests to each other need (a follower's Fetch and OffsetForLeaderEpoch,
+#: WriteTxnMarkers, AddPartitionsToTxn v4+: CLUSTER_ACTION; a follower's ListOffsets: DESCRIBE
+#: on the topic). Unauthenticated clients of a MiniCluster get these rights too.
+INTER_BROKER_RIGHTS = frozenset({(AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER),
+                                 (AclOperation.DESCRIBE, ResourceType.TOPIC)})
+
 
 class Authorizer:
     """The broker's ACLs and the decisions made from them (see the module docstring).
@@ -308,11 +320,17 @@ class Authorizer:
         journal: called with every ACL after a change, before it counts; if it raises,
             the change is not made and the error goes to the caller.
 
+        inter_broker_principal: in a MiniCluster, the principal the brokers' requests to each
+            other come as (:data:`INTER_BROKER_PRINCIPAL`), allowed what they need (see
+            :data:`INTER_BROKER_RIGHTS`).
+
     Attributes:
         enabled: whether an authorizer is configured; if not, :meth:`allows` is always true.
     """
 
-    def __init__(self, config: Mapping[str, Any], acls: Iterable[AclBinding] = (), journal: Journal | None = None):
+    def __init__(self, config: Mapping[str, Any], acls: Iterable[AclBinding] = (), journal: Journal | None = None,
+                 inter_broker_principal: str | None = None):
+        self.inter_broker_principal = inter_broker_principal
         self.enabled = bool(config["authorizer.class.name"])
         # StandardAuthorizer.getConfiguredSuperUsers: split on ";", trimmed, empties dropped.
         self.super_users = frozenset(p.strip() for p in str(config["super.users"]).split(";") if p.strip())
@@ -333,6 +351,8 @@ class Authorizer:
             name: the resource's name (the cluster's by default).
         """
         if not self.enabled or ctx.principal in self.super_users:
+            return True
+        if ctx.principal == self.inter_broker_principal and (operation, resource_type) in INTER_BROKER_RIGHTS:
             return True
         return self._decide(ctx.principal, client_ip(ctx.client_host), operation, resource_type, name)
 

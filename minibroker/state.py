@@ -54,7 +54,7 @@ from kproto.errors import (
 from kproto.records import Batch, ControlType, build_control_batch, read_batches
 from kproto.structs import validate_topic_name
 from minibroker.acl_store import AclStore
-from minibroker.authorizer import Authorizer
+from minibroker.authorizer import INTER_BROKER_PRINCIPAL, Authorizer
 from minibroker.cluster.api import AlterPartitionRequest, ClusterContext, ReplicaBrokerEpoch
 from minibroker.cluster.metadata import MetadataImage, TopicImage
 from minibroker.cluster.partition import Partition, Transition
@@ -167,7 +167,8 @@ class BrokerState:
         self.clock_ms: Callable[[], int] = lambda: int(time.monotonic() * 1000)
         try:
             acls = AclStore(self.storage.log_dirs)  # the ACLs and who may do what (issue 15)
-            self.authorizer = Authorizer(config, acls.load(), journal=acls.save)
+            self.authorizer = Authorizer(config, acls.load(), journal=acls.save, inter_broker_principal=(
+                None if cluster is None else INTER_BROKER_PRINCIPAL))
             self._load()
         except BaseException:
             self.close()  # the directories are not left locked by a broker that failed to start

@@ -12,8 +12,9 @@ older, UNKNOWN_LEADER_EPOCH when newer (KIP-320).
 Authorized operations (KIP-430): when asked, the operations on the cluster the principal
 is allowed (:mod:`minibroker.authorizer`; all of them with the authorizer off).
 Authorization: DescribeCluster needs nothing (Kafka's ``handleDescribeCluster``);
-OffsetForLeaderEpoch needs DESCRIBE on the topic (``handleOffsetForLeaderEpochRequest``),
-else TOPIC_AUTHORIZATION_FAILED for each of its partitions.
+OffsetForLeaderEpoch needs CLUSTER_ACTION on the cluster (a follower's) or DESCRIBE on the
+topic (a consumer's, KIP-320; ``handleOffsetForLeaderEpochRequest``), else
+TOPIC_AUTHORIZATION_FAILED for each of its partitions.
 Not implemented: endpoint types other than brokers (v1 endpoint_type 1).
 """
 
@@ -53,7 +54,8 @@ async def offset_for_leader_epoch(state, header, request):
     topics = []
     for asked in request.topics:
         topic = state.topics.get(asked.topic)
-        described = state.authorizer.allows(header, AclOperation.DESCRIBE, ResourceType.TOPIC, asked.topic)
+        described = (state.authorizer.allows(header, AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER)
+                     or state.authorizer.allows(header, AclOperation.DESCRIBE, ResourceType.TOPIC, asked.topic))
         partitions = []
         for p in asked.partitions:
             code, epoch, end = (_end_offset(state, topic, p, header.api_version) if described
