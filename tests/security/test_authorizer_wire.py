@@ -220,3 +220,53 @@ def test_acls_survive_a_restart(tmp_path):
                 admin.create_topics([NewTopic("gone")])
     finally:
         broker.stop()
+
+
+def test_confluent_producer_and_consumer_see_authorization_errors(admin, secured):
+    """Issue 15 item 6, librdkafka as the oracle: a produce to a topic without WRITE fails
+    with TOPIC_AUTHORIZATION_FAILED ("Broker: Topic authorization failed"), a consumer of a
+    group without READ with GROUP_AUTHORIZATION_FAILED; authorized operations (KIP-430)
+    report the principal's real rights."""
+    ck = pytest.importorskip("confluent_kafka")
+    from confluent_kafka import TopicCollection
+    from confluent_kafka.admin import AdminClient as CkAdmin
+
+    admin.create_acls(allow("TOPIC", "ck", "CREATE", "READ"))
+    admin.create_topics([NewTopic("ck")])
+    bootstrap = secured.bootstrap_servers
+    failures = []
+    producer = ck.Producer({"bootstrap.servers": bootstrap, "enable.idempotence": False,
+                            "message.timeout.ms": 5000})
+    producer.produce("ck", b"v", on_delivery=lambda err, msg: failures.append(err))
+    producer.flush(10)
+    assert [e.code() for e in failures] == [ck.KafkaError.TOPIC_AUTHORIZATION_FAILED]
+    assert "Topic authorization failed" in failures[0].str()
+
+    consumer = ck.Consumer({"bootstrap.servers": bootstrap, "group.id": "ck-group", "auto.offset.reset": "earliest"})
+    try:
+        consumer.subscribe(["ck"])
+        message = consumer.poll(5)
+        assert message is not None and message.error().code() == ck.KafkaError.GROUP_AUTHORIZATION_FAILED
+    finally:
+        consumer.close()
+
+    ck_admin = CkAdmin({"bootstrap.servers": bootstrap})
+    (future,) = ck_admin.describe_topics(TopicCollection(["ck"]), include_authorized_operations=True).values()
+    assert {op.name for op in future.result(10).authorized_operations} == {"CREATE", "READ", "DESCRIBE"}
+    cluster = ck_admin.describe_cluster(include_authorized_operations=True).result(10)
+    assert {op.name for op in cluster.authorized_operations} == {"ALTER", "DESCRIBE"}
+
+
+def test_kafka_python_consumer_is_refused_its_topic(admin, secured):
+    """Issue 15 item 6, kafka-python as the oracle: a consumer assigned a topic it may not
+    READ raises TopicAuthorizationFailedError."""
+    kafka = pytest.importorskip("kafka")
+    admin.create_acls(allow("TOPIC", "kp", "CREATE", "DESCRIBE"))
+    admin.create_topics([NewTopic("kp")])
+    consumer = kafka.KafkaConsumer(bootstrap_servers=secured.bootstrap_servers, auto_offset_reset="earliest")
+    try:
+        consumer.assign([kafka.TopicPartition("kp", 0)])
+        with pytest.raises(kafka.errors.TopicAuthorizationFailedError):
+            consumer.poll(5000)
+    finally:
+        consumer.close()
