@@ -1,4 +1,4 @@
-"""Who may do what: minibroker's authorizer, with the rules of Kafka's ``StandardAuthorizer``.
+r"""Who may do what: minibroker's authorizer, with the rules of Kafka's ``StandardAuthorizer``.
 
 The authorizer is off unless ``authorizer.class.name`` names Kafka's
 ``org.apache.kafka.metadata.authorizer.StandardAuthorizer`` (or its ZooKeeper-era twin
@@ -31,7 +31,10 @@ every one with the authorizer off.
 
 The ACLs themselves are kept by the caller: :class:`Authorizer` calls its ``journal`` with
 the new set before a change counts, so that a file that cannot be written leaves the ACLs
-as they were (:mod:`minibroker.acl_store` writes them to the first log directory).
+as they were (:mod:`minibroker.acl_store` writes them to the first log directory). In a
+MiniCluster they are the controller's, as in KRaft: CreateAcls and DeleteAcls go to it,
+it commits ``AccessControlEntryRecord`` / ``RemoveAccessControlEntryRecord``, and every
+broker :meth:`Authorizer.load`\ s the ACLs of its metadata image.
 """
 
 from __future__ import annotations
@@ -438,6 +441,11 @@ class Authorizer:
         if gone:
             self._replace({acl: None for acl in self._acls if acl not in gone})
         return matched
+
+    def load(self, acls: Iterable[AclBinding]) -> None:
+        """Take ``acls`` as the ACLs, without the journal: a cluster broker's, from the
+        metadata image (KRaft's ``AclsImage``), where the controller keeps them."""
+        self._acls = dict.fromkeys(acls)
 
     def _replace(self, acls: dict[AclBinding, None]) -> None:
         if self._journal is not None:

@@ -166,7 +166,8 @@ class BrokerState:
         #: The clock every Partition call is given (ms): the replica manager must use the same.
         self.clock_ms: Callable[[], int] = lambda: int(time.monotonic() * 1000)
         try:
-            acls = AclStore(self.storage.log_dirs)  # the ACLs and who may do what (issue 15)
+            # The ACLs and who may do what (issue 15): a cluster's are in the metadata image.
+            acls = AclStore(self.storage.log_dirs if cluster is None else [])
             self.authorizer = Authorizer(config, acls.load(), journal=acls.save, inter_broker_principal=(
                 None if cluster is None else INTER_BROKER_PRINCIPAL))
             self._load()
@@ -519,6 +520,10 @@ class BrokerState:
             if self.node_id in registration.replicas:
                 self.open_replica_log(topic, index)
         return topic
+
+    def apply_acls(self, image: MetadataImage) -> None:
+        """Take the image's ACLs (a cluster broker's authorizer: the controller keeps them)."""
+        self.authorizer.load(record.binding() for record in image.acls.values())
 
     def apply_broker_configs(self, image: MetadataImage) -> None:
         """This broker's dynamic configs as the metadata image has them (cluster mode,

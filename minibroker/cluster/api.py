@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from minibroker.authorizer import AclBinding, AclBindingFilter
 from minibroker.cluster.metadata import MetadataImage, PartitionRegistration, Record
 
 __all__ = [
@@ -209,6 +210,10 @@ class ControllerChannel(Protocol):
                             validate_only: bool) -> list[ConfigResult]:
         """Validate and commit config changes (ConfigRecords): one result per resource."""
         ...
+
+    async def create_acls(self, acls: Sequence[AclBinding]) -> None: ...
+
+    async def delete_acls(self, filters: Sequence[AclBindingFilter]) -> list[list[AclBinding]]: ...
 
     async def elect_leaders(self, election_type: ElectionType,
                             partitions: Mapping[str, Sequence[int]] | None) -> list[ElectionResult]:

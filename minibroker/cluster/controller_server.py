@@ -73,6 +73,8 @@ SERVED: dict[int, tuple[int, int]] = {
     ApiKey.ALTER_CONFIGS: (2, 2),
     ApiKey.INCREMENTAL_ALTER_CONFIGS: (1, 1),
     ApiKey.ELECT_LEADERS: (2, 2),
+    ApiKey.CREATE_ACLS: (3, 3),
+    ApiKey.DELETE_ACLS: (3, 3),
 }
 
 _WAKE = -1  # the endpoint's own subscription to the Quorum's commits (node ids are >= 0)
@@ -208,6 +210,20 @@ class ControllerServer:
         if api_key in (ApiKey.ALTER_CONFIGS, ApiKey.INCREMENTAL_ALTER_CONFIGS):
             return remote.config_results_to_wire(w, await channel.alter_configs(remote.alter_configs_from_wire(w),
                                                                                 validate_only=w.validate_only))
+        if api_key == ApiKey.CREATE_ACLS:
+            try:
+                await channel.create_acls(remote.acls_from_wire(w))
+                code, message = 0, None
+            except KafkaCodeError as exc:  # NOT_CONTROLLER
+                code, message = exc.code, Exception.__str__(exc)
+            return m.CreateAclsResponse(results=[m.CreateAclsResponse.AclCreationResult(
+                error_code=code, error_message=message) for _ in w.creations])
+        if api_key == ApiKey.DELETE_ACLS:
+            filters = remote.acl_filters_from_wire(w)
+            try:
+                return remote.deleted_acls_to_wire(await channel.delete_acls(filters))
+            except KafkaCodeError as exc:  # NOT_CONTROLLER
+                return remote.deleted_acls_to_wire([[] for _ in filters], exc.code, Exception.__str__(exc))
         if api_key == ApiKey.ELECT_LEADERS:
             election_type, partitions = remote.elect_leaders_from_wire(w)
             try:

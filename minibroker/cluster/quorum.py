@@ -39,6 +39,7 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 
 from kproto.errors import NotControllerError
+from minibroker.authorizer import AclBinding, AclBindingFilter
 from minibroker.cluster.api import (
     AlterConfigsResource,
     AlterPartitionReply,
@@ -278,6 +279,16 @@ class _Channel:
             return self._active().alter_configs(resources, validate_only=validate_only)
         except NotControllerError as exc:
             return [ConfigResult(error_code=NotControllerError.code, error_message=str(exc)) for _ in resources]
+
+    # -- ACLs --------------------------------------------------------------------------------
+
+    async def create_acls(self, acls: Sequence[AclBinding]) -> None:
+        """Raises NotControllerError (no active controller)."""
+        self._active().create_acls(acls)
+
+    async def delete_acls(self, filters: Sequence[AclBindingFilter]) -> list[list[AclBinding]]:
+        """Raises NotControllerError (no active controller)."""
+        return self._active().delete_acls(filters)
 
     # -- elections ---------------------------------------------------------------------------
 

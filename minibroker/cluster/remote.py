@@ -49,6 +49,7 @@ from kproto.errors import KafkaError, NotControllerError, for_code
 from kproto.io.connection import Connection
 from kproto.protocol import messages as m
 from kproto.records import BatchBuilder, read_batches
+from minibroker.authorizer import AclBinding, AclBindingFilter, validate_binding, validate_filter
 from minibroker.cluster.api import (
     AlterConfigsResource,
     AlterPartitionReply,
@@ -99,6 +100,8 @@ VERSIONS: dict[int, int] = {
     m.ApiKey.ALTER_CONFIGS: 2,
     m.ApiKey.INCREMENTAL_ALTER_CONFIGS: 1,
     m.ApiKey.ELECT_LEADERS: 2,  # election_type and the top-level error code (KIP-460)
+    m.ApiKey.CREATE_ACLS: 3,
+    m.ApiKey.DELETE_ACLS: 3,
     m.ApiKey.FETCH: METADATA_FETCH_VERSION,
 }
 
@@ -242,6 +245,44 @@ def alter_configs_to_wire(resources: Sequence[AlterConfigsResource], validate_on
         resource_type=r.resource_type, resource_name=r.resource_name,
         configs=[W.AlterableConfig(name=name, config_operation=op, value=value) for name, op, value in r.ops])
         for r in resources])
+
+
+def acls_to_wire(acls: Sequence[AclBinding]) -> Any:
+    return m.CreateAclsRequest(creations=[m.CreateAclsRequest.AclCreation(
+        resource_type=a.resource_type, resource_name=a.resource_name, resource_pattern_type=a.pattern_type,
+        principal=a.principal, host=a.host, operation=a.operation, permission_type=a.permission_type) for a in acls])
+
+
+def acls_from_wire(w: Any) -> list[AclBinding]:
+    return [validate_binding(c.resource_type, c.resource_name, c.resource_pattern_type, c.principal, c.host,
+                             c.operation, c.permission_type) for c in w.creations]
+
+
+def acl_filters_to_wire(filters: Sequence[AclBindingFilter]) -> Any:
+    return m.DeleteAclsRequest(filters=[m.DeleteAclsRequest.DeleteAclsFilter(
+        resource_type_filter=f.resource_type, resource_name_filter=f.resource_name, pattern_type_filter=f.pattern_type,
+        principal_filter=f.principal, host_filter=f.host, operation=f.operation, permission_type=f.permission_type)
+        for f in filters])
+
+
+def acl_filters_from_wire(w: Any) -> list[AclBindingFilter]:
+    return [validate_filter(f.resource_type_filter, f.resource_name_filter, f.pattern_type_filter, f.principal_filter,
+                            f.host_filter, f.operation, f.permission_type) for f in w.filters]
+
+
+def deleted_acls_to_wire(deleted: Sequence[Sequence[AclBinding]], error_code: int = 0,
+                         error_message: str | None = None) -> Any:
+    R = m.DeleteAclsResponse
+    return R(filter_results=[R.DeleteAclsFilterResult(
+        error_code=error_code, error_message=error_message, matching_acls=[R.DeleteAclsMatchingAcl(
+            error_code=0, error_message=None, resource_type=a.resource_type, resource_name=a.resource_name,
+            pattern_type=a.pattern_type, principal=a.principal, host=a.host, operation=a.operation,
+            permission_type=a.permission_type) for a in acls]) for acls in deleted])
+
+
+def deleted_acls_from_wire(w: Any) -> list[list[AclBinding]]:
+    return [[validate_binding(a.resource_type, a.resource_name, a.pattern_type, a.principal, a.host, a.operation,
+                              a.permission_type) for a in r.matching_acls] for r in w.filter_results]
 
 
 def alter_configs_from_wire(w: Any) -> list[AlterConfigsResource]:
@@ -543,6 +584,21 @@ class RemoteControllerChannel:
         if any(r.error_code == 0 for r in results) and not validate_only:
             await self._caught_up()
         return results
+
+    async def create_acls(self, acls: Sequence[AclBinding]) -> None:
+        """Raises NotControllerError (no controller, or none reachable)."""
+        w = await self._call(acls_to_wire(acls))
+        if any(r.error_code for r in w.results):
+            raise NotControllerError(next(r.error_message for r in w.results if r.error_code) or "CreateAcls")
+        await self._caught_up()
+
+    async def delete_acls(self, filters: Sequence[AclBindingFilter]) -> list[list[AclBinding]]:
+        """Raises NotControllerError (no controller, or none reachable)."""
+        w = await self._call(acl_filters_to_wire(filters))
+        if any(r.error_code for r in w.filter_results):
+            raise NotControllerError(next(r.error_message for r in w.filter_results if r.error_code) or "DeleteAcls")
+        await self._caught_up()
+        return deleted_acls_from_wire(w)
 
     async def elect_leaders(self, election_type: ElectionType,
                             partitions: Mapping[str, Sequence[int]] | None) -> list[ElectionResult]:

@@ -14,14 +14,17 @@ resource pattern. The ACLs file not written (a full disk) answers KAFKA_STORAGE_
 changes nothing.
 Version notes: v0 has no pattern types (LITERAL is implied, the field's default); v3
 adds the USER resource type (KIP-373), which minibroker takes at every version.
-Not implemented: a cluster's ACLs are each broker's own (Kafka keeps them in the
-metadata log, KRaft's ``AccessControlEntryRecord``).
+In a MiniCluster the ACLs are the cluster's, as in KRaft: CreateAcls and DeleteAcls go to
+the controller, which commits ``AccessControlEntryRecord`` / ``RemoveAccessControlEntryRecord``
+to the metadata log (NOT_CONTROLLER when there is none), and every broker's authorizer takes
+the ACLs of its metadata image; the answer leaves once this broker has them.
 """
 
 from kproto.errors import (
     ClusterAuthorizationFailedError,
     InvalidRequestError,
     KafkaStorageError,
+    NotControllerError,
     SecurityDisabledError,
 )
 from kproto.protocol import ApiKey
@@ -43,6 +46,22 @@ def _refusal(state, header, operation):
     if not state.authorizer.enabled:
         return SecurityDisabledError.code, _DISABLED
     return None
+
+
+async def _create(state, acls):
+    """A single broker's ACLs change here; a cluster's at the controller (KRaft's
+    ``AclControlManager``), which every broker's image then has (NotControllerError
+    when there is none)."""
+    if state.cluster is None:
+        state.authorizer.create(acls)
+    elif acls:
+        await state.cluster.channel.create_acls(acls)
+
+
+async def _delete(state, filters):
+    if state.cluster is None:
+        return state.authorizer.delete(filters)
+    return await state.cluster.channel.delete_acls(filters) if filters else []
 
 
 def _filter(f):
@@ -86,10 +105,12 @@ async def create_acls(state, header, request):
         except ValueError as exc:
             results.append((InvalidRequestError.code, str(exc)))
     try:
-        state.authorizer.create(valid)
+        await _create(state, valid)
     except OSError as exc:
         results = [(code or KafkaStorageError.code, message or f"the ACLs could not be written: {exc}")
                    for code, message in results]
+    except NotControllerError as exc:
+        results = [(code or exc.code, message or str(exc)) for code, message in results]
     return CreateAclsResponse(results=[CreateAclsResponse.AclCreationResult(error_code=code, error_message=message)
                                        for code, message in results])
 
@@ -107,11 +128,12 @@ async def delete_acls(state, header, request):
         except ValueError as exc:
             filters.append(exc)
     try:
-        deleted = iter(state.authorizer.delete([f for f in filters if not isinstance(f, ValueError)]))
-    except OSError as exc:
+        deleted = iter(await _delete(state, [f for f in filters if not isinstance(f, ValueError)]))
+    except (OSError, NotControllerError) as exc:
+        code = exc.code if isinstance(exc, NotControllerError) else KafkaStorageError.code
         return DeleteAclsResponse(filter_results=[DeleteAclsResponse.DeleteAclsFilterResult(
-            error_code=InvalidRequestError.code if isinstance(f, ValueError) else KafkaStorageError.code,
-            error_message=str(f) if isinstance(f, ValueError) else f"the ACLs could not be written: {exc}",
+            error_code=InvalidRequestError.code if isinstance(f, ValueError) else code,
+            error_message=str(f) if isinstance(f, ValueError) else f"the ACLs could not be changed: {exc}",
             matching_acls=[]) for f in filters])
     results = []
     for f in filters:

@@ -1,61 +1,104 @@
-"""A MiniCluster with the authorizer on (issue 15, item 3): the brokers' requests to each
-other (a follower's Fetch, WriteTxnMarkers, AddPartitionsToTxn) keep working, while
-clients get only what their ACLs give."""
+"""A MiniCluster with the authorizer on (issue 15, items 3 and 4): the ACLs are the
+cluster's (the controller's metadata records, as KRaft), and the brokers' requests to each
+other (a follower's Fetch, WriteTxnMarkers, AddPartitionsToTxn) keep working while clients
+get only what their ACLs give."""
+
+import time
 
 import pytest
 
 from kproto import Consumer, Producer
-from kproto.admin import AdminClient
-from kproto.errors import ClusterAuthorizationFailedError
-from minibroker import MiniCluster
-from minibroker.acl_store import AclStore
-from minibroker.authorizer import (
+from kproto.admin import (
+    AccessControlEntry,
     AclBinding,
-    AclOperation,
-    AclPermissionType,
-    PatternType,
-    ResourceType,
+    AclBindingFilter,
+    AdminClient,
+    ResourcePattern,
+    ResourcePatternFilter,
 )
+from kproto.errors import TopicAuthorizationFailedError
+from kproto.protocol import ApiKey
+from kproto.protocol.messages import DescribeAclsRequest
+from minibroker import MiniCluster
 from tests.support.leaks import nothing_left_behind  # noqa: F401  (autouse)
+from tests.support.raw_client import RawClient
 
-ON = {"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer"}
-
-
-def seed(data_dir, brokers):
-    """Every broker's ACLs file: User:ANONYMOUS may do ALL on every topic, group and
-    transactional id, nothing on the cluster (so not manage ACLs)."""
-    acls = [AclBinding(rtype, "*", PatternType.LITERAL, "User:ANONYMOUS", "*", AclOperation.ALL,
-                       AclPermissionType.ALLOW)
-            for rtype in (ResourceType.TOPIC, ResourceType.GROUP, ResourceType.TRANSACTIONAL_ID)]
-    for node in range(brokers):
-        (data_dir / f"broker-{node}").mkdir(parents=True)
-        AclStore([data_dir / f"broker-{node}"]).save(acls)
+# Open until the first ACL names a resource: the client can make the ACLs below.
+CONFIG = {"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+          "allow.everyone.if.no.acl.found": "true"}
 
 
-def test_replication_and_transactions_work_with_the_authorizer_on(tmp_path):
-    """Issue 15 item 3: acks=all over RF 3 (followers' Fetch needs CLUSTER_ACTION) and a
-    transaction (WriteTxnMarkers between brokers) succeed; the client itself may not
-    describe the ACLs (no DESCRIBE on the cluster)."""
-    seed(tmp_path, 3)
-    with MiniCluster(3, data_dir=tmp_path, config=ON) as cluster:
-        cluster.create_topic("replicated", partitions=2, replication_factor=3)
+def acl(resource_type, name, operation, permission="ALLOW"):
+    return AclBinding(ResourcePattern(resource_type, name), AccessControlEntry("User:*", "*", operation, permission))
+
+
+def described(port):
+    client = RawClient(port)
+    try:
+        response = client.request(ApiKey.DESCRIBE_ACLS, 3, DescribeAclsRequest(
+            resource_type_filter=1, resource_name_filter=None, pattern_type_filter=1, principal_filter=None,
+            host_filter=None, operation=1, permission_type=1))
+        assert response.error_code == 0, response
+        return sorted((r.resource_name, a.operation, a.permission_type) for r in response.resources for a in r.acls)
+    finally:
+        client.close()
+
+
+def everywhere(cluster, expected):
+    """Whether every broker describes ``expected`` within 10 s (each applies the
+    controller's records as they reach it; the broker that was asked has them at once)."""
+    deadline = time.monotonic() + 10
+    while [described(b.port) for b in cluster.brokers] != [expected] * len(cluster.brokers):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def test_acls_are_the_clusters_and_brokers_still_replicate(tmp_path):
+    """Issue 15 items 3 and 4: ACLs made through one broker are every broker's; with an ACL
+    on the cluster (so CLUSTER_ACTION is no longer open), acks=all over RF 3 (followers'
+    Fetch) and a transaction (WriteTxnMarkers between brokers) still succeed, and a DENY
+    refuses a produce whichever broker leads."""
+    with MiniCluster(3, data_dir=tmp_path, config=CONFIG) as cluster:
+        cluster.create_topic("replicated", partitions=3, replication_factor=3)
+        cluster.create_topic("blocked", partitions=3, replication_factor=1)
         bootstrap = cluster.bootstrap_servers
+        with AdminClient(bootstrap_servers=bootstrap) as admin:
+            admin.create_acls([acl("CLUSTER", "kafka-cluster", "ALTER"), acl("TOPIC", "*", "ALL"),
+                               acl("GROUP", "*", "ALL"), acl("TRANSACTIONAL_ID", "*", "ALL"),
+                               acl("TOPIC", "blocked", "WRITE", "DENY")])
+        expected = sorted([("kafka-cluster", 7, 3), ("*", 2, 3), ("*", 2, 3), ("*", 2, 3), ("blocked", 4, 2)])
+        assert everywhere(cluster, expected)
         with Producer(bootstrap_servers=bootstrap, acks="all", transactional_id="acl-txn",
                       delivery_timeout_ms=20000) as producer:
             producer.init_transactions(20)
             producer.begin_transaction()
-            for i in range(4):
-                producer.send("replicated", b"v%d" % i, partition=i % 2)
+            for i in range(6):
+                producer.send("replicated", b"v%d" % i, partition=i % 3)
             producer.commit_transaction(20)
+        with Producer(bootstrap_servers=bootstrap, delivery_timeout_ms=10000) as producer:
+            for partition in range(3):  # a leader on each broker
+                with pytest.raises(TopicAuthorizationFailedError):
+                    producer.send("blocked", b"x", partition=partition).result(10)
         with Consumer(bootstrap_servers=bootstrap, group_id="acl-group", auto_offset_reset="earliest",
                       isolation_level="read_committed") as consumer:
             consumer.subscribe(["replicated"])
             seen = []
             for _ in range(20):
                 seen += consumer.poll(1)
-                if len(seen) == 4:
+                if len(seen) == 6:
                     break
-            assert sorted(r.value for r in seen) == [b"v0", b"v1", b"v2", b"v3"]
-        with AdminClient(bootstrap_servers=bootstrap) as admin:
-            with pytest.raises(ClusterAuthorizationFailedError):
-                admin.describe_acls()
+            assert sorted(r.value for r in seen) == [b"v%d" % i for i in range(6)]
+
+
+def test_acls_go_through_the_controller_endpoint_in_process_mode(tmp_path):
+    """Issue 15 item 4: brokers in their own processes create and delete ACLs through the
+    controller endpoint (CreateAcls / DeleteAcls over the wire), and every broker has them."""
+    with MiniCluster(2, data_dir=tmp_path, config=CONFIG, processes=True) as cluster:
+        with AdminClient(bootstrap_servers=cluster.bootstrap_servers) as admin:
+            made = [acl("TOPIC", "t", "READ"), acl("GROUP", "g", "READ", "DENY")]
+            admin.create_acls(made)
+            assert everywhere(cluster, [("g", 3, 2), ("t", 3, 3)])
+            assert sorted(admin.delete_acls([AclBindingFilter(ResourcePatternFilter("GROUP"))]).values()) == [[made[1]]]
+            assert everywhere(cluster, [("t", 3, 3)])
