@@ -409,8 +409,8 @@ class Authorizer:
         """The authorized-operations field (KIP-430) of a resource for the request's
         principal: :data:`NOT_REQUESTED` when not asked, else the bit set of the supported
         operations it is allowed (``KafkaApis.authorizedOperations``)."""
-        if not requested:
-            return NOT_REQUESTED
+        if not requested or not self.enabled:
+            return authorized_operations(resource_type, requested)
         return sum(1 << op for op in SUPPORTED_OPERATIONS[resource_type] if self.allows(ctx, op, resource_type, name))
 
     # -- the ACLs ---------------------------------------------------------------------------
