@@ -91,10 +91,10 @@ def test_produce_and_fetch_need_write_and_read(admin, secured):
     admin.create_topics([NewTopic("pf")])
     bootstrap = secured.bootstrap_servers
     with Producer(bootstrap_servers=bootstrap, **PRODUCER) as producer:
-        with pytest.raises(ClusterAuthorizationFailedError):
+        with pytest.raises(ClusterAuthorizationFailedError, match="CLUSTER_AUTHORIZATION_FAILED.*InitProducerId"):
             producer.send("pf", b"v").result(10)
     with Producer(bootstrap_servers=bootstrap, enable_idempotence=False, **PRODUCER) as producer:
-        with pytest.raises(TopicAuthorizationFailedError):
+        with pytest.raises(TopicAuthorizationFailedError, match=r"TOPIC_AUTHORIZATION_FAILED\] producing to pf-0"):
             producer.send("pf", b"v").result(10)
     admin.create_acls(allow("TOPIC", "pf", "WRITE"))
     with Producer(bootstrap_servers=bootstrap, **PRODUCER) as producer:
@@ -116,10 +116,16 @@ def test_join_and_commit_need_read_on_group_and_topic(admin, secured):
     admin.create_acls(allow("TOPIC", "jc", "CREATE", "READ") + allow("TOPIC", "jc-other", "CREATE", "DESCRIBE"))
     admin.create_topics([NewTopic("jc"), NewTopic("jc-other")])
     config = dict(bootstrap_servers=secured.bootstrap_servers, group_id="jc-group", **CONSUMER)
-    with Consumer(**config) as consumer:
+    with Consumer(**config) as consumer:  # FindCoordinator needs DESCRIBE on the group
         consumer.subscribe(["jc"])
-        with pytest.raises(GroupAuthorizationFailedError):
+        with pytest.raises(GroupAuthorizationFailedError, match="GROUP_AUTHORIZATION_FAILED.*coordinator"):
             consumer.poll(5)
+    admin.create_acls(allow("GROUP", "jc-group", "DESCRIBE"))
+    with Consumer(**config) as consumer:  # JoinGroup needs READ
+        consumer.subscribe(["jc"])
+        with pytest.raises(GroupAuthorizationFailedError, match="GROUP_AUTHORIZATION_FAILED") as raised:
+            consumer.poll(5)
+        assert "coordinator" not in str(raised.value)
     admin.create_acls(allow("GROUP", "jc-", "READ", pattern="PREFIXED"))
     with Consumer(**config) as consumer:
         consumer.subscribe(["jc"])
@@ -150,7 +156,7 @@ def test_transactional_id_needs_write(admin, secured):
     admin.create_topics([NewTopic("tx")])
     config = dict(bootstrap_servers=secured.bootstrap_servers, transactional_id="tx-app", **PRODUCER)
     with Producer(**config) as producer:
-        with pytest.raises(TransactionalIdAuthorizationFailedError):
+        with pytest.raises(TransactionalIdAuthorizationFailedError, match="TRANSACTIONAL_ID_AUTHORIZATION_FAILED"):
             producer.init_transactions(10)
     admin.create_acls(allow("TRANSACTIONAL_ID", "tx-app", "WRITE"))
     with Producer(**config) as producer:
