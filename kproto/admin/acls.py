@@ -100,7 +100,7 @@ def _member(kind: type[enum.IntEnum], value: Any, what: str) -> Any:
         raise ValueError(f"unknown {what} {value!r}") from None
 
 
-def _refuse(value: enum.IntEnum, what: str, *names: str) -> None:
+def _refuse(value: Any, what: str, *names: str) -> None:
     if value.name in names:
         raise ValueError(f"an ACL's {what} cannot be {value.name} (a filter's can)")
 
@@ -205,7 +205,7 @@ class AclBindingFilter:
 
 def _binding(r: Any, name: str, pattern_type: int, acl: Any) -> AclBinding:
     """An AclBinding from a DescribeAcls resource or a DeleteAcls matching ACL."""
-    return AclBinding(ResourcePattern(r, name, pattern_type),
+    return AclBinding(ResourcePattern(ResourceType(r), name, PatternType(pattern_type)),
                       AccessControlEntry(acl.principal, acl.host, acl.operation, acl.permission_type))
 
 
@@ -238,10 +238,11 @@ class Acls(AdminState):
         bindings = list(dict.fromkeys(acls))
         if not bindings:
             return {}
+        # The constructors made every enum field a member (typed "member | str" for callers).
         request = CreateAclsRequest(creations=[CreateAclsRequest.AclCreation(
-            resource_type=b.pattern.resource_type, resource_name=b.pattern.name,
-            resource_pattern_type=b.pattern.pattern_type, principal=b.entry.principal, host=b.entry.host,
-            operation=b.entry.operation, permission_type=b.entry.permission_type) for b in bindings])
+            resource_type=int(b.pattern.resource_type), resource_name=b.pattern.name,
+            resource_pattern_type=int(b.pattern.pattern_type), principal=b.entry.principal, host=b.entry.host,
+            operation=int(b.entry.operation), permission_type=int(b.entry.permission_type)) for b in bindings])
 
         async def attempt() -> Any:
             conn = await self._cluster.any_connection()
@@ -292,11 +293,9 @@ class Acls(AdminState):
         response = await self._retrying(attempt)
         results: dict[AclBindingFilter, Any] = {}
         for f, r in zip(wanted, response.filter_results):
-            failed = next((m for m in r.matching_acls if m.error_code), None)
-            if r.error_code or failed is not None:
-                code, message = (r.error_code, r.error_message) if r.error_code else (failed.error_code,
-                                                                                     failed.error_message)
-                results[f] = item_error(code, message, f)
+            failed = [(x.error_code, x.error_message) for x in (r, *r.matching_acls) if x.error_code]
+            if failed:
+                results[f] = item_error(*failed[0], f)
             else:
                 results[f] = [_binding(m.resource_type, m.resource_name, m.pattern_type, m) for m in r.matching_acls]
         return outcome(results)
