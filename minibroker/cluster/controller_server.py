@@ -7,7 +7,8 @@ lease and failover) stays in the parent. :class:`ControllerServer` listens on
 
 - BrokerRegistration (62), BrokerHeartbeat (63), AlterPartition (56),
   AllocateProducerIds (67), and the CreateTopics, CreatePartitions, DeleteTopics,
-  AlterConfigs (33), IncrementalAlterConfigs (44) and ElectLeaders (43) that brokers
+  AlterConfigs (33), IncrementalAlterConfigs (44), ElectLeaders (43), CreateAcls (30) and
+  DeleteAcls (31) that brokers
   forward, each by the Quorum's in-process channel for the sending broker (so the
   answers, NOT_CONTROLLER included, are the in-process ones; an ElectLeaders the
   controller refuses is ElectLeaders' top-level error code);

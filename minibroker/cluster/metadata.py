@@ -261,7 +261,8 @@ class MetadataImage:
         replaces the broker's (fenced), a partition change merges into the registration
         and bumps its epochs (:func:`merge_partition_change`), a topic removal drops its
         partitions, a config record sets or removes (value None) a topic's config or a
-        broker's dynamic config (KRaft's ``ConfigRecord``). A record naming something the image does not hold (a change of a
+        broker's dynamic config (KRaft's ``ConfigRecord``), an ACL record adds or removes
+        an ACL by id (``AccessControlEntryRecord``, ``RemoveAccessControlEntryRecord``). A record naming something the image does not hold (a change of a
         removed topic) is ignored, as the controller never writes one.
         """
         changed: set[tuple[uuid.UUID, int]] = set()

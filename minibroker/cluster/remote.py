@@ -5,7 +5,8 @@ In ``MiniCluster(processes=True)`` each broker runs in a process of its own and 
 :class:`~minibroker.cluster.controller_server.ControllerServer`. What a broker asks the
 controller travels as Kafka's broker-to-controller RPCs (KIP-631): BrokerRegistration (62),
 BrokerHeartbeat (63), AlterPartition (56), AllocateProducerIds (67), and the forwarded
-CreateTopics, CreatePartitions, DeleteTopics, ElectLeaders (43) and config changes
+CreateTopics, CreatePartitions, DeleteTopics, ElectLeaders (43), CreateAcls (30),
+DeleteAcls (31; checked and authorized by the broker first) and config changes
 (KIP-590): a change that replaces a resource's whole set (``AlterConfigsResource.replace``)
 as AlterConfigs (33), the others as IncrementalAlterConfigs (44), so the controller gets
 exactly what the broker was asked. This module owns both directions of that
@@ -28,7 +29,8 @@ the broker's side:
 Read your writes: in process the controller's commits reach every broker before the call
 returns, and callers rely on that (a topic just created is in the image). Over the wire
 the channel keeps that promise: after a call that commits (AlterPartition, CreateTopics,
-CreatePartitions, DeleteTopics, AlterConfigs, IncrementalAlterConfigs, ElectLeaders) it fetches the metadata once more, without waiting, and
+CreatePartitions, DeleteTopics, AlterConfigs, IncrementalAlterConfigs, ElectLeaders, CreateAcls,
+DeleteAcls) it fetches the metadata once more, without waiting, and
 applies it before returning. Kafka's brokers do not; their clients retry instead.
 
 An unreachable controller (the parent busy or gone) answers NOT_CONTROLLER, which the
