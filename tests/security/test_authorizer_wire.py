@@ -276,3 +276,29 @@ def test_kafka_python_consumer_is_refused_its_topic(admin, secured):
             consumer.poll(5000)
     finally:
         consumer.close()
+
+
+def test_admin_calls_get_each_apis_authorization_error(admin):
+    """Issue 15 item 3: with only CREATE and DESCRIBE on a topic (and ALTER on the cluster,
+    so not CLUSTER_ACTION), each admin call is refused with the error Kafka's KafkaApis
+    gives its request, and the refusal of one item leaves the others answered."""
+    tp = TopicPartition("adm", 0)
+    admin.create_acls(allow("TOPIC", "adm", "CREATE", "DESCRIBE"))
+    admin.create_topics([NewTopic("adm")])
+    refusals = [
+        (lambda: admin.delete_records({tp: 0}), TopicAuthorizationFailedError),
+        (lambda: admin.create_partitions({"adm": 2}), TopicAuthorizationFailedError),
+        (lambda: admin.delete_topics(["adm"]), TopicAuthorizationFailedError),
+        (lambda: admin.describe_producers([tp]), TopicAuthorizationFailedError),
+        (lambda: admin.describe_groups(["g"]), GroupAuthorizationFailedError),
+        (lambda: admin.delete_groups(["g"]), GroupAuthorizationFailedError),
+        (lambda: admin.list_group_offsets("g"), GroupAuthorizationFailedError),
+        (lambda: admin.alter_configs({ConfigResource.topic("adm"): {"retention.ms": "1000"}}),
+         TopicAuthorizationFailedError),
+        (lambda: admin.describe_transactions(["tx"]), TransactionalIdAuthorizationFailedError),
+        (lambda: admin.abort_transaction("adm", 0, 1, 0, 0), ClusterAuthorizationFailedError),  # WriteTxnMarkers
+    ]
+    for call, error in refusals:
+        with pytest.raises(error):
+            call()
+    assert admin.list_offsets({tp: "latest"})[tp].offset == 0  # DESCRIBE is enough
