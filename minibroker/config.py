@@ -52,6 +52,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from minibroker.authorizer import AUTHORIZER_CLASSES
 from minibroker.topic_configs import TOPIC_CONFIGS, ConfigKey, ConfigSource, ConfigType
 
 __all__ = ["BrokerConfig", "DEFAULTS", "DYNAMIC", "LEADER_SELECTOR", "LISTENER_KEYS", "RACK_AWARE_SELECTOR",
@@ -137,6 +138,10 @@ DEFAULTS: dict[str, tuple[Any, type, str]] = {
     # Client quotas (Kafka's ClientQuotaManagerConfig; minibroker.quotas).
     "quota.window.num": (11, int, "How many samples a client's usage is measured over, for its quotas (10 whole windows and the current one). At least 1."),
     "quota.window.size.seconds": (1, int, "The span of each sample of a client's usage, for its quotas; a request-time throttle is at most this long. At least 1."),
+    # The authorizer (minibroker.authorizer: Kafka's StandardAuthorizer rules).
+    "authorizer.class.name": ("", str, "The authorizer: org.apache.kafka.metadata.authorizer.StandardAuthorizer (or kafka.security.authorizer.AclAuthorizer, taken as the same) checks every request against the ACLs made by CreateAcls; empty, Kafka's default, allows everything and answers the ACL requests SECURITY_DISABLED."),
+    "super.users": ("", str, "Principals that may do anything whatever the ACLs say, separated by semicolons (User:admin;User:broker)."),
+    "allow.everyone.if.no.acl.found": (False, bool, "With the authorizer on: whether a resource no ACL applies to is open to everyone (true) or to super users only (false, Kafka's default)."),
 }
 
 #: replica.selector.class values (KIP-392): Kafka's two ReplicaSelector classes, by their
@@ -297,6 +302,9 @@ class BrokerConfig:
                      "add.partitions.to.txn.retry.backoff.ms", "add.partitions.to.txn.retry.backoff.max.ms"):
             if self._static[name] < 1:
                 raise ValueError(f"{name} must be at least 1")  # Kafka's atLeast(1)
+        if self._static["authorizer.class.name"] not in {"", *AUTHORIZER_CLASSES}:
+            raise ValueError(f"authorizer.class.name {self._static['authorizer.class.name']!r} is not an authorizer "
+                             f"minibroker has: use one of {sorted(AUTHORIZER_CLASSES)}, or leave it empty")
         # Dynamic layers (KIP-226): "" the cluster-wide default, "broker" this broker's own.
         self._dynamic: dict[str, dict[str, Any]] = {"": {}, "broker": {}}
         self._listeners()

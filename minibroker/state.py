@@ -53,6 +53,8 @@ from kproto.errors import (
 )
 from kproto.records import Batch, ControlType, build_control_batch, read_batches
 from kproto.structs import validate_topic_name
+from minibroker.acl_store import AclStore
+from minibroker.authorizer import INTER_BROKER_PRINCIPAL, Authorizer
 from minibroker.cluster.api import AlterPartitionRequest, ClusterContext, ReplicaBrokerEpoch
 from minibroker.cluster.metadata import MetadataImage, TopicImage
 from minibroker.cluster.partition import Partition, Transition
@@ -171,6 +173,10 @@ class BrokerState:
             self.quotas = open_client_quotas(config, self.storage.log_dirs, cluster)  # KIP-13/55/219
             #: SCRAM users (issue 15), in the first log directory.
             self.scram_credentials = ScramCredentials(self.storage.log_dirs[0] if self.storage.persistent else None)
+            # The ACLs and who may do what (issue 15): a cluster's are in the metadata image.
+            acls = AclStore(self.storage.log_dirs if cluster is None else [])
+            self.authorizer = Authorizer(config, acls.load(), journal=acls.save, inter_broker_principal=(
+                None if cluster is None else INTER_BROKER_PRINCIPAL))
             self._load()
         except BaseException:
             self.close()  # the directories are not left locked by a broker that failed to start
@@ -526,6 +532,10 @@ class BrokerState:
             if self.node_id in registration.replicas:
                 self.open_replica_log(topic, index)
         return topic
+
+    def apply_acls(self, image: MetadataImage) -> None:
+        """Take the image's ACLs (a cluster broker's authorizer: the controller keeps them)."""
+        self.authorizer.load(record.binding() for record in image.acls.values())
 
     def apply_broker_configs(self, image: MetadataImage) -> None:
         """This broker's dynamic configs as the metadata image has them (cluster mode,

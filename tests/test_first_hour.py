@@ -14,7 +14,15 @@ import time
 
 import pytest
 
-from kproto.admin import AdminClient, AIOAdminClient, ConfigResource
+from kproto.admin import (
+    AccessControlEntry,
+    AclBinding,
+    AclBindingFilter,
+    AdminClient,
+    AIOAdminClient,
+    ConfigResource,
+    ResourcePattern,
+)
 from kproto.consumer import AIOConsumer, Consumer
 from kproto.errors import ClientClosedError, ConfigError, InvalidTopicError, KafkaTimeoutError
 from kproto.producer import AIOProducer, Producer
@@ -65,7 +73,8 @@ _ARGS = {  # a plausible value for each required parameter of a public client me
     "specs": {TopicPartition("t", 0): "latest"}, "before": {TopicPartition("t", 0): 0},
     "changes": {ConfigResource.topic("t"): [("retention.ms", "set", "1")]},
     "group_metadata": ConsumerGroupMetadata(group_id="g"), "transactional_ids": ["x"], "producer_id": 1,
-    "producer_epoch": 0, "coordinator_epoch": 0}
+    "producer_epoch": 0, "coordinator_epoch": 0,
+    "acls": [AclBinding(ResourcePattern("TOPIC", "t"), AccessControlEntry("User:a"))], "filters": [AclBindingFilter()]}
 
 
 def _public_calls(cls):

@@ -69,9 +69,9 @@ LAYERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
                                        (*_SHARED, "kproto.config", "kproto.io", "minibroker.config",
                                         "minibroker.log", "minibroker.cluster core")),
     "minibroker.coordinator": (("minibroker.coordinator",), (*_SHARED, "minibroker.config", "minibroker.log")),
-    # the broker's files: topics, producer ids, dynamic configs, client quotas, SCRAM users
-    "minibroker.storage": (("minibroker.storage", "minibroker.quota_store", "minibroker.scram_credentials"),
-                           (*_SHARED, "minibroker.config", "minibroker.log")),
+    # the broker's files: topics, producer ids, dynamic configs, client quotas, SCRAM users, ACLs
+    "minibroker.storage": (("minibroker.storage", "minibroker.quota_store", "minibroker.scram_credentials",
+                            "minibroker.acl_store"), (*_SHARED, "minibroker.config", "minibroker.log")),
     "minibroker.state": (("minibroker.state",), (*_SHARED, "minibroker.config", "minibroker.log",
                                                  "minibroker.coordinator", "minibroker.storage",
                                                  "minibroker.cluster core")),

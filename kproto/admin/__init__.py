@@ -1,5 +1,5 @@
 """The admin client: topics, partitions, configs, groups and their offsets, the cluster,
-transactions, client quotas.
+transactions, client quotas, ACLs.
 
 :class:`AIOAdminClient` is the implementation (native asyncio); :class:`AdminClient` is
 the same client for threads, running it on a background loop. Both take Kafka's admin
@@ -19,10 +19,22 @@ have; ListOffsets is :mod:`kproto.io.list_offsets`'.
 The client is one class made of parts (:mod:`kproto.admin.base` says what they share):
 :mod:`~kproto.admin.client` holds the calls on topics, configs, groups, offsets and the
 cluster and the thread face; :mod:`~kproto.admin.transactions` the transaction calls
-(KIP-664), :mod:`~kproto.admin.quotas` the client quota calls (KIP-546). Every public
-name is here.
+(KIP-664), :mod:`~kproto.admin.quotas` the client quota calls (KIP-546),
+:mod:`~kproto.admin.acls` the ACL calls (KIP-140). Every public name is here.
 """
 
+from kproto.admin.acls import (
+    AccessControlEntry,
+    AccessControlEntryFilter,
+    AclBinding,
+    AclBindingFilter,
+    AclOperation,
+    AclPermissionType,
+    PatternType,
+    ResourcePattern,
+    ResourcePatternFilter,
+    ResourceType,
+)
 from kproto.admin.client import (
     AdminClient,
     AIOAdminClient,
@@ -52,6 +64,12 @@ from kproto.admin.transactions import (
 
 __all__ = [
     "AIOAdminClient",
+    "AccessControlEntry",
+    "AccessControlEntryFilter",
+    "AclBinding",
+    "AclBindingFilter",
+    "AclOperation",
+    "AclPermissionType",
     "AdminClient",
     "ClientQuotaAlteration",
     "ClientQuotaEntity",
@@ -66,7 +84,11 @@ __all__ = [
     "MemberDescription",
     "NewTopic",
     "OffsetSpec",
+    "PatternType",
     "ProducerState",
+    "ResourcePattern",
+    "ResourcePatternFilter",
+    "ResourceType",
     "TRANSACTION_STATES",
     "TopicDescription",
     "TransactionDescription",

@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 
 from kproto._habits import missing
 from kproto._loop import Portal, blocking, check_loop, refuse_when_closed
+from kproto.admin.acls import Acls
 from kproto.admin.base import item_error as _error
 from kproto.admin.base import outcome as _outcome
 from kproto.admin.quotas import Quotas
@@ -164,7 +165,7 @@ class ClusterDescription:
 
 @refuse_when_closed("admin client", lambda self: self._closed, bind=True,
                     before=lambda self: self._reach_cluster())
-class AIOAdminClient(Transactions, Quotas):
+class AIOAdminClient(Transactions, Quotas, Acls):
     """The admin client for asyncio code.
 
     Args:
@@ -614,3 +615,6 @@ class AdminClient:
     abort_transaction = blocking(AIOAdminClient.abort_transaction)
     describe_client_quotas = blocking(AIOAdminClient.describe_client_quotas)
     alter_client_quotas = blocking(AIOAdminClient.alter_client_quotas)
+    create_acls = blocking(AIOAdminClient.create_acls)
+    describe_acls = blocking(AIOAdminClient.describe_acls)
+    delete_acls = blocking(AIOAdminClient.delete_acls)

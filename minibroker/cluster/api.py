@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from minibroker.authorizer import AclBinding, AclBindingFilter
 from minibroker.cluster.metadata import MetadataImage, PartitionRegistration, Record
 
 if TYPE_CHECKING:
@@ -218,6 +219,9 @@ class ControllerChannel(Protocol):
         changes (ClientQuotaRecords); one ``(entity, error code, message)`` per distinct
         entity (NOT_CONTROLLER for each when there is no active controller)."""
         ...
+    async def create_acls(self, acls: Sequence[AclBinding]) -> None: ...
+
+    async def delete_acls(self, filters: Sequence[AclBindingFilter]) -> list[list[AclBinding]]: ...
 
     async def elect_leaders(self, election_type: ElectionType,
                             partitions: Mapping[str, Sequence[int]] | None) -> list[ElectionResult]:

@@ -80,6 +80,9 @@ request that changes nothing appends nothing. Every rule below is KRaft's
   partitions at once, so enabling it elects an out-of-sync replica right away (KRaft runs
   that check periodically, KAFKA-12670; ZooKeeper mode's controller ran it on the change,
   KAFKA-6526; the tick here does both).
+- **ACLs** (``AclControlManager``): CreateAcls commits an ``AccessControlEntryRecord``, with
+  a new id, per ACL the cluster does not have; DeleteAcls a ``RemoveAccessControlEntryRecord``
+  per ACL a filter matches. Every broker's authorizer takes the image's ACLs.
 - **Producer ids**: blocks of 1000 (``ProducerIdControlManager.PRODUCER_ID_BLOCK_SIZE``),
   each recorded as a ``ProducerIdsRecord`` with the next block's start.
 - **Client quotas** (AlterClientQuotas, forwarded by the brokers; Kafka's
@@ -118,6 +121,7 @@ from kproto.errors import (
     UnknownTopicOrPartitionError,
 )
 from kproto.structs import validate_topic_name
+from minibroker.authorizer import AclBinding, AclBindingFilter
 from minibroker.cluster.api import (
     AlterConfigsResource,
     AlterPartitionReply,
@@ -136,6 +140,7 @@ from minibroker.cluster.metadata import (
     BROKER_RESOURCE,
     NO_LEADER,
     TOPIC_RESOURCE,
+    AccessControlEntryRecord,
     BrokerRegistrationChangeRecord,
     ClientQuotaRecord,
     ConfigRecord,
@@ -147,6 +152,7 @@ from minibroker.cluster.metadata import (
     ProducerIdsRecord,
     Record,
     RegisterBrokerRecord,
+    RemoveAccessControlEntryRecord,
     RemoveTopicRecord,
     TopicImage,
     TopicRecord,
@@ -605,6 +611,26 @@ class Controller:
         self._commit([ProducerIdsRecord(broker_id=broker_id, broker_epoch=broker_epoch,
                                         next_producer_id=first + PRODUCER_ID_BLOCK_SIZE)])
         return first, PRODUCER_ID_BLOCK_SIZE
+
+    # -- ACLs (AclControlManager) -------------------------------------------------------------
+
+    def create_acls(self, acls: Sequence[AclBinding]) -> None:
+        """Commit an AccessControlEntryRecord, with a new id, for each ACL the cluster does
+        not have yet (the broker checked them: :func:`~minibroker.authorizer.validate_binding`)."""
+        held = {record.binding() for record in self.image.acls.values()}
+        new = [acl for acl in dict.fromkeys(acls) if acl not in held]
+        if new:
+            self._commit([AccessControlEntryRecord.of(uuid.uuid4(), acl) for acl in new])
+
+    def delete_acls(self, filters: Sequence[AclBindingFilter]) -> list[list[AclBinding]]:
+        """Commit a RemoveAccessControlEntryRecord for every ACL a filter matches; returns
+        the ACLs each filter matched (one two filters match is under both, as in Kafka)."""
+        held = list(self.image.acls.values())
+        matched = [[r for r in held if f.matches(r.binding())] for f in filters]
+        gone = {r.id for records in matched for r in records}
+        if gone:
+            self._commit([RemoveAccessControlEntryRecord(id=acl_id) for acl_id in gone])
+        return [[r.binding() for r in records] for records in matched]
 
     # -- config changes (ConfigurationControlManager) ----------------------------------------
 

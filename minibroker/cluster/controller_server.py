@@ -7,7 +7,8 @@ lease and failover) stays in the parent. :class:`ControllerServer` listens on
 
 - BrokerRegistration (62), BrokerHeartbeat (63), AlterPartition (56),
   AllocateProducerIds (67), and the CreateTopics, CreatePartitions, DeleteTopics,
-  AlterConfigs (33), IncrementalAlterConfigs (44) and ElectLeaders (43) that brokers
+  AlterConfigs (33), IncrementalAlterConfigs (44), ElectLeaders (43), CreateAcls (30) and
+  DeleteAcls (31) that brokers
   forward, each by the Quorum's in-process channel for the sending broker (so the
   answers, NOT_CONTROLLER included, are the in-process ones; an ElectLeaders the
   controller refuses is ElectLeaders' top-level error code);
@@ -74,6 +75,8 @@ SERVED: dict[int, tuple[int, int]] = {
     ApiKey.INCREMENTAL_ALTER_CONFIGS: (1, 1),
     ApiKey.ELECT_LEADERS: (2, 2),
     ApiKey.ALTER_CLIENT_QUOTAS: (1, 1),
+    ApiKey.CREATE_ACLS: (3, 3),
+    ApiKey.DELETE_ACLS: (3, 3),
 }
 
 _WAKE = -1  # the endpoint's own subscription to the Quorum's commits (node ids are >= 0)
@@ -212,6 +215,20 @@ class ControllerServer:
         if api_key == ApiKey.ALTER_CLIENT_QUOTAS:
             return remote.quota_results_to_wire(await channel.alter_client_quotas(
                 remote.alter_client_quotas_from_wire(w), validate_only=w.validate_only))
+        if api_key == ApiKey.CREATE_ACLS:
+            try:
+                await channel.create_acls(remote.acls_from_wire(w))
+                code, message = 0, None
+            except KafkaCodeError as exc:  # NOT_CONTROLLER
+                code, message = exc.code, Exception.__str__(exc)
+            return m.CreateAclsResponse(results=[m.CreateAclsResponse.AclCreationResult(
+                error_code=code, error_message=message) for _ in w.creations])
+        if api_key == ApiKey.DELETE_ACLS:
+            filters = remote.acl_filters_from_wire(w)
+            try:
+                return remote.deleted_acls_to_wire(await channel.delete_acls(filters))
+            except KafkaCodeError as exc:  # NOT_CONTROLLER
+                return remote.deleted_acls_to_wire([[] for _ in filters], exc.code, Exception.__str__(exc))
         if api_key == ApiKey.ELECT_LEADERS:
             election_type, partitions = remote.elect_leaders_from_wire(w)
             try:

@@ -22,8 +22,16 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
 from kproto.errors import NotControllerError
+from minibroker.authorizer import (
+    AclBinding,
+    AclOperation,
+    AclPermissionType,
+    PatternType,
+    ResourceType,
+)
 
 __all__ = [
+    "AccessControlEntryRecord",
     "BROKER_RESOURCE",
     "BrokerRegistration",
     "BrokerRegistrationChangeRecord",
@@ -39,6 +47,7 @@ __all__ = [
     "ProducerIdsRecord",
     "Record",
     "RegisterBrokerRecord",
+    "RemoveAccessControlEntryRecord",
     "RemoveTopicRecord",
     "TopicImage",
     "TopicRecord",
@@ -170,8 +179,42 @@ class ProducerIdsRecord:
     next_producer_id: int
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AccessControlEntryRecord:
+    """An ACL (KRaft's ``AccessControlEntryRecord``): the controller's id for it, then the
+    ACL's fields as Kafka's wire codes (:class:`~minibroker.authorizer.AclBinding`)."""
+
+    id: uuid.UUID
+    resource_type: int
+    resource_name: str
+    pattern_type: int
+    principal: str
+    host: str
+    operation: int
+    permission_type: int
+
+    @classmethod
+    def of(cls, acl_id: uuid.UUID, acl: AclBinding) -> AccessControlEntryRecord:
+        return cls(id=acl_id, resource_type=acl.resource_type, resource_name=acl.resource_name,
+                   pattern_type=acl.pattern_type, principal=acl.principal, host=acl.host, operation=acl.operation,
+                   permission_type=acl.permission_type)
+
+    def binding(self) -> AclBinding:
+        return AclBinding(ResourceType(self.resource_type), self.resource_name, PatternType(self.pattern_type),
+                          self.principal, self.host, AclOperation(self.operation),
+                          AclPermissionType(self.permission_type))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RemoveAccessControlEntryRecord:
+    """An ACL deleted (KRaft's ``RemoveAccessControlEntryRecord``), by its id."""
+
+    id: uuid.UUID
+
+
 Record = (RegisterBrokerRecord | BrokerRegistrationChangeRecord | TopicRecord | PartitionRecord
-          | PartitionChangeRecord | ConfigRecord | RemoveTopicRecord | ProducerIdsRecord | ClientQuotaRecord)
+          | PartitionChangeRecord | ConfigRecord | RemoveTopicRecord | ProducerIdsRecord | ClientQuotaRecord
+          | AccessControlEntryRecord | RemoveAccessControlEntryRecord)
 
 
 def merge_partition_change(current: PartitionRegistration, change: PartitionChangeRecord) -> PartitionRegistration:
@@ -208,6 +251,7 @@ class MetadataDelta:
     configs: frozenset[uuid.UUID] = frozenset()  # topics whose configs changed (ConfigRecord)
     broker_configs: frozenset[str] = frozenset()  # BROKER resources whose configs changed ("": the default)
     client_quotas: bool = False  # a ClientQuotaRecord was applied
+    acls: bool = False  # an ACL was created or removed
 
 
 @dataclass(slots=True)
@@ -224,6 +268,8 @@ class MetadataImage:
     # Client quotas (KIP-546): entity -> key -> value. Changed in place: a broker's
     # minibroker.quotas.ClientQuotas enforces this very dict.
     client_quotas: dict[tuple[tuple[str, str | None], ...], dict[str, float]] = field(default_factory=dict)
+    # The cluster's ACLs by the controller's id for each (KRaft's AclsImage).
+    acls: dict[uuid.UUID, AccessControlEntryRecord] = field(default_factory=dict)
 
     def apply(self, offset: int, records: Sequence[Record]) -> MetadataDelta:
         """Apply ``records``, the last of which is at ``offset``; return what changed.
@@ -233,7 +279,8 @@ class MetadataImage:
         and bumps its epochs (:func:`merge_partition_change`), a topic removal drops its
         partitions, a config record sets or removes (value None) a topic's config or a
         broker's dynamic config (KRaft's ``ConfigRecord``), a client quota record sets or removes a key
-        of an entity's quotas. A record naming something the image does not hold (a change of a
+        of an entity's quotas, an ACL record adds or removes an ACL by id
+        (``AccessControlEntryRecord``, ``RemoveAccessControlEntryRecord``). A record naming something the image does not hold (a change of a
         removed topic) is ignored, as the controller never writes one.
         """
         changed: set[tuple[uuid.UUID, int]] = set()
@@ -243,6 +290,7 @@ class MetadataImage:
         configs: set[uuid.UUID] = set()
         broker_configs: set[str] = set()
         client_quotas = False
+        acls = False
         for record in records:
             match record:
                 case RegisterBrokerRecord():
@@ -305,12 +353,17 @@ class MetadataImage:
                     else:
                         quotas[record.key] = record.value
                     client_quotas = True
+                case AccessControlEntryRecord():
+                    self.acls[record.id] = record
+                    acls = True
+                case RemoveAccessControlEntryRecord():
+                    acls = self.acls.pop(record.id, None) is not None or acls
                 case _:
                     raise TypeError(f"not a metadata record: {record!r}")
         self.offset = offset
         return MetadataDelta(changed=frozenset(changed), created_topics=frozenset(created),
                              deleted_topics=deleted, brokers=frozenset(brokers), configs=frozenset(configs),
-                             broker_configs=frozenset(broker_configs), client_quotas=client_quotas)
+                             broker_configs=frozenset(broker_configs), client_quotas=client_quotas, acls=acls)
 
     def topic_by_name(self, name: str) -> TopicImage | None:
         return next((t for t in self.topics.values() if t.name == name), None)
@@ -324,8 +377,9 @@ class MetadataImage:
 
 _RECORD_TYPES: dict[str, type] = {t.__name__: t for t in (
     RegisterBrokerRecord, BrokerRegistrationChangeRecord, TopicRecord, PartitionRecord,
-    PartitionChangeRecord, ConfigRecord, RemoveTopicRecord, ProducerIdsRecord, ClientQuotaRecord)}
-_UUID_FIELDS = frozenset({"topic_id", "incarnation_id"})
+    PartitionChangeRecord, ConfigRecord, RemoveTopicRecord, ProducerIdsRecord, ClientQuotaRecord,
+    AccessControlEntryRecord, RemoveAccessControlEntryRecord)}
+_UUID_FIELDS = frozenset({"topic_id", "incarnation_id", "id"})
 _TUPLE_FIELDS = frozenset({"replicas", "isr"})
 
 

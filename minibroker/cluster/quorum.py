@@ -39,6 +39,7 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 
 from kproto.errors import NotControllerError
+from minibroker.authorizer import AclBinding, AclBindingFilter
 from minibroker.cluster.api import (
     AlterConfigsResource,
     AlterPartitionReply,
@@ -287,6 +288,15 @@ class _Channel:
             return self._active().alter_client_quotas(entries, validate_only=validate_only)
         except NotControllerError as exc:
             return [(entity, NotControllerError.code, str(exc)) for entity in dict.fromkeys(entity_of(p) for p, _ in entries)]
+    # -- ACLs --------------------------------------------------------------------------------
+
+    async def create_acls(self, acls: Sequence[AclBinding]) -> None:
+        """Raises NotControllerError (no active controller)."""
+        self._active().create_acls(acls)
+
+    async def delete_acls(self, filters: Sequence[AclBindingFilter]) -> list[list[AclBinding]]:
+        """Raises NotControllerError (no active controller)."""
+        return self._active().delete_acls(filters)
 
     # -- elections ---------------------------------------------------------------------------
 

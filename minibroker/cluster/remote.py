@@ -5,7 +5,8 @@ In ``MiniCluster(processes=True)`` each broker runs in a process of its own and 
 :class:`~minibroker.cluster.controller_server.ControllerServer`. What a broker asks the
 controller travels as Kafka's broker-to-controller RPCs (KIP-631): BrokerRegistration (62),
 BrokerHeartbeat (63), AlterPartition (56), AllocateProducerIds (67), and the forwarded
-CreateTopics, CreatePartitions, DeleteTopics, ElectLeaders (43) and config changes
+CreateTopics, CreatePartitions, DeleteTopics, ElectLeaders (43), CreateAcls (30),
+DeleteAcls (31; checked and authorized by the broker first) and config changes
 (KIP-590): a change that replaces a resource's whole set (``AlterConfigsResource.replace``)
 as AlterConfigs (33), the others as IncrementalAlterConfigs (44), so the controller gets
 exactly what the broker was asked. This module owns both directions of that
@@ -28,7 +29,8 @@ the broker's side:
 Read your writes: in process the controller's commits reach every broker before the call
 returns, and callers rely on that (a topic just created is in the image). Over the wire
 the channel keeps that promise: after a call that commits (AlterPartition, CreateTopics,
-CreatePartitions, DeleteTopics, AlterConfigs, IncrementalAlterConfigs, ElectLeaders) it fetches the metadata once more, without waiting, and
+CreatePartitions, DeleteTopics, AlterConfigs, IncrementalAlterConfigs, ElectLeaders, CreateAcls,
+DeleteAcls) it fetches the metadata once more, without waiting, and
 applies it before returning. Kafka's brokers do not; their clients retry instead.
 
 An unreachable controller (the parent busy or gone) answers NOT_CONTROLLER, which the
@@ -49,6 +51,7 @@ from kproto.errors import KafkaError, NotControllerError, for_code
 from kproto.io.connection import Connection
 from kproto.protocol import messages as m
 from kproto.records import BatchBuilder, read_batches
+from minibroker.authorizer import AclBinding, AclBindingFilter, validate_binding, validate_filter
 from minibroker.cluster.api import (
     AlterConfigsResource,
     AlterPartitionReply,
@@ -101,6 +104,8 @@ VERSIONS: dict[int, int] = {
     m.ApiKey.INCREMENTAL_ALTER_CONFIGS: 1,
     m.ApiKey.ELECT_LEADERS: 2,  # election_type and the top-level error code (KIP-460)
     m.ApiKey.ALTER_CLIENT_QUOTAS: 1,
+    m.ApiKey.CREATE_ACLS: 3,
+    m.ApiKey.DELETE_ACLS: 3,
     m.ApiKey.FETCH: METADATA_FETCH_VERSION,
 }
 
@@ -270,6 +275,44 @@ def alter_configs_to_wire(resources: Sequence[AlterConfigsResource], validate_on
         resource_type=r.resource_type, resource_name=r.resource_name,
         configs=[W.AlterableConfig(name=name, config_operation=op, value=value) for name, op, value in r.ops])
         for r in resources])
+
+
+def acls_to_wire(acls: Sequence[AclBinding]) -> Any:
+    return m.CreateAclsRequest(creations=[m.CreateAclsRequest.AclCreation(
+        resource_type=a.resource_type, resource_name=a.resource_name, resource_pattern_type=a.pattern_type,
+        principal=a.principal, host=a.host, operation=a.operation, permission_type=a.permission_type) for a in acls])
+
+
+def acls_from_wire(w: Any) -> list[AclBinding]:
+    return [validate_binding(c.resource_type, c.resource_name, c.resource_pattern_type, c.principal, c.host,
+                             c.operation, c.permission_type) for c in w.creations]
+
+
+def acl_filters_to_wire(filters: Sequence[AclBindingFilter]) -> Any:
+    return m.DeleteAclsRequest(filters=[m.DeleteAclsRequest.DeleteAclsFilter(
+        resource_type_filter=f.resource_type, resource_name_filter=f.resource_name, pattern_type_filter=f.pattern_type,
+        principal_filter=f.principal, host_filter=f.host, operation=f.operation, permission_type=f.permission_type)
+        for f in filters])
+
+
+def acl_filters_from_wire(w: Any) -> list[AclBindingFilter]:
+    return [validate_filter(f.resource_type_filter, f.resource_name_filter, f.pattern_type_filter, f.principal_filter,
+                            f.host_filter, f.operation, f.permission_type) for f in w.filters]
+
+
+def deleted_acls_to_wire(deleted: Sequence[Sequence[AclBinding]], error_code: int = 0,
+                         error_message: str | None = None) -> Any:
+    R = m.DeleteAclsResponse
+    return R(filter_results=[R.DeleteAclsFilterResult(
+        error_code=error_code, error_message=error_message, matching_acls=[R.DeleteAclsMatchingAcl(
+            error_code=0, error_message=None, resource_type=a.resource_type, resource_name=a.resource_name,
+            pattern_type=a.pattern_type, principal=a.principal, host=a.host, operation=a.operation,
+            permission_type=a.permission_type) for a in acls]) for acls in deleted])
+
+
+def deleted_acls_from_wire(w: Any) -> list[list[AclBinding]]:
+    return [[validate_binding(a.resource_type, a.resource_name, a.pattern_type, a.principal, a.host, a.operation,
+                              a.permission_type) for a in r.matching_acls] for r in w.filter_results]
 
 
 def alter_configs_from_wire(w: Any) -> list[AlterConfigsResource]:
@@ -581,6 +624,20 @@ class RemoteControllerChannel:
         if any(code == 0 for _, code, _ in results) and not validate_only:
             await self._caught_up()
         return results
+    async def create_acls(self, acls: Sequence[AclBinding]) -> None:
+        """Raises NotControllerError (no controller, or none reachable)."""
+        w = await self._call(acls_to_wire(acls))
+        if any(r.error_code for r in w.results):
+            raise NotControllerError(next(r.error_message for r in w.results if r.error_code) or "CreateAcls")
+        await self._caught_up()
+
+    async def delete_acls(self, filters: Sequence[AclBindingFilter]) -> list[list[AclBinding]]:
+        """Raises NotControllerError (no controller, or none reachable)."""
+        w = await self._call(acl_filters_to_wire(filters))
+        if any(r.error_code for r in w.filter_results):
+            raise NotControllerError(next(r.error_message for r in w.filter_results if r.error_code) or "DeleteAcls")
+        await self._caught_up()
+        return deleted_acls_from_wire(w)
 
     async def elect_leaders(self, election_type: ElectionType,
                             partitions: Mapping[str, Sequence[int]] | None) -> list[ElectionResult]:

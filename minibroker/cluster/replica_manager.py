@@ -91,6 +91,10 @@ class ReplicaHost(Protocol):
         (else its log start), and attached to the partition."""
         ...
 
+    def apply_acls(self, image: MetadataImage) -> None:
+        """Take the image's ACLs into the broker's authorizer."""
+        ...
+
     def apply_broker_configs(self, image: MetadataImage) -> None:
         """Take the image's dynamic broker configs for this broker (its own, the cluster
         default's) and give every log the new settings."""
@@ -150,6 +154,8 @@ class ReplicaManager:
         if delta.broker_configs & {"", str(node)}:
             # Dynamic broker configs (KIP-226) first, so that logs opened below take them.
             self.state.apply_broker_configs(image)
+        if delta.acls:
+            self.state.apply_acls(image)
         for topic_id, name in delta.deleted_topics.items():
             gone = [key for key in self.hosted if key[0] == topic_id]
             self.fetchers.remove(gone)

@@ -97,6 +97,7 @@ def supported_versions() -> list[tuple[int, int, int]]:
 
 # Importing the modules registers their handlers.
 from minibroker.handlers import (  # noqa: E402,F401
+    acls,
     api_versions,
     cluster,
     configs,

@@ -9,15 +9,19 @@ epoch is ``(-1, -1)``; a single broker's partitions have had one epoch, 0. Only 
 leader answers (NOT_LEADER_OR_FOLLOWER, KAFKA_STORAGE_ERROR for an offline log); a
 ``current_leader_epoch`` (v2+) other than ours is fenced: FENCED_LEADER_EPOCH when
 older, UNKNOWN_LEADER_EPOCH when newer (KIP-320).
-Authorized operations (KIP-430): when asked, every operation of the cluster, as a Kafka
-broker without an authorizer answers (:mod:`minibroker.authorizer`).
+Authorized operations (KIP-430): when asked, the operations on the cluster the principal
+is allowed (:mod:`minibroker.authorizer`; all of them with the authorizer off).
+Authorization: DescribeCluster needs nothing (Kafka's ``handleDescribeCluster``);
+OffsetForLeaderEpoch needs CLUSTER_ACTION on the cluster (a follower's) or DESCRIBE on the
+topic (a consumer's, KIP-320; ``handleOffsetForLeaderEpochRequest``), else
+TOPIC_AUTHORIZATION_FAILED for each of its partitions.
 Not implemented: endpoint types other than brokers (v1 endpoint_type 1).
 """
 
-from kproto.errors import KafkaCodeError
+from kproto.errors import KafkaCodeError, TopicAuthorizationFailedError
 from kproto.protocol import ApiKey
 from kproto.protocol.messages import DescribeClusterResponse, OffsetForLeaderEpochResponse
-from minibroker.authorizer import ResourceType, authorized_operations
+from minibroker.authorizer import AclOperation, ResourceType
 from minibroker.handlers import handles
 
 
@@ -33,8 +37,8 @@ async def describe_cluster(state, header, request):
                    for b in state.cluster.image.live_brokers()]
     return DescribeClusterResponse(
         error_code=0, cluster_id=state.config["cluster.id"], controller_id=controller_id, brokers=brokers,
-        cluster_authorized_operations=authorized_operations(
-            ResourceType.CLUSTER, request.include_cluster_authorized_operations),
+        cluster_authorized_operations=state.authorizer.operations(
+            header, ResourceType.CLUSTER, requested=request.include_cluster_authorized_operations),
     )
 
 
@@ -51,9 +55,12 @@ async def offset_for_leader_epoch(state, header, request):
     topics = []
     for asked in request.topics:
         topic = state.topics.get(asked.topic)
+        described = (state.authorizer.allows(header, AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER)
+                     or state.authorizer.allows(header, AclOperation.DESCRIBE, ResourceType.TOPIC, asked.topic))
         partitions = []
         for p in asked.partitions:
-            code, epoch, end = _end_offset(state, topic, p, header.api_version)
+            code, epoch, end = (_end_offset(state, topic, p, header.api_version) if described
+                                else (TopicAuthorizationFailedError.code, -1, -1))
             partitions.append(OffsetForLeaderEpochResponse.EpochEndOffset(
                 error_code=code, partition=p.partition, leader_epoch=epoch, end_offset=end))
         topics.append(OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult(topic=asked.topic, partitions=partitions))

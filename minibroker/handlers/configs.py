@@ -32,6 +32,9 @@ which is what its log uses. Describing the cluster default resource lists only t
 configs set there, without per-broker synonyms, as Kafka does. Synonyms are listed only
 when ``include_synonyms`` (v1+) asks, documentation only when ``include_documentation``
 (v3+) does, as in Kafka.
+Authorization (Kafka's ``AuthHelper.authorizeConfigs``): DESCRIBE_CONFIGS (to describe)
+or ALTER_CONFIGS (to change) on the topic, else TOPIC_AUTHORIZATION_FAILED; on the cluster
+for a broker's configs, else CLUSTER_AUTHORIZATION_FAILED; per resource, the others go on.
 Version notes: ``is_default`` is v0 only; v1+ has ``config_source`` instead.
 Not implemented: BROKER_LOGGER resources, changing or describing another broker's
 dynamic configs (a single broker has none; in a cluster, ask that broker), configs that
@@ -40,9 +43,11 @@ spellings (``log.retention.hours``...).
 """
 
 from kproto.errors import (
+    ClusterAuthorizationFailedError,
     InvalidConfigError,
     InvalidRequestError,
     KafkaStorageError,
+    TopicAuthorizationFailedError,
     UnknownTopicOrPartitionError,
 )
 from kproto.protocol import ApiKey
@@ -51,6 +56,7 @@ from kproto.protocol.messages import (
     DescribeConfigsResponse,
     IncrementalAlterConfigsResponse,
 )
+from minibroker.authorizer import AclOperation, ResourceType
 from minibroker.cluster.api import AlterConfigsResource
 from minibroker.config import DEFAULTS as BROKER_DEFAULTS
 from minibroker.config import DYNAMIC, SENSITIVE, BrokerConfig
@@ -66,7 +72,8 @@ from minibroker.topic_configs import (
     validate_all,
 )
 
-TOPIC, BROKER = 2, 4
+TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8  # Kafka's ConfigResource.Type
+_DENIED = "Authorization failed."
 _BROKER_TYPES = {bool: ConfigType.BOOLEAN, int: ConfigType.LONG, float: ConfigType.DOUBLE, str: ConfigType.STRING}
 # A broker synonym has its topic config's type (an INT stays an INT).
 _SYNONYM_TYPES = {key.synonym: key.type for key in TOPIC_CONFIGS.values() if key.synonym}
@@ -124,6 +131,19 @@ def _broker_entries(state, keys, request, version, per_broker):
     return out
 
 
+def _refused(state, header, resource, operation) -> int:
+    """TOPIC_AUTHORIZATION_FAILED or CLUSTER_AUTHORIZATION_FAILED unless the principal may
+    do ``operation`` on the topic, or (a broker's configs) on the cluster, else 0
+    (Kafka's ``AuthHelper.authorizeConfigs`` / ``ConfigAdminManager``)."""
+    if resource.resource_type == TOPIC:
+        allowed = state.authorizer.allows(header, operation, ResourceType.TOPIC, resource.resource_name)
+        return 0 if allowed else TopicAuthorizationFailedError.code
+    if resource.resource_type in (BROKER, BROKER_LOGGER):
+        allowed = state.authorizer.allows(header, operation, ResourceType.CLUSTER)
+        return 0 if allowed else ClusterAuthorizationFailedError.code
+    return 0
+
+
 @handles(ApiKey.DESCRIBE_CONFIGS, 0, 4)
 async def describe_configs(state, header, request):
     results = []
@@ -131,7 +151,9 @@ async def describe_configs(state, header, request):
         keys = set(resource.configuration_keys) if resource.configuration_keys is not None else None
         result = DescribeConfigsResponse.DescribeConfigsResult(
             error_code=0, resource_type=resource.resource_type, resource_name=resource.resource_name, configs=[])
-        if resource.resource_type == TOPIC:
+        if code := _refused(state, header, resource, AclOperation.DESCRIBE_CONFIGS):
+            result.error_code, result.error_message = code, _DENIED
+        elif resource.resource_type == TOPIC:
             topic = state.topics.get(resource.resource_name)
             if topic is None:
                 result.error_code = UnknownTopicOrPartitionError.code
@@ -241,8 +263,10 @@ async def _alter_any(state, resource, ops, replace, validate_only):
 async def alter_configs(state, header, request):
     responses = []
     for resource in request.resources:
-        code, message = await _alter_any(state, resource, [(c.name, SET, c.value) for c in resource.configs], True,
-                                         request.validate_only)
+        code, message = (_refused(state, header, resource, AclOperation.ALTER_CONFIGS), _DENIED)
+        if not code:
+            code, message = await _alter_any(state, resource, [(c.name, SET, c.value) for c in resource.configs],
+                                             True, request.validate_only)
         responses.append(AlterConfigsResponse.AlterConfigsResourceResponse(
             error_code=code, error_message=message, resource_type=resource.resource_type, resource_name=resource.resource_name))
     return AlterConfigsResponse(responses=responses)
@@ -252,8 +276,10 @@ async def alter_configs(state, header, request):
 async def incremental_alter_configs(state, header, request):
     responses = []
     for resource in request.resources:
-        code, message = await _alter_any(state, resource, [(op.name, op.config_operation, op.value) for op in resource.configs],
-                                         False, request.validate_only)
+        code, message = (_refused(state, header, resource, AclOperation.ALTER_CONFIGS), _DENIED)
+        if not code:
+            code, message = await _alter_any(state, resource, [(op.name, op.config_operation, op.value)
+                                                               for op in resource.configs], False, request.validate_only)
         responses.append(IncrementalAlterConfigsResponse.AlterConfigsResourceResponse(
             error_code=code, error_message=message, resource_type=resource.resource_type, resource_name=resource.resource_name))
     return IncrementalAlterConfigsResponse(responses=responses)

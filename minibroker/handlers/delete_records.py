@@ -21,6 +21,8 @@ high watermark for -1), and gives that low watermark; it waits ``timeout_ms`` at
 answers REQUEST_TIMED_OUT with the low watermark as it was after the leader's delete
 (the leader's records are gone either way). Partitions of one request wait together. A
 single broker's partition has no followers: it answers at once.
+Authorization: DELETE on the topic (Kafka's ``handleDeleteRecordsRequest``), else
+TOPIC_AUTHORIZATION_FAILED for each of its partitions.
 """
 
 import asyncio
@@ -31,10 +33,12 @@ from kproto.errors import (
     KafkaStorageError,
     OffsetOutOfRangeError,
     RequestTimedOutError,
+    TopicAuthorizationFailedError,
     UnknownTopicOrPartitionError,
 )
 from kproto.protocol import ApiKey
 from kproto.protocol.messages import DeleteRecordsResponse
+from minibroker.authorizer import AclOperation, ResourceType
 from minibroker.handlers import handles
 from minibroker.log.maintenance import offline_on_failure
 from minibroker.state import INTERNAL_TOPICS
@@ -83,10 +87,13 @@ async def handle(state, header, request):
     pending = []  # (result, partition, required offset): replicated partitions that wait
     for asked in request.topics:
         topic = state.topics.get(asked.name)
+        deletable = state.authorizer.allows(header, AclOperation.DELETE, ResourceType.TOPIC, asked.name)
         partitions = []
         for p in asked.partitions:
             code, low, partition = 0, -1, None
-            if topic is None or not 0 <= p.partition_index < len(topic.partitions):
+            if not deletable:  # KafkaApis.handleDeleteRecordsRequest: DELETE on the topic
+                code = TopicAuthorizationFailedError.code
+            elif topic is None or not 0 <= p.partition_index < len(topic.partitions):
                 code = UnknownTopicOrPartitionError.code
             elif topic.name in INTERNAL_TOPICS:
                 code = InvalidTopicError.code

@@ -17,12 +17,14 @@ election type is INVALID_REQUEST there, as Kafka's controller answers; with no a
 controller the top-level code is NOT_CONTROLLER and every partition asked carries it.
 v2 is the first flexible version.
 Not implemented: ``timeout_ms`` is not waited on (the controller commits at once and the
-brokers apply it before the answer leaves); no authorizer (Kafka checks ALTER on CLUSTER).
+brokers apply it before the answer leaves); ALTER on the cluster is needed (Kafka's ``handleElectLeaders``), else
+CLUSTER_AUTHORIZATION_FAILED for the request and each partition.
 """
 
 from collections.abc import Mapping, Sequence
 
 from kproto.errors import (
+    ClusterAuthorizationFailedError,
     ElectionNotNeededError,
     InvalidRequestError,
     NotControllerError,
@@ -30,6 +32,7 @@ from kproto.errors import (
 )
 from kproto.protocol import ApiKey
 from kproto.protocol.messages import ElectLeadersResponse
+from minibroker.authorizer import AclOperation, ResourceType
 from minibroker.cluster.api import ElectionResult, ElectionType, asked_partitions
 from minibroker.handlers import handles
 
@@ -69,6 +72,8 @@ def elect_leaders_response(results: Sequence[ElectionResult], error_code: int = 
 async def handle(state, header, request):
     election_type = request.election_type if header.api_version >= 1 else ElectionType.PREFERRED
     asked = asked_partitions(request.topic_partitions)
+    if not state.authorizer.allows(header, AclOperation.ALTER, ResourceType.CLUSTER):  # KafkaApis: ALTER on the cluster
+        return refused(asked, ClusterAuthorizationFailedError.code, "Authorization failed.")
     if election_type not in tuple(ElectionType):
         # ReplicationControlManager.electionType: "Unknown election type"
         return refused(asked, InvalidRequestError.code, f"Unknown election type {election_type}")

@@ -38,6 +38,9 @@ v12+ errors of leadership carry the leader and epoch this broker knows in ``curr
 NOT_LEADER_OR_FOLLOWER and FENCED_LEADER_EPOCH listen.
 Version notes: v7+ sessions (KIP-227) are declined (session_id 0, every request is a
 full fetch); v13+ names topics by id; v12+ flexible.
+Authorization (``KafkaApis.handleFetchRequest``): READ on the topic for a consumer,
+CLUSTER_ACTION on the cluster for a follower; else TOPIC_AUTHORIZATION_FAILED for the
+partition, before it is looked up (a topic id that names no topic stays UNKNOWN_TOPIC_ID).
 Transactions (KIP-98, Kafka's ``LocalLog.read`` and ``UnifiedLog.collectAbortedTransactions``):
 ``last_stable_offset`` is the partition's (:attr:`~minibroker.cluster.partition.Partition.last_stable_offset`;
 a follower serving a consumer gives its own). A read_committed consumer (isolation level
@@ -57,11 +60,13 @@ from kproto.errors import (
     KafkaStorageError,
     NotLeaderOrFollowerError,
     OffsetOutOfRangeError,
+    TopicAuthorizationFailedError,
     UnknownTopicIdError,
     UnknownTopicOrPartitionError,
 )
 from kproto.protocol import ApiKey
 from kproto.protocol.messages import FetchResponse
+from minibroker.authorizer import AclOperation, ResourceType
 from minibroker.config import RACK_AWARE_SELECTOR
 from minibroker.handlers import handles
 from minibroker.log.store import RecordSlices
@@ -91,7 +96,15 @@ def _live_racks(state, version, request):
     return {b.broker_id: b.rack for b in state.cluster.image.live_brokers()}
 
 
-def _collect(state, request, version):
+def _may_read(state, header, replica_id: int, topic: str) -> bool:
+    """KafkaApis.handleFetchRequest: a follower needs CLUSTER_ACTION on the cluster, a
+    consumer READ on the topic; else the partition is TOPIC_AUTHORIZATION_FAILED."""
+    if replica_id >= 0:
+        return state.authorizer.allows(header, AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER)
+    return state.authorizer.allows(header, AclOperation.READ, ResourceType.TOPIC, topic)
+
+
+def _collect(state, header, request, version):
     """One pass over the requested partitions: (topic responses, bytes found, whether to
     answer at once: an error, a diverging epoch or a preferred read replica)."""
     by_id = version >= 13
@@ -109,6 +122,12 @@ def _collect(state, request, version):
         topic = state.topic_by_id(asked.topic_id) if by_id else state.topics.get(asked.topic)
         partitions = []
         for p in asked.partitions:
+            if not (by_id and topic is None) and not _may_read(state, header, replica_id,
+                                                                asked.topic if topic is None else topic.name):
+                partitions.append(PartitionData(partition_index=p.partition, error_code=TopicAuthorizationFailedError.code,
+                                                high_watermark=-1, records=RecordSlices(())))
+                at_once = True
+                continue
             if topic is None or not 0 <= p.partition < len(topic.partitions):
                 code = UnknownTopicIdError.code if by_id and topic is None else UnknownTopicOrPartitionError.code
                 partitions.append(PartitionData(partition_index=p.partition, error_code=code, high_watermark=-1, records=RecordSlices(())))
@@ -194,7 +213,7 @@ async def handle(state, header, request):
         return FetchResponse(error_code=FetchSessionIdNotFoundError.code, session_id=0)
     deadline = time.monotonic() + max(request.max_wait_ms, 0) / 1000
     while True:
-        responses, total, at_once = _collect(state, request, header.api_version)
+        responses, total, at_once = _collect(state, header, request, header.api_version)
         remaining = deadline - time.monotonic()
         if at_once or total >= request.min_bytes or remaining <= 0:
             return FetchResponse(error_code=0, session_id=0, responses=responses,

@@ -24,8 +24,14 @@ FindCoordinator key_type 1 (KIP-98) names the transaction coordinator of a trans
 id: this broker, or in a MiniCluster the leader of the id's ``__transaction_state``
 partition (the topic made on first use, as Kafka does; see :mod:`minibroker.handlers.txn`).
 Not implemented: share groups (key_type 2 gets INVALID_REQUEST), ``group.max.size``, and the reason
-strings (v8+/v5+), which are accepted and dropped. DescribeGroups v3+ reports every
-operation of a group when asked (KIP-430, no authorizer: :mod:`minibroker.authorizer`).
+strings (v8+/v5+), which are accepted and dropped. DescribeGroups v3+ reports the
+operations on a group the principal is allowed when asked (KIP-430, :mod:`minibroker.authorizer`).
+Authorization (Kafka's ``KafkaApis``): FindCoordinator needs DESCRIBE on the group
+(GROUP_AUTHORIZATION_FAILED) or transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED);
+JoinGroup, SyncGroup, Heartbeat and LeaveGroup READ on the group, DescribeGroups
+DESCRIBE, DeleteGroups DELETE (GROUP_AUTHORIZATION_FAILED, checked first); ListGroups lists
+every group to a principal that may DESCRIBE the cluster, else only the groups it may
+DESCRIBE.
 
 In a MiniCluster (``state.cluster``), as in Kafka: a group's coordinator is the leader of
 its ``__consumer_offsets`` partition (:func:`~minibroker.coordinator.offsets_log.partition_for`),
@@ -52,9 +58,11 @@ resume from the committed offsets. Commits wait for acks=all: see
 from kproto.errors import (
     CoordinatorLoadInProgressError,
     CoordinatorNotAvailableError,
+    GroupAuthorizationFailedError,
     InvalidGroupIdError,
     InvalidRequestError,
     RebalanceInProgressError,
+    TransactionalIdAuthorizationFailedError,
 )
 from kproto.protocol import ApiKey
 from kproto.protocol.messages import (
@@ -67,7 +75,7 @@ from kproto.protocol.messages import (
     ListGroupsResponse,
     SyncGroupResponse,
 )
-from minibroker.authorizer import ResourceType, authorized_operations
+from minibroker.authorizer import AclOperation, ResourceType
 from minibroker.coordinator import GroupState
 from minibroker.coordinator.offsets_log import OFFSETS_TOPIC, partition_for
 from minibroker.handlers import handles
@@ -113,16 +121,36 @@ async def _transaction_coordinator(state, transactional_id, listener_name):
                                                transactional_id, "transactional id's")
 
 
-async def _coordinator_for(state, key_type, key, listener_name):
+async def _coordinator_for(state, header, key_type, key):
     """(error_code, error_message, node_id, host, port) for one FindCoordinator key."""
+    if code := _find_refused(state, header, key_type, key):
+        return code, None, -1, "", -1
     if key_type == GROUP_KEY:
         if state.cluster is not None:
             return await _leader_of_internal_partition(state, OFFSETS_TOPIC, offsets_topic_spec, key,
                                                        "group's offsets")
-        return 0, None, state.node_id, *state.endpoint(listener_name)
+        return 0, None, state.node_id, *state.endpoint(header.listener_name)
     if key_type == TRANSACTION_KEY:
-        return await _transaction_coordinator(state, key, listener_name)
+        return await _transaction_coordinator(state, key, header.listener_name)
     return InvalidRequestError.code, f"unsupported coordinator key type {key_type}", -1, "", -1
+
+
+def _find_refused(state, header, key_type, key) -> int:
+    """KafkaApis.handleFindCoordinatorRequest: DESCRIBE on the group or transactional id."""
+    if key_type == GROUP_KEY and not state.authorizer.allows(header, AclOperation.DESCRIBE, ResourceType.GROUP, key):
+        return GroupAuthorizationFailedError.code
+    if key_type == TRANSACTION_KEY and not state.authorizer.allows(
+            header, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, key):
+        return TransactionalIdAuthorizationFailedError.code
+    return 0
+
+
+def _unreadable(state, header, group_id) -> int:
+    """GROUP_AUTHORIZATION_FAILED unless the principal may READ the group (Kafka's check of
+    JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit), else 0."""
+    if state.authorizer.allows(header, AclOperation.READ, ResourceType.GROUP, group_id):
+        return 0
+    return GroupAuthorizationFailedError.code
 
 
 @handles(ApiKey.FIND_COORDINATOR, 0, 6)
@@ -131,18 +159,20 @@ async def find_coordinator(state, header, request):
     if header.api_version >= 4:
         coordinators = []
         for key in request.coordinator_keys:
-            code, message, node, host, port = await _coordinator_for(state, key_type, key, header.listener_name)
+            code, message, node, host, port = await _coordinator_for(state, header, key_type, key)
             coordinators.append(FindCoordinatorResponse.Coordinator(
                 key=key, node_id=node, host=host, port=port, error_code=code, error_message=message))
         return FindCoordinatorResponse(coordinators=coordinators)
-    code, message, node, host, port = await _coordinator_for(state, key_type, request.key, header.listener_name)
+    code, message, node, host, port = await _coordinator_for(state, header, key_type, request.key)
     return FindCoordinatorResponse(error_code=code, error_message=message, node_id=node, host=host, port=port)
 
 
 @handles(ApiKey.JOIN_GROUP, 0, 9)
 async def join_group(state, header, request):
     version = header.api_version
-    if not request.group_id:
+    if code := _unreadable(state, header, request.group_id):
+        result_code, result = code, None
+    elif not request.group_id:
         result_code, result = InvalidGroupIdError.code, None
     elif code := state.coordinator_error(request.group_id):
         result_code, result = code, None
@@ -184,6 +214,8 @@ async def join_group(state, header, request):
 @handles(ApiKey.SYNC_GROUP, 0, 5)
 async def sync_group(state, header, request):
     version = header.api_version
+    if code := _unreadable(state, header, request.group_id):
+        return SyncGroupResponse(error_code=code, assignment=b"")
     if not request.group_id:
         return SyncGroupResponse(error_code=InvalidGroupIdError.code, assignment=b"")
     if code := state.coordinator_error(request.group_id):
@@ -208,6 +240,8 @@ async def sync_group(state, header, request):
 
 @handles(ApiKey.HEARTBEAT, 0, 4)
 async def heartbeat(state, header, request):
+    if code := _unreadable(state, header, request.group_id):
+        return HeartbeatResponse(error_code=code)
     if not request.group_id:
         return HeartbeatResponse(error_code=InvalidGroupIdError.code)
     if code := state.coordinator_error(request.group_id):
@@ -228,6 +262,8 @@ async def leave_group(state, header, request):
         leaving = [(request.member_id, None)]
     else:
         leaving = [(m.member_id, m.group_instance_id) for m in request.members]
+    if code := _unreadable(state, header, request.group_id):
+        return LeaveGroupResponse(error_code=code)
     if not request.group_id:
         codes = [InvalidGroupIdError.code] * len(leaving)
     elif code := state.coordinator_error(request.group_id):
@@ -247,8 +283,12 @@ async def leave_group(state, header, request):
     ])
 
 
-def _describe(state, group_id, operations):
+def _describe(state, header, group_id, asked):
     Described = DescribeGroupsResponse.DescribedGroup
+    if not state.authorizer.allows(header, AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
+        return Described(error_code=GroupAuthorizationFailedError.code, group_id=group_id, group_state="",
+                         protocol_type="", protocol_data="", members=[])
+    operations = state.authorizer.operations(header, ResourceType.GROUP, group_id, asked)
     if code := state.coordinator_error(group_id):
         return Described(error_code=code, group_id=group_id, group_state="",
                          protocol_type="", protocol_data="", members=[], authorized_operations=operations)
@@ -276,8 +316,8 @@ def _describe(state, group_id, operations):
 
 @handles(ApiKey.DESCRIBE_GROUPS, 0, 5)
 async def describe_groups(state, header, request):
-    operations = authorized_operations(ResourceType.GROUP, request.include_authorized_operations)
-    return DescribeGroupsResponse(groups=[_describe(state, group_id, operations) for group_id in request.groups])
+    asked = header.api_version >= 3 and request.include_authorized_operations
+    return DescribeGroupsResponse(groups=[_describe(state, header, group_id, asked) for group_id in request.groups])
 
 
 @handles(ApiKey.LIST_GROUPS, 0, 5)
@@ -286,7 +326,10 @@ async def list_groups(state, header, request):
     states = {s.lower() for s in request.states_filter} if version >= 4 else set()
     types = {t.lower() for t in request.types_filter} if version >= 5 else set()
     listed = []
+    every = state.authorizer.allows(header, AclOperation.DESCRIBE, ResourceType.CLUSTER)
     for group in state.groups.groups.values():
+        if not every and not state.authorizer.allows(header, AclOperation.DESCRIBE, ResourceType.GROUP, group.group_id):
+            continue  # KafkaApis.handleListGroupsRequest: DESCRIBE on the cluster, or on the group
         if states and group.state.value.lower() not in states:
             continue
         if types and "classic" not in types:
@@ -305,6 +348,8 @@ async def delete_groups(state, header, request):
     return DeleteGroupsResponse(results=[
         DeleteGroupsResponse.DeletableGroupResult(
             group_id=group_id,
-            error_code=state.coordinator_error(group_id) or state.groups.delete_group(group_id))
+            error_code=(GroupAuthorizationFailedError.code if not state.authorizer.allows(
+                header, AclOperation.DELETE, ResourceType.GROUP, group_id)
+                else state.coordinator_error(group_id) or state.groups.delete_group(group_id)))
         for group_id in request.groups_names
     ])

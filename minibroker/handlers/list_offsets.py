@@ -15,14 +15,17 @@ Replication (Kafka's ``Partition.fetchOffsetForTimestamp``): only the leader ans
 (NOT_LEADER_OR_FOLLOWER); v4+ ``current_leader_epoch`` is fenced (FENCED_LEADER_EPOCH /
 UNKNOWN_LEADER_EPOCH, KIP-320) and ``leader_epoch`` is the partition's. A single broker's
 high watermark is its log end.
+Authorization (``KafkaApis.handleListOffsetRequest``): DESCRIBE on the topic, else
+TOPIC_AUTHORIZATION_FAILED for each of its partitions.
 Not implemented yet: v0 (``old_style_offsets``), a time index (timestamps are found by
 scanning batch max timestamps, then one batch's records).
 """
 
-from kproto.errors import KafkaCodeError
+from kproto.errors import KafkaCodeError, TopicAuthorizationFailedError
 from kproto.protocol import ApiKey
 from kproto.protocol.messages import ListOffsetsResponse
 from kproto.protocol.timestamps import OffsetTimestamp
+from minibroker.authorizer import AclOperation, ResourceType
 from minibroker.handlers import handles
 
 PartitionResponse = ListOffsetsResponse.ListOffsetsPartitionResponse
@@ -60,8 +63,13 @@ async def handle(state, header, request):
     topics = []
     for asked in request.topics:
         topic = state.topics.get(asked.name)
+        described = state.authorizer.allows(header, AclOperation.DESCRIBE, ResourceType.TOPIC, asked.name)
         partitions = []
         for p in asked.partitions:
+            if not described:
+                partitions.append(PartitionResponse(partition_index=p.partition_index,
+                                                    error_code=TopicAuthorizationFailedError.code))
+                continue
             try:  # unknown, offline (KAFKA_STORAGE_ERROR), fenced, not the leader
                 partition = state.leader_partition(
                     topic, p.partition_index, p.current_leader_epoch if header.api_version >= 4 else -1)

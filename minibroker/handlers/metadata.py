@@ -10,9 +10,13 @@ new leader is elected; here it already is, so clients save a retry). Internal to
 creates it as the broker's own (compacted, ``offsets.topic.num.partitions``), never as
 an ordinary topic.
 Version notes: topic ids from v10, leader epochs from v7, v12 may ask by topic id.
-Authorized operations (v8+, KIP-430): when asked, every operation of a topic (and, at
-v8-10, of the cluster), as a Kafka broker without an authorizer answers; see
+Authorized operations (v8+, KIP-430): when asked, the operations on a topic (and, at
+v8-10, on the cluster) the principal is allowed (every one with the authorizer off); see
 :mod:`minibroker.authorizer`. Unasked, INT32_MIN. Entries for an unknown topic id get none.
+Authorization (``KafkaApis.handleTopicMetadataRequest``): every topic (a null list) lists
+only the topics the principal may DESCRIBE; a named one it may not describe is
+TOPIC_AUTHORIZATION_FAILED (without saying whether it exists), as is an unknown one that
+would be auto-created without CREATE on the cluster or on the topic.
 
 In a MiniCluster (``state.cluster``) the answer comes from the broker's metadata image
 (Kafka's ``KRaftMetadataCache``): brokers are the registered, unfenced ones with their
@@ -24,15 +28,19 @@ broker is the closest a MiniCluster has). Auto-creation goes through the control
 capped at the live brokers), then the topic is described as committed.
 """
 
+import copy
+import uuid
+
 from kproto.errors import (
     InvalidTopicError,
     LeaderNotAvailableError,
+    TopicAuthorizationFailedError,
     UnknownTopicIdError,
     UnknownTopicOrPartitionError,
 )
 from kproto.protocol import ApiKey
 from kproto.protocol.messages import MetadataResponse
-from minibroker.authorizer import ResourceType, authorized_operations
+from minibroker.authorizer import AclOperation, ResourceType
 from minibroker.cluster.api import NewTopic
 from minibroker.handlers import handles
 from minibroker.state import (
@@ -42,6 +50,7 @@ from minibroker.state import (
     validate_topic_name,
 )
 
+ZERO_UUID = uuid.UUID(int=0)
 Topic_ = MetadataResponse.MetadataResponseTopic
 Partition_ = MetadataResponse.MetadataResponsePartition
 
@@ -103,12 +112,12 @@ def transaction_state_topic_spec(state) -> NewTopic:
 _INTERNAL_SPECS = {OFFSETS_TOPIC: offsets_topic_spec, TRANSACTION_STATE_TOPIC: transaction_state_topic_spec}
 
 
-async def _cluster_answer(state, version, request):
-    """(topics, brokers, controller id) of a cluster broker's answer."""
+async def _cluster_answer(state, every, request):
+    """(topics, brokers, controller id) of a cluster broker's answer (``every`` topic or those asked)."""
     cluster = state.cluster
     image = cluster.image
     wanted = request.topics
-    if wanted is None or (version == 0 and not wanted):
+    if every:
         topics = [_describe_image(image, t) for t in image.topics.values()]
     else:
         allow = request.allow_auto_topic_creation and state.config["auto.create.topics.enable"]
@@ -142,14 +151,47 @@ async def _cluster_answer(state, version, request):
     return topics, brokers, cluster.channel.active_controller_id
 
 
+def _refused(state, header, version, request):
+    """The request without the topics the principal may not describe, or (being unknown,
+    with auto-creation on) not create, and the answers for those: TOPIC_AUTHORIZATION_FAILED
+    (``KafkaApis.handleTopicMetadataRequest``: a CREATE on the cluster covers every topic)."""
+    if request.topics is None or (version == 0 and not request.topics) or not state.authorizer.enabled:
+        return request, []
+    auto = request.allow_auto_topic_creation and state.config["auto.create.topics.enable"]
+    kept, refused = [], []
+    for asked in request.topics:
+        name = asked.name
+        if name is None:  # by id: its name, if it has one, is what is authorized
+            topic = (state.cluster.image.topics.get(asked.topic_id) if state.cluster is not None
+                     else state.topic_by_id(asked.topic_id))
+            name = None if topic is None else topic.name
+        exists = name is not None and (state.cluster.image.topic_by_name(name) if state.cluster is not None
+                                       else state.topics.get(name)) is not None
+        if name is not None and not state.authorizer.allows(header, AclOperation.DESCRIBE, ResourceType.TOPIC, name):
+            refused.append(Topic_(error_code=TopicAuthorizationFailedError.code, name=asked.name,
+                                  topic_id=asked.topic_id if asked.name is None else ZERO_UUID))
+        elif (asked.name is not None and not exists and auto and validate_topic_name(name) is None
+              and not state.authorizer.allows(header, AclOperation.CREATE, ResourceType.CLUSTER)
+              and not state.authorizer.allows(header, AclOperation.CREATE, ResourceType.TOPIC, name)):
+            refused.append(Topic_(error_code=TopicAuthorizationFailedError.code, name=name, topic_id=ZERO_UUID,
+                                  is_internal=name in INTERNAL_TOPICS))
+        else:
+            kept.append(asked)
+    request = copy.copy(request)
+    request.topics = kept
+    return request, refused
+
+
 @handles(ApiKey.METADATA, 0, 12)
 async def handle(state, header, request):
     version = header.api_version
-    if state.cluster is not None:
-        topics, brokers, controller_id = await _cluster_answer(state, version, request)
-        return _response(state, version, request, topics, brokers, controller_id)
+    request, refused = _refused(state, header, version, request)
     wanted = request.topics
-    if wanted is None or (version == 0 and not wanted):
+    every = wanted is None or (version == 0 and not wanted and not refused)  # v0: [] is every topic
+    if state.cluster is not None:
+        topics, brokers, controller_id = await _cluster_answer(state, every, request)
+        return _response(state, header, request, topics + refused, brokers, controller_id)
+    if every:
         topics = [_describe(state, t) for t in state.topics.values()]
     else:
         allow = request.allow_auto_topic_creation and state.config["auto.create.topics.enable"]
@@ -182,21 +224,26 @@ async def handle(state, header, request):
                 topics.append(Topic_(error_code=UnknownTopicOrPartitionError.code, name=name))
     host, port = state.endpoint(header.listener_name)
     brokers = [MetadataResponse.MetadataResponseBroker(node_id=state.node_id, host=host, port=port)]
-    return _response(state, version, request, topics, brokers, state.node_id)
+    return _response(state, header, request, topics + refused, brokers, state.node_id)
 
 
-def _response(state, version, request, topics, brokers, controller_id):
+def _response(state, header, request, topics, brokers, controller_id):
+    version = header.api_version
+    authorizer = state.authorizer
+    # Every topic (all asked for) lists only those the principal may describe.
+    topics = [t for t in topics if t.error_code == TopicAuthorizationFailedError.code or t.name is None
+              or authorizer.allows(header, AclOperation.DESCRIBE, ResourceType.TOPIC, t.name)]
     if version >= 8:
         # KafkaApis sets it on every named topic of the answer, errors included.
-        topic_ops = authorized_operations(ResourceType.TOPIC, request.include_topic_authorized_operations)
         for t in topics:
             if t.name is not None:
-                t.topic_authorized_operations = topic_ops
+                t.topic_authorized_operations = authorizer.operations(
+                    header, ResourceType.TOPIC, t.name, request.include_topic_authorized_operations)
     return MetadataResponse(
         brokers=brokers,
         cluster_id=state.config["cluster.id"],
         controller_id=controller_id,
         topics=topics,
-        cluster_authorized_operations=authorized_operations(
-            ResourceType.CLUSTER, 8 <= version <= 10 and request.include_cluster_authorized_operations),
+        cluster_authorized_operations=authorizer.operations(
+            header, ResourceType.CLUSTER, requested=8 <= version <= 10 and request.include_cluster_authorized_operations),
     )

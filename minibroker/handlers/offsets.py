@@ -54,15 +54,25 @@ group's current member (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, FENCED_INSTANCE_I
 Unknown partitions are UNKNOWN_TOPIC_OR_PARTITION, oversized metadata
 OFFSET_METADATA_TOO_LARGE, a failed write as OffsetCommit's. v4 (TRANSACTION_ABORTABLE,
 KIP-890) is not advertised.
+
+Authorization (Kafka's ``KafkaApis``): OffsetCommit needs READ on the group (else every
+partition GROUP_AUTHORIZATION_FAILED) and on each topic (TOPIC_AUTHORIZATION_FAILED);
+TxnOffsetCommit first WRITE on the transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED),
+then the same; OffsetFetch DESCRIBE on the group (GROUP_AUTHORIZATION_FAILED) and on each
+named topic (TOPIC_AUTHORIZATION_FAILED; all topics lists only those it may describe);
+OffsetDelete DELETE on the group and READ on each topic.
 """
 
 import time
 
 from kproto.errors import (
+    GroupAuthorizationFailedError,
     GroupIdNotFoundError,
     GroupSubscribedToTopicError,
     NonEmptyGroupError,
     OffsetMetadataTooLargeError,
+    TopicAuthorizationFailedError,
+    TransactionalIdAuthorizationFailedError,
     UnknownTopicOrPartitionError,
     UnstableOffsetCommitError,
 )
@@ -73,6 +83,7 @@ from kproto.protocol.messages import (
     OffsetFetchResponse,
     TxnOffsetCommitResponse,
 )
+from minibroker.authorizer import AclOperation, ResourceType
 from minibroker.coordinator import CommittedOffset, GroupState
 from minibroker.handlers import handles
 
@@ -84,18 +95,25 @@ def _has_partition(state, topic_name, partition):
     return topic is not None and 0 <= partition < len(topic.partitions)
 
 
-def _screen(state, request, stamp):
+def _screen(state, header, request, stamp, refused=0):
     """An offset commit's partitions (OffsetCommit, TxnOffsetCommit) checked before the
     group is asked: ``(codes, valid)``, the error code of each refused (topic, partition)
     and the others as (topic, partition, CommittedOffset); ``stamp(p)`` is a partition's
-    commit timestamp."""
+    commit timestamp. Authorization comes first, as in Kafka's ``handleOffsetCommitRequest``
+    and ``handleTxnOffsetCommitRequest``: ``refused`` (the transactional id's refusal) or
+    READ on the group refuses every partition, READ on a topic each of its partitions."""
     codes = {}
     valid = []
+    if not refused and not state.authorizer.allows(header, AclOperation.READ, ResourceType.GROUP, request.group_id):
+        refused = GroupAuthorizationFailedError.code
     coordinator_error = state.coordinator_error(request.group_id)
     for t in request.topics:
+        readable = state.authorizer.allows(header, AclOperation.READ, ResourceType.TOPIC, t.name)
         for p in t.partitions:
             key = (t.name, p.partition_index)
-            if coordinator_error:
+            if refused or not readable:
+                codes[key] = refused or TopicAuthorizationFailedError.code
+            elif coordinator_error:
                 codes[key] = coordinator_error
             elif not _has_partition(state, t.name, p.partition_index):
                 codes[key] = UnknownTopicOrPartitionError.code
@@ -112,7 +130,7 @@ def _screen(state, request, stamp):
 async def offset_commit(state, header, request):
     version = header.api_version
     now_ms = int(time.time() * 1000)
-    codes, valid = _screen(state, request, lambda p: (
+    codes, valid = _screen(state, header, request, lambda p: (
         p.commit_timestamp if version == 1 and p.commit_timestamp >= 0 else now_ms))
     if valid:
         group_code = state.groups.commit_offsets(
@@ -136,13 +154,17 @@ async def offset_commit(state, header, request):
     ])
 
 
-def _fetch_group(state, group_id, topics, require_stable=False):
-    """[(topic, [(partition, CommittedOffset | None | UNSTABLE)])] for one group; topics None
-    = all committed. ``require_stable``: a partition whose transactional commit is not
-    decided yet is UNSTABLE (Kafka's ``GroupMetadataManager.getOffsets``, KIP-447)."""
+def _fetch_group(state, header, group_id, topics, require_stable=False):
+    """[(topic, [(partition, CommittedOffset | None | UNSTABLE | DENIED)])] for one group;
+    topics None = all committed. ``require_stable``: a partition whose transactional commit
+    is not decided yet is UNSTABLE (Kafka's ``GroupMetadataManager.getOffsets``, KIP-447).
+    A topic the principal may not DESCRIBE is left out of all, DENIED when named
+    (``KafkaApis.handleOffsetFetchRequest``)."""
     offsets = state.groups.offsets
 
     def get(name, i):
+        if not state.authorizer.allows(header, AclOperation.DESCRIBE, ResourceType.TOPIC, name):
+            return DENIED
         if require_stable and offsets.has_pending(group_id, name, i):
             return UNSTABLE
         return offsets.get(group_id, name, i)
@@ -151,14 +173,19 @@ def _fetch_group(state, group_id, topics, require_stable=False):
         by_topic = {}
         for name, partition in offsets.committed(group_id):
             by_topic.setdefault(name, []).append((partition, get(name, partition)))
-        return [(name, sorted(parts, key=lambda x: x[0])) for name, parts in by_topic.items()]
+        return [(name, sorted(parts, key=lambda x: x[0])) for name, parts in by_topic.items()
+                if parts[0][1] is not DENIED]
     return [(t.name, [(i, get(t.name, i)) for i in t.partition_indexes]) for t in topics]
 
 
 UNSTABLE = object()  # a partition answered UNSTABLE_OFFSET_COMMIT
+DENIED = object()  # a partition answered TOPIC_AUTHORIZATION_FAILED
 
 
 def _partition_fields(partition, committed):
+    if committed is DENIED:
+        return dict(partition_index=partition, committed_offset=-1, committed_leader_epoch=-1, metadata="",
+                    error_code=TopicAuthorizationFailedError.code)
     if committed is UNSTABLE:
         return dict(partition_index=partition, committed_offset=-1, committed_leader_epoch=-1, metadata="",
                     error_code=UnstableOffsetCommitError.code)
@@ -168,21 +195,28 @@ def _partition_fields(partition, committed):
                 committed_leader_epoch=committed.leader_epoch, metadata=committed.metadata, error_code=0)
 
 
+def _undescribed(state, header, group_id) -> int:
+    """GROUP_AUTHORIZATION_FAILED unless the principal may DESCRIBE the group, else 0."""
+    if state.authorizer.allows(header, AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
+        return 0
+    return GroupAuthorizationFailedError.code
+
+
 @handles(ApiKey.OFFSET_FETCH, 0, 9)
 async def offset_fetch(state, header, request):
     if header.api_version >= 8:
         R = OffsetFetchResponse
         groups = []
         for g in request.groups:
-            code = state.coordinator_error(g.group_id)
+            code = _undescribed(state, header, g.group_id) or state.coordinator_error(g.group_id)
             groups.append(R.OffsetFetchResponseGroup(group_id=g.group_id, error_code=code, topics=[]) if code else
                           R.OffsetFetchResponseGroup(group_id=g.group_id, error_code=0, topics=[
                               R.OffsetFetchResponseTopics(name=name, partitions=[
                                   R.OffsetFetchResponsePartitions(**_partition_fields(i, c)) for i, c in parts])
-                              for name, parts in _fetch_group(state, g.group_id, g.topics,
+                              for name, parts in _fetch_group(state, header, g.group_id, g.topics,
                                                               request.require_stable)]))
         return R(groups=groups)
-    if code := state.coordinator_error(request.group_id):
+    if code := _undescribed(state, header, request.group_id) or state.coordinator_error(request.group_id):
         return OffsetFetchResponse(error_code=code, topics=[
             OffsetFetchResponse.OffsetFetchResponseTopic(name=t.name, partitions=[
                 OffsetFetchResponse.OffsetFetchResponsePartition(
@@ -192,13 +226,15 @@ async def offset_fetch(state, header, request):
     return OffsetFetchResponse(error_code=0, topics=[
         OffsetFetchResponse.OffsetFetchResponseTopic(name=name, partitions=[
             OffsetFetchResponse.OffsetFetchResponsePartition(**_partition_fields(i, c)) for i, c in parts])
-        for name, parts in _fetch_group(state, request.group_id, request.topics,
+        for name, parts in _fetch_group(state, header, request.group_id, request.topics,
                                         header.api_version >= 7 and request.require_stable)
     ])
 
 
 @handles(ApiKey.OFFSET_DELETE, 0, 0)
 async def offset_delete(state, header, request):
+    if not state.authorizer.allows(header, AclOperation.DELETE, ResourceType.GROUP, request.group_id):
+        return OffsetDeleteResponse(error_code=GroupAuthorizationFailedError.code, topics=[])
     if code := state.coordinator_error(request.group_id):
         return OffsetDeleteResponse(error_code=code, topics=[])
     group = state.groups.get(request.group_id)
@@ -211,8 +247,11 @@ async def offset_delete(state, header, request):
         subscribed = group.subscribed_topics()  # None: unknown, so every topic counts
     codes = {}
     for t in request.topics:
+        readable = state.authorizer.allows(header, AclOperation.READ, ResourceType.TOPIC, t.name)
         for p in t.partitions:
-            if not _has_partition(state, t.name, p.partition_index):
+            if not readable:
+                codes[(t.name, p.partition_index)] = TopicAuthorizationFailedError.code
+            elif not _has_partition(state, t.name, p.partition_index):
                 codes[(t.name, p.partition_index)] = UnknownTopicOrPartitionError.code
             elif subscribed is None or t.name in subscribed:
                 codes[(t.name, p.partition_index)] = GroupSubscribedToTopicError.code
@@ -236,7 +275,9 @@ async def offset_delete(state, header, request):
 async def txn_offset_commit(state, header, request):
     version = header.api_version
     now_ms = int(time.time() * 1000)
-    codes, valid = _screen(state, request, lambda p: now_ms)
+    refused = 0 if state.authorizer.allows(header, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID,
+                                           request.transactional_id) else TransactionalIdAuthorizationFailedError.code
+    codes, valid = _screen(state, header, request, lambda p: now_ms, refused)
     if valid:
         group_code = await state.groups.txn_commit_offsets(
             request.group_id, producer_id=request.producer_id, producer_epoch=request.producer_epoch,

@@ -26,7 +26,9 @@ its COMMIT/ABORT marker closes (WriteTxnMarkers); a non-transactional batch of a
 with an open transaction there is INVALID_TXN_STATE (Kafka's ``ProducerAppendInfo``). A
 request holding transactional records without a ``transactional_id`` is refused whole,
 every partition TRANSACTIONAL_ID_AUTHORIZATION_FAILED (Kafka's ``handleProduceRequest``:
-``hasTransactionalRecords`` looks at each partition's first batch).
+``hasTransactionalRecords`` looks at each partition's first batch), as is one whose
+transactional id the principal may not WRITE. A topic it may not WRITE is
+TOPIC_AUTHORIZATION_FAILED for each partition, before anything else is checked.
 Topic configs, each the topic's own setting or else its broker synonym's value
 (``log.cleanup.policy``, ``message.max.bytes``): ``cleanup.policy=compact`` refuses
 records without a key (INVALID_RECORD, each one named in ``record_errors``), ``max.message.bytes``,
@@ -77,6 +79,7 @@ from kproto.errors import (
     NotLeaderOrFollowerError,
     ProducerFencedError,
     RequestTimedOutError,
+    TopicAuthorizationFailedError,
     TransactionAbortableError,
     TransactionalIdAuthorizationFailedError,
     UnknownTopicOrPartitionError,
@@ -84,6 +87,7 @@ from kproto.errors import (
 from kproto.protocol import ApiKey
 from kproto.protocol.messages import ProduceResponse
 from kproto.records import read_batch_header, rewrite_batch, validate_batch
+from minibroker.authorizer import AclOperation, ResourceType
 from minibroker.handlers import handles
 from minibroker.state import INTERNAL_TOPICS
 from minibroker.topic_configs import LONG_MAX, effective
@@ -269,7 +273,7 @@ def _verification_outcome(code: int, version: int) -> _Outcome:
     return _Outcome(code)
 
 
-async def _verify(state, version, request) -> dict[tuple[str, int], _Outcome | object]:
+async def _verify(state, version, request, denied: set[str]) -> dict[tuple[str, int], _Outcome | object]:
     """KIP-890 part 1 (Kafka's ``ReplicaManager.appendRecords`` with
     ``transaction.partition.verification.enable``): the transactional batches that would
     open a transaction on a partition led here are checked with the transaction
@@ -294,7 +298,7 @@ async def _verify(state, version, request) -> dict[tuple[str, int], _Outcome | o
             guards[tp] = state.producers.verification_guard(*keys[tp])
     for topic_data in request.topic_data:
         topic = state.topics.get(topic_data.name)
-        if topic is None or topic.name in INTERNAL_TOPICS:
+        if topic is None or topic.name in INTERNAL_TOPICS or topic.name in denied:
             continue
         for p in topic_data.partition_data:
             first = read_batch_header(p.records) if p.records is not None else None
@@ -362,11 +366,14 @@ def _has_transactional_records(request) -> bool:
 async def handle(state, header, request):
     if request.acks not in (-1, 0, 1):
         error = InvalidRequiredAcksError.code
-    elif request.transactional_id is None and _has_transactional_records(request):
+    elif _has_transactional_records(request) and (request.transactional_id is None or not state.authorizer.allows(
+            header, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id)):
         error = TransactionalIdAuthorizationFailedError.code
     else:
         error = None
-    checked = await _verify(state, header.api_version, request) if error is None else {}
+    denied = {t.name for t in request.topic_data  # KafkaApis: WRITE on the topic, before anything else
+              if not state.authorizer.allows(header, AclOperation.WRITE, ResourceType.TOPIC, t.name)}
+    checked = await _verify(state, header.api_version, request, denied) if error is None else {}
     outcomes = []  # (topic name, [(index, outcome, partition or None)])
     waits = {}
     for topic_data in request.topic_data:
@@ -376,6 +383,8 @@ async def handle(state, header, request):
             verified = checked.get((topic_data.name, p.index))
             if error is not None:
                 outcome = _Outcome(error)
+            elif topic_data.name in denied:
+                outcome = _Outcome(TopicAuthorizationFailedError.code)
             elif isinstance(verified, _Outcome):
                 outcome = verified
             else:

@@ -3,6 +3,10 @@
 Behaviour, as Kafka's ``KafkaApis.handleInitProducerIdRequest`` and
 ``TransactionCoordinator.handleInitProducerId``:
 
+- authorization first: a transactional id needs WRITE on it
+  (TRANSACTIONAL_ID_AUTHORIZATION_FAILED); an idempotent producer IDEMPOTENT_WRITE on the
+  cluster or WRITE on some topic (CLUSTER_AUTHORIZATION_FAILED; KIP-679, Kafka 2.8+);
+
 - without a transactional id (an idempotent producer) every request gets a new producer
   id with epoch 0, never one handed out before, by this broker or an earlier run of it
   on the same data: ids come in blocks recorded durably before use (see
@@ -28,11 +32,31 @@ older versions get as INVALID_PRODUCER_EPOCH (KIP-588); v5 TRANSACTION_ABORTABLE
 never answered here.
 """
 
-from kproto.errors import CoordinatorLoadInProgressError, InvalidRequestError, KafkaCodeError
+from kproto.errors import (
+    ClusterAuthorizationFailedError,
+    CoordinatorLoadInProgressError,
+    InvalidRequestError,
+    KafkaCodeError,
+    TransactionalIdAuthorizationFailedError,
+)
 from kproto.protocol import ApiKey
 from kproto.protocol.messages import InitProducerIdResponse
+from minibroker.authorizer import AclOperation, ResourceType
 from minibroker.handlers import handles
 from minibroker.handlers.txn import fenced_code
+
+
+def _refused(state, header, transactional_id) -> int:
+    """KafkaApis.handleInitProducerIdRequest: WRITE on the transactional id; without one,
+    IDEMPOTENT_WRITE on the cluster or WRITE on some topic (KIP-679, Kafka 2.8+)."""
+    if transactional_id is not None:
+        if state.authorizer.allows(header, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id):
+            return 0
+        return TransactionalIdAuthorizationFailedError.code
+    if (state.authorizer.allows(header, AclOperation.IDEMPOTENT_WRITE, ResourceType.CLUSTER)
+            or state.authorizer.allows_any(header, AclOperation.WRITE, ResourceType.TOPIC)):
+        return 0
+    return ClusterAuthorizationFailedError.code
 
 
 @handles(ApiKey.INIT_PRODUCER_ID, 0, 5)
@@ -40,6 +64,8 @@ async def handle(state, header, request):
     producer_id, producer_epoch = (request.producer_id, request.producer_epoch) if header.api_version >= 3 else (-1, -1)
     if (producer_id == -1) != (producer_epoch == -1):
         return InitProducerIdResponse(error_code=InvalidRequestError.code, producer_id=-1, producer_epoch=-1)
+    if code := _refused(state, header, request.transactional_id):
+        return InitProducerIdResponse(error_code=code, producer_id=-1, producer_epoch=-1)
     if request.transactional_id is not None:
         code, producer_id, producer_epoch = await state.transactions.init_producer_id(
             request.transactional_id, request.transaction_timeout_ms,

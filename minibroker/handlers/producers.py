@@ -9,12 +9,14 @@ batch or marker, the coordinator epoch of its last marker (-1: none) and the fir
 of its open transaction (-1: none). Errors per partition, as Kafka's: UNKNOWN_TOPIC_OR_PARTITION
 for a partition this broker does not know, NOT_LEADER_OR_FOLLOWER for one it holds no
 replica of, KAFKA_STORAGE_ERROR for an offline one.
-Not implemented yet: the topic READ authorization (no handler checks ACLs yet).
+Authorization: READ on the topic (Kafka's ``handleDescribeProducersRequest``), else
+TOPIC_AUTHORIZATION_FAILED for each of its partitions.
 """
 
-from kproto.errors import KafkaCodeError
+from kproto.errors import KafkaCodeError, TopicAuthorizationFailedError
 from kproto.protocol import ApiKey
 from kproto.protocol.messages import DescribeProducersResponse
+from minibroker.authorizer import AclOperation, ResourceType
 from minibroker.handlers import handles
 
 TopicResponse = DescribeProducersResponse.TopicResponse
@@ -27,8 +29,12 @@ async def handle(state, header, request):
     topics = []
     for asked in request.topics:
         topic = state.topics.get(asked.name)
+        readable = state.authorizer.allows(header, AclOperation.READ, ResourceType.TOPIC, asked.name)
         partitions = []
         for index in asked.partition_indexes:
+            if not readable:  # KafkaApis.handleDescribeProducersRequest: READ on the topic
+                partitions.append(PartitionResponse(partition_index=index, error_code=TopicAuthorizationFailedError.code))
+                continue
             try:
                 # Any replica with a local log answers (Kafka's Partition.activeProducerState):
                 # DescribeProducersOptions.brokerId may name a follower.

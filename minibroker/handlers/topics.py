@@ -20,7 +20,12 @@ nor grown (UNKNOWN_TOPIC_OR_PARTITION, retriable) until then. A file system erro
 they are made (a full disk, too many open files) is KAFKA_STORAGE_ERROR, and none of the
 partitions of that request's topic is left; so is a deletion that cannot be recorded in
 the topics file, and the topic stays.
-Not implemented yet: manual replica assignments beyond one broker.
+Authorization (Kafka's ``KafkaApis``): CreateTopics needs CREATE on the cluster or on the
+topic, DeleteTopics DELETE on the topic (one asked for by id is answered without its name
+unless the principal may DESCRIBE it), CreatePartitions ALTER on the topic; a refused topic
+is TOPIC_AUTHORIZATION_FAILED, "Authorization failed.", and the others go on.
+Not implemented yet: manual replica assignments beyond one broker; CreateTopics v5+ shows
+a created topic's configs whether or not the principal may DESCRIBE_CONFIGS it.
 
 In a MiniCluster (``state.cluster``) the same checks of names, internal topics and the
 request's partition total come first, then the controller decides and commits (Kafka's
@@ -32,6 +37,8 @@ Delivery of committed metadata is synchronous, so the partitions exist on their 
 when the answer leaves. DeleteTopics and CreatePartitions go to the controller too.
 """
 
+import copy
+
 from kproto.errors import (
     InvalidConfigError,
     InvalidPartitionsError,
@@ -41,6 +48,7 @@ from kproto.errors import (
     KafkaStorageError,
     PolicyViolationError,
     TopicAlreadyExistsError,
+    TopicAuthorizationFailedError,
     UnknownTopicIdError,
     UnknownTopicOrPartitionError,
 )
@@ -50,12 +58,14 @@ from kproto.protocol.messages import (
     CreateTopicsResponse,
     DeleteTopicsResponse,
 )
+from minibroker.authorizer import AclOperation, ResourceType
 from minibroker.cluster.api import NewTopic
 from minibroker.handlers import handles
 from minibroker.state import INTERNAL_TOPICS, validate_topic_name
 from minibroker.topic_configs import validate_all
 
 BROKERS = 1
+_DENIED = "Authorization failed."  # Kafka's message with TOPIC_AUTHORIZATION_FAILED here
 MAX_PARTITIONS_PER_REQUEST = 10_000  # Kafka's ReplicationControlManager.MAX_PARTITIONS_PER_BATCH
 
 
@@ -90,8 +100,31 @@ def _check_create(state, t):
     return 0, None, partitions
 
 
+def _authorized(state, header, request, attr, operation):
+    """``request`` without the topics of its list ``attr`` the principal may not do
+    ``operation`` on, and those."""
+    refused = [item for item in getattr(request, attr)
+               if not state.authorizer.allows(header, operation, ResourceType.TOPIC, item.name)]
+    if not refused:
+        return request, []
+    request = copy.copy(request)
+    setattr(request, attr, [item for item in getattr(request, attr) if not any(item is r for r in refused)])
+    return request, refused
+
+
 @handles(ApiKey.CREATE_TOPICS, 0, 7)
 async def create_topics(state, header, request):
+    # KafkaApis.handleCreateTopicsRequest: CREATE on the cluster, else on each topic.
+    if not state.authorizer.allows(header, AclOperation.CREATE, ResourceType.CLUSTER):
+        request, refused = _authorized(state, header, request, "topics", AclOperation.CREATE)
+        response = await _create_topics(state, request)
+        response.topics += [CreateTopicsResponse.CreatableTopicResult(
+            name=t.name, error_code=TopicAuthorizationFailedError.code, error_message=_DENIED) for t in refused]
+        return response
+    return await _create_topics(state, request)
+
+
+async def _create_topics(state, request):
     # Kafka's validateTotalNumberOfPartitions: the sum asked for, before anything else.
     total = sum(state.config["num.partitions"] if t.num_partitions == -1 else max(t.num_partitions, 0)
                 for t in request.topics if not t.assignments)
@@ -172,9 +205,35 @@ async def _delete_in_cluster(state, wanted):
     return DeleteTopicsResponse(responses=results)
 
 
+def _topic_name(state, name, topic_id):
+    if name is not None:
+        return name
+    topic = state.cluster.image.topics.get(topic_id) if state.cluster is not None else state.topic_by_id(topic_id)
+    return None if topic is None else topic.name
+
+
 @handles(ApiKey.DELETE_TOPICS, 0, 6)
 async def delete_topics(state, header, request):
     wanted = [(name, None) for name in request.topic_names] if header.api_version < 6 else [(t.name, t.topic_id) for t in request.topics]
+    # KafkaApis.handleDeleteTopicsRequest: DELETE on the topic; one asked for by id is not
+    # named to a principal that may not DESCRIBE it.
+    refused = []
+    for name, topic_id in wanted:
+        known = _topic_name(state, name, topic_id)
+        if known is not None and not state.authorizer.allows(header, AclOperation.DELETE, ResourceType.TOPIC, known):
+            named = name is not None or state.authorizer.allows(header, AclOperation.DESCRIBE, ResourceType.TOPIC, known)
+            refused.append(DeleteTopicsResponse.DeletableTopicResult(
+                name=known if named else None, topic_id=topic_id, error_code=TopicAuthorizationFailedError.code,
+                error_message=_DENIED))
+    if refused:
+        wanted = [(n, i) for n, i in wanted if not any(r.topic_id == i and (n is None or r.name == n) for r in refused)]
+        response = await _delete_topics(state, wanted)
+        response.responses += refused
+        return response
+    return await _delete_topics(state, wanted)
+
+
+async def _delete_topics(state, wanted):
     if state.cluster is not None:
         return await _delete_in_cluster(state, wanted)
     results = []
@@ -226,6 +285,15 @@ async def _grow_in_cluster(state, request):
 
 @handles(ApiKey.CREATE_PARTITIONS, 0, 3)
 async def create_partitions(state, header, request):
+    # KafkaApis.handleCreatePartitionsRequest: ALTER on the topic.
+    request, refused = _authorized(state, header, request, "topics", AclOperation.ALTER)
+    response = await _create_partitions(state, request)
+    response.results += [CreatePartitionsResponse.CreatePartitionsTopicResult(
+        name=t.name, error_code=TopicAuthorizationFailedError.code, error_message=_DENIED) for t in refused]
+    return response
+
+
+async def _create_partitions(state, request):
     if state.cluster is not None:
         return await _grow_in_cluster(state, request)
     results, grown = [], []

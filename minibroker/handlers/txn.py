@@ -38,17 +38,26 @@ is NOT_COORDINATOR, and COORDINATOR_LOAD_IN_PROGRESS while a new leader loads th
 
 Version notes: AddOffsetsToTxn v4 and EndTxn v4 only add TRANSACTION_ABORTABLE, which this
 coordinator never answers to them.
-Not implemented: authorization (TRANSACTIONAL_ID_AUTHORIZATION_FAILED, and
-CLUSTER_AUTHORIZATION_FAILED for a client's AddPartitionsToTxn v4+).
+Authorization (Kafka's ``KafkaApis``): AddPartitionsToTxn v0-3, AddOffsetsToTxn and EndTxn
+need WRITE on the transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), AddPartitionsToTxn
+v0-3 WRITE on each topic too (TOPIC_AUTHORIZATION_FAILED, the others OPERATION_NOT_ATTEMPTED),
+AddOffsetsToTxn READ on the group (GROUP_AUTHORIZATION_FAILED); AddPartitionsToTxn v4+, a
+broker's, CLUSTER_ACTION on the cluster (CLUSTER_AUTHORIZATION_FAILED). DescribeTransactions
+needs DESCRIBE on each id and shows only the partitions of topics the principal may
+DESCRIBE; ListTransactions lists only the ids it may DESCRIBE.
 """
 
 from kproto.errors import (
+    ClusterAuthorizationFailedError,
     CoordinatorNotAvailableError,
+    GroupAuthorizationFailedError,
     InvalidProducerEpochError,
     InvalidTxnStateError,
     OperationNotAttemptedError,
     ProducerFencedError,
+    TopicAuthorizationFailedError,
     TransactionAbortableError,
+    TransactionalIdAuthorizationFailedError,
     UnknownTopicOrPartitionError,
 )
 from kproto.protocol import ApiKey
@@ -59,6 +68,7 @@ from kproto.protocol.messages import (
     EndTxnResponse,
     ListTransactionsResponse,
 )
+from minibroker.authorizer import AclOperation, ResourceType
 from minibroker.coordinator.offsets_log import OFFSETS_TOPIC, partition_for
 from minibroker.handlers import handles
 from minibroker.handlers.metadata import offsets_topic_spec
@@ -78,6 +88,27 @@ def _missing_codes(state, asked):
     if not missing:
         return None
     return {tp: UnknownTopicOrPartitionError.code if tp in missing else OperationNotAttemptedError.code for tp in asked}
+
+
+def _unwritable(state, header, transactional_id) -> int:
+    """TRANSACTIONAL_ID_AUTHORIZATION_FAILED unless the principal may WRITE the id, else 0."""
+    if state.authorizer.allows(header, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id):
+        return 0
+    return TransactionalIdAuthorizationFailedError.code
+
+
+def _refused_codes(state, header, transactional_id, asked):
+    """KafkaApis.handleAddPartitionsToTxnRequest (a client's, v0-3): WRITE on the id, else
+    every partition refused; WRITE on each topic, else TOPIC_AUTHORIZATION_FAILED and the
+    others OPERATION_NOT_ATTEMPTED. None when all is allowed."""
+    if code := _unwritable(state, header, transactional_id):
+        return dict.fromkeys(asked, code)
+    denied = {name for name, _ in asked
+              if not state.authorizer.allows(header, AclOperation.WRITE, ResourceType.TOPIC, name)}
+    if not denied:
+        return None
+    return {tp: TopicAuthorizationFailedError.code if tp[0] in denied else OperationNotAttemptedError.code
+            for tp in asked}
 
 
 async def _add_or_verify(state, version, transactional_id, producer_id, producer_epoch, asked, verify_only):
@@ -109,11 +140,13 @@ async def add_partitions_to_txn(state, header, request):
 
     if version < 4:  # a client's: one transaction
         asked = [(t.name, p) for t in request.v3_and_below_topics for p in t.partitions]
-        codes = await _add_or_verify(state, version, request.v3_and_below_transactional_id,
+        codes = _refused_codes(state, header, request.v3_and_below_transactional_id, asked) or await _add_or_verify(state, version, request.v3_and_below_transactional_id,
                                      request.v3_and_below_producer_id, request.v3_and_below_producer_epoch,
                                      asked, False)
         return R(results_by_topic_v3_and_below=topic_results(request.v3_and_below_topics, codes))
     # v4+: a broker's batch of transactions (KIP-890, AddPartitionsToTxnManager), answered one by one.
+    if not state.authorizer.allows(header, AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER):
+        return R(error_code=ClusterAuthorizationFailedError.code, results_by_transaction=[])
     results = []
     for txn in request.transactions:
         asked = [(t.name, p) for t in txn.topics for p in t.partitions]
@@ -137,6 +170,10 @@ async def _offsets_partition_count(state) -> int:
 
 @handles(ApiKey.ADD_OFFSETS_TO_TXN, 0, 4)
 async def add_offsets_to_txn(state, header, request):
+    if code := _unwritable(state, header, request.transactional_id):
+        return AddOffsetsToTxnResponse(error_code=code)
+    if not state.authorizer.allows(header, AclOperation.READ, ResourceType.GROUP, request.group_id):
+        return AddOffsetsToTxnResponse(error_code=GroupAuthorizationFailedError.code)
     try:
         count = await _offsets_partition_count(state)
     except Exception:  # a full disk, no controller: as Kafka while the topic cannot be had
@@ -151,6 +188,8 @@ async def add_offsets_to_txn(state, header, request):
 
 @handles(ApiKey.END_TXN, 0, 5)
 async def end_txn(state, header, request):
+    if code := _unwritable(state, header, request.transactional_id):
+        return EndTxnResponse(error_code=code, producer_id=-1, producer_epoch=-1)
     if header.api_version >= 5 and state.config["transaction.version"] >= 2:
         # KIP-890 part 2: Kafka's TransactionVersion.transactionVersionForEndTxn (v5+ is TV2).
         code, producer_id, producer_epoch = await state.transactions.end_txn_v2(
@@ -166,12 +205,18 @@ async def describe_transactions(state, header, request):
     R = DescribeTransactionsResponse
     answers = []
     for transactional_id in request.transactional_ids:
+        if not state.authorizer.allows(header, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, transactional_id):
+            answers.append(R.TransactionState(error_code=TransactionalIdAuthorizationFailedError.code,
+                                              transactional_id=transactional_id))
+            continue
         code, md = state.transactions.describe(transactional_id)
         if md is None:
             answers.append(R.TransactionState(error_code=code, transactional_id=transactional_id))
             continue
         topics: dict[str, list[int]] = {}
         for topic, index in sorted(md.partitions):
+            if not state.authorizer.allows(header, AclOperation.DESCRIBE, ResourceType.TOPIC, topic):
+                continue  # KafkaApis.handleDescribeTransactionsRequest leaves them out
             topics.setdefault(topic, []).append(index)
         answers.append(R.TransactionState(
             error_code=0, transactional_id=transactional_id, transaction_state=md.state.name,
@@ -188,4 +233,6 @@ async def list_transactions(state, header, request):
     R = ListTransactionsResponse
     return R(error_code=code, unknown_state_filters=unknown, transaction_states=[
         R.TransactionState(transactional_id=row.transactional_id, producer_id=row.producer_id,
-                           transaction_state=row.state.name) for row in rows])
+                           transaction_state=row.state.name) for row in rows
+        # KafkaApis.handleListTransactionsRequest: only the ids the principal may DESCRIBE
+        if state.authorizer.allows(header, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, row.transactional_id)])

@@ -11,14 +11,16 @@ state (:mod:`minibroker.coordinator.producer_state`), KAFKA_STORAGE_ERROR,
 NOT_ENOUGH_REPLICAS(_AFTER_APPEND) and REQUEST_TIMED_OUT as Produce. Internal topics
 take markers (``__consumer_offsets`` holds transactional offset commits).
 Version notes: v1+ flexible (KIP-482).
-Not implemented yet: the CLUSTER_ACTION authorization Kafka asks of the sender (no
-handler checks ACLs yet).
+Authorization: CLUSTER_ACTION on the cluster (a transaction coordinator's request), else
+every partition CLUSTER_AUTHORIZATION_FAILED.
 """
 
 import asyncio
 
+from kproto.errors import ClusterAuthorizationFailedError
 from kproto.protocol import ApiKey
 from kproto.protocol.messages import WriteTxnMarkersResponse
+from minibroker.authorizer import AclOperation, ResourceType
 from minibroker.handlers import handles
 
 Result = WriteTxnMarkersResponse.WritableTxnMarkerResult
@@ -39,5 +41,10 @@ async def _write(state, marker) -> Result:
 
 @handles(ApiKey.WRITE_TXN_MARKERS, 0, 1)
 async def handle(state, header, request):
+    if not state.authorizer.allows(header, AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER):
+        return WriteTxnMarkersResponse(markers=[Result(producer_id=m.producer_id, topics=[
+            TopicResult(name=t.name, partitions=[PartitionResult(
+                partition_index=index, error_code=ClusterAuthorizationFailedError.code) for index in t.partition_indexes])
+            for t in m.topics]) for m in request.markers])
     results = await asyncio.gather(*(_write(state, marker) for marker in request.markers))
     return WriteTxnMarkersResponse(markers=list(results))

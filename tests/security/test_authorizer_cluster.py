@@ -1,0 +1,104 @@
+"""A MiniCluster with the authorizer on (issue 15, items 3 and 4): the ACLs are the
+cluster's (the controller's metadata records, as KRaft), and the brokers' requests to each
+other (a follower's Fetch, WriteTxnMarkers, AddPartitionsToTxn) keep working while clients
+get only what their ACLs give."""
+
+import time
+
+import pytest
+
+from kproto import Consumer, Producer
+from kproto.admin import (
+    AccessControlEntry,
+    AclBinding,
+    AclBindingFilter,
+    AdminClient,
+    ResourcePattern,
+    ResourcePatternFilter,
+)
+from kproto.errors import TopicAuthorizationFailedError
+from kproto.protocol import ApiKey
+from kproto.protocol.messages import DescribeAclsRequest
+from minibroker import MiniCluster
+from tests.support.leaks import nothing_left_behind  # noqa: F401  (autouse)
+from tests.support.raw_client import RawClient
+
+# Open until the first ACL names a resource: the client can make the ACLs below.
+CONFIG = {"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+          "allow.everyone.if.no.acl.found": "true"}
+
+
+def acl(resource_type, name, operation, permission="ALLOW"):
+    return AclBinding(ResourcePattern(resource_type, name), AccessControlEntry("User:*", "*", operation, permission))
+
+
+def described(port):
+    client = RawClient(port)
+    try:
+        response = client.request(ApiKey.DESCRIBE_ACLS, 3, DescribeAclsRequest(
+            resource_type_filter=1, resource_name_filter=None, pattern_type_filter=1, principal_filter=None,
+            host_filter=None, operation=1, permission_type=1))
+        assert response.error_code == 0, response
+        return sorted((r.resource_name, a.operation, a.permission_type) for r in response.resources for a in r.acls)
+    finally:
+        client.close()
+
+
+def everywhere(cluster, expected):
+    """Whether every broker describes ``expected`` within 10 s (each applies the
+    controller's records as they reach it; the broker that was asked has them at once)."""
+    deadline = time.monotonic() + 10
+    while [described(b.port) for b in cluster.brokers] != [expected] * len(cluster.brokers):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def test_acls_are_the_clusters_and_brokers_still_replicate(tmp_path):
+    """Issue 15 items 3 and 4: ACLs made through one broker are every broker's; with an ACL
+    on the cluster (so CLUSTER_ACTION is no longer open), acks=all over RF 3 (followers'
+    Fetch) and a transaction (WriteTxnMarkers between brokers) still succeed, and a DENY
+    refuses a produce whichever broker leads."""
+    with MiniCluster(3, data_dir=tmp_path, config=CONFIG) as cluster:
+        cluster.create_topic("replicated", partitions=3, replication_factor=3)
+        cluster.create_topic("blocked", partitions=3, replication_factor=1)
+        bootstrap = cluster.bootstrap_servers
+        with AdminClient(bootstrap_servers=bootstrap) as admin:
+            admin.create_acls([acl("CLUSTER", "kafka-cluster", "ALTER"), acl("TOPIC", "*", "ALL"),
+                               acl("GROUP", "*", "ALL"), acl("TRANSACTIONAL_ID", "*", "ALL"),
+                               acl("TOPIC", "blocked", "WRITE", "DENY")])
+        expected = sorted([("kafka-cluster", 7, 3), ("*", 2, 3), ("*", 2, 3), ("*", 2, 3), ("blocked", 4, 2)])
+        assert everywhere(cluster, expected)
+        with Producer(bootstrap_servers=bootstrap, acks="all", transactional_id="acl-txn",
+                      delivery_timeout_ms=20000) as producer:
+            producer.init_transactions(20)
+            producer.begin_transaction()
+            for i in range(6):
+                producer.send("replicated", b"v%d" % i, partition=i % 3)
+            producer.commit_transaction(20)
+        with Producer(bootstrap_servers=bootstrap, delivery_timeout_ms=10000) as producer:
+            for partition in range(3):  # a leader on each broker
+                with pytest.raises(TopicAuthorizationFailedError):
+                    producer.send("blocked", b"x", partition=partition).result(10)
+        with Consumer(bootstrap_servers=bootstrap, group_id="acl-group", auto_offset_reset="earliest",
+                      isolation_level="read_committed") as consumer:
+            consumer.subscribe(["replicated"])
+            seen = []
+            for _ in range(20):
+                seen += consumer.poll(1)
+                if len(seen) == 6:
+                    break
+            assert sorted(r.value for r in seen) == [b"v%d" % i for i in range(6)]
+
+
+def test_acls_go_through_the_controller_endpoint_in_process_mode(tmp_path):
+    """Issue 15 item 4: brokers in their own processes create and delete ACLs through the
+    controller endpoint (CreateAcls / DeleteAcls over the wire), and every broker has them."""
+    with MiniCluster(2, data_dir=tmp_path, config=CONFIG, processes=True) as cluster:
+        with AdminClient(bootstrap_servers=cluster.bootstrap_servers) as admin:
+            made = [acl("TOPIC", "t", "READ"), acl("GROUP", "g", "READ", "DENY")]
+            admin.create_acls(made)
+            assert everywhere(cluster, [("g", 3, 2), ("t", 3, 3)])
+            assert sorted(admin.delete_acls([AclBindingFilter(ResourcePatternFilter("GROUP"))]).values()) == [[made[1]]]
+            assert everywhere(cluster, [("t", 3, 3)])
