@@ -74,7 +74,8 @@ _ARGS = {  # a plausible value for each required parameter of a public client me
     "changes": {ConfigResource.topic("t"): [("retention.ms", "set", "1")]},
     "group_metadata": ConsumerGroupMetadata(group_id="g"), "transactional_ids": ["x"], "producer_id": 1,
     "producer_epoch": 0, "coordinator_epoch": 0,
-    "acls": [AclBinding(ResourcePattern("TOPIC", "t"), AccessControlEntry("User:a"))], "filters": [AclBindingFilter()]}
+    "acls": [AclBinding(ResourcePattern("TOPIC", "t"), AccessControlEntry("User:a"))], "filters": [AclBindingFilter()],
+    "alterations": []}
 
 
 def _public_calls(cls):
