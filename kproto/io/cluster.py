@@ -8,6 +8,15 @@ reopened after a failure no sooner than the reconnect backoff allows
 (``reconnect.backoff.ms`` doubling up to ``reconnect.backoff.max.ms``, as Java does).
 Concurrent refreshes share one Metadata request.
 
+Security (issue 15): the TLS context (:func:`kproto.security.tls.client_context`) and the
+SASL client (:func:`kproto.security.sasl.client_sasl`) are made once, here, from the
+client's settings, so that a bad file or a missing password fails the client's
+constructor; every connection gets them. An :class:`~kproto.errors.AuthenticationError`
+is not retried by the cluster: it goes to the caller at once (the same credentials fail
+on every broker; Java's ``NetworkClient`` fails the call), and the broker's next
+connection waits for the reconnect backoff, so that a client called in a loop does not
+storm the broker with handshakes.
+
 Leader epochs (KIP-320). Each partition's leader epoch (Metadata v7+) is remembered, and
 an answer naming an older epoch than the one seen last is not taken for that partition
 (Java's ``Metadata.updateLatestMetadata``): a broker that has not yet heard of an
@@ -33,6 +42,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kproto.errors import (
+    AuthenticationError,
     ClientClosedError,
     KafkaConnectionError,
     KafkaError,
@@ -44,6 +54,8 @@ from kproto.io.connection import Connection
 from kproto.io.retry import Backoff
 from kproto.protocol import ApiKey
 from kproto.protocol.messages import FindCoordinatorRequest, MetadataRequest
+from kproto.security.sasl import client_sasl
+from kproto.security.tls import client_context, unused_settings
 
 __all__ = ["BrokerInfo", "Cluster", "PartitionInfo", "TopicInfo", "parse_bootstrap_servers"]
 
@@ -114,14 +126,24 @@ class Cluster:
             ``request.timeout.ms``, ``socket.connection.setup.timeout.ms``,
             ``metadata.max.age.ms``, ``reconnect.backoff.ms``,
             ``reconnect.backoff.max.ms``, ``retry.backoff.ms``, ``send.buffer.bytes``,
-            ``receive.buffer.bytes``.
+            ``receive.buffer.bytes``, ``connections.max.idle.ms``, and the security
+            settings (``security.protocol``, ``ssl.*``, ``sasl.*``).
         allow_auto_topic_creation: ask brokers to create topics named in Metadata.
+
+    Raises:
+        ConfigError: security settings that contradict each other or cannot be loaded.
     """
 
     def __init__(self, config: Mapping[str, Any], *, allow_auto_topic_creation: bool = False) -> None:
         self.config = config
         self.bootstrap = parse_bootstrap_servers(config["bootstrap.servers"])
         self.allow_auto_topic_creation = allow_auto_topic_creation
+        self._ssl = client_context(config)
+        self._sasl = client_sasl(config)
+        unused = unused_settings(config)
+        if unused:  # Java's AbstractConfig.logUnused
+            log.warning("security.protocol=%s does not use the settings %s: ignored", config["security.protocol"],
+                        ", ".join(unused))
         self.brokers: dict[int, BrokerInfo] = {}
         self.topics: dict[str, TopicInfo] = {}
         self.partition_counts: dict[str, int] = {}  # topics usable now; read per record by producers
@@ -146,7 +168,7 @@ class Cluster:
             host, port, node_id=node_id, client_id=c["client.id"], request_timeout_ms=c["request.timeout.ms"],
             connect_timeout_ms=c["socket.connection.setup.timeout.ms"],
             send_buffer_bytes=c["send.buffer.bytes"], receive_buffer_bytes=c["receive.buffer.bytes"],
-            max_idle_ms=c["connections.max.idle.ms"],
+            max_idle_ms=c["connections.max.idle.ms"], ssl_context=self._ssl, sasl=self._sasl,
         )
 
     def _backoff(self, node_id: int) -> float:
@@ -203,7 +225,7 @@ class Cluster:
         conn = self._new_connection(broker.host, broker.port, node_id)
         try:
             await conn.open()
-        except (KafkaConnectionError, KafkaTimeoutError):
+        except (KafkaConnectionError, KafkaTimeoutError, AuthenticationError):
             failures = self._failures.get(node_id, (0, 0.0))[0] + 1
             self._failures[node_id] = (failures, time.monotonic())
             raise
@@ -221,6 +243,8 @@ class Cluster:
         for node_id in random.sample(list(self.brokers), len(self.brokers)):
             try:
                 return await self.connection(node_id)
+            except AuthenticationError:
+                raise  # the same credentials fail on every broker
             except KafkaError as exc:
                 errors.append(exc)
         return await self._bootstrap_any(errors)
@@ -236,12 +260,17 @@ class Cluster:
         if conn is not None and not conn.closed:
             return conn
         for host, port in self.bootstrap:
+            await asyncio.sleep(self._backoff(-1))  # after a refusal, no storm of handshakes
             conn = self._new_connection(host, port, -1)
             try:
                 await conn.open()
+            except AuthenticationError:
+                self._failures[-1] = (self._failures.get(-1, (0, 0.0))[0] + 1, time.monotonic())
+                raise
             except KafkaError as exc:
                 errors.append(exc)
                 continue
+            self._failures.pop(-1, None)
             self._bootstrap_connection = conn
             return conn
         servers = ",".join(f"{h}:{p}" for h, p in self.bootstrap)
