@@ -259,11 +259,19 @@ class Connection:
             if isinstance(exc, asyncio.TimeoutError):
                 raise KafkaTimeoutError(f"{self.host}:{self.port} did not complete {step} within "
                                         f"{self.connect_timeout:g} s (socket.connection.setup.timeout.ms)") from None
-            if (isinstance(exc, KafkaConnectionError) and self._ssl is None and step == "ApiVersions"
-                    and await _tls_probe(self.host, self.port, deadline - time.monotonic()) is not None):
-                raise SslAuthenticationError(
-                    f"{self.host}:{self.port} closed the connection without answering ApiVersions, and it speaks "
-                    "TLS: the listener is SSL or SASL_SSL, set security.protocol to match") from None
+            if isinstance(exc, KafkaConnectionError) and step == "ApiVersions":
+                if self._ssl is not None:
+                    # TLS 1.3: the client's handshake ends before the broker has checked the
+                    # client's certificate; a broker refusing it closes the connection then
+                    # (an asyncio broker without even an alert)
+                    raise SslAuthenticationError(
+                        f"{self.host}:{self.port} closed the TLS connection without answering ApiVersions: a broker "
+                        f"that requires client certificates (ssl.client.auth=required) does this when it gets none "
+                        f"or one it does not trust: check ssl.keystore.* / ssl.certificate.location ({exc})") from None
+                if await _tls_probe(self.host, self.port, deadline - time.monotonic()) is not None:
+                    raise SslAuthenticationError(
+                        f"{self.host}:{self.port} closed the connection without answering ApiVersions, and it speaks "
+                        "TLS: the listener is SSL or SASL_SSL, set security.protocol to match") from None
             raise
         if self._max_idle is not None:
             self._idle_timer = asyncio.get_running_loop().call_later(self._max_idle, self._check_idle)

@@ -127,6 +127,15 @@ def _load_trust(context: ssl.SSLContext, config: Mapping[str, Any]) -> None:
         raise ConfigError(f"{name}: {shown} holds no PEM certificate that can be read ({exc})") from None
 
 
+class _NoPassword(Exception):
+    pass
+
+
+def _no_password() -> str:
+    # Without a password callback OpenSSL would prompt on the terminal for an encrypted key
+    raise _NoPassword
+
+
 def _load_client_certificate(context: ssl.SSLContext, config: Mapping[str, Any]) -> None:
     password = config.get("ssl.key.password")
     if config.get("ssl.keystore.location") is not None:
@@ -137,22 +146,27 @@ def _load_client_certificate(context: ssl.SSLContext, config: Mapping[str, Any])
         names, files = _KEYSTORE_INLINE, None
     else:
         return
+    what = " / ".join(names)
+    secret = password if password is not None else _no_password
     try:
         if files is None:
             with _pem_files(config["ssl.keystore.certificate.chain"], config["ssl.keystore.key"]) as (cert, key):
-                context.load_cert_chain(cert, key, password)
+                context.load_cert_chain(cert, key, secret)
         else:
-            context.load_cert_chain(files[0], files[1], password)
+            context.load_cert_chain(files[0], files[1], secret)
+    except _NoPassword:
+        raise ConfigError(f"{what}: the private key is encrypted: set ssl.key.password") from None
     except FileNotFoundError as exc:
-        raise ConfigError(f"{' / '.join(names)}: no such file {exc.filename or ''}".rstrip()) from None
+        raise ConfigError(f"{what}: no such file {exc.filename or ''}".rstrip()) from None
     except (ssl.SSLError, ValueError, OSError) as exc:
-        reason = getattr(exc, "reason", None) or str(exc)
-        hint = ""
-        if reason in ("BAD_DECRYPT", "bad decrypt") or "password" in str(exc).lower():
-            hint = ": is ssl.key.password right?" if password else ": the key is encrypted, set ssl.key.password"
-        elif reason == "KEY_VALUES_MISMATCH":
-            hint = ": the private key is not the certificate's"
-        raise ConfigError(f"{' / '.join(names)}: cannot load the client certificate and key ({reason}){hint}") from None
+        reason = getattr(exc, "reason", None)
+        if reason == "KEY_VALUES_MISMATCH":
+            hint = "the private key is not the certificate's"
+        elif password is not None and reason in (None, "PEM_LIB", "BAD_DECRYPT"):
+            hint = "is ssl.key.password right?"
+        else:
+            hint = "is it a PEM certificate chain and private key?"
+        raise ConfigError(f"{what}: cannot load the client certificate and key ({reason or exc}): {hint}") from None
 
 
 def client_context(config: Mapping[str, Any]) -> ssl.SSLContext | None:
