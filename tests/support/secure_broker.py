@@ -81,6 +81,8 @@ class SecureBroker:
         self.handshakes = 0  # SaslHandshake requests seen
         self.connections = 0
         self.requests: list[tuple[int, str | None]] = []  # (api key, principal) of answered requests
+        self.events: list[str] = []  # "authenticated" and API names, in the order handled
+        self.metadata_delay = 0.0  # seconds each Metadata answer waits (a request in flight)
         self.port = 0
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="secure-broker", daemon=True)
@@ -142,6 +144,8 @@ class SecureBroker:
                     answer = session.handle(header.api_key, header.api_version, body)
                     if answer is None:  # Kafka closes the connection
                         return
+                    if header.api_key == ApiKey.METADATA and self.metadata_delay:
+                        await asyncio.sleep(self.metadata_delay)
                     writer.write(encode_response(header.api_key, header.api_version, header.correlation_id, answer))
                     await writer.drain()
         except (OSError, ssl.SSLError, ProtocolError, asyncio.CancelledError):
@@ -176,6 +180,7 @@ class _Session:
         if self.expires_at is not None and time.monotonic() > self.expires_at:
             return None  # KIP-368: the session expired and was not renewed
         broker.requests.append((api_key, self.principal))
+        broker.events.append(APIS[api_key].name)
         if api_key == ApiKey.METADATA:
             topics = [MetadataResponse.MetadataResponseTopic(error_code=3, name=t.name, partitions=[])
                       for t in body.topics or ()]
@@ -211,6 +216,7 @@ class _Session:
         lifetime = 0
         if principal is not None:  # complete
             self.broker.authentications.append((self.mechanism or "", principal))
+            self.broker.events.append("authenticated")
             self.principal, self.server, self.mechanism = principal, None, None
             lifetime = self.broker.session_lifetime_ms if version >= 1 else 0
             self.expires_at = time.monotonic() + lifetime / 1000 if lifetime else None
