@@ -66,7 +66,9 @@ class OAuthBearerToken:
 
 #: ``sasl.oauthbearer.token.provider``: a callable taking no argument (or an object whose
 #: ``token()`` method is one), sync or async, answering a str, a ``(token, expires_at)``
-#: or ``(token, expires_at, principal)`` tuple, or an :class:`OAuthBearerToken`.
+#: or ``(token, expires_at, principal)`` tuple, an :class:`OAuthBearerToken`, or an object
+#: shaped as Java's ``OAuthBearerToken`` (``value``, ``lifetime_ms`` the expiry in epoch
+#: ms, ``principal``), such as :mod:`kproto.security.oidc`'s ``AccessToken``.
 TokenProvider = Callable[[], Any]
 
 
@@ -78,6 +80,10 @@ def _as_token(answer: Any) -> OAuthBearerToken:
     if isinstance(answer, tuple) and 2 <= len(answer) <= 3 and isinstance(answer[0], str):
         return OAuthBearerToken(answer[0], None if answer[1] is None else float(answer[1]),
                                 answer[2] if len(answer) == 3 else None)
+    if isinstance(getattr(answer, "value", None), str) and hasattr(answer, "lifetime_ms"):
+        # Java's OAuthBearerToken shape (value, lifetimeMs = the expiry, principalName), as
+        # kproto.security.oidc's AccessToken has it
+        return OAuthBearerToken(answer.value, answer.lifetime_ms / 1000, getattr(answer, "principal", None))
     raise SaslAuthenticationFailedError(
         f"sasl.oauthbearer.token.provider answered {type(answer).__name__}; expected a token str, "
         "a (token, expiry epoch seconds[, principal]) tuple or an OAuthBearerToken")

@@ -295,3 +295,25 @@ def test_no_reauthentication_without_a_session_lifetime(make_broker, pki):
 
     asyncio.run(run())
     assert broker.handshakes == 1
+
+
+class _JavaShapedToken:
+    """What kproto.security.oidc's ClientCredentialsTokenProvider.token() answers
+    (Java's OAuthBearerToken: value, lifetimeMs as the expiry, principalName)."""
+
+    def __init__(self, value, lifetime_ms, principal):
+        self.value, self.lifetime_ms, self.principal = value, lifetime_ms, principal
+
+
+def test_oauthbearer_provider_answering_a_java_shaped_token(make_broker, pki):
+    """Issue 15 item 1: a token provider object whose token() answers Java's token shape
+    (what the OIDC client-credentials provider gives) plugs in as it is."""
+    broker = make_broker()
+
+    class OidcLike:
+        def token(self):
+            now = time.time()
+            return _JavaShapedToken(unsecured_token("frank", int(now * 1000)), int(now * 1000) + 3_600_000, "frank")
+
+    assert list(_metadata(_settings(broker, pki, "OAUTHBEARER", **{"sasl.oauthbearer.token.provider": OidcLike()})))
+    assert broker.authentications == [("OAUTHBEARER", "frank")]
