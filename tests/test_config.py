@@ -31,7 +31,7 @@ def test_acks_spellings(value, acks):
     ("consumer", {"enable_auto_commit": "yes"}, "true or false"),
     ("producer", {"batch_size": -1}, ">= 0"),
     ("consumer", {"partition_assignment_strategy": "sticky-ish"}, "unknown assignor"),
-    ("admin", {"security_protocol": "SASL_SSL"}, "only PLAINTEXT"),
+    ("admin", {"security_protocol": "SASL_TLS"}, "expected one of PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL"),
 ])
 def test_bad_settings_raise_config_error_naming_the_problem(client, settings, message):
     with pytest.raises(ConfigError, match=message):

@@ -19,7 +19,7 @@ have; ListOffsets is :mod:`kproto.io.list_offsets`'.
 The client is one class made of parts (:mod:`kproto.admin.base` says what they share):
 :mod:`~kproto.admin.client` holds the calls on topics, configs, groups, offsets and the
 cluster and the thread face; :mod:`~kproto.admin.transactions` the transaction calls
-(KIP-664). Every public name is here.
+(KIP-664), :mod:`~kproto.admin.scram` the SCRAM user calls (KIP-554). Every public name is here.
 """
 
 from kproto.admin.client import (
@@ -35,6 +35,12 @@ from kproto.admin.client import (
     NewTopic,
     OffsetSpec,
     TopicDescription,
+)
+from kproto.admin.scram import (
+    ScramCredentialInfo,
+    UserScramCredentialDeletion,
+    UserScramCredentialsDescription,
+    UserScramCredentialUpsertion,
 )
 from kproto.admin.transactions import (
     TRANSACTION_STATES,
@@ -56,8 +62,12 @@ __all__ = [
     "NewTopic",
     "OffsetSpec",
     "ProducerState",
+    "ScramCredentialInfo",
     "TRANSACTION_STATES",
     "TopicDescription",
     "TransactionDescription",
     "TransactionListing",
+    "UserScramCredentialDeletion",
+    "UserScramCredentialUpsertion",
+    "UserScramCredentialsDescription",
 ]

@@ -14,6 +14,7 @@ from kproto._habits import missing
 from kproto._loop import Portal, blocking, check_loop, refuse_when_closed
 from kproto.admin.base import item_error as _error
 from kproto.admin.base import outcome as _outcome
+from kproto.admin.scram import ScramUsers
 from kproto.admin.transactions import Transactions
 from kproto.config import ClientConfig
 from kproto.errors import (
@@ -163,7 +164,7 @@ class ClusterDescription:
 
 @refuse_when_closed("admin client", lambda self: self._closed, bind=True,
                     before=lambda self: self._reach_cluster())
-class AIOAdminClient(Transactions):
+class AIOAdminClient(Transactions, ScramUsers):
     """The admin client for asyncio code.
 
     Args:
@@ -611,3 +612,5 @@ class AdminClient:
     describe_transactions = blocking(AIOAdminClient.describe_transactions)
     describe_producers = blocking(AIOAdminClient.describe_producers)
     abort_transaction = blocking(AIOAdminClient.abort_transaction)
+    describe_user_scram_credentials = blocking(AIOAdminClient.describe_user_scram_credentials)
+    alter_user_scram_credentials = blocking(AIOAdminClient.alter_user_scram_credentials)
