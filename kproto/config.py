@@ -330,6 +330,10 @@ _KEYS = [
 
 CONFIGS: dict[str, ConfigKey] = {k.name: k for k in _KEYS}
 
+# Java's Type.PASSWORD settings (and the JAAS entry that holds one): shown as [hidden]
+_SECRETS = frozenset({"sasl.jaas.config", "sasl.password", "ssl.key.password", "ssl.keystore.key",
+                      "ssl.keystore.password", "ssl.truststore.password"})
+
 
 class ClientConfig(Mapping[str, Any]):
     """Validated settings of one client (``producer``, ``consumer`` or ``admin``).
@@ -379,4 +383,5 @@ class ClientConfig(Mapping[str, Any]):
         return len(self._values)
 
     def __repr__(self) -> str:
-        return f"ClientConfig({self.client!r}, {self._values!r})"
+        shown = {k: "[hidden]" if k in _SECRETS and v is not None else v for k, v in self._values.items()}
+        return f"ClientConfig({self.client!r}, {shown!r})"

@@ -268,7 +268,10 @@ class Connection:
                         f"{self.host}:{self.port} closed the TLS connection without answering ApiVersions: a broker "
                         f"that requires client certificates (ssl.client.auth=required) does this when it gets none "
                         f"or one it does not trust: check ssl.keystore.* / ssl.certificate.location ({exc})") from None
-                if await _tls_probe(self.host, self.port, deadline - time.monotonic()) is not None:
+                # A TLS listener closes on a plaintext ApiVersions (an asyncio one without an
+                # alert): asked of bootstrap servers only, where a wrong protocol shows first,
+                # so that a broker that keeps hanging up does not cost two connections a try
+                if self.node_id == -1 and await _tls_probe(self.host, self.port, deadline - time.monotonic()):
                     raise SslAuthenticationError(
                         f"{self.host}:{self.port} closed the connection without answering ApiVersions, and it speaks "
                         "TLS: the listener is SSL or SASL_SSL, set security.protocol to match") from None
