@@ -41,6 +41,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from kproto.config import CONFIGS
 from kproto.errors import (
     AuthenticationError,
     ClientClosedError,
@@ -54,8 +55,8 @@ from kproto.io.connection import Connection
 from kproto.io.retry import Backoff
 from kproto.protocol import ApiKey
 from kproto.protocol.messages import FindCoordinatorRequest, MetadataRequest
-from kproto.security.sasl import client_sasl
-from kproto.security.tls import client_context, unused_settings
+from kproto.security.sasl import SASL_PROTOCOLS, client_sasl
+from kproto.security.tls import TLS_PROTOCOLS, client_context
 
 __all__ = ["BrokerInfo", "Cluster", "PartitionInfo", "TopicInfo", "parse_bootstrap_servers"]
 
@@ -118,6 +119,22 @@ def parse_bootstrap_servers(value: str | Iterable[str]) -> list[tuple[str, int]]
     return servers
 
 
+def _unused_security_settings(config: Mapping[str, Any]) -> list[str]:
+    """The ``ssl.*``/``sasl.*`` settings given other than their defaults that
+    ``security.protocol`` does not use (Java ignores them, and its
+    ``AbstractConfig.logUnused`` names them in a warning)."""
+    protocol, client = config["security.protocol"], getattr(config, "client", "admin")
+    unused = []
+    for name in sorted(getattr(config, "explicit", ())):
+        key = CONFIGS.get(name)
+        if key is None or config.get(name) == key.default_for(client):
+            continue  # a default passed on (a config copied as a dict) is not a setting
+        if (name.startswith("ssl.") and protocol not in TLS_PROTOCOLS) or (
+                name.startswith("sasl.") and protocol not in SASL_PROTOCOLS):
+            unused.append(name)
+    return unused
+
+
 class Cluster:
     """Brokers, topic metadata and connections for one client.
 
@@ -140,7 +157,7 @@ class Cluster:
         self.allow_auto_topic_creation = allow_auto_topic_creation
         self._ssl = client_context(config)
         self._sasl = client_sasl(config)
-        unused = unused_settings(config)
+        unused = _unused_security_settings(config)
         if unused:  # Java's AbstractConfig.logUnused
             log.warning("security.protocol=%s does not use the settings %s: ignored", config["security.protocol"],
                         ", ".join(unused))

@@ -148,12 +148,12 @@ class SaslClient:
             client.verify(server_final)
         elif self.mechanism == "OAUTHBEARER":
             assert token is not None, "OAUTHBEARER needs the token (SaslClient.token)"
-            client = oauthbearer.OAuthBearerClient(token.value, dict(token.extensions))
-            answer = yield client.first_message()
-            reply = client.receive(answer)
+            bearer = oauthbearer.OAuthBearerClient(token.value, dict(token.extensions))
+            answer = yield bearer.first_message()
+            reply = bearer.receive(answer)
             if reply is not None:  # the broker's JSON error; it fails the exchange after this
                 yield reply
-                raise SaslAuthenticationFailedError(f"the broker refused the token: {client.error}")
+                raise SaslAuthenticationFailedError(f"the broker refused the token: {bearer.error}")
         else:  # client_sasl lets no other through
             raise AssertionError(self.mechanism)
 

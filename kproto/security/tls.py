@@ -21,8 +21,8 @@ versions, ``ssl.protocol`` TLSv1.2 caps them at TLSv1.2 (Java's ``SslConfigs`` d
 ``ssl.context`` (a ready :class:`ssl.SSLContext`) wins over all of them.
 
 Security settings for a protocol that does not use them (``ssl.*`` with ``PLAINTEXT``) are
-not errors: Java's clients ignore them too, and log them as unused; so does
-:func:`unused_settings`' caller.
+not errors: Java's clients ignore them too, and log them as unused (so does
+:class:`~kproto.io.Cluster`).
 
 A handshake that fails on the broker's certificate is a
 :class:`~kproto.errors.SslAuthenticationError` whose text :func:`describe_failure` writes:
@@ -41,10 +41,9 @@ from typing import Any
 
 from kproto.errors import ConfigError
 
-__all__ = ["TLS_PROTOCOLS", "certificate_summary", "client_context", "describe_failure", "unused_settings"]
+__all__ = ["TLS_PROTOCOLS", "certificate_summary", "client_context", "describe_failure"]
 
 TLS_PROTOCOLS = frozenset({"SSL", "SASL_SSL"})
-SASL_PROTOCOLS = frozenset({"SASL_PLAINTEXT", "SASL_SSL"})
 
 _VERSIONS = {"TLSv1.2": ssl.TLSVersion.TLSv1_2, "TLSv1.3": ssl.TLSVersion.TLSv1_3}
 _TRUST = ("ssl.truststore.location", "ssl.truststore.certificates", "ssl.ca.location")
@@ -78,20 +77,6 @@ def _check(config: Mapping[str, Any]) -> None:
     if config.get("ssl.keystore.password") is not None:
         raise ConfigError("ssl.keystore.password cannot be specified with PEM format, only key password may be "
                           "specified (ssl.key.password)")
-
-
-def unused_settings(config: Mapping[str, Any]) -> list[str]:
-    """The security settings the user gave that ``security.protocol`` does not use (Java
-    ignores them, and its ``AbstractConfig.logUnused`` names them in a warning)."""
-    explicit = getattr(config, "explicit", ())
-    protocol = config["security.protocol"]
-    unused = []
-    for name in sorted(explicit):
-        if name.startswith("ssl.") and protocol not in TLS_PROTOCOLS:
-            unused.append(name)
-        elif name.startswith("sasl.") and protocol not in SASL_PROTOCOLS:
-            unused.append(name)
-    return unused
 
 
 @contextmanager
@@ -138,6 +123,8 @@ def _no_password() -> str:
 
 def _load_client_certificate(context: ssl.SSLContext, config: Mapping[str, Any]) -> None:
     password = config.get("ssl.key.password")
+    names: tuple[str, ...]
+    files: tuple[str, str | None] | None
     if config.get("ssl.keystore.location") is not None:
         names, files = _KEYSTORE_FILE, (config["ssl.keystore.location"], None)
     elif config.get("ssl.certificate.location") is not None:

@@ -271,3 +271,12 @@ def test_encrypted_key_without_a_password_is_a_config_error_not_a_terminal_promp
         client_context(ClientConfig("admin", {
             "bootstrap.servers": "127.0.0.1:9", "security.protocol": "SSL",
             "ssl.keystore.certificate.chain": locked.cert_pem, "ssl.keystore.key": locked.key_pem}))
+
+
+def test_a_config_copied_with_its_defaults_warns_of_nothing(caplog):
+    """Issue 15 item 1: ``dict(ClientConfig(...))`` fed back (as Spark's planning does)
+    names every key, at its default: no warning for those."""
+    copied = dict(ClientConfig("admin", {"bootstrap.servers": "127.0.0.1:9"}))
+    with caplog.at_level(logging.WARNING, logger="kproto.cluster"):
+        Cluster(ClientConfig("admin", copied))
+    assert "does not use" not in caplog.text
