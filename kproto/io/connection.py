@@ -458,6 +458,8 @@ class Connection:
             if self._reauth is None and time.monotonic() >= self._reauth_at:
                 self._reauth_at = None
                 self._reauth = asyncio.get_running_loop().create_task(self._reauthenticate())
+                # retrieved here too: the requests that waited for it may all have gone
+                self._reauth.add_done_callback(lambda t: t.cancelled() or t.exception())
             if self._reauth is not None:  # Java holds new sends while re-authenticating
                 await asyncio.shield(self._reauth)
         if self._closed:
