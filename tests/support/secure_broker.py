@@ -4,7 +4,11 @@
 It answers what a client needs to connect and learn the cluster: ApiVersions,
 SaslHandshake, SaslAuthenticate and Metadata (itself as node 0, every topic asked for
 unknown), and closes a connection that sends anything else, or anything before SASL is
-done (as Kafka's ``SaslServerAuthenticator`` does). It is for what Tansu cannot serve
+done (as Kafka's ``SaslServerAuthenticator`` does). With ``upstream`` set to a plaintext
+broker (a minibroker advertising this broker's port), it is a TLS/SASL front for it: once
+a connection is authenticated, its requests and their answers pass through unchanged, so
+producers and consumers do real work over TLS and SASL; ApiVersions then answers the
+upstream's APIs plus SaslHandshake and SaslAuthenticate. It is for what Tansu cannot serve
 (PLAIN, OAUTHBEARER, mutual TLS, KIP-368 re-authentication, each refusal); tests take
 the broker as a fixture so that minibroker's own TLS/SASL listeners can stand in later.
 
@@ -29,8 +33,17 @@ from collections.abc import Mapping
 from typing import Any
 
 from kproto.errors import ProtocolError
-from kproto.protocol import APIS, ApiKey, FrameReader, decode_request, encode_response
+from kproto.protocol import (
+    APIS,
+    ApiKey,
+    FrameReader,
+    decode_request,
+    decode_response,
+    encode_request,
+    encode_response,
+)
 from kproto.protocol.messages import (
+    ApiVersionsRequest,
     ApiVersionsResponse,
     MetadataResponse,
     SaslAuthenticateResponse,
@@ -83,6 +96,8 @@ class SecureBroker:
         self.requests: list[tuple[int, str | None]] = []  # (api key, principal) of answered requests
         self.events: list[str] = []  # "authenticated" and API names, in the order handled
         self.metadata_delay = 0.0  # seconds each Metadata answer waits (a request in flight)
+        self.upstream: tuple[str, int] | None = None  # pass authenticated traffic to this broker
+        self._upstream_versions: list[Any] | None = None
         self.port = 0
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="secure-broker", daemon=True)
@@ -133,6 +148,8 @@ class SecureBroker:
         self.connections += 1
         session = _Session(self)
         frames = FrameReader()
+        upstream: asyncio.StreamWriter | None = None
+        pump: asyncio.Task | None = None
         try:
             while True:
                 data = await reader.read(65536)
@@ -140,7 +157,18 @@ class SecureBroker:
                     return
                 frames.receive_data(data)
                 while (frame := frames.next_frame()) is not None:
+                    if upstream is not None:  # passing through: as it came
+                        upstream.write(len(frame).to_bytes(4, "big") + frame)
+                        continue
                     header, body = decode_request(frame, strict=False)
+                    if header.api_key == ApiKey.API_VERSIONS and self.upstream is not None:
+                        await self._learn_upstream_versions()
+                    if (self.upstream is not None and session.ready
+                            and header.api_key not in (ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE)):
+                        up_reader, upstream = await asyncio.open_connection(*self.upstream)
+                        pump = asyncio.get_running_loop().create_task(_copy(up_reader, writer))
+                        upstream.write(len(frame).to_bytes(4, "big") + frame)
+                        continue
                     answer = session.handle(header.api_key, header.api_version, body)
                     if answer is None:  # Kafka closes the connection
                         return
@@ -151,8 +179,40 @@ class SecureBroker:
         except (OSError, ssl.SSLError, ProtocolError, asyncio.CancelledError):
             pass  # the client's garbage or its going away: Kafka closes the connection too
         finally:
+            if pump is not None:
+                pump.cancel()
+            if upstream is not None:
+                upstream.transport.abort()
             writer.transport.abort()
             self._tasks.discard(task)
+
+    async def _learn_upstream_versions(self) -> None:
+        if self._upstream_versions is not None:
+            return
+        assert self.upstream is not None
+        reader, writer = await asyncio.open_connection(*self.upstream)
+        try:
+            writer.write(encode_request(ApiKey.API_VERSIONS, 3, 1, "secure-broker", ApiVersionsRequest(
+                client_software_name="secure-broker", client_software_version="1")))
+            frames = FrameReader()
+            while (frame := frames.next_frame()) is None:
+                frames.receive_data(await reader.read(65536))
+            _, response = decode_response(ApiKey.API_VERSIONS, 3, frame)
+            self._upstream_versions = [k for k in response.api_keys
+                                       if k.api_key not in (ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE)]
+        finally:
+            writer.transport.abort()
+
+
+async def _copy(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    try:
+        while data := await reader.read(65536):
+            writer.write(data)
+            await writer.drain()
+    except (OSError, ssl.SSLError):
+        pass
+    finally:
+        writer.transport.abort()
 
 
 class _Session:
@@ -165,17 +225,23 @@ class _Session:
         self.server: Any = None
         self.expires_at: float | None = None
 
+    @property
+    def ready(self) -> bool:
+        """Authenticated (or no SASL), and not re-authenticating."""
+        return self.principal is not None and self.server is None
+
     def handle(self, api_key: int, version: int, body: Any) -> Any:
         broker = self.broker
         if api_key == ApiKey.API_VERSIONS:
             keys = [ApiVersionsResponse.ApiVersion(api_key=k, min_version=APIS[k].versions.lo,
-                                                   max_version=APIS[k].versions.hi) for k in _ANSWERED]
-            return ApiVersionsResponse(error_code=0, api_keys=keys)
+                                                   max_version=APIS[k].versions.hi) for k in _ANSWERED
+                    if broker._upstream_versions is None or k in (ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE)]
+            return ApiVersionsResponse(error_code=0, api_keys=keys + list(broker._upstream_versions or ()))
         if api_key == ApiKey.SASL_HANDSHAKE:
             return self._handshake(body.mechanism)
         if api_key == ApiKey.SASL_AUTHENTICATE:
             return self._authenticate(body.auth_bytes, version)
-        if self.principal is None or self.server is not None:
+        if not self.ready:
             return None  # a request before SASL completed: Kafka closes the connection
         if self.expires_at is not None and time.monotonic() > self.expires_at:
             return None  # KIP-368: the session expired and was not renewed
