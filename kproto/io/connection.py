@@ -312,6 +312,10 @@ class Connection:
         sasl = self._sasl
         assert sasl is not None
         send = self._send_auth
+        if ApiKey.SASL_HANDSHAKE not in self.api_versions:
+            raise UnsupportedSaslMechanismError(
+                f"{self.host}:{self.port} does not speak SASL (no SaslHandshake in its ApiVersions): its listener is "
+                "PLAINTEXT or SSL, not what security.protocol says")
         token = await sasl.token() if sasl.mechanism == "OAUTHBEARER" else None
         version = self.version_for(ApiKey.SASL_HANDSHAKE, _SASL_HANDSHAKE, _SASL_HANDSHAKE)
         handshake = await send(ApiKey.SASL_HANDSHAKE, version, SaslHandshakeRequest(mechanism=sasl.mechanism))
@@ -320,8 +324,10 @@ class Connection:
                 f"{self.host}:{self.port}: client SASL mechanism '{sasl.mechanism}' not enabled in the server, "
                 f"enabled mechanisms are [{', '.join(handshake.mechanisms or ())}] (sasl.mechanism)")
         if handshake.error_code:
+            # ILLEGAL_SASL_STATE: Kafka's KafkaApis answers a SaslHandshake on a listener without SASL so
+            hint = ": is the listener PLAINTEXT or SSL? (security.protocol says SASL)" if handshake.error_code == 34 else ""
             raise for_code(handshake.error_code)(f"SaslHandshake with {self.host}:{self.port} "
-                                                 f"(mechanism {sasl.mechanism})")
+                                                 f"(mechanism {sasl.mechanism}){hint}")
         version = self.version_for(ApiKey.SASL_AUTHENTICATE)
         conversation = sasl.conversation(token)
         message, lifetime_ms = next(conversation), 0

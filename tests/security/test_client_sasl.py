@@ -317,3 +317,11 @@ def test_oauthbearer_provider_answering_a_java_shaped_token(make_broker, pki):
 
     assert list(_metadata(_settings(broker, pki, "OAUTHBEARER", **{"sasl.oauthbearer.token.provider": OidcLike()})))
     assert broker.authentications == [("OAUTHBEARER", "frank")]
+
+
+def test_sasl_client_on_a_broker_without_sasl_says_so(kafka_broker):
+    """Issue 15 item 3: a SASL_PLAINTEXT client on a PLAINTEXT listener (a minibroker
+    without SASL: no SaslHandshake in its ApiVersions) is told at once."""
+    with pytest.raises(UnsupportedSaslMechanismError, match="does not speak SASL"):
+        _metadata({"bootstrap.servers": kafka_broker.bootstrap_servers, "security.protocol": "SASL_PLAINTEXT",
+                   "sasl.mechanism": "PLAIN", "sasl.username": "a", "sasl.password": "b"})
