@@ -15,6 +15,7 @@ it.
 from __future__ import annotations
 
 import difflib
+import ssl
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -130,11 +131,66 @@ def _partitioner(value: Any) -> Any:
     raise ValueError("expected None (Java's default), \"round_robin\" or a callable")
 
 
-def _plaintext(value: Any) -> str:
+def _upper_one_of(*choices: str) -> Callable[[Any], str]:
+    def check(value: Any) -> str:
+        text = str(value).upper()
+        if text not in choices:
+            raise ValueError(f"expected one of {', '.join(choices)}")
+        return text
+    return check
+
+
+def _store_type(value: Any) -> str | None:
+    # KIP-651's PEM only: Java's JKS and PKCS12 stores need a JVM's keytool to read
+    if value is None:
+        return None
     text = str(value).upper()
-    if text != "PLAINTEXT":
-        raise ValueError("only PLAINTEXT is supported so far (SSL and SASL are not yet)")
+    if text != "PEM":
+        raise ValueError(f"kproto reads PEM only (KIP-651); convert the {text} store to PEM "
+                         "(keytool -exportcert -rfc, openssl pkcs12 -nodes) and set type PEM")
     return text
+
+
+def _endpoint_identification(value: Any) -> str:
+    # Java: "https" (the default) or empty; librdkafka: "https" or "none"
+    text = "" if value is None else str(value).strip().lower()
+    if text not in ("https", "", "none"):
+        raise ValueError("expected https (verify the broker's host name) or empty (do not)")
+    return "" if text == "none" else text
+
+
+_TLS_VERSIONS = ("TLSv1.2", "TLSv1.3")
+
+
+def _tls_protocols(value: Any) -> tuple[str, ...]:
+    items = value.split(",") if isinstance(value, str) else list(value)
+    out = tuple(str(i).strip() for i in items if str(i).strip())
+    for item in out:
+        if item not in _TLS_VERSIONS:
+            raise ValueError(f"{item!r}: kproto speaks {' and '.join(_TLS_VERSIONS)}")
+    if not out:
+        raise ValueError("at least one protocol is needed")
+    return out
+
+
+def _tls_protocol(value: Any) -> str:
+    text = str(value).strip()
+    if text not in ("TLS", *_TLS_VERSIONS):
+        raise ValueError(f"expected TLS, {' or '.join(_TLS_VERSIONS)}")
+    return text
+
+
+def _ssl_context(value: Any) -> Any:
+    if value is not None and not isinstance(value, ssl.SSLContext):
+        raise ValueError("expected an ssl.SSLContext or None")
+    return value
+
+
+def _token_provider(value: Any) -> Any:
+    # a callable, or an object whose token() method is one (kproto.security.sasl)
+    if value is None or callable(value) or callable(getattr(value, "token", None)):
+        return value
+    raise ValueError("expected a callable returning a token, an object with a token() method, or None")
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,7 +231,47 @@ _KEYS = [
     _key("receive.buffer.bytes", 32768, _int, ALL, "SO_RCVBUF of sockets (-1: the OS default).",
          consumer=65536, admin=65536),
     _key("connections.max.idle.ms", 540000, _int, ALL, "Close connections idle this long (-1: never).", admin=300000),
-    _key("security.protocol", "PLAINTEXT", _plaintext, ALL, "PLAINTEXT only, for now."),
+    # -- security (kproto.security.tls and kproto.security.sasl check them together) --------
+    _key("security.protocol", "PLAINTEXT", _upper_one_of("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"), ALL,
+         "How to talk to brokers: PLAINTEXT, SSL (TLS), SASL_PLAINTEXT (SASL without TLS) or SASL_SSL."),
+    _key("ssl.context", None, _ssl_context, ALL,
+         "A ready ssl.SSLContext (Python only; keyword ssl_context=): used as it is, the other ssl.* "
+         "settings are not read."),
+    _key("ssl.truststore.type", None, _store_type, ALL, "PEM (KIP-651); JKS and PKCS12 are not read."),
+    _key("ssl.truststore.location", None, _optional_str, ALL,
+         "PEM file of the CA certificates that sign the brokers' (None: the system's CAs)."),
+    _key("ssl.truststore.certificates", None, _optional_str, ALL, "The same CA certificates, inline PEM."),
+    _key("ssl.truststore.password", None, _optional_str, ALL, "Not for PEM (an error if set, as in Java)."),
+    _key("ssl.ca.location", None, _optional_str, ALL, "librdkafka's name for ssl.truststore.location."),
+    _key("ssl.keystore.type", None, _store_type, ALL, "PEM (KIP-651); JKS and PKCS12 are not read."),
+    _key("ssl.keystore.location", None, _optional_str, ALL,
+         "Mutual TLS: one PEM file with the client's private key and its certificate chain."),
+    _key("ssl.keystore.certificate.chain", None, _optional_str, ALL,
+         "Mutual TLS: the client's certificate chain, inline PEM (with ssl.keystore.key)."),
+    _key("ssl.keystore.key", None, _optional_str, ALL, "Mutual TLS: the client's private key, inline PEM."),
+    _key("ssl.keystore.password", None, _optional_str, ALL,
+         "Not for PEM (an error if set, as in Java): a PEM key's password is ssl.key.password."),
+    _key("ssl.certificate.location", None, _optional_str, ALL,
+         "librdkafka's name: PEM file of the client's certificate (with ssl.key.location)."),
+    _key("ssl.key.location", None, _optional_str, ALL, "librdkafka's name: PEM file of the client's private key."),
+    _key("ssl.key.password", None, _optional_str, ALL, "Password of an encrypted private key."),
+    _key("ssl.endpoint.identification.algorithm", "https", _endpoint_identification, ALL,
+         "https: check that the broker's certificate names the host connected to; empty: do not."),
+    _key("ssl.enabled.protocols", ("TLSv1.2", "TLSv1.3"), _tls_protocols, ALL, "TLS versions allowed."),
+    _key("ssl.protocol", "TLSv1.3", _tls_protocol, ALL,
+         "The highest TLS version used (Java's SSLContext protocol): TLSv1.2 keeps to TLSv1.2."),
+    _key("sasl.mechanism", "GSSAPI", _upper_one_of("GSSAPI", "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512",
+                                                   "OAUTHBEARER"), ALL,
+         "SASL mechanism: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER (GSSAPI, Java's default, is "
+         "not supported: set one of the others)."),
+    _key("sasl.jaas.config", None, _optional_str, ALL,
+         "Credentials as Java clients write them: PlainLoginModule or ScramLoginModule with username and "
+         "password, OAuthBearerLoginModule with unsecuredLoginStringClaim_sub (unsecured tokens)."),
+    _key("sasl.username", None, _optional_str, ALL, "librdkafka's way: the PLAIN or SCRAM user name..."),
+    _key("sasl.password", None, _optional_str, ALL, "...and password (instead of sasl.jaas.config)."),
+    _key("sasl.oauthbearer.token.provider", None, _token_provider, ALL,
+         "OAUTHBEARER: a callable (or an object with a token() method), sync or async, answering a token: "
+         "a str, a (token, expiry epoch seconds) tuple or an OAuthBearerToken; see the security guide."),
     # -- producer -------------------------------------------------------------------------
     _key("acks", -1, _acks, PRODUCER, "Acknowledgements: all (-1), 1 or 0."),
     _key("batch.size", 16384, _non_negative, PRODUCER, "Largest batch per partition, in bytes before compression."),
@@ -234,6 +330,10 @@ _KEYS = [
 
 CONFIGS: dict[str, ConfigKey] = {k.name: k for k in _KEYS}
 
+# Java's Type.PASSWORD settings (and the JAAS entry that holds one): shown as [hidden]
+_SECRETS = frozenset({"sasl.jaas.config", "sasl.password", "ssl.key.password", "ssl.keystore.key",
+                      "ssl.keystore.password", "ssl.truststore.password"})
+
 
 class ClientConfig(Mapping[str, Any]):
     """Validated settings of one client (``producer``, ``consumer`` or ``admin``).
@@ -283,4 +383,5 @@ class ClientConfig(Mapping[str, Any]):
         return len(self._values)
 
     def __repr__(self) -> str:
-        return f"ClientConfig({self.client!r}, {self._values!r})"
+        shown = {k: "[hidden]" if k in _SECRETS and v is not None else v for k, v in self._values.items()}
+        return f"ClientConfig({self.client!r}, {shown!r})"

@@ -19,6 +19,13 @@ The tree, split by who is to blame::
     │   └── NoBrokersAvailableError none of bootstrap.servers answered
     ├── KafkaTimeoutError           a request or an operation ran out of time (retriable)
     ├── ConfigError                 a client config key or value is wrong (also a ValueError)
+    ├── AuthenticationError         TLS or SASL refused the client (not retriable: the
+    │   │                           same credentials fail again; Java's AuthenticationException)
+    │   ├── SslAuthenticationError  the TLS handshake failed: names the certificate and
+    │   │                           the check (hostname, trusted CA, validity)
+    │   └── SaslAuthenticationFailedError, UnsupportedSaslMechanismError,
+    │       IllegalSaslStateError   codes 58, 33, 34 (also KafkaCodeErrors);
+    │                               SaslAuthenticationError is the first's other name
     ├── ClientClosedError           the client was closed
     ├── TransactionStateError       a transactional call the producer's state does not
     │                               allow (send outside a transaction, commit twice...):
@@ -60,6 +67,9 @@ __all__ = [
     "NoBrokersAvailableError",
     "KafkaTimeoutError",
     "ConfigError",
+    "AuthenticationError",
+    "SslAuthenticationError",
+    "SaslAuthenticationError",
     "ClientClosedError",
     "CorruptRecordError",
     "LogTruncationError",
@@ -243,6 +253,23 @@ class KafkaTimeoutError(KafkaError):
 
 class ConfigError(KafkaError, ValueError):
     """A client configuration key is unknown, or its value is not valid."""
+
+
+class AuthenticationError(KafkaError):
+    """TLS or SASL authentication with a broker failed (Java's ``AuthenticationException``).
+
+    Not retriable: the same certificate or password fails again, so a client's call fails
+    with it at once instead of retrying until its timeout (Java's ``NetworkClient`` marks
+    the node AUTHENTICATION_FAILED and its callers raise the exception). Connections to
+    the broker are tried again only after the reconnect backoff.
+    """
+
+
+class SslAuthenticationError(AuthenticationError):
+    """The TLS handshake with a broker failed: its certificate did not pass a check
+    (hostname, trusted issuer, validity; the message names the certificate and the
+    check), the broker refused the client's certificate, or the peer does not speak TLS
+    (Java's ``SslAuthenticationException``)."""
 
 
 class ClientClosedError(KafkaError):
@@ -523,13 +550,13 @@ class InvalidTimestampError(KafkaCodeError):
     code, name, retriable = 32, "INVALID_TIMESTAMP", False
 
 
-class UnsupportedSaslMechanismError(KafkaCodeError):
+class UnsupportedSaslMechanismError(KafkaCodeError, AuthenticationError):
     """The broker does not support the requested SASL mechanism."""
 
     code, name, retriable = 33, "UNSUPPORTED_SASL_MECHANISM", False
 
 
-class IllegalSaslStateError(KafkaCodeError):
+class IllegalSaslStateError(KafkaCodeError, AuthenticationError):
     """The request is not valid in the current SASL state."""
 
     code, name, retriable = 34, "ILLEGAL_SASL_STATE", False
@@ -673,10 +700,15 @@ class LogDirNotFoundError(KafkaCodeError):
     code, name, retriable = 57, "LOG_DIR_NOT_FOUND", False
 
 
-class SaslAuthenticationFailedError(KafkaCodeError):
+class SaslAuthenticationFailedError(KafkaCodeError, AuthenticationError):
     """SASL authentication failed."""
 
     code, name, retriable = 58, "SASL_AUTHENTICATION_FAILED", False
+
+
+#: SASL authentication failed (a wrong password, an expired or refused token): the name
+#: Java's ``SaslAuthenticationException`` suggests, for :class:`SaslAuthenticationFailedError`.
+SaslAuthenticationError = SaslAuthenticationFailedError
 
 
 class UnknownProducerIdError(KafkaCodeError):

@@ -31,7 +31,7 @@ def test_acks_spellings(value, acks):
     ("consumer", {"enable_auto_commit": "yes"}, "true or false"),
     ("producer", {"batch_size": -1}, ">= 0"),
     ("consumer", {"partition_assignment_strategy": "sticky-ish"}, "unknown assignor"),
-    ("admin", {"security_protocol": "SASL_SSL"}, "only PLAINTEXT"),
+    ("admin", {"security_protocol": "SASL_TLS"}, "expected one of PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL"),
 ])
 def test_bad_settings_raise_config_error_naming_the_problem(client, settings, message):
     with pytest.raises(ConfigError, match=message):
@@ -50,3 +50,12 @@ def test_every_key_is_documented_and_its_default_parses():
             default = key.default_for(client)
             if default is not None:
                 assert key.parse(default) == default, key.name
+
+
+def test_secrets_are_hidden_in_the_repr():
+    """Issue 15 item 1: passwords and keys never reach a log through the config's repr
+    (Java's Password type prints [hidden])."""
+    c = ClientConfig("admin", bootstrap_servers="h:1", security_protocol="SASL_SSL", sasl_mechanism="PLAIN",
+                     sasl_username="alice", sasl_password="s3cret", ssl_key_password="k3y")
+    assert "s3cret" not in repr(c) and "k3y" not in repr(c) and "'alice'" in repr(c)
+    assert c["sasl.password"] == "s3cret"

@@ -27,6 +27,7 @@ CODE_CLASSES = [
     and issubclass(obj, KafkaCodeError)
     and obj is not KafkaCodeError
     and "code" in obj.__dict__
+    and obj.__name__ == name  # not an alias (SaslAuthenticationError)
 ]
 
 

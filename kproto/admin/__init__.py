@@ -1,5 +1,5 @@
 """The admin client: topics, partitions, configs, groups and their offsets, the cluster,
-transactions, client quotas, ACLs.
+transactions, client quotas, ACLs, SCRAM users.
 
 :class:`AIOAdminClient` is the implementation (native asyncio); :class:`AdminClient` is
 the same client for threads, running it on a background loop. Both take Kafka's admin
@@ -20,7 +20,8 @@ The client is one class made of parts (:mod:`kproto.admin.base` says what they s
 :mod:`~kproto.admin.client` holds the calls on topics, configs, groups, offsets and the
 cluster and the thread face; :mod:`~kproto.admin.transactions` the transaction calls
 (KIP-664), :mod:`~kproto.admin.quotas` the client quota calls (KIP-546),
-:mod:`~kproto.admin.acls` the ACL calls (KIP-140). Every public name is here.
+:mod:`~kproto.admin.acls` the ACL calls (KIP-140), :mod:`~kproto.admin.scram` the SCRAM user
+calls (KIP-554). Every public name is here.
 """
 
 from kproto.admin.acls import (
@@ -54,6 +55,12 @@ from kproto.admin.quotas import (
     ClientQuotaEntity,
     ClientQuotaFilter,
     ClientQuotaFilterComponent,
+)
+from kproto.admin.scram import (
+    ScramCredentialInfo,
+    UserScramCredentialDeletion,
+    UserScramCredentialsDescription,
+    UserScramCredentialUpsertion,
 )
 from kproto.admin.transactions import (
     TRANSACTION_STATES,
@@ -89,8 +96,12 @@ __all__ = [
     "ResourcePattern",
     "ResourcePatternFilter",
     "ResourceType",
+    "ScramCredentialInfo",
     "TRANSACTION_STATES",
     "TopicDescription",
     "TransactionDescription",
     "TransactionListing",
+    "UserScramCredentialDeletion",
+    "UserScramCredentialUpsertion",
+    "UserScramCredentialsDescription",
 ]

@@ -16,6 +16,7 @@ from kproto.admin.acls import Acls
 from kproto.admin.base import item_error as _error
 from kproto.admin.base import outcome as _outcome
 from kproto.admin.quotas import Quotas
+from kproto.admin.scram import ScramUsers
 from kproto.admin.transactions import Transactions
 from kproto.config import ClientConfig
 from kproto.errors import (
@@ -165,7 +166,7 @@ class ClusterDescription:
 
 @refuse_when_closed("admin client", lambda self: self._closed, bind=True,
                     before=lambda self: self._reach_cluster())
-class AIOAdminClient(Transactions, Quotas, Acls):
+class AIOAdminClient(Transactions, Quotas, Acls, ScramUsers):
     """The admin client for asyncio code.
 
     Args:
@@ -618,3 +619,5 @@ class AdminClient:
     create_acls = blocking(AIOAdminClient.create_acls)
     describe_acls = blocking(AIOAdminClient.describe_acls)
     delete_acls = blocking(AIOAdminClient.delete_acls)
+    describe_user_scram_credentials = blocking(AIOAdminClient.describe_user_scram_credentials)
+    alter_user_scram_credentials = blocking(AIOAdminClient.alter_user_scram_credentials)

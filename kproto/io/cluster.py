@@ -8,6 +8,15 @@ reopened after a failure no sooner than the reconnect backoff allows
 (``reconnect.backoff.ms`` doubling up to ``reconnect.backoff.max.ms``, as Java does).
 Concurrent refreshes share one Metadata request.
 
+Security (issue 15): the TLS context (:func:`kproto.security.tls.client_context`) and the
+SASL client (:func:`kproto.security.sasl.client_sasl`) are made once, here, from the
+client's settings, so that a bad file or a missing password fails the client's
+constructor; every connection gets them. An :class:`~kproto.errors.AuthenticationError`
+is not retried by the cluster: it goes to the caller at once (the same credentials fail
+on every broker; Java's ``NetworkClient`` fails the call), and the broker's next
+connection waits for the reconnect backoff, so that a client called in a loop does not
+storm the broker with handshakes.
+
 Leader epochs (KIP-320). Each partition's leader epoch (Metadata v7+) is remembered, and
 an answer naming an older epoch than the one seen last is not taken for that partition
 (Java's ``Metadata.updateLatestMetadata``): a broker that has not yet heard of an
@@ -32,7 +41,9 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from kproto.config import CONFIGS
 from kproto.errors import (
+    AuthenticationError,
     ClientClosedError,
     KafkaConnectionError,
     KafkaError,
@@ -44,6 +55,8 @@ from kproto.io.connection import Connection
 from kproto.io.retry import Backoff
 from kproto.protocol import ApiKey
 from kproto.protocol.messages import FindCoordinatorRequest, MetadataRequest
+from kproto.security.sasl import SASL_PROTOCOLS, client_sasl
+from kproto.security.tls import TLS_PROTOCOLS, client_context
 
 __all__ = ["BrokerInfo", "Cluster", "PartitionInfo", "TopicInfo", "parse_bootstrap_servers"]
 
@@ -106,6 +119,22 @@ def parse_bootstrap_servers(value: str | Iterable[str]) -> list[tuple[str, int]]
     return servers
 
 
+def _unused_security_settings(config: Mapping[str, Any]) -> list[str]:
+    """The ``ssl.*``/``sasl.*`` settings given other than their defaults that
+    ``security.protocol`` does not use (Java ignores them, and its
+    ``AbstractConfig.logUnused`` names them in a warning)."""
+    protocol, client = config["security.protocol"], getattr(config, "client", "admin")
+    unused = []
+    for name in sorted(getattr(config, "explicit", ())):
+        key = CONFIGS.get(name)
+        if key is None or config.get(name) == key.default_for(client):
+            continue  # a default passed on (a config copied as a dict) is not a setting
+        if (name.startswith("ssl.") and protocol not in TLS_PROTOCOLS) or (
+                name.startswith("sasl.") and protocol not in SASL_PROTOCOLS):
+            unused.append(name)
+    return unused
+
+
 class Cluster:
     """Brokers, topic metadata and connections for one client.
 
@@ -114,14 +143,24 @@ class Cluster:
             ``request.timeout.ms``, ``socket.connection.setup.timeout.ms``,
             ``metadata.max.age.ms``, ``reconnect.backoff.ms``,
             ``reconnect.backoff.max.ms``, ``retry.backoff.ms``, ``send.buffer.bytes``,
-            ``receive.buffer.bytes``.
+            ``receive.buffer.bytes``, ``connections.max.idle.ms``, and the security
+            settings (``security.protocol``, ``ssl.*``, ``sasl.*``).
         allow_auto_topic_creation: ask brokers to create topics named in Metadata.
+
+    Raises:
+        ConfigError: security settings that contradict each other or cannot be loaded.
     """
 
     def __init__(self, config: Mapping[str, Any], *, allow_auto_topic_creation: bool = False) -> None:
         self.config = config
         self.bootstrap = parse_bootstrap_servers(config["bootstrap.servers"])
         self.allow_auto_topic_creation = allow_auto_topic_creation
+        self._ssl = client_context(config)
+        self._sasl = client_sasl(config)
+        unused = _unused_security_settings(config)
+        if unused:  # Java's AbstractConfig.logUnused
+            log.warning("security.protocol=%s does not use the settings %s: ignored", config["security.protocol"],
+                        ", ".join(unused))
         self.brokers: dict[int, BrokerInfo] = {}
         self.topics: dict[str, TopicInfo] = {}
         self.partition_counts: dict[str, int] = {}  # topics usable now; read per record by producers
@@ -146,7 +185,7 @@ class Cluster:
             host, port, node_id=node_id, client_id=c["client.id"], request_timeout_ms=c["request.timeout.ms"],
             connect_timeout_ms=c["socket.connection.setup.timeout.ms"],
             send_buffer_bytes=c["send.buffer.bytes"], receive_buffer_bytes=c["receive.buffer.bytes"],
-            max_idle_ms=c["connections.max.idle.ms"],
+            max_idle_ms=c["connections.max.idle.ms"], ssl_context=self._ssl, sasl=self._sasl,
         )
 
     def _backoff(self, node_id: int) -> float:
@@ -203,7 +242,7 @@ class Cluster:
         conn = self._new_connection(broker.host, broker.port, node_id)
         try:
             await conn.open()
-        except (KafkaConnectionError, KafkaTimeoutError):
+        except (KafkaConnectionError, KafkaTimeoutError, AuthenticationError):
             failures = self._failures.get(node_id, (0, 0.0))[0] + 1
             self._failures[node_id] = (failures, time.monotonic())
             raise
@@ -221,6 +260,8 @@ class Cluster:
         for node_id in random.sample(list(self.brokers), len(self.brokers)):
             try:
                 return await self.connection(node_id)
+            except AuthenticationError:
+                raise  # the same credentials fail on every broker
             except KafkaError as exc:
                 errors.append(exc)
         return await self._bootstrap_any(errors)
@@ -236,12 +277,17 @@ class Cluster:
         if conn is not None and not conn.closed:
             return conn
         for host, port in self.bootstrap:
+            await asyncio.sleep(self._backoff(-1))  # after a refusal, no storm of handshakes
             conn = self._new_connection(host, port, -1)
             try:
                 await conn.open()
+            except AuthenticationError:
+                self._failures[-1] = (self._failures.get(-1, (0, 0.0))[0] + 1, time.monotonic())
+                raise
             except KafkaError as exc:
                 errors.append(exc)
                 continue
+            self._failures.pop(-1, None)
             self._bootstrap_connection = conn
             return conn
         servers = ",".join(f"{h}:{p}" for h, p in self.bootstrap)

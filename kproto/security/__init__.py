@@ -1,12 +1,11 @@
-"""SASL without I/O: each mechanism's messages and state machines, client and server side.
+"""Security for the clients and minibroker: SASL's mechanisms without I/O, client and server
+side, and the clients' TLS and SASL settings.
 
-Issue 15 (security). This package will hold what kproto's clients and minibroker's listeners
-share to authenticate a connection: one module per SASL mechanism, each the one owner of that
-mechanism's bytes, and the parsing of ``sasl.jaas.config``. Nothing here opens a socket or
-reads a clock on its own: the caller moves the bytes through SaslHandshake (17) and
-SaslAuthenticate (36) and passes time in.
-
-What exists now:
+Issue 15 (security). What kproto's clients and minibroker's listeners share to authenticate a
+connection: one module per SASL mechanism, each the one owner of that mechanism's bytes, and
+the parsing of ``sasl.jaas.config``. The mechanism modules open no socket and read no clock:
+the caller moves the bytes through SaslHandshake (17) and SaslAuthenticate (36) and passes
+time in.
 
 - :mod:`kproto.security.scram`: SCRAM-SHA-256 and SCRAM-SHA-512 (RFC 5802, RFC 7677; Kafka's
   ScramSaslClient, ScramSaslServer, ScramFormatter, ScramCredential).
@@ -15,10 +14,13 @@ What exists now:
 - :mod:`kproto.security.oauthbearer`: OAUTHBEARER (RFC 7628; Kafka's
   OAuthBearerClientInitialResponse, OAuthBearerSaslClient, OAuthBearerSaslServer) and Kafka's
   unsecured JWTs (OAuthBearerUnsecuredJws and its login and validator callback handlers).
+- :mod:`kproto.security.tls`: the clients' ``ssl.SSLContext`` from their ``ssl.*`` settings,
+  and the words for a failed handshake.
+- :mod:`kproto.security.sasl`: the clients' ``sasl.*`` settings checked together, and each
+  mechanism's conversation as a generator that :class:`kproto.io.Connection` drives.
 
 A server side refuses an exchange with :class:`SaslServerError`, which knows what Kafka's
-broker would tell the client. TLS, ACLs and quotas, and the wiring into the clients and the
-broker, come later.
+broker would tell the client; a client sees :class:`~kproto.errors.SaslAuthenticationError`.
 """
 
 from __future__ import annotations

@@ -102,8 +102,9 @@ def _stop(process: subprocess.Popen) -> None:
 
 
 @contextmanager
-def tansu(ready_timeout: float = READY_TIMEOUT_S, attempts: int = 3) -> Iterator[Tansu]:
-    """Run Tansu on 127.0.0.1 with memory storage for the ``with`` block.
+def tansu(ready_timeout: float = READY_TIMEOUT_S, attempts: int = 3, args: tuple[str, ...] = ()) -> Iterator[Tansu]:
+    """Run Tansu on 127.0.0.1 with memory storage for the ``with`` block; ``args`` are
+    more ``tansu broker`` options (``--authentication``).
 
     The port is found by binding port 0 and releasing it, so another process may take it
     first: when Tansu exits before it is ready, a fresh port is tried, ``attempts`` times.
@@ -123,7 +124,7 @@ def tansu(ready_timeout: float = READY_TIMEOUT_S, attempts: int = 3) -> Iterator
             url = f"tcp://127.0.0.1:{port}"
             process = subprocess.Popen(
                 [str(binary), "broker", "--listener-url", url, "--advertised-listener-url", url,
-                 "--storage-engine", "memory://tansu/"],
+                 "--storage-engine", "memory://tansu/", *args],
                 stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT, env=env)
             try:
                 deadline = time.monotonic() + ready_timeout
