@@ -120,9 +120,24 @@ class QuotaError(Exception):
         self.message = message
 
 
+_MIN_LONG = -(2**63)
+
+
 def _java_round(x: float) -> int:
-    """Java's ``Math.round``: halves go up."""
-    return math.floor(x + 0.5)
+    """Java's ``Math.round(double)``: halves go up, NaN is 0, and what is beyond a long's
+    range is its bound (a NaN quota, a 0 ms window: Kafka computes on, it never fails)."""
+    if math.isnan(x):
+        return 0
+    if math.isinf(x):
+        return _MAX_LONG if x > 0 else _MIN_LONG
+    return max(_MIN_LONG, min(_MAX_LONG, math.floor(x + 0.5)))
+
+
+def _java_divide(a: float, b: float) -> float:
+    """``a / b`` as Java's doubles divide: by zero gives an infinity, or NaN for 0 / 0."""
+    if b:
+        return a / b
+    return math.nan if a == 0 or math.isnan(a) else math.copysign(math.inf, a)
 
 
 def throttle_time(rate: float, limit: float, window_ms: int) -> int:
@@ -209,7 +224,7 @@ class Rate:
         """The rate per second at ``now_ms`` (``Rate.measure``)."""
         self._purge(now_ms)
         total = sum(s.value for s in self._samples)
-        return total / (self.window_size(now_ms) / 1000)
+        return _java_divide(total, self.window_size(now_ms) / 1000)  # 0 ms with quota.window.num=1
 
 
 def entity_of(pairs: Iterable[tuple[str, str | None]]) -> Entity:
@@ -220,7 +235,7 @@ def entity_of(pairs: Iterable[tuple[str, str | None]]) -> Entity:
 
 def describe_entity(entity: Entity) -> str:
     """Java's ``ClientQuotaEntity.toString()``, for error texts."""
-    return "ClientQuotaEntity(entries={" + ", ".join(f"{t}={n}" for t, n in entity) + "})"
+    return "ClientQuotaEntity(entries={" + ", ".join(f"{t}={'null' if n is None else n}" for t, n in entity) + "})"
 
 
 class ChannelMute:

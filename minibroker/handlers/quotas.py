@@ -19,15 +19,19 @@ In a MiniCluster, AlterClientQuotas is forwarded to the controller, which checks
 same rules and commits ClientQuotaRecords to the metadata log; every broker enforces and
 describes its image's quotas, kept by the metadata log rather than in a file.
 
+With the authorizer on, DescribeClientQuotas needs DESCRIBE_CONFIGS and AlterClientQuotas
+ALTER_CONFIGS on the cluster, else CLUSTER_AUTHORIZATION_FAILED (for every entity).
+
 Not implemented: IP entities (KIP-612 connection rates: INVALID_REQUEST);
 ``controller_mutation_rate`` (KIP-599) is stored and described but not enforced.
 """
 
-from kproto.errors import KafkaStorageError
+from kproto.errors import ClusterAuthorizationFailedError, KafkaStorageError
 from kproto.protocol import ApiKey
 from kproto.protocol.messages import AlterClientQuotasResponse, DescribeClientQuotasResponse
+from minibroker.authorizer import AclOperation, ResourceType
 from minibroker.handlers import handles
-from minibroker.quotas import QuotaError
+from minibroker.quotas import QuotaError, entity_of
 
 __all__: list[str] = []
 
@@ -36,6 +40,10 @@ _D, _A = DescribeClientQuotasResponse, AlterClientQuotasResponse
 
 @handles(ApiKey.DESCRIBE_CLIENT_QUOTAS, 0, 1)
 async def describe_client_quotas(state, header, request):
+    # KafkaApis.handleDescribeClientQuotasRequest: DESCRIBE_CONFIGS on the cluster
+    if not state.authorizer.allows(header, AclOperation.DESCRIBE_CONFIGS, ResourceType.CLUSTER):
+        return DescribeClientQuotasResponse(error_code=ClusterAuthorizationFailedError.code, error_message=None,
+                                            entries=None)
     components = [(c.entity_type, c.match_type, c.match) for c in request.components]
     try:
         found = state.quotas.describe(components, request.strict)
@@ -52,7 +60,10 @@ async def alter_client_quotas(state, header, request):
     entries = [([(e.entity_type, e.entity_name) for e in entry.entity],
                 [(op.key, None if op.remove else op.value) for op in entry.ops])
                for entry in request.entries]
-    if state.cluster is not None:  # the controller decides and commits (ClientQuotaRecords)
+    # ControllerApis.handleAlterClientQuotas: ALTER_CONFIGS on the cluster, else every entity refused
+    if not state.authorizer.allows(header, AclOperation.ALTER_CONFIGS, ResourceType.CLUSTER):
+        results = [(entity_of(pairs), ClusterAuthorizationFailedError.code, None) for pairs, _ in entries]
+    elif state.cluster is not None:  # the controller decides and commits (ClientQuotaRecords)
         results = await state.cluster.channel.alter_client_quotas(entries, validate_only=request.validate_only)
     else:
         try:
