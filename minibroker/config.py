@@ -105,6 +105,9 @@ DEFAULTS: dict[str, tuple[Any, type, str]] = {
     "sasl.oauthbearer.jwks.endpoint.refresh.ms": (3600000, int, "How often the JWKS of an http(s):// sasl.oauthbearer.jwks.endpoint.url is fetched again (a token naming an unknown key id asks for an earlier refresh)."),
     "sasl.oauthbearer.jwks.endpoint.retry.backoff.ms": (100, int, "The first wait before fetching the JWKS again after a failure; doubled up to sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms."),
     "sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms": (10000, int, "The longest wait between attempts to fetch the JWKS."),
+    # Broker-to-broker traffic (Kafka's KafkaConfig): read by a MiniCluster's brokers.
+    "inter.broker.listener.name": ("", str, "The listener the brokers of a MiniCluster use to reach each other (replica fetches, transaction markers); one of listeners. Empty: the listener named after security.inter.broker.protocol. Give one of the two only (Kafka's rule). Used by a MiniCluster only."),
+    "security.inter.broker.protocol": ("PLAINTEXT", str, "Without inter.broker.listener.name, the brokers of a MiniCluster reach each other on the listener of this name (PLAINTEXT, Kafka's default). Used by a MiniCluster only."),
     "cluster.id": ("minibroker-cluster", str, "Cluster id reported in Metadata (minibroker's own default)."),
     "log.dirs": ("", str, "Comma-separated directories for the partition logs; empty keeps everything in memory (minibroker's default)."),
     "log.retention.check.interval.ms": (300000, int, "How often retention and compaction run."),
@@ -397,6 +400,28 @@ class BrokerConfig:
         if key in DEFAULTS:
             return self[key]
         return self._security.get(key)
+
+    @property
+    def inter_broker_listener_name(self) -> str:
+        """The listener of broker-to-broker traffic (Kafka's
+        ``KafkaConfig.interBrokerListenerName``): ``inter.broker.listener.name``, else the
+        listener named after ``security.inter.broker.protocol``."""
+        return (self["inter.broker.listener.name"] or self["security.inter.broker.protocol"]).strip().upper()
+
+    def check_inter_broker_listener(self) -> str:
+        """:attr:`inter_broker_listener_name`, checked as KafkaConfig checks a broker's.
+
+        Raises:
+            ValueError: both keys given, or the name is none of the listeners.
+        """
+        if self.is_set("inter.broker.listener.name") and self.is_set("security.inter.broker.protocol"):
+            raise ValueError("Only one of inter.broker.listener.name and security.inter.broker.protocol should be set.")
+        name = self.inter_broker_listener_name
+        if name not in self.advertised_listeners:
+            raise ValueError(f"inter.broker.listener.name must be a listener name defined in advertised.listeners. The "
+                             f"valid options based on currently configured listeners are "
+                             f"{','.join(self.advertised_listeners)}")
+        return name
 
     def __getitem__(self, name: str) -> Any:
         for layer in (self._dynamic["broker"], self._dynamic[""]):

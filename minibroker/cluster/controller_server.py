@@ -74,6 +74,7 @@ SERVED: dict[int, tuple[int, int]] = {
     ApiKey.INCREMENTAL_ALTER_CONFIGS: (1, 1),
     ApiKey.ELECT_LEADERS: (2, 2),
     ApiKey.ALTER_CLIENT_QUOTAS: (1, 1),
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: (0, 0),
 }
 
 _WAKE = -1  # the endpoint's own subscription to the Quorum's commits (node ids are >= 0)
@@ -212,6 +213,10 @@ class ControllerServer:
         if api_key == ApiKey.ALTER_CLIENT_QUOTAS:
             return remote.quota_results_to_wire(await channel.alter_client_quotas(
                 remote.alter_client_quotas_from_wire(w), validate_only=w.validate_only))
+        if api_key == ApiKey.ALTER_USER_SCRAM_CREDENTIALS:
+            R = m.AlterUserScramCredentialsResponse
+            return R(results=[R.AlterUserScramCredentialsResult(user=user, error_code=code, error_message=message)
+                              for user, code, message in await channel.alter_user_scram_credentials(w)])
         if api_key == ApiKey.ELECT_LEADERS:
             election_type, partitions = remote.elect_leaders_from_wire(w)
             try:

@@ -13,6 +13,7 @@ change of its registration (leader or ISR).
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 import os
@@ -22,11 +23,13 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
 from kproto.errors import NotControllerError
+from kproto.security.scram import ScramCredential
 
 __all__ = [
     "BROKER_RESOURCE",
     "BrokerRegistration",
     "BrokerRegistrationChangeRecord",
+    "BrokerEndpoint",
     "ClientQuotaRecord",
     "ConfigRecord",
     "MetadataDelta",
@@ -40,8 +43,10 @@ __all__ = [
     "Record",
     "RegisterBrokerRecord",
     "RemoveTopicRecord",
+    "RemoveUserScramCredentialRecord",
     "TopicImage",
     "TopicRecord",
+    "UserScramCredentialRecord",
     "TOPIC_RESOURCE",
     "decode_record",
     "encode_record",
@@ -66,9 +71,18 @@ class PartitionRegistration:
     partition_epoch: int
 
 
+#: One listener of a registered broker, as BrokerRegistration carries it in Kafka:
+#: ``(name, host, port, security protocol)``.
+BrokerEndpoint = tuple[str, str, int, str]
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class BrokerRegistration:
-    """A registered broker: its epoch, endpoint, rack, and whether it is fenced."""
+    """A registered broker: its epoch, endpoint, rack, and whether it is fenced.
+
+    ``host``/``port`` are its first listener's; ``listeners`` every listener's advertised
+    endpoint (Kafka's ``BrokerRegistration.listeners``), empty in a registration written
+    before minibroker kept them."""
 
     broker_id: int
     broker_epoch: int
@@ -77,6 +91,19 @@ class BrokerRegistration:
     port: int
     rack: str | None
     fenced: bool
+    listeners: tuple[BrokerEndpoint, ...] = ()
+
+    def endpoint(self, listener_name: str) -> tuple[str, int] | None:
+        """``(host, port)`` of the broker's listener of that name; None when it has none
+        (Kafka's ``BrokerRegistration.node(listener)``: such a broker is left out of the
+        answers of that listener's clients). A registration without listeners answers its
+        one endpoint."""
+        if not self.listeners:
+            return self.host, self.port
+        for name, host, port, _ in self.listeners:
+            if name == listener_name:
+                return host, port
+        return None
 
 
 # -- records ------------------------------------------------------------------------------
@@ -92,6 +119,7 @@ class RegisterBrokerRecord:
     host: str
     port: int
     rack: str | None
+    listeners: tuple[BrokerEndpoint, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -157,6 +185,27 @@ class ClientQuotaRecord:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class UserScramCredentialRecord:
+    """A SCRAM user's credential for one mechanism, set (KRaft's ``UserScramCredentialRecord``,
+    KIP-554): the salt, StoredKey and ServerKey, never the password."""
+
+    name: str
+    mechanism: str
+    salt: bytes
+    stored_key: bytes
+    server_key: bytes
+    iterations: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RemoveUserScramCredentialRecord:
+    """A SCRAM user's credential for one mechanism, deleted (KRaft's record of that name)."""
+
+    name: str
+    mechanism: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class RemoveTopicRecord:
     topic_id: uuid.UUID
 
@@ -171,7 +220,8 @@ class ProducerIdsRecord:
 
 
 Record = (RegisterBrokerRecord | BrokerRegistrationChangeRecord | TopicRecord | PartitionRecord
-          | PartitionChangeRecord | ConfigRecord | RemoveTopicRecord | ProducerIdsRecord | ClientQuotaRecord)
+          | PartitionChangeRecord | ConfigRecord | RemoveTopicRecord | ProducerIdsRecord | ClientQuotaRecord
+          | UserScramCredentialRecord | RemoveUserScramCredentialRecord)
 
 
 def merge_partition_change(current: PartitionRegistration, change: PartitionChangeRecord) -> PartitionRegistration:
@@ -208,6 +258,7 @@ class MetadataDelta:
     configs: frozenset[uuid.UUID] = frozenset()  # topics whose configs changed (ConfigRecord)
     broker_configs: frozenset[str] = frozenset()  # BROKER resources whose configs changed ("": the default)
     client_quotas: bool = False  # a ClientQuotaRecord was applied
+    scram_credentials: bool = False  # a (Remove)UserScramCredentialRecord was applied
 
 
 @dataclass(slots=True)
@@ -224,6 +275,9 @@ class MetadataImage:
     # Client quotas (KIP-546): entity -> key -> value. Changed in place: a broker's
     # minibroker.quotas.ClientQuotas enforces this very dict.
     client_quotas: dict[tuple[tuple[str, str | None], ...], dict[str, float]] = field(default_factory=dict)
+    # SCRAM users (KIP-554): (user, mechanism) -> credential. Changed in place: a broker's
+    # minibroker.scram_credentials.ScramCredentials authenticates against this very dict.
+    scram_credentials: dict[tuple[str, str], ScramCredential] = field(default_factory=dict)
 
     def apply(self, offset: int, records: Sequence[Record]) -> MetadataDelta:
         """Apply ``records``, the last of which is at ``offset``; return what changed.
@@ -242,14 +296,14 @@ class MetadataImage:
         brokers: set[int] = set()
         configs: set[uuid.UUID] = set()
         broker_configs: set[str] = set()
-        client_quotas = False
+        client_quotas = scram = False
         for record in records:
             match record:
                 case RegisterBrokerRecord():
                     self.brokers[record.broker_id] = BrokerRegistration(
                         broker_id=record.broker_id, broker_epoch=record.broker_epoch,
                         incarnation_id=record.incarnation_id, host=record.host, port=record.port,
-                        rack=record.rack, fenced=True)
+                        rack=record.rack, fenced=True, listeners=record.listeners)
                     brokers.add(record.broker_id)
                 case BrokerRegistrationChangeRecord():
                     broker = self.brokers.get(record.broker_id)
@@ -305,12 +359,20 @@ class MetadataImage:
                     else:
                         quotas[record.key] = record.value
                     client_quotas = True
+                case UserScramCredentialRecord():  # ScramControlManager.replay
+                    self.scram_credentials[(record.name, record.mechanism)] = ScramCredential(
+                        record.salt, record.stored_key, record.server_key, record.iterations)
+                    scram = True
+                case RemoveUserScramCredentialRecord():
+                    self.scram_credentials.pop((record.name, record.mechanism), None)
+                    scram = True
                 case _:
                     raise TypeError(f"not a metadata record: {record!r}")
         self.offset = offset
         return MetadataDelta(changed=frozenset(changed), created_topics=frozenset(created),
                              deleted_topics=deleted, brokers=frozenset(brokers), configs=frozenset(configs),
-                             broker_configs=frozenset(broker_configs), client_quotas=client_quotas)
+                             broker_configs=frozenset(broker_configs), client_quotas=client_quotas,
+                             scram_credentials=scram)
 
     def topic_by_name(self, name: str) -> TopicImage | None:
         return next((t for t in self.topics.values() if t.name == name), None)
@@ -324,15 +386,20 @@ class MetadataImage:
 
 _RECORD_TYPES: dict[str, type] = {t.__name__: t for t in (
     RegisterBrokerRecord, BrokerRegistrationChangeRecord, TopicRecord, PartitionRecord,
-    PartitionChangeRecord, ConfigRecord, RemoveTopicRecord, ProducerIdsRecord, ClientQuotaRecord)}
+    PartitionChangeRecord, ConfigRecord, RemoveTopicRecord, ProducerIdsRecord, ClientQuotaRecord,
+    UserScramCredentialRecord, RemoveUserScramCredentialRecord)}
 _UUID_FIELDS = frozenset({"topic_id", "incarnation_id"})
 _TUPLE_FIELDS = frozenset({"replicas", "isr"})
+_BYTES_FIELDS = frozenset({"salt", "stored_key", "server_key"})  # a UserScramCredentialRecord's, in base64
 
 
 def _encode(record: Record) -> dict[str, object]:
     data: dict[str, object] = {"type": type(record).__name__}
     for f in fields(record):
         value = getattr(record, f.name)
+        if f.name in _BYTES_FIELDS:
+            data[f.name] = base64.b64encode(value).decode("ascii")
+            continue
         data[f.name] = str(value) if isinstance(value, uuid.UUID) else list(value) if isinstance(value, tuple) else value
     return data
 
@@ -344,6 +411,10 @@ def _decode(data: dict[str, object]) -> Record:
     for name in _TUPLE_FIELDS & data.keys():
         if data[name] is not None:
             data[name] = tuple(data[name])  # type: ignore[arg-type]
+    for name in _BYTES_FIELDS & data.keys():
+        data[name] = base64.b64decode(str(data[name]))
+    if "listeners" in data:  # a RegisterBrokerRecord's endpoints
+        data["listeners"] = tuple(tuple(e) for e in data["listeners"])  # type: ignore[union-attr]
     if "entity" in data:  # a ClientQuotaRecord's (type, name) pairs
         data["entity"] = tuple(tuple(pair) for pair in data["entity"])  # type: ignore[union-attr]
     return kind(**data)  # type: ignore[no-any-return]

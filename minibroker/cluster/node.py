@@ -152,8 +152,13 @@ class ClusterNode:
     async def _register(self) -> None:
         assert self.context is not None
         interval = int(self.config["broker.heartbeat.interval.ms"]) / 1000
-        request = BrokerRegistrationRequest(broker_id=self.node_id, incarnation_id=uuid.uuid4(), host=self.host,
-                                            port=self.port, rack=self.config["broker.rack"] or None)
+        assert self.server is not None and self.server.state is not None
+        endpoints = self.server.state.endpoints  # every listener, as Kafka's BrokerRegistration carries them
+        request = BrokerRegistrationRequest(
+            broker_id=self.node_id, incarnation_id=uuid.uuid4(), host=self.host, port=self.port,
+            rack=self.config["broker.rack"] or None,
+            listeners=tuple((listener.name, *endpoints[listener.name], listener.protocol)
+                            for listener in self.server.listeners))
         while True:
             reply = await self.context.channel.register_broker(request)
             if reply.error_code == 0:

@@ -37,6 +37,7 @@ import logging
 import random
 import uuid
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from kproto.errors import NotControllerError
 from minibroker.cluster.api import (
@@ -287,6 +288,16 @@ class _Channel:
             return self._active().alter_client_quotas(entries, validate_only=validate_only)
         except NotControllerError as exc:
             return [(entity, NotControllerError.code, str(exc)) for entity in dict.fromkeys(entity_of(p) for p, _ in entries)]
+
+    # -- SCRAM users ---------------------------------------------------------------------------
+
+    async def alter_user_scram_credentials(self, request: Any) -> list[tuple[str, int, str | None]]:
+        try:
+            return self._active().alter_user_scram_credentials(request)
+        except NotControllerError as exc:
+            return [(name, NotControllerError.code, str(exc))
+                    for name in dict.fromkeys([*(d.name for d in request.deletions),
+                                               *(u.name for u in request.upsertions)])]
 
     # -- elections ---------------------------------------------------------------------------
 

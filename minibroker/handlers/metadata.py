@@ -103,7 +103,7 @@ def transaction_state_topic_spec(state) -> NewTopic:
 _INTERNAL_SPECS = {OFFSETS_TOPIC: offsets_topic_spec, TRANSACTION_STATE_TOPIC: transaction_state_topic_spec}
 
 
-async def _cluster_answer(state, version, request):
+async def _cluster_answer(state, version, request, listener_name):
     """(topics, brokers, controller id) of a cluster broker's answer."""
     cluster = state.cluster
     image = cluster.image
@@ -137,8 +137,8 @@ async def _cluster_answer(state, version, request):
                 topics.append(Topic_(error_code=InvalidTopicError.code, name=name))
             else:
                 topics.append(Topic_(error_code=UnknownTopicOrPartitionError.code, name=name))
-    brokers = [MetadataResponse.MetadataResponseBroker(node_id=b.broker_id, host=b.host, port=b.port, rack=b.rack)
-               for b in image.live_brokers()]
+    brokers = [MetadataResponse.MetadataResponseBroker(node_id=b.broker_id, host=at[0], port=at[1], rack=b.rack)
+               for b in image.live_brokers() if (at := state.cluster_endpoint(b, listener_name)) is not None]
     return topics, brokers, cluster.channel.active_controller_id
 
 
@@ -146,7 +146,7 @@ async def _cluster_answer(state, version, request):
 async def handle(state, header, request):
     version = header.api_version
     if state.cluster is not None:
-        topics, brokers, controller_id = await _cluster_answer(state, version, request)
+        topics, brokers, controller_id = await _cluster_answer(state, version, request, header.listener_name)
         return _response(state, version, request, topics, brokers, controller_id)
     wanted = request.topics
     if wanted is None or (version == 0 and not wanted):
