@@ -161,7 +161,7 @@ class MiniCluster:
         self._settings = settings
         self._broker_settings = {i: dict((broker_configs or {}).get(i, {})) for i in range(brokers)}
         self.config = BrokerConfig(settings)  # validated now: a bad key fails here, not in the thread
-        self._listeners = self._check_listeners(self.config, bool(config and "listeners" in config))
+        self._listeners = self._check_listeners(self.config)
         for i in range(brokers):
             self._node_config(i, Path("."))
         self._given_dir = Path(data_dir) if data_dir is not None else None
@@ -174,7 +174,7 @@ class MiniCluster:
         self._endpoint: ControllerServer | None = None  # the Quorum's port (processes=True)
 
     @staticmethod
-    def _check_listeners(config: BrokerConfig, given: bool) -> list[Listener]:
+    def _check_listeners(config: BrokerConfig) -> list[Listener]:
         """The listeners of every broker (``listeners``, each port 0: every broker binds its
         own), and the inter-broker one checked (see :meth:`bootstrap_servers_for`).
 
@@ -182,8 +182,6 @@ class MiniCluster:
             ValueError: a fixed port; an inter-broker listener that is none of them, or
                 not PLAINTEXT.
         """
-        if not given:
-            return [Listener("127.0.0.1", 0, "PLAINTEXT")]
         if any(listener.port != 0 for listener in config.listeners):
             raise ValueError(f"listeners {config['listeners']}: a MiniCluster's listeners take port 0 "
                              "(each broker binds its own ports, kept across restarts)")

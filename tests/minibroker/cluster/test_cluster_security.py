@@ -98,6 +98,11 @@ def test_a_scram_user_made_through_one_broker_logs_in_on_every_broker(pki, keyst
         assert len(cluster.wait_for_isr("t", 0, 3)) == 3
         for bootstrap in per_broker(cluster, "SASL_SSL"):
             assert consume(bootstrap, ck_sasl(pki), "t", 3) == [b"via-0", b"via-1", b"via-2"]
+        # every broker describes the user (DescribeUserScramCredentials reads its metadata image)
+        for bootstrap in per_broker(cluster, "PLAINTEXT"):
+            admin = AdminClient({"bootstrap.servers": bootstrap})
+            [info] = admin.describe_user_scram_credentials(["alice"])["alice"].result(10).scram_credential_infos
+            assert (info.mechanism, info.iterations) == (ScramMechanism.SCRAM_SHA_256, 4096)
         # a wrong password is refused on every broker, with Kafka's text
         from tests.minibroker.test_security_peers import ck_error
         error = ck_error(per_broker(cluster, "SASL_SSL")[2], ck_sasl(pki, password="wrong"))
