@@ -23,6 +23,22 @@ Kafka's ``leader.imbalance.check.interval.seconds`` (300): a restarted preferred
 gets its leadership back after minutes, or at once through ElectLeaders; give the
 interval 1 to see it within about a second.
 
+Listeners and security (issue 15). ``config["listeners"]`` gives every broker the same
+named listeners (each port 0: a broker binds its own ports, kept across restarts), with
+``listener.security.protocol.map`` and the TLS and SASL settings of a single
+:class:`~minibroker.MiniBroker`. Each broker registers every listener with the
+controller (as Kafka's BrokerRegistration does), and a client is told each broker's
+address on the listener it came in on; :meth:`MiniCluster.bootstrap_servers_for` gives
+its bootstrap. The brokers reach each other on ``inter.broker.listener.name`` (default:
+the listener named after ``security.inter.broker.protocol``, PLAINTEXT, as Kafka), which
+must be a PLAINTEXT listener: the brokers' own clients speak neither TLS nor SASL yet.
+SCRAM users are the cluster's (UserScramCredentialRecord through the controller)::
+
+    config = {"listeners": "PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0",
+              "ssl.keystore.location": "server.pem"}
+    with MiniCluster(3, config=config) as cluster:
+        clients_bootstrap = cluster.bootstrap_servers_for("SASL_SSL")
+
 ``MiniCluster(brokers=3, processes=True)`` runs each broker in a process of its own
 (:mod:`minibroker.cluster.process`): ``kill`` is a real SIGKILL, ``brokers[i].pid`` the
 process. The controller quorum stays in this process behind a port of its own
@@ -130,8 +146,9 @@ class MiniCluster:
             cluster its metadata (``metadata/``); None: a temporary directory removed at
             stop. A directory given is reused by a later cluster (same topics, records).
         config: broker configs for every broker, under Kafka's names; ``broker.id``,
-            ``node.id``, ``listeners``, ``advertised.listeners``, ``log.dirs`` and
-            ``broker.rack`` are the cluster's own and refused.
+            ``node.id``, ``advertised.listeners``, ``log.dirs`` and ``broker.rack`` are the
+            cluster's own and refused. ``listeners`` (each port 0) applies to every broker,
+            with its TLS and SASL settings; see :meth:`bootstrap_servers_for`.
         broker_configs: per-broker overrides, ``{node_id: {...}}``.
         processes: run each broker in a process of its own (``kill`` is a real SIGKILL);
             the controller quorum stays in this process, served on a port (see
