@@ -258,7 +258,6 @@ class MetadataDelta:
     configs: frozenset[uuid.UUID] = frozenset()  # topics whose configs changed (ConfigRecord)
     broker_configs: frozenset[str] = frozenset()  # BROKER resources whose configs changed ("": the default)
     client_quotas: bool = False  # a ClientQuotaRecord was applied
-    scram_credentials: bool = False  # a (Remove)UserScramCredentialRecord was applied
 
 
 @dataclass(slots=True)
@@ -287,7 +286,8 @@ class MetadataImage:
         and bumps its epochs (:func:`merge_partition_change`), a topic removal drops its
         partitions, a config record sets or removes (value None) a topic's config or a
         broker's dynamic config (KRaft's ``ConfigRecord``), a client quota record sets or removes a key
-        of an entity's quotas. A record naming something the image does not hold (a change of a
+        of an entity's quotas, a (Remove)UserScramCredentialRecord sets or deletes a SCRAM user's
+        credential. A record naming something the image does not hold (a change of a
         removed topic) is ignored, as the controller never writes one.
         """
         changed: set[tuple[uuid.UUID, int]] = set()
@@ -296,7 +296,7 @@ class MetadataImage:
         brokers: set[int] = set()
         configs: set[uuid.UUID] = set()
         broker_configs: set[str] = set()
-        client_quotas = scram = False
+        client_quotas = False
         for record in records:
             match record:
                 case RegisterBrokerRecord():
@@ -362,17 +362,14 @@ class MetadataImage:
                 case UserScramCredentialRecord():  # ScramControlManager.replay
                     self.scram_credentials[(record.name, record.mechanism)] = ScramCredential(
                         record.salt, record.stored_key, record.server_key, record.iterations)
-                    scram = True
                 case RemoveUserScramCredentialRecord():
                     self.scram_credentials.pop((record.name, record.mechanism), None)
-                    scram = True
                 case _:
                     raise TypeError(f"not a metadata record: {record!r}")
         self.offset = offset
         return MetadataDelta(changed=frozenset(changed), created_topics=frozenset(created),
                              deleted_topics=deleted, brokers=frozenset(brokers), configs=frozenset(configs),
-                             broker_configs=frozenset(broker_configs), client_quotas=client_quotas,
-                             scram_credentials=scram)
+                             broker_configs=frozenset(broker_configs), client_quotas=client_quotas)
 
     def topic_by_name(self, name: str) -> TopicImage | None:
         return next((t for t in self.topics.values() if t.name == name), None)

@@ -194,3 +194,42 @@ def test_the_listener_settings_are_checked(keystore):
         MiniCluster(3, config={**base, "inter.broker.listener.name": "SASL_SSL"})
     with pytest.raises(ValueError, match="config 'advertised.listeners' is the cluster's own"):
         MiniCluster(3, config={**base, "advertised.listeners": "PLAINTEXT://localhost:0"})
+
+
+def test_the_records_survive_the_log_and_the_wire(tmp_path):
+    """Issue 15, broker item B: a RegisterBrokerRecord's listeners and a SCRAM user's
+    records are written to the metadata log and read back (a restart), and as a metadata
+    Fetch's values (processes=True); the image holds the credential, then not."""
+    from kproto.security.scram import credential_of_salted_password
+    from minibroker.cluster.metadata import (
+        MetadataImage,
+        MetadataLog,
+        RegisterBrokerRecord,
+        RemoveUserScramCredentialRecord,
+        UserScramCredentialRecord,
+        decode_record,
+        encode_record,
+    )
+
+    c = credential_of_salted_password(b"\x01" * 32, "SCRAM-SHA-256", 4096, b"salt")
+    records = [
+        RegisterBrokerRecord(broker_id=1, broker_epoch=0, incarnation_id=uuid.uuid4(), host="127.0.0.1", port=1,
+                             rack=None, listeners=(("PLAINTEXT", "127.0.0.1", 1, "PLAINTEXT"),
+                                                   ("SASL_SSL", "127.0.0.1", 2, "SASL_SSL"))),
+        UserScramCredentialRecord(name="alice", mechanism="SCRAM-SHA-256", salt=c.salt, stored_key=c.stored_key,
+                                  server_key=c.server_key, iterations=c.iterations),
+    ]
+    assert [decode_record(encode_record(r)) for r in records] == records
+    log = MetadataLog(tmp_path / "metadata.jsonl")
+    log.begin_epoch(1)
+    log.append(1, records)
+    log.close()
+    reopened = MetadataLog(tmp_path / "metadata.jsonl")
+    assert [r for _, r in reopened.read(0)] == records
+    reopened.close()
+    image = MetadataImage()
+    image.apply(1, records)
+    assert image.scram_credentials == {("alice", "SCRAM-SHA-256"): c}
+    assert image.brokers[1].endpoint("SASL_SSL") == ("127.0.0.1", 2) and image.brokers[1].endpoint("SSL") is None
+    image.apply(2, [RemoveUserScramCredentialRecord(name="alice", mechanism="SCRAM-SHA-256")])
+    assert image.scram_credentials == {}
