@@ -88,7 +88,7 @@ request that changes nothing appends nothing. Every rule below is KRaft's
   ``ClientQuotaRecord`` per key whose value changes or goes, all in one append; every
   broker enforces the image's quotas.
 - **SCRAM users** (AlterUserScramCredentials, forwarded by the brokers; Kafka's
-  ``ScramControlManager``): checked by :func:`minibroker.scram_credentials.plan_alter`
+  ``ScramControlManager``): checked by :func:`minibroker.scram_users.plan_alter`
   (a single broker's rules and texts), committed as ``UserScramCredentialRecord`` and
   ``RemoveUserScramCredentialRecord`` in one append; every broker authenticates against
   its image's credentials.
@@ -162,7 +162,7 @@ from minibroker.cluster.metadata import (
 from minibroker.cluster.placement import place_replicas, validate_assignments
 from minibroker.config import BrokerConfig
 from minibroker.quotas import AlterEntry, AlterResult, plan_alter
-from minibroker.scram_credentials import plan_alter as plan_scram_alter
+from minibroker.scram_users import plan_alter as plan_scram_alter
 from minibroker.topic_configs import apply_ops, as_text, default_of, effective, validate_all
 
 __all__ = ["Controller", "Election", "PRODUCER_ID_BLOCK_SIZE"]

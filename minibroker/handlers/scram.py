@@ -1,7 +1,7 @@
 """DescribeUserScramCredentials v0 and AlterUserScramCredentials v0 (KIP-554).
 
 Behaviour: the broker's SCRAM users (:class:`~minibroker.scram_credentials.ScramCredentials`),
-checked as Kafka's ``ScramControlManager`` does (:func:`minibroker.scram_credentials.plan_alter`:
+checked as Kafka's ``ScramControlManager`` does (:func:`minibroker.scram_users.plan_alter`:
 a user named twice in one request is DUPLICATE_RESOURCE for all its changes, an empty name
 UNACCEPTABLE_CREDENTIAL, a mechanism other than SCRAM-SHA-256 (1) or SCRAM-SHA-512 (2)
 UNSUPPORTED_SASL_MECHANISM, iterations below 4096 or above 16384 UNACCEPTABLE_CREDENTIAL,
@@ -22,7 +22,7 @@ from kproto.protocol.messages import (
     DescribeUserScramCredentialsResponse,
 )
 from minibroker.handlers import handles
-from minibroker.scram_credentials import MECHANISM_TYPES, plan_alter
+from minibroker.scram_users import MECHANISM_TYPES, plan_alter
 
 _TYPE_OF = {name: code for code, name in MECHANISM_TYPES.items()}
 
