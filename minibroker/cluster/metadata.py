@@ -410,8 +410,9 @@ def _decode(data: dict[str, object]) -> Record:
             data[name] = tuple(data[name])  # type: ignore[arg-type]
     for name in _BYTES_FIELDS & data.keys():
         data[name] = base64.b64decode(str(data[name]))
-    if "listeners" in data:  # a RegisterBrokerRecord's endpoints
-        data["listeners"] = tuple(tuple(e) for e in data["listeners"])  # type: ignore[union-attr]
+    endpoints = data.get("listeners")
+    if isinstance(endpoints, list):  # a RegisterBrokerRecord's endpoints
+        data["listeners"] = tuple(tuple(e) for e in endpoints)
     if "entity" in data:  # a ClientQuotaRecord's (type, name) pairs
         data["entity"] = tuple(tuple(pair) for pair in data["entity"])  # type: ignore[union-attr]
     return kind(**data)  # type: ignore[no-any-return]
