@@ -38,8 +38,9 @@ SIGINT (Ctrl-C) and SIGTERM stop the broker cleanly, with exit code 0.
 process instead, each on 127.0.0.1 and an ephemeral port (``--racks`` gives one
 ``broker.rack`` per broker, comma-separated). The config file and overrides are the
 settings of every broker, over the cluster's test-friendly defaults; the keys that are
-each broker's own (``listeners``, ``advertised.listeners``, ``broker.id``, ``node.id``,
-``log.dirs``, ``broker.rack``) and the address flags are refused with exit code 2.
+each broker's own (``advertised.listeners``, ``broker.id``, ``node.id``, ``log.dirs``,
+``broker.rack``) and the address flags are refused with exit code 2; ``listeners`` is every
+broker's, each port 0 (the line below names the first listener's addresses).
 ``--data-dir`` keeps the brokers' logs and the cluster's metadata there. Once every
 broker accepts connections, the one line on stdout names them all, comma-separated, as a
 ``bootstrap.servers`` value::

@@ -25,7 +25,10 @@ Security settings per listener (Kafka's ``ListenerName.configPrefix``): every ``
 ``listener.name.<name>.<key>`` (the name in lower case), which wins for that listener; the
 SASL users of a mechanism come from ``listener.name.<name>.<mechanism>.sasl.jaas.config``
 (e.g. ``listener.name.sasl_ssl.plain.sasl.jaas.config``), or from ``<mechanism>.sasl.jaas.config``
-for every listener. :mod:`minibroker.listeners` reads them.
+for every listener. OAUTHBEARER's validator of signed tokens takes the ``sasl.oauthbearer.*``
+keys, also as ``listener.name.<name>.oauthbearer.<key>``, and is chosen by
+``listener.name.<name>.oauthbearer.sasl.server.callback.handler.class`` (:mod:`minibroker.sasl`).
+:mod:`minibroker.listeners` reads them.
 
 Topic defaults. The broker synonym of every topic config (``log.segment.bytes`` for
 ``segment.bytes``, ``message.max.bytes`` for ``max.message.bytes``..., Kafka's
@@ -56,7 +59,8 @@ from minibroker.authorizer import AUTHORIZER_CLASSES
 from minibroker.topic_configs import TOPIC_CONFIGS, ConfigKey, ConfigSource, ConfigType
 
 __all__ = ["BrokerConfig", "DEFAULTS", "DYNAMIC", "LEADER_SELECTOR", "LISTENER_KEYS", "RACK_AWARE_SELECTOR",
-           "REPLICA_SELECTORS", "SASL_MECHANISMS", "SECURITY_PROTOCOLS", "SENSITIVE", "Listener", "parse_listeners"]
+           "OAUTHBEARER_KEYS", "REPLICA_SELECTORS", "SASL_MECHANISMS", "SECURITY_PROTOCOLS", "SENSITIVE",
+           "SERVER_CALLBACK_HANDLER", "Listener", "parse_listeners"]
 
 log = logging.getLogger("minibroker")
 
@@ -89,6 +93,22 @@ DEFAULTS: dict[str, tuple[Any, type, str]] = {
     "connections.max.reauth.ms": (0, int, "KIP-368: the longest SASL session; a client that does not authenticate again within it is disconnected at its next request. The session ends earlier when the credential does (an OAUTHBEARER token's expiry). 0: no limit but the credential's."),
     "sasl.server.max.receive.size": (524288, int, "The largest frame a connection on a SASL listener may send before it has authenticated; a larger one closes it (Kafka's default)."),
     "connection.failed.authentication.delay.ms": (100, int, "How long the answer to a failed authentication is held back before the connection closes, so that a client with a wrong password cannot spin (Kafka's default)."),
+    # OAUTHBEARER against a JWKS (KIP-768; Kafka's SaslConfigs, read by BrokerJwtValidator):
+    # in force on a listener whose listener.name.<name>.oauthbearer.sasl.server.callback.handler.class
+    # is OAuthBearerValidatorCallbackHandler. Each may be given per listener, also with the
+    # mechanism prefix: listener.name.<name>.oauthbearer.<key>.
+    "sasl.oauthbearer.jwks.endpoint.url": ("", str, "Where the OAUTHBEARER validator gets the identity provider's signature keys (a JWKS): an http(s):// URL, fetched when the broker starts and every sasl.oauthbearer.jwks.endpoint.refresh.ms, or a file:// path. Used with listener.name.<name>.oauthbearer.sasl.server.callback.handler.class=org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler (KIP-768)."),
+    "sasl.oauthbearer.expected.audience": ("", str, "Comma-separated audiences a signed OAUTHBEARER token's aud must name one of; empty: a token with an aud is refused (Kafka's rule)."),
+    "sasl.oauthbearer.expected.issuer": ("", str, "The iss a signed OAUTHBEARER token must have; empty: not checked."),
+    "sasl.oauthbearer.clock.skew.seconds": (30, int, "Leeway for a signed OAUTHBEARER token's exp, nbf and iat, in seconds."),
+    "sasl.oauthbearer.sub.claim.name": ("sub", str, "The claim of a signed OAUTHBEARER token that names the principal."),
+    "sasl.oauthbearer.scope.claim.name": ("scope", str, "The claim of a signed OAUTHBEARER token that holds its scope."),
+    "sasl.oauthbearer.jwks.endpoint.refresh.ms": (3600000, int, "How often the JWKS of an http(s):// sasl.oauthbearer.jwks.endpoint.url is fetched again (a token naming an unknown key id asks for an earlier refresh)."),
+    "sasl.oauthbearer.jwks.endpoint.retry.backoff.ms": (100, int, "The first wait before fetching the JWKS again after a failure; doubled up to sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms."),
+    "sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms": (10000, int, "The longest wait between attempts to fetch the JWKS."),
+    # Broker-to-broker traffic (Kafka's KafkaConfig): read by a MiniCluster's brokers.
+    "inter.broker.listener.name": ("", str, "The listener the brokers of a MiniCluster use to reach each other (replica fetches, transaction markers); one of listeners. Empty: the listener named after security.inter.broker.protocol. Give one of the two only (Kafka's rule). Used by a MiniCluster only."),
+    "security.inter.broker.protocol": ("PLAINTEXT", str, "Without inter.broker.listener.name, the brokers of a MiniCluster reach each other on the listener of this name (PLAINTEXT, Kafka's default). Used by a MiniCluster only."),
     "cluster.id": ("minibroker-cluster", str, "Cluster id reported in Metadata (minibroker's own default)."),
     "log.dirs": ("", str, "Comma-separated directories for the partition logs; empty keeps everything in memory (minibroker's default)."),
     "log.retention.check.interval.ms": (300000, int, "How often retention and compaction run."),
@@ -166,8 +186,15 @@ SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 #: The SASL mechanisms minibroker serves (GSSAPI is not one).
 SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
 #: The keys that ``listener.name.<name>.<key>`` may set for one listener.
-LISTENER_KEYS = frozenset({name for name in DEFAULTS if name.startswith("ssl.")}
+LISTENER_KEYS = frozenset({name for name in DEFAULTS if name.startswith(("ssl.", "sasl.oauthbearer."))}
                           | {"sasl.enabled.mechanisms", "connections.max.reauth.ms"})
+#: Kafka's ``sasl.server.callback.handler.class``, given only as
+#: ``listener.name.<name>.<mechanism>.sasl.server.callback.handler.class`` (BrokerSecurityConfigs).
+SERVER_CALLBACK_HANDLER = "sasl.server.callback.handler.class"
+#: The keys that ``listener.name.<name>.oauthbearer.<key>`` may set (SaslChannelBuilder's
+#: mechanism prefix, which ConfigurationUtils reads first).
+OAUTHBEARER_KEYS = frozenset({name for name in DEFAULTS if name.startswith("sasl.oauthbearer.")}
+                             | {SERVER_CALLBACK_HANDLER})
 #: Keys whose values DescribeConfigs hides (Kafka's PASSWORD type): any key ending so.
 SENSITIVE = ("ssl.key.password", "ssl.keystore.key", "sasl.jaas.config")
 # A JAAS config of one mechanism: <mechanism>.sasl.jaas.config (JaasContext.loadServerContext).
@@ -350,6 +377,10 @@ class BrokerConfig:
         if key in LISTENER_KEYS and key != name:
             self._security[name] = _coerce(name, value, DEFAULTS[key][1])
             return True
+        mechanism, _, setting = key.partition(".")
+        if key != name and mechanism == "oauthbearer" and setting in OAUTHBEARER_KEYS:
+            self._security[name] = _coerce(name, value, DEFAULTS[setting][1] if setting in DEFAULTS else str)
+            return True
         jaas = _JAAS_KEY.fullmatch(key)
         if jaas is not None:
             if jaas["mechanism"].upper() not in SASL_MECHANISMS:
@@ -359,10 +390,16 @@ class BrokerConfig:
             return True
         return False
 
-    def for_listener(self, listener_name: str, key: str, *, inherit: bool = True) -> Any:
+    def for_listener(self, listener_name: str, key: str, *, inherit: bool = True, mechanism: str | None = None) -> Any:
         """``key``'s value for one listener: ``listener.name.<name>.<key>`` if given, else
         ``key``'s (Kafka's ``valuesWithPrefixOverride``); None for a JAAS key given nowhere.
-        With ``inherit`` false, only the listener's own value counts (else the default)."""
+        With ``inherit`` false, only the listener's own value counts (else the default).
+        With a SASL ``mechanism``, ``listener.name.<name>.<mechanism>.<key>`` comes first
+        (Kafka's ConfigurationUtils reads the mechanism's prefix first)."""
+        if mechanism is not None:
+            own = f"{_LISTENER_PREFIX}{listener_name.lower()}.{mechanism.lower()}.{key}"
+            if own in self._security:
+                return self._security[own]
         prefixed = f"{_LISTENER_PREFIX}{listener_name.lower()}.{key}"
         if prefixed in self._security:
             return self._security[prefixed]
@@ -371,6 +408,28 @@ class BrokerConfig:
         if key in DEFAULTS:
             return self[key]
         return self._security.get(key)
+
+    @property
+    def inter_broker_listener_name(self) -> str:
+        """The listener of broker-to-broker traffic (Kafka's
+        ``KafkaConfig.interBrokerListenerName``): ``inter.broker.listener.name``, else the
+        listener named after ``security.inter.broker.protocol``."""
+        return (self["inter.broker.listener.name"] or self["security.inter.broker.protocol"]).strip().upper()
+
+    def check_inter_broker_listener(self) -> str:
+        """:attr:`inter_broker_listener_name`, checked as KafkaConfig checks a broker's.
+
+        Raises:
+            ValueError: both keys given, or the name is none of the listeners.
+        """
+        if self.is_set("inter.broker.listener.name") and self.is_set("security.inter.broker.protocol"):
+            raise ValueError("Only one of inter.broker.listener.name and security.inter.broker.protocol should be set.")
+        name = self.inter_broker_listener_name
+        if name not in self.advertised_listeners:
+            raise ValueError(f"inter.broker.listener.name must be a listener name defined in advertised.listeners. The "
+                             f"valid options based on currently configured listeners are "
+                             f"{','.join(self.advertised_listeners)}")
+        return name
 
     def __getitem__(self, name: str) -> Any:
         for layer in (self._dynamic["broker"], self._dynamic[""]):

@@ -41,7 +41,12 @@ Mechanisms are the sans-I/O owners in :mod:`kproto.security`: PLAIN against the
 ``user_<name>="<password>"`` options of the listener's ``plain.sasl.jaas.config``
 (PlainLoginModule), SCRAM-SHA-256/512 against the broker's SCRAM users
 (:mod:`minibroker.scram_credentials`), OAUTHBEARER with Kafka's unsecured-JWT validator and
-the ``unsecuredValidator*`` options of ``oauthbearer.sasl.jaas.config``.
+the ``unsecuredValidator*`` options of ``oauthbearer.sasl.jaas.config``, or with signed tokens
+checked against a JWKS (KIP-768, :class:`JwksTokenValidator`) when the listener's
+``listener.name.<name>.oauthbearer.sasl.server.callback.handler.class`` is Kafka's
+``OAuthBearerValidatorCallbackHandler``. That validator fetches the keys and keeps a refresh
+thread: the server opens it when it starts and closes it when it stops
+(:meth:`SaslSettings.open`, :meth:`SaslSettings.close`).
 """
 
 from __future__ import annotations
@@ -63,12 +68,19 @@ from kproto.errors import (
 from kproto.protocol import ApiKey, UnsupportedApiVersionError, decode_request, encode_response
 from kproto.protocol.messages import SaslAuthenticateResponse, SaslHandshakeResponse
 from kproto.security import SaslServerError, jaas, oauthbearer, plain
+from kproto.security.jwks import JwksValidator
 from kproto.security.scram import MECHANISMS as SCRAM_MECHANISMS
 from kproto.security.scram import ScramCredential, ScramServer, ScramState
-from minibroker.config import SASL_MECHANISMS, BrokerConfig
+from minibroker.config import (
+    OAUTHBEARER_KEYS,
+    SASL_MECHANISMS,
+    SERVER_CALLBACK_HANDLER,
+    BrokerConfig,
+)
 from minibroker.faults import error_response
 
-__all__ = ["TRANSITIONS", "Authenticator", "SaslSettings", "SaslState", "Step", "oauthbearer_validator"]
+__all__ = ["JWT_VALIDATOR_HANDLERS", "TRANSITIONS", "UNSECURED_VALIDATOR_HANDLER", "Authenticator",
+           "JwksTokenValidator", "SaslSettings", "SaslState", "Step", "oauthbearer_validator"]
 
 #: ``(token, now_ms) -> (principal name, credential expiry in ms since the epoch)``.
 TokenValidator = Callable[[str, int], tuple[str, int]]
@@ -104,14 +116,81 @@ def _jaas_options(config: BrokerConfig, listener: str, mechanism: str) -> dict[s
     return options
 
 
-def oauthbearer_validator(config: BrokerConfig, listener: str) -> TokenValidator:
-    """The OAUTHBEARER token validator of a listener: Kafka's default,
-    ``OAuthBearerUnsecuredValidatorCallbackHandler``, with the ``unsecuredValidator*``
-    options of its JAAS config.
+#: Kafka's validator of signed tokens (KIP-768), by its class names: since 3.4, and the
+#: deprecated ``secured`` package name of 3.1-3.3.
+JWT_VALIDATOR_HANDLERS = frozenset({
+    "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler",
+    "org.apache.kafka.common.security.oauthbearer.secured.OAuthBearerValidatorCallbackHandler",
+})
+#: Kafka's default OAUTHBEARER validator, of unsecured JWTs.
+UNSECURED_VALIDATOR_HANDLER = ("org.apache.kafka.common.security.oauthbearer.internals.unsecured."
+                               "OAuthBearerUnsecuredValidatorCallbackHandler")
 
-    A validator of signed tokens (``sasl.oauthbearer.jwks.endpoint.url``, KIP-768) is chosen
-    here when that key is set; minibroker does not have it yet.
+
+class JwksTokenValidator:
+    """A listener's validator of signed OAUTHBEARER tokens: a
+    :class:`~kproto.security.jwks.JwksValidator` made by :meth:`open` (it fetches the JWKS and
+    starts its refresh thread) and stopped by :meth:`close`; a :data:`TokenValidator`.
+
+    Args:
+        settings: the listener's ``sasl.oauthbearer.*`` values, by Kafka's names.
     """
+
+    def __init__(self, settings: Mapping[str, Any]) -> None:
+        self.settings = dict(settings)
+        self._validator: JwksValidator | None = None
+
+    def open(self) -> None:
+        """Fetch the keys (blocking, with Kafka's retries) and start the refresh thread.
+
+        Raises:
+            kproto.errors.ConfigError: a bad setting; OSError or ValueError: no JWKS.
+        """
+        if self._validator is None:
+            self._validator = JwksValidator(self.settings)
+
+    def close(self) -> None:
+        """Stop the refresh thread (idempotent); :meth:`open` may start again."""
+        validator, self._validator = self._validator, None
+        if validator is not None:
+            validator.close()
+
+    def __call__(self, token: str, now_ms: int) -> tuple[str, int]:
+        if self._validator is None:  # a connection outliving the server's stop
+            raise oauthbearer.TokenValidationError("the broker's JWKS validator is closed")
+        checked = self._validator.validate(token, now_ms)
+        return checked.principal, checked.lifetime_ms  # exp: the session's end (KIP-368)
+
+
+def oauthbearer_validator(config: BrokerConfig, listener: str) -> TokenValidator:
+    """The OAUTHBEARER token validator of a listener, chosen as Kafka's SaslChannelBuilder
+    does by ``listener.name.<name>.oauthbearer.sasl.server.callback.handler.class``:
+    ``OAuthBearerValidatorCallbackHandler`` validates signed tokens against the JWKS of
+    ``sasl.oauthbearer.jwks.endpoint.url`` (:class:`JwksTokenValidator`, KIP-768, with the
+    ``sasl.oauthbearer.*`` keys, each also as ``listener.name.<name>.oauthbearer.<key>``);
+    unset (or ``OAuthBearerUnsecuredValidatorCallbackHandler``), Kafka's default
+    validator of unsecured JWTs, with the ``unsecuredValidator*`` options of its JAAS config.
+
+    Raises:
+        ValueError: another handler class; the JWT validator without a JWKS URL (Kafka's
+            "sasl.oauthbearer.jwks.endpoint.url ... required"); a JWKS URL without the JWT
+            validator, which Kafka would ignore while accepting unsecured tokens.
+    """
+    handler = config.for_listener(listener, SERVER_CALLBACK_HANDLER, mechanism="OAUTHBEARER")
+    url = config.for_listener(listener, "sasl.oauthbearer.jwks.endpoint.url", mechanism="OAUTHBEARER")
+    key = f"listener.name.{listener.lower()}.oauthbearer.{SERVER_CALLBACK_HANDLER}"
+    if handler in JWT_VALIDATOR_HANDLERS:
+        if not url:
+            raise ValueError(f"listener {listener}: {key}={handler} needs sasl.oauthbearer.jwks.endpoint.url")
+        return JwksTokenValidator({name: config.for_listener(listener, name, mechanism="OAUTHBEARER")
+                                   for name in sorted(OAUTHBEARER_KEYS - {SERVER_CALLBACK_HANDLER})})
+    if handler not in (None, "", UNSECURED_VALIDATOR_HANDLER):
+        raise ValueError(f"listener {listener}: {key}={handler}: minibroker has {sorted(JWT_VALIDATOR_HANDLERS)[0]} "
+                         f"and the default {UNSECURED_VALIDATOR_HANDLER}")
+    if url:
+        raise ValueError(f"listener {listener}: sasl.oauthbearer.jwks.endpoint.url is set, but tokens are checked "
+                         f"against it only with {key}={sorted(JWT_VALIDATOR_HANDLERS)[0]} (Kafka's default validator "
+                         "ignores it and accepts unsecured tokens)")
     options = _jaas_options(config, listener, "OAUTHBEARER")
     required = tuple(options.get("unsecuredValidatorRequiredScope", "").split())
     try:
@@ -162,6 +241,17 @@ class SaslSettings:
                    oauthbearer_validator(config, listener) if "OAUTHBEARER" in mechanisms else None,
                    int(config.for_listener(listener, "connections.max.reauth.ms")),
                    int(config["connection.failed.authentication.delay.ms"]))
+
+    def open(self) -> None:
+        """Make ready what needs the network or a thread (a JWKS validator's keys); the
+        server calls it when it starts. Raises what :meth:`JwksTokenValidator.open` raises."""
+        if isinstance(self.validate_token, JwksTokenValidator):
+            self.validate_token.open()
+
+    def close(self) -> None:
+        """Undo :meth:`open` (idempotent); the server calls it when it stops."""
+        if isinstance(self.validate_token, JwksTokenValidator):
+            self.validate_token.close()
 
 
 @dataclass(frozen=True)
@@ -234,10 +324,16 @@ class _OAuthBearer:
         self._validate = validate
         self._now_ms = 0
         self.expiry_ms: int | None = None
+        #: why the token was refused, for the broker's log (the client gets only the JSON status)
+        self.refusal: str | None = None
         self._server = oauthbearer.OAuthBearerServer(self._check)
 
     def _check(self, token: str) -> str:
-        principal, self.expiry_ms = self._validate(token, self._now_ms)
+        try:
+            principal, self.expiry_ms = self._validate(token, self._now_ms)
+        except oauthbearer.TokenValidationError as exc:
+            self.refusal = str(exc)
+            raise
         return principal
 
     @property
@@ -408,7 +504,9 @@ class Authenticator:
             reply = _reply(header.api_key, header.api_version, header.correlation_id, SaslAuthenticateResponse(
                 error_code=SaslAuthenticationFailedError.code, error_message=exc.client_message(self._reauthenticating),
                 auth_bytes=b""))
-            return Step(reply=reply, close=f"{self._chosen} authentication failed: {exc}", failed=True)
+            refusal = self._server.refusal if isinstance(self._server, _OAuthBearer) else None
+            reason = f"{self._chosen} authentication failed: {exc}" + (f" ({refusal})" if refusal else "")
+            return Step(reply=reply, close=reason, failed=True)
         except KafkaCodeError as exc:  # IllegalSaslStateError: a token out of turn
             return self._fail(f"{self._chosen} authentication failed: {exc}")
         if header is None:

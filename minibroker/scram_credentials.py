@@ -8,7 +8,15 @@ broker has no log directory. Only what a SCRAM server needs is stored (salt, Sto
 ServerKey, iterations: :class:`~kproto.security.scram.ScramCredential`), never a password.
 AlterUserScramCredentials and DescribeUserScramCredentials
 (:mod:`minibroker.handlers.scram`) change and read them; SCRAM-SHA-256/512 authentication
-(:mod:`minibroker.sasl`) looks them up. A MiniCluster does not share them between brokers.
+(:mod:`minibroker.sasl`) looks them up.
+
+In a MiniCluster the users are the cluster's, as in KRaft: a broker forwards
+AlterUserScramCredentials to the controller, which checks it by the same rules
+(:func:`minibroker.scram_users.plan_alter`) and commits ``UserScramCredentialRecord`` /
+``RemoveUserScramCredentialRecord`` to the metadata log; every broker's store is then its
+metadata image's credentials (``ScramCredentials(None, held=image.scram_credentials)``), so
+a user made through one broker logs in on every broker, and the metadata log keeps them
+across restarts (no file).
 """
 
 from __future__ import annotations
@@ -37,14 +45,17 @@ class ScramCredentials:
 
     Args:
         directory: the first log directory, or None to keep them in memory.
+        held: the dict to read and change (a cluster broker's metadata image's; see the
+            module docstring), else a new one.
 
     Raises:
         minibroker.storage.CorruptStateFileError: the file cannot be read or parsed.
     """
 
-    def __init__(self, directory: Path | None) -> None:
+    def __init__(self, directory: Path | None, *, held: dict[tuple[str, str], ScramCredential] | None = None) -> None:
         self._path = directory / SCRAM_CREDENTIALS_FILE if directory is not None else None
-        self._credentials: dict[tuple[str, str], ScramCredential] = {}
+        #: held: a MiniCluster broker's metadata image's credentials, read in place
+        self._credentials: dict[tuple[str, str], ScramCredential] = held if held is not None else {}
         if self._path is not None and self._path.exists():
             stored = _load_json(self._path, _REFUSAL)
             with _parsing(self._path, _REFUSAL):
@@ -81,3 +92,4 @@ class ScramCredentials:
                     "salt": _b64(c.salt), "stored_key": _b64(c.stored_key), "server_key": _b64(c.server_key),
                     "iterations": c.iterations}
             _write_atomically(self._path, json.dumps(data, indent=1, sort_keys=True))
+

@@ -254,6 +254,9 @@ class Server:
 
     async def start(self) -> None:
         try:
+            for listener in self.listeners:  # a JWKS validator fetches its keys (minibroker.sasl)
+                if listener.sasl is not None:
+                    await asyncio.to_thread(listener.sasl.open)
             for i, listener in enumerate(self.listeners):
                 host, port = (self.host, self.port) if i == 0 else (listener.bind.host or "0.0.0.0", listener.bind.port)
                 server = await asyncio.start_server(functools.partial(self._serve, listener=listener), host, port)
@@ -261,6 +264,7 @@ class Server:
                 self.ports[listener.name] = server.sockets[0].getsockname()[1]
         except BaseException:  # a port taken: nothing stays bound
             await self._close_servers()
+            self._close_security()
             raise
         self._server = self._servers[0]
         self.port = self.ports[self.listeners[0].name]
@@ -272,6 +276,7 @@ class Server:
             self.state = BrokerState(self.config, host, port, cluster=self.cluster)
         except BaseException:  # e.g. a log directory locked by another broker: stop listening too
             await self._close_servers()
+            self._close_security()
             self._server = None
             raise
         self.state.endpoints[self.listeners[0].name] = (host, port)
@@ -286,6 +291,12 @@ class Server:
         for listener in self.listeners[1:]:
             log.info("minibroker listener %s (%s) on port %d (advertised %s:%d)", listener.name, listener.protocol,
                      self.ports[listener.name], *self.state.endpoints[listener.name])
+
+    def _close_security(self) -> None:
+        """Stop what :meth:`start` opened for the listeners' SASL (a JWKS refresh thread)."""
+        for listener in self.listeners:
+            if listener.sasl is not None:
+                listener.sasl.close()
 
     async def _close_servers(self) -> None:
         for server in self._servers:
@@ -331,6 +342,7 @@ class Server:
             self.state.groups.close()  # cancels group timers, answers held joins and syncs
             self.state.close()
             self.faults.requests.clear()
+            self._close_security()
 
     async def abort(self) -> None:
         """Crash (a MiniCluster's ``kill``): stop listening, reset every connection (RST:
@@ -352,6 +364,7 @@ class Server:
         await self._end_tasks()
         self.state.groups.close()
         self.faults.requests.clear()
+        self._close_security()
         log.info("minibroker on %s:%d aborted", self.host, self.port)
 
     async def _every(self, interval_key: str, what: str, job: Callable[[], Awaitable[object] | object]) -> None:

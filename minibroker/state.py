@@ -171,8 +171,10 @@ class BrokerState:
         self.endpoints: dict[str, tuple[str, int]] = {}
         try:
             self.quotas = open_client_quotas(config, self.storage.log_dirs, cluster)  # KIP-13/55/219
-            #: SCRAM users (issue 15), in the first log directory.
-            self.scram_credentials = ScramCredentials(self.storage.log_dirs[0] if self.storage.persistent else None)
+            #: SCRAM users (issue 15), in the first log directory; a cluster's, in its metadata image.
+            self.scram_credentials = (
+                ScramCredentials(None, held=cluster.image.scram_credentials) if cluster is not None
+                else ScramCredentials(self.storage.log_dirs[0] if self.storage.persistent else None))
             # The ACLs and who may do what (issue 15): a cluster's are in the metadata image.
             acls = AclStore(self.storage.log_dirs if cluster is None else [])
             self.authorizer = Authorizer(config, acls.load(), journal=acls.save, inter_broker_principal=(
@@ -186,6 +188,20 @@ class BrokerState:
         """``(host, port)`` that the clients of a listener are told (Kafka answers Metadata,
         DescribeCluster and FindCoordinator with the endpoints of the request's listener)."""
         return self.endpoints.get(listener_name, (self.host, self.port))
+
+    def cluster_endpoint(self, registration: Any, listener_name: str) -> tuple[str, int] | None:
+        """In a MiniCluster, :meth:`endpoint` of another broker: that of its registration in
+        the metadata image (a :class:`~minibroker.cluster.metadata.BrokerRegistration`, which
+        carries every listener); None when it has no such listener (Kafka leaves it out of
+        that listener's answers)."""
+        return registration.endpoint(listener_name)
+
+    def inter_broker_endpoint(self, registration: Any) -> tuple[str, int]:
+        """Where this broker's own requests to another broker go (replica fetches,
+        WriteTxnMarkers, AddPartitionsToTxn verification): its ``inter.broker.listener.name``
+        listener (Kafka's ``interBrokerListenerName``), else its first."""
+        return (registration.endpoint(self.config.inter_broker_listener_name)
+                or (registration.host, registration.port))
 
     def _load(self) -> None:
         """Read back the topics, their logs, the producer state and the committed offsets.
@@ -870,9 +886,8 @@ class BrokerState:
                 return await local(tps)
             if self.remote_txn_markers is None:
                 return dict.fromkeys(tps, CoordinatorNotAvailableError.code)
-            broker = image.brokers[leader]
             return await self.remote_txn_markers(
-                broker.host, broker.port, node_id=self.node_id, producer_id=producer_id, producer_epoch=producer_epoch,
+                *self.inter_broker_endpoint(image.brokers[leader]), node_id=self.node_id, producer_id=producer_id, producer_epoch=producer_epoch,
                 coordinator_epoch=coordinator_epoch, commit=commit, partitions=tps,
                 timeout_ms=self.config["request.timeout.ms"])
 
@@ -913,7 +928,7 @@ class BrokerState:
         if self.remote_txn_verify is None:
             return unavailable
         return await self.remote_txn_verify(
-            broker.host, broker.port, transactional_id=transactional_id, producer_id=producer_id,
+            *self.inter_broker_endpoint(broker), transactional_id=transactional_id, producer_id=producer_id,
             producer_epoch=producer_epoch, partitions=partitions, verify_only=verify_only,
             timeout_ms=self.config["request.timeout.ms"])
 

@@ -55,7 +55,7 @@ LAYERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "kproto entry points": (("kproto.__main__", "kproto.pipeline.__main__"), ("kproto.cli",)),
     # minibroker, bottom up
     "minibroker.config": (("minibroker.config", "minibroker.topic_configs", "minibroker.authorizer",
-                           "minibroker.faults", "minibroker.quotas"), _SHARED),
+                           "minibroker.faults", "minibroker.quotas", "minibroker.scram_users"), _SHARED),
     "minibroker.log": (("minibroker.log",), (*_SHARED, "minibroker.config")),
     # the cluster's metadata, the controller and a partition's replica state: no I/O but files
     "minibroker.cluster core": (("minibroker.cluster",), (*_SHARED, "minibroker.config", "minibroker.log")),

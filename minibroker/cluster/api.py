@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from minibroker.authorizer import AclBinding, AclBindingFilter
-from minibroker.cluster.metadata import MetadataImage, PartitionRegistration, Record
+from minibroker.cluster.metadata import BrokerEndpoint, MetadataImage, PartitionRegistration, Record
 
 if TYPE_CHECKING:
     from minibroker.quotas import AlterEntry, AlterResult
@@ -54,6 +54,9 @@ class BrokerRegistrationRequest:
     host: str
     port: int
     rack: str | None
+    #: every listener's advertised endpoint (Kafka's BrokerRegistrationRequest.Listeners);
+    #: the first is ``host:port``
+    listeners: tuple[BrokerEndpoint, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -222,6 +225,13 @@ class ControllerChannel(Protocol):
     async def create_acls(self, acls: Sequence[AclBinding]) -> None: ...
 
     async def delete_acls(self, filters: Sequence[AclBindingFilter]) -> list[list[AclBinding]]: ...
+
+    async def alter_user_scram_credentials(self, request: Any) -> list[tuple[str, int, str | None]]:
+        """AlterUserScramCredentials (51, its wire request) forwarded to the controller:
+        validate and commit the changes (UserScramCredentialRecords); one ``(user, error
+        code, message)`` per user named (NOT_CONTROLLER for each when there is no active
+        controller)."""
+        ...
 
     async def elect_leaders(self, election_type: ElectionType,
                             partitions: Mapping[str, Sequence[int]] | None) -> list[ElectionResult]:

@@ -90,6 +90,11 @@ request that changes nothing appends nothing. Every rule below is KRaft's
   :func:`minibroker.quotas.plan_alter` does (a single broker's rules and texts), one
   ``ClientQuotaRecord`` per key whose value changes or goes, all in one append; every
   broker enforces the image's quotas.
+- **SCRAM users** (AlterUserScramCredentials, forwarded by the brokers; Kafka's
+  ``ScramControlManager``): checked by :func:`minibroker.scram_users.plan_alter`
+  (a single broker's rules and texts), committed as ``UserScramCredentialRecord`` and
+  ``RemoveUserScramCredentialRecord`` in one append; every broker authenticates against
+  its image's credentials.
 """
 
 from __future__ import annotations
@@ -99,6 +104,7 @@ import logging
 import random
 import uuid
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from kproto.errors import (
     DuplicateBrokerRegistrationError,
@@ -154,12 +160,15 @@ from minibroker.cluster.metadata import (
     RegisterBrokerRecord,
     RemoveAccessControlEntryRecord,
     RemoveTopicRecord,
+    RemoveUserScramCredentialRecord,
     TopicImage,
     TopicRecord,
+    UserScramCredentialRecord,
 )
 from minibroker.cluster.placement import place_replicas, validate_assignments
 from minibroker.config import BrokerConfig
 from minibroker.quotas import AlterEntry, AlterResult, plan_alter
+from minibroker.scram_users import plan_alter as plan_scram_alter
 from minibroker.topic_configs import apply_ops, as_text, default_of, effective, validate_all
 
 __all__ = ["Controller", "Election", "PRODUCER_ID_BLOCK_SIZE"]
@@ -312,7 +321,7 @@ class Controller:
             self._fence(r.broker_id, "registered again")  # its old epoch leaves every ISR first
         epoch = self.log.end_offset  # the broker epoch is the offset of its RegisterBrokerRecord
         self._commit([RegisterBrokerRecord(broker_id=r.broker_id, broker_epoch=epoch, incarnation_id=r.incarnation_id,
-                                           host=r.host, port=r.port, rack=r.rack)])
+                                           host=r.host, port=r.port, rack=r.rack, listeners=r.listeners)])
         self._last_heartbeat[r.broker_id] = now
         log.info("broker %d registered at %s:%d with epoch %d", r.broker_id, r.host, r.port, epoch)
         return BrokerRegistrationReply(error_code=0, broker_epoch=epoch)
@@ -713,6 +722,22 @@ class Controller:
             records.extend(ClientQuotaRecord(entity=entity, key=key, value=value) for key, value in sorted(after.items())
                            if before.get(key) != value)
         if records and not validate_only:
+            self._commit(records)
+        return results
+
+    # -- SCRAM users (ScramControlManager) ---------------------------------------------------
+
+    def alter_user_scram_credentials(self, request: Any) -> list[tuple[str, int, str | None]]:
+        """Check an AlterUserScramCredentials request (its wire form) and commit the valid
+        changes as (Remove)UserScramCredentialRecords in one append (see the module
+        docstring); one ``(user, error code, message)`` per user named."""
+        deletions, upsertions, results = plan_scram_alter(self.image.scram_credentials.__contains__, request)
+        records: list[Record] = [RemoveUserScramCredentialRecord(name=user, mechanism=mechanism)
+                                 for user, mechanism in deletions]
+        records += [UserScramCredentialRecord(name=user, mechanism=mechanism, salt=c.salt, stored_key=c.stored_key,
+                                              server_key=c.server_key, iterations=c.iterations)
+                    for (user, mechanism), c in upsertions.items()]
+        if records:
             self._commit(records)
         return results
 

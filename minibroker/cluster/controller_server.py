@@ -77,6 +77,7 @@ SERVED: dict[int, tuple[int, int]] = {
     ApiKey.ALTER_CLIENT_QUOTAS: (1, 1),
     ApiKey.CREATE_ACLS: (3, 3),
     ApiKey.DELETE_ACLS: (3, 3),
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: (0, 0),
 }
 
 _WAKE = -1  # the endpoint's own subscription to the Quorum's commits (node ids are >= 0)
@@ -229,6 +230,10 @@ class ControllerServer:
                 return remote.deleted_acls_to_wire(await channel.delete_acls(filters))
             except KafkaCodeError as exc:  # NOT_CONTROLLER
                 return remote.deleted_acls_to_wire([[] for _ in filters], exc.code, Exception.__str__(exc))
+        if api_key == ApiKey.ALTER_USER_SCRAM_CREDENTIALS:
+            R = m.AlterUserScramCredentialsResponse
+            return R(results=[R.AlterUserScramCredentialsResult(user=user, error_code=code, error_message=message)
+                              for user, code, message in await channel.alter_user_scram_credentials(w)])
         if api_key == ApiKey.ELECT_LEADERS:
             election_type, partitions = remote.elect_leaders_from_wire(w)
             try:

@@ -13,6 +13,7 @@ change of its registration (leader or ISR).
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 import os
@@ -22,6 +23,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
 from kproto.errors import NotControllerError
+from kproto.security.scram import ScramCredential
 from minibroker.authorizer import (
     AclBinding,
     AclOperation,
@@ -35,6 +37,7 @@ __all__ = [
     "BROKER_RESOURCE",
     "BrokerRegistration",
     "BrokerRegistrationChangeRecord",
+    "BrokerEndpoint",
     "ClientQuotaRecord",
     "ConfigRecord",
     "MetadataDelta",
@@ -49,8 +52,10 @@ __all__ = [
     "RegisterBrokerRecord",
     "RemoveAccessControlEntryRecord",
     "RemoveTopicRecord",
+    "RemoveUserScramCredentialRecord",
     "TopicImage",
     "TopicRecord",
+    "UserScramCredentialRecord",
     "TOPIC_RESOURCE",
     "decode_record",
     "encode_record",
@@ -75,9 +80,18 @@ class PartitionRegistration:
     partition_epoch: int
 
 
+#: One listener of a registered broker, as BrokerRegistration carries it in Kafka:
+#: ``(name, host, port, security protocol)``.
+BrokerEndpoint = tuple[str, str, int, str]
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class BrokerRegistration:
-    """A registered broker: its epoch, endpoint, rack, and whether it is fenced."""
+    """A registered broker: its epoch, endpoint, rack, and whether it is fenced.
+
+    ``host``/``port`` are its first listener's; ``listeners`` every listener's advertised
+    endpoint (Kafka's ``BrokerRegistration.listeners``), empty in a registration written
+    before minibroker kept them."""
 
     broker_id: int
     broker_epoch: int
@@ -86,6 +100,19 @@ class BrokerRegistration:
     port: int
     rack: str | None
     fenced: bool
+    listeners: tuple[BrokerEndpoint, ...] = ()
+
+    def endpoint(self, listener_name: str) -> tuple[str, int] | None:
+        """``(host, port)`` of the broker's listener of that name; None when it has none
+        (Kafka's ``BrokerRegistration.node(listener)``: such a broker is left out of the
+        answers of that listener's clients). A registration without listeners answers its
+        one endpoint."""
+        if not self.listeners:
+            return self.host, self.port
+        for name, host, port, _ in self.listeners:
+            if name == listener_name:
+                return host, port
+        return None
 
 
 # -- records ------------------------------------------------------------------------------
@@ -101,6 +128,7 @@ class RegisterBrokerRecord:
     host: str
     port: int
     rack: str | None
+    listeners: tuple[BrokerEndpoint, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -166,6 +194,27 @@ class ClientQuotaRecord:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class UserScramCredentialRecord:
+    """A SCRAM user's credential for one mechanism, set (KRaft's ``UserScramCredentialRecord``,
+    KIP-554): the salt, StoredKey and ServerKey, never the password."""
+
+    name: str
+    mechanism: str
+    salt: bytes
+    stored_key: bytes
+    server_key: bytes
+    iterations: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RemoveUserScramCredentialRecord:
+    """A SCRAM user's credential for one mechanism, deleted (KRaft's record of that name)."""
+
+    name: str
+    mechanism: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class RemoveTopicRecord:
     topic_id: uuid.UUID
 
@@ -214,7 +263,8 @@ class RemoveAccessControlEntryRecord:
 
 Record = (RegisterBrokerRecord | BrokerRegistrationChangeRecord | TopicRecord | PartitionRecord
           | PartitionChangeRecord | ConfigRecord | RemoveTopicRecord | ProducerIdsRecord | ClientQuotaRecord
-          | AccessControlEntryRecord | RemoveAccessControlEntryRecord)
+          | AccessControlEntryRecord | RemoveAccessControlEntryRecord | UserScramCredentialRecord
+          | RemoveUserScramCredentialRecord)
 
 
 def merge_partition_change(current: PartitionRegistration, change: PartitionChangeRecord) -> PartitionRegistration:
@@ -270,6 +320,9 @@ class MetadataImage:
     client_quotas: dict[tuple[tuple[str, str | None], ...], dict[str, float]] = field(default_factory=dict)
     # The cluster's ACLs by the controller's id for each (KRaft's AclsImage).
     acls: dict[uuid.UUID, AccessControlEntryRecord] = field(default_factory=dict)
+    # SCRAM users (KIP-554): (user, mechanism) -> credential. Changed in place: a broker's
+    # minibroker.scram_credentials.ScramCredentials authenticates against this very dict.
+    scram_credentials: dict[tuple[str, str], ScramCredential] = field(default_factory=dict)
 
     def apply(self, offset: int, records: Sequence[Record]) -> MetadataDelta:
         """Apply ``records``, the last of which is at ``offset``; return what changed.
@@ -280,7 +333,9 @@ class MetadataImage:
         partitions, a config record sets or removes (value None) a topic's config or a
         broker's dynamic config (KRaft's ``ConfigRecord``), a client quota record sets or removes a key
         of an entity's quotas, an ACL record adds or removes an ACL by id
-        (``AccessControlEntryRecord``, ``RemoveAccessControlEntryRecord``). A record naming something the image does not hold (a change of a
+        (``AccessControlEntryRecord``, ``RemoveAccessControlEntryRecord``), a
+        (Remove)UserScramCredentialRecord sets or deletes a SCRAM user's credential. A record naming
+        something the image does not hold (a change of a
         removed topic) is ignored, as the controller never writes one.
         """
         changed: set[tuple[uuid.UUID, int]] = set()
@@ -297,7 +352,7 @@ class MetadataImage:
                     self.brokers[record.broker_id] = BrokerRegistration(
                         broker_id=record.broker_id, broker_epoch=record.broker_epoch,
                         incarnation_id=record.incarnation_id, host=record.host, port=record.port,
-                        rack=record.rack, fenced=True)
+                        rack=record.rack, fenced=True, listeners=record.listeners)
                     brokers.add(record.broker_id)
                 case BrokerRegistrationChangeRecord():
                     broker = self.brokers.get(record.broker_id)
@@ -358,6 +413,11 @@ class MetadataImage:
                     acls = True
                 case RemoveAccessControlEntryRecord():
                     acls = self.acls.pop(record.id, None) is not None or acls
+                case UserScramCredentialRecord():  # ScramControlManager.replay
+                    self.scram_credentials[(record.name, record.mechanism)] = ScramCredential(
+                        record.salt, record.stored_key, record.server_key, record.iterations)
+                case RemoveUserScramCredentialRecord():
+                    self.scram_credentials.pop((record.name, record.mechanism), None)
                 case _:
                     raise TypeError(f"not a metadata record: {record!r}")
         self.offset = offset
@@ -378,15 +438,20 @@ class MetadataImage:
 _RECORD_TYPES: dict[str, type] = {t.__name__: t for t in (
     RegisterBrokerRecord, BrokerRegistrationChangeRecord, TopicRecord, PartitionRecord,
     PartitionChangeRecord, ConfigRecord, RemoveTopicRecord, ProducerIdsRecord, ClientQuotaRecord,
-    AccessControlEntryRecord, RemoveAccessControlEntryRecord)}
+    AccessControlEntryRecord, RemoveAccessControlEntryRecord, UserScramCredentialRecord,
+    RemoveUserScramCredentialRecord)}
 _UUID_FIELDS = frozenset({"topic_id", "incarnation_id", "id"})
 _TUPLE_FIELDS = frozenset({"replicas", "isr"})
+_BYTES_FIELDS = frozenset({"salt", "stored_key", "server_key"})  # a UserScramCredentialRecord's, in base64
 
 
 def _encode(record: Record) -> dict[str, object]:
     data: dict[str, object] = {"type": type(record).__name__}
     for f in fields(record):
         value = getattr(record, f.name)
+        if f.name in _BYTES_FIELDS:
+            data[f.name] = base64.b64encode(value).decode("ascii")
+            continue
         data[f.name] = str(value) if isinstance(value, uuid.UUID) else list(value) if isinstance(value, tuple) else value
     return data
 
@@ -398,6 +463,11 @@ def _decode(data: dict[str, object]) -> Record:
     for name in _TUPLE_FIELDS & data.keys():
         if data[name] is not None:
             data[name] = tuple(data[name])  # type: ignore[arg-type]
+    for name in _BYTES_FIELDS & data.keys():
+        data[name] = base64.b64decode(str(data[name]))
+    endpoints = data.get("listeners")
+    if isinstance(endpoints, list):  # a RegisterBrokerRecord's endpoints
+        data["listeners"] = tuple(tuple(e) for e in endpoints)
     if "entity" in data:  # a ClientQuotaRecord's (type, name) pairs
         data["entity"] = tuple(tuple(pair) for pair in data["entity"])  # type: ignore[union-attr]
     return kind(**data)  # type: ignore[no-any-return]

@@ -23,6 +23,22 @@ Kafka's ``leader.imbalance.check.interval.seconds`` (300): a restarted preferred
 gets its leadership back after minutes, or at once through ElectLeaders; give the
 interval 1 to see it within about a second.
 
+Listeners and security (issue 15). ``config["listeners"]`` gives every broker the same
+named listeners (each port 0: a broker binds its own ports, kept across restarts), with
+``listener.security.protocol.map`` and the TLS and SASL settings of a single
+:class:`~minibroker.MiniBroker`. Each broker registers every listener with the
+controller (as Kafka's BrokerRegistration does), and a client is told each broker's
+address on the listener it came in on; :meth:`MiniCluster.bootstrap_servers_for` gives
+its bootstrap. The brokers reach each other on ``inter.broker.listener.name`` (default:
+the listener named after ``security.inter.broker.protocol``, PLAINTEXT, as Kafka), which
+must be a PLAINTEXT listener: the brokers' own clients speak neither TLS nor SASL yet.
+SCRAM users are the cluster's (UserScramCredentialRecord through the controller)::
+
+    config = {"listeners": "PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0",
+              "ssl.keystore.location": "server.pem"}
+    with MiniCluster(3, config=config) as cluster:
+        clients_bootstrap = cluster.bootstrap_servers_for("SASL_SSL")
+
 ``MiniCluster(brokers=3, processes=True)`` runs each broker in a process of its own
 (:mod:`minibroker.cluster.process`): ``kill`` is a real SIGKILL, ``brokers[i].pid`` the
 process. The controller quorum stays in this process behind a port of its own
@@ -71,7 +87,7 @@ from minibroker.cluster.metadata import MetadataImage, MetadataLog, PartitionReg
 from minibroker.cluster.node import ClusterNode, monotonic_ms
 from minibroker.cluster.process import BrokerProcess
 from minibroker.cluster.quorum import Quorum
-from minibroker.config import BrokerConfig
+from minibroker.config import BrokerConfig, Listener
 from minibroker.faults import RequestControls
 
 __all__ = ["ClusterBroker", "MiniCluster", "MINICLUSTER_DEFAULTS"]
@@ -95,8 +111,7 @@ MINICLUSTER_DEFAULTS: dict[str, Any] = {
 _RESERVED = {
     "broker.id": "node ids are 0..n-1",
     "node.id": "node ids are 0..n-1",
-    "listeners": "every broker listens on 127.0.0.1",
-    "advertised.listeners": "every broker listens on 127.0.0.1",
+    "advertised.listeners": "each broker advertises its listeners' bound addresses",
     "log.dirs": "use data_dir=",
     "broker.rack": "use racks=",
 }
@@ -131,8 +146,9 @@ class MiniCluster:
             cluster its metadata (``metadata/``); None: a temporary directory removed at
             stop. A directory given is reused by a later cluster (same topics, records).
         config: broker configs for every broker, under Kafka's names; ``broker.id``,
-            ``node.id``, ``listeners``, ``advertised.listeners``, ``log.dirs`` and
-            ``broker.rack`` are the cluster's own and refused.
+            ``node.id``, ``advertised.listeners``, ``log.dirs`` and ``broker.rack`` are the
+            cluster's own and refused. ``listeners`` (each port 0) applies to every broker,
+            with its TLS and SASL settings; see :meth:`bootstrap_servers_for`.
         broker_configs: per-broker overrides, ``{node_id: {...}}``.
         processes: run each broker in a process of its own (``kill`` is a real SIGKILL);
             the controller quorum stays in this process, served on a port (see
@@ -162,6 +178,7 @@ class MiniCluster:
         self._settings = settings
         self._broker_settings = {i: dict((broker_configs or {}).get(i, {})) for i in range(brokers)}
         self.config = BrokerConfig(settings)  # validated now: a bad key fails here, not in the thread
+        self._listeners = self._check_listeners(self.config)
         for i in range(brokers):
             self._node_config(i, Path("."))
         self._given_dir = Path(data_dir) if data_dir is not None else None
@@ -173,25 +190,52 @@ class MiniCluster:
         self.processes = processes
         self._endpoint: ControllerServer | None = None  # the Quorum's port (processes=True)
 
-    def _node_settings(self, node_id: int, data_dir: Path) -> dict[str, Any]:
+    @staticmethod
+    def _check_listeners(config: BrokerConfig) -> list[Listener]:
+        """The listeners of every broker (``listeners``, each port 0: every broker binds its
+        own), and the inter-broker one checked (see :meth:`bootstrap_servers_for`).
+
+        Raises:
+            ValueError: a fixed port; an inter-broker listener that is none of them, or
+                not PLAINTEXT.
+        """
+        if any(listener.port != 0 for listener in config.listeners):
+            raise ValueError(f"listeners {config['listeners']}: a MiniCluster's listeners take port 0 "
+                             "(each broker binds its own ports, kept across restarts)")
+        name = config.check_inter_broker_listener()
+        protocol = config.security_protocols[name]
+        if protocol != "PLAINTEXT":
+            # The brokers' own clients (replica fetchers, transaction markers) are kproto
+            # connections, which do not speak TLS or SASL (yet).
+            raise ValueError(f"inter.broker.listener.name {name} is {protocol}: a MiniCluster's brokers reach each "
+                             "other over a PLAINTEXT listener only; add one (e.g. listeners=PLAINTEXT://127.0.0.1:0,"
+                             f"{name}://127.0.0.1:0) for the brokers, and keep {name} for the clients")
+        return [Listener(listener.host or "127.0.0.1", 0, listener.name) for listener in config.listeners]
+
+    def _node_settings(self, node_id: int, data_dir: Path, ports: Mapping[str, int] | None = None) -> dict[str, Any]:
+        """``ports``: each listener's port from an earlier run (a restart binds them again)."""
+        listeners = ",".join(str(Listener(listener.host, (ports or {}).get(listener.name, 0), listener.name))
+                             for listener in self._listeners)
         settings = {**self._settings, **self._broker_settings[node_id],
-                    "broker.id": node_id, "listeners": "PLAINTEXT://127.0.0.1:0",
+                    "broker.id": node_id, "listeners": listeners,
                     "log.dirs": str(data_dir / f"broker-{node_id}")}
         if self._racks is not None:
             settings["broker.rack"] = self._racks[node_id]
         return settings
 
-    def _node_config(self, node_id: int, data_dir: Path) -> BrokerConfig:
-        return BrokerConfig(self._node_settings(node_id, data_dir))
+    def _node_config(self, node_id: int, data_dir: Path, ports: Mapping[str, int] | None = None) -> BrokerConfig:
+        return BrokerConfig(self._node_settings(node_id, data_dir, ports))
 
-    def _new_node(self, node_id: int, port: int = 0) -> ClusterNode | BrokerProcess:
+    def _new_node(self, node_id: int, port: int = 0, ports: Mapping[str, int] | None = None
+                  ) -> ClusterNode | BrokerProcess:
         """Broker ``node_id``, not started: in this loop, or (``processes=True``) the handle
-        on its process."""
+        on its process. ``port``/``ports``: the first listener's and every listener's port
+        of an earlier run."""
         assert self.data_dir is not None
         if self._endpoint is not None:
-            return BrokerProcess(node_id=node_id, settings=self._node_settings(node_id, self.data_dir),
+            return BrokerProcess(node_id=node_id, settings=self._node_settings(node_id, self.data_dir, ports),
                                  endpoint=self._endpoint, output=self.data_dir / f"broker-{node_id}.out", port=port)
-        return ClusterNode(node_id=node_id, config=self._node_config(node_id, self.data_dir),
+        return ClusterNode(node_id=node_id, config=self._node_config(node_id, self.data_dir, ports),
                            quorum=self._require_quorum(), port=port)
 
     # -- what a test reads ---------------------------------------------------------------------
@@ -209,6 +253,33 @@ class MiniCluster:
     def bootstrap_servers(self) -> str:
         """Every broker's ``host:port``, comma-separated (ports stay fixed across restarts)."""
         return ",".join(b.bootstrap_servers for b in self.brokers)
+
+    def bootstrap_servers_for(self, listener: str) -> str:
+        """Every broker's ``host:port`` on one listener, by name, comma-separated (as
+        :meth:`MiniBroker.bootstrap_servers_for <minibroker.MiniBroker.bootstrap_servers_for>`):
+        ``cluster.bootstrap_servers_for("SASL_SSL")``. A client bootstrapping there is told
+        that listener's address of every broker (Metadata, FindCoordinator). The brokers'
+        registrations with the controller say where each listens; ports stay fixed across
+        restarts.
+
+        Raises:
+            KeyError: no listener has that name.
+            RuntimeError: the cluster is not started.
+        """
+        name = listener.upper()
+        if name not in {existing.name for existing in self._listeners}:
+            raise KeyError(f"no listener {listener!r}; the listeners are "
+                           f"{', '.join(existing.name for existing in self._listeners)}")
+        self._require_quorum()
+        image = self._read(self._image)
+        out = []
+        for node_id in range(self.size):
+            registration = image.brokers.get(node_id)
+            at = registration.endpoint(name) if registration is not None else None
+            if at is not None:
+                host = f"[{at[0]}]" if ":" in at[0] else at[0]
+                out.append(f"{host}:{at[1]}")
+        return ",".join(out)
 
     @property
     def controller_id(self) -> int:
@@ -433,7 +504,9 @@ class MiniCluster:
         if old.alive:
             raise RuntimeError(f"broker {node_id} is running")
         assert self.data_dir is not None
-        node = self._new_node(node_id, old.port)
+        registration = self._image().brokers.get(node_id)
+        ports = {name: port for name, _, port, _ in registration.listeners} if registration is not None else {}
+        node = self._new_node(node_id, old.port, ports)
         self._nodes[node_id] = node
         await node.start()
         await self._wait_ready([node_id], timeout)

@@ -3,12 +3,13 @@
 A :class:`ClusterNode` is a KRaft broker in combined mode, in process (the cluster design,
 section 1). Its start follows a Kafka broker's (``BrokerServer.startup``, KIP-631):
 
-1. bind its listener (a fixed port on a restart, so clients' bootstrap lists stay valid);
+1. bind its listeners (fixed ports on a restart, so clients' bootstrap lists stay valid);
 2. build its :class:`~minibroker.state.BrokerState` with a
    :class:`~minibroker.cluster.api.ClusterContext` (node id, controller channel, an empty
    metadata image);
 3. renew its controller lease (a live node may host the controller) and register with
-   the controller (BrokerRegistration): the reply's broker epoch is the offset of its
+   the controller (BrokerRegistration, with every listener's name, advertised address and
+   security protocol): the reply's broker epoch is the offset of its
    ``RegisterBrokerRecord``. A restarted broker whose old session still lives gets
    DUPLICATE_BROKER_REGISTRATION and retries every heartbeat interval until the controller
    lets that session expire (``broker.session.timeout.ms``), as a Kafka broker does;
@@ -152,8 +153,13 @@ class ClusterNode:
     async def _register(self) -> None:
         assert self.context is not None
         interval = int(self.config["broker.heartbeat.interval.ms"]) / 1000
-        request = BrokerRegistrationRequest(broker_id=self.node_id, incarnation_id=uuid.uuid4(), host=self.host,
-                                            port=self.port, rack=self.config["broker.rack"] or None)
+        assert self.server is not None and self.server.state is not None
+        endpoints = self.server.state.endpoints  # every listener, as Kafka's BrokerRegistration carries them
+        request = BrokerRegistrationRequest(
+            broker_id=self.node_id, incarnation_id=uuid.uuid4(), host=self.host, port=self.port,
+            rack=self.config["broker.rack"] or None,
+            listeners=tuple((listener.name, *endpoints[listener.name], listener.protocol)
+                            for listener in self.server.listeners))
         while True:
             reply = await self.context.channel.register_broker(request)
             if reply.error_code == 0:

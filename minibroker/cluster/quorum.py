@@ -37,6 +37,7 @@ import logging
 import random
 import uuid
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from kproto.errors import NotControllerError
 from minibroker.authorizer import AclBinding, AclBindingFilter
@@ -297,6 +298,16 @@ class _Channel:
     async def delete_acls(self, filters: Sequence[AclBindingFilter]) -> list[list[AclBinding]]:
         """Raises NotControllerError (no active controller)."""
         return self._active().delete_acls(filters)
+
+    # -- SCRAM users ---------------------------------------------------------------------------
+
+    async def alter_user_scram_credentials(self, request: Any) -> list[tuple[str, int, str | None]]:
+        try:
+            return self._active().alter_user_scram_credentials(request)
+        except NotControllerError as exc:
+            return [(name, NotControllerError.code, str(exc))
+                    for name in dict.fromkeys([*(d.name for d in request.deletions),
+                                               *(u.name for u in request.upsertions)])]
 
     # -- elections ---------------------------------------------------------------------------
 

@@ -106,12 +106,16 @@ VERSIONS: dict[int, int] = {
     m.ApiKey.ALTER_CLIENT_QUOTAS: 1,
     m.ApiKey.CREATE_ACLS: 3,
     m.ApiKey.DELETE_ACLS: 3,
+    m.ApiKey.ALTER_USER_SCRAM_CREDENTIALS: 0,
     m.ApiKey.FETCH: METADATA_FETCH_VERSION,
 }
 
 _ZERO = uuid.UUID(int=0)
 _KEYS = {cls: key for key, cls in m.REQUESTS.items()}
 _LISTENER = "PLAINTEXT"
+#: Kafka's SecurityProtocol ids, as BrokerRegistration's listeners carry them.
+_PROTOCOL_IDS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
+_PROTOCOL_NAMES = {code: name for name, code in _PROTOCOL_IDS.items()}
 
 
 # -- the mapping: api dataclasses <-> kproto messages --------------------------------------------
@@ -145,20 +149,25 @@ def quota_results_from_wire(w: Any) -> list[AlterResult]:
 # replies, the ControllerServer the other way round.
 
 def registration_to_wire(r: BrokerRegistrationRequest, cluster_id: str) -> Any:
-    return m.BrokerRegistrationRequest(
-        broker_id=r.broker_id, cluster_id=cluster_id, incarnation_id=r.incarnation_id,
-        listeners=[m.BrokerRegistrationRequest.Listener(name=_LISTENER, host=r.host, port=r.port,
-                                                        security_protocol=0)],
-        rack=r.rack)
+    """Every listener of the broker, its first listener (``host:port``) first."""
+    L = m.BrokerRegistrationRequest.Listener
+    listeners = [L(name=name, host=host, port=port, security_protocol=_PROTOCOL_IDS[protocol])
+                 for name, host, port, protocol in r.listeners] or [
+        L(name=_LISTENER, host=r.host, port=r.port, security_protocol=0)]
+    return m.BrokerRegistrationRequest(broker_id=r.broker_id, cluster_id=cluster_id, incarnation_id=r.incarnation_id,
+                                       listeners=listeners, rack=r.rack)
 
 
 def registration_from_wire(w: Any) -> BrokerRegistrationRequest:
-    """Raises ValueError: no listener."""
+    """Raises ValueError: no listener, or an unknown security protocol."""
     if not w.listeners:
         raise ValueError(f"broker {w.broker_id} registered no listener")
+    if any(entry.security_protocol not in _PROTOCOL_NAMES for entry in w.listeners):
+        raise ValueError(f"broker {w.broker_id} registered a listener of an unknown security protocol")
     listener = w.listeners[0]
-    return BrokerRegistrationRequest(broker_id=w.broker_id, incarnation_id=w.incarnation_id, host=listener.host,
-                                     port=listener.port, rack=w.rack)
+    return BrokerRegistrationRequest(
+        broker_id=w.broker_id, incarnation_id=w.incarnation_id, host=listener.host, port=listener.port, rack=w.rack,
+        listeners=tuple((e.name, e.host, e.port, _PROTOCOL_NAMES[e.security_protocol]) for e in w.listeners))
 
 
 def heartbeat_to_wire(r: BrokerHeartbeatRequest) -> Any:
@@ -638,6 +647,20 @@ class RemoteControllerChannel:
             raise NotControllerError(next(r.error_message for r in w.filter_results if r.error_code) or "DeleteAcls")
         await self._caught_up()
         return deleted_acls_from_wire(w)
+
+    async def alter_user_scram_credentials(self, request: Any) -> list[tuple[str, int, str | None]]:
+        """The request as it came (AlterUserScramCredentials v0); NOT_CONTROLLER per user
+        when the controller cannot be reached."""
+        try:
+            w = await self._call(request)
+        except NotControllerError as exc:
+            return [(name, NotControllerError.code, str(exc))
+                    for name in dict.fromkeys([*(d.name for d in request.deletions),
+                                               *(u.name for u in request.upsertions)])]
+        results = [(r.user, r.error_code, r.error_message) for r in w.results]
+        if any(code == 0 for _, code, _ in results):
+            await self._caught_up()
+        return results
 
     async def elect_leaders(self, election_type: ElectionType,
                             partitions: Mapping[str, Sequence[int]] | None) -> list[ElectionResult]:

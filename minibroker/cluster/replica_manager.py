@@ -139,7 +139,7 @@ class ReplicaManager:
 
     def _endpoint(self, broker_id: int) -> tuple[str, int] | None:
         broker = self.context.image.brokers.get(broker_id)
-        return (broker.host, broker.port) if broker is not None else None
+        return self.state.inter_broker_endpoint(broker) if broker is not None else None  # inter.broker.listener.name
 
     # -- metadata -------------------------------------------------------------------------
 

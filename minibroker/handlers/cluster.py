@@ -33,8 +33,10 @@ async def describe_cluster(state, header, request):
         brokers = [DescribeClusterResponse.DescribeClusterBroker(broker_id=state.node_id, host=host, port=port)]
     else:
         controller_id = state.cluster.channel.active_controller_id
-        brokers = [DescribeClusterResponse.DescribeClusterBroker(broker_id=b.broker_id, host=b.host, port=b.port, rack=b.rack)
-                   for b in state.cluster.image.live_brokers()]
+        brokers = [DescribeClusterResponse.DescribeClusterBroker(broker_id=b.broker_id, host=at[0], port=at[1],
+                                                                 rack=b.rack)
+                   for b in state.cluster.image.live_brokers()
+                   if (at := state.cluster_endpoint(b, header.listener_name)) is not None]
     return DescribeClusterResponse(
         error_code=0, cluster_id=state.config["cluster.id"], controller_id=controller_id, brokers=brokers,
         cluster_authorized_operations=state.authorizer.operations(

@@ -217,11 +217,12 @@ async def handle(state, header, request):
         remaining = deadline - time.monotonic()
         if at_once or total >= request.min_bytes or remaining <= 0:
             return FetchResponse(error_code=0, session_id=0, responses=responses,
-                                 node_endpoints=_leader_endpoints(state, responses) if header.api_version >= 16 else [])
+                                 node_endpoints=_leader_endpoints(state, responses, header.listener_name)
+                                 if header.api_version >= 16 else [])
         await state.wait_for_data(remaining)
 
 
-def _leader_endpoints(state, responses):
+def _leader_endpoints(state, responses, listener_name):
     """Fetch v16+'s ``node_endpoints`` (KIP-951, Kafka's ``KafkaApis.handleFetchRequest``):
     where the leaders named in NOT_LEADER_OR_FOLLOWER / FENCED_LEADER_EPOCH answers listen,
     so that a client can move there without a Metadata round trip."""
@@ -230,5 +231,6 @@ def _leader_endpoints(state, responses):
     brokers = state.cluster.image.brokers
     named = sorted({p.current_leader.leader_id for t in responses for p in t.partitions
                     if p.error_code in _MOVED and p.current_leader is not None and p.current_leader.leader_id >= 0})
-    return [FetchResponse.NodeEndpoint(node_id=b, host=brokers[b].host, port=brokers[b].port, rack=brokers[b].rack)
-            for b in named if b in brokers and not brokers[b].fenced]
+    return [FetchResponse.NodeEndpoint(node_id=b, host=at[0], port=at[1], rack=brokers[b].rack)
+            for b in named if b in brokers and not brokers[b].fenced
+            and (at := state.cluster_endpoint(brokers[b], listener_name)) is not None]

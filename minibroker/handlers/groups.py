@@ -88,7 +88,7 @@ GROUP_KEY, TRANSACTION_KEY = 0, 1
 LOADING = CoordinatorLoadInProgressError.code
 
 
-async def _leader_of_internal_partition(state, topic_name, spec, key, whose):
+async def _leader_of_internal_partition(state, topic_name, spec, key, whose, listener_name):
     """(error_code, error_message, node_id, host, port): a cluster's coordinator of ``key``,
     the leader of its partition of the internal topic ``topic_name`` (Kafka's
     ``partitionFor``), the topic made through the controller (``spec``) on first use, as
@@ -102,9 +102,10 @@ async def _leader_of_internal_partition(state, topic_name, spec, key, whose):
         return CoordinatorNotAvailableError.code, f"{topic_name} could not be created", -1, "", -1
     leader = topic.partitions[partition_for(key, len(topic.partitions))].leader
     broker = image.brokers.get(leader)
-    if leader < 0 or broker is None or broker.fenced:
+    at = None if broker is None else state.cluster_endpoint(broker, listener_name)
+    if leader < 0 or broker is None or broker.fenced or at is None:
         return CoordinatorNotAvailableError.code, f"the {whose} partition has no leader", -1, "", -1
-    return 0, None, broker.broker_id, broker.host, broker.port
+    return 0, None, broker.broker_id, *at
 
 
 async def _transaction_coordinator(state, transactional_id, listener_name):
@@ -118,7 +119,7 @@ async def _transaction_coordinator(state, transactional_id, listener_name):
             return CoordinatorNotAvailableError.code, f"{TRANSACTION_STATE_TOPIC} could not be created: {exc}", -1, "", -1
         return 0, None, state.node_id, *state.endpoint(listener_name)
     return await _leader_of_internal_partition(state, TRANSACTION_STATE_TOPIC, transaction_state_topic_spec,
-                                               transactional_id, "transactional id's")
+                                               transactional_id, "transactional id's", listener_name)
 
 
 async def _coordinator_for(state, header, key_type, key):
@@ -128,7 +129,7 @@ async def _coordinator_for(state, header, key_type, key):
     if key_type == GROUP_KEY:
         if state.cluster is not None:
             return await _leader_of_internal_partition(state, OFFSETS_TOPIC, offsets_topic_spec, key,
-                                                       "group's offsets")
+                                                       "group's offsets", header.listener_name)
         return 0, None, state.node_id, *state.endpoint(header.listener_name)
     if key_type == TRANSACTION_KEY:
         return await _transaction_coordinator(state, key, header.listener_name)

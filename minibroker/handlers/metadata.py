@@ -112,8 +112,9 @@ def transaction_state_topic_spec(state) -> NewTopic:
 _INTERNAL_SPECS = {OFFSETS_TOPIC: offsets_topic_spec, TRANSACTION_STATE_TOPIC: transaction_state_topic_spec}
 
 
-async def _cluster_answer(state, every, request):
-    """(topics, brokers, controller id) of a cluster broker's answer (``every`` topic or those asked)."""
+async def _cluster_answer(state, every, request, listener_name):
+    """(topics, brokers, controller id) of a cluster broker's answer (``every`` topic or those
+    asked), with each broker's address on the request's listener."""
     cluster = state.cluster
     image = cluster.image
     wanted = request.topics
@@ -146,8 +147,8 @@ async def _cluster_answer(state, every, request):
                 topics.append(Topic_(error_code=InvalidTopicError.code, name=name))
             else:
                 topics.append(Topic_(error_code=UnknownTopicOrPartitionError.code, name=name))
-    brokers = [MetadataResponse.MetadataResponseBroker(node_id=b.broker_id, host=b.host, port=b.port, rack=b.rack)
-               for b in image.live_brokers()]
+    brokers = [MetadataResponse.MetadataResponseBroker(node_id=b.broker_id, host=at[0], port=at[1], rack=b.rack)
+               for b in image.live_brokers() if (at := state.cluster_endpoint(b, listener_name)) is not None]
     return topics, brokers, cluster.channel.active_controller_id
 
 
@@ -189,7 +190,7 @@ async def handle(state, header, request):
     wanted = request.topics
     every = wanted is None or (version == 0 and not wanted and not refused)  # v0: [] is every topic
     if state.cluster is not None:
-        topics, brokers, controller_id = await _cluster_answer(state, every, request)
+        topics, brokers, controller_id = await _cluster_answer(state, every, request, header.listener_name)
         return _response(state, header, request, topics + refused, brokers, controller_id)
     if every:
         topics = [_describe(state, t) for t in state.topics.values()]

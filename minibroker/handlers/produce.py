@@ -412,7 +412,8 @@ async def handle(state, header, request):
                 outcome = _Outcome(code, message=f"acks=all for {name}-{index}: error {code}")
                 partition = None
             hint = {} if header.api_version < 10 else {
-                "current_leader": _current_leader(state, name, index, outcome.error_code, leaders)}
+                "current_leader": _current_leader(state, name, index, outcome.error_code, leaders,
+                                                  header.listener_name)}
             answers.append(PartitionResponse(
                 **hint,
                 index=index, error_code=outcome.error_code, base_offset=outcome.base_offset,
@@ -424,15 +425,16 @@ async def handle(state, header, request):
     return ProduceResponse(responses=responses, node_endpoints=list(leaders.values()))
 
 
-def _current_leader(state, name, index, code, leaders):
+def _current_leader(state, name, index, code, leaders, listener_name):
     """KIP-951's hint on NOT_LEADER_OR_FOLLOWER: the leader and epoch this broker knows
     (-1 when none), its endpoint added to ``leaders`` (from the metadata image)."""
     partition = state.partition(state.topics.get(name), index) if code == NotLeaderOrFollowerError.code else None
     if partition is None or partition.leader < 0:
         return ProduceResponse.LeaderIdAndEpoch(leader_id=-1, leader_epoch=-1)
     broker = state.cluster.image.brokers.get(partition.leader) if state.cluster is not None else None
-    if broker is not None and not broker.fenced:
+    at = None if broker is None else state.cluster_endpoint(broker, listener_name)  # the client's listener
+    if broker is not None and not broker.fenced and at is not None:
         leaders[broker.broker_id] = ProduceResponse.NodeEndpoint(
-            node_id=broker.broker_id, host=broker.host, port=broker.port, rack=broker.rack)
+            node_id=broker.broker_id, host=at[0], port=at[1], rack=broker.rack)
     return ProduceResponse.LeaderIdAndEpoch(leader_id=partition.leader, leader_epoch=partition.leader_epoch)
 

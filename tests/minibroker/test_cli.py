@@ -269,14 +269,22 @@ def test_brokers_stop_on_stdin_eof():
         stop(proc, 3 * TIMEOUT)
 
 
-@pytest.mark.parametrize("key", ["listeners", "broker.id", "log.dirs"])
+@pytest.mark.parametrize("key", ["advertised.listeners", "broker.id", "log.dirs"])
 def test_brokers_refuse_a_per_broker_key_with_exit_2(tmp_path, key):
-    """Issue 13: the keys that are each broker's own are refused with MiniCluster's message."""
-    value = {"listeners": "PLAINTEXT://127.0.0.1:0", "broker.id": "1", "log.dirs": str(tmp_path)}[key]
+    """Issue 13: the keys that are each broker's own are refused with MiniCluster's message
+    (issue 15: ``listeners`` is every broker's now, with port 0)."""
+    value = {"advertised.listeners": "PLAINTEXT://127.0.0.1:0", "broker.id": "1", "log.dirs": str(tmp_path)}[key]
     result = run_to_exit(tmp_path, "--brokers", "3", "--override", f"{key}={value}", host=None)
     assert result.returncode == 2
     assert result.stdout == ""
     assert f"config {key!r} is the cluster's own" in result.stderr
+
+
+def test_brokers_refuse_a_fixed_listener_port_with_exit_2(tmp_path):
+    """Issue 15: a cluster's listeners take port 0 (each broker binds its own)."""
+    result = run_to_exit(tmp_path, "--brokers", "3", "--override", "listeners=PLAINTEXT://127.0.0.1:9092", host=None)
+    assert result.returncode == 2
+    assert result.stdout == "" and "a MiniCluster's listeners take port 0" in result.stderr
 
 
 @pytest.mark.parametrize("args, message", [

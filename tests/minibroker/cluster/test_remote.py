@@ -46,7 +46,9 @@ def _trip(message):
 
 
 def test_registration_heartbeat_and_alter_partition_survive_the_wire():
-    reg = BrokerRegistrationRequest(broker_id=2, incarnation_id=uuid.uuid4(), host="127.0.0.1", port=9092, rack="b")
+    reg = BrokerRegistrationRequest(broker_id=2, incarnation_id=uuid.uuid4(), host="127.0.0.1", port=9092, rack="b",
+                                    listeners=(("PLAINTEXT", "127.0.0.1", 9092, "PLAINTEXT"),
+                                               ("SASL_SSL", "127.0.0.1", 9093, "SASL_SSL")))  # issue 15: every listener
     assert remote.registration_from_wire(_trip(remote.registration_to_wire(reg, "c"))) == reg
     beat = BrokerHeartbeatRequest(broker_id=2, broker_epoch=7, current_metadata_offset=40, want_shut_down=True)
     assert remote.heartbeat_from_wire(_trip(remote.heartbeat_to_wire(beat))) == beat
