@@ -34,8 +34,9 @@ closes the connection, unless it is a SaslHandshake: that starts re-authenticati
 same connection, with the same mechanism ("SASL mechanism 'X' requested by client is not
 supported for re-authentication of mechanism 'Y'" closes it otherwise) and the same
 principal ("Cannot change principals during re-authentication from ..."). Without a
-session end, a SaslHandshake goes to the handlers, which answer ILLEGAL_SASL_STATE as
-Kafka's ``KafkaApis`` does (:mod:`minibroker.handlers.sasl`).
+session end, or within a second of the last re-authentication's start (Kafka's
+``KafkaChannel`` limit), a SaslHandshake goes to the handlers, which answer
+ILLEGAL_SASL_STATE as Kafka's ``KafkaApis`` does (:mod:`minibroker.handlers.sasl`).
 
 Mechanisms are the sans-I/O owners in :mod:`kproto.security`: PLAIN against the
 ``user_<name>="<password>"`` options of the listener's ``plain.sasl.jaas.config``
@@ -349,6 +350,10 @@ def _reply(api_key: int, version: int, correlation_id: int, response: Any) -> by
     return encode_response(api_key, version, correlation_id, response)
 
 
+#: KafkaChannel's MIN_REAUTH_INTERVAL_ONE_SECOND_NANOS: re-authentication starts at most this often.
+_MIN_REAUTH_INTERVAL_MS = 1000
+
+
 class Authenticator:
     """One connection's SASL state (see the module docstring).
 
@@ -375,6 +380,7 @@ class Authenticator:
         self._server: _Plain | _Scram | _OAuthBearer | None = None
         self._chosen: str | None = None  # the mechanism being negotiated
         self._reauthenticating = False
+        self._reauth_started_ms: int | None = None
         self._bad_mechanism = ""
 
     @property
@@ -441,8 +447,11 @@ class Authenticator:
 
     def _authenticated(self, frame: bytes, now_ms: int) -> Step:
         api_key = struct.unpack_from(">h", frame)[0] if len(frame) >= 2 else -1
-        if api_key == ApiKey.SASL_HANDSHAKE and self.expires_ms is not None:
-            # KafkaChannel.maybeBeginServerReauthentication: a session with an end may renew
+        if api_key == ApiKey.SASL_HANDSHAKE and self.expires_ms is not None and (
+                self._reauth_started_ms is None or now_ms - self._reauth_started_ms >= _MIN_REAUTH_INTERVAL_MS):
+            # KafkaChannel.maybeBeginServerReauthentication: a session with an end may renew,
+            # once a second at most; a handshake sooner goes to the handlers (ILLEGAL_SASL_STATE)
+            self._reauth_started_ms = now_ms
             try:
                 header, request = decode_request(frame, strict=False)
             except (ProtocolError, ValueError, struct.error) as exc:

@@ -146,6 +146,25 @@ def test_reauthentication_with_the_same_principal_keeps_the_connection(client):
         assert metadata(c).brokers
 
 
+def test_reauthentication_at_most_once_a_second(client):
+    """Issue 15, review: Kafka's KafkaChannel.maybeBeginServerReauthentication starts a
+    re-authentication at most once a second (MIN_REAUTH_INTERVAL_ONE_SECOND_NANOS, against
+    a client that renews in a loop); a SaslHandshake sooner goes to KafkaApis, which answers
+    ILLEGAL_SASL_STATE, and the connection and its session go on."""
+    with sasl_broker(**{"connections.max.reauth.ms": 60000}) as broker:
+        c = client(broker.port)
+        handshake(c)
+        authenticate(c)
+        assert handshake(c).error_code == 0  # the first re-authentication: any time
+        assert authenticate(c).error_code == 0
+        assert handshake(c).error_code == IllegalSaslStateError.code  # within the second
+        assert metadata(c).brokers
+        time.sleep(1.05)
+        assert handshake(c).error_code == 0
+        assert authenticate(c).error_code == 0
+        assert metadata(c).brokers
+
+
 def test_reauthentication_cannot_change_the_principal(client):
     with sasl_broker(**{"connections.max.reauth.ms": 60000}) as broker:
         c = client(broker.port)
