@@ -15,6 +15,11 @@ entity; a ``remove`` op (what Java's client sends for a null value) drops the ke
 that cannot be written (a full disk) is KAFKA_STORAGE_ERROR for every entity and changes
 nothing.
 
+Authorization (with the authorizer on): DescribeClientQuotas needs DESCRIBE_CONFIGS on the
+cluster (``KafkaApis.handleDescribeClientQuotasRequest``), AlterClientQuotas ALTER_CONFIGS
+(``ControllerApis.handleAlterClientQuotas``); refused, the answer is
+CLUSTER_AUTHORIZATION_FAILED, for the request or for every entity, and nothing changes.
+
 In a MiniCluster, AlterClientQuotas is forwarded to the controller, which checks it by the
 same rules and commits ClientQuotaRecords to the metadata log; every broker enforces and
 describes its image's quotas, kept by the metadata log rather than in a file.
@@ -23,19 +28,24 @@ Not implemented: IP entities (KIP-612 connection rates: INVALID_REQUEST);
 ``controller_mutation_rate`` (KIP-599) is stored and described but not enforced.
 """
 
-from kproto.errors import KafkaStorageError
+from kproto.errors import ClusterAuthorizationFailedError, KafkaStorageError
 from kproto.protocol import ApiKey
 from kproto.protocol.messages import AlterClientQuotasResponse, DescribeClientQuotasResponse
+from minibroker.authorizer import AclOperation, ResourceType
 from minibroker.handlers import handles
 from minibroker.quotas import QuotaError
 
 __all__: list[str] = []
 
 _D, _A = DescribeClientQuotasResponse, AlterClientQuotasResponse
+_REFUSED = "Cluster authorization failed."  # Errors.CLUSTER_AUTHORIZATION_FAILED's message
 
 
 @handles(ApiKey.DESCRIBE_CLIENT_QUOTAS, 0, 1)
 async def describe_client_quotas(state, header, request):
+    if not state.authorizer.allows(header, AclOperation.DESCRIBE_CONFIGS, ResourceType.CLUSTER):
+        return DescribeClientQuotasResponse(error_code=ClusterAuthorizationFailedError.code, error_message=_REFUSED,
+                                            entries=None)
     components = [(c.entity_type, c.match_type, c.match) for c in request.components]
     try:
         found = state.quotas.describe(components, request.strict)
@@ -52,7 +62,9 @@ async def alter_client_quotas(state, header, request):
     entries = [([(e.entity_type, e.entity_name) for e in entry.entity],
                 [(op.key, None if op.remove else op.value) for op in entry.ops])
                for entry in request.entries]
-    if state.cluster is not None:  # the controller decides and commits (ClientQuotaRecords)
+    if not state.authorizer.allows(header, AclOperation.ALTER_CONFIGS, ResourceType.CLUSTER):
+        results = [(entity, ClusterAuthorizationFailedError.code, _REFUSED) for entity, _ in entries]
+    elif state.cluster is not None:  # the controller decides and commits (ClientQuotaRecords)
         results = await state.cluster.channel.alter_client_quotas(entries, validate_only=request.validate_only)
     else:
         try:

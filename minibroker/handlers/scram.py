@@ -10,11 +10,16 @@ broker derives StoredKey and ServerKey from the salted password the client sends
 only those. Describe lists each user's mechanisms and iterations (never keys); users null
 or empty describe every user; a named user without credentials is RESOURCE_NOT_FOUND, a
 user named twice DUPLICATE_RESOURCE (Kafka's texts).
-Not implemented: authorization (ALTER / DESCRIBE on the cluster), a MiniCluster's
-cluster-wide users (each broker keeps its own).
+Authorization (with the authorizer on): AlterUserScramCredentials needs ALTER on the
+cluster (``ControllerApis.handleAlterUserScramCredentials``: every user answered
+CLUSTER_AUTHORIZATION_FAILED, nothing changed), DescribeUserScramCredentials DESCRIBE
+(``KafkaApis``: the whole answer CLUSTER_AUTHORIZATION_FAILED).
+
+Not implemented: a MiniCluster's cluster-wide users (each broker keeps its own).
 """
 
 from kproto.errors import (
+    ClusterAuthorizationFailedError,
     DuplicateResourceError,
     ResourceNotFoundError,
     UnacceptableCredentialError,
@@ -26,6 +31,7 @@ from kproto.protocol.messages import (
     DescribeUserScramCredentialsResponse,
 )
 from kproto.security.scram import MIN_ITERATIONS, credential_of_salted_password
+from minibroker.authorizer import AclOperation, ResourceType
 from minibroker.handlers import handles
 
 #: Kafka's ScramMechanism types on the wire (org.apache.kafka.clients.admin.ScramMechanism).
@@ -33,6 +39,7 @@ MECHANISM_TYPES = {1: "SCRAM-SHA-256", 2: "SCRAM-SHA-512"}
 # ScramControlManager.MAX_ITERATIONS
 MAX_ITERATIONS = 16384
 _TYPE_OF = {name: code for code, name in MECHANISM_TYPES.items()}
+_REFUSED = "Cluster authorization failed."  # Errors.CLUSTER_AUTHORIZATION_FAILED's message
 
 
 def _check(name, mechanism):
@@ -46,6 +53,11 @@ def _check(name, mechanism):
 
 @handles(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, 0, 0)
 async def alter_user_scram_credentials(state, header, request):
+    Result = AlterUserScramCredentialsResponse.AlterUserScramCredentialsResult
+    if not state.authorizer.allows(header, AclOperation.ALTER, ResourceType.CLUSTER):
+        users = dict.fromkeys(c.name for c in [*request.deletions, *request.upsertions])
+        return AlterUserScramCredentialsResponse(results=[
+            Result(user=name, error_code=ClusterAuthorizationFailedError.code, error_message=_REFUSED) for name in users])
     store = state.scram_credentials
     deletions, upsertions, errors = {}, {}, {}
     duplicate = DuplicateResourceError.code, "A user credential cannot be altered twice in the same request"
@@ -80,7 +92,6 @@ async def alter_user_scram_credentials(state, header, request):
     store.apply([(d.name, MECHANISM_TYPES[d.mechanism]) for d in deletions.values()],
                 {(u.name, MECHANISM_TYPES[u.mechanism]): credential_of_salted_password(
                     u.salted_password, MECHANISM_TYPES[u.mechanism], u.iterations, u.salt) for u in upsertions.values()})
-    Result = AlterUserScramCredentialsResponse.AlterUserScramCredentialsResult
     results = [Result(user=name, error_code=0, error_message=None) for name in [*deletions, *upsertions]]
     results += [Result(user=name, error_code=code, error_message=message) for name, (code, message) in errors.items()]
     return AlterUserScramCredentialsResponse(results=results)
@@ -90,6 +101,8 @@ async def alter_user_scram_credentials(state, header, request):
 async def describe_user_scram_credentials(state, header, request):
     store = state.scram_credentials
     R = DescribeUserScramCredentialsResponse
+    if not state.authorizer.allows(header, AclOperation.DESCRIBE, ResourceType.CLUSTER):
+        return R(error_code=ClusterAuthorizationFailedError.code, error_message=_REFUSED, results=[])
     names = [u.name for u in request.users or []] or store.users()
     results = []
     for name in dict.fromkeys(names):

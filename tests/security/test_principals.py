@@ -325,3 +325,48 @@ def test_acl_changes_apply_to_connections_already_open(secured, admin):
         with pytest.raises(TopicAuthorizationFailedError):
             producer.send(topic, b"revoked").result(10)
 
+
+
+def test_only_a_user_allowed_on_the_cluster_manages_scram_credentials(secured, admin):
+    """Issue 15, a defect found with real principals: any logged-in user could reset
+    another's SCRAM password or list the SCRAM users. Kafka checks ALTER on the cluster for
+    AlterUserScramCredentials (``ControllerApis``) and DESCRIBE for
+    DescribeUserScramCredentials (``KafkaApis``): bob is CLUSTER_AUTHORIZATION_FAILED for
+    both, and alice's password stays hers; granted ALTER on the cluster, bob may."""
+    with AdminClient(sasl(secured, "bob")) as bob:
+        with pytest.raises(ClusterAuthorizationFailedError, match="Cluster authorization failed"):
+            bob.alter_user_scram_credentials([UserScramCredentialUpsertion(
+                "alice", ScramCredentialInfo("SCRAM-SHA-256", 4096), "stolen")])
+        with pytest.raises(ClusterAuthorizationFailedError, match="Cluster authorization failed"):
+            bob.describe_user_scram_credentials()
+        admin.create_acls(acls("User:bob", "CLUSTER", "kafka-cluster", "ALTER"))
+        try:
+            assert set(bob.describe_user_scram_credentials()) == {"alice", "bob"}  # ALTER implies DESCRIBE
+            bob.alter_user_scram_credentials([UserScramCredentialUpsertion(
+                "bob", ScramCredentialInfo("SCRAM-SHA-256", 4096), SCRAM_PASSWORDS["bob"])])
+        finally:
+            admin.delete_acls([AclBindingFilter(ResourcePatternFilter("CLUSTER"),)])
+    with AdminClient(sasl(secured, "alice", "SCRAM-SHA-256")) as alice:
+        assert alice.list_topics() is not None  # her password was not changed by bob
+
+
+def test_only_a_user_allowed_on_the_cluster_manages_client_quotas(secured, admin):
+    """Issue 15, a defect found with real principals: any logged-in user could lift their own
+    quota. Kafka checks ALTER_CONFIGS on the cluster for AlterClientQuotas and
+    DESCRIBE_CONFIGS for DescribeClientQuotas: bob is CLUSTER_AUTHORIZATION_FAILED for both
+    and the quotas stay as the admin set them."""
+    from kproto.admin import ClientQuotaAlteration, ClientQuotaEntity
+
+    entity = ClientQuotaEntity({ClientQuotaEntity.USER: "bob"})
+    admin.alter_client_quotas([ClientQuotaAlteration(entity, [ClientQuotaAlteration.Op("producer_byte_rate", 1000)])])
+    try:
+        with AdminClient(sasl(secured, "bob")) as bob:
+            with pytest.raises(ClusterAuthorizationFailedError, match="Cluster authorization failed"):
+                bob.alter_client_quotas([ClientQuotaAlteration(entity, [ClientQuotaAlteration.Op("producer_byte_rate",
+                                                                                                 None)])])
+            with pytest.raises(ClusterAuthorizationFailedError, match="Cluster authorization failed"):
+                bob.describe_client_quotas()
+        assert admin.describe_client_quotas() == {entity: {"producer_byte_rate": 1000.0}}
+    finally:
+        admin.alter_client_quotas([ClientQuotaAlteration(entity, [ClientQuotaAlteration.Op("producer_byte_rate",
+                                                                                           None)])])
