@@ -138,7 +138,7 @@ def _describe(args: argparse.Namespace) -> int:
     with admin_client(args) as admin:
         found = admin.describe_client_quotas(ClientQuotaFilter.contains(components))
     rows: list[dict[str, Any]] = []
-    for entity, quotas in sorted(found.items(), key=lambda item: sorted((k, v or "") for k, v in item[0].entries.items())):
+    for entity, quotas in found.items():
         names = entity.entries
         row: dict[str, Any] = {key: (names[kind] if names[kind] is not None else _DEFAULT) if kind in names else None
                                for key, kind in (("user", ClientQuotaEntity.USER),
@@ -148,6 +148,7 @@ def _describe(args: argparse.Namespace) -> int:
         else:
             row["quotas"] = ",".join(f"{k}={_plain(v)}" for k, v in sorted(quotas.items()))
         rows.append(row)
+    rows.sort(key=lambda r: (r["user"] or "", r["client_id"] or ""))
     emit(rows, _COLUMNS, args.json)
     return 0
 
