@@ -15,7 +15,12 @@ from kproto.admin import AdminClient, ClientQuotaEntity
 from kproto.cli.options import UsageError
 from kproto.cli.quotas import parse_config_list
 from kproto.errors import SaslAuthenticationError
-from tests.cli.test_acls import admin, admin_properties, as_admin, login, minibroker_config  # noqa: F401 (fixtures)
+from tests.cli import test_acls
+from tests.cli.test_acls import login
+
+# test_acls.py's broker settings and the admin's fixtures, for this module too
+minibroker_config, admin, admin_properties, as_admin = (test_acls.minibroker_config, test_acls.admin,
+                                                         test_acls.admin_properties, test_acls.as_admin)
 
 USER, CLIENT = ClientQuotaEntity.USER, ClientQuotaEntity.CLIENT_ID
 
