@@ -189,7 +189,8 @@ def _remove(args: argparse.Namespace) -> int:
         if not entries and ops == [None]:  # every ACL of the resource (AclCommand: AccessControlEntryFilter.ANY)
             filters.append(AclBindingFilter(pattern))
             continue
-        for principal, host, permission in entries or [(None, None, "ANY")]:
+        anyone: list[tuple[str | None, str | None, str]] = [(None, None, "ANY")]
+        for principal, host, permission in entries or anyone:
             for op in ops:
                 filters.append(AclBindingFilter(pattern, AccessControlEntryFilter(principal, host, op or "ANY",
                                                                                   permission)))

@@ -121,7 +121,7 @@ def _alter(args: argparse.Namespace) -> int:
     ops = [ClientQuotaAlteration.Op(k, _number(k, v)) for k, v in added.items()]
     ops += [ClientQuotaAlteration.Op(k, None) for k in args.delete_config]
     with admin_client(args) as admin:
-        admin.alter_client_quotas([ClientQuotaAlteration(ClientQuotaEntity(entity), ops)])
+        admin.alter_client_quotas([ClientQuotaAlteration(ClientQuotaEntity(entity), tuple(ops))])
     print(f"Completed updating quotas for {_describe_entity(entity)}.")
     return 0
 
