@@ -40,11 +40,12 @@ broker :meth:`Authorizer.load`\ s the ACLs of its metadata image.
 from __future__ import annotations
 
 import enum
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["AUTHORIZER_CLASSES", "CLUSTER_NAME", "INTER_BROKER_PRINCIPAL", "INTER_BROKER_RIGHTS", "NOT_REQUESTED", "SUPPORTED_OPERATIONS", "WILDCARD",
+__all__ = ["AUTHORIZER_CLASSES", "CLUSTER_NAME", "INTER_BROKER_CLIENT_ID", "INTER_BROKER_PRINCIPAL", "INTER_BROKER_RIGHTS", "NOT_REQUESTED", "SUPPORTED_OPERATIONS", "WILDCARD",
            "WILDCARD_PRINCIPAL", "AclBinding", "AclBindingFilter", "AclOperation", "AclPermissionType",
            "Authorizer", "PatternType", "ResourceType", "authorized_operations", "client_ip", "validate_binding",
            "validate_filter"]
@@ -308,9 +309,22 @@ INTER_BROKER_PRINCIPAL = "User:ANONYMOUS"
 #: What a cluster broker's authorizer allows :data:`INTER_BROKER_PRINCIPAL` without ACLs:
 #: what the brokers' requests to each other need (a follower's Fetch and OffsetForLeaderEpoch,
 #: WriteTxnMarkers, AddPartitionsToTxn v4+: CLUSTER_ACTION; a follower's ListOffsets: DESCRIBE
-#: on the topic). Unauthenticated clients of a MiniCluster get these rights too.
+#: on the topic). Only requests that carry a broker's client id get them
+#: (:data:`INTER_BROKER_CLIENT_ID`).
 INTER_BROKER_RIGHTS = frozenset({(AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER),
                                  (AclOperation.DESCRIBE, ResourceType.TOPIC)})
+#: The client ids a MiniCluster broker's connections to the other brokers send: its replica
+#: fetchers' (:func:`minibroker.faults.fetcher_client_id`) and the transaction coordinator's
+#: (``minibroker.cluster.txn_markers``: WriteTxnMarkers, AddPartitionsToTxn v4+). Until the
+#: brokers authenticate to each other, this is how the stopgap tells a broker's request from
+#: an anonymous client's. It is a claim, not a proof: an unauthenticated client that sends
+#: such a client id gets the brokers' rights too (docs/guides/acls.rst says so).
+INTER_BROKER_CLIENT_ID = re.compile(r"broker-\d+-(?:fetcher|txn-markers|add-partitions)")
+
+
+def _from_a_broker(ctx: Any, inter_broker_principal: str | None) -> bool:
+    return (inter_broker_principal is not None and ctx.principal == inter_broker_principal
+            and INTER_BROKER_CLIENT_ID.fullmatch(ctx.client_id or "") is not None)
 
 
 class Authorizer:
@@ -325,7 +339,8 @@ class Authorizer:
 
         inter_broker_principal: in a MiniCluster, the principal the brokers' requests to each
             other come as (:data:`INTER_BROKER_PRINCIPAL`), allowed what they need (see
-            :data:`INTER_BROKER_RIGHTS`).
+            :data:`INTER_BROKER_RIGHTS`) when their client id is a broker's
+            (:data:`INTER_BROKER_CLIENT_ID`).
 
     Attributes:
         enabled: whether an authorizer is configured; if not, :meth:`allows` is always true.
@@ -348,14 +363,15 @@ class Authorizer:
 
         Args:
             ctx: the request's :class:`~minibroker.handlers.RequestContext` (its
-                ``principal`` and ``client_host`` are read).
+                ``principal`` and ``client_host`` are read, and in a MiniCluster its
+                ``client_id``).
             operation: what it wants to do.
             resource_type: TOPIC, GROUP, CLUSTER, TRANSACTIONAL_ID...
             name: the resource's name (the cluster's by default).
         """
         if not self.enabled or ctx.principal in self.super_users:
             return True
-        if ctx.principal == self.inter_broker_principal and (operation, resource_type) in INTER_BROKER_RIGHTS:
+        if (operation, resource_type) in INTER_BROKER_RIGHTS and _from_a_broker(ctx, self.inter_broker_principal):
             return True
         return self._decide(ctx.principal, client_ip(ctx.client_host), operation, resource_type, name)
 

@@ -25,6 +25,7 @@ from collections.abc import Sequence
 
 from kproto import __version__
 from kproto.cli import (
+    acls,
     broker,
     consume,
     dumplog,
@@ -32,8 +33,10 @@ from kproto.cli import (
     perf,
     pipeline,
     produce,
+    quotas,
     topics,
     transactions,
+    users,
 )
 from kproto.cli.options import UsageError, add_connection_options
 from kproto.errors import KafkaCodeError, KafkaError
@@ -41,7 +44,7 @@ from kproto.errors import KafkaCodeError, KafkaError
 __all__ = ["build_parser", "main"]
 
 PROG = "kproto"
-_COMMANDS = (topics, produce, consume, groups, transactions, dumplog, perf, broker, pipeline)
+_COMMANDS = (topics, produce, consume, groups, transactions, acls, quotas, users, dumplog, perf, broker, pipeline)
 
 _EPILOG = """examples:
   kproto broker --data-dir /tmp/kafka &           # a local broker on 127.0.0.1:9092
@@ -50,6 +53,9 @@ _EPILOG = """examples:
   kproto consume orders --from-beginning --max-messages 10
   kproto groups describe billing
   kproto transactions find-hanging --topic orders
+  kproto acls add --allow-principal User:alice --operation Read --topic orders
+  kproto quotas alter --user alice --add-config producer_byte_rate=1048576
+  kproto users alter alice --add-config 'SCRAM-SHA-256=[iterations=8192,password=alice-secret]'
   kproto dump-log /tmp/kafka/orders-0/00000000000000000000.log --print-data
   kproto perf produce orders --num-records 100000 --record-size 100
   kproto pipeline                                 # the main job: minibroker, Kafka into Spark streaming
@@ -61,7 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
     """The whole command line: global options, then one subcommand per command module."""
     parser = argparse.ArgumentParser(
         prog=PROG, description="Kafka's command-line tools, on kproto: topics, produce, consume, groups, transactions, "
-                               "segment dumps, perf tests, a local broker and the Spark pipeline.",
+                               "ACLs, quotas, SCRAM users, segment dumps, perf tests, a local broker and the Spark pipeline.",
         epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     parser.add_argument("-v", "--verbose", action="count", default=0, help="log more (-v info, -vv debug) to stderr")

@@ -15,12 +15,14 @@ entity; a ``remove`` op (what Java's client sends for a null value) drops the ke
 that cannot be written (a full disk) is KAFKA_STORAGE_ERROR for every entity and changes
 nothing.
 
+Authorization (with the authorizer on): DescribeClientQuotas needs DESCRIBE_CONFIGS on the
+cluster (``KafkaApis.handleDescribeClientQuotasRequest``), AlterClientQuotas ALTER_CONFIGS
+(``ControllerApis.handleAlterClientQuotas``); refused, the answer is
+CLUSTER_AUTHORIZATION_FAILED, for the request or for every entity, and nothing changes.
+
 In a MiniCluster, AlterClientQuotas is forwarded to the controller, which checks it by the
 same rules and commits ClientQuotaRecords to the metadata log; every broker enforces and
 describes its image's quotas, kept by the metadata log rather than in a file.
-
-With the authorizer on, DescribeClientQuotas needs DESCRIBE_CONFIGS and AlterClientQuotas
-ALTER_CONFIGS on the cluster, else CLUSTER_AUTHORIZATION_FAILED (for every entity).
 
 Not implemented: IP entities (KIP-612 connection rates: INVALID_REQUEST);
 ``controller_mutation_rate`` (KIP-599) is stored and described but not enforced.
@@ -36,13 +38,14 @@ from minibroker.quotas import QuotaError, entity_of
 __all__: list[str] = []
 
 _D, _A = DescribeClientQuotasResponse, AlterClientQuotasResponse
+_REFUSED = "Cluster authorization failed."  # Errors.CLUSTER_AUTHORIZATION_FAILED's message
 
 
 @handles(ApiKey.DESCRIBE_CLIENT_QUOTAS, 0, 1)
 async def describe_client_quotas(state, header, request):
     # KafkaApis.handleDescribeClientQuotasRequest: DESCRIBE_CONFIGS on the cluster
     if not state.authorizer.allows(header, AclOperation.DESCRIBE_CONFIGS, ResourceType.CLUSTER):
-        return DescribeClientQuotasResponse(error_code=ClusterAuthorizationFailedError.code, error_message=None,
+        return DescribeClientQuotasResponse(error_code=ClusterAuthorizationFailedError.code, error_message=_REFUSED,
                                             entries=None)
     components = [(c.entity_type, c.match_type, c.match) for c in request.components]
     try:
@@ -62,7 +65,7 @@ async def alter_client_quotas(state, header, request):
                for entry in request.entries]
     # ControllerApis.handleAlterClientQuotas: ALTER_CONFIGS on the cluster, else every entity refused
     if not state.authorizer.allows(header, AclOperation.ALTER_CONFIGS, ResourceType.CLUSTER):
-        results = [(entity_of(pairs), ClusterAuthorizationFailedError.code, None) for pairs, _ in entries]
+        results = [(entity_of(pairs), ClusterAuthorizationFailedError.code, _REFUSED) for pairs, _ in entries]
     elif state.cluster is not None:  # the controller decides and commits (ClientQuotaRecords)
         results = await state.cluster.channel.alter_client_quotas(entries, validate_only=request.validate_only)
     else:

@@ -12,30 +12,44 @@ broker derives StoredKey and ServerKey from the salted password the client sends
 only those. Describe lists each user's mechanisms and iterations (never keys); users null
 or empty describe every user; a named user without credentials is RESOURCE_NOT_FOUND, a
 user named twice DUPLICATE_RESOURCE (Kafka's texts).
-Not implemented: authorization (ALTER / DESCRIBE on the cluster).
+
+Authorization (with the authorizer on): AlterUserScramCredentials needs ALTER on the
+cluster (``ControllerApis.handleAlterUserScramCredentials``: every user answered
+CLUSTER_AUTHORIZATION_FAILED, nothing changed), DescribeUserScramCredentials DESCRIBE
+(``KafkaApis``: the whole answer CLUSTER_AUTHORIZATION_FAILED).
 """
 
-from kproto.errors import DuplicateResourceError, ResourceNotFoundError
+from kproto.errors import (
+    ClusterAuthorizationFailedError,
+    DuplicateResourceError,
+    ResourceNotFoundError,
+)
 from kproto.protocol import ApiKey
 from kproto.protocol.messages import (
     AlterUserScramCredentialsResponse,
     DescribeUserScramCredentialsResponse,
 )
+from minibroker.authorizer import AclOperation, ResourceType
 from minibroker.handlers import handles
 from minibroker.scram_users import MECHANISM_TYPES, plan_alter
 
 _TYPE_OF = {name: code for code, name in MECHANISM_TYPES.items()}
+_REFUSED = "Cluster authorization failed."  # Errors.CLUSTER_AUTHORIZATION_FAILED's message
 
 
 @handles(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, 0, 0)
 async def alter_user_scram_credentials(state, header, request):
+    Result = AlterUserScramCredentialsResponse.AlterUserScramCredentialsResult
+    if not state.authorizer.allows(header, AclOperation.ALTER, ResourceType.CLUSTER):
+        users = dict.fromkeys(c.name for c in [*request.deletions, *request.upsertions])
+        return AlterUserScramCredentialsResponse(results=[
+            Result(user=name, error_code=ClusterAuthorizationFailedError.code, error_message=_REFUSED) for name in users])
     if state.cluster is not None:  # the controller decides and commits (UserScramCredentialRecords)
         results = await state.cluster.channel.alter_user_scram_credentials(request)
     else:
         store = state.scram_credentials
         deletions, upsertions, results = plan_alter(store.__contains__, request)
         store.apply(deletions, upsertions)
-    Result = AlterUserScramCredentialsResponse.AlterUserScramCredentialsResult
     return AlterUserScramCredentialsResponse(results=[
         Result(user=name, error_code=code, error_message=message) for name, code, message in results])
 
@@ -44,6 +58,8 @@ async def alter_user_scram_credentials(state, header, request):
 async def describe_user_scram_credentials(state, header, request):
     store = state.scram_credentials
     R = DescribeUserScramCredentialsResponse
+    if not state.authorizer.allows(header, AclOperation.DESCRIBE, ResourceType.CLUSTER):
+        return R(error_code=ClusterAuthorizationFailedError.code, error_message=_REFUSED, results=[])
     names = [u.name for u in request.users or []] or store.users()
     results = []
     for name in dict.fromkeys(names):

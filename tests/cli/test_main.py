@@ -29,8 +29,8 @@ LEAVES = sorted(_leaf_commands(build_parser()))
 
 
 def test_every_command_is_reachable():
-    assert {leaf[0] for leaf in LEAVES} == {"topics", "produce", "consume", "groups", "transactions", "dump-log",
-                                              "perf", "broker", "pipeline"}
+    assert {leaf[0] for leaf in LEAVES} == {"topics", "produce", "consume", "groups", "transactions", "acls",
+                                              "quotas", "users", "dump-log", "perf", "broker", "pipeline"}
     assert ("groups", "reset-offsets") in LEAVES and ("perf", "consume") in LEAVES
 
 

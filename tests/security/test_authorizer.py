@@ -27,8 +27,8 @@ ON = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 Op, Res, Pat, Perm = AclOperation, ResourceType, PatternType, AclPermissionType
 
 
-def ctx(principal="User:alice", host="/127.0.0.1"):
-    return SimpleNamespace(principal=principal, client_host=host)
+def ctx(principal="User:alice", host="/127.0.0.1", client_id="app"):
+    return SimpleNamespace(principal=principal, client_host=host, client_id=client_id)
 
 
 def acl(name, op=Op.READ, perm=Perm.ALLOW, principal="User:alice", host="*", rtype=Res.TOPIC, pattern=Pat.LITERAL):
@@ -152,11 +152,30 @@ def test_inter_broker_principal_gets_only_what_brokers_need():
     """Issue 15 item 3: a MiniCluster broker lets the brokers' (anonymous) principal do
     CLUSTER_ACTION and DESCRIBE topics, nothing else, without ACLs."""
     a = Authorizer(BrokerConfig({"authorizer.class.name": ON}), inter_broker_principal="User:ANONYMOUS")
-    anonymous = ctx("User:ANONYMOUS")
-    assert a.allows(anonymous, Op.CLUSTER_ACTION, Res.CLUSTER)
-    assert a.allows(anonymous, Op.DESCRIBE, Res.TOPIC, "t")
-    assert not a.allows(anonymous, Op.READ, Res.TOPIC, "t")
-    assert not a.allows(anonymous, Op.ALTER, Res.CLUSTER)
+    for client_id in ("broker-1-fetcher", "broker-0-txn-markers", "broker-12-add-partitions"):
+        broker = ctx("User:ANONYMOUS", client_id=client_id)
+        assert a.allows(broker, Op.CLUSTER_ACTION, Res.CLUSTER)
+        assert a.allows(broker, Op.DESCRIBE, Res.TOPIC, "t")
+        assert not a.allows(broker, Op.READ, Res.TOPIC, "t")
+        assert not a.allows(broker, Op.ALTER, Res.CLUSTER)
+
+
+@pytest.mark.parametrize("client_id", ["app", None, "broker-1-fetcher-x", "broker--fetcher", "rdkafka"])
+def test_inter_broker_rights_are_not_every_anonymous_clients(client_id):
+    """Issue 15, the inter-broker stopgap made narrow: an anonymous client that is not one
+    of the cluster's brokers (its client id is not a broker's fetcher, txn-markers or
+    add-partitions id) gets no CLUSTER_ACTION and no topic DESCRIBE from it."""
+    a = Authorizer(BrokerConfig({"authorizer.class.name": ON}), inter_broker_principal="User:ANONYMOUS")
+    client = ctx("User:ANONYMOUS", client_id=client_id)
+    assert not a.allows(client, Op.CLUSTER_ACTION, Res.CLUSTER)
+    assert not a.allows(client, Op.DESCRIBE, Res.TOPIC, "t")
+
+
+def test_inter_broker_rights_are_not_an_authenticated_users():
+    """Issue 15, the inter-broker stopgap: a user who logged in and sends a broker's client
+    id is not the brokers' principal."""
+    a = Authorizer(BrokerConfig({"authorizer.class.name": ON}), inter_broker_principal="User:ANONYMOUS")
+    assert not a.allows(ctx("User:mallory", client_id="broker-1-fetcher"), Op.CLUSTER_ACTION, Res.CLUSTER)
 
 
 @pytest.mark.parametrize(("fields", "message"), [

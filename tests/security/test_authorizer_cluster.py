@@ -102,3 +102,36 @@ def test_acls_go_through_the_controller_endpoint_in_process_mode(tmp_path):
             assert everywhere(cluster, [("g", 3, 2), ("t", 3, 3)])
             assert sorted(admin.delete_acls([AclBindingFilter(ResourcePatternFilter("GROUP"))]).values()) == [[made[1]]]
             assert everywhere(cluster, [("t", 3, 3)])
+
+
+def test_an_anonymous_client_is_not_given_the_brokers_rights(tmp_path):
+    """Issue 15, the inter-broker stopgap made narrow: in a MiniCluster with the authorizer
+    on, an anonymous client (client id ``raw-test``) gets neither the topic DESCRIBE nor the
+    CLUSTER_ACTION the brokers' own requests get: Metadata hides a topic whose ACLs do not
+    name it, and WriteTxnMarkers is CLUSTER_AUTHORIZATION_FAILED; the brokers' replication
+    (acks=all over RF 2: the followers' Fetch) still works."""
+    from kproto.protocol.messages import MetadataRequest, WriteTxnMarkersRequest
+
+    with MiniCluster(2, data_dir=tmp_path, config=CONFIG) as cluster:
+        cluster.create_topic("open", partitions=2, replication_factor=2)
+        cluster.create_topic("secret", partitions=1, replication_factor=2)
+        with AdminClient(bootstrap_servers=cluster.bootstrap_servers) as admin:
+            admin.create_acls([acl("CLUSTER", "kafka-cluster", "ALTER"), acl("TOPIC", "open", "WRITE"),
+                               AclBinding(ResourcePattern("TOPIC", "secret"),
+                                          AccessControlEntry("User:bob", "*", "READ", "ALLOW"))])
+        assert everywhere(cluster, sorted([("kafka-cluster", 7, 3), ("open", 4, 3), ("secret", 3, 3)]))
+        with Producer(bootstrap_servers=cluster.bootstrap_servers, acks="all", enable_idempotence=False,
+                      delivery_timeout_ms=10000) as producer:
+            for partition in range(2):  # a leader on each broker, its follower on the other
+                producer.send("open", b"v", partition=partition).result(10)
+        for broker in cluster.brokers:
+            client = RawClient(broker.port)
+            try:
+                listed = client.request(ApiKey.METADATA, 12, MetadataRequest(topics=None))
+                assert [t.name for t in listed.topics] == ["open"]
+                markers = client.request(ApiKey.WRITE_TXN_MARKERS, 1, WriteTxnMarkersRequest(markers=[
+                    WriteTxnMarkersRequest.WritableTxnMarker(producer_id=1, producer_epoch=0, transaction_result=True, coordinator_epoch=0,
+                    topics=[WriteTxnMarkersRequest.WritableTxnMarkerTopic(name="open", partition_indexes=[0])])]))
+                assert [p.error_code for t in markers.markers[0].topics for p in t.partitions] == [31]
+            finally:
+                client.close()
