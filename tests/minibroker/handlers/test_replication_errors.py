@@ -53,6 +53,7 @@ from minibroker.cluster.metadata import (
 from minibroker.cluster.partition import ReplicaRole
 from minibroker.config import BrokerConfig
 from minibroker.handlers import (
+    RequestContext,
     cluster,
     configs,
     delete_records,
@@ -124,7 +125,9 @@ def node(tmp_path, *, node_id=0, leader=0, isr=(0, 1, 2), leader_epoch=3, config
 
 
 def header(version):
-    return SimpleNamespace(api_version=version)
+    """A handler's context: an unauthenticated client on the PLAINTEXT listener (the API
+    key is the handler's own, which none of them reads)."""
+    return RequestContext(-1, version, 0, "test", None, "/127.0.0.1")
 
 
 def run(coro):
