@@ -20,6 +20,7 @@ from kproto.config import ClientConfig
 from kproto.errors import (
     AuthenticationError,
     ConfigError,
+    IllegalSaslStateError,
     SaslAuthenticationError,
     SaslAuthenticationFailedError,
     UnsupportedSaslMechanismError,
@@ -320,8 +321,8 @@ def test_oauthbearer_provider_answering_a_java_shaped_token(make_broker, pki):
 
 
 def test_sasl_client_on_a_broker_without_sasl_says_so(kafka_broker):
-    """Issue 15 item 3: a SASL_PLAINTEXT client on a PLAINTEXT listener (a minibroker
-    without SASL: no SaslHandshake in its ApiVersions) is told at once."""
-    with pytest.raises(UnsupportedSaslMechanismError, match="does not speak SASL"):
+    """Issue 15 item 3: a SASL_PLAINTEXT client on a PLAINTEXT listener is told at once:
+    the broker answers its SaslHandshake ILLEGAL_SASL_STATE, as Kafka's KafkaApis does."""
+    with pytest.raises(IllegalSaslStateError, match="is the listener PLAINTEXT or SSL"):
         _metadata({"bootstrap.servers": kafka_broker.bootstrap_servers, "security.protocol": "SASL_PLAINTEXT",
                    "sasl.mechanism": "PLAIN", "sasl.username": "a", "sasl.password": "b"})
