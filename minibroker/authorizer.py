@@ -391,27 +391,26 @@ class Authorizer:
 
     def allows_any(self, ctx: Any, operation: AclOperation, resource_type: ResourceType) -> bool:
         """Whether the principal may do ``operation`` on at least one resource of the type
-        (Kafka's ``Authorizer.authorizeByResourceType``): a super user, or no ACL on a
-        resource (with ``allow.everyone.if.no.acl.found``), or an ALLOW of the operation
-        (or ALL) on ``*``, or on a literal or prefix that no DENY of the same literal, of
-        ``*`` or of a prefix of it covers."""
+        (Kafka's ``Authorizer.authorizeByResourceType``, its default method): a super user,
+        or no ACL on a resource (with ``allow.everyone.if.no.acl.found``); else, among the
+        ACLs of the type that apply to the request (:meth:`AclBinding.decides`), a DENY on
+        ``*`` denies whatever else there is, an ALLOW on ``*`` allows, and otherwise an
+        ALLOW of a literal or prefix allows when no DENY of the same literal or of a prefix
+        of it covers it."""
         if self.allows(ctx, operation, resource_type, "hardcode"):  # Kafka's own probe name
             return True
-        principal, host = ctx.principal, client_ip(ctx.client_host)
-        allow: dict[PatternType, set[str]] = {PatternType.LITERAL: set(), PatternType.PREFIXED: set()}
-        deny: dict[PatternType, set[str]] = {PatternType.LITERAL: set(), PatternType.PREFIXED: set()}
+        principals, host = frozenset({ctx.principal, WILDCARD_PRINCIPAL}), client_ip(ctx.client_host)
+        found: dict[AclPermissionType, dict[PatternType, set[str]]] = {
+            perm: {PatternType.LITERAL: set(), PatternType.PREFIXED: set()}
+            for perm in (AclPermissionType.ALLOW, AclPermissionType.DENY)}
         for acl in self._acls:
-            if (acl.resource_type != resource_type or acl.host not in (WILDCARD, host)
-                    or acl.principal not in (principal, WILDCARD_PRINCIPAL) or acl.operation not in (operation, _O.ALL)):
-                continue
-            if acl.permission_type == AclPermissionType.DENY:
-                if acl.pattern_type == PatternType.LITERAL and acl.resource_name == WILDCARD:
-                    return False
-                deny[acl.pattern_type].add(acl.resource_name)
-            else:
-                if acl.pattern_type == PatternType.LITERAL and acl.resource_name == WILDCARD:
-                    return True
-                allow[acl.pattern_type].add(acl.resource_name)
+            if acl.resource_type == resource_type and (decision := acl.decides(principals, host, operation)):
+                found[decision][acl.pattern_type].add(acl.resource_name)
+        allow, deny = found[AclPermissionType.ALLOW], found[AclPermissionType.DENY]
+        if WILDCARD in deny[PatternType.LITERAL]:
+            return False  # a DENY on "*" denies, whatever the order of the ACLs
+        if WILDCARD in allow[PatternType.LITERAL]:
+            return True
         for kind, names in allow.items():
             for name in names:
                 if kind == PatternType.LITERAL and name in deny[PatternType.LITERAL]:
@@ -428,6 +427,14 @@ class Authorizer:
         if not requested or not self.enabled:
             return authorized_operations(resource_type, requested)
         return sum(1 << op for op in SUPPORTED_OPERATIONS[resource_type] if self.allows(ctx, op, resource_type, name))
+
+    def cluster_operations(self, ctx: Any, requested: bool = True) -> int:
+        """The cluster's authorized-operations field (KIP-430) of DescribeCluster and
+        Metadata v8-10: as :meth:`operations`, but 0 to a principal that may not DESCRIBE
+        the cluster (``KafkaApis.handleDescribeCluster``, ``handleTopicMetadataRequest``)."""
+        if requested and not self.allows(ctx, AclOperation.DESCRIBE, ResourceType.CLUSTER):
+            return 0
+        return self.operations(ctx, ResourceType.CLUSTER, requested=requested)
 
     # -- the ACLs ---------------------------------------------------------------------------
 
