@@ -40,12 +40,13 @@ broker :meth:`Authorizer.load`\ s the ACLs of its metadata image.
 from __future__ import annotations
 
 import enum
-import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["AUTHORIZER_CLASSES", "CLUSTER_NAME", "INTER_BROKER_CLIENT_ID", "INTER_BROKER_PRINCIPAL", "INTER_BROKER_RIGHTS", "NOT_REQUESTED", "SUPPORTED_OPERATIONS", "WILDCARD",
+from minibroker.faults import broker_node
+
+__all__ = ["AUTHORIZER_CLASSES", "CLUSTER_NAME", "INTER_BROKER_PRINCIPAL", "INTER_BROKER_RIGHTS", "NOT_REQUESTED", "SUPPORTED_OPERATIONS", "WILDCARD",
            "WILDCARD_PRINCIPAL", "AclBinding", "AclBindingFilter", "AclOperation", "AclPermissionType",
            "Authorizer", "PatternType", "ResourceType", "authorized_operations", "client_ip", "validate_binding",
            "validate_filter"]
@@ -310,21 +311,18 @@ INTER_BROKER_PRINCIPAL = "User:ANONYMOUS"
 #: what the brokers' requests to each other need (a follower's Fetch and OffsetForLeaderEpoch,
 #: WriteTxnMarkers, AddPartitionsToTxn v4+: CLUSTER_ACTION; a follower's ListOffsets: DESCRIBE
 #: on the topic). Only requests that carry a broker's client id get them
-#: (:data:`INTER_BROKER_CLIENT_ID`).
+#: (:func:`minibroker.faults.broker_node`).
 INTER_BROKER_RIGHTS = frozenset({(AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER),
                                  (AclOperation.DESCRIBE, ResourceType.TOPIC)})
-#: The client ids a MiniCluster broker's connections to the other brokers send: its replica
-#: fetchers' (:func:`minibroker.faults.fetcher_client_id`) and the transaction coordinator's
-#: (``minibroker.cluster.txn_markers``: WriteTxnMarkers, AddPartitionsToTxn v4+). Until the
-#: brokers authenticate to each other, this is how the stopgap tells a broker's request from
-#: an anonymous client's. It is a claim, not a proof: an unauthenticated client that sends
-#: such a client id gets the brokers' rights too (docs/guides/acls.rst says so).
-INTER_BROKER_CLIENT_ID = re.compile(r"broker-\d+-(?:fetcher|txn-markers|add-partitions)")
-
-
 def _from_a_broker(ctx: Any, inter_broker_principal: str | None) -> bool:
+    # A MiniCluster broker's connections to the other brokers send a broker's client id
+    # (minibroker.faults.broker_node: its replica fetchers', WriteTxnMarkers' and
+    # AddPartitionsToTxn v4+'s). Until the brokers authenticate to each other, this is how
+    # the stopgap tells a broker's request from an anonymous client's. It is a claim, not a
+    # proof: an unauthenticated client that sends such a client id gets the brokers' rights
+    # too (docs/guides/acls.rst says so).
     return (inter_broker_principal is not None and ctx.principal == inter_broker_principal
-            and INTER_BROKER_CLIENT_ID.fullmatch(ctx.client_id or "") is not None)
+            and broker_node(ctx.client_id) is not None)
 
 
 class Authorizer:
@@ -340,7 +338,7 @@ class Authorizer:
         inter_broker_principal: in a MiniCluster, the principal the brokers' requests to each
             other come as (:data:`INTER_BROKER_PRINCIPAL`), allowed what they need (see
             :data:`INTER_BROKER_RIGHTS`) when their client id is a broker's
-            (:data:`INTER_BROKER_CLIENT_ID`).
+            (:func:`minibroker.faults.broker_node`).
 
     Attributes:
         enabled: whether an authorizer is configured; if not, :meth:`allows` is always true.

@@ -21,6 +21,13 @@ from minibroker.authorizer import (
     validate_filter,
 )
 from minibroker.config import BrokerConfig
+from minibroker.faults import (
+    add_partitions_client_id,
+    broker_node,
+    fetcher_client_id,
+    fetcher_node,
+    txn_markers_client_id,
+)
 from minibroker.storage import CorruptStateFileError
 
 ON = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
@@ -200,6 +207,16 @@ def test_inter_broker_principal_gets_only_what_brokers_need():
         assert a.allows(broker, Op.DESCRIBE, Res.TOPIC, "t")
         assert not a.allows(broker, Op.READ, Res.TOPIC, "t")
         assert not a.allows(broker, Op.ALTER, Res.CLUSTER)
+
+
+@pytest.mark.parametrize("client_id_of", [fetcher_client_id, txn_markers_client_id, add_partitions_client_id])
+def test_inter_broker_rights_go_to_the_client_ids_the_brokers_send(client_id_of):
+    """Issue 15, review item 5: the stopgap recognizes a broker by the client ids its
+    connections send, from their one owner (minibroker.faults), not a copy of their format."""
+    a = Authorizer(BrokerConfig({"authorizer.class.name": ON}), inter_broker_principal="User:ANONYMOUS")
+    assert broker_node(client_id_of(7)) == 7
+    assert a.allows(ctx("User:ANONYMOUS", client_id=client_id_of(7)), Op.CLUSTER_ACTION, Res.CLUSTER)
+    assert fetcher_node(client_id_of(7)) == (7 if client_id_of is fetcher_client_id else None)
 
 
 @pytest.mark.parametrize("client_id", ["app", None, "broker-1-fetcher-x", "broker--fetcher", "rdkafka"])
