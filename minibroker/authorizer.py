@@ -44,6 +44,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kproto.acl import AclOperation, AclPermissionType, PatternType, ResourceType
 from minibroker.faults import broker_node
 
 __all__ = ["AUTHORIZER_CLASSES", "CLUSTER_NAME", "INTER_BROKER_PRINCIPAL", "INTER_BROKER_RIGHTS", "NOT_REQUESTED", "SUPPORTED_OPERATIONS", "WILDCARD",
@@ -65,61 +66,6 @@ CLUSTER_NAME = "kafka-cluster"
 WILDCARD = "*"
 #: The principal an ACL names to apply to everyone (``Acl.WildcardPrincipalString``).
 WILDCARD_PRINCIPAL = "User:*"
-
-
-class AclOperation(enum.IntEnum):
-    """Kafka's ``org.apache.kafka.common.acl.AclOperation``, by wire code."""
-
-    UNKNOWN = 0
-    ANY = 1
-    ALL = 2
-    READ = 3
-    WRITE = 4
-    CREATE = 5
-    DELETE = 6
-    ALTER = 7
-    DESCRIBE = 8
-    CLUSTER_ACTION = 9
-    DESCRIBE_CONFIGS = 10
-    ALTER_CONFIGS = 11
-    IDEMPOTENT_WRITE = 12
-    CREATE_TOKENS = 13
-    DESCRIBE_TOKENS = 14
-
-
-class ResourceType(enum.IntEnum):
-    """Kafka's ``org.apache.kafka.common.resource.ResourceType``, by wire code."""
-
-    UNKNOWN = 0
-    ANY = 1
-    TOPIC = 2
-    GROUP = 3
-    CLUSTER = 4
-    TRANSACTIONAL_ID = 5
-    DELEGATION_TOKEN = 6
-    USER = 7
-
-
-class PatternType(enum.IntEnum):
-    """Kafka's ``org.apache.kafka.common.resource.PatternType`` (KIP-290), by wire code.
-
-    ACLs are LITERAL or PREFIXED; filters also take ANY (either, the name compared as is)
-    and MATCH (every ACL that would apply to a resource of that name)."""
-
-    UNKNOWN = 0
-    ANY = 1
-    MATCH = 2
-    LITERAL = 3
-    PREFIXED = 4
-
-
-class AclPermissionType(enum.IntEnum):
-    """Kafka's ``org.apache.kafka.common.acl.AclPermissionType``, by wire code."""
-
-    UNKNOWN = 0
-    ANY = 1
-    DENY = 2
-    ALLOW = 3
 
 
 _O = AclOperation

@@ -47,6 +47,20 @@ def authorizer(*acls, **config):
     return Authorizer(BrokerConfig(settings), acls)
 
 
+def test_the_acl_enums_have_one_owner():
+    """Issue 15, review item 3: the broker's ACL enums are kproto's (kproto.acl), the same
+    classes the admin client exports, under every import path they had."""
+    import kproto.acl
+    import kproto.admin
+    import kproto.admin.acls
+
+    for name in ("AclOperation", "ResourceType", "PatternType", "AclPermissionType"):
+        owner = getattr(kproto.acl, name)
+        assert owner.__module__ == "kproto.acl"
+        assert getattr(kproto.admin, name) is getattr(kproto.admin.acls, name) is owner
+        assert {"AclOperation": Op, "ResourceType": Res, "PatternType": Pat, "AclPermissionType": Perm}[name] is owner
+
+
 def test_off_by_default_allows_everything():
     """Issue 15 item 1: without authorizer.class.name every request is allowed, as today."""
     off = Authorizer(BrokerConfig(), [acl("t", perm=Perm.DENY)])
