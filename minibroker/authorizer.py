@@ -340,7 +340,9 @@ class Authorizer:
         ACLs of the type that apply to the request (:meth:`AclBinding.decides`), a DENY on
         ``*`` denies whatever else there is, an ALLOW on ``*`` allows, and otherwise an
         ALLOW of a literal or prefix allows when no DENY of the same literal or of a prefix
-        of it covers it."""
+        of it covers it. (Through ``decides`` an ALLOW of READ, WRITE... also counts for
+        DESCRIBE, where Kafka's default method takes the operation or ALL only: the same
+        answer for the WRITE and IDEMPOTENT_WRITE that it is asked about.)"""
         if self.allows(ctx, operation, resource_type, "hardcode"):  # Kafka's own probe name
             return True
         principals, host = frozenset({ctx.principal, WILDCARD_PRINCIPAL}), client_ip(ctx.client_host)
