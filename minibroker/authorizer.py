@@ -40,12 +40,14 @@ broker :meth:`Authorizer.load`\ s the ACLs of its metadata image.
 from __future__ import annotations
 
 import enum
-import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["AUTHORIZER_CLASSES", "CLUSTER_NAME", "INTER_BROKER_CLIENT_ID", "INTER_BROKER_PRINCIPAL", "INTER_BROKER_RIGHTS", "NOT_REQUESTED", "SUPPORTED_OPERATIONS", "WILDCARD",
+from kproto.acl import AclOperation, AclPermissionType, PatternType, ResourceType
+from minibroker.faults import broker_node
+
+__all__ = ["AUTHORIZER_CLASSES", "CLUSTER_NAME", "INTER_BROKER_PRINCIPAL", "INTER_BROKER_RIGHTS", "NOT_REQUESTED", "SUPPORTED_OPERATIONS", "WILDCARD",
            "WILDCARD_PRINCIPAL", "AclBinding", "AclBindingFilter", "AclOperation", "AclPermissionType",
            "Authorizer", "PatternType", "ResourceType", "authorized_operations", "client_ip", "validate_binding",
            "validate_filter"]
@@ -64,61 +66,6 @@ CLUSTER_NAME = "kafka-cluster"
 WILDCARD = "*"
 #: The principal an ACL names to apply to everyone (``Acl.WildcardPrincipalString``).
 WILDCARD_PRINCIPAL = "User:*"
-
-
-class AclOperation(enum.IntEnum):
-    """Kafka's ``org.apache.kafka.common.acl.AclOperation``, by wire code."""
-
-    UNKNOWN = 0
-    ANY = 1
-    ALL = 2
-    READ = 3
-    WRITE = 4
-    CREATE = 5
-    DELETE = 6
-    ALTER = 7
-    DESCRIBE = 8
-    CLUSTER_ACTION = 9
-    DESCRIBE_CONFIGS = 10
-    ALTER_CONFIGS = 11
-    IDEMPOTENT_WRITE = 12
-    CREATE_TOKENS = 13
-    DESCRIBE_TOKENS = 14
-
-
-class ResourceType(enum.IntEnum):
-    """Kafka's ``org.apache.kafka.common.resource.ResourceType``, by wire code."""
-
-    UNKNOWN = 0
-    ANY = 1
-    TOPIC = 2
-    GROUP = 3
-    CLUSTER = 4
-    TRANSACTIONAL_ID = 5
-    DELEGATION_TOKEN = 6
-    USER = 7
-
-
-class PatternType(enum.IntEnum):
-    """Kafka's ``org.apache.kafka.common.resource.PatternType`` (KIP-290), by wire code.
-
-    ACLs are LITERAL or PREFIXED; filters also take ANY (either, the name compared as is)
-    and MATCH (every ACL that would apply to a resource of that name)."""
-
-    UNKNOWN = 0
-    ANY = 1
-    MATCH = 2
-    LITERAL = 3
-    PREFIXED = 4
-
-
-class AclPermissionType(enum.IntEnum):
-    """Kafka's ``org.apache.kafka.common.acl.AclPermissionType``, by wire code."""
-
-    UNKNOWN = 0
-    ANY = 1
-    DENY = 2
-    ALLOW = 3
 
 
 _O = AclOperation
@@ -310,21 +257,18 @@ INTER_BROKER_PRINCIPAL = "User:ANONYMOUS"
 #: what the brokers' requests to each other need (a follower's Fetch and OffsetForLeaderEpoch,
 #: WriteTxnMarkers, AddPartitionsToTxn v4+: CLUSTER_ACTION; a follower's ListOffsets: DESCRIBE
 #: on the topic). Only requests that carry a broker's client id get them
-#: (:data:`INTER_BROKER_CLIENT_ID`).
+#: (:func:`minibroker.faults.broker_node`).
 INTER_BROKER_RIGHTS = frozenset({(AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER),
                                  (AclOperation.DESCRIBE, ResourceType.TOPIC)})
-#: The client ids a MiniCluster broker's connections to the other brokers send: its replica
-#: fetchers' (:func:`minibroker.faults.fetcher_client_id`) and the transaction coordinator's
-#: (``minibroker.cluster.txn_markers``: WriteTxnMarkers, AddPartitionsToTxn v4+). Until the
-#: brokers authenticate to each other, this is how the stopgap tells a broker's request from
-#: an anonymous client's. It is a claim, not a proof: an unauthenticated client that sends
-#: such a client id gets the brokers' rights too (docs/guides/acls.rst says so).
-INTER_BROKER_CLIENT_ID = re.compile(r"broker-\d+-(?:fetcher|txn-markers|add-partitions)")
-
-
 def _from_a_broker(ctx: Any, inter_broker_principal: str | None) -> bool:
+    # A MiniCluster broker's connections to the other brokers send a broker's client id
+    # (minibroker.faults.broker_node: its replica fetchers', WriteTxnMarkers' and
+    # AddPartitionsToTxn v4+'s). Until the brokers authenticate to each other, this is how
+    # the stopgap tells a broker's request from an anonymous client's. It is a claim, not a
+    # proof: an unauthenticated client that sends such a client id gets the brokers' rights
+    # too (docs/guides/acls.rst says so).
     return (inter_broker_principal is not None and ctx.principal == inter_broker_principal
-            and INTER_BROKER_CLIENT_ID.fullmatch(ctx.client_id or "") is not None)
+            and broker_node(ctx.client_id) is not None)
 
 
 class Authorizer:
@@ -340,7 +284,7 @@ class Authorizer:
         inter_broker_principal: in a MiniCluster, the principal the brokers' requests to each
             other come as (:data:`INTER_BROKER_PRINCIPAL`), allowed what they need (see
             :data:`INTER_BROKER_RIGHTS`) when their client id is a broker's
-            (:data:`INTER_BROKER_CLIENT_ID`).
+            (:func:`minibroker.faults.broker_node`).
 
     Attributes:
         enabled: whether an authorizer is configured; if not, :meth:`allows` is always true.
@@ -391,27 +335,28 @@ class Authorizer:
 
     def allows_any(self, ctx: Any, operation: AclOperation, resource_type: ResourceType) -> bool:
         """Whether the principal may do ``operation`` on at least one resource of the type
-        (Kafka's ``Authorizer.authorizeByResourceType``): a super user, or no ACL on a
-        resource (with ``allow.everyone.if.no.acl.found``), or an ALLOW of the operation
-        (or ALL) on ``*``, or on a literal or prefix that no DENY of the same literal, of
-        ``*`` or of a prefix of it covers."""
+        (Kafka's ``Authorizer.authorizeByResourceType``, its default method): a super user,
+        or no ACL on a resource (with ``allow.everyone.if.no.acl.found``); else, among the
+        ACLs of the type that apply to the request (:meth:`AclBinding.decides`), a DENY on
+        ``*`` denies whatever else there is, an ALLOW on ``*`` allows, and otherwise an
+        ALLOW of a literal or prefix allows when no DENY of the same literal or of a prefix
+        of it covers it. (Through ``decides`` an ALLOW of READ, WRITE... also counts for
+        DESCRIBE, where Kafka's default method takes the operation or ALL only: the same
+        answer for the WRITE and IDEMPOTENT_WRITE that it is asked about.)"""
         if self.allows(ctx, operation, resource_type, "hardcode"):  # Kafka's own probe name
             return True
-        principal, host = ctx.principal, client_ip(ctx.client_host)
-        allow: dict[PatternType, set[str]] = {PatternType.LITERAL: set(), PatternType.PREFIXED: set()}
-        deny: dict[PatternType, set[str]] = {PatternType.LITERAL: set(), PatternType.PREFIXED: set()}
+        principals, host = frozenset({ctx.principal, WILDCARD_PRINCIPAL}), client_ip(ctx.client_host)
+        found: dict[AclPermissionType, dict[PatternType, set[str]]] = {
+            perm: {PatternType.LITERAL: set(), PatternType.PREFIXED: set()}
+            for perm in (AclPermissionType.ALLOW, AclPermissionType.DENY)}
         for acl in self._acls:
-            if (acl.resource_type != resource_type or acl.host not in (WILDCARD, host)
-                    or acl.principal not in (principal, WILDCARD_PRINCIPAL) or acl.operation not in (operation, _O.ALL)):
-                continue
-            if acl.permission_type == AclPermissionType.DENY:
-                if acl.pattern_type == PatternType.LITERAL and acl.resource_name == WILDCARD:
-                    return False
-                deny[acl.pattern_type].add(acl.resource_name)
-            else:
-                if acl.pattern_type == PatternType.LITERAL and acl.resource_name == WILDCARD:
-                    return True
-                allow[acl.pattern_type].add(acl.resource_name)
+            if acl.resource_type == resource_type and (decision := acl.decides(principals, host, operation)):
+                found[decision][acl.pattern_type].add(acl.resource_name)
+        allow, deny = found[AclPermissionType.ALLOW], found[AclPermissionType.DENY]
+        if WILDCARD in deny[PatternType.LITERAL]:
+            return False  # a DENY on "*" denies, whatever the order of the ACLs
+        if WILDCARD in allow[PatternType.LITERAL]:
+            return True
         for kind, names in allow.items():
             for name in names:
                 if kind == PatternType.LITERAL and name in deny[PatternType.LITERAL]:
@@ -428,6 +373,14 @@ class Authorizer:
         if not requested or not self.enabled:
             return authorized_operations(resource_type, requested)
         return sum(1 << op for op in SUPPORTED_OPERATIONS[resource_type] if self.allows(ctx, op, resource_type, name))
+
+    def cluster_operations(self, ctx: Any, requested: bool = True) -> int:
+        """The cluster's authorized-operations field (KIP-430) of DescribeCluster and
+        Metadata v8-10: as :meth:`operations`, but 0 to a principal that may not DESCRIBE
+        the cluster (``KafkaApis.handleDescribeCluster``, ``handleTopicMetadataRequest``)."""
+        if requested and not self.allows(ctx, AclOperation.DESCRIBE, ResourceType.CLUSTER):
+            return 0
+        return self.operations(ctx, ResourceType.CLUSTER, requested=requested)
 
     # -- the ACLs ---------------------------------------------------------------------------
 

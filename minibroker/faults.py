@@ -56,9 +56,12 @@ __all__ = [
     "RequestControls",
     "SlowDisk",
     "WRITE_APIS",
+    "add_partitions_client_id",
+    "broker_node",
     "error_response",
     "fetcher_client_id",
     "fetcher_node",
+    "txn_markers_client_id",
 ]
 
 log = logging.getLogger("minibroker.cluster")
@@ -66,18 +69,40 @@ log = logging.getLogger("minibroker.cluster")
 #: Requests whose handling appends to a log: they wait for a slow disk first.
 WRITE_APIS = frozenset({ApiKey.PRODUCE, ApiKey.OFFSET_COMMIT, ApiKey.TXN_OFFSET_COMMIT, ApiKey.END_TXN})
 
-_FETCHER = re.compile(r"broker-(\d+)-fetcher")
+# The roles of a broker's connections to the other brokers, named in their client ids.
+_FETCHER, _TXN_MARKERS, _ADD_PARTITIONS = "fetcher", "txn-markers", "add-partitions"
+_BROKER_CLIENT_ID = re.compile(rf"broker-(\d+)-({'|'.join(map(re.escape, (_FETCHER, _TXN_MARKERS, _ADD_PARTITIONS)))})")
 
 
 def fetcher_client_id(node_id: int) -> str:
     """The client id of broker ``node_id``'s replica fetchers (sent with every request,
     ApiVersions included): how a broker tells a follower's connection from a client's."""
-    return f"broker-{node_id}-fetcher"
+    return f"broker-{node_id}-{_FETCHER}"
+
+
+def txn_markers_client_id(node_id: int) -> str:
+    """The client id of broker ``node_id``'s transaction coordinator when it sends
+    WriteTxnMarkers to the partitions' leaders (``minibroker.cluster.txn_markers``)."""
+    return f"broker-{node_id}-{_TXN_MARKERS}"
+
+
+def add_partitions_client_id(node_id: int) -> str:
+    """The client id of broker ``node_id``'s AddPartitionsToTxn v4+ to the transaction
+    coordinator (KIP-890 verification, ``minibroker.cluster.txn_markers``)."""
+    return f"broker-{node_id}-{_ADD_PARTITIONS}"
 
 
 def fetcher_node(client_id: str | None) -> int | None:
     """The broker whose fetcher sent a request with this client id; None for a client."""
-    m = _FETCHER.fullmatch(client_id or "")
+    m = _BROKER_CLIENT_ID.fullmatch(client_id or "")
+    return int(m.group(1)) if m and m.group(2) == _FETCHER else None
+
+
+def broker_node(client_id: str | None) -> int | None:
+    """The broker that sent a request with this client id, one of its connections to the
+    other brokers (:func:`fetcher_client_id`, :func:`txn_markers_client_id`,
+    :func:`add_partitions_client_id`); None for a client."""
+    m = _BROKER_CLIENT_ID.fullmatch(client_id or "")
     return int(m.group(1)) if m else None
 
 

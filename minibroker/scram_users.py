@@ -18,14 +18,15 @@ from kproto.errors import (
     UnacceptableCredentialError,
     UnsupportedSaslMechanismError,
 )
-from kproto.security.scram import MIN_ITERATIONS, ScramCredential, credential_of_salted_password
+from kproto.security.scram import (
+    MAX_ITERATIONS,
+    MECHANISM_NAMES,
+    MIN_ITERATIONS,
+    ScramCredential,
+    credential_of_salted_password,
+)
 
-__all__ = ["MAX_ITERATIONS", "MECHANISM_TYPES", "ScramChanges", "plan_alter"]
-
-#: Kafka's ScramMechanism types on the wire (org.apache.kafka.clients.admin.ScramMechanism).
-MECHANISM_TYPES = {1: "SCRAM-SHA-256", 2: "SCRAM-SHA-512"}
-# ScramControlManager.MAX_ITERATIONS
-MAX_ITERATIONS = 16384
+__all__ = ["ScramChanges", "plan_alter"]
 
 
 #: What an AlterUserScramCredentials request changes: deletions, upsertions, and one
@@ -37,7 +38,7 @@ def _check(name: str, mechanism: int) -> tuple[int, str | None]:
     """(error_code, message) of ScramControlManager.validateScramUsernameAndMechanism."""
     if not name:
         return UnacceptableCredentialError.code, "Username must not be empty"
-    if mechanism not in MECHANISM_TYPES:
+    if mechanism not in MECHANISM_NAMES:
         return UnsupportedSaslMechanismError.code, "Unknown SCRAM mechanism"
     return 0, None
 
@@ -62,7 +63,7 @@ def plan_alter(exists: Callable[[tuple[str, str]], bool], request: Any) -> Scram
             errors[d.name] = duplicate
             continue
         code, message = _check(d.name, d.mechanism)
-        if not code and not exists((d.name, MECHANISM_TYPES[d.mechanism])):
+        if not code and not exists((d.name, MECHANISM_NAMES[d.mechanism])):
             code, message = ResourceNotFoundError.code, "Attempt to delete a user credential that does not exist"
         if code:
             errors[d.name] = code, message
@@ -85,7 +86,7 @@ def plan_alter(exists: Callable[[tuple[str, str]], bool], request: Any) -> Scram
             upsertions[u.name] = u
     results: list[tuple[str, int, str | None]] = [(name, 0, None) for name in [*deletions, *upsertions]]
     results += [(name, code, message) for name, (code, message) in errors.items()]
-    return ([(d.name, MECHANISM_TYPES[d.mechanism]) for d in deletions.values()],
-            {(u.name, MECHANISM_TYPES[u.mechanism]): credential_of_salted_password(
-                u.salted_password, MECHANISM_TYPES[u.mechanism], u.iterations, u.salt) for u in upsertions.values()},
+    return ([(d.name, MECHANISM_NAMES[d.mechanism]) for d in deletions.values()],
+            {(u.name, MECHANISM_NAMES[u.mechanism]): credential_of_salted_password(
+                u.salted_password, MECHANISM_NAMES[u.mechanism], u.iterations, u.salt) for u in upsertions.values()},
             results)

@@ -32,7 +32,7 @@ _BELOW_CLIENTS = (*_SHARED, "kproto.config", "kproto.io")
 LAYERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     # kproto, bottom up
     "kproto.base": (("kproto.errors", "kproto.structs", "kproto._habits", "kproto._loop",
-                     "kproto.serialization"), ()),
+                     "kproto.serialization", "kproto.acl"), ()),
     # Kafka's byte formats: batches (the codec), compression, the log's files on disk
     "kproto.codec": (("kproto._codec", "kproto._codec_py", "kproto.codec", "kproto.records",
                       "kproto.compression", "kproto.log_files"), ("kproto.base",)),
@@ -87,12 +87,12 @@ LAYERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
                                                    "minibroker.handlers", "minibroker.security",
                                                    "minibroker.cluster core")),
     # a MiniCluster's brokers and the cluster itself: top of minibroker, over the server and
-    # the cluster's replication (fetcher, replica manager)
+    # the cluster's replication (fetcher, replica manager), and SASL (the controller endpoint's)
     "minibroker.cluster nodes": (("minibroker.cluster.node", "minibroker.cluster.minicluster",
                                   "minibroker.cluster.controller_server", "minibroker.cluster.process"),
                                  (*_SHARED, "minibroker.config", "minibroker.background", "minibroker.log",
                                   "minibroker.coordinator", "minibroker.storage", "minibroker.state", "minibroker.handlers",
-                                  "minibroker.server", "minibroker.cluster core",
+                                  "minibroker.security", "minibroker.server", "minibroker.cluster core",
                                   "minibroker.cluster replication")),
     # the sync faces' loop thread (MiniBroker, MiniCluster): the standard library only
     "minibroker.background": (("minibroker.background",), ()),

@@ -27,65 +27,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from kproto.acl import AclOperation, AclPermissionType, PatternType, ResourceType
 from kproto.admin.base import AdminState, item_error, outcome
 from kproto.errors import for_code
 from kproto.protocol.messages import CreateAclsRequest, DeleteAclsRequest, DescribeAclsRequest
 
 __all__ = ["AccessControlEntry", "AccessControlEntryFilter", "AclBinding", "AclBindingFilter", "AclOperation",
            "AclPermissionType", "Acls", "PatternType", "ResourcePattern", "ResourcePatternFilter", "ResourceType"]
-
-
-class ResourceType(enum.IntEnum):
-    """Kafka's ``ResourceType``, by wire code (ANY in filters only)."""
-
-    UNKNOWN = 0
-    ANY = 1
-    TOPIC = 2
-    GROUP = 3
-    CLUSTER = 4
-    TRANSACTIONAL_ID = 5
-    DELEGATION_TOKEN = 6
-    USER = 7
-
-
-class PatternType(enum.IntEnum):
-    """Kafka's ``PatternType`` (KIP-290): an ACL's name is LITERAL (``*`` for any name) or
-    PREFIXED; filters also take ANY and MATCH."""
-
-    UNKNOWN = 0
-    ANY = 1
-    MATCH = 2
-    LITERAL = 3
-    PREFIXED = 4
-
-
-class AclOperation(enum.IntEnum):
-    """Kafka's ``AclOperation``, by wire code (ANY in filters only)."""
-
-    UNKNOWN = 0
-    ANY = 1
-    ALL = 2
-    READ = 3
-    WRITE = 4
-    CREATE = 5
-    DELETE = 6
-    ALTER = 7
-    DESCRIBE = 8
-    CLUSTER_ACTION = 9
-    DESCRIBE_CONFIGS = 10
-    ALTER_CONFIGS = 11
-    IDEMPOTENT_WRITE = 12
-    CREATE_TOKENS = 13
-    DESCRIBE_TOKENS = 14
-
-
-class AclPermissionType(enum.IntEnum):
-    """Kafka's ``AclPermissionType``, by wire code (ANY in filters only)."""
-
-    UNKNOWN = 0
-    ANY = 1
-    DENY = 2
-    ALLOW = 3
 
 
 def _member(kind: type[enum.IntEnum], value: Any, what: str) -> Any:

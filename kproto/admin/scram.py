@@ -44,9 +44,9 @@ __all__ = [
     "UserScramCredentialsDescription",
 ]
 
-#: The wire codes of Java's ``ScramMechanism`` (0 is UNKNOWN).
-SCRAM_MECHANISM_CODES = {"SCRAM-SHA-256": 1, "SCRAM-SHA-512": 2}
-_MECHANISM_OF = {code: name for name, code in SCRAM_MECHANISM_CODES.items()}
+#: The wire codes of Java's ``ScramMechanism`` (0 is UNKNOWN): :data:`kproto.security.scram.MECHANISM_CODES`.
+SCRAM_MECHANISM_CODES = scram.MECHANISM_CODES
+_MECHANISM_OF = scram.MECHANISM_NAMES
 
 
 def _code(mechanism: str) -> int:
@@ -165,7 +165,6 @@ def _upsertion(request: type, a: UserScramCredentialUpsertion) -> object:
     code = _code(mechanism)
     salt = secrets.token_bytes(32) if a.salt is None else a.salt
     password = a.password.decode("utf-8") if isinstance(a.password, bytes) else a.password
-    # scram's own Hi() (its one owner of the salting; private there until a public name lands)
-    salted = scram._salted_password(scram.MECHANISMS[mechanism], password, salt, a.credential_info.iterations)
+    salted = scram.salted_password(mechanism, password, salt, a.credential_info.iterations)
     return request.ScramCredentialUpsertion(  # type: ignore[attr-defined]
         name=a.user, mechanism=code, iterations=a.credential_info.iterations, salt=salt, salted_password=salted)

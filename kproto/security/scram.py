@@ -44,7 +44,10 @@ from kproto.errors import IllegalSaslStateError, SaslAuthenticationFailedError
 from kproto.security import SaslServerError
 
 __all__ = [
+    "MAX_ITERATIONS",
     "MECHANISMS",
+    "MECHANISM_CODES",
+    "MECHANISM_NAMES",
     "MIN_ITERATIONS",
     "ScramClient",
     "ScramCredential",
@@ -52,14 +55,23 @@ __all__ = [
     "ScramState",
     "credential",
     "credential_of_salted_password",
+    "salted_password",
     "sasl_name",
     "username_of",
 ]
 
 # mechanism -> hashlib name (Kafka's ScramMechanism: hashAlgorithm, macAlgorithm)
 MECHANISMS: Mapping[str, str] = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
+#: The mechanisms' wire codes (Java's ``org.apache.kafka.clients.admin.ScramMechanism.type()``,
+#: 0 is UNKNOWN): DescribeUserScramCredentials, AlterUserScramCredentials, and
+#: ``UserScramCredentialRecord``.
+MECHANISM_CODES: Mapping[str, int] = {"SCRAM-SHA-256": 1, "SCRAM-SHA-512": 2}
+#: The mechanism of each wire code of :data:`MECHANISM_CODES`.
+MECHANISM_NAMES: Mapping[int, str] = {code: name for name, code in MECHANISM_CODES.items()}
 # ScramMechanism.minIterations: 4096 for both
 MIN_ITERATIONS = 4096
+#: The most iterations a broker accepts for a credential (ScramControlManager.MAX_ITERATIONS).
+MAX_ITERATIONS = 16384
 
 _GS2_HEADER = b"n,,"
 _CHANNEL_BINDING = base64.b64encode(_GS2_HEADER)  # "biws"
@@ -100,9 +112,16 @@ def _hmac(hash_name: str, key: bytes, message: bytes) -> bytes:
     return hmac.new(key, message, hash_name).digest()
 
 
-def _salted_password(hash_name: str, password: str, salt: bytes, iterations: int) -> bytes:
-    # RFC 5802's Hi() is PBKDF2 with HMAC as the PRF and one block of the hash's length
-    return hashlib.pbkdf2_hmac(hash_name, password.encode("utf-8"), salt, iterations)
+def salted_password(mechanism: str, password: str, salt: bytes, iterations: int) -> bytes:
+    """RFC 5802's SaltedPassword, ``Hi(password, salt, iterations)`` (Kafka's
+    ``ScramFormatter.hi``): what a client proves knowledge of, and what AlterUserScramCredentials
+    sends instead of the password (KIP-554).
+
+    Raises:
+        ValueError: an unknown mechanism.
+    """
+    # Hi() is PBKDF2 with HMAC as the PRF and one block of the hash's length
+    return hashlib.pbkdf2_hmac(_hash_name(mechanism), password.encode("utf-8"), salt, iterations)
 
 
 def _xor(left: bytes, right: bytes) -> bytes:
@@ -118,12 +137,12 @@ def credential(
     password: str, mechanism: str, iterations: int = MIN_ITERATIONS, salt: bytes | None = None
 ) -> ScramCredential:
     """The stored credential of ``password`` (Kafka's ScramFormatter.generateCredential)."""
-    hash_name = _hash_name(mechanism)
+    _hash_name(mechanism)  # an unknown mechanism is refused before anything else
     if iterations < MIN_ITERATIONS:
         raise ValueError(f"Iterations {iterations} is less than the minimum {MIN_ITERATIONS}")
     salt = secrets.token_bytes(32) if salt is None else salt
     return credential_of_salted_password(
-        _salted_password(hash_name, password, salt, iterations), mechanism, iterations, salt
+        salted_password(mechanism, password, salt, iterations), mechanism, iterations, salt
     )
 
 
@@ -251,7 +270,7 @@ class ScramClient:
                 f"{MIN_ITERATIONS} for {self.mechanism}"
             )
         salt = _b64(salt_b64, "server-first-message")
-        salted = _salted_password(self._hash, self._password, salt, iterations)
+        salted = salted_password(self.mechanism, self._password, salt, iterations)
         self._password = ""
         without_proof = b"c=" + _CHANNEL_BINDING + b",r=" + nonce.encode("utf-8")
         auth_message = self._client_first_bare + b"," + server_first + b"," + without_proof

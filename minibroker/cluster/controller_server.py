@@ -24,17 +24,33 @@ node still hosts the active controller and a killed node's lease expires with it
 
 Each connection's requests are answered in order, one at a time (Kafka's rule); a broker
 long-polls the metadata on a connection of its own.
+
+Who may talk to it. Kafka's controller authorizes what brokers forward with the principal
+they forward; this endpoint has no authorizer, so what it answers must come from the
+cluster's own brokers only. Every connection authenticates first, with SASL PLAIN (the
+broker's own authenticator, :class:`minibroker.sasl.Authenticator`, and its rules: before
+authentication only ApiVersions and SaslHandshake; anything else closes the connection
+unanswered; a wrong password is SASL_AUTHENTICATION_FAILED and closes it) as the one user
+:data:`BROKER_USER`, whose password :attr:`ControllerServer.secret` is a random token made
+per endpoint. The MiniCluster hands it to its broker processes in their environment
+(:data:`SECRET_ENV`), not on their command line, which every local user can read. So a
+local process of another user cannot use the endpoint to get round the brokers' ACLs
+(CreateAcls, DeleteAcls, AlterClientQuotas, AlterUserScramCredentials...); a process of
+the same user can read the brokers' environment (``/proc/<pid>/environ``), as it could
+attach a debugger to them: that is the limit of this protection.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import secrets
 import time
 from collections.abc import Sequence
 from typing import Any
 
 from kproto.errors import (
+    IllegalSaslStateError,
     KafkaCodeError,
     OffsetOutOfRangeError,
     ProtocolError,
@@ -49,13 +65,21 @@ from kproto.protocol import (
     encode_response,
 )
 from kproto.protocol import messages as m
+from kproto.security.sasl import SaslClient
 from minibroker.cluster import remote
 from minibroker.cluster.metadata import Record
 from minibroker.cluster.quorum import Quorum
 from minibroker.config import BrokerConfig
+from minibroker.faults import error_response
 from minibroker.handlers.elections import elect_leaders_response, refused
+from minibroker.sasl import Authenticator, SaslSettings
 
-__all__ = ["ControllerServer", "SERVED"]
+__all__ = ["BROKER_USER", "SECRET_ENV", "SERVED", "ControllerServer", "broker_sasl"]
+
+#: The one user of the endpoint (SASL PLAIN): the MiniCluster's brokers.
+BROKER_USER = "minicluster-broker"
+#: The environment variable that hands a broker process the endpoint's secret.
+SECRET_ENV = "MINIBROKER_CONTROLLER_SECRET"
 
 log = logging.getLogger("minibroker.cluster")
 
@@ -78,6 +102,8 @@ SERVED: dict[int, tuple[int, int]] = {
     ApiKey.CREATE_ACLS: (3, 3),
     ApiKey.DELETE_ACLS: (3, 3),
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: (0, 0),
+    ApiKey.SASL_HANDSHAKE: (1, 1),  # v1: the tokens in SaslAuthenticate requests (KIP-152)
+    ApiKey.SASL_AUTHENTICATE: (0, 2),
 }
 
 _WAKE = -1  # the endpoint's own subscription to the Quorum's commits (node ids are >= 0)
@@ -91,6 +117,8 @@ class ControllerServer:
         registered: ``{node_id: broker_epoch}`` of the last registration accepted per node;
             the parent's handle on a broker process reads its epoch and endpoint here.
         endpoints: ``{node_id: (host, port)}`` of those registrations.
+        secret: the password of :data:`BROKER_USER`, made for this endpoint (see the
+            module docstring); :attr:`client_sasl` is the brokers' way in.
     """
 
     def __init__(self, quorum: Quorum, config: BrokerConfig, host: str = "127.0.0.1", port: int = 0):
@@ -102,6 +130,13 @@ class ControllerServer:
         self._server: asyncio.base_events.Server | None = None
         self._connections: set[asyncio.Task[None]] = set()
         self._committed = asyncio.Event()
+        self.secret = secrets.token_urlsafe(32)
+        self._sasl = SaslSettings(mechanisms=("PLAIN",), plain_users={BROKER_USER: self.secret})
+
+    @property
+    def client_sasl(self) -> SaslClient:
+        """How a broker authenticates to this endpoint (``Connection(sasl=...)``)."""
+        return broker_sasl(self.secret)
 
     async def start(self) -> None:
         self._server = await asyncio.start_server(self._serve, self.host, self.port)
@@ -132,12 +167,23 @@ class ControllerServer:
         assert task is not None
         self._connections.add(task)
         frames = FrameReader()
+        authenticator = Authenticator(self._sasl, _no_scram_users)
         try:
             while data := await reader.read(256 * 1024):
                 frames.receive_data(data)
                 while (frame := frames.next_frame()) is not None:
-                    writer.write(await self._answer(frame))
-                    await writer.drain()
+                    step = authenticator.receive(frame, int(time.time() * 1000))
+                    if step.failed:  # connection.failed.authentication.delay.ms, as the brokers
+                        await asyncio.sleep(self._sasl.failed_delay_ms / 1000)
+                    if step.reply is not None:
+                        writer.write(step.reply)
+                        await writer.drain()
+                    if step.close is not None:
+                        log.info("controller endpoint: closing a connection: %s", step.close)
+                        return
+                    if step.dispatch:
+                        writer.write(await self._answer(frame))
+                        await writer.drain()
         except ProtocolError as exc:
             log.info("controller endpoint: closing a connection: %s", exc)
         except ConnectionError:
@@ -163,7 +209,11 @@ class ControllerServer:
                                        _api_versions(UnsupportedVersionError.code))
             raise ProtocolError(f"API key {header.api_key} version {header.api_version} is not served "
                                 "by the controller endpoint")
-        response = await self._handle(header.api_key, request)
+        if header.api_key in (ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE):
+            # once authenticated (KafkaApis.handleSaslHandshakeRequest / handleSaslAuthenticateRequest)
+            response = error_response(header.api_key, header.api_version, request, IllegalSaslStateError.code)
+        else:
+            response = await self._handle(header.api_key, request)
         return encode_response(header.api_key, header.api_version, header.correlation_id, response)
 
     # -- the APIs ----------------------------------------------------------------------------------
@@ -276,6 +326,15 @@ class ControllerServer:
             current_leader=R.LeaderIdAndEpoch(leader_id=quorum.controller_id, leader_epoch=quorum.controller_epoch),
             records=remote.metadata_records(entries, quorum.controller_epoch))
         return R(responses=[R.FetchableTopicResponse(topic_id=remote.METADATA_TOPIC_ID, partitions=[part])])
+
+
+def broker_sasl(secret: str) -> SaslClient:
+    """How a broker process authenticates to the endpoint whose secret it was handed."""
+    return SaslClient("PLAIN", BROKER_USER, secret)
+
+
+def _no_scram_users(user: str, mechanism: str) -> None:
+    return None  # the endpoint speaks PLAIN only
 
 
 def _api_versions(error_code: int) -> Any:

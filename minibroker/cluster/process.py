@@ -5,6 +5,10 @@
     python -m minibroker.cluster.process --node-id 1 --port 0 --controller 127.0.0.1:PORT \\
         --config '{"broker.id": 1, "log.dirs": "...", ...}' --parent-pid PID
 
+with the controller endpoint's secret in its environment (``MINIBROKER_CONTROLLER_SECRET``,
+:data:`~minibroker.cluster.controller_server.SECRET_ENV`): it authenticates to the
+endpoint with it (SASL PLAIN).
+
 The process runs a :class:`~minibroker.cluster.node.ClusterNode`, unchanged, whose quorum
 is the wire face of the parent's (:class:`~minibroker.cluster.remote.RemoteQuorum`): it
 registers, fetches the metadata and heartbeats over the controller endpoint
@@ -39,7 +43,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from minibroker.cluster.controller_server import ControllerServer
+from minibroker.cluster.controller_server import SECRET_ENV, ControllerServer, broker_sasl
 from minibroker.cluster.node import ClusterNode
 from minibroker.cluster.remote import RemoteQuorum
 from minibroker.config import BrokerConfig
@@ -75,8 +79,8 @@ def _dump_tasks() -> None:
     sys.stderr.flush()
 
 
-async def _run(node_id: int, port: int, controller: tuple[str, int], config: BrokerConfig) -> None:
-    quorum = RemoteQuorum(controller[0], controller[1], node_id=node_id, config=config)
+async def _run(node_id: int, port: int, controller: tuple[str, int], config: BrokerConfig, secret: str) -> None:
+    quorum = RemoteQuorum(controller[0], controller[1], node_id=node_id, config=config, sasl=broker_sasl(secret))
     node = ClusterNode(node_id=node_id, config=config, quorum=quorum, port=port)
     stopping = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -108,8 +112,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         _die_with(args.parent_pid)
     logging.basicConfig(level=args.log_level, format=f"%(asctime)s broker-{args.node_id} %(levelname)s "
                                                      "%(name)s: %(message)s")
+    secret = os.environ.pop(SECRET_ENV, None)  # the endpoint's password, not for the broker's children
+    if not secret:
+        parser.error(f"{SECRET_ENV} is not set: the controller endpoint's secret comes in the environment")
     host, _, port = args.controller.rpartition(":")
-    asyncio.run(_run(args.node_id, args.port, (host, int(port)), BrokerConfig(json.loads(args.config))))
+    asyncio.run(_run(args.node_id, args.port, (host, int(port)), BrokerConfig(json.loads(args.config)), secret))
     return 0
 
 
@@ -152,6 +159,7 @@ class BrokerProcess:
     def _spawn(self) -> None:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(_PACKAGE_ROOT), env.get("PYTHONPATH")) if p)
+        env[SECRET_ENV] = self.endpoint.secret  # not on the command line: /proc/<pid>/cmdline is anyone's
         level = logging.getLevelName(log.getEffectiveLevel())
         command = [sys.executable, "-m", "minibroker.cluster.process", "--node-id", str(self.node_id),
                    "--port", str(self.port), "--controller", f"{self.endpoint.host}:{self.endpoint.port}",

@@ -51,6 +51,7 @@ from kproto.errors import KafkaError, NotControllerError, for_code
 from kproto.io.connection import Connection
 from kproto.protocol import messages as m
 from kproto.records import BatchBuilder, read_batches
+from kproto.security.sasl import SaslClient
 from minibroker.authorizer import AclBinding, AclBindingFilter, validate_binding, validate_filter
 from minibroker.cluster.api import (
     AlterConfigsResource,
@@ -679,8 +680,9 @@ class RemoteQuorum:
     registration or heartbeat arrives, so :meth:`renew_lease` has nothing to do here.
     """
 
-    def __init__(self, host: str, port: int, *, node_id: int, config: BrokerConfig):
+    def __init__(self, host: str, port: int, *, node_id: int, config: BrokerConfig, sasl: SaslClient | None = None):
         self.host, self.port = host, port
+        self.sasl = sasl  # how the endpoint is authenticated to (ControllerServer.client_sasl)
         self.node_id = node_id
         self.config = config
         self.follower: MetadataFollower | None = None
@@ -691,7 +693,7 @@ class RemoteQuorum:
     def connection(self, client_id: str) -> Connection:
         """A new (unopened) connection to the controller endpoint."""
         return Connection(self.host, self.port, client_id=client_id, request_timeout_ms=10000,
-                          connect_timeout_ms=5000)
+                          connect_timeout_ms=5000, sasl=self.sasl)
 
     def channel_for(self, node_id: int) -> RemoteControllerChannel:
         if node_id != self.node_id:

@@ -37,6 +37,7 @@ from kproto.errors import InvalidProducerEpochError, KafkaError, NetworkError
 from kproto.io.connection import Connection
 from kproto.protocol import ApiKey
 from kproto.protocol.messages import AddPartitionsToTxnRequest, WriteTxnMarkersRequest
+from minibroker.faults import add_partitions_client_id, txn_markers_client_id
 
 __all__ = ["AddPartitionsToTxnSender", "send_txn_markers"]
 
@@ -63,7 +64,7 @@ async def send_txn_markers(host: str, port: int, *, node_id: int, producer_id: i
         producer_id=producer_id, producer_epoch=producer_epoch, transaction_result=commit,
         topics=[WriteTxnMarkersRequest.WritableTxnMarkerTopic(name=t, partition_indexes=i) for t, i in by_topic.items()],
         coordinator_epoch=coordinator_epoch)])
-    conn = Connection(host, port, client_id=f"broker-{node_id}-txn-markers", request_timeout_ms=timeout_ms,
+    conn = Connection(host, port, client_id=txn_markers_client_id(node_id), request_timeout_ms=timeout_ms,
                       connect_timeout_ms=5000)
     failed = dict.fromkeys(partitions, NetworkError.code)
     try:
@@ -154,7 +155,7 @@ class AddPartitionsToTxnSender:
     async def _send(self, node: tuple[str, int], batch: dict, timeout_ms: int) -> dict[str, dict[TopicPartition, int]]:
         host, port = node
         failed = {tid: dict.fromkeys(partitions, NetworkError.code) for tid, (_, partitions, _) in batch.items()}
-        conn = Connection(host, port, client_id=f"broker-{self.node_id}-add-partitions", request_timeout_ms=timeout_ms,
+        conn = Connection(host, port, client_id=add_partitions_client_id(self.node_id), request_timeout_ms=timeout_ms,
                           connect_timeout_ms=5000)
         try:
             await conn.open()

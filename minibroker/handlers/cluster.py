@@ -39,8 +39,8 @@ async def describe_cluster(state, header, request):
                    if (at := state.cluster_endpoint(b, header.listener_name)) is not None]
     return DescribeClusterResponse(
         error_code=0, cluster_id=state.config["cluster.id"], controller_id=controller_id, brokers=brokers,
-        cluster_authorized_operations=state.authorizer.operations(
-            header, ResourceType.CLUSTER, requested=request.include_cluster_authorized_operations),
+        cluster_authorized_operations=state.authorizer.cluster_operations(
+            header, requested=request.include_cluster_authorized_operations),
     )
 
 

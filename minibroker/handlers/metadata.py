@@ -245,6 +245,6 @@ def _response(state, header, request, topics, brokers, controller_id):
         cluster_id=state.config["cluster.id"],
         controller_id=controller_id,
         topics=topics,
-        cluster_authorized_operations=authorizer.operations(
-            header, ResourceType.CLUSTER, requested=8 <= version <= 10 and request.include_cluster_authorized_operations),
+        cluster_authorized_operations=authorizer.cluster_operations(
+            header, requested=8 <= version <= 10 and request.include_cluster_authorized_operations),
     )

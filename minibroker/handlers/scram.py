@@ -29,11 +29,11 @@ from kproto.protocol.messages import (
     AlterUserScramCredentialsResponse,
     DescribeUserScramCredentialsResponse,
 )
+from kproto.security.scram import MECHANISM_CODES
 from minibroker.authorizer import AclOperation, ResourceType
 from minibroker.handlers import handles
-from minibroker.scram_users import MECHANISM_TYPES, plan_alter
+from minibroker.scram_users import plan_alter
 
-_TYPE_OF = {name: code for code, name in MECHANISM_TYPES.items()}
 _REFUSED = "Cluster authorization failed."  # Errors.CLUSTER_AUTHORIZATION_FAILED's message
 
 
@@ -68,7 +68,7 @@ async def describe_user_scram_credentials(state, header, request):
                 user=name, error_code=DuplicateResourceError.code,
                 error_message="Cannot describe SCRAM credentials for the same user twice in a single request"))
             continue
-        infos = [R.CredentialInfo(mechanism=_TYPE_OF[mechanism], iterations=c.iterations)
+        infos = [R.CredentialInfo(mechanism=MECHANISM_CODES[mechanism], iterations=c.iterations)
                  for mechanism, c in store.of_user(name)]
         if not infos:
             results.append(R.DescribeUserScramCredentialsResult(

@@ -21,6 +21,13 @@ from minibroker.authorizer import (
     validate_filter,
 )
 from minibroker.config import BrokerConfig
+from minibroker.faults import (
+    add_partitions_client_id,
+    broker_node,
+    fetcher_client_id,
+    fetcher_node,
+    txn_markers_client_id,
+)
 from minibroker.storage import CorruptStateFileError
 
 ON = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
@@ -38,6 +45,20 @@ def acl(name, op=Op.READ, perm=Perm.ALLOW, principal="User:alice", host="*", rty
 def authorizer(*acls, **config):
     settings = {"authorizer.class.name": ON, **{k.replace("_", "."): v for k, v in config.items()}}
     return Authorizer(BrokerConfig(settings), acls)
+
+
+def test_the_acl_enums_have_one_owner():
+    """Issue 15, review item 3: the broker's ACL enums are kproto's (kproto.acl), the same
+    classes the admin client exports, under every import path they had."""
+    import kproto.acl
+    import kproto.admin
+    import kproto.admin.acls
+
+    for name in ("AclOperation", "ResourceType", "PatternType", "AclPermissionType"):
+        owner = getattr(kproto.acl, name)
+        assert owner.__module__ == "kproto.acl"
+        assert getattr(kproto.admin, name) is getattr(kproto.admin.acls, name) is owner
+        assert {"AclOperation": Op, "ResourceType": Res, "PatternType": Pat, "AclPermissionType": Perm}[name] is owner
 
 
 def test_off_by_default_allows_everything():
@@ -138,6 +159,48 @@ def test_allows_any_is_authorize_by_resource_type():
     assert authorizer(super_users="User:alice").allows_any(ctx(), Op.WRITE, Res.TOPIC)
 
 
+@pytest.mark.parametrize("deny_first", [False, True])
+def test_allows_any_wildcard_deny_wins_whatever_the_acl_order(deny_first):
+    """Issue 15, review item 1: authorizeByResourceType only notes an ALLOW on ``*`` and
+    keeps scanning; a matching DENY on ``*`` denies, whether it comes before or after."""
+    allow = acl("*", op=Op.WRITE, principal="User:*")
+    deny = acl("*", op=Op.WRITE, perm=Perm.DENY)
+    a = authorizer(*([deny, allow] if deny_first else [allow, deny]))
+    assert not a.allows_any(ctx(), Op.WRITE, Res.TOPIC)
+    assert a.allows_any(ctx("User:bob"), Op.WRITE, Res.TOPIC)
+
+
+def test_allows_any_matches_principal_host_and_operation_as_allows_does():
+    """Issue 15, review item 1: allows_any applies an ACL to the request by the rules of
+    AclBinding.decides: another host, another principal or another operation is no ALLOW,
+    a DENY of another operation no DENY, and a prefixed DENY covers a literal ALLOW."""
+    assert not authorizer(acl("t", op=Op.WRITE, host="10.0.0.1")).allows_any(ctx(), Op.WRITE, Res.TOPIC)
+    assert not authorizer(acl("t", op=Op.WRITE, principal="User:bob")).allows_any(ctx(), Op.WRITE, Res.TOPIC)
+    assert not authorizer(acl("t", op=Op.READ)).allows_any(ctx(), Op.WRITE, Res.TOPIC)
+    assert not authorizer(acl("t", op=Op.WRITE, rtype=Res.GROUP)).allows_any(ctx(), Op.WRITE, Res.TOPIC)
+    other_deny = authorizer(acl("t", op=Op.WRITE), acl("*", op=Op.READ, perm=Perm.DENY))
+    assert other_deny.allows_any(ctx(), Op.WRITE, Res.TOPIC)
+    all_deny = authorizer(acl("*", op=Op.WRITE, principal="User:*"), acl("*", op=Op.ALL, perm=Perm.DENY))
+    assert not all_deny.allows_any(ctx(), Op.WRITE, Res.TOPIC)
+    prefix_deny = authorizer(acl("abc", op=Op.WRITE), acl("a", op=Op.WRITE, perm=Perm.DENY, pattern=Pat.PREFIXED))
+    assert not prefix_deny.allows_any(ctx(), Op.WRITE, Res.TOPIC)
+    prefix_allow = authorizer(acl("ab", op=Op.WRITE, pattern=Pat.PREFIXED), acl("ab", op=Op.WRITE, perm=Perm.DENY))
+    assert prefix_allow.allows_any(ctx(), Op.WRITE, Res.TOPIC)  # a literal DENY does not cover a prefix
+
+
+def test_cluster_operations_are_none_without_describe_on_the_cluster():
+    """Issue 15, review item 2 (KIP-430): KafkaApis reports the cluster's authorized
+    operations only to a principal that may DESCRIBE the cluster; to others 0."""
+    a = authorizer(acl("kafka-cluster", op=Op.IDEMPOTENT_WRITE, rtype=Res.CLUSTER))
+    assert a.cluster_operations(ctx()) == 0
+    assert a.cluster_operations(ctx(), requested=False) == NOT_REQUESTED
+    b = authorizer(acl("kafka-cluster", op=Op.IDEMPOTENT_WRITE, rtype=Res.CLUSTER),
+                   acl("kafka-cluster", op=Op.ALTER, rtype=Res.CLUSTER))
+    assert b.cluster_operations(ctx()) == (1 << Op.IDEMPOTENT_WRITE) | (1 << Op.ALTER) | (1 << Op.DESCRIBE)
+    assert authorizer().cluster_operations(ctx()) == 0
+    assert Authorizer(BrokerConfig()).cluster_operations(ctx()) == authorized_operations(Res.CLUSTER)
+
+
 def test_operations_reports_what_the_principal_may_do():
     """Issue 15 item 3 (KIP-430): authorized operations follow the principal's rights."""
     a = authorizer(acl("t", op=Op.WRITE), acl("g", op=Op.READ, rtype=Res.GROUP))
@@ -158,6 +221,16 @@ def test_inter_broker_principal_gets_only_what_brokers_need():
         assert a.allows(broker, Op.DESCRIBE, Res.TOPIC, "t")
         assert not a.allows(broker, Op.READ, Res.TOPIC, "t")
         assert not a.allows(broker, Op.ALTER, Res.CLUSTER)
+
+
+@pytest.mark.parametrize("client_id_of", [fetcher_client_id, txn_markers_client_id, add_partitions_client_id])
+def test_inter_broker_rights_go_to_the_client_ids_the_brokers_send(client_id_of):
+    """Issue 15, review item 5: the stopgap recognizes a broker by the client ids its
+    connections send, from their one owner (minibroker.faults), not a copy of their format."""
+    a = Authorizer(BrokerConfig({"authorizer.class.name": ON}), inter_broker_principal="User:ANONYMOUS")
+    assert broker_node(client_id_of(7)) == 7
+    assert a.allows(ctx("User:ANONYMOUS", client_id=client_id_of(7)), Op.CLUSTER_ACTION, Res.CLUSTER)
+    assert fetcher_node(client_id_of(7)) == (7 if client_id_of is fetcher_client_id else None)
 
 
 @pytest.mark.parametrize("client_id", ["app", None, "broker-1-fetcher-x", "broker--fetcher", "rdkafka"])

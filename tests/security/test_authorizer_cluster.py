@@ -13,6 +13,7 @@ from kproto.admin import (
     AclBinding,
     AclBindingFilter,
     AdminClient,
+    NewTopic,
     ResourcePattern,
     ResourcePatternFilter,
 )
@@ -135,3 +136,50 @@ def test_an_anonymous_client_is_not_given_the_brokers_rights(tmp_path):
                 assert [p.error_code for t in markers.markers[0].topics for p in t.partitions] == [31]
             finally:
                 client.close()
+
+
+def test_the_controller_endpoint_takes_requests_only_from_the_clusters_brokers(tmp_path):
+    """Issue 15, review item 6: MiniCluster(processes=True)'s controller endpoint answers
+    only connections that authenticate with the secret the cluster hands its broker
+    processes (SASL PLAIN): a local client that the brokers refuse cannot delete every ACL
+    by talking to the controller port instead; without SASL the connection is closed
+    unanswered, with a wrong password it is SASL_AUTHENTICATION_FAILED; the brokers (which
+    have the secret) still go through it."""
+    from kproto.errors import ClusterAuthorizationFailedError, SaslAuthenticationFailedError
+    from kproto.protocol.messages import (
+        DeleteAclsRequest,
+        SaslAuthenticateRequest,
+        SaslHandshakeRequest,
+    )
+    from kproto.security import plain
+
+    ACLS = [("kafka-cluster", 5, 3), ("kafka-cluster", 7, 2), ("kafka-cluster", 8, 3), ("t", 3, 3)]
+    every = DeleteAclsRequest.DeleteAclsFilter(resource_type_filter=1, resource_name_filter=None, pattern_type_filter=1,
+                                               principal_filter=None, host_filter=None, operation=1, permission_type=1)
+    with MiniCluster(1, data_dir=tmp_path, config=CONFIG, processes=True) as cluster:
+        with AdminClient(bootstrap_servers=cluster.bootstrap_servers) as admin:
+            admin.create_acls([acl("TOPIC", "t", "READ"), acl("CLUSTER", "kafka-cluster", "DESCRIBE"),
+                               acl("CLUSTER", "kafka-cluster", "CREATE"), acl("CLUSTER", "kafka-cluster", "ALTER", "DENY")])
+            assert everywhere(cluster, ACLS)
+            with pytest.raises(ClusterAuthorizationFailedError):  # the brokers refuse it
+                admin.delete_acls([AclBindingFilter()])
+        port = cluster._endpoint.port
+        unauthenticated = RawClient(port)
+        try:
+            unauthenticated.send(ApiKey.DELETE_ACLS, 3, DeleteAclsRequest(filters=[every]))
+            assert unauthenticated.is_closed_by_peer()
+        finally:
+            unauthenticated.close()
+        guesser = RawClient(port)
+        try:
+            assert guesser.request(ApiKey.SASL_HANDSHAKE, 1, SaslHandshakeRequest(mechanism="PLAIN")).error_code == 0
+            refused = guesser.request(ApiKey.SASL_AUTHENTICATE, 2, SaslAuthenticateRequest(
+                auth_bytes=plain.initial_response("minicluster-broker", "guess")))
+            assert refused.error_code == SaslAuthenticationFailedError.code
+            assert guesser.is_closed_by_peer()
+        finally:
+            guesser.close()
+        assert everywhere(cluster, ACLS)
+        with AdminClient(bootstrap_servers=cluster.bootstrap_servers) as admin:  # forwarded by the broker
+            admin.create_topics([NewTopic("still", 1, 1)])
+            assert "still" in admin.list_topics()

@@ -14,6 +14,7 @@ import pytest
 from kproto import Consumer, Producer
 from kproto.admin import (
     AccessControlEntry,
+    AccessControlEntryFilter,
     AclBinding,
     AclBindingFilter,
     AdminClient,
@@ -29,7 +30,12 @@ from kproto.errors import (
     TransactionalIdAuthorizationFailedError,
 )
 from kproto.protocol import ApiKey
-from kproto.protocol.messages import ListGroupsRequest, MetadataRequest
+from kproto.protocol.messages import (
+    DescribeClusterRequest,
+    InitProducerIdRequest,
+    ListGroupsRequest,
+    MetadataRequest,
+)
 from kproto.structs import TopicPartition
 from minibroker import MiniBroker
 from minibroker.acl_store import AclStore
@@ -184,6 +190,38 @@ def test_metadata_hides_topics_the_principal_may_not_describe(admin, secured):
     finally:
         client.close()
     assert admin.list_topics() == ["seen"]
+
+
+def test_idempotent_init_producer_id_is_refused_by_a_wildcard_deny(admin, secured):
+    """Issue 15, review item 1: an ALLOW of WRITE on every topic for everyone, then a DENY
+    of WRITE on every topic for this principal: Kafka's authorizeByResourceType denies, so
+    an idempotent InitProducerId is CLUSTER_AUTHORIZATION_FAILED."""
+    admin.create_acls([AclBinding(ResourcePattern("TOPIC", "*"), AccessControlEntry("User:*", "*", "WRITE", "ALLOW"))])
+    admin.create_acls(allow("TOPIC", "*", "WRITE", permission="DENY"))
+    client = RawClient(secured.port)
+    try:
+        answer = client.request(ApiKey.INIT_PRODUCER_ID, 4, InitProducerIdRequest(
+            transactional_id=None, transaction_timeout_ms=60000))
+        assert (answer.error_code, answer.producer_id) == (ClusterAuthorizationFailedError.code, -1)
+    finally:
+        client.close()
+
+
+def test_cluster_authorized_operations_need_describe_on_the_cluster(admin, secured):
+    """Issue 15, review item 2 (KIP-430): a principal without DESCRIBE on the cluster is
+    told 0 by DescribeCluster and Metadata v8-10, as KafkaApis answers."""
+    admin.create_acls(allow("CLUSTER", "kafka-cluster", "IDEMPOTENT_WRITE"))
+    admin.delete_acls([AclBindingFilter(ResourcePatternFilter("CLUSTER", "kafka-cluster", "LITERAL"),
+                                        AccessControlEntryFilter(operation="ALTER"))])  # ALTER implies DESCRIBE
+    client = RawClient(secured.port)
+    try:
+        cluster = client.request(ApiKey.DESCRIBE_CLUSTER, 0, DescribeClusterRequest(
+            include_cluster_authorized_operations=True))
+        metadata = client.request(ApiKey.METADATA, 10, MetadataRequest(
+            topics=[], include_cluster_authorized_operations=True))
+        assert (cluster.cluster_authorized_operations, metadata.cluster_authorized_operations) == (0, 0)
+    finally:
+        client.close()
 
 
 def test_list_groups_hides_groups_without_describe(admin, secured):

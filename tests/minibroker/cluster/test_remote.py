@@ -142,7 +142,8 @@ def test_config_changes_and_elections_without_a_controller_answer_as_in_process(
         quorum = Quorum(log=MetadataLog(None), config=config, clock_ms=lambda: 0)  # no lease: no controller
         server = ControllerServer(quorum, config)
         await server.start()
-        remote_quorum = remote.RemoteQuorum(server.host, server.port, node_id=0, config=config)
+        remote_quorum = remote.RemoteQuorum(server.host, server.port, node_id=0, config=config,
+                                            sasl=server.client_sasl)
         try:
             over_the_wire = await outcomes(remote_quorum.channel_for(0))
             in_process = await outcomes(quorum.channel_for(0))

@@ -3,6 +3,8 @@ issue 15, item 3): Kafka's checks and texts, and users that survive a restart.""
 
 from __future__ import annotations
 
+import hashlib
+
 import pytest
 
 from kproto.errors import (
@@ -18,19 +20,42 @@ from kproto.protocol.messages import (
     SaslAuthenticateRequest,
     SaslHandshakeRequest,
 )
-from kproto.security.scram import ScramClient, _salted_password
+from kproto.security import scram
+from kproto.security.scram import (
+    MAX_ITERATIONS,
+    MECHANISM_CODES,
+    MECHANISM_NAMES,
+    ScramClient,
+    salted_password,
+)
 from minibroker import MiniBroker
 from minibroker.scram_credentials import SCRAM_CREDENTIALS_FILE
 from tests.support.raw_client import RawClient
 
 A = AlterUserScramCredentialsRequest
-SHA256, SHA512 = 1, 2
+SHA256, SHA512 = MECHANISM_CODES["SCRAM-SHA-256"], MECHANISM_CODES["SCRAM-SHA-512"]
+
+
+def test_the_scram_wire_codes_and_limits_have_one_owner():
+    """Issue 15, review item 4: the mechanisms' wire codes, the iteration limits and Hi()
+    are kproto.security.scram's, used by the admin client and the broker alike."""
+    import kproto.admin.scram
+    import minibroker.handlers.scram
+    import minibroker.scram_users
+
+    assert (SHA256, SHA512) == (1, 2)  # Java's ScramMechanism.type()
+    assert MECHANISM_NAMES == {1: "SCRAM-SHA-256", 2: "SCRAM-SHA-512"}
+    assert (scram.MIN_ITERATIONS, MAX_ITERATIONS) == (4096, 16384)  # ScramControlManager.MAX_ITERATIONS
+    assert kproto.admin.scram.SCRAM_MECHANISM_CODES is MECHANISM_CODES
+    for module in (minibroker.scram_users, minibroker.handlers.scram):  # no twin tables
+        assert not {"MECHANISM_TYPES", "_TYPE_OF"} & set(vars(module))
+    assert salted_password("SCRAM-SHA-512", "pw", b"salt", 4096) == hashlib.pbkdf2_hmac("sha512", b"pw", b"salt", 4096)
 
 
 def upsert(name, mechanism=SHA256, iterations=4096, password="pw", salt=b"salt-salt-salt"):
-    hash_name = {SHA256: "sha256", SHA512: "sha512"}.get(mechanism, "sha256")
+    salted = salted_password(MECHANISM_NAMES.get(mechanism, "SCRAM-SHA-256"), password, salt, 4096)
     return A.ScramCredentialUpsertion(name=name, mechanism=mechanism, iterations=iterations, salt=salt,
-                                      salted_password=_salted_password(hash_name, password, salt, 4096))
+                                      salted_password=salted)
 
 
 def alter(port, deletions=(), upsertions=()):
