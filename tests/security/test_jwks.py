@@ -231,8 +231,7 @@ def test_malformed_tokens_and_key_sets(rsa_key):
                            (rsa_key.sign(claims())[:-3] + "%%%", "malformed signature")]:
         with pytest.raises(TokenValidationError, match=message):
             check(token, keys)
-    for text, message in [("[]", '"keys" list'), ("nope", "not JSON"),
-                          ('{"keys":[{"kty":"RSA","kid":"k","e":"AQAB"}]}', "n is missing")]:
+    for text, message in [("[]", '"keys" list'), ("nope", "not JSON")]:
         with pytest.raises(ValueError, match=message):
             JsonWebKeySet.parse(text)
 

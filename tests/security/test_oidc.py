@@ -237,7 +237,9 @@ def token_at(start_s: float | None, expiry_s: float) -> AccessToken:
     (token_at(0, 3600), 0, 1.0, 0.85 * 3600),  # plus the largest jitter
     (token_at(None, 3600), 0, 0.5, 0.825 * 3600),  # no iat: from now
     (token_at(0, 1000), 0, 0.0, 700),  # 800 s would be inside the last 300 s
-    (token_at(-3000, 400), 0, 0.0, 60),  # 0.8 of the lifetime is past: not sooner than 60 s from now
+    (token_at(-3000, 400), 0, 0.0, 100),  # from now, not from iat: 320 s is inside the last 300 s
+    (token_at(-3300, 300), 0, 0.0, 240),  # issue 15 item 1: an old token, 0.8 of what is left
+    (token_at(0, 3600), 3500, 0.0, 3580),  # shorter than both buffers from now: the window alone
     (token_at(0, 300), 0, 0.0, 240),  # shorter than both buffers: the window alone
     (token_at(0, 100), 200, 0.0, 210),  # expired: try again in 10 s
 ])
@@ -282,5 +284,6 @@ def test_the_provider_caches_refreshes_and_keeps_a_valid_token_when_a_refresh_fa
 
 
 def test_parse_access_token_reads_scope_strings_and_lists():
-    assert parse_access_token(jwt({"sub": " u ", "exp": 10, "scope": ["a", " ", "b "]})).scope == {"a", "b"}
+    assert parse_access_token(jwt({"sub": " u ", "exp": 10, "scope": ["a", "b "]})).scope == {"a", "b"}
+    assert parse_access_token(jwt({"sub": " u ", "exp": 10, "scope": "a b"})).scope == {"a b"}
     assert parse_access_token(jwt({"sub": "u", "exp": 10.9})).lifetime_ms == 10_000  # Number.longValue()
