@@ -505,7 +505,7 @@ class ClientCredentialsTokenProvider:
             ``JaasOptionsUtils``, see :func:`jaas_ssl_context`; without them the system's
             trusted CAs, hostname checked).
         clock: seconds since the epoch (``time.time``); tests pass their own.
-        sleep: waits between retries (``time.sleep``).
+        sleep: waits between retries (default: a wait that :meth:`close` cuts short).
 
     Raises:
         ConfigError: a missing or bad setting.
@@ -521,7 +521,7 @@ class ClientCredentialsTokenProvider:
     """
 
     def __init__(self, config: Mapping[str, Any], *, ssl_context: ssl.SSLContext | None = None,
-                 clock: Callable[[], float] = time.time, sleep: Callable[[float], None] = time.sleep) -> None:
+                 clock: Callable[[], float] = time.time, sleep: Callable[[float], object] | None = None) -> None:
         url = config.get("sasl.oauthbearer.token.endpoint.url")
         if not url:
             raise ConfigError("sasl.oauthbearer.token.endpoint.url is required for the OAuth client credentials flow")
@@ -541,7 +541,8 @@ class ClientCredentialsTokenProvider:
                               f"sasl.login.retry.backoff.ms ({self.retry_backoff_ms})")
         self.refresh = RefreshConfig.from_config(config)
         self._clock = clock
-        self._sleep = sleep
+        self._closed = threading.Event()
+        self._sleep = sleep if sleep is not None else self._closed.wait
         self._authorization = self._body = ""
         if self._parts.scheme != "file":
             options = jaas_options(config)
@@ -672,10 +673,18 @@ class ClientCredentialsTokenProvider:
             raise TokenRetrievalError(f"the token file {path} is empty")
         return parse_access_token(value, sub_claim=self.sub_claim, scope_claim=self.scope_claim)
 
+    def close(self) -> None:
+        """Stop a fetch in flight from trying again (idempotent; Java's ``logout``): its
+        waits between retries end, and it fails before its next attempt. An attempt on the
+        wire still ends by its own timeouts. The provider answers no new token after."""
+        self._closed.set()
+
     def _post(self) -> str:
         """One attempt (``HttpAccessTokenRetriever.post``): the response body on 200/201;
         :class:`Retriable` for what another attempt may change, else
         :class:`TokenRetrievalError`."""
+        if self._closed.is_set():
+            raise TokenRetrievalError(f"the token provider of {self.url} is closed")
         headers = {"Authorization": self._authorization, "Accept": "application/json", "Cache-Control": "no-cache",
                    "Content-Type": "application/x-www-form-urlencoded"}
         try:
