@@ -284,7 +284,7 @@ def token_from_claims(value: str, claims: Mapping[str, Any], *, sub_claim: str =
     if lifetime_ms is None:
         raise TokenValidationError("exp value must be non-null")
     if lifetime_ms < 0:
-        raise TokenValidationError(f"exp value must be non-negative; value: {lifetime_ms}")
+        raise TokenValidationError(f"exp value must be non-negative; value: {claims.get('exp', lifetime_ms)}")
     sub = claims.get(sub_claim)
     if not isinstance(sub, str) or not sub.strip():
         raise TokenValidationError(f"{sub_claim} value must be a non-empty string")
@@ -304,7 +304,7 @@ def token_from_claims(value: str, claims: Mapping[str, Any], *, sub_claim: str =
         raise TokenValidationError(f"{scope_claim} value must not contain duplicates: {raw_scope}")
     start_ms = _numeric_date(claims, "iat")
     if start_ms is not None and start_ms < 0:
-        raise TokenValidationError(f"iat value must be non-negative; value: {start_ms}")
+        raise TokenValidationError(f"iat value must be non-negative; value: {claims['iat']}")
     return AccessToken(value, lifetime_ms, sub.strip(), frozenset(scope), start_ms)
 
 
