@@ -61,6 +61,7 @@ from typing import TYPE_CHECKING, Any
 
 from kproto.admin import AdminClient, NewTopic
 from kproto.config import ADMIN, CONFIGS, CONSUMER, PRODUCER, ClientConfig
+from kproto.errors import ConfigError
 from kproto.producer import Producer
 from kproto.structs import TopicPartition
 
@@ -319,12 +320,34 @@ def _of_kind(client: str, config: Mapping[str, Any]) -> dict[str, Any]:
 def check_client_config(client_config: Mapping[str, Any]) -> None:
     """Check the settings :func:`run_pipeline` gives its clients, before anything starts.
 
+    The Spark source and sink take theirs as ``kafka.`` options, which are strings (sent to
+    the executors): a setting of theirs must be a str, an int, a float or a bool, whose
+    text is the value (not a list, a callable token provider or an ``ssl.context``).
+
     Raises:
-        ConfigError: a key that no client of the job takes, or a bad value.
+        ConfigError: a key that no client of the job takes, a bad value, or a value the
+            Spark options cannot carry.
     """
     for client in (ADMIN, PRODUCER, CONSUMER):
         # the bootstrap servers may be known only later (the embedded broker's port)
         ClientConfig(client, {"bootstrap.servers": "unused:9092", **_of_kind(client, client_config)})
+    for client, role in ((CONSUMER, "source"), (PRODUCER, "sink")):
+        for name, value in _of_kind(client, client_config).items():
+            if not isinstance(value, str | int | float):  # bool is an int; str() of these is the value
+                raise ConfigError(_not_a_spark_option(name, value, role))
+
+
+def _not_a_spark_option(name: str, value: Any, role: str) -> str:
+    if isinstance(value, list | tuple | set | frozenset):
+        hint = f"give it as one comma-separated string, {','.join(map(str, value))!r}"
+    elif callable(value) or hasattr(value, "token"):
+        hint = "give the credentials as settings that are text (sasl.jaas.config)"
+    elif name == "ssl.context":
+        hint = "give the TLS settings as text (ssl.truststore.location, ssl.keystore.location...)"
+    else:
+        hint = "give its value as a string"
+    return (f"{name}={value!r}: the Spark job's kproto {role} takes its settings as Spark options, which are "
+            f"strings, and a {type(value).__name__} cannot be one: {hint}")
 
 
 def _spark_options(client: str, config: Mapping[str, Any]) -> dict[str, str]:

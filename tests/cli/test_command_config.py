@@ -210,3 +210,23 @@ def test_the_pipeline_gives_each_client_the_keys_of_its_kind():
         check_client_config({"linger.mss": "1"})
     with pytest.raises(ConfigError, match="acks='2'"):  # a producer's value, checked though the admin goes first
         check_client_config({"acks": "2"})
+
+
+@pytest.mark.parametrize(("setting", "message"), [
+    ({"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "OAUTHBEARER",
+      "sasl.oauthbearer.token.provider": lambda: "token"},
+     r"sasl.oauthbearer.token.provider=<function .*Spark options, which are strings, and a function cannot"),
+    ({"security.protocol": "SSL", "ssl.enabled.protocols": ["TLSv1.2", "TLSv1.3"]},
+     r"ssl.enabled.protocols=\['TLSv1.2', 'TLSv1.3'\].* a list cannot be one: give it as one comma-separated "
+     r"string, 'TLSv1.2,TLSv1.3'"),
+])
+def test_the_pipeline_refuses_values_the_spark_options_cannot_carry(setting, message):
+    """issue 15, review item 8: the Spark source and sink get their settings as strings:
+    a callable token provider or a list is refused before anything starts, naming the key
+    and why, not after every event was produced."""
+    from kproto.pipeline import check_client_config
+
+    with pytest.raises(ConfigError, match=message):
+        check_client_config({"bootstrap.servers": "b:9092", **setting})
+    check_client_config({"bootstrap.servers": "b:9092", "fetch.min.bytes": 10, "enable.idempotence": True,
+                         "ssl.enabled.protocols": "TLSv1.2,TLSv1.3"})
