@@ -52,6 +52,15 @@ def test_comments_and_blank_lines():
     assert loads(text) == {"key": "v", "x": "1 # not a comment"}
 
 
+def test_a_continuation_of_an_empty_line_may_be_a_comment():
+    """issue 15, review item 9: Java's LineReader looks for # or ! while the logical line
+    is empty: after a line that is only a backslash the next line is a comment (and a
+    blank line ends the empty logical line); after text it is not."""
+    assert loads("\\\n#notcomment=1\nkey=v\n") == {"key": "v"}
+    assert loads("  \\\n  !also=comment\n\\\n\nx=1\n") == {"x": "1"}
+    assert loads("a=\\\n#value\n") == {"a": "#value"}
+
+
 def test_escapes():
     """issue 15, A: \\t \\n \\r \\f, \\uXXXX (surrogate pairs joined), and a backslash
     before any other character standing for that character, in keys and values."""
