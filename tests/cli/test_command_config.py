@@ -203,13 +203,14 @@ def test_the_pipeline_checks_the_file_before_starting_anything(tmp_path, capsys)
 def test_the_pipeline_gives_each_client_the_keys_of_its_kind():
     """issue 15, A: one settings file serves the job's admin client, producer, and the Spark
     source and sink (as ``kafka.`` options); a key of one kind does not reach another."""
-    from kproto.pipeline import _of_kind, _spark_options, check_client_config
+    from kproto.config import settings_of_kind
+    from kproto.pipeline import _spark_options, check_client_config
 
     config = {"bootstrap.servers": "b:9092", "client.id": "job", "acks": "1", "fetch.min.bytes": 10,
               "default.api.timeout.ms": "5000"}
     check_client_config(config)
-    assert _of_kind("admin", config) == {"bootstrap.servers": "b:9092", "client.id": "job",
-                                         "default.api.timeout.ms": "5000"}
+    assert settings_of_kind("admin", config) == {"bootstrap.servers": "b:9092", "client.id": "job",
+                                                 "default.api.timeout.ms": "5000"}
     assert _spark_options("producer", config) == {"kafka.bootstrap.servers": "b:9092", "kafka.client.id": "job",
                                                   "kafka.acks": "1"}
     assert _spark_options("consumer", config) == {"kafka.bootstrap.servers": "b:9092", "kafka.client.id": "job",
