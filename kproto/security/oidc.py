@@ -511,7 +511,8 @@ class ClientCredentialsTokenProvider:
         ConfigError: a missing or bad setting.
 
     Thread-safe: connections being set up at once share one fetch, made in a thread of the
-    provider's own. Blocking for a bounded time: from asyncio, call it in a thread (``await
+    provider's own; a refresh runs while the current token serves. Blocking for a bounded
+    time when there is no valid token: from asyncio, call it in a thread (``await
     asyncio.to_thread(provider.token)``). A caller waits for the fetch at most ``timeout_ms``;
     by default until ``sasl.login.connect.timeout.ms`` + ``sasl.login.read.timeout.ms`` (the
     bounds of one attempt; the retries go on in the background) after the fetch began, or
@@ -576,14 +577,16 @@ class ClientCredentialsTokenProvider:
         return self._refresh_at_ms
 
     def token(self, timeout_ms: int | None = None) -> AccessToken:
-        """The current token, fetched anew when there is none or its refresh time has come.
+        """The current token; a new one is fetched when there is none or its refresh time
+        has come.
 
-        The fetch runs in a thread of the provider's own, one at a time: callers that
-        need it meanwhile wait for that fetch, never start another one, and wait at most
-        ``timeout_ms`` (see the class docstring for the default); the fetch goes on after
-        they gave up, and its token serves the next call. A refresh that does not answer
-        within the wait, or fails, while the cached token is still valid leaves that token
-        in use (a failed one is tried again 10 s later, as Java's refresh thread does).
+        The fetch runs in a thread of the provider's own, one at a time. While the cached
+        token is still valid its refresh does not hold anyone up: the cached token is
+        answered at once, and the new one serves the calls after the fetch (a failed
+        refresh keeps the cached token and is tried again 10 s later, as Java's refresh
+        thread does). Without a valid token, callers wait for the fetch in flight, never
+        start another one, and wait at most ``timeout_ms`` (see the class docstring for the
+        default); the fetch goes on after they gave up, and its token serves the next call.
 
         Args:
             timeout_ms: how long to wait for a fetch (the caller's own bound, e.g. the
@@ -604,10 +607,12 @@ class ClientCredentialsTokenProvider:
                 self._deadline = time.monotonic() + self.wait_ms / 1000
                 threading.Thread(target=self._fetch_in_background, args=(fetching,), daemon=True,
                                  name=f"kproto-oauth-token {self.url}").start()
+            if current is not None and now_ms < current.lifetime_ms:
+                return current  # Kafka's refresh thread fetches; connections go on with the current token
             deadline = self._deadline if timeout_ms is None else time.monotonic() + timeout_ms / 1000
-        # Kafka's connections never wait on the IdP (its login thread fetches): a caller
-        # here is often a worker of asyncio's shared executor, so its wait is bounded, and
-        # callers that come after the fetch's default wait ran out do not wait again
+        # No valid token: wait for the fetch, bounded (a caller here is often a worker of
+        # asyncio's shared executor); callers that come after the fetch's default wait ran
+        # out do not wait again
         finished = fetching.wait(max(0.0, deadline - time.monotonic()))
         with self._lock:
             now_ms = int(self._clock() * 1000)

@@ -255,10 +255,19 @@ def test_refresh_settings_from_the_config():
     assert refresh_at_ms(token_at(0, 1000), 0, refresh) == 500_000
 
 
+def refreshed(tokens: ClientCredentialsTokenProvider, refresh_at_ms: int) -> None:
+    """Wait for the background refresh to set the next refresh time."""
+    deadline = time.monotonic() + 5
+    while tokens.refresh_at_ms != refresh_at_ms:
+        assert time.monotonic() < deadline, f"refresh_at_ms is {tokens.refresh_at_ms}, not {refresh_at_ms}"
+        time.sleep(0.01)
+
+
 def test_the_provider_caches_refreshes_and_keeps_a_valid_token_when_a_refresh_fails():
-    """issue 15, B: token() answers the cached token until its refresh time, then fetches;
-    a failed refresh keeps the still-valid token and tries again 10 s later; once the
-    token has expired, the failure is raised."""
+    """issue 15, B: token() answers the cached token until its refresh time, then fetches
+    in the background while the cached token serves (review item 2: Kafka's connections
+    never wait on the IdP); a failed refresh keeps the still-valid token and tries again
+    10 s later; once the token has expired, the failure is raised."""
     clock = [float(NOW)]
     first = token_body({"sub": "a", "iat": NOW, "exp": NOW + 3600})
     second = token_body({"sub": "b", "iat": NOW + 3000, "exp": NOW + 7200})
@@ -272,11 +281,16 @@ def test_the_provider_caches_refreshes_and_keeps_a_valid_token_when_a_refresh_fa
         clock[0] = NOW + 2879
         assert tokens.token().principal == "a" and len(endpoint.requests) == 1  # cached
         clock[0] = NOW + 2880
-        assert tokens.token().principal == "a"  # 503: kept
-        assert tokens.refresh_at_ms == (NOW + 2890) * 1000 and len(endpoint.requests) == 2
+        assert tokens.token().principal == "a"  # at once: the refresh runs in the background
+        refreshed(tokens, (NOW + 2890) * 1000)  # 503: kept, tried again 10 s later
+        assert tokens.token().principal == "a" and len(endpoint.requests) == 2
         clock[0] = NOW + 2890
-        assert tokens.token().principal == "a" and len(endpoint.requests) == 3  # 401: kept too
+        assert tokens.token().principal == "a"
+        refreshed(tokens, (NOW + 2900) * 1000)  # 401: kept too
+        assert len(endpoint.requests) == 3
         clock[0] = NOW + 3000
+        assert tokens.token().principal == "a"
+        refreshed(tokens, (NOW + 3000 + int(0.8 * 4200)) * 1000)
         assert tokens.token().principal == "b" and len(endpoint.requests) == 4
         clock[0] = NOW + 7200
         with pytest.raises(TokenRetrievalError, match="401"):
@@ -396,3 +410,29 @@ def test_a_non_finite_exp_is_not_json():
     payload = base64.urlsafe_b64encode(b'{"sub": "a", "exp": Infinity}').rstrip(b"=").decode()
     with pytest.raises(TokenRetrievalError, match="malformed JSON"):
         parse_access_token(f"{b64url({'alg': 'none'})}.{payload}.c2ln")
+
+
+def test_a_refresh_from_a_silent_endpoint_holds_no_one_up():
+    """issue 15, review item 2: while the cached token is valid, its refresh runs in the
+    provider's thread and token() answers the cached token at once, even when the
+    endpoint does not answer (Kafka's connections never wait on the IdP)."""
+    clock = [float(NOW)]
+    with http_endpoint(Reply(200, token_body()), Reply(200, token_body(), delay=60)) as endpoint:
+        tokens = ClientCredentialsTokenProvider(
+            {"sasl.oauthbearer.token.endpoint.url": endpoint.url, "sasl.jaas.config": JAAS,
+             "sasl.login.refresh.window.jitter": "0"}, clock=lambda: clock[0])
+        try:
+            first = tokens.token()
+            clock[0] = NOW + 2880  # due for refresh, valid until NOW + 3600
+            answered: list[AccessToken] = []
+            caller = threading.Thread(target=lambda: answered.extend(tokens.token() for _ in range(5)))
+            caller.start()
+            caller.join(3)
+            assert answered == [first] * 5
+            deadline = time.monotonic() + 5
+            while len(endpoint.requests) < 2 and time.monotonic() < deadline:
+                time.sleep(0.01)
+            time.sleep(0.1)
+            assert len(endpoint.requests) == 2  # one refresh in flight, not one per call
+        finally:
+            getattr(tokens, "close", lambda: None)()
