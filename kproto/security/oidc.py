@@ -59,6 +59,7 @@ malformed token).
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import http.client
 import json
@@ -518,7 +519,8 @@ class ClientCredentialsTokenProvider:
     bounds of one attempt; the retries go on in the background) after the fetch began, or
     10 s (``socket.connection.setup.timeout.ms``' default: a connection gives up then
     anyway) when neither is set. So an endpoint that never answers holds one thread, not
-    one per connection attempt, and each waiting caller for a bounded time.
+    one per connection attempt, and each waiting caller for a bounded time. From asyncio,
+    :meth:`token_async` waits on the event loop and holds no thread at all.
     """
 
     def __init__(self, config: Mapping[str, Any], *, ssl_context: ssl.SSLContext | None = None,
@@ -570,6 +572,7 @@ class ClientCredentialsTokenProvider:
         self._fetching: threading.Event | None = None  # set when the fetch in flight ends
         self._deadline = 0.0  # time.monotonic() when the default wait for that fetch ends
         self._error: TokenRetrievalError | None = None  # the last fetch's failure
+        self._waiters: list[Callable[[], object]] = []  # token_async callers to wake when the fetch ends
 
     @property
     def refresh_at_ms(self) -> int:
@@ -596,6 +599,57 @@ class ClientCredentialsTokenProvider:
             TokenRetrievalError: no valid token could be had (``retriable`` when the wait
                 ran out or the endpoint was unreachable or failing).
         """
+        begun = self._begin(timeout_ms)
+        if isinstance(begun, AccessToken):
+            return begun
+        fetching, deadline = begun
+        # No valid token: wait for the fetch, bounded (a caller here is often a worker of
+        # asyncio's shared executor); callers that come after the fetch's default wait ran
+        # out do not wait again
+        return self._outcome(fetching.wait(max(0.0, deadline - time.monotonic())), timeout_ms)
+
+    async def token_async(self, timeout_ms: int | None = None) -> AccessToken:
+        """:meth:`token` for asyncio: the wait for the fetch is on the event loop, so no
+        thread is held while the endpoint is slow, and cancelling the caller (a connection
+        attempt that timed out) ends its wait; the fetch itself still runs in the
+        provider's thread. ``SaslClient`` awaits it when given ``provider.token_async`` as
+        its token provider.
+
+        Raises:
+            TokenRetrievalError: as :meth:`token`.
+        """
+        begun = self._begin(timeout_ms)
+        if isinstance(begun, AccessToken):
+            return begun
+        fetching, deadline = begun
+        loop = asyncio.get_running_loop()
+        ended = loop.create_future()
+
+        def wake() -> None:
+            if not ended.done():
+                ended.set_result(None)
+
+        with self._lock:
+            if fetching.is_set():
+                wake()
+            else:
+                self._waiters.append(lambda: loop.call_soon_threadsafe(wake))
+        try:
+            await asyncio.wait_for(ended, max(0.0, deadline - time.monotonic()))
+            finished = True
+        except asyncio.TimeoutError:
+            finished = False
+        return self._outcome(finished, timeout_ms)
+
+    async def __call__(self) -> AccessToken:
+        """:meth:`token_async`: the provider as an async ``sasl.oauthbearer.token.provider``
+        (``SaslClient`` awaits what a provider's call answers, so passing the provider
+        itself holds no executor thread while the endpoint is slow)."""
+        return await self.token_async()
+
+    def _begin(self, timeout_ms: int | None) -> AccessToken | tuple[threading.Event, float]:
+        """The token to answer at once, or the fetch to wait for (started if none is in
+        flight) and when the wait ends (``time.monotonic()``)."""
         with self._lock:
             now_ms = int(self._clock() * 1000)
             current = self._token
@@ -609,11 +663,10 @@ class ClientCredentialsTokenProvider:
                                  name=f"kproto-oauth-token {self.url}").start()
             if current is not None and now_ms < current.lifetime_ms:
                 return current  # Kafka's refresh thread fetches; connections go on with the current token
-            deadline = self._deadline if timeout_ms is None else time.monotonic() + timeout_ms / 1000
-        # No valid token: wait for the fetch, bounded (a caller here is often a worker of
-        # asyncio's shared executor); callers that come after the fetch's default wait ran
-        # out do not wait again
-        finished = fetching.wait(max(0.0, deadline - time.monotonic()))
+            return fetching, self._deadline if timeout_ms is None else time.monotonic() + timeout_ms / 1000
+
+    def _outcome(self, finished: bool, timeout_ms: int | None) -> AccessToken:
+        """After waiting for a fetch: its token, a still valid one, or the reason there is none."""
         with self._lock:
             now_ms = int(self._clock() * 1000)
             token, error = self._token, self._error
@@ -652,7 +705,13 @@ class ClientCredentialsTokenProvider:
         finally:
             with self._lock:
                 self._fetching = None
-            done.set()
+                waiters, self._waiters = self._waiters, []
+                done.set()
+            for wake in waiters:
+                try:
+                    wake()
+                except RuntimeError:  # that caller's event loop has closed
+                    pass
 
     def fetch(self) -> AccessToken:
         """A new token from the endpoint (or the file), with the retries of the module

@@ -436,3 +436,33 @@ def test_a_refresh_from_a_silent_endpoint_holds_no_one_up():
             assert len(endpoint.requests) == 2  # one refresh in flight, not one per call
         finally:
             getattr(tokens, "close", lambda: None)()
+
+
+@pytest.mark.parametrize("given", ["token_async", "the provider"])
+def test_token_async_waits_on_the_loop_and_holds_no_thread(given):
+    """issue 15, review item 2: from asyncio, ``provider.token_async`` (a coroutine
+    function, which SaslClient awaits) or the provider itself (its call is token_async)
+    waits for the fetch on the event loop: connection attempts that give up hold no
+    executor thread, and the fetch's token serves the next."""
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
+    from kproto.security.sasl import SaslClient
+
+    async def attempts(tokens: ClientCredentialsTokenProvider) -> tuple[float, str]:
+        loop = asyncio.get_running_loop()
+        loop.set_default_executor(ThreadPoolExecutor(max_workers=1))
+        sasl = SaslClient("OAUTHBEARER", token_provider=tokens.token_async if given == "token_async" else tokens)
+        for _ in range(4):
+            with pytest.raises(asyncio.TimeoutError):
+                await asyncio.wait_for(sasl.token(), 0.2)
+        started = time.monotonic()
+        await asyncio.wait_for(loop.getaddrinfo("127.0.0.1", 9092), 30)
+        waited = time.monotonic() - started
+        return waited, (await asyncio.wait_for(sasl.token(), 10)).value
+
+    with http_endpoint(Reply(200, token_body(), delay=2.5)) as endpoint:
+        tokens = provider(endpoint.url)
+        waited, value = asyncio.run(attempts(tokens))
+    assert waited < 1.0 and value == jwt({"sub": "kafka-app", "iat": NOW, "exp": NOW + 3600, "scope": "kafka produce"})
+    assert len(endpoint.requests) == 1
