@@ -24,10 +24,14 @@ Theory of operation.
   URL-encoded first only with ``sasl.oauthbearer.header.urlencode=true``, KIP-1025),
   ``Accept: application/json``, ``Cache-Control: no-cache``. Connect and read are bounded by
   ``sasl.login.connect.timeout.ms`` and ``sasl.login.read.timeout.ms`` (no bound by
-  default, as Java's); the fetch runs in a thread of the provider's, one at a time, and a
-  connection waits for it a bounded time (Java's connections never wait on the IdP: its
-  login thread fetches). A ``file://`` URL names a file that holds the token itself
-  (``FileTokenRetriever``), read at each fetch.
+  default, as Java's); the fetch runs in a thread of the provider's, one at a time (Java's
+  login thread): a connection with a valid token never waits for it, one without waits a
+  bounded time, on the event loop with :meth:`~ClientCredentialsTokenProvider.token_async`
+  (or the provider's own call), in its thread with ``token()``. A ``file://`` URL names a
+  file that holds the token itself (``FileTokenRetriever``), read at each fetch. An
+  ``https://`` endpoint is trusted by the ``ssl.*`` options of ``OAuthBearerLoginModule``
+  in ``sasl.jaas.config`` (``JaasOptionsUtils``, :func:`jaas_ssl_context`), else by the
+  system's CAs.
 - **Retries** (Kafka's ``Retry``): an I/O error, a timeout or an unexpected status (5xx,
   408, 429...) is retried after ``sasl.login.retry.backoff.ms`` (100), doubling, while the
   time since the first attempt stays within ``sasl.login.retry.backoff.max.ms`` (10000);
@@ -38,17 +42,19 @@ Theory of operation.
 - **The token** (``ClientJwtValidator``: the client parses, it does not verify): the
   response's ``access_token`` must be a JWT whose payload has ``exp``, the principal in
   ``sasl.oauthbearer.sub.claim.name`` (``sub``) and, optionally, ``iat`` and the scope in
-  ``sasl.oauthbearer.scope.claim.name`` (``scope``: a string or a list). Java requires
-  ``exp``; kproto also takes the response's ``expires_in`` when the JWT has none.
+  ``sasl.oauthbearer.scope.claim.name`` (``scope``: a string or a list), checked as
+  ``ClaimValidationUtils`` checks them (:func:`token_from_claims`, shared with the
+  broker's :mod:`kproto.security.jwks`). Java requires ``exp``; kproto also takes the
+  response's ``expires_in`` when the JWT has none.
 - **Refresh** (``ExpiringCredentialRefreshingLogin``, sans-I/O in :func:`refresh_at_ms`):
   at ``sasl.login.refresh.window.factor`` (0.8) of the time from the fetch to the
   token's expiry (not from its ``iat``) plus a random
   share up to ``sasl.login.refresh.window.jitter`` (0.05), but no later than
   ``sasl.login.refresh.buffer.seconds`` (300) before expiry and no sooner than
   ``sasl.login.refresh.min.period.seconds`` (60) from now; both buffers are ignored when
-  the remaining lifetime is shorter than their sum. A refresh that fails while the
-  current token is still valid keeps that token and tries again 10 s later, as Java's
-  refresh thread does.
+  the remaining lifetime is shorter than their sum. The current token serves while the
+  refresh runs; a refresh that fails while it is still valid keeps it and tries again
+  10 s later, as Java's refresh thread does.
 
 Errors: a bad setting is a :class:`~kproto.errors.ConfigError`; a token that cannot be had
 is a :class:`TokenRetrievalError`, an authentication failure
