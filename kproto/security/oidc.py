@@ -81,7 +81,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from kproto.config import ADMIN, CONFIGS
 from kproto.errors import ConfigError, SaslAuthenticationFailedError
 from kproto.security import jaas
 from kproto.security.oauthbearer import TokenValidationError, b64url_json
@@ -336,17 +335,26 @@ def jaas_ssl_context(options: Mapping[str, str]) -> ssl.SSLContext | None:
     given = {name: value for name, value in options.items() if name.startswith("ssl.")}
     if not given:
         return None
-    settings: dict[str, Any] = {name: key.default_for(ADMIN) for name, key in CONFIGS.items()
-                                if name.startswith("ssl.")}
-    for name, value in given.items():
-        key = CONFIGS.get(name)
-        if key is None or name == "ssl.context":
-            raise ConfigError(f"sasl.jaas.config: {name} is not a TLS option kproto knows for an OAuth endpoint")
-        try:
-            settings[name] = key.parse(value)
-        except (TypeError, ValueError) as exc:
-            raise ConfigError(f"sasl.jaas.config option {name}={value!r}: {exc}") from None
-    settings["security.protocol"] = "SSL"
+    # kproto.config parses a client's ssl.* settings, but this layer (shared with the broker)
+    # does not import it: the few that client_context takes parsed are read here, with
+    # SslConfigs' defaults; the others (locations, inline PEM, the key password) are text
+    if "ssl.context" in given:
+        raise ConfigError("sasl.jaas.config: ssl.context is not a JAAS option; pass ssl_context= instead")
+    for name in ("ssl.truststore.type", "ssl.keystore.type"):
+        if name in given and given[name].strip().upper() != "PEM":
+            raise ConfigError(f"sasl.jaas.config option {name}={given[name]!r}: kproto reads PEM only (KIP-651)")
+    protocols = tuple(p.strip() for p in given.get("ssl.enabled.protocols", "TLSv1.2,TLSv1.3").split(",")
+                      if p.strip())
+    if not protocols or not set(protocols) <= {"TLSv1.2", "TLSv1.3"}:
+        raise ConfigError(f"sasl.jaas.config option ssl.enabled.protocols={given['ssl.enabled.protocols']!r}: "
+                          "kproto speaks TLSv1.2 and TLSv1.3")
+    identification = given.get("ssl.endpoint.identification.algorithm", "https").strip().lower()
+    if identification not in ("https", ""):
+        raise ConfigError(f"sasl.jaas.config option ssl.endpoint.identification.algorithm={identification!r}: "
+                          "expected https or empty")
+    settings: dict[str, Any] = {**given, "security.protocol": "SSL", "ssl.enabled.protocols": protocols,
+                                "ssl.protocol": given.get("ssl.protocol", "TLSv1.3").strip(),
+                                "ssl.endpoint.identification.algorithm": identification}
     return client_context(settings)
 
 

@@ -391,6 +391,8 @@ def test_the_jaas_ssl_truststore_options_are_trusted_for_an_https_endpoint(tmp_p
     with pytest.raises(ConfigError, match="ssl.truststore.location"):
         provider("https://localhost:1/token", **{"sasl.jaas.config": JAAS.rstrip(";") +
                                                    ' ssl.truststore.location="/nonexistent/ca.pem";'})
+    with pytest.raises(ConfigError, match="PEM only"):
+        provider("https://localhost:1/token", **{"sasl.jaas.config": JAAS.rstrip(";") + ' ssl.truststore.type="JKS";'})
 
 
 @pytest.mark.parametrize(("claims", "message"), [
