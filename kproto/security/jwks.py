@@ -383,14 +383,14 @@ class JwksValidator:
         self.expected_audience = _listing(config.get("sasl.oauthbearer.expected.audience"))
         issuer = config.get("sasl.oauthbearer.expected.issuer")
         self.expected_issuer = str(issuer).strip() if issuer else None
-        self.clock_skew_seconds = (_ms(config, "sasl.oauthbearer.clock.skew.seconds", 30) or 0)
+        self.clock_skew_seconds = _ms(config, "sasl.oauthbearer.clock.skew.seconds", 30) or 0
         self.sub_claim = str(config.get("sasl.oauthbearer.sub.claim.name") or "sub").strip()
         self.scope_claim = str(config.get("sasl.oauthbearer.scope.claim.name") or "scope").strip()
-        self.refresh_ms = (_ms(config, "sasl.oauthbearer.jwks.endpoint.refresh.ms", 3_600_000) or 0)
+        self.refresh_ms = _ms(config, "sasl.oauthbearer.jwks.endpoint.refresh.ms", 3_600_000) or 0
         if self.refresh_ms <= 0:  # RefreshingHttpsJwks' constructor
             raise ConfigError("sasl.oauthbearer.jwks.endpoint.refresh.ms must be positive")
-        self._backoff_ms = (_ms(config, "sasl.oauthbearer.jwks.endpoint.retry.backoff.ms", 100) or 0)
-        self._backoff_max_ms = (_ms(config, "sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms", 10_000) or 0)
+        self._backoff_ms = _ms(config, "sasl.oauthbearer.jwks.endpoint.retry.backoff.ms", 100) or 0
+        self._backoff_max_ms = _ms(config, "sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms", 10_000) or 0
         self._connect_timeout_ms = _ms(config, "sasl.login.connect.timeout.ms", None)
         self._read_timeout_ms = _ms(config, "sasl.login.read.timeout.ms", None)
         if ssl_context is None and self._scheme == "https":  # VerificationKeyResolverFactory, JaasOptionsUtils
