@@ -385,3 +385,15 @@ class ClientConfig(Mapping[str, Any]):
     def __repr__(self) -> str:
         shown = {k: "[hidden]" if k in _SECRETS and v is not None else v for k, v in self._values.items()}
         return f"ClientConfig({self.client!r}, {shown!r})"
+
+
+def settings_of_kind(client: str, config: Mapping[str, Any]) -> dict[str, Any]:
+    """The settings of ``config`` that one kind of ``client`` (``"admin"``, ``"producer"``,
+    ``"consumer"``) takes, so that one settings file (a ``--command-config``, a pipeline's
+    config, a Spark source's ``kafka.`` options) serves every client made from it.
+
+    A key that belongs to other kinds only is left out; a key no client knows stays, for
+    :class:`ClientConfig` to refuse with the closest name. The order of ``config`` is kept.
+    """
+    return {name: value for name, value in config.items()
+            if (key := CONFIGS.get(name)) is None or client in key.clients}

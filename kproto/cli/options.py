@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 
 from kproto import AdminClient, Consumer, Producer
 from kproto.cli.properties import read_properties
-from kproto.config import CONFIGS
+from kproto.config import settings_of_kind
 
 __all__ = [
     "CLI_DEFAULTS",
@@ -148,12 +148,7 @@ def client_settings(args: argparse.Namespace, client: str, flags: Mapping[str, A
 
     ``flags`` are the command's own settings; None values in it are flags not given.
     """
-    settings: dict[str, Any] = {}
-    for layer in (CLI_DEFAULTS, command_settings(args)):
-        for name, value in layer.items():
-            key = CONFIGS.get(name)
-            if key is None or client in key.clients:  # unknown keys go on, for ClientConfig to name
-                settings[name] = value
+    settings = settings_of_kind(client, {**CLI_DEFAULTS, **command_settings(args)})
     settings.update((name, value) for name, value in (flags or {}).items() if value is not None)
     bootstrap = args.bootstrap_servers or settings.get("bootstrap.servers") or os.environ.get(ENV_BOOTSTRAP)
     settings["bootstrap.servers"] = bootstrap or DEFAULT_BOOTSTRAP

@@ -10,7 +10,8 @@ Facts:
       first other character is ``#`` or ``!`` is a comment. Both are ignored.
     - A *logical line* ends at the first natural line that does not end in an odd number of
       backslashes: ``a=b\\`` goes on with the next natural line, its leading whitespace
-      dropped. A continuation line is never a comment, and a comment line never continues.
+      dropped. A continuation line is not a comment, unless the logical line is still empty
+      (a line that is only ``\\``), and a comment line never continues.
     - The key runs to the first unescaped ``=``, ``:`` or whitespace. After it, whitespace,
       at most one ``=`` or ``:``, and whitespace again are skipped; the rest of the line,
       trailing whitespace included, is the value. A line with a key only has the value ``""``.
@@ -43,7 +44,10 @@ def _logical_lines(text: str) -> list[str]:
     pending: str | None = None  # a logical line that a trailing backslash continues
     for natural in _NEWLINE.split(text):
         stripped = natural.lstrip(_WHITESPACE)
-        if pending is None and (not stripped or stripped[0] in "#!"):
+        # LineReader (Java 9+) looks for a comment while the logical line is still empty
+        # (len == 0), so after a line that is only "\\" the next line may be one
+        if not pending and (not stripped or stripped[0] in "#!"):
+            pending = None
             continue
         # Java counts the backslashes of this natural line only
         odd = (len(stripped) - len(stripped.rstrip("\\"))) % 2

@@ -60,7 +60,8 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from kproto.admin import AdminClient, NewTopic
-from kproto.config import ADMIN, CONFIGS, CONSUMER, PRODUCER, ClientConfig
+from kproto.config import ADMIN, CONSUMER, PRODUCER, ClientConfig, settings_of_kind
+from kproto.errors import ConfigError
 from kproto.producer import Producer
 from kproto.structs import TopicPartition
 
@@ -308,28 +309,42 @@ def _end_offsets(admin: AdminClient, topic: str) -> dict[int, int]:
     return {tp.partition: o.offset for tp, o in listed.items()}
 
 
-def _of_kind(client: str, config: Mapping[str, Any]) -> dict[str, Any]:
-    """The settings of ``config`` that a ``client`` (admin, producer, consumer) takes: one
-    settings file serves every client of the job. Unknown keys stay, for
-    :class:`~kproto.config.ClientConfig` to refuse with the closest name."""
-    return {name: value for name, value in config.items()
-            if (key := CONFIGS.get(name)) is None or client in key.clients}
-
-
 def check_client_config(client_config: Mapping[str, Any]) -> None:
     """Check the settings :func:`run_pipeline` gives its clients, before anything starts.
 
+    The Spark source and sink take theirs as ``kafka.`` options, which are strings (sent to
+    the executors): a setting of theirs must be a str, an int, a float or a bool, whose
+    text is the value (not a list, a callable token provider or an ``ssl.context``).
+
     Raises:
-        ConfigError: a key that no client of the job takes, or a bad value.
+        ConfigError: a key that no client of the job takes, a bad value, or a value the
+            Spark options cannot carry.
     """
     for client in (ADMIN, PRODUCER, CONSUMER):
         # the bootstrap servers may be known only later (the embedded broker's port)
-        ClientConfig(client, {"bootstrap.servers": "unused:9092", **_of_kind(client, client_config)})
+        ClientConfig(client, {"bootstrap.servers": "unused:9092", **settings_of_kind(client, client_config)})
+    for client, role in ((CONSUMER, "source"), (PRODUCER, "sink")):
+        for name, value in settings_of_kind(client, client_config).items():
+            if not isinstance(value, str | int | float):  # bool is an int; str() of these is the value
+                raise ConfigError(_not_a_spark_option(name, value, role))
+
+
+def _not_a_spark_option(name: str, value: Any, role: str) -> str:
+    if isinstance(value, list | tuple | set | frozenset):
+        hint = f"give it as one comma-separated string, {','.join(map(str, value))!r}"
+    elif callable(value) or hasattr(value, "token"):
+        hint = "give the credentials as settings that are text (sasl.jaas.config)"
+    elif name == "ssl.context":
+        hint = "give the TLS settings as text (ssl.truststore.location, ssl.keystore.location...)"
+    else:
+        hint = "give its value as a string"
+    return (f"{name}={value!r}: the Spark job's kproto {role} takes its settings as Spark options, which are "
+            f"strings, and a {type(value).__name__} cannot be one: {hint}")
 
 
 def _spark_options(client: str, config: Mapping[str, Any]) -> dict[str, str]:
     """``config`` as ``kafka.``-prefixed options of the kproto source (consumer) or sink (producer)."""
-    return {f"kafka.{name}": str(value) for name, value in _of_kind(client, config).items()}
+    return {f"kafka.{name}": str(value) for name, value in settings_of_kind(client, config).items()}
 
 
 def _produce(config: Mapping[str, Any], events: Sequence[Event], progress: Callable[[int, str, str], Any] | None) -> float:
@@ -340,7 +355,7 @@ def _produce(config: Mapping[str, Any], events: Sequence[Event], progress: Calla
     """
     started = time.perf_counter()
     bar = progress(len(events), "events", "producing") if progress is not None else None
-    settings = {"linger.ms": 5, "compression.type": "lz4", **_of_kind(PRODUCER, config)}
+    settings = {"linger.ms": 5, "compression.type": "lz4", **settings_of_kind(PRODUCER, config)}
     with Producer(settings) as producer:
         sent = []
         for first in range(0, len(events), _PROGRESS_STEP):
@@ -503,7 +518,7 @@ def run_pipeline(spark: SparkSession, bootstrap_servers: str, *, events: int = D
     minutes_path = os.path.join(output, "minutes")
     config = {**(client_config or {}), "bootstrap.servers": bootstrap_servers}
     check_client_config(config)
-    with AdminClient(_of_kind(ADMIN, config)) as admin:
+    with AdminClient(settings_of_kind(ADMIN, config)) as admin:
         _create_topics(admin, replication_factor)
         # This run's records are the ones past these offsets, on a new topic or one used before.
         events_start = _end_offsets(admin, EVENTS_TOPIC)

@@ -17,7 +17,9 @@ The checks, as ``BrokerJwtValidator`` configures jose4j's ``JwtConsumer``:
 - a JWS compact serialization whose ``alg`` is not ``none``: RS256/384/512, PS256/384/512
   or ES256/384/512, verified with the key the header's ``kid`` names (every key of the
   set is tried when there is no ``kid``); a key whose ``use`` is not ``sig``, or whose
-  ``alg`` differs from the token's, does not verify it;
+  ``alg`` differs from the token's, does not verify it; an RSA key under 2048 bits is
+  refused (jose4j); a ``crit`` header is refused (RFC 7515 4.1.11: Kafka knows no
+  extension); the header and claims are strict JSON (no NaN or Infinity, as Jackson);
 - ``exp`` and ``iat`` required; expired when ``now - skew >= exp``, not yet valid when
   ``now + skew < nbf``, the skew being ``sasl.oauthbearer.clock.skew.seconds`` (30);
 - ``aud``: with ``sasl.oauthbearer.expected.audience`` (a comma-separated list) the
@@ -25,14 +27,18 @@ The checks, as ``BrokerJwtValidator`` configures jose4j's ``JwtConsumer``:
   has an ``aud`` is refused (jose4j's default audience check, which Kafka keeps);
 - ``iss`` equal to ``sasl.oauthbearer.expected.issuer`` when that is set;
 - the principal in ``sasl.oauthbearer.sub.claim.name`` (``sub``), the scope in
-  ``sasl.oauthbearer.scope.claim.name`` (``scope``).
+  ``sasl.oauthbearer.scope.claim.name`` (``scope``), no blank or duplicate scope, no
+  negative ``iat`` (``ClaimValidationUtils``, shared with the client:
+  :func:`kproto.security.oidc.token_from_claims`).
 
 A refused token is a :class:`~kproto.security.oauthbearer.TokenValidationError`
 ("Could not validate the access token: ..."), which the server answers as Kafka does
 (``{"status":"invalid_token"}``, then SASL_AUTHENTICATION_FAILED).
 
 The keys (``RefreshingHttpsJwks``, ``JwksFileVerificationKeyResolver``): an ``http(s)://``
-JWKS is fetched when the validator is made (blocking, with Kafka's retries:
+JWKS is fetched when the validator is made (blocking, following redirects to the same
+scheme as Java's ``HttpURLConnection``, trusting the ``ssl.*`` options of the JAAS
+config as ``JaasOptionsUtils``, with Kafka's retries:
 ``sasl.oauthbearer.jwks.endpoint.retry.backoff.ms`` and ``...retry.backoff.max.ms``), then
 again every ``sasl.oauthbearer.jwks.endpoint.refresh.ms`` (one hour) by a background
 thread. A token naming a ``kid`` the set does not have is refused, and it wakes that
@@ -41,7 +47,8 @@ thread for an early refresh, at most once a minute per ``kid`` (16 remembered, i
 later while a stream of made-up ids cannot hammer the provider. :meth:`validate` never
 waits for the network: on a broker it runs on the event loop. A ``file://`` JWKS is read
 when the validator is made, and read again when a token names an unknown ``kid`` and the
-file has changed.
+file has changed. A key of the set that cannot be read is left out with a warning, as
+jose4j does; the others serve.
 
 Signatures are checked by the ``cryptography`` package, an optional dependency
 (``pip install "kproto[oauth]"``); without it, making a validator or a key set raises
@@ -50,15 +57,12 @@ Signatures are checked by the ``cryptography`` package, an optional dependency
 
 from __future__ import annotations
 
-import base64
-import binascii
 import json
 import logging
 import os
 import threading
 import time
 import urllib.parse
-import urllib.request
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -66,8 +70,19 @@ from types import SimpleNamespace
 from typing import Any
 
 from kproto.errors import ConfigError
-from kproto.security.oauthbearer import TokenValidationError, _b64url_json
-from kproto.security.oidc import AccessToken, Retriable, http_exchange, retry
+from kproto.security.oauthbearer import TokenValidationError, b64url_decode, b64url_json
+from kproto.security.oidc import (
+    MAX_REDIRECTS,
+    AccessToken,
+    Retriable,
+    _ms,
+    file_url_path,
+    http_exchange,
+    jaas_options,
+    jaas_ssl_context,
+    retry,
+    token_from_claims,
+)
 
 __all__ = [
     "JsonWebKeySet",
@@ -83,6 +98,7 @@ _MISSING_KID_ENTRIES = 16  # ...MISSING_KEY_ID_CACHE_MAX_ENTRIES
 _MISSING_KID_MAX_LENGTH = 1000  # ...MISSING_KEY_ID_MAX_KEY_LENGTH
 _CURVES = {"P-256": ("SECP256R1", 32), "P-384": ("SECP384R1", 48), "P-521": ("SECP521R1", 66)}
 _ALG_CURVE = {"ES256": "P-256", "ES384": "P-384", "ES512": "P-521"}
+_MIN_RSA_KEY_BITS = 2048  # jose4j's RsaKeyUtil / KeyValidationSupport.MIN_RSA_KEY_LENGTH
 
 
 def _crypto() -> Any:
@@ -104,14 +120,10 @@ def _b64url_int(value: Any, what: str) -> int:
     """A JWK's number (RFC 7518 6.2, 6.3): base64url of its big-endian bytes."""
     if not isinstance(value, str):
         raise ValueError(f"{what} is missing")
-    return int.from_bytes(_b64decode(value), "big")
-
-
-def _b64decode(text: str) -> bytes:
     try:
-        return base64.b64decode(text + "=" * (-len(text) % 4), altchars=b"-_", validate=True)
-    except (binascii.Error, ValueError):
-        raise ValueError("malformed Base64 URL encoded value") from None
+        return int.from_bytes(b64url_decode(value), "big")
+    except TokenValidationError as exc:
+        raise ValueError(f"{what}: {exc}") from None
 
 
 @dataclass(frozen=True)
@@ -134,9 +146,10 @@ class UnknownKeyError(TokenValidationError):
 class JsonWebKeySet:
     """The signature keys of a JWKS document (RFC 7517): RSA and EC (P-256, P-384, P-521)
     public keys; keys of other types, or for encryption (``use`` ``enc``), are left out.
+    A key that cannot be read (no ``n``, a point off its curve...) is left out too, with a
+    warning, as jose4j's ``JsonWebKeySet`` skips it: the provider's other keys still work.
 
     Raises:
-        ValueError: not a JWKS, or a key that is malformed.
         ImportError: ``cryptography`` is not installed.
     """
 
@@ -146,29 +159,42 @@ class JsonWebKeySet:
         for jwk in keys:
             if not isinstance(jwk, Mapping) or jwk.get("use", "sig") != "sig":
                 continue
-            kty, kid, alg = jwk.get("kty"), jwk.get("kid"), jwk.get("alg")
-            if kty == "RSA":
-                numbers = crypto.rsa.RSAPublicNumbers(_b64url_int(jwk.get("e"), "e"), _b64url_int(jwk.get("n"), "n"))
-                self.keys.append(_Key(kid, "RSA", alg, None, numbers.public_key()))
-            elif kty == "EC" and jwk.get("crv") in _CURVES:
-                curve_name, _ = _CURVES[jwk["crv"]]
-                numbers = crypto.ec.EllipticCurvePublicNumbers(
-                    _b64url_int(jwk.get("x"), "x"), _b64url_int(jwk.get("y"), "y"), getattr(crypto.ec, curve_name)())
-                self.keys.append(_Key(kid, "EC", alg, jwk["crv"], numbers.public_key()))
+            try:
+                key = self._read(jwk, crypto)
+            except ValueError as exc:  # cryptography's errors for a bad key are ValueErrors too
+                log.warning("ignoring the JWK %s of the JWKS: it cannot be read: %s",
+                            {k: jwk.get(k) for k in ("kid", "kty", "alg", "crv") if k in jwk}, exc)
+                continue
+            if key is not None:
+                self.keys.append(key)
+
+    @staticmethod
+    def _read(jwk: Mapping[str, Any], crypto: Any) -> _Key | None:
+        kty, kid, alg = jwk.get("kty"), jwk.get("kid"), jwk.get("alg")
+        if kty == "RSA":
+            numbers = crypto.rsa.RSAPublicNumbers(_b64url_int(jwk.get("e"), "e"), _b64url_int(jwk.get("n"), "n"))
+            return _Key(kid, "RSA", alg, None, numbers.public_key())
+        if kty == "EC" and jwk.get("crv") in _CURVES:
+            curve_name, _ = _CURVES[jwk["crv"]]
+            numbers = crypto.ec.EllipticCurvePublicNumbers(
+                _b64url_int(jwk.get("x"), "x"), _b64url_int(jwk.get("y"), "y"), getattr(crypto.ec, curve_name)())
+            return _Key(kid, "EC", alg, jwk["crv"], numbers.public_key())
+        return None
 
     @classmethod
     def parse(cls, text: str | bytes) -> JsonWebKeySet:
-        """A key set from a JWKS document's JSON (``{"keys": [...]}``)."""
+        """A key set from a JWKS document's JSON (``{"keys": [...]}``).
+
+        Raises:
+            ValueError: not JSON, or no ``keys`` list.
+        """
         try:
             document = json.loads(text)
         except ValueError:
             raise ValueError("the JWKS is not JSON") from None
         if not isinstance(document, dict) or not isinstance(document.get("keys"), list):
             raise ValueError('the JWKS has no "keys" list')
-        try:
-            return cls(document["keys"])
-        except ValueError as exc:
-            raise ValueError(f"a key of the JWKS is malformed: {exc}") from None
+        return cls(document["keys"])
 
     @property
     def kids(self) -> frozenset[str]:
@@ -189,6 +215,9 @@ def _verify(key: _Key, alg: str, signing_input: bytes, signature: bytes, crypto:
     digest = {"256": crypto.hashes.SHA256, "384": crypto.hashes.SHA384, "512": crypto.hashes.SHA512}[bits]()
     try:
         if family in ("RS", "PS") and key.kty == "RSA":
+            if key.public_key.key_size < _MIN_RSA_KEY_BITS:
+                raise _invalid(f"An RSA key of size {_MIN_RSA_KEY_BITS} bits or larger MUST be used with the all "
+                               f"JOSE RSA algorithms (given key was only {key.public_key.key_size} bits).")
             pad = (crypto.padding.PKCS1v15() if family == "RS" else
                    crypto.padding.PSS(mgf=crypto.padding.MGF1(digest), salt_length=digest.digest_size))
             key.public_key.verify(signature, signing_input, pad, digest)
@@ -216,7 +245,7 @@ def _seconds(claims: Mapping[str, Any], name: str) -> float | None:
         return None
     if not isinstance(value, int | float) or isinstance(value, bool):
         raise TokenValidationError(f"Could not extract the '{name}' claim from the access token")
-    return float(value)
+    return float(value)  # finite: b64url_json refuses NaN and Infinity
 
 
 def validate_jwt(token: str, keys: JsonWebKeySet, now_ms: int, *, expected_audience: Sequence[str] = (),
@@ -245,15 +274,19 @@ def validate_jwt(token: str, keys: JsonWebKeySet, now_ms: int, *, expected_audie
     parts = token.split(".")
     if len(parts) != 3:  # SerializedJwt
         raise _invalid("Malformed JWT provided; expected three sections (header, payload, and signature)")
-    header, claims = _b64url_json(parts[0]), _b64url_json(parts[1])
+    header, claims = b64url_json(parts[0]), b64url_json(parts[1])
     alg, kid = header.get("alg"), header.get("kid")
     if not isinstance(alg, str) or alg == "none" or not parts[2]:  # AlgorithmConstraints.DISALLOW_NONE
         raise _invalid(f"'{alg}' is not a permitted algorithm: a signed JWT is required")
     if kid is not None and not isinstance(kid, str):
         raise _invalid("the kid header is not a string")
+    if "crit" in header:  # RFC 7515 4.1.11: BrokerJwtValidator knows no extension, so every one is refused
+        crit = header["crit"]
+        names = crit if isinstance(crit, list) and crit else [crit]
+        raise _invalid(f"Unrecognized header '{names[0]}' marked as critical.")
     try:
-        signature = _b64decode(parts[2])
-    except ValueError:
+        signature = b64url_decode(parts[2])
+    except TokenValidationError:
         raise _invalid("malformed signature") from None
     candidates = list(keys.candidates(kid))
     if not candidates and kid is not None:
@@ -293,14 +326,11 @@ def validate_jwt(token: str, keys: JsonWebKeySet, now_ms: int, *, expected_audie
             raise _invalid(f"No Issuer (iss) claim present but was expecting {expected_issuer}")
         if iss != expected_issuer:
             raise _invalid(f"Issuer (iss) claim value ({iss}) doesn't match expected value of {expected_issuer}")
-    # BrokerJwtValidator's own checks (ClaimValidationUtils)
-    sub = claims.get(sub_claim)
-    if not isinstance(sub, str) or not sub.strip():
-        raise TokenValidationError(f"{sub_claim} value must be a non-empty string")
-    raw_scope = claims.get(scope_claim)
-    scope = [raw_scope] if isinstance(raw_scope, str) else raw_scope if isinstance(raw_scope, list) else []
-    return AccessToken(token, round(exp * 1000), sub.strip(),
-                       frozenset(str(s).strip() for s in scope if str(s).strip()), round(iat * 1000))
+    # BrokerJwtValidator's own checks (ClaimValidationUtils), as the client's
+    try:
+        return token_from_claims(token, claims, sub_claim=sub_claim, scope_claim=scope_claim)
+    except TokenValidationError as exc:
+        raise _invalid(str(exc)) from None
 
 
 def _listing(value: Any) -> tuple[str, ...]:
@@ -308,17 +338,6 @@ def _listing(value: Any) -> tuple[str, ...]:
         return ()
     items = value.split(",") if isinstance(value, str) else list(value)
     return tuple(item.strip() for item in items if item.strip())
-
-
-def _positive_ms(config: Mapping[str, Any], name: str, default: int) -> int:
-    value = config.get(name, default)
-    try:
-        n = int(value)
-    except (TypeError, ValueError):
-        raise ConfigError(f"{name}={value!r}: expected an integer") from None
-    if n < 0:
-        raise ConfigError(f"{name}={value!r}: must be >= 0")
-    return n
 
 
 class JwksValidator:
@@ -334,8 +353,12 @@ class JwksValidator:
             ``sasl.oauthbearer.jwks.endpoint.refresh.ms`` (3600000),
             ``sasl.oauthbearer.jwks.endpoint.retry.backoff.ms`` (100),
             ``sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms`` (10000),
-            ``sasl.login.connect.timeout.ms``, ``sasl.login.read.timeout.ms``.
-        ssl_context: for an ``https://`` JWKS (default: the system's CAs).
+            ``sasl.login.connect.timeout.ms``, ``sasl.login.read.timeout.ms``,
+            ``sasl.jaas.config`` (its ``ssl.*`` options, for an ``https://`` JWKS).
+        ssl_context: for an ``https://`` JWKS (default: from the ``ssl.*`` options of
+            ``OAuthBearerLoginModule`` in ``sasl.jaas.config``, as Java's
+            ``JaasOptionsUtils``, see :func:`kproto.security.oidc.jaas_ssl_context`;
+            without them the system's CAs).
         clock: seconds since the epoch (``time.time``).
 
     Raises:
@@ -360,18 +383,18 @@ class JwksValidator:
         self.expected_audience = _listing(config.get("sasl.oauthbearer.expected.audience"))
         issuer = config.get("sasl.oauthbearer.expected.issuer")
         self.expected_issuer = str(issuer).strip() if issuer else None
-        self.clock_skew_seconds = _positive_ms(config, "sasl.oauthbearer.clock.skew.seconds", 30)
+        self.clock_skew_seconds = _ms(config, "sasl.oauthbearer.clock.skew.seconds", 30) or 0
         self.sub_claim = str(config.get("sasl.oauthbearer.sub.claim.name") or "sub").strip()
         self.scope_claim = str(config.get("sasl.oauthbearer.scope.claim.name") or "scope").strip()
-        self.refresh_ms = _positive_ms(config, "sasl.oauthbearer.jwks.endpoint.refresh.ms", 3_600_000)
+        self.refresh_ms = _ms(config, "sasl.oauthbearer.jwks.endpoint.refresh.ms", 3_600_000) or 0
         if self.refresh_ms <= 0:  # RefreshingHttpsJwks' constructor
             raise ConfigError("sasl.oauthbearer.jwks.endpoint.refresh.ms must be positive")
-        self._backoff_ms = _positive_ms(config, "sasl.oauthbearer.jwks.endpoint.retry.backoff.ms", 100)
-        self._backoff_max_ms = _positive_ms(config, "sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms", 10_000)
-        connect = config.get("sasl.login.connect.timeout.ms")
-        read = config.get("sasl.login.read.timeout.ms")
-        self._connect_timeout_ms = None if connect is None else _positive_ms(config, "sasl.login.connect.timeout.ms", 0)
-        self._read_timeout_ms = None if read is None else _positive_ms(config, "sasl.login.read.timeout.ms", 0)
+        self._backoff_ms = _ms(config, "sasl.oauthbearer.jwks.endpoint.retry.backoff.ms", 100) or 0
+        self._backoff_max_ms = _ms(config, "sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms", 10_000) or 0
+        self._connect_timeout_ms = _ms(config, "sasl.login.connect.timeout.ms", None)
+        self._read_timeout_ms = _ms(config, "sasl.login.read.timeout.ms", None)
+        if ssl_context is None and self._scheme == "https":  # VerificationKeyResolverFactory, JaasOptionsUtils
+            ssl_context = jaas_ssl_context(jaas_options(config))
         self._ssl_context = ssl_context
         self._clock = clock
         self._lock = threading.Lock()
@@ -393,7 +416,7 @@ class JwksValidator:
 
     def _load(self) -> JsonWebKeySet:
         if self._scheme == "file":
-            path = urllib.request.url2pathname(urllib.parse.urlsplit(self.url).path)
+            path = file_url_path(self.url)
             self._file_stamp = self._stamp(path)
             with open(path, "rb") as f:
                 return JsonWebKeySet.parse(f.read())
@@ -410,9 +433,11 @@ class JwksValidator:
         if self._closed.is_set():
             raise OSError(f"the JWKS validator of {self.url} is closed")
         try:
+            # jose4j's Get is an HttpURLConnection: it follows redirects to the same scheme
             status, body = http_exchange(self.url, "GET", headers={"Accept": "application/json"},
                                          connect_timeout_ms=self._connect_timeout_ms,
-                                         read_timeout_ms=self._read_timeout_ms, ssl_context=self._ssl_context)
+                                         read_timeout_ms=self._read_timeout_ms, ssl_context=self._ssl_context,
+                                         max_redirects=MAX_REDIRECTS)
         except Exception as exc:  # every failure is retried, as RefreshingHttpsJwks.refresh does
             raise Retriable(OSError(f"could not get the JWKS from {self.url}: {exc}")) from None
         if status != 200:
@@ -447,7 +472,7 @@ class JwksValidator:
         refreshed early by the refresh thread, at most once a minute per kid
         (``RefreshingHttpsJwks.maybeExpediteRefresh``)."""
         if self._scheme == "file":
-            path = urllib.request.url2pathname(urllib.parse.urlsplit(self.url).path)
+            path = file_url_path(self.url)
             try:
                 changed = self._stamp(path) != self._file_stamp
             except OSError:

@@ -40,6 +40,8 @@ __all__ = [
     "OAuthBearerServer",
     "TokenValidationError",
     "UnsecuredToken",
+    "b64url_decode",
+    "b64url_json",
     "initial_response",
     "parse_initial_response",
     "unsecured_login",
@@ -157,14 +159,35 @@ def _b64url(data: bytes) -> str:
     return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
 
 
-def _b64url_json(part: str) -> dict[str, object]:
-    # OAuthBearerUnsecuredJws.toMap
+def _not_json(constant: str) -> object:
+    # json.loads takes NaN, Infinity and -Infinity; JSON (RFC 8259) and Jackson, which
+    # Kafka's and jose4j's parsers are, refuse them
+    raise ValueError(f"{constant} is not JSON")
+
+
+def b64url_decode(text: str) -> bytes:
+    """The bytes of a JWS part or a JWK number: base64url (RFC 7515 section 2), padding
+    optional, any other character refused.
+
+    Raises:
+        TokenValidationError: not base64url.
+    """
     try:
-        raw = base64.b64decode(part + "=" * (-len(part) % 4), altchars=b"-_", validate=True)
+        return base64.b64decode(text + "=" * (-len(text) % 4), altchars=b"-_", validate=True)
     except (binascii.Error, ValueError):
         raise TokenValidationError("malformed Base64 URL encoded value") from None
+
+
+def b64url_json(part: str) -> dict[str, object]:
+    """A JWS header or claims part as a JSON object (``OAuthBearerUnsecuredJws.toMap``):
+    base64url, then strict JSON (no NaN or Infinity).
+
+    Raises:
+        TokenValidationError: not base64url, not JSON, or not an object.
+    """
+    raw = b64url_decode(part)
     try:
-        decoded = json.loads(raw)
+        decoded = json.loads(raw, parse_constant=_not_json)
     except ValueError:
         raise TokenValidationError("malformed JSON") from None
     if not isinstance(decoded, dict):
@@ -289,8 +312,8 @@ def validate_unsecured(
             "Unsecured JWS compact serializations must have 3 dot-separated Base64URL-encoded "
             "values"
         )
-    header = _b64url_json(parts[0])
-    claims = _b64url_json(parts[1])
+    header = b64url_json(parts[0])
+    claims = b64url_json(parts[1])
     if header.get("alg") != "none":
         raise TokenValidationError("Unsecured JWS must have 'none' for an algorithm")
     if parts[2]:

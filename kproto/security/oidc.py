@@ -24,8 +24,14 @@ Theory of operation.
   URL-encoded first only with ``sasl.oauthbearer.header.urlencode=true``, KIP-1025),
   ``Accept: application/json``, ``Cache-Control: no-cache``. Connect and read are bounded by
   ``sasl.login.connect.timeout.ms`` and ``sasl.login.read.timeout.ms`` (no bound by
-  default, as Java's). A ``file://`` URL names a file that holds the token itself
-  (``FileTokenRetriever``), read at each fetch.
+  default, as Java's); the fetch runs in a thread of the provider's, one at a time (Java's
+  login thread): a connection with a valid token never waits for it, one without waits a
+  bounded time, on the event loop with :meth:`~ClientCredentialsTokenProvider.token_async`
+  (or the provider's own call), in its thread with ``token()``. A ``file://`` URL names a
+  file that holds the token itself (``FileTokenRetriever``), read at each fetch. An
+  ``https://`` endpoint is trusted by the ``ssl.*`` options of ``OAuthBearerLoginModule``
+  in ``sasl.jaas.config`` (``JaasOptionsUtils``, :func:`jaas_ssl_context`), else by the
+  system's CAs.
 - **Retries** (Kafka's ``Retry``): an I/O error, a timeout or an unexpected status (5xx,
   408, 429...) is retried after ``sasl.login.retry.backoff.ms`` (100), doubling, while the
   time since the first attempt stays within ``sasl.login.retry.backoff.max.ms`` (10000);
@@ -36,16 +42,19 @@ Theory of operation.
 - **The token** (``ClientJwtValidator``: the client parses, it does not verify): the
   response's ``access_token`` must be a JWT whose payload has ``exp``, the principal in
   ``sasl.oauthbearer.sub.claim.name`` (``sub``) and, optionally, ``iat`` and the scope in
-  ``sasl.oauthbearer.scope.claim.name`` (``scope``: a string or a list). Java requires
-  ``exp``; kproto also takes the response's ``expires_in`` when the JWT has none.
+  ``sasl.oauthbearer.scope.claim.name`` (``scope``: a string or a list), checked as
+  ``ClaimValidationUtils`` checks them (:func:`token_from_claims`, shared with the
+  broker's :mod:`kproto.security.jwks`). Java requires ``exp``; kproto also takes the
+  response's ``expires_in`` when the JWT has none.
 - **Refresh** (``ExpiringCredentialRefreshingLogin``, sans-I/O in :func:`refresh_at_ms`):
-  at ``sasl.login.refresh.window.factor`` (0.8) of the token's lifetime plus a random
+  at ``sasl.login.refresh.window.factor`` (0.8) of the time from the fetch to the
+  token's expiry (not from its ``iat``) plus a random
   share up to ``sasl.login.refresh.window.jitter`` (0.05), but no later than
   ``sasl.login.refresh.buffer.seconds`` (300) before expiry and no sooner than
   ``sasl.login.refresh.min.period.seconds`` (60) from now; both buffers are ignored when
-  the remaining lifetime is shorter than their sum. A refresh that fails while the
-  current token is still valid keeps that token and tries again 10 s later, as Java's
-  refresh thread does.
+  the remaining lifetime is shorter than their sum. The current token serves while the
+  refresh runs; a refresh that fails while it is still valid keeps it and tries again
+  10 s later, as Java's refresh thread does.
 
 Errors: a bad setting is a :class:`~kproto.errors.ConfigError`; a token that cannot be had
 is a :class:`TokenRetrievalError`, an authentication failure
@@ -56,10 +65,12 @@ malformed token).
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import http.client
 import json
 import logging
+import math
 import random
 import ssl
 import threading
@@ -72,7 +83,8 @@ from typing import Any, TypeVar
 
 from kproto.errors import ConfigError, SaslAuthenticationFailedError
 from kproto.security import jaas
-from kproto.security.oauthbearer import TokenValidationError, _b64url_json
+from kproto.security.oauthbearer import TokenValidationError, b64url_json
+from kproto.security.tls import client_context
 
 __all__ = [
     "AccessToken",
@@ -80,10 +92,14 @@ __all__ = [
     "RefreshConfig",
     "Retriable",
     "TokenRetrievalError",
+    "file_url_path",
     "http_exchange",
+    "jaas_options",
+    "jaas_ssl_context",
     "parse_access_token",
     "refresh_at_ms",
     "retry",
+    "token_from_claims",
 ]
 
 log = logging.getLogger(__name__)
@@ -92,6 +108,7 @@ log = logging.getLogger(__name__)
 _UNRETRYABLE = frozenset({400, 401, 402, 403, 404, 405, 406, 407, 409, 410, 411, 412, 413, 414, 415, 501, 505})
 _MAX_RESPONSE_SNIPPET = 1000  # HttpAccessTokenRetriever.MAX_RESPONSE_BODY_LENGTH
 _RELOGIN_RETRY_MS = 10_000  # ExpiringCredentialRefreshingLogin.DELAY_SECONDS_BEFORE_NEXT_RETRY_WHEN_RELOGIN_FAILS
+_DEFAULT_WAIT_MS = 10_000  # socket.connection.setup.timeout.ms' default: a connection's own bound
 _URLENCODER_SAFE = "*"  # java.net.URLEncoder leaves letters, digits and "-_.*" as they are
 
 
@@ -135,6 +152,7 @@ class AccessToken:
 
 
 def _ms(config: Mapping[str, Any], name: str, default: int | None) -> int | None:
+    """A non-negative integer setting (ms, s), ``default`` when absent (None: no value)."""
     value = config.get(name, default)
     if value is None:
         return None
@@ -187,6 +205,9 @@ def refresh_at_ms(token: AccessToken, now_ms: int, refresh: RefreshConfig = Refr
                   rng: Callable[[], float] = random.random) -> int:
     """When to fetch the next token (``ExpiringCredentialRefreshingLogin.refreshMs``).
 
+    The window is ``sasl.login.refresh.window.factor`` (plus jitter) of the time from
+    ``now_ms`` to the token's expiry, whatever its ``iat`` says.
+
     Args:
         token: the current token.
         now_ms: the time now (the time the token was fetched, for a new one).
@@ -199,9 +220,10 @@ def refresh_at_ms(token: AccessToken, now_ms: int, refresh: RefreshConfig = Refr
     expiry = token.lifetime_ms
     if now_ms > expiry:
         return now_ms + _RELOGIN_RETRY_MS
-    start = token.start_time_ms if token.start_time_ms is not None else now_ms
+    # Kafka measures the window from now (refreshMs' relativeToMs), not from the token's iat:
+    # a token issued long ago (an IdP that hands back its cached token) is not due at once
     pct = refresh.window_factor + refresh.window_jitter * rng()
-    proposed = start + int((expiry - start) * pct)
+    proposed = now_ms + int((expiry - now_ms) * pct)
     if now_ms + 1000 * (refresh.min_period_seconds + refresh.buffer_seconds) > expiry:
         return proposed  # too short-lived for both buffers: the window alone decides
     buffer_begins = expiry - 1000 * refresh.buffer_seconds
@@ -229,31 +251,116 @@ def parse_access_token(value: str, *, expires_in_ms: int | None = None, sub_clai
     if len(parts) != 3:  # SerializedJwt
         raise TokenRetrievalError("Malformed JWT provided; expected three sections (header, payload, and signature)")
     try:  # ClientJwtValidator reads the payload with OAuthBearerUnsecuredJws.toMap
-        claims = _b64url_json(parts[1])
+        return token_from_claims(value, b64url_json(parts[1]), sub_claim=sub_claim, scope_claim=scope_claim,
+                                 expiry_ms=expires_in_ms)
     except TokenValidationError as exc:
         raise TokenRetrievalError(f"Could not validate the access token: {exc}") from None
-    scope_raw = claims.get(scope_claim)
-    if isinstance(scope_raw, str):
-        scope = [scope_raw]
-    elif isinstance(scope_raw, list):
-        scope = [str(s) for s in scope_raw]
-    else:
-        scope = []
-    exp, iat, sub = claims.get("exp"), claims.get("iat"), claims.get(sub_claim)
-    # ClaimValidationUtils: validateExpiration, validateSubject, validateIssuedAt
-    if isinstance(exp, int | float) and not isinstance(exp, bool):
-        lifetime_ms = int(exp) * 1000  # Number.longValue(), then ms
-    elif exp is None and expires_in_ms is not None:
-        lifetime_ms = expires_in_ms
-    else:
-        raise TokenRetrievalError("Could not validate the access token: exp value must be non-null"
-                                  if exp is None else "Could not validate the access token: exp is not a number")
+
+
+def _numeric_date(claims: Mapping[str, Any], name: str) -> int | None:
+    """A NumericDate claim in ms (seconds, ``Number.longValue()``), None when absent."""
+    value = claims.get(name)
+    if value is None:
+        return None
+    if not isinstance(value, int | float) or isinstance(value, bool) or not math.isfinite(value):
+        raise TokenValidationError(f"Could not extract the '{name}' claim from the access token: {value!r} is "
+                                   "not a number")
+    return int(value) * 1000
+
+
+def token_from_claims(value: str, claims: Mapping[str, Any], *, sub_claim: str = "sub",
+                      scope_claim: str = "scope", expiry_ms: int | None = None) -> AccessToken:
+    """The :class:`AccessToken` of a JWT's claims, checked as Kafka's
+    ``ClaimValidationUtils`` checks them for both the client (``ClientJwtValidator``) and
+    the broker (``BrokerJwtValidator``).
+
+    - ``exp`` (``validateExpiration``): a number, not negative; ``expiry_ms`` stands in
+      when the claims have none (kproto's use of a token response's ``expires_in``);
+    - ``sub_claim`` (``validateSubject``): a string, not blank; trimmed;
+    - ``scope_claim`` (``validateScopes``): a string (one scope) or a list of strings, each
+      not blank, trimmed, no duplicates;
+    - ``iat`` (``validateIssuedAt``): optional; a number, not negative.
+
+    Raises:
+        TokenValidationError: a claim that is missing or wrong, named.
+    """
+    lifetime_ms = _numeric_date(claims, "exp")
+    if lifetime_ms is None:
+        lifetime_ms = expiry_ms
+    if lifetime_ms is None:
+        raise TokenValidationError("exp value must be non-null")
     if lifetime_ms < 0:
-        raise TokenRetrievalError("Could not validate the access token: exp value must be non-negative")
+        raise TokenValidationError(f"exp value must be non-negative; value: {claims.get('exp', lifetime_ms)}")
+    sub = claims.get(sub_claim)
     if not isinstance(sub, str) or not sub.strip():
-        raise TokenRetrievalError(f"Could not validate the access token: {sub_claim} value must be a non-empty string")
-    start = int(iat) * 1000 if isinstance(iat, int | float) and not isinstance(iat, bool) else None
-    return AccessToken(value, lifetime_ms, sub.strip(), frozenset(s.strip() for s in scope if s.strip()), start)
+        raise TokenValidationError(f"{sub_claim} value must be a non-empty string")
+    raw_scope = claims.get(scope_claim)
+    if raw_scope is None:
+        raw_scope = []
+    elif isinstance(raw_scope, str):
+        raw_scope = [raw_scope]
+    elif not isinstance(raw_scope, list):
+        raise TokenValidationError(f"{scope_claim} value must be a string or a list of strings")
+    scope: list[str] = []
+    for item in raw_scope:
+        if not isinstance(item, str) or not item.strip():
+            raise TokenValidationError(f"{scope_claim} value must not contain null or blank values: {raw_scope}")
+        scope.append(item.strip())
+    if len(set(scope)) != len(scope):
+        raise TokenValidationError(f"{scope_claim} value must not contain duplicates: {raw_scope}")
+    start_ms = _numeric_date(claims, "iat")
+    if start_ms is not None and start_ms < 0:
+        raise TokenValidationError(f"iat value must be non-negative; value: {claims['iat']}")
+    return AccessToken(value, lifetime_ms, sub.strip(), frozenset(scope), start_ms)
+
+
+def jaas_options(config: Mapping[str, Any]) -> dict[str, str]:
+    """The options of ``sasl.jaas.config`` (empty when it is not set)."""
+    text = config.get("sasl.jaas.config")
+    return dict(jaas.parse(str(text)).options) if text else {}
+
+
+def jaas_ssl_context(options: Mapping[str, str]) -> ssl.SSLContext | None:
+    """The TLS context for an ``https://`` token or JWKS endpoint from the ``ssl.*``
+    options of ``OAuthBearerLoginModule`` in ``sasl.jaas.config`` (Kafka's
+    ``JaasOptionsUtils.createSSLSocketFactory``: the options read as a client's SSL
+    settings, with their defaults), built by :func:`kproto.security.tls.client_context`.
+
+    Returns:
+        None when there is no ``ssl.*`` option (the system's CAs, hostname checked).
+
+    Raises:
+        ConfigError: an option kproto does not know or cannot use (a JKS store...).
+    """
+    given = {name: value for name, value in options.items() if name.startswith("ssl.")}
+    if not given:
+        return None
+    # kproto.config parses a client's ssl.* settings, but this layer (shared with the broker)
+    # does not import it: the few that client_context takes parsed are read here, with
+    # SslConfigs' defaults; the others (locations, inline PEM, the key password) are text
+    if "ssl.context" in given:
+        raise ConfigError("sasl.jaas.config: ssl.context is not a JAAS option; pass ssl_context= instead")
+    for name in ("ssl.truststore.type", "ssl.keystore.type"):
+        if name in given and given[name].strip().upper() != "PEM":
+            raise ConfigError(f"sasl.jaas.config option {name}={given[name]!r}: kproto reads PEM only (KIP-651)")
+    protocols = tuple(p.strip() for p in given.get("ssl.enabled.protocols", "TLSv1.2,TLSv1.3").split(",")
+                      if p.strip())
+    if not protocols or not set(protocols) <= {"TLSv1.2", "TLSv1.3"}:
+        raise ConfigError(f"sasl.jaas.config option ssl.enabled.protocols={given['ssl.enabled.protocols']!r}: "
+                          "kproto speaks TLSv1.2 and TLSv1.3")
+    identification = given.get("ssl.endpoint.identification.algorithm", "https").strip().lower()
+    if identification not in ("https", ""):
+        raise ConfigError(f"sasl.jaas.config option ssl.endpoint.identification.algorithm={identification!r}: "
+                          "expected https or empty")
+    settings: dict[str, Any] = {**given, "security.protocol": "SSL", "ssl.enabled.protocols": protocols,
+                                "ssl.protocol": given.get("ssl.protocol", "TLSv1.3").strip(),
+                                "ssl.endpoint.identification.algorithm": identification}
+    return client_context(settings)
+
+
+def file_url_path(url: str) -> str:
+    """The local path of a ``file://`` URL."""
+    return urllib.request.url2pathname(urllib.parse.urlsplit(url).path)
 
 
 # KIP-1139 (Kafka 4.1): a config key, or the older sasl.jaas.config option (ConfigOrJaas)
@@ -331,21 +438,47 @@ def retry(call: Callable[[], _T], backoff_ms: int, backoff_max_ms: int,
             sleep(wait_ms / 1000)
 
 
+_REDIRECTS = frozenset({301, 302, 303, 307, 308})
+MAX_REDIRECTS = 20  # java.net.HttpURLConnection's http.maxRedirects default
+
+
 def http_exchange(url: str, method: str, *, body: bytes | None = None, headers: Mapping[str, str] | None = None,
                   connect_timeout_ms: int | None = None, read_timeout_ms: int | None = None,
-                  ssl_context: ssl.SSLContext | None = None) -> tuple[int, str]:
+                  ssl_context: ssl.SSLContext | None = None, max_redirects: int = 0) -> tuple[int, str]:
     """One HTTP(S) exchange with an OAuth provider (the token or the JWKS endpoint):
     connecting bounded by ``connect_timeout_ms``, each read by ``read_timeout_ms`` (None:
     unbounded, as Java's ``HttpURLConnection``); ``https`` checks the certificate and the
     host name with ``ssl_context`` (default: the system's CAs).
+
+    With ``max_redirects``, a redirect (301, 302, 303, 307, 308) to a URL of the same
+    scheme is followed, up to that many times, as Java's ``HttpURLConnection`` follows
+    them (``setFollowRedirects`` is on by default; never from http to https or back,
+    whose 3xx is then the answer).
 
     Returns:
         the status and the body (UTF-8, undecodable bytes replaced).
 
     Raises:
         OSError: could not connect, reset, timed out (:class:`TimeoutError`), TLS failed.
-        http.client.HTTPException: not an HTTP answer.
+        http.client.HTTPException: not an HTTP answer, or more than ``max_redirects``
+            redirects.
     """
+    for _ in range(max_redirects + 1):
+        status, text, location = _exchange(url, method, body, headers, connect_timeout_ms, read_timeout_ms,
+                                           ssl_context)
+        if status not in _REDIRECTS or not location or max_redirects == 0:
+            return status, text
+        target = urllib.parse.urljoin(url, location)
+        if urllib.parse.urlsplit(target).scheme != urllib.parse.urlsplit(url).scheme:
+            return status, text
+        url = target
+    raise http.client.HTTPException(f"Server redirected too many times ({max_redirects})")
+
+
+def _exchange(url: str, method: str, body: bytes | None, headers: Mapping[str, str] | None,
+              connect_timeout_ms: int | None, read_timeout_ms: int | None,
+              ssl_context: ssl.SSLContext | None) -> tuple[int, str, str | None]:
+    """One request and its answer: the status, the body and the Location header."""
     parts = urllib.parse.urlsplit(url)
     timeout = None if connect_timeout_ms is None else connect_timeout_ms / 1000
     conn: http.client.HTTPConnection
@@ -361,7 +494,7 @@ def http_exchange(url: str, method: str, *, body: bytes | None = None, headers: 
             conn.sock.settimeout(None if read_timeout_ms is None else read_timeout_ms / 1000)
         conn.request(method, target, body=body, headers=dict(headers or {}))
         response = conn.getresponse()
-        return response.status, response.read().decode("utf-8", "replace")
+        return response.status, response.read().decode("utf-8", "replace"), response.getheader("Location")
     finally:
         conn.close()
 
@@ -382,20 +515,30 @@ class ClientCredentialsTokenProvider:
             ``sasl.login.read.timeout.ms``, ``sasl.login.retry.backoff.ms``,
             ``sasl.login.retry.backoff.max.ms``, ``sasl.login.refresh.*``; other keys are
             ignored (the client's own config checks them).
-        ssl_context: for an ``https://`` endpoint (default: the system's trusted CAs,
-            hostname checked).
+        ssl_context: for an ``https://`` endpoint (default: from the ``ssl.*`` options of
+            ``OAuthBearerLoginModule`` in ``sasl.jaas.config``, as Java's
+            ``JaasOptionsUtils``, see :func:`jaas_ssl_context`; without them the system's
+            trusted CAs, hostname checked).
         clock: seconds since the epoch (``time.time``); tests pass their own.
-        sleep: waits between retries (``time.sleep``).
+        sleep: waits between retries (default: a wait that :meth:`close` cuts short).
 
     Raises:
         ConfigError: a missing or bad setting.
 
-    Thread-safe: connections being set up at once share one fetch. Blocking (the fetch is
-    HTTP): from asyncio, call it in a thread (``await asyncio.to_thread(provider.token)``).
+    Thread-safe: connections being set up at once share one fetch, made in a thread of the
+    provider's own; a refresh runs while the current token serves. Blocking for a bounded
+    time when there is no valid token: from asyncio, call it in a thread (``await
+    asyncio.to_thread(provider.token)``). A caller waits for the fetch at most ``timeout_ms``;
+    by default until ``sasl.login.connect.timeout.ms`` + ``sasl.login.read.timeout.ms`` (the
+    bounds of one attempt; the retries go on in the background) after the fetch began, or
+    10 s (``socket.connection.setup.timeout.ms``' default: a connection gives up then
+    anyway) when neither is set. So an endpoint that never answers holds one thread, not
+    one per connection attempt, and each waiting caller for a bounded time. From asyncio,
+    :meth:`token_async` waits on the event loop and holds no thread at all.
     """
 
     def __init__(self, config: Mapping[str, Any], *, ssl_context: ssl.SSLContext | None = None,
-                 clock: Callable[[], float] = time.time, sleep: Callable[[float], None] = time.sleep) -> None:
+                 clock: Callable[[], float] = time.time, sleep: Callable[[float], object] | None = None) -> None:
         url = config.get("sasl.oauthbearer.token.endpoint.url")
         if not url:
             raise ConfigError("sasl.oauthbearer.token.endpoint.url is required for the OAuth client credentials flow")
@@ -414,13 +557,14 @@ class ClientCredentialsTokenProvider:
             raise ConfigError(f"sasl.login.retry.backoff.max.ms ({self.retry_backoff_max_ms}) is less than "
                               f"sasl.login.retry.backoff.ms ({self.retry_backoff_ms})")
         self.refresh = RefreshConfig.from_config(config)
-        self._ssl_context = ssl_context
         self._clock = clock
-        self._sleep = sleep
+        self._closed = threading.Event()
+        self._sleep = sleep if sleep is not None else self._closed.wait
         self._authorization = self._body = ""
         if self._parts.scheme != "file":
-            text = config.get("sasl.jaas.config")
-            options = dict(jaas.parse(str(text)).options) if text else {}
+            options = jaas_options(config)
+            if ssl_context is None and self._parts.scheme == "https":
+                ssl_context = jaas_ssl_context(options)
             client_id = _config_or_jaas(config, options, _CLIENT_ID, required=True) or ""
             client_secret = _config_or_jaas(config, options, _CLIENT_SECRET, required=True) or ""
             if str(config.get("sasl.oauthbearer.header.urlencode", "false")).lower() == "true":
@@ -432,40 +576,156 @@ class ClientCredentialsTokenProvider:
             scope = _config_or_jaas(config, options, _SCOPE, required=False)
             if scope:
                 self._body += f"&scope={_url_encode(scope)}"
+        self._ssl_context = ssl_context
+        waits = [t for t in (self.connect_timeout_ms, self.read_timeout_ms) if t is not None]
+        #: how long token() waits for a fetch by default (see the class docstring)
+        self.wait_ms = sum(waits) if waits else _DEFAULT_WAIT_MS
         self._lock = threading.Lock()
         self._token: AccessToken | None = None
         self._refresh_at_ms = 0
+        self._fetching: threading.Event | None = None  # set when the fetch in flight ends
+        self._deadline = 0.0  # time.monotonic() when the default wait for that fetch ends
+        self._error: TokenRetrievalError | None = None  # the last fetch's failure
+        self._waiters: list[Callable[[], object]] = []  # token_async callers to wake when the fetch ends
 
     @property
     def refresh_at_ms(self) -> int:
         """When the cached token is due for refresh (0: no token yet)."""
         return self._refresh_at_ms
 
-    def token(self) -> AccessToken:
-        """The current token, fetched anew when there is none or its refresh time has come.
+    def token(self, timeout_ms: int | None = None) -> AccessToken:
+        """The current token; a new one is fetched when there is none or its refresh time
+        has come.
 
-        A refresh that fails while the cached token is still valid logs a warning, keeps
-        the token, and is tried again 10 s later.
+        The fetch runs in a thread of the provider's own, one at a time. While the cached
+        token is still valid its refresh does not hold anyone up: the cached token is
+        answered at once, and the new one serves the calls after the fetch (a failed
+        refresh keeps the cached token and is tried again 10 s later, as Java's refresh
+        thread does). Without a valid token, callers wait for the fetch in flight, never
+        start another one, and wait at most ``timeout_ms`` (see the class docstring for the
+        default); the fetch goes on after they gave up, and its token serves the next call.
+
+        Args:
+            timeout_ms: how long to wait for a fetch (the caller's own bound, e.g. the
+                time left to set up a connection).
 
         Raises:
-            TokenRetrievalError: no valid token could be had.
+            TokenRetrievalError: no valid token could be had (``retriable`` when the wait
+                ran out or the endpoint was unreachable or failing).
         """
+        begun = self._begin(timeout_ms)
+        if isinstance(begun, AccessToken):
+            return begun
+        fetching, deadline = begun
+        # No valid token: wait for the fetch, bounded (a caller here is often a worker of
+        # asyncio's shared executor); callers that come after the fetch's default wait ran
+        # out do not wait again
+        return self._outcome(fetching.wait(max(0.0, deadline - time.monotonic())), timeout_ms)
+
+    async def token_async(self, timeout_ms: int | None = None) -> AccessToken:
+        """:meth:`token` for asyncio: the wait for the fetch is on the event loop, so no
+        thread is held while the endpoint is slow, and cancelling the caller (a connection
+        attempt that timed out) ends its wait; the fetch itself still runs in the
+        provider's thread. ``SaslClient`` awaits it when given ``provider.token_async`` as
+        its token provider.
+
+        Raises:
+            TokenRetrievalError: as :meth:`token`.
+        """
+        begun = self._begin(timeout_ms)
+        if isinstance(begun, AccessToken):
+            return begun
+        fetching, deadline = begun
+        loop = asyncio.get_running_loop()
+        ended = loop.create_future()
+
+        def wake() -> None:
+            if not ended.done():
+                ended.set_result(None)
+
+        with self._lock:
+            if fetching.is_set():
+                wake()
+            else:
+                self._waiters.append(lambda: loop.call_soon_threadsafe(wake))
+        try:
+            await asyncio.wait_for(ended, max(0.0, deadline - time.monotonic()))
+            finished = True
+        except asyncio.TimeoutError:
+            finished = False
+        return self._outcome(finished, timeout_ms)
+
+    async def __call__(self) -> AccessToken:
+        """:meth:`token_async`: the provider as an async ``sasl.oauthbearer.token.provider``
+        (``SaslClient`` awaits what a provider's call answers, so passing the provider
+        itself holds no executor thread while the endpoint is slow)."""
+        return await self.token_async()
+
+    def _begin(self, timeout_ms: int | None) -> AccessToken | tuple[threading.Event, float]:
+        """The token to answer at once, or the fetch to wait for (started if none is in
+        flight) and when the wait ends (``time.monotonic()``)."""
         with self._lock:
             now_ms = int(self._clock() * 1000)
-            if self._token is not None and now_ms < self._refresh_at_ms:
-                return self._token
-            try:
-                token = self.fetch()
-            except TokenRetrievalError as exc:
-                if self._token is None or now_ms >= self._token.lifetime_ms:
-                    raise
-                log.warning("OAuth token refresh failed, keeping the current token until %d: %s",
-                            self._token.lifetime_ms, exc)
-                self._refresh_at_ms = now_ms + _RELOGIN_RETRY_MS
-                return self._token
-            fetched_ms = int(self._clock() * 1000)
-            self._token, self._refresh_at_ms = token, refresh_at_ms(token, fetched_ms, self.refresh)
-            return token
+            current = self._token
+            if current is not None and now_ms < self._refresh_at_ms:
+                return current
+            fetching = self._fetching
+            if fetching is None:
+                fetching = self._fetching = threading.Event()
+                self._deadline = time.monotonic() + self.wait_ms / 1000
+                threading.Thread(target=self._fetch_in_background, args=(fetching,), daemon=True,
+                                 name=f"kproto-oauth-token {self.url}").start()
+            if current is not None and now_ms < current.lifetime_ms:
+                return current  # Kafka's refresh thread fetches; connections go on with the current token
+            return fetching, self._deadline if timeout_ms is None else time.monotonic() + timeout_ms / 1000
+
+    def _outcome(self, finished: bool, timeout_ms: int | None) -> AccessToken:
+        """After waiting for a fetch: its token, a still valid one, or the reason there is none."""
+        with self._lock:
+            now_ms = int(self._clock() * 1000)
+            token, error = self._token, self._error
+        if finished and error is None and token is not None:
+            return token  # the fetched token, as Java's login takes it (its expiry is the broker's to judge)
+        if token is not None and now_ms < token.lifetime_ms:
+            return token  # the refresh failed or is still on its way: the current token serves
+        if finished and error is not None:
+            raise TokenRetrievalError(error.args[0], status=error.status, retriable=error.retriable)
+        waited = self.wait_ms if timeout_ms is None else timeout_ms
+        raise TokenRetrievalError(f"The token endpoint {self.url} did not answer within {waited} ms; the request "
+                                  "goes on in the background and its token serves the next connection",
+                                  retriable=True)
+
+    def _fetch_in_background(self, done: threading.Event) -> None:
+        """The one fetch in flight: its token (or its failure) for every caller."""
+        try:
+            token = self.fetch()
+        except TokenRetrievalError as exc:
+            with self._lock:
+                self._error = exc
+                now_ms = int(self._clock() * 1000)
+                if self._token is not None and now_ms < self._token.lifetime_ms:
+                    log.warning("OAuth token refresh failed, keeping the current token until %d: %s",
+                                self._token.lifetime_ms, exc)
+                    self._refresh_at_ms = now_ms + _RELOGIN_RETRY_MS
+        except BaseException as exc:  # a bug: the waiters must still be told
+            with self._lock:
+                self._error = TokenRetrievalError(f"the token fetch from {self.url} failed: {exc!r}")
+            raise
+        else:
+            with self._lock:
+                fetched_ms = int(self._clock() * 1000)
+                self._token, self._error = token, None
+                self._refresh_at_ms = refresh_at_ms(token, fetched_ms, self.refresh)
+        finally:
+            with self._lock:
+                self._fetching = None
+                waiters, self._waiters = self._waiters, []
+                done.set()
+            for wake in waiters:
+                try:
+                    wake()
+                except RuntimeError:  # that caller's event loop has closed
+                    pass
 
     def fetch(self) -> AccessToken:
         """A new token from the endpoint (or the file), with the retries of the module
@@ -481,7 +741,7 @@ class ClientCredentialsTokenProvider:
         return self._parse_response(body)
 
     def _from_file(self) -> AccessToken:
-        path = urllib.request.url2pathname(self._parts.path)
+        path = file_url_path(self.url)
         try:
             with open(path, encoding="utf-8") as f:
                 value = f.read().strip()
@@ -491,10 +751,18 @@ class ClientCredentialsTokenProvider:
             raise TokenRetrievalError(f"the token file {path} is empty")
         return parse_access_token(value, sub_claim=self.sub_claim, scope_claim=self.scope_claim)
 
+    def close(self) -> None:
+        """Stop a fetch in flight from trying again (idempotent; Java's ``logout``): its
+        waits between retries end, and it fails before its next attempt. An attempt on the
+        wire still ends by its own timeouts. The provider answers no new token after."""
+        self._closed.set()
+
     def _post(self) -> str:
         """One attempt (``HttpAccessTokenRetriever.post``): the response body on 200/201;
         :class:`Retriable` for what another attempt may change, else
         :class:`TokenRetrievalError`."""
+        if self._closed.is_set():
+            raise TokenRetrievalError(f"the token provider of {self.url} is closed")
         headers = {"Authorization": self._authorization, "Accept": "application/json", "Cache-Control": "no-cache",
                    "Content-Type": "application/x-www-form-urlencoded"}
         try:

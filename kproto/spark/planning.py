@@ -32,7 +32,7 @@ from typing import Any
 from pyspark.sql.datasource import InputPartition
 
 from kproto.admin import AdminClient
-from kproto.config import ADMIN, CONFIGS, ClientConfig
+from kproto.config import ADMIN, ClientConfig, settings_of_kind
 from kproto.errors import KafkaError, UnknownTopicOrPartitionError
 from kproto.protocol.timestamps import OffsetTimestamp
 from kproto.spark.options import flag, get, kafka_options, number
@@ -162,7 +162,7 @@ class SourceOptions:
     @property
     def admin_config(self) -> dict[str, str]:
         """The ``kafka.*`` settings an admin client takes (the consumer-only ones left out)."""
-        return {k: v for k, v in self.kafka.items() if ADMIN in CONFIGS[k].clients}
+        return settings_of_kind(ADMIN, self.kafka)
 
 
 def _parse_json(text: str, name: str) -> Any:

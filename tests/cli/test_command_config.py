@@ -52,6 +52,15 @@ def test_comments_and_blank_lines():
     assert loads(text) == {"key": "v", "x": "1 # not a comment"}
 
 
+def test_a_continuation_of_an_empty_line_may_be_a_comment():
+    """issue 15, review item 9: Java's LineReader looks for # or ! while the logical line
+    is empty: after a line that is only a backslash the next line is a comment (and a
+    blank line ends the empty logical line); after text it is not."""
+    assert loads("\\\n#notcomment=1\nkey=v\n") == {"key": "v"}
+    assert loads("  \\\n  !also=comment\n\\\n\nx=1\n") == {"x": "1"}
+    assert loads("a=\\\n#value\n") == {"a": "#value"}
+
+
 def test_escapes():
     """issue 15, A: \\t \\n \\r \\f, \\uXXXX (surrogate pairs joined), and a backslash
     before any other character standing for that character, in keys and values."""
@@ -194,13 +203,14 @@ def test_the_pipeline_checks_the_file_before_starting_anything(tmp_path, capsys)
 def test_the_pipeline_gives_each_client_the_keys_of_its_kind():
     """issue 15, A: one settings file serves the job's admin client, producer, and the Spark
     source and sink (as ``kafka.`` options); a key of one kind does not reach another."""
-    from kproto.pipeline import _of_kind, _spark_options, check_client_config
+    from kproto.config import settings_of_kind
+    from kproto.pipeline import _spark_options, check_client_config
 
     config = {"bootstrap.servers": "b:9092", "client.id": "job", "acks": "1", "fetch.min.bytes": 10,
               "default.api.timeout.ms": "5000"}
     check_client_config(config)
-    assert _of_kind("admin", config) == {"bootstrap.servers": "b:9092", "client.id": "job",
-                                         "default.api.timeout.ms": "5000"}
+    assert settings_of_kind("admin", config) == {"bootstrap.servers": "b:9092", "client.id": "job",
+                                                 "default.api.timeout.ms": "5000"}
     assert _spark_options("producer", config) == {"kafka.bootstrap.servers": "b:9092", "kafka.client.id": "job",
                                                   "kafka.acks": "1"}
     assert _spark_options("consumer", config) == {"kafka.bootstrap.servers": "b:9092", "kafka.client.id": "job",
@@ -210,3 +220,23 @@ def test_the_pipeline_gives_each_client_the_keys_of_its_kind():
         check_client_config({"linger.mss": "1"})
     with pytest.raises(ConfigError, match="acks='2'"):  # a producer's value, checked though the admin goes first
         check_client_config({"acks": "2"})
+
+
+@pytest.mark.parametrize(("setting", "message"), [
+    ({"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "OAUTHBEARER",
+      "sasl.oauthbearer.token.provider": lambda: "token"},
+     r"sasl.oauthbearer.token.provider=<function .*Spark options, which are strings, and a function cannot"),
+    ({"security.protocol": "SSL", "ssl.enabled.protocols": ["TLSv1.2", "TLSv1.3"]},
+     r"ssl.enabled.protocols=\['TLSv1.2', 'TLSv1.3'\].* a list cannot be one: give it as one comma-separated "
+     r"string, 'TLSv1.2,TLSv1.3'"),
+])
+def test_the_pipeline_refuses_values_the_spark_options_cannot_carry(setting, message):
+    """issue 15, review item 8: the Spark source and sink get their settings as strings:
+    a callable token provider or a list is refused before anything starts, naming the key
+    and why, not after every event was produced."""
+    from kproto.pipeline import check_client_config
+
+    with pytest.raises(ConfigError, match=message):
+        check_client_config({"bootstrap.servers": "b:9092", **setting})
+    check_client_config({"bootstrap.servers": "b:9092", "fetch.min.bytes": 10, "enable.idempotence": True,
+                         "ssl.enabled.protocols": "TLSv1.2,TLSv1.3"})

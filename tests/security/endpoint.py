@@ -1,8 +1,10 @@
-"""A real HTTP endpoint on 127.0.0.1 for the OAuth tests: an OIDC token endpoint or a JWKS
-endpoint, answering from a script of responses, and recording each request it got."""
+"""A real HTTP(S) endpoint on 127.0.0.1 for the OAuth tests: an OIDC token endpoint or a
+JWKS endpoint, answering from a script of responses (with headers: a redirect), and
+recording each request it got."""
 
 from __future__ import annotations
 
+import ssl
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -14,12 +16,13 @@ __all__ = ["Endpoint", "Reply", "Request", "http_endpoint"]
 
 @dataclass
 class Reply:
-    """One answer: ``status`` and ``body``, after ``delay`` seconds (cut short when the
-    endpoint stops)."""
+    """One answer: ``status``, ``body`` and extra ``headers``, after ``delay`` seconds (cut
+    short when the endpoint stops)."""
 
     status: int = 200
     body: str = ""
     delay: float = 0.0
+    headers: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -45,8 +48,10 @@ class Endpoint:
 
 
 @contextmanager
-def http_endpoint(*replies: Reply, path: str = "/token") -> Iterator[Endpoint]:
-    """An HTTP server on an ephemeral port of 127.0.0.1 in a thread, stopped and joined on exit."""
+def http_endpoint(*replies: Reply, path: str = "/token", tls: ssl.SSLContext | None = None,
+                  host: str = "127.0.0.1") -> Iterator[Endpoint]:
+    """An HTTP server on an ephemeral port of 127.0.0.1 in a thread, stopped and joined on
+    exit; HTTPS with ``tls`` (a server context), its URL naming ``host``."""
     endpoint: Endpoint
 
     class Handler(BaseHTTPRequestHandler):
@@ -62,6 +67,8 @@ def http_endpoint(*replies: Reply, path: str = "/token") -> Iterator[Endpoint]:
                 self.send_response(reply.status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
+                for name, value in reply.headers.items():
+                    self.send_header(name, value)
                 self.end_headers()
                 self.wfile.write(data)
             except OSError:  # the client gave up (a read timeout) and closed
@@ -75,7 +82,10 @@ def http_endpoint(*replies: Reply, path: str = "/token") -> Iterator[Endpoint]:
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = False  # joined by server_close: no thread outlives the test
     server.block_on_close = True
-    endpoint = Endpoint(f"http://127.0.0.1:{server.server_address[1]}{path}", list(replies or [Reply()]))
+    if tls is not None:
+        server.socket = tls.wrap_socket(server.socket, server_side=True)
+    scheme = "https" if tls is not None else "http"
+    endpoint = Endpoint(f"{scheme}://{host}:{server.server_address[1]}{path}", list(replies or [Reply()]))
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     try:

@@ -237,7 +237,9 @@ def token_at(start_s: float | None, expiry_s: float) -> AccessToken:
     (token_at(0, 3600), 0, 1.0, 0.85 * 3600),  # plus the largest jitter
     (token_at(None, 3600), 0, 0.5, 0.825 * 3600),  # no iat: from now
     (token_at(0, 1000), 0, 0.0, 700),  # 800 s would be inside the last 300 s
-    (token_at(-3000, 400), 0, 0.0, 60),  # 0.8 of the lifetime is past: not sooner than 60 s from now
+    (token_at(-3000, 400), 0, 0.0, 100),  # from now, not from iat: 320 s is inside the last 300 s
+    (token_at(-3300, 300), 0, 0.0, 240),  # issue 15 item 1: an old token, 0.8 of what is left
+    (token_at(0, 3600), 3500, 0.0, 3580),  # shorter than both buffers from now: the window alone
     (token_at(0, 300), 0, 0.0, 240),  # shorter than both buffers: the window alone
     (token_at(0, 100), 200, 0.0, 210),  # expired: try again in 10 s
 ])
@@ -253,10 +255,19 @@ def test_refresh_settings_from_the_config():
     assert refresh_at_ms(token_at(0, 1000), 0, refresh) == 500_000
 
 
+def refreshed(tokens: ClientCredentialsTokenProvider, refresh_at_ms: int) -> None:
+    """Wait for the background refresh to set the next refresh time."""
+    deadline = time.monotonic() + 5
+    while tokens.refresh_at_ms != refresh_at_ms:
+        assert time.monotonic() < deadline, f"refresh_at_ms is {tokens.refresh_at_ms}, not {refresh_at_ms}"
+        time.sleep(0.01)
+
+
 def test_the_provider_caches_refreshes_and_keeps_a_valid_token_when_a_refresh_fails():
-    """issue 15, B: token() answers the cached token until its refresh time, then fetches;
-    a failed refresh keeps the still-valid token and tries again 10 s later; once the
-    token has expired, the failure is raised."""
+    """issue 15, B: token() answers the cached token until its refresh time, then fetches
+    in the background while the cached token serves (review item 2: Kafka's connections
+    never wait on the IdP); a failed refresh keeps the still-valid token and tries again
+    10 s later; once the token has expired, the failure is raised."""
     clock = [float(NOW)]
     first = token_body({"sub": "a", "iat": NOW, "exp": NOW + 3600})
     second = token_body({"sub": "b", "iat": NOW + 3000, "exp": NOW + 7200})
@@ -270,11 +281,16 @@ def test_the_provider_caches_refreshes_and_keeps_a_valid_token_when_a_refresh_fa
         clock[0] = NOW + 2879
         assert tokens.token().principal == "a" and len(endpoint.requests) == 1  # cached
         clock[0] = NOW + 2880
-        assert tokens.token().principal == "a"  # 503: kept
-        assert tokens.refresh_at_ms == (NOW + 2890) * 1000 and len(endpoint.requests) == 2
+        assert tokens.token().principal == "a"  # at once: the refresh runs in the background
+        refreshed(tokens, (NOW + 2890) * 1000)  # 503: kept, tried again 10 s later
+        assert tokens.token().principal == "a" and len(endpoint.requests) == 2
         clock[0] = NOW + 2890
-        assert tokens.token().principal == "a" and len(endpoint.requests) == 3  # 401: kept too
+        assert tokens.token().principal == "a"
+        refreshed(tokens, (NOW + 2900) * 1000)  # 401: kept too
+        assert len(endpoint.requests) == 3
         clock[0] = NOW + 3000
+        assert tokens.token().principal == "a"
+        refreshed(tokens, (NOW + 3000 + int(0.8 * 4200)) * 1000)
         assert tokens.token().principal == "b" and len(endpoint.requests) == 4
         clock[0] = NOW + 7200
         with pytest.raises(TokenRetrievalError, match="401"):
@@ -282,5 +298,173 @@ def test_the_provider_caches_refreshes_and_keeps_a_valid_token_when_a_refresh_fa
 
 
 def test_parse_access_token_reads_scope_strings_and_lists():
-    assert parse_access_token(jwt({"sub": " u ", "exp": 10, "scope": ["a", " ", "b "]})).scope == {"a", "b"}
+    assert parse_access_token(jwt({"sub": " u ", "exp": 10, "scope": ["a", "b "]})).scope == {"a", "b"}
+    assert parse_access_token(jwt({"sub": " u ", "exp": 10, "scope": "a b"})).scope == {"a b"}
     assert parse_access_token(jwt({"sub": "u", "exp": 10.9})).lifetime_ms == 10_000  # Number.longValue()
+
+
+# -- issue 15 review: refresh from now, one fetch at a time, TLS from the JAAS options --------
+
+
+def test_an_old_token_is_not_fetched_again_at_every_call():
+    """issue 15, review item 1: a token issued 55 min ago with 5 min left (an IdP that hands
+    back its cached token) is due at 0.8 of the time left from now (Kafka's refreshMs), not
+    at once: 20 token() calls make one POST."""
+    now = int(time.time())
+    body = token_body({"sub": "app", "iat": now - 3300, "exp": now + 300})
+    with http_endpoint(Reply(200, body)) as endpoint:
+        tokens = provider(endpoint.url)
+        for _ in range(20):
+            assert tokens.token().principal == "app"
+    assert len(endpoint.requests) == 1
+    assert now * 1000 + 0.8 * 300_000 <= tokens.refresh_at_ms <= (now + 300) * 1000
+
+
+def test_a_silent_endpoint_holds_one_thread_and_leaves_the_loops_executor_free():
+    """issue 15, review item 2: an endpoint that accepts and never answers, token() run by
+    asyncio.to_thread as the SASL client does, each connection attempt giving up after
+    0.3 s: the fetch is one, in the provider's thread, and each caller waits a bounded time
+    (one attempt's connect + read timeouts), so the loop's default executor stays free for
+    getaddrinfo."""
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
+    async def attempts(tokens: ClientCredentialsTokenProvider) -> float:
+        loop = asyncio.get_running_loop()
+        loop.set_default_executor(ThreadPoolExecutor(max_workers=4))
+        for _ in range(8):  # connection attempts, each bounded as Connection.open bounds them
+            with pytest.raises((asyncio.TimeoutError, TokenRetrievalError)):  # gave up, or was told at once
+                await asyncio.wait_for(asyncio.to_thread(tokens.token), 0.3)
+        started = time.monotonic()
+        await asyncio.wait_for(loop.getaddrinfo("127.0.0.1", 9092), 30)
+        return time.monotonic() - started
+
+    with http_endpoint(Reply(200, token_body(), delay=60)) as endpoint:
+        # one attempt is bounded (0.5 s), the retries of a fetch go on for 8 s
+        tokens = provider(endpoint.url, **{"sasl.login.connect.timeout.ms": "100", "sasl.login.read.timeout.ms": "400",
+                                           "sasl.login.retry.backoff.max.ms": "8000"})
+        try:
+            waited = asyncio.run(attempts(tokens))
+            assert waited < 2.5, f"getaddrinfo waited {waited:.1f} s for the executor"
+            assert tokens.wait_ms == 500
+            started = time.monotonic()
+            with pytest.raises(TokenRetrievalError) as caught:
+                tokens.token(timeout_ms=200)
+            assert caught.value.retriable and time.monotonic() - started < 5
+            assert len(endpoint.requests) <= 8  # the attempts of one fetch, not one fetch per caller
+        finally:
+            getattr(tokens, "close", lambda: None)()  # the fetch's retries end
+
+
+def test_callers_at_once_share_one_fetch():
+    """issue 15, review item 2: connections set up at once wait for the one fetch in flight
+    and all get its token."""
+    with http_endpoint(Reply(200, token_body(), delay=0.3)) as endpoint:
+        tokens = provider(endpoint.url)
+        results: list[AccessToken] = []
+        callers = [threading.Thread(target=lambda: results.append(tokens.token())) for _ in range(6)]
+        for caller in callers:
+            caller.start()
+        for caller in callers:
+            caller.join(10)
+    assert len(results) == 6 and {t.principal for t in results} == {"kafka-app"}
+    assert len(endpoint.requests) == 1
+
+
+def test_the_jaas_ssl_truststore_options_are_trusted_for_an_https_endpoint(tmp_path):
+    """issue 15, review item 3: ssl.truststore.* inside the OAuthBearerLoginModule options
+    (Java's JaasOptionsUtils.createSSLSocketFactory) verify an https token endpoint signed
+    by a private CA; without them the system's CAs do not."""
+    import ssl
+
+    from tests.support.certs import CertificateAuthority
+
+    ca = CertificateAuthority.create(tmp_path)
+    cert = ca.issue("localhost", hosts=("localhost", "127.0.0.1"))
+    server = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server.load_cert_chain(cert.cert_path, cert.key_path)
+    trusting = JAAS.rstrip(";") + f' ssl.truststore.type="PEM" ssl.truststore.location="{ca.cert_path}";'
+    with http_endpoint(Reply(200, token_body()), tls=server, host="localhost") as endpoint:
+        assert provider(endpoint.url, **{"sasl.jaas.config": trusting}).token().principal == "kafka-app"
+        with pytest.raises(TokenRetrievalError, match="CERTIFICATE_VERIFY_FAILED"):
+            provider(endpoint.url, **{"sasl.login.retry.backoff.max.ms": "10"}).token()
+    with pytest.raises(ConfigError, match="ssl.truststore.location"):
+        provider("https://localhost:1/token", **{"sasl.jaas.config": JAAS.rstrip(";") +
+                                                   ' ssl.truststore.location="/nonexistent/ca.pem";'})
+    with pytest.raises(ConfigError, match="PEM only"):
+        provider("https://localhost:1/token", **{"sasl.jaas.config": JAAS.rstrip(";") + ' ssl.truststore.type="JKS";'})
+
+
+@pytest.mark.parametrize(("claims", "message"), [
+    ({"sub": "a", "exp": NOW + 60, "scope": ["kafka", "kafka"]}, "scope value must not contain duplicates"),
+    ({"sub": "a", "exp": NOW + 60, "scope": ["kafka", " "]}, "scope value must not contain null or blank"),
+    ({"sub": "a", "exp": NOW + 60, "iat": -5}, "iat value must be non-negative"),
+])
+def test_the_client_checks_scope_and_iat_as_kafka(claims, message):
+    """issue 15, review items 5 and 7: ClientJwtValidator's ClaimValidationUtils checks,
+    shared with the broker's validator."""
+    with pytest.raises(TokenRetrievalError, match=message):
+        parse_access_token(jwt(claims))
+
+
+def test_a_non_finite_exp_is_not_json():
+    """issue 15, review item 5: NaN and Infinity are not JSON (Jackson refuses them)."""
+    payload = base64.urlsafe_b64encode(b'{"sub": "a", "exp": Infinity}').rstrip(b"=").decode()
+    with pytest.raises(TokenRetrievalError, match="malformed JSON"):
+        parse_access_token(f"{b64url({'alg': 'none'})}.{payload}.c2ln")
+
+
+def test_a_refresh_from_a_silent_endpoint_holds_no_one_up():
+    """issue 15, review item 2: while the cached token is valid, its refresh runs in the
+    provider's thread and token() answers the cached token at once, even when the
+    endpoint does not answer (Kafka's connections never wait on the IdP)."""
+    clock = [float(NOW)]
+    with http_endpoint(Reply(200, token_body()), Reply(200, token_body(), delay=60)) as endpoint:
+        tokens = ClientCredentialsTokenProvider(
+            {"sasl.oauthbearer.token.endpoint.url": endpoint.url, "sasl.jaas.config": JAAS,
+             "sasl.login.refresh.window.jitter": "0"}, clock=lambda: clock[0])
+        try:
+            first = tokens.token()
+            clock[0] = NOW + 2880  # due for refresh, valid until NOW + 3600
+            answered: list[AccessToken] = []
+            caller = threading.Thread(target=lambda: answered.extend(tokens.token() for _ in range(5)))
+            caller.start()
+            caller.join(3)
+            assert answered == [first] * 5
+            deadline = time.monotonic() + 5
+            while len(endpoint.requests) < 2 and time.monotonic() < deadline:
+                time.sleep(0.01)
+            time.sleep(0.1)
+            assert len(endpoint.requests) == 2  # one refresh in flight, not one per call
+        finally:
+            getattr(tokens, "close", lambda: None)()
+
+
+@pytest.mark.parametrize("given", ["token_async", "the provider"])
+def test_token_async_waits_on_the_loop_and_holds_no_thread(given):
+    """issue 15, review item 2: from asyncio, ``provider.token_async`` (a coroutine
+    function, which SaslClient awaits) or the provider itself (its call is token_async)
+    waits for the fetch on the event loop: connection attempts that give up hold no
+    executor thread, and the fetch's token serves the next."""
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
+    from kproto.security.sasl import SaslClient
+
+    async def attempts(tokens: ClientCredentialsTokenProvider) -> tuple[float, str]:
+        loop = asyncio.get_running_loop()
+        loop.set_default_executor(ThreadPoolExecutor(max_workers=1))
+        sasl = SaslClient("OAUTHBEARER", token_provider=tokens.token_async if given == "token_async" else tokens)
+        for _ in range(4):
+            with pytest.raises(asyncio.TimeoutError):
+                await asyncio.wait_for(sasl.token(), 0.2)
+        started = time.monotonic()
+        await asyncio.wait_for(loop.getaddrinfo("127.0.0.1", 9092), 30)
+        waited = time.monotonic() - started
+        return waited, (await asyncio.wait_for(sasl.token(), 10)).value
+
+    with http_endpoint(Reply(200, token_body(), delay=2.5)) as endpoint:
+        tokens = provider(endpoint.url)
+        waited, value = asyncio.run(attempts(tokens))
+    assert waited < 1.0 and value == jwt({"sub": "kafka-app", "iat": NOW, "exp": NOW + 3600, "scope": "kafka produce"})
+    assert len(endpoint.requests) == 1
