@@ -134,12 +134,12 @@ class CertificateAuthority:
                     names.append(x509.DNSName(host))
             builder = builder.add_extension(x509.SubjectAlternativeName(names), critical=False)
         cert = builder.sign(self._key, hashes.SHA256())
-        stem = self.directory / _slug(common_name)
-        n = 0
-        while stem.with_suffix(".crt").exists():  # several certificates for one name
+        # names, not suffixes: a common name may hold dots ("a.example"), which with_suffix would cut
+        stem, n = _slug(common_name), 0
+        while (self.directory / f"{stem}.crt").exists():  # several certificates for one name
             n += 1
-            stem = self.directory / f"{_slug(common_name)}-{n}"
-        cert_path, key_path = stem.with_suffix(".crt"), stem.with_suffix(".key")
+            stem = f"{_slug(common_name)}-{n}"
+        cert_path, key_path = self.directory / f"{stem}.crt", self.directory / f"{stem}.key"
         cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
         _write_key(key_path, key, key_password)
         return Issued(common_name, cert_path, key_path, key_password)
