@@ -50,7 +50,7 @@ def secure_config(pki: Any, directory: Path, *, expired_at: dt.datetime | None =
     (Kafka's names, given as a dict's keys) adds to them or overrides them."""
     directory.mkdir(parents=True, exist_ok=True)
     past = expired_at or dt.datetime.now(dt.timezone.utc) - dt.timedelta(days=2)
-    wrong_host = pki.ca.issue("elsewhere.example", hosts=("kafka.example.com",))
+    wrong_host = pki.ca.issue("elsewhere", hosts=("kafka.example.com",))  # no dot: certs.py names files by it
     expired = pki.ca.issue("localhost", hosts=("localhost", "127.0.0.1"), not_before=past - dt.timedelta(days=30),
                            not_after=past)
     users = " ".join(f'user_{name}="{password}"' for name, password in PLAIN_USERS.items())
@@ -83,6 +83,7 @@ class SaslLog:
         failures: failed exchanges.
         reauthentications: successful re-authentications (KIP-368).
         requests: ``[(listener, principal)]`` of every Metadata request handled.
+        events: ``"authenticated"`` and ``"Metadata"`` in the order the broker did them.
         authenticators: every connection's authenticator, in order.
     """
 
@@ -93,6 +94,7 @@ class SaslLog:
         self.failures = 0
         self.reauthentications = 0
         self.requests: list[tuple[str, str]] = []
+        self.events: list[str] = []
         self.authenticators: list[Authenticator] = []
         receive, init = Authenticator.receive, Authenticator.__init__
         log = self
@@ -116,6 +118,7 @@ class SaslLog:
                                                       or authenticator.reauthentications > done_before):
                     user = (authenticator.principal or "").partition(":")[2]
                     log.authentications.append((authenticator.mechanism or "?", user))
+                    log.events.append("authenticated")
                     log.reauthentications += authenticator.reauthentications - done_before
             return step
 
@@ -125,6 +128,7 @@ class SaslLog:
 
         async def recording_metadata(state: Any, ctx: Any, request: Any) -> Any:
             log.requests.append((ctx.listener_name, ctx.principal))
+            log.events.append("Metadata")
             return await handler(state, ctx, request)
 
         monkeypatch.setitem(HANDLERS, ApiKey.METADATA, (low, high, recording_metadata))
