@@ -19,9 +19,7 @@ import pytest
 
 from kproto import AdminClient, Consumer, Producer
 from kproto.admin import (
-    ScramCredentialInfo,
     UserScramCredentialDeletion,
-    UserScramCredentialUpsertion,
 )
 from kproto.config import ClientConfig
 from kproto.errors import (
@@ -39,7 +37,7 @@ from kproto.security.oauthbearer import unsecured_token
 from kproto.security.sasl import OAuthBearerToken, client_sasl
 from minibroker import Delay, MiniBroker
 from tests.support.leaks import nothing_left_behind  # noqa: F401 (autouse)
-from tests.support.secure_broker import PLAIN_USERS, SaslLog, secure_config
+from tests.support.secure_broker import PLAIN_USERS, SaslLog, make_scram_users, secure_config
 
 GENEROUS = 5.0
 USERS = PLAIN_USERS  # PLAIN's, and the SCRAM users the module's admin makes with the same passwords
@@ -47,17 +45,6 @@ PLAIN_JAAS = 'org.apache.kafka.common.security.plain.PlainLoginModule required u
 SCRAM_JAAS = 'org.apache.kafka.common.security.scram.ScramLoginModule required username="bob" password="{}";'
 OAUTH_JAAS = ('org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required '
               'unsecuredLoginStringClaim_sub="carol";')
-
-
-def make_scram_users(broker, users, listener="PLAINTEXT"):
-    """SCRAM-SHA-256 and -512 credentials for ``users`` (name -> password), made with
-    kproto's admin client: one request per mechanism (Kafka refuses a user altered twice in
-    one request)."""
-    with AdminClient(bootstrap_servers=broker.bootstrap_servers_for(listener)) as admin:
-        for mechanism in ("SCRAM-SHA-256", "SCRAM-SHA-512"):
-            admin.alter_user_scram_credentials([
-                UserScramCredentialUpsertion(name, ScramCredentialInfo(mechanism, 4096), password)
-                for name, password in users.items()])
 
 
 @pytest.fixture(scope="module")

@@ -29,7 +29,7 @@ from kproto.protocol import ApiKey, decode_request
 from minibroker.handlers import HANDLERS
 from minibroker.sasl import Authenticator
 
-__all__ = ["PLAIN_USERS", "SaslLog", "secure_config"]
+__all__ = ["PLAIN_USERS", "SaslLog", "make_scram_users", "secure_config"]
 
 PLAIN_USERS = {"alice": "alice-secret", "bob": "bob-secret"}
 LISTENERS = {"PLAINTEXT": "PLAINTEXT", "SSL": "SSL", "MTLS": "SSL", "WRONGHOST": "SSL", "EXPIRED": "SSL",
@@ -70,6 +70,19 @@ def secure_config(pki: Any, directory: Path, *, expired_at: dt.datetime | None =
     }
     config.update(more)
     return config
+
+
+def make_scram_users(broker: Any, users: dict[str, str], listener: str = "PLAINTEXT") -> None:
+    """SCRAM-SHA-256 and -512 credentials for ``users`` (name -> password), made with
+    kproto's admin client (AlterUserScramCredentials) over ``listener``: one request per
+    mechanism (Kafka refuses a user altered twice in one request)."""
+    from kproto.admin import AdminClient, ScramCredentialInfo, UserScramCredentialUpsertion
+
+    with AdminClient(bootstrap_servers=broker.bootstrap_servers_for(listener)) as admin:
+        for mechanism in ("SCRAM-SHA-256", "SCRAM-SHA-512"):
+            admin.alter_user_scram_credentials([
+                UserScramCredentialUpsertion(name, ScramCredentialInfo(mechanism, 4096), password)
+                for name, password in users.items()])
 
 
 class SaslLog:
