@@ -3,7 +3,9 @@ mechanism's conversation as a generator that :class:`~kproto.io.Connection` driv
 
 :func:`client_sasl` reads ``security.protocol``, ``sasl.mechanism``, ``sasl.jaas.config``
 (as Java users write it, :mod:`kproto.security.jaas`), librdkafka's ``sasl.username`` /
-``sasl.password`` and ``sasl.oauthbearer.token.provider`` once, checks them together
+``sasl.password``, ``sasl.oauthbearer.token.provider`` and
+``sasl.oauthbearer.token.endpoint.url`` (with the ``sasl.login.*`` and
+``sasl.oauthbearer.*`` keys :mod:`kproto.security.oidc` reads) once, checks them together
 (:class:`~kproto.errors.ConfigError` naming the keys) and answers a :class:`SaslClient`,
 or None for a protocol without SASL.
 
@@ -21,7 +23,13 @@ Java's rules kept: the default ``sasl.mechanism`` is GSSAPI, which kproto does n
 (an error saying so); a PlainLoginModule or ScramLoginModule entry serves PLAIN and both
 SCRAMs (Java's login modules just hand over the user name and password); OAUTHBEARER takes
 OAuthBearerLoginModule's unsecured-token options (Kafka's default login callback handler,
-for development) or a token provider. ``sasl.*`` settings with a protocol without SASL are
+for development), a token provider, or ``sasl.oauthbearer.token.endpoint.url``: then the
+provider is :class:`~kproto.security.oidc.ClientCredentialsTokenProvider` (Java's
+``OAuthBearerLoginCallbackHandler``, KIP-768), whose ``token()`` blocks on HTTP and so
+runs in a thread; it keeps its token until the refresh time (``sasl.login.refresh.*``),
+so each authentication, a KIP-368 re-authentication included, sends the current token.
+An https endpoint's TLS settings are the ``ssl.*`` options of the OAuthBearerLoginModule
+entry, as Java reads them (``JaasOptionsUtils``), not the client's. ``sasl.*`` settings with a protocol without SASL are
 ignored, as Java ignores them (and logs them unused).
 """
 
@@ -34,8 +42,10 @@ from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from kproto.config import CONFIGS
 from kproto.errors import ConfigError, SaslAuthenticationFailedError
-from kproto.security import jaas, oauthbearer, plain, scram
+from kproto.security import jaas, oauthbearer, oidc, plain, scram
+from kproto.security.tls import client_context
 
 __all__ = ["MECHANISMS", "SASL_PROTOCOLS", "OAuthBearerToken", "SaslClient", "TokenProvider", "client_sasl"]
 
@@ -167,13 +177,43 @@ def _jaas_entry(text: str, mechanism: str) -> jaas.JaasEntry:
     return entry
 
 
+def _token_endpoint(config: Mapping[str, Any], text: str | None) -> oidc.ClientCredentialsTokenProvider:
+    """``sasl.oauthbearer.token.endpoint.url``'s provider (KIP-768), as Java's
+    ``OAuthBearerLoginCallbackHandler``: the client id, secret and scope from the config's
+    KIP-1139 keys or the OAuthBearerLoginModule options; for an https endpoint, the TLS
+    settings are the ``ssl.*`` options of that JAAS entry, not the client's own (Java's
+    ``JaasOptionsUtils.maybeCreateSslResource`` reads the JAAS options), and without any,
+    the system's CAs with the host name checked."""
+    options: Mapping[str, str] = {}
+    if text is not None:
+        options = _jaas_entry(text, "OAUTHBEARER").options
+    context = None
+    tls_options = {k: v for k, v in options.items() if k.startswith("ssl.")}
+    if tls_options and str(config["sasl.oauthbearer.token.endpoint.url"]).lower().startswith("https:"):
+        settings: dict[str, Any] = {k: key.default for k, key in CONFIGS.items() if k.startswith("ssl.")}
+        for name, value in tls_options.items():
+            key = CONFIGS.get(name)
+            if key is None:
+                raise ConfigError(f"sasl.jaas.config's option {name} is not an ssl setting kproto knows")
+            try:
+                settings[name] = key.parse(value)
+            except (TypeError, ValueError) as exc:
+                raise ConfigError(f"sasl.jaas.config's option {name}={value!r}: {exc}") from None
+        try:
+            context = client_context({**settings, "security.protocol": "SSL"})
+        except ConfigError as exc:
+            raise ConfigError(f"the token endpoint's TLS settings in sasl.jaas.config: {exc}") from None
+    return oidc.ClientCredentialsTokenProvider(config, ssl_context=context)
+
+
 def client_sasl(config: Mapping[str, Any]) -> SaslClient | None:
     """The client's SASL settings checked together, or None when ``security.protocol`` has
     no SASL.
 
     Raises:
         ConfigError: GSSAPI, missing or doubled credentials, a JAAS entry of another
-            mechanism, or a bad OAuthBearerLoginModule option.
+            mechanism, a bad OAuthBearerLoginModule option, or token endpoint settings
+            that :class:`~kproto.security.oidc.ClientCredentialsTokenProvider` refuses.
     """
     if config["security.protocol"] not in SASL_PROTOCOLS:
         return None
@@ -185,6 +225,7 @@ def client_sasl(config: Mapping[str, Any]) -> SaslClient | None:
     text = config.get("sasl.jaas.config")
     user, password = config.get("sasl.username"), config.get("sasl.password")
     provider = config.get("sasl.oauthbearer.token.provider")
+    url = config.get("sasl.oauthbearer.token.endpoint.url") or None
     spellings = [n for n, v in (("sasl.jaas.config", text), ("sasl.username", user),
                                 ("sasl.oauthbearer.token.provider", provider)) if v is not None]
     if len(spellings) > 1:
@@ -193,8 +234,13 @@ def client_sasl(config: Mapping[str, Any]) -> SaslClient | None:
         if user is not None or password is not None:
             raise ConfigError("sasl.username/sasl.password are for PLAIN and SCRAM; OAUTHBEARER takes "
                               "sasl.oauthbearer.token.provider or an OAuthBearerLoginModule sasl.jaas.config")
+        if url is not None and provider is not None:
+            raise ConfigError("sasl.oauthbearer.token.endpoint.url and sasl.oauthbearer.token.provider both give the "
+                              "tokens: give one")
         if provider is not None:
             return SaslClient(mechanism, token_provider=provider)
+        if url is not None:
+            return SaslClient(mechanism, token_provider=_token_endpoint(config, text))
         if text is None:
             raise ConfigError(f"security.protocol={protocol} with sasl.mechanism=OAUTHBEARER needs "
                               "sasl.oauthbearer.token.provider or sasl.jaas.config (OAuthBearerLoginModule)")
@@ -203,8 +249,9 @@ def client_sasl(config: Mapping[str, Any]) -> SaslClient | None:
             return SaslClient(mechanism, token_provider=_UnsecuredLogin(entry.options))
         except ValueError as exc:
             raise ConfigError(f"sasl.jaas.config: {exc}") from None
-    if provider is not None:
-        raise ConfigError(f"sasl.oauthbearer.token.provider is for OAUTHBEARER, not sasl.mechanism={mechanism}")
+    for name, value in (("sasl.oauthbearer.token.provider", provider), ("sasl.oauthbearer.token.endpoint.url", url)):
+        if value is not None:
+            raise ConfigError(f"{name} is for OAUTHBEARER, not sasl.mechanism={mechanism}")
     token_auth = False
     if text is not None:
         entry = _jaas_entry(text, mechanism)

@@ -21,6 +21,7 @@ Metadata handler (the principal and listener of each request), with pytest's
 from __future__ import annotations
 
 import datetime as dt
+import re
 import struct
 from pathlib import Path
 from typing import Any
@@ -98,6 +99,7 @@ class SaslLog:
         requests: ``[(listener, principal)]`` of every Metadata request handled.
         events: ``"authenticated"`` and ``"Metadata"`` in the order the broker did them.
         authenticators: every connection's authenticator, in order.
+        tokens: the OAUTHBEARER tokens clients sent, in order.
     """
 
     def __init__(self, monkeypatch: Any) -> None:
@@ -108,6 +110,7 @@ class SaslLog:
         self.reauthentications = 0
         self.requests: list[tuple[str, str]] = []
         self.events: list[str] = []
+        self.tokens: list[str] = []
         self.authenticators: list[Authenticator] = []
         receive, init = Authenticator.receive, Authenticator.__init__
         log = self
@@ -125,6 +128,9 @@ class SaslLog:
                 log.handshakes.append(decode_request(frame, strict=False)[1].mechanism)
             elif api_key == ApiKey.SASL_AUTHENTICATE:
                 log.authenticates += 1
+                bearer = re.search(rb"auth=Bearer ([^\x01]+)", decode_request(frame, strict=False)[1].auth_bytes)
+                if bearer:
+                    log.tokens.append(bearer.group(1).decode())
                 if step.failed:
                     log.failures += 1
                 elif authenticator.authenticated and (not was_authenticated
