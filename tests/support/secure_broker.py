@@ -51,7 +51,10 @@ def secure_config(pki: Any, directory: Path, *, expired_at: dt.datetime | None =
     (Kafka's names, given as a dict's keys) adds to them or overrides them."""
     directory.mkdir(parents=True, exist_ok=True)
     past = expired_at or dt.datetime.now(dt.timezone.utc) - dt.timedelta(days=2)
-    wrong_host = pki.ca.issue("elsewhere", hosts=("kafka.example.com",))  # no dot: certs.py names files by it
+    # a name no other test's certificate shares up to a dot: certs.py names the files by
+    # Path.with_suffix, and "elsewhere" after "elsewhere.example" (both "elsewhere.crt")
+    # makes its free-name loop spin forever
+    wrong_host = pki.ca.issue("wrong-host", hosts=("kafka.example.com",))
     expired = pki.ca.issue("localhost", hosts=("localhost", "127.0.0.1"), not_before=past - dt.timedelta(days=30),
                            not_after=past)
     users = " ".join(f'user_{name}="{password}"' for name, password in PLAIN_USERS.items())
