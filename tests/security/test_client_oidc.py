@@ -9,6 +9,7 @@ refusal of the endpoint fails the client at once.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import ssl
@@ -18,6 +19,7 @@ import urllib.parse
 import pytest
 
 from kproto import AdminClient, Producer
+from kproto.aio import AIOProducer
 from kproto.config import ClientConfig
 from kproto.errors import ConfigError, SaslAuthenticationError
 from kproto.io import Cluster
@@ -132,6 +134,34 @@ def test_a_refreshed_token_is_sent_at_the_next_reauthentication(pki, tmp_path, s
     assert set(sasl_log.tokens) <= set(issued) and len(set(sasl_log.tokens)) >= 2
     order = [issued.index(t) for t in sasl_log.tokens]
     assert order == sorted(order)
+
+
+def test_a_slow_token_endpoint_does_not_stall_the_event_loop(broker, sasl_log):
+    """Issue 15 (OIDC): ClientCredentialsTokenProvider.token() blocks on HTTP; the asyncio
+    client runs it in a thread, so the event loop goes on while the endpoint takes 1 s."""
+    slow = Reply(**{**vars(_token_reply()), "delay": 1.0})
+
+    async def run():
+        ticks = 0
+
+        async def tick():
+            nonlocal ticks
+            while True:
+                await asyncio.sleep(0.05)
+                ticks += 1
+
+        ticker = asyncio.ensure_future(tick())
+        try:
+            async with AIOProducer(_settings(broker, endpoint.url)) as producer:
+                await producer.send_and_wait("oidc-slow", b"v")
+        finally:
+            ticker.cancel()
+        return ticks
+
+    with http_endpoint(slow) as endpoint:
+        ticks = asyncio.run(run())
+    assert ticks >= 5  # 1 s of endpoint at 50 ms a tick: the loop was not blocked
+    assert set(sasl_log.authentications) == {("OAUTHBEARER", "app-principal")}
 
 
 def test_endpoint_refusal_is_a_sasl_error_at_once_without_retries(broker, sasl_log):
