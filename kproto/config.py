@@ -294,6 +294,9 @@ _KEYS = [
          "OAUTHBEARER: the OAuth 2 token endpoint (https://, http:// or file://); tokens come from it by "
          "the client-credentials grant, with clientId/clientSecret/scope from sasl.jaas.config "
          "(OAuthBearerLoginModule) or the sasl.oauthbearer.client.credentials.* keys."),
+    _key("sasl.login.callback.handler.class", None, _optional_str, ALL,
+         "As Java clients write it for the OAuth flow: OAuthBearerLoginCallbackHandler (with "
+         "sasl.oauthbearer.token.endpoint.url, which alone suffices in kproto); kproto runs no other Java class."),
     _key("sasl.oauthbearer.client.credentials.client.id", None, _optional_str, ALL,
          "The OAuth client id (Kafka 4.1, KIP-1139; wins over sasl.jaas.config's clientId)."),
     _key("sasl.oauthbearer.client.credentials.client.secret", None, _optional_str, ALL,

@@ -53,6 +53,10 @@ SASL_PROTOCOLS = frozenset({"SASL_PLAINTEXT", "SASL_SSL"})
 #: The mechanisms kproto's clients speak.
 MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
 _USER_MODULES = (jaas.LOGIN_MODULES["PLAIN"], jaas.LOGIN_MODULES["SCRAM-SHA-256"])
+# sasl.login.callback.handler.class values that name the OAuth client-credentials flow
+# (KIP-768; the "secured" package is the name before Kafka 3.4)
+_OIDC_HANDLERS = ("org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler",
+                  "org.apache.kafka.common.security.oauthbearer.secured.OAuthBearerLoginCallbackHandler")
 
 
 @dataclass(frozen=True)
@@ -226,6 +230,13 @@ def client_sasl(config: Mapping[str, Any]) -> SaslClient | None:
     user, password = config.get("sasl.username"), config.get("sasl.password")
     provider = config.get("sasl.oauthbearer.token.provider")
     url = config.get("sasl.oauthbearer.token.endpoint.url") or None
+    handler = (config.get("sasl.login.callback.handler.class") or "").strip() or None
+    if handler is not None and handler not in _OIDC_HANDLERS:
+        raise ConfigError(f"sasl.login.callback.handler.class={handler}: kproto runs no Java class; it knows "
+                          f"{_OIDC_HANDLERS[0]} (the OAuth flow of sasl.oauthbearer.token.endpoint.url); for "
+                          "another token source, give sasl.oauthbearer.token.provider")
+    if handler is not None and url is None:
+        raise ConfigError(f"sasl.login.callback.handler.class={handler} needs sasl.oauthbearer.token.endpoint.url")
     spellings = [n for n, v in (("sasl.jaas.config", text), ("sasl.username", user),
                                 ("sasl.oauthbearer.token.provider", provider)) if v is not None]
     if len(spellings) > 1:

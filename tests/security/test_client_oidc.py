@@ -32,6 +32,7 @@ from tests.support.leaks import nothing_left_behind  # noqa: F401 (autouse)
 from tests.support.secure_broker import SaslLog, secure_config
 
 GENEROUS = 5.0
+HANDLER = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler"
 JAAS = ('org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required '
         'clientId="kafka-app" clientSecret="app-secret" scope="kafka";')
 
@@ -190,6 +191,17 @@ def test_endpoint_refusal_is_a_sasl_error_at_once_without_retries(broker, sasl_l
     assert sasl_log.handshakes == [] and sasl_log.authenticates == 0
 
 
+def test_a_java_client_properties_for_oidc_works_as_it_is(broker, sasl_log):
+    """Issue 15 (OIDC): Java's clients need sasl.login.callback.handler.class naming
+    OAuthBearerLoginCallbackHandler with the endpoint URL; such a configuration works in
+    kproto as it is (the URL alone would do)."""
+    with http_endpoint(_token_reply()) as endpoint:
+        settings = _settings(broker, endpoint.url, **{"sasl.login.callback.handler.class": HANDLER})
+        with Producer(settings) as producer:
+            producer.send("oidc-java", b"v").result(10)
+    assert set(sasl_log.authentications) == {("OAUTHBEARER", "app-principal")}
+
+
 def test_the_provider_is_the_client_credentials_one_with_the_clients_settings():
     """Issue 15 (OIDC): the keys oidc.py reads go through the client's config table (Kafka's
     names and defaults, checked there) into ClientCredentialsTokenProvider."""
@@ -235,6 +247,9 @@ def test_an_https_endpoints_tls_settings_are_the_jaas_entrys_ssl_options(pki):
     ({"sasl.jaas.config": None}, "The OAuth configuration option clientId is required"),
     ({"sasl.oauthbearer.token.endpoint.url": "ftp://idp/token"}, "expected an http, https or file URL"),
     ({"sasl.login.refresh.window.factor": 0.2}, "must be between 0.5 and 1"),
+    ({"sasl.login.callback.handler.class": "com.example.MyHandler"}, "kproto runs no Java class"),
+    ({"sasl.login.callback.handler.class": HANDLER, "sasl.oauthbearer.token.endpoint.url": None},
+     "OAuthBearerLoginCallbackHandler needs sasl.oauthbearer.token.endpoint.url"),
     ({"sasl.login.retry.backoff.max.ms": 10, "sasl.login.retry.backoff.ms": 100}, "is less than"),
     ({"sasl.jaas.config": JAAS.replace(";", ' ssl.truststore.type="JKS";'),
       "sasl.oauthbearer.token.endpoint.url": "https://idp/token"}, "sasl.jaas.config's option ssl.truststore.type.*PEM only"),
