@@ -23,7 +23,7 @@ from typing import Any
 from kproto.compression import GZIP, LZ4, ZSTD, check_level
 from kproto.errors import ConfigError
 
-__all__ = ["CONFIGS", "ClientConfig", "ConfigKey"]
+__all__ = ["CONFIGS", "ClientConfig", "ConfigKey", "ssl_settings"]
 
 PRODUCER, CONSUMER, ADMIN = "producer", "consumer", "admin"
 ALL = frozenset({PRODUCER, CONSUMER, ADMIN})
@@ -385,6 +385,27 @@ CONFIGS: dict[str, ConfigKey] = {k.name: k for k in _KEYS}
 _SECRETS = frozenset({"sasl.jaas.config", "sasl.password", "ssl.key.password", "ssl.keystore.key",
                       "ssl.keystore.password", "ssl.truststore.password",
                       "sasl.oauthbearer.client.credentials.client.secret"})
+
+
+def ssl_settings(options: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``ssl.*`` settings made of ``options`` (Kafka's names, values as written in a
+    ``sasl.jaas.config`` entry), parsed with the table, the others at their defaults: the
+    TLS settings of an OAuth token endpoint, which Java reads from the OAuthBearerLoginModule
+    options (``JaasOptionsUtils.getSslClientConfig``), not from the client's own.
+
+    Raises:
+        ConfigError: an ``ssl.`` name the table does not have, or a bad value.
+    """
+    settings = {k.name: k.default for k in _KEYS if k.name.startswith("ssl.")}
+    for name, value in options.items():
+        key = CONFIGS.get(name)
+        if key is None or not name.startswith("ssl."):
+            raise ConfigError(f"{name} is not an ssl setting kproto knows")
+        try:
+            settings[name] = key.parse(value)
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"{name}={value!r}: {exc}") from None
+    return settings
 
 
 class ClientConfig(Mapping[str, Any]):

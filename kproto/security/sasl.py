@@ -42,7 +42,6 @@ from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kproto.config import CONFIGS
 from kproto.errors import ConfigError, SaslAuthenticationFailedError
 from kproto.security import jaas, oauthbearer, oidc, plain, scram
 from kproto.security.tls import client_context
@@ -84,6 +83,10 @@ class OAuthBearerToken:
 #: shaped as Java's ``OAuthBearerToken`` (``value``, ``lifetime_ms`` the expiry in epoch
 #: ms, ``principal``), such as :mod:`kproto.security.oidc`'s ``AccessToken``.
 TokenProvider = Callable[[], Any]
+
+
+#: :func:`kproto.config.ssl_settings`'s shape: ``ssl.*`` options as written -> parsed settings.
+SslSettings = Callable[[Mapping[str, str]], Mapping[str, Any]]
 
 
 def _as_token(answer: Any) -> OAuthBearerToken:
@@ -181,7 +184,8 @@ def _jaas_entry(text: str, mechanism: str) -> jaas.JaasEntry:
     return entry
 
 
-def _token_endpoint(config: Mapping[str, Any], text: str | None) -> oidc.ClientCredentialsTokenProvider:
+def _token_endpoint(config: Mapping[str, Any], text: str | None,
+                    ssl_settings: SslSettings | None) -> oidc.ClientCredentialsTokenProvider:
     """``sasl.oauthbearer.token.endpoint.url``'s provider (KIP-768), as Java's
     ``OAuthBearerLoginCallbackHandler``: the client id, secret and scope from the config's
     KIP-1139 keys or the OAuthBearerLoginModule options; for an https endpoint, the TLS
@@ -194,25 +198,25 @@ def _token_endpoint(config: Mapping[str, Any], text: str | None) -> oidc.ClientC
     context = None
     tls_options = {k: v for k, v in options.items() if k.startswith("ssl.")}
     if tls_options and str(config["sasl.oauthbearer.token.endpoint.url"]).lower().startswith("https:"):
-        settings: dict[str, Any] = {k: key.default for k, key in CONFIGS.items() if k.startswith("ssl.")}
-        for name, value in tls_options.items():
-            key = CONFIGS.get(name)
-            if key is None:
-                raise ConfigError(f"sasl.jaas.config's option {name} is not an ssl setting kproto knows")
-            try:
-                settings[name] = key.parse(value)
-            except (TypeError, ValueError) as exc:
-                raise ConfigError(f"sasl.jaas.config's option {name}={value!r}: {exc}") from None
+        if ssl_settings is None:
+            raise ConfigError("the token endpoint's ssl.* options in sasl.jaas.config need the client's settings "
+                              "table: make the client (or a kproto.io.Cluster) rather than calling client_sasl")
         try:
-            context = client_context({**settings, "security.protocol": "SSL"})
+            context = client_context({**ssl_settings(tls_options), "security.protocol": "SSL"})
         except ConfigError as exc:
             raise ConfigError(f"the token endpoint's TLS settings in sasl.jaas.config: {exc}") from None
     return oidc.ClientCredentialsTokenProvider(config, ssl_context=context)
 
 
-def client_sasl(config: Mapping[str, Any]) -> SaslClient | None:
+def client_sasl(config: Mapping[str, Any], *, ssl_settings: SslSettings | None = None) -> SaslClient | None:
     """The client's SASL settings checked together, or None when ``security.protocol`` has
     no SASL.
+
+    Args:
+        config: the client's settings (Kafka's names, parsed).
+        ssl_settings: :func:`kproto.config.ssl_settings`, which parses the ``ssl.*``
+            options of an OAuth token endpoint's JAAS entry (passed in: this layer does
+            not import the settings table).
 
     Raises:
         ConfigError: GSSAPI, missing or doubled credentials, a JAAS entry of another
@@ -251,7 +255,7 @@ def client_sasl(config: Mapping[str, Any]) -> SaslClient | None:
         if provider is not None:
             return SaslClient(mechanism, token_provider=provider)
         if url is not None:
-            return SaslClient(mechanism, token_provider=_token_endpoint(config, text))
+            return SaslClient(mechanism, token_provider=_token_endpoint(config, text, ssl_settings))
         if text is None:
             raise ConfigError(f"security.protocol={protocol} with sasl.mechanism=OAUTHBEARER needs "
                               "sasl.oauthbearer.token.provider or sasl.jaas.config (OAuthBearerLoginModule)")

@@ -25,7 +25,6 @@ from kproto.errors import ConfigError, SaslAuthenticationError
 from kproto.io import Cluster
 from kproto.security.oauthbearer import unsecured_token
 from kproto.security.oidc import ClientCredentialsTokenProvider, TokenRetrievalError
-from kproto.security.sasl import client_sasl
 from minibroker import MiniBroker
 from tests.security.endpoint import Reply, http_endpoint
 from tests.support.leaks import nothing_left_behind  # noqa: F401 (autouse)
@@ -212,7 +211,7 @@ def test_the_provider_is_the_client_credentials_one_with_the_clients_settings():
         "sasl.login.retry.backoff.ms": 50, "sasl.login.retry.backoff.max.ms": 400,
         "sasl.oauthbearer.sub.claim.name": "client_id", "sasl.oauthbearer.scope.claim.name": "scp",
         "sasl.login.refresh.window.factor": "0.6", "sasl.oauthbearer.header.urlencode": "true"})
-    provider = client_sasl(config).token_provider
+    provider = Cluster(config)._sasl.token_provider
     assert isinstance(provider, ClientCredentialsTokenProvider)
     assert (provider.connect_timeout_ms, provider.read_timeout_ms) == (1500, 2500)
     assert (provider.retry_backoff_ms, provider.retry_backoff_max_ms) == (50, 400)
@@ -229,13 +228,13 @@ def test_an_https_endpoints_tls_settings_are_the_jaas_entrys_ssl_options(pki):
     jaas = JAAS.replace(";", f' ssl.truststore.location="{pki.ca.cert_path}" ssl.truststore.type="PEM";')
     base = {"bootstrap.servers": "h:1", "security.protocol": "SASL_SSL", "sasl.mechanism": "OAUTHBEARER",
             "sasl.oauthbearer.token.endpoint.url": "https://idp.example.com/token"}
-    provider = client_sasl(ClientConfig("producer", {**base, "sasl.jaas.config": jaas})).token_provider
+    provider = Cluster(ClientConfig("producer", {**base, "sasl.jaas.config": jaas}))._sasl.token_provider
     context = provider._ssl_context
     assert isinstance(context, ssl.SSLContext) and context.check_hostname
     assert [c["subject"] for c in context.get_ca_certs()] == [
         ((("organizationName", "kproto tests"),), (("commonName", "kproto test CA"),))]
-    plain = client_sasl(ClientConfig("producer", {**base, "sasl.jaas.config": JAAS,
-                                                  "ssl.ca.location": str(pki.ca.cert_path)})).token_provider
+    plain = Cluster(ClientConfig("producer", {**base, "sasl.jaas.config": JAAS,
+                                              "ssl.ca.location": str(pki.ca.cert_path)}))._sasl.token_provider
     assert plain._ssl_context is None  # http_exchange's default: the system's CAs
 
 
@@ -252,7 +251,7 @@ def test_an_https_endpoints_tls_settings_are_the_jaas_entrys_ssl_options(pki):
      "OAuthBearerLoginCallbackHandler needs sasl.oauthbearer.token.endpoint.url"),
     ({"sasl.login.retry.backoff.max.ms": 10, "sasl.login.retry.backoff.ms": 100}, "is less than"),
     ({"sasl.jaas.config": JAAS.replace(";", ' ssl.truststore.type="JKS";'),
-      "sasl.oauthbearer.token.endpoint.url": "https://idp/token"}, "sasl.jaas.config's option ssl.truststore.type.*PEM only"),
+      "sasl.oauthbearer.token.endpoint.url": "https://idp/token"}, "token endpoint's TLS settings.*ssl.truststore.type.*PEM only"),
 ])
 def test_bad_token_endpoint_settings_are_config_errors(settings, message):
     """Issue 15 (OIDC): contradictions and bad values are errors when the client is made."""
