@@ -29,8 +29,8 @@ provider is :class:`~kproto.security.oidc.ClientCredentialsTokenProvider` (Java'
 runs in a thread; it keeps its token until the refresh time (``sasl.login.refresh.*``),
 so each authentication, a KIP-368 re-authentication included, sends the current token.
 An https endpoint's TLS settings are the ``ssl.*`` options of the OAuthBearerLoginModule
-entry, as Java reads them (``JaasOptionsUtils``), not the client's. ``sasl.*`` settings with a protocol without SASL are
-ignored, as Java ignores them (and logs them unused).
+entry, as Java reads them (``JaasOptionsUtils``), not the client's. ``sasl.*`` settings
+with a protocol without SASL are ignored, as Java ignores them (and logs them unused).
 """
 
 from __future__ import annotations
