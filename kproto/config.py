@@ -23,7 +23,7 @@ from typing import Any
 from kproto.compression import GZIP, LZ4, ZSTD, check_level
 from kproto.errors import ConfigError
 
-__all__ = ["CONFIGS", "ClientConfig", "ConfigKey"]
+__all__ = ["CONFIGS", "ClientConfig", "ConfigKey", "ssl_settings"]
 
 PRODUCER, CONSUMER, ADMIN = "producer", "consumer", "admin"
 ALL = frozenset({PRODUCER, CONSUMER, ADMIN})
@@ -180,6 +180,23 @@ def _tls_protocol(value: Any) -> str:
     return text
 
 
+def _optional_non_negative(value: Any) -> int | None:
+    return None if value is None else _non_negative(value)
+
+
+def _between(low: float, high: float, kind: Callable[[Any], Any] = float) -> Callable[[Any], Any]:
+    # SaslConfigs' ConfigDef.Range of the sasl.login.refresh.* settings
+    def check(value: Any) -> Any:
+        try:
+            n = kind(value)
+        except (TypeError, ValueError):
+            raise ValueError("expected a number") from None
+        if not low <= n <= high:
+            raise ValueError(f"must be between {low:g} and {high:g}")
+        return n
+    return check
+
+
 def _ssl_context(value: Any) -> Any:
     if value is not None and not isinstance(value, ssl.SSLContext):
         raise ValueError("expected an ssl.SSLContext or None")
@@ -272,6 +289,40 @@ _KEYS = [
     _key("sasl.oauthbearer.token.provider", None, _token_provider, ALL,
          "OAUTHBEARER: a callable (or an object with a token() method), sync or async, answering a token: "
          "a str, a (token, expiry epoch seconds) tuple or an OAuthBearerToken; see the security guide."),
+    # -- OAUTHBEARER from an OAuth 2 provider (KIP-768; kproto.security.oidc reads them) ---------
+    _key("sasl.oauthbearer.token.endpoint.url", None, _optional_str, ALL,
+         "OAUTHBEARER: the OAuth 2 token endpoint (https://, http:// or file://); tokens come from it by "
+         "the client-credentials grant, with clientId/clientSecret/scope from sasl.jaas.config "
+         "(OAuthBearerLoginModule) or the sasl.oauthbearer.client.credentials.* keys."),
+    _key("sasl.login.callback.handler.class", None, _optional_str, ALL,
+         "As Java clients write it for the OAuth flow: OAuthBearerLoginCallbackHandler (with "
+         "sasl.oauthbearer.token.endpoint.url, which alone suffices in kproto); kproto runs no other Java class."),
+    _key("sasl.oauthbearer.client.credentials.client.id", None, _optional_str, ALL,
+         "The OAuth client id (Kafka 4.1, KIP-1139; wins over sasl.jaas.config's clientId)."),
+    _key("sasl.oauthbearer.client.credentials.client.secret", None, _optional_str, ALL,
+         "The OAuth client secret (Kafka 4.1, KIP-1139; wins over sasl.jaas.config's clientSecret)."),
+    _key("sasl.oauthbearer.scope", None, _optional_str, ALL,
+         "The scope asked for (Kafka 4.1, KIP-1139; wins over sasl.jaas.config's scope)."),
+    _key("sasl.oauthbearer.scope.claim.name", "scope", _str, ALL, "The token's claim that holds its scope."),
+    _key("sasl.oauthbearer.sub.claim.name", "sub", _str, ALL, "The token's claim that holds its principal."),
+    _key("sasl.oauthbearer.header.urlencode", False, _bool, ALL,
+         "URL-encode the client id and secret in the Authorization header (KIP-1025)."),
+    _key("sasl.login.connect.timeout.ms", None, _optional_non_negative, ALL,
+         "Bound of connecting to the token endpoint (None: none, as Java's)."),
+    _key("sasl.login.read.timeout.ms", None, _optional_non_negative, ALL,
+         "Bound of each read from the token endpoint (None: none, as Java's)."),
+    _key("sasl.login.retry.backoff.ms", 100, _non_negative, ALL,
+         "First wait before asking the token endpoint again after a retriable failure (doubling)."),
+    _key("sasl.login.retry.backoff.max.ms", 10000, _non_negative, ALL,
+         "How long retries of the token endpoint may go on, from the first attempt."),
+    _key("sasl.login.refresh.window.factor", 0.8, _between(0.5, 1.0), ALL,
+         "A token is refreshed at this share of its lifetime..."),
+    _key("sasl.login.refresh.window.jitter", 0.05, _between(0.0, 0.25), ALL,
+         "...plus a random share up to this..."),
+    _key("sasl.login.refresh.min.period.seconds", 60, _between(0, 900, _int), ALL,
+         "...but no sooner than this after the last refresh..."),
+    _key("sasl.login.refresh.buffer.seconds", 300, _between(0, 3600, _int), ALL,
+         "...and no later than this before it expires."),
     # -- producer -------------------------------------------------------------------------
     _key("acks", -1, _acks, PRODUCER, "Acknowledgements: all (-1), 1 or 0."),
     _key("batch.size", 16384, _non_negative, PRODUCER, "Largest batch per partition, in bytes before compression."),
@@ -332,7 +383,29 @@ CONFIGS: dict[str, ConfigKey] = {k.name: k for k in _KEYS}
 
 # Java's Type.PASSWORD settings (and the JAAS entry that holds one): shown as [hidden]
 _SECRETS = frozenset({"sasl.jaas.config", "sasl.password", "ssl.key.password", "ssl.keystore.key",
-                      "ssl.keystore.password", "ssl.truststore.password"})
+                      "ssl.keystore.password", "ssl.truststore.password",
+                      "sasl.oauthbearer.client.credentials.client.secret"})
+
+
+def ssl_settings(options: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``ssl.*`` settings made of ``options`` (Kafka's names, values as written in a
+    ``sasl.jaas.config`` entry), parsed with the table, the others at their defaults: the
+    TLS settings of an OAuth token endpoint, which Java reads from the OAuthBearerLoginModule
+    options (``JaasOptionsUtils.getSslClientConfig``), not from the client's own.
+
+    Raises:
+        ConfigError: an ``ssl.`` name the table does not have, or a bad value.
+    """
+    settings = {k.name: k.default for k in _KEYS if k.name.startswith("ssl.")}
+    for name, value in options.items():
+        key = CONFIGS.get(name)
+        if key is None or not name.startswith("ssl."):
+            raise ConfigError(f"{name} is not an ssl setting kproto knows")
+        try:
+            settings[name] = key.parse(value)
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"{name}={value!r}: {exc}") from None
+    return settings
 
 
 class ClientConfig(Mapping[str, Any]):

@@ -41,7 +41,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kproto.config import CONFIGS
+from kproto.config import CONFIGS, ssl_settings
 from kproto.errors import (
     AuthenticationError,
     ClientClosedError,
@@ -156,7 +156,7 @@ class Cluster:
         self.bootstrap = parse_bootstrap_servers(config["bootstrap.servers"])
         self.allow_auto_topic_creation = allow_auto_topic_creation
         self._ssl = client_context(config)
-        self._sasl = client_sasl(config)
+        self._sasl = client_sasl(config, ssl_settings=ssl_settings)
         unused = _unused_security_settings(config)
         if unused:  # Java's AbstractConfig.logUnused
             log.warning("security.protocol=%s does not use the settings %s: ignored", config["security.protocol"],

@@ -3,7 +3,9 @@ mechanism's conversation as a generator that :class:`~kproto.io.Connection` driv
 
 :func:`client_sasl` reads ``security.protocol``, ``sasl.mechanism``, ``sasl.jaas.config``
 (as Java users write it, :mod:`kproto.security.jaas`), librdkafka's ``sasl.username`` /
-``sasl.password`` and ``sasl.oauthbearer.token.provider`` once, checks them together
+``sasl.password``, ``sasl.oauthbearer.token.provider`` and
+``sasl.oauthbearer.token.endpoint.url`` (with the ``sasl.login.*`` and
+``sasl.oauthbearer.*`` keys :mod:`kproto.security.oidc` reads) once, checks them together
 (:class:`~kproto.errors.ConfigError` naming the keys) and answers a :class:`SaslClient`,
 or None for a protocol without SASL.
 
@@ -21,8 +23,14 @@ Java's rules kept: the default ``sasl.mechanism`` is GSSAPI, which kproto does n
 (an error saying so); a PlainLoginModule or ScramLoginModule entry serves PLAIN and both
 SCRAMs (Java's login modules just hand over the user name and password); OAUTHBEARER takes
 OAuthBearerLoginModule's unsecured-token options (Kafka's default login callback handler,
-for development) or a token provider. ``sasl.*`` settings with a protocol without SASL are
-ignored, as Java ignores them (and logs them unused).
+for development), a token provider, or ``sasl.oauthbearer.token.endpoint.url``: then the
+provider is :class:`~kproto.security.oidc.ClientCredentialsTokenProvider` (Java's
+``OAuthBearerLoginCallbackHandler``, KIP-768), whose ``token()`` blocks on HTTP and so
+runs in a thread; it keeps its token until the refresh time (``sasl.login.refresh.*``),
+so each authentication, a KIP-368 re-authentication included, sends the current token.
+An https endpoint's TLS settings are the ``ssl.*`` options of the OAuthBearerLoginModule
+entry, as Java reads them (``JaasOptionsUtils``), not the client's. ``sasl.*`` settings
+with a protocol without SASL are ignored, as Java ignores them (and logs them unused).
 """
 
 from __future__ import annotations
@@ -35,7 +43,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kproto.errors import ConfigError, SaslAuthenticationFailedError
-from kproto.security import jaas, oauthbearer, plain, scram
+from kproto.security import jaas, oauthbearer, oidc, plain, scram
+from kproto.security.tls import client_context
 
 __all__ = ["MECHANISMS", "SASL_PROTOCOLS", "OAuthBearerToken", "SaslClient", "TokenProvider", "client_sasl"]
 
@@ -43,6 +52,10 @@ SASL_PROTOCOLS = frozenset({"SASL_PLAINTEXT", "SASL_SSL"})
 #: The mechanisms kproto's clients speak.
 MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
 _USER_MODULES = (jaas.LOGIN_MODULES["PLAIN"], jaas.LOGIN_MODULES["SCRAM-SHA-256"])
+# sasl.login.callback.handler.class values that name the OAuth client-credentials flow
+# (KIP-768; the "secured" package is the name before Kafka 3.4)
+_OIDC_HANDLERS = ("org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler",
+                  "org.apache.kafka.common.security.oauthbearer.secured.OAuthBearerLoginCallbackHandler")
 
 
 @dataclass(frozen=True)
@@ -70,6 +83,10 @@ class OAuthBearerToken:
 #: shaped as Java's ``OAuthBearerToken`` (``value``, ``lifetime_ms`` the expiry in epoch
 #: ms, ``principal``), such as :mod:`kproto.security.oidc`'s ``AccessToken``.
 TokenProvider = Callable[[], Any]
+
+
+#: :func:`kproto.config.ssl_settings`'s shape: ``ssl.*`` options as written -> parsed settings.
+SslSettings = Callable[[Mapping[str, str]], Mapping[str, Any]]
 
 
 def _as_token(answer: Any) -> OAuthBearerToken:
@@ -167,13 +184,44 @@ def _jaas_entry(text: str, mechanism: str) -> jaas.JaasEntry:
     return entry
 
 
-def client_sasl(config: Mapping[str, Any]) -> SaslClient | None:
+def _token_endpoint(config: Mapping[str, Any], text: str | None,
+                    ssl_settings: SslSettings | None) -> oidc.ClientCredentialsTokenProvider:
+    """``sasl.oauthbearer.token.endpoint.url``'s provider (KIP-768), as Java's
+    ``OAuthBearerLoginCallbackHandler``: the client id, secret and scope from the config's
+    KIP-1139 keys or the OAuthBearerLoginModule options; for an https endpoint, the TLS
+    settings are the ``ssl.*`` options of that JAAS entry, not the client's own (Java's
+    ``JaasOptionsUtils.maybeCreateSslResource`` reads the JAAS options), and without any,
+    the system's CAs with the host name checked."""
+    options: Mapping[str, str] = {}
+    if text is not None:
+        options = _jaas_entry(text, "OAUTHBEARER").options
+    context = None
+    tls_options = {k: v for k, v in options.items() if k.startswith("ssl.")}
+    if tls_options and str(config["sasl.oauthbearer.token.endpoint.url"]).lower().startswith("https:"):
+        if ssl_settings is None:
+            raise ConfigError("the token endpoint's ssl.* options in sasl.jaas.config need the client's settings "
+                              "table: make the client (or a kproto.io.Cluster) rather than calling client_sasl")
+        try:
+            context = client_context({**ssl_settings(tls_options), "security.protocol": "SSL"})
+        except ConfigError as exc:
+            raise ConfigError(f"the token endpoint's TLS settings in sasl.jaas.config: {exc}") from None
+    return oidc.ClientCredentialsTokenProvider(config, ssl_context=context)
+
+
+def client_sasl(config: Mapping[str, Any], *, ssl_settings: SslSettings | None = None) -> SaslClient | None:
     """The client's SASL settings checked together, or None when ``security.protocol`` has
     no SASL.
 
+    Args:
+        config: the client's settings (Kafka's names, parsed).
+        ssl_settings: :func:`kproto.config.ssl_settings`, which parses the ``ssl.*``
+            options of an OAuth token endpoint's JAAS entry (passed in: this layer does
+            not import the settings table).
+
     Raises:
         ConfigError: GSSAPI, missing or doubled credentials, a JAAS entry of another
-            mechanism, or a bad OAuthBearerLoginModule option.
+            mechanism, a bad OAuthBearerLoginModule option, or token endpoint settings
+            that :class:`~kproto.security.oidc.ClientCredentialsTokenProvider` refuses.
     """
     if config["security.protocol"] not in SASL_PROTOCOLS:
         return None
@@ -185,6 +233,14 @@ def client_sasl(config: Mapping[str, Any]) -> SaslClient | None:
     text = config.get("sasl.jaas.config")
     user, password = config.get("sasl.username"), config.get("sasl.password")
     provider = config.get("sasl.oauthbearer.token.provider")
+    url = config.get("sasl.oauthbearer.token.endpoint.url") or None
+    handler = (config.get("sasl.login.callback.handler.class") or "").strip() or None
+    if handler is not None and handler not in _OIDC_HANDLERS:
+        raise ConfigError(f"sasl.login.callback.handler.class={handler}: kproto runs no Java class; it knows "
+                          f"{_OIDC_HANDLERS[0]} (the OAuth flow of sasl.oauthbearer.token.endpoint.url); for "
+                          "another token source, give sasl.oauthbearer.token.provider")
+    if handler is not None and url is None:
+        raise ConfigError(f"sasl.login.callback.handler.class={handler} needs sasl.oauthbearer.token.endpoint.url")
     spellings = [n for n, v in (("sasl.jaas.config", text), ("sasl.username", user),
                                 ("sasl.oauthbearer.token.provider", provider)) if v is not None]
     if len(spellings) > 1:
@@ -193,8 +249,13 @@ def client_sasl(config: Mapping[str, Any]) -> SaslClient | None:
         if user is not None or password is not None:
             raise ConfigError("sasl.username/sasl.password are for PLAIN and SCRAM; OAUTHBEARER takes "
                               "sasl.oauthbearer.token.provider or an OAuthBearerLoginModule sasl.jaas.config")
+        if url is not None and provider is not None:
+            raise ConfigError("sasl.oauthbearer.token.endpoint.url and sasl.oauthbearer.token.provider both give the "
+                              "tokens: give one")
         if provider is not None:
             return SaslClient(mechanism, token_provider=provider)
+        if url is not None:
+            return SaslClient(mechanism, token_provider=_token_endpoint(config, text, ssl_settings))
         if text is None:
             raise ConfigError(f"security.protocol={protocol} with sasl.mechanism=OAUTHBEARER needs "
                               "sasl.oauthbearer.token.provider or sasl.jaas.config (OAuthBearerLoginModule)")
@@ -203,8 +264,9 @@ def client_sasl(config: Mapping[str, Any]) -> SaslClient | None:
             return SaslClient(mechanism, token_provider=_UnsecuredLogin(entry.options))
         except ValueError as exc:
             raise ConfigError(f"sasl.jaas.config: {exc}") from None
-    if provider is not None:
-        raise ConfigError(f"sasl.oauthbearer.token.provider is for OAUTHBEARER, not sasl.mechanism={mechanism}")
+    for name, value in (("sasl.oauthbearer.token.provider", provider), ("sasl.oauthbearer.token.endpoint.url", url)):
+        if value is not None:
+            raise ConfigError(f"{name} is for OAUTHBEARER, not sasl.mechanism={mechanism}")
     token_auth = False
     if text is not None:
         entry = _jaas_entry(text, mechanism)

@@ -7,8 +7,8 @@ unauthenticated connection, which ``--authentication`` refuses ("early eof"); me
 storage does not outlive the broker and its file storage is not built in, so no user can
 exist on an authenticating Tansu. Its TLS is not reachable either: ``--cert`` and
 ``--key`` may not be given together, and either alone leaves the listener plaintext.
-Successful SASL and TLS are tested against tests/support/secure_broker.py
-(test_client_sasl.py, test_client_tls.py), and against minibroker after the merge.
+Successful SASL and TLS are tested against minibroker's TLS and SASL listeners
+(test_client_sasl.py, test_client_tls.py, test_client_sasl_roundtrip.py).
 """
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
 """kproto's clients over TLS (issue 15, client side, items 1-2): Kafka's and librdkafka's
 ``ssl.*`` names in PEM form, ``ssl_context=``, mutual TLS, and each failure's words.
 
-Real sockets and real TLS against the small test broker of tests/support/secure_broker.py
-(the ``make_broker`` fixture: minibroker's TLS listener can take its place), with the
-session's test certificates (``pki``). Tansu over TLS is in test_client_tls_tansu.py.
+Real sockets and real TLS against minibroker's TLS listeners (one broker for the module,
+tests/support/secure_broker.py: SSL, MTLS requiring client certificates, WRONGHOST and
+EXPIRED with a wrong certificate on purpose, PLAINTEXT), with the session's test
+certificates (``pki``). Tansu over TLS is in test_client_tls_tansu.py.
 """
 
 from __future__ import annotations
@@ -22,29 +23,25 @@ from kproto.config import ClientConfig
 from kproto.errors import ConfigError, KafkaTimeoutError, SslAuthenticationError
 from kproto.io import Cluster, Connection
 from kproto.security.tls import client_context
+from minibroker import MiniBroker
 from tests.support.certs import CertificateAuthority
 from tests.support.leaks import nothing_left_behind  # noqa: F401 (autouse)
-from tests.support.secure_broker import SecureBroker, server_context
+from tests.support.secure_broker import SaslLog, secure_config
 
 GENEROUS = 5.0  # seconds: "at once" under a loaded machine
+EXPIRED_AT = dt.datetime.now(dt.timezone.utc) - dt.timedelta(days=2)  # the EXPIRED listener's notAfter
+
+
+@pytest.fixture(scope="module")
+def broker(pki, tmp_path_factory):
+    """minibroker with the TLS listeners of tests/support/secure_broker.py."""
+    with MiniBroker(config=secure_config(pki, tmp_path_factory.mktemp("tls"), expired_at=EXPIRED_AT)) as broker:
+        yield broker
 
 
 @pytest.fixture
-def make_broker(pki):
-    """A TLS broker factory: ``make_broker(cert=pki.server, client_ca=None, **sasl)``;
-    the brokers it made are closed after the test."""
-    made = []
-
-    def make(cert=None, *, client_ca=None, tls=True, **kwargs):
-        cert = cert or pki.server
-        context = server_context(cert.cert_path, cert.key_path, client_ca=client_ca) if tls else None
-        broker = SecureBroker(ssl_context=context, **kwargs).__enter__()
-        made.append(broker)
-        return broker
-
-    yield make
-    for broker in made:
-        broker.close()
+def sasl_log(monkeypatch):
+    return SaslLog(monkeypatch)
 
 
 def _metadata(settings: dict) -> dict:
@@ -59,54 +56,50 @@ def _metadata(settings: dict) -> dict:
     return asyncio.run(run())
 
 
-def _ssl(broker, **settings):
-    return {"bootstrap.servers": broker.bootstrap_servers, "security.protocol": "SSL", **settings}
+def _ssl(broker, listener="SSL", **settings):
+    return {"bootstrap.servers": broker.bootstrap_servers_for(listener), "security.protocol": "SSL", **settings}
 
 
 @pytest.mark.parametrize("spelling", ["ssl.truststore.location", "ssl.truststore.certificates", "ssl.ca.location"])
-def test_ssl_connects_with_each_spelling_of_the_trusted_ca(make_broker, pki, spelling):
+def test_ssl_connects_with_each_spelling_of_the_trusted_ca(broker, pki, spelling):
     """Issue 15 item 1: KIP-651's truststore file or inline PEM, or librdkafka's
     ssl.ca.location, all verify the broker's certificate."""
-    broker = make_broker()
     value = pki.ca.cert_path.read_text() if spelling.endswith("certificates") else str(pki.ca.cert_path)
     settings = _ssl(broker, **{spelling: value})
     if spelling.startswith("ssl.truststore"):
         settings["ssl.truststore.type"] = "PEM"
     assert list(_metadata(settings)) == [0]
-    assert broker.connections >= 1
 
 
-def test_ssl_context_is_used_as_given_and_wins_over_the_other_settings(make_broker, pki):
+def test_ssl_context_is_used_as_given_and_wins_over_the_other_settings(broker, pki):
     """Issue 15 item 1: ``ssl_context=`` for Python users; ssl.ca.location (a file that
     does not exist) is then not read."""
-    broker = make_broker()
     context = ssl.create_default_context(cafile=str(pki.ca.cert_path))
     settings = _ssl(broker, **{"ssl.context": context, "ssl.ca.location": "/nonexistent/ca.pem"})
     assert client_context(ClientConfig("admin", settings)) is context
     assert list(_metadata(settings)) == [0]
 
 
-def test_hostname_mismatch_names_the_host_and_the_certificates_names(make_broker, pki):
+def test_hostname_mismatch_names_the_host_and_the_certificates_names(broker, pki):
     """Issue 15 item 2: hostname verification is on by default (Java's
     ssl.endpoint.identification.algorithm=https); the error says which host against
     which names, and which certificate."""
-    broker = make_broker(pki.ca.issue("elsewhere", hosts=("kafka.example.com",)))
     started = time.monotonic()
     with pytest.raises(SslAuthenticationError) as caught:
-        _metadata(_ssl(broker, **{"ssl.ca.location": str(pki.ca.cert_path)}))
+        _metadata(_ssl(broker, "WRONGHOST", **{"ssl.ca.location": str(pki.ca.cert_path)}))
     text = str(caught.value)
     assert "hostname verification failed" in text
     assert "'127.0.0.1'" in text and "kafka.example.com" in text
-    assert "CN=elsewhere" in text and "CN=kproto test CA" in text
+    assert "CN=wrong-host" in text and "CN=kproto test CA" in text
     assert time.monotonic() - started < GENEROUS
     # Java: an empty algorithm turns the host check off (the chain is still checked)
-    settings = _ssl(broker, **{"ssl.ca.location": str(pki.ca.cert_path), "ssl.endpoint.identification.algorithm": ""})
+    settings = _ssl(broker, "WRONGHOST", **{"ssl.ca.location": str(pki.ca.cert_path),
+                                            "ssl.endpoint.identification.algorithm": ""})
     assert list(_metadata(settings)) == [0]
 
 
-def test_untrusted_ca_names_the_certificate_and_the_settings_to_check(make_broker, pki, tmp_path):
+def test_untrusted_ca_names_the_certificate_and_the_settings_to_check(broker, pki, tmp_path):
     """Issue 15 item 2: a broker certificate from a CA the client does not trust."""
-    broker = make_broker()
     other = CertificateAuthority.create(tmp_path / "other", "another CA")
     with pytest.raises(SslAuthenticationError) as caught:
         _metadata(_ssl(broker, **{"ssl.ca.location": str(other.cert_path)}))
@@ -114,34 +107,29 @@ def test_untrusted_ca_names_the_certificate_and_the_settings_to_check(make_broke
     assert "not signed by a trusted CA" in text and "CN=localhost" in text and "ssl.ca.location" in text
 
 
-def test_expired_certificate_says_so_with_its_not_after(make_broker, pki):
+def test_expired_certificate_says_so_with_its_not_after(broker, pki):
     """Issue 15 item 2: an expired broker certificate names its notAfter."""
-    past = dt.datetime.now(dt.timezone.utc) - dt.timedelta(days=2)
-    expired = pki.ca.issue("localhost", hosts=("localhost", "127.0.0.1"),
-                           not_before=past - dt.timedelta(days=30), not_after=past)
-    broker = make_broker(expired)
+    past = EXPIRED_AT
     with pytest.raises(SslAuthenticationError) as caught:
-        _metadata(_ssl(broker, **{"ssl.ca.location": str(pki.ca.cert_path)}))
+        _metadata(_ssl(broker, "EXPIRED", **{"ssl.ca.location": str(pki.ca.cert_path)}))
     text = str(caught.value)
     assert "has expired" in text and f"notAfter {past:%b}" in text and str(past.year) in text
 
 
-def test_plaintext_client_on_a_tls_listener_fails_at_once_saying_so(make_broker):
+def test_plaintext_client_on_a_tls_listener_fails_at_once_saying_so(broker):
     """Issue 15 item 2: not a hang and not a retried disconnection: the listener speaks
     TLS, so security.protocol is wrong."""
-    broker = make_broker()
     started = time.monotonic()
     with pytest.raises(SslAuthenticationError, match="the listener is SSL or SASL_SSL"):
-        _metadata({"bootstrap.servers": broker.bootstrap_servers})
+        _metadata({"bootstrap.servers": broker.bootstrap_servers_for("SSL")})
     assert time.monotonic() - started < GENEROUS
 
 
-def test_tls_client_on_a_plaintext_listener_fails_at_once_saying_so(make_broker, pki):
+def test_tls_client_on_a_plaintext_listener_fails_at_once_saying_so(broker, pki):
     """Issue 15 item 2: the reverse."""
-    broker = make_broker(tls=False)
     started = time.monotonic()
     with pytest.raises(SslAuthenticationError, match="is the listener PLAINTEXT"):
-        _metadata(_ssl(broker, **{"ssl.ca.location": str(pki.ca.cert_path)}))
+        _metadata(_ssl(broker, "PLAINTEXT", **{"ssl.ca.location": str(pki.ca.cert_path)}))
     assert time.monotonic() - started < GENEROUS
 
 
@@ -166,12 +154,11 @@ def _combined(tmp_path, issued):
 
 
 @pytest.mark.parametrize("spelling", ["keystore.location", "inline", "librdkafka", "encrypted"])
-def test_mutual_tls_presents_the_client_certificate_in_each_spelling(make_broker, pki, tmp_path, spelling):
+def test_mutual_tls_presents_the_client_certificate_in_each_spelling(broker, pki, tmp_path, sasl_log, spelling):
     """Issue 15 item 1: mutual TLS with KIP-651's keystore file (key and chain in one PEM)
     or inline chain and key, librdkafka's certificate and key files, and an encrypted key
     with ssl.key.password."""
-    broker = make_broker(client_ca=pki.ca.cert_path)
-    settings = _ssl(broker, **{"ssl.ca.location": str(pki.ca.cert_path)})
+    settings = _ssl(broker, "MTLS", **{"ssl.ca.location": str(pki.ca.cert_path)})
     client = pki.client
     if spelling == "keystore.location":
         settings.update({"ssl.keystore.type": "PEM", "ssl.keystore.location": _combined(tmp_path, client)})
@@ -184,14 +171,16 @@ def test_mutual_tls_presents_the_client_certificate_in_each_spelling(make_broker
         settings.update({"ssl.certificate.location": str(locked.cert_path), "ssl.key.location": str(locked.key_path),
                          "ssl.key.password": "s3cret"})
     assert list(_metadata(settings)) == [0]
+    # the broker's principal is the certificate's subject (Kafka's RFC 2253 form)
+    common_name = "locked-client" if spelling == "encrypted" else "client"
+    assert set(sasl_log.requests) == {("MTLS", f"User:CN={common_name},O=kproto tests")}
 
 
-def test_mutual_tls_without_a_client_certificate_is_refused_clearly(make_broker, pki):
+def test_mutual_tls_without_a_client_certificate_is_refused_clearly(broker, pki):
     """Issue 15 item 2: the broker refuses a client without a certificate (TLS 1.3 says so
     after the handshake, on the first read)."""
-    broker = make_broker(client_ca=pki.ca.cert_path)
     with pytest.raises(SslAuthenticationError, match="client certificate|CERTIFICATE"):
-        _metadata(_ssl(broker, **{"ssl.ca.location": str(pki.ca.cert_path)}))
+        _metadata(_ssl(broker, "MTLS", **{"ssl.ca.location": str(pki.ca.cert_path)}))
 
 
 @pytest.mark.parametrize("settings, message", [
@@ -246,15 +235,28 @@ def test_ssl_settings_with_plaintext_are_ignored_with_a_warning(caplog):
     assert "does not use the settings sasl.mechanism, ssl.ca.location" in caplog.text
 
 
-def test_every_client_fails_promptly_with_the_certificate_error(make_broker, pki, tmp_path):
+def _handshakes_failed(caplog, listener: str) -> int:
+    """The broker's count of TLS handshakes that failed on ``listener`` (one INFO line each)."""
+    return sum(f"on listener {listener}: TLS handshake failed" in r.getMessage() for r in caplog.records)
+
+
+def test_every_client_fails_promptly_with_the_certificate_error(broker, pki, tmp_path, caplog):
     """Issue 15 item 2: producer, consumer and admin calls fail with the
     SslAuthenticationError at once (not retried until max.block.ms / the API timeout:
-    Java's SslAuthenticationException is not retriable)."""
-    broker = make_broker(pki.ca.issue("elsewhere-2", hosts=("kafka.example.com",)))
-    settings = _ssl(broker, **{"ssl.ca.location": str(pki.ca.cert_path)})
+    Java's SslAuthenticationException is not retriable); the broker sees one failed
+    handshake per call, not a storm."""
+    settings = _ssl(broker, "WRONGHOST", **{"ssl.ca.location": str(pki.ca.cert_path)})
     started = time.monotonic()
-    with AdminClient(settings) as admin, pytest.raises(SslAuthenticationError, match="hostname verification"):
-        admin.list_topics()
+    with caplog.at_level(logging.INFO, logger="minibroker"):
+        with AdminClient(settings) as admin:
+            for _ in range(3):
+                with pytest.raises(SslAuthenticationError, match="hostname verification"):
+                    admin.list_topics()
+        deadline = time.monotonic() + GENEROUS  # the broker logs once its side has closed
+        while _handshakes_failed(caplog, "WRONGHOST") < 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.2)
+        assert _handshakes_failed(caplog, "WRONGHOST") == 3
     with Producer(settings) as producer, pytest.raises(SslAuthenticationError, match="hostname verification"):
         producer.send("t", b"v").result(30)
     with Consumer(settings, group_id="g") as consumer, pytest.raises(SslAuthenticationError):

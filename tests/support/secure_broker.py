@@ -1,318 +1,156 @@
-"""A small TLS/SASL test broker: real sockets, real TLS (``ssl``), real frames
-(``kproto.protocol``) and the server side of each SASL mechanism from ``kproto.security``.
+"""minibroker with TLS and SASL listeners, for the tests of kproto's clients (issue 15).
 
-It answers what a client needs to connect and learn the cluster: ApiVersions,
-SaslHandshake, SaslAuthenticate and Metadata (itself as node 0, every topic asked for
-unknown), and closes a connection that sends anything else, or anything before SASL is
-done (as Kafka's ``SaslServerAuthenticator`` does). With ``upstream`` set to a plaintext
-broker (a minibroker advertising this broker's port), it is a TLS/SASL front for it: once
-a connection is authenticated, its requests and their answers pass through unchanged, so
-producers and consumers do real work over TLS and SASL; ApiVersions then answers the
-upstream's APIs plus SaslHandshake and SaslAuthenticate. It is for what Tansu cannot serve
-(PLAIN, OAUTHBEARER, mutual TLS, KIP-368 re-authentication, each refusal); tests take
-the broker as a fixture so that minibroker's own TLS/SASL listeners can stand in later.
+:func:`secure_config` is one broker's settings with a listener per case, Kafka's names
+(docs/guides/tls_sasl_broker.rst):
 
-::
+- ``PLAINTEXT``; ``SSL`` (server authentication, client certificates requested);
+  ``MTLS`` (SSL, client certificates required); ``WRONGHOST`` and ``EXPIRED`` (SSL with a
+  certificate for another host, and an expired one);
+- ``SASL_PLAINTEXT`` and ``SASL_SSL`` with PLAIN (users :data:`PLAIN_USERS` from the JAAS
+  config), SCRAM-SHA-256/512 (users made by AlterUserScramCredentials) and OAUTHBEARER
+  (Kafka's default validator of unsecured JWTs); ``LIMITED``: SASL_PLAINTEXT with PLAIN
+  and SCRAM-SHA-512 only.
 
-    with SecureBroker(ssl_context=server_context(pki), plain_users={"alice": "pw"}) as broker:
-        broker.bootstrap_servers   # "127.0.0.1:<port>"
-        broker.authentications     # [(mechanism, principal)] of every success
-        broker.session_lifetime_ms = 1000   # KIP-368: answered in SaslAuthenticate v1+
-
-The server runs on its own event loop in a thread, so sync and asyncio clients both
-use it; ``close()`` (or the ``with`` block's end) stops it and its connections.
+:class:`SaslLog` records, from the broker's side, what each SASL exchange did: it wraps
+minibroker's per-connection ``Authenticator`` (SaslHandshake and SaslAuthenticate never
+reach ``MiniBroker.requests``' controls: the authenticator answers them) and the
+Metadata handler (the principal and listener of each request), with pytest's
+``monkeypatch``, so nothing of minibroker changes.
 """
 
 from __future__ import annotations
 
-import asyncio
-import ssl
-import threading
-import time
-from collections.abc import Mapping
+import datetime as dt
+import re
+import struct
+from pathlib import Path
 from typing import Any
 
-from kproto.errors import ProtocolError
-from kproto.protocol import (
-    APIS,
-    ApiKey,
-    FrameReader,
-    decode_request,
-    decode_response,
-    encode_request,
-    encode_response,
-)
-from kproto.protocol.messages import (
-    ApiVersionsRequest,
-    ApiVersionsResponse,
-    MetadataResponse,
-    SaslAuthenticateResponse,
-    SaslHandshakeResponse,
-)
-from kproto.security import SaslServerError, oauthbearer, plain, scram
+from kproto.protocol import ApiKey, decode_request
+from minibroker.handlers import HANDLERS
+from minibroker.sasl import Authenticator
 
-__all__ = ["SecureBroker", "server_context"]
+__all__ = ["PLAIN_USERS", "SaslLog", "make_scram_users", "secure_config"]
 
-_ANSWERED = (ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE, ApiKey.METADATA)
+PLAIN_USERS = {"alice": "alice-secret", "bob": "bob-secret"}
+LISTENERS = {"PLAINTEXT": "PLAINTEXT", "SSL": "SSL", "MTLS": "SSL", "WRONGHOST": "SSL", "EXPIRED": "SSL",
+             "SASL_PLAINTEXT": "SASL_PLAINTEXT", "SASL_SSL": "SASL_SSL", "LIMITED": "SASL_PLAINTEXT"}
 
 
-def server_context(cert_path: Any, key_path: Any, *, client_ca: Any = None) -> ssl.SSLContext:
-    """A TLS server context; with ``client_ca`` it requires client certificates it signed."""
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(str(cert_path), str(key_path))
-    if client_ca is not None:
-        context.verify_mode = ssl.CERT_REQUIRED
-        context.load_verify_locations(cafile=str(client_ca))
-    return context
+def _keystore(issued: Any, directory: Path) -> str:
+    """KIP-651's ssl.keystore.location: one PEM file with the key and the chain."""
+    path = directory / f"{issued.common_name}-{issued.cert_path.stem}.keystore.pem"
+    path.write_text(issued.key_pem + issued.cert_pem)
+    return str(path)
 
 
-class SecureBroker:
-    """The test broker (see the module docstring).
+def secure_config(pki: Any, directory: Path, *, expired_at: dt.datetime | None = None,
+                  **more: Any) -> dict[str, Any]:
+    """The settings of a broker with the listeners of the module docstring; the EXPIRED
+    listener's certificate expired at ``expired_at`` (default: two days ago); ``more``
+    (Kafka's names, given as a dict's keys) adds to them or overrides them."""
+    directory.mkdir(parents=True, exist_ok=True)
+    past = expired_at or dt.datetime.now(dt.timezone.utc) - dt.timedelta(days=2)
+    # a name no other test's certificate shares up to a dot: certs.py names the files by
+    # Path.with_suffix, and "elsewhere" after "elsewhere.example" (both "elsewhere.crt")
+    # makes its free-name loop spin forever
+    wrong_host = pki.ca.issue("wrong-host", hosts=("kafka.example.com",))
+    expired = pki.ca.issue("localhost", hosts=("localhost", "127.0.0.1"), not_before=past - dt.timedelta(days=30),
+                           not_after=past)
+    users = " ".join(f'user_{name}="{password}"' for name, password in PLAIN_USERS.items())
+    config = {
+        "listeners": ",".join(f"{name}://127.0.0.1:0" for name in LISTENERS),
+        "listener.security.protocol.map": ",".join(f"{n}:{p}" for n, p in LISTENERS.items()),
+        "ssl.keystore.location": _keystore(pki.server, directory),
+        "ssl.truststore.location": str(pki.ca.cert_path),
+        "ssl.client.auth": "requested",
+        "listener.name.mtls.ssl.client.auth": "required",
+        "listener.name.wronghost.ssl.keystore.location": _keystore(wrong_host, directory),
+        "listener.name.expired.ssl.keystore.location": _keystore(expired, directory),
+        "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER",
+        "listener.name.limited.sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-512",
+        "plain.sasl.jaas.config": f"org.apache.kafka.common.security.plain.PlainLoginModule required {users};",
+        "connection.failed.authentication.delay.ms": 10,
+    }
+    config.update(more)
+    return config
 
-    Args:
-        ssl_context: serve TLS with it (None: plaintext).
-        plain_users: PLAIN's users, name -> password.
-        scram_users: SCRAM's users, name -> password (both SCRAM mechanisms).
-        oauthbearer: accept unsecured JWTs (Kafka's default validator).
-        mechanisms: the enabled mechanisms (default: those with users, and OAUTHBEARER if on).
-        session_lifetime_ms: KIP-368's session lifetime answered in SaslAuthenticate v1+ (0: none).
+
+def make_scram_users(broker: Any, users: dict[str, str], listener: str = "PLAINTEXT") -> None:
+    """SCRAM-SHA-256 and -512 credentials for ``users`` (name -> password), made with
+    kproto's admin client (AlterUserScramCredentials) over ``listener``: one request per
+    mechanism (Kafka refuses a user altered twice in one request)."""
+    from kproto.admin import AdminClient, ScramCredentialInfo, UserScramCredentialUpsertion
+
+    with AdminClient(bootstrap_servers=broker.bootstrap_servers_for(listener)) as admin:
+        for mechanism in ("SCRAM-SHA-256", "SCRAM-SHA-512"):
+            admin.alter_user_scram_credentials([
+                UserScramCredentialUpsertion(name, ScramCredentialInfo(mechanism, 4096), password)
+                for name, password in users.items()])
+
+
+class SaslLog:
+    """What the brokers' SASL side saw while it is installed (see the module docstring).
+
+    Attributes:
+        handshakes: SaslHandshake requests, ``[mechanism]``.
+        authenticates: SaslAuthenticate requests (each token the client sent).
+        authentications: successful exchanges, ``[(mechanism, principal)]``, principal
+            without ``User:``; re-authentications too.
+        failures: failed exchanges.
+        reauthentications: successful re-authentications (KIP-368).
+        requests: ``[(listener, principal)]`` of every Metadata request handled.
+        events: ``"authenticated"`` and ``"Metadata"`` in the order the broker did them.
+        authenticators: every connection's authenticator, in order.
+        tokens: the OAUTHBEARER tokens clients sent, in order.
     """
 
-    def __init__(self, *, ssl_context: ssl.SSLContext | None = None, plain_users: Mapping[str, str] | None = None,
-                 scram_users: Mapping[str, str] | None = None, oauthbearer: bool = False,
-                 mechanisms: tuple[str, ...] | None = None, session_lifetime_ms: int = 0) -> None:
-        self.ssl_context = ssl_context
-        self.plain_users = dict(plain_users or {})
-        self._scram = {(m, user): scram.credential(pw, m) for user, pw in (scram_users or {}).items()
-                       for m in scram.MECHANISMS}
-        if mechanisms is None:
-            mechanisms = ((("PLAIN",) if self.plain_users else ()) + (tuple(scram.MECHANISMS) if self._scram else ())
-                          + (("OAUTHBEARER",) if oauthbearer else ()))
-        self.mechanisms = mechanisms
-        self.session_lifetime_ms = session_lifetime_ms
-        self.authentications: list[tuple[str, str]] = []  # (mechanism, principal) per success
-        self.handshakes = 0  # SaslHandshake requests seen
-        self.connections = 0
-        self.requests: list[tuple[int, str | None]] = []  # (api key, principal) of answered requests
-        self.events: list[str] = []  # "authenticated" and API names, in the order handled
-        self.metadata_delay = 0.0  # seconds each Metadata answer waits (a request in flight)
-        self.upstream: tuple[str, int] | None = None  # pass authenticated traffic to this broker
-        self._upstream_versions: list[Any] | None = None
-        self.port = 0
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, name="secure-broker", daemon=True)
-        self._server: asyncio.base_events.Server | None = None
-        self._tasks: set[asyncio.Task] = set()
+    def __init__(self, monkeypatch: Any) -> None:
+        self.handshakes: list[str] = []
+        self.authenticates = 0
+        self.authentications: list[tuple[str, str]] = []
+        self.failures = 0
+        self.reauthentications = 0
+        self.requests: list[tuple[str, str]] = []
+        self.events: list[str] = []
+        self.tokens: list[str] = []
+        self.authenticators: list[Authenticator] = []
+        receive, init = Authenticator.receive, Authenticator.__init__
+        log = self
 
-    @property
-    def sasl(self) -> bool:
-        return bool(self.mechanisms)
+        def recording_init(authenticator: Authenticator, *args: Any, **kwargs: Any) -> None:
+            init(authenticator, *args, **kwargs)
+            log.authenticators.append(authenticator)
 
-    @property
-    def bootstrap_servers(self) -> str:
-        return f"127.0.0.1:{self.port}"
+        def recording_receive(authenticator: Authenticator, frame: bytes, now_ms: int) -> Any:
+            api_key = struct.unpack_from(">h", frame)[0] if len(frame) >= 2 else -1
+            done_before = authenticator.reauthentications
+            was_authenticated = authenticator.authenticated
+            step = receive(authenticator, frame, now_ms)
+            if api_key == ApiKey.SASL_HANDSHAKE:
+                log.handshakes.append(decode_request(frame, strict=False)[1].mechanism)
+            elif api_key == ApiKey.SASL_AUTHENTICATE:
+                log.authenticates += 1
+                bearer = re.search(rb"auth=Bearer ([^\x01]+)", decode_request(frame, strict=False)[1].auth_bytes)
+                if bearer:
+                    log.tokens.append(bearer.group(1).decode())
+                if step.failed:
+                    log.failures += 1
+                elif authenticator.authenticated and (not was_authenticated
+                                                      or authenticator.reauthentications > done_before):
+                    user = (authenticator.principal or "").partition(":")[2]
+                    log.authentications.append((authenticator.mechanism or "?", user))
+                    log.events.append("authenticated")
+                    log.reauthentications += authenticator.reauthentications - done_before
+            return step
 
-    def __enter__(self) -> SecureBroker:
-        self._thread.start()
-        asyncio.run_coroutine_threadsafe(self._start(), self._loop).result(10)
-        return self
+        monkeypatch.setattr(Authenticator, "__init__", recording_init)
+        monkeypatch.setattr(Authenticator, "receive", recording_receive)
+        low, high, handler = HANDLERS[ApiKey.METADATA]
 
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
+        async def recording_metadata(state: Any, ctx: Any, request: Any) -> Any:
+            log.requests.append((ctx.listener_name, ctx.principal))
+            log.events.append("Metadata")
+            return await handler(state, ctx, request)
 
-    async def _start(self) -> None:
-        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0, ssl=self.ssl_context)
-        self.port = self._server.sockets[0].getsockname()[1]
-
-    def close(self) -> None:
-        async def stop() -> None:
-            assert self._server is not None
-            self._server.close()
-            for task in list(self._tasks):
-                task.cancel()
-            await asyncio.gather(*self._tasks, return_exceptions=True)
-            await self._server.wait_closed()
-
-        if self._thread.is_alive():
-            asyncio.run_coroutine_threadsafe(stop(), self._loop).result(10)
-            self._loop.call_soon_threadsafe(self._loop.stop)
-            self._thread.join(10)
-        self._loop.close()
-
-    # -- one connection -------------------------------------------------------------------
-
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        assert task is not None
-        self._tasks.add(task)
-        self.connections += 1
-        session = _Session(self)
-        frames = FrameReader()
-        upstream: asyncio.StreamWriter | None = None
-        pump: asyncio.Task | None = None
-        try:
-            while True:
-                data = await reader.read(65536)
-                if not data:
-                    return
-                frames.receive_data(data)
-                while (frame := frames.next_frame()) is not None:
-                    if upstream is not None:  # passing through: as it came
-                        upstream.write(len(frame).to_bytes(4, "big") + frame)
-                        continue
-                    header, body = decode_request(frame, strict=False)
-                    if header.api_key == ApiKey.API_VERSIONS and self.upstream is not None:
-                        await self._learn_upstream_versions()
-                    if (self.upstream is not None and session.ready
-                            and header.api_key not in (ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE)):
-                        up_reader, upstream = await asyncio.open_connection(*self.upstream)
-                        pump = asyncio.get_running_loop().create_task(_copy(up_reader, writer))
-                        upstream.write(len(frame).to_bytes(4, "big") + frame)
-                        continue
-                    answer = session.handle(header.api_key, header.api_version, body)
-                    if answer is None:  # Kafka closes the connection
-                        return
-                    if header.api_key == ApiKey.METADATA and self.metadata_delay:
-                        await asyncio.sleep(self.metadata_delay)
-                    writer.write(encode_response(header.api_key, header.api_version, header.correlation_id, answer))
-                    await writer.drain()
-        except (OSError, ssl.SSLError, ProtocolError, asyncio.CancelledError):
-            pass  # the client's garbage or its going away: Kafka closes the connection too
-        finally:
-            if pump is not None:
-                pump.cancel()
-            if upstream is not None:
-                upstream.transport.abort()
-            writer.transport.abort()
-            self._tasks.discard(task)
-
-    async def _learn_upstream_versions(self) -> None:
-        if self._upstream_versions is not None:
-            return
-        assert self.upstream is not None
-        reader, writer = await asyncio.open_connection(*self.upstream)
-        try:
-            writer.write(encode_request(ApiKey.API_VERSIONS, 3, 1, "secure-broker", ApiVersionsRequest(
-                client_software_name="secure-broker", client_software_version="1")))
-            frames = FrameReader()
-            while (frame := frames.next_frame()) is None:
-                frames.receive_data(await reader.read(65536))
-            _, response = decode_response(ApiKey.API_VERSIONS, 3, frame)
-            self._upstream_versions = [k for k in response.api_keys
-                                       if k.api_key not in (ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE)]
-        finally:
-            writer.transport.abort()
-
-
-async def _copy(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-    try:
-        while data := await reader.read(65536):
-            writer.write(data)
-            await writer.drain()
-    except (OSError, ssl.SSLError):
-        pass
-    finally:
-        writer.transport.abort()
-
-
-class _Session:
-    """One connection's SASL state (Kafka's SaslServerAuthenticator, much simplified)."""
-
-    def __init__(self, broker: SecureBroker) -> None:
-        self.broker = broker
-        self.principal: str | None = None if broker.sasl else "ANONYMOUS"
-        self.mechanism: str | None = None
-        self.server: Any = None
-        self.expires_at: float | None = None
-
-    @property
-    def ready(self) -> bool:
-        """Authenticated (or no SASL), and not re-authenticating."""
-        return self.principal is not None and self.server is None
-
-    def handle(self, api_key: int, version: int, body: Any) -> Any:
-        broker = self.broker
-        if api_key == ApiKey.API_VERSIONS:
-            keys = [ApiVersionsResponse.ApiVersion(api_key=k, min_version=APIS[k].versions.lo,
-                                                   max_version=APIS[k].versions.hi) for k in _ANSWERED
-                    if broker._upstream_versions is None or k in (ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE)]
-            return ApiVersionsResponse(error_code=0, api_keys=keys + list(broker._upstream_versions or ()))
-        if api_key == ApiKey.SASL_HANDSHAKE:
-            return self._handshake(body.mechanism)
-        if api_key == ApiKey.SASL_AUTHENTICATE:
-            return self._authenticate(body.auth_bytes, version)
-        if not self.ready:
-            return None  # a request before SASL completed: Kafka closes the connection
-        if self.expires_at is not None and time.monotonic() > self.expires_at:
-            return None  # KIP-368: the session expired and was not renewed
-        broker.requests.append((api_key, self.principal))
-        broker.events.append(APIS[api_key].name)
-        if api_key == ApiKey.METADATA:
-            topics = [MetadataResponse.MetadataResponseTopic(error_code=3, name=t.name, partitions=[])
-                      for t in body.topics or ()]
-            return MetadataResponse(
-                brokers=[MetadataResponse.MetadataResponseBroker(node_id=0, host="127.0.0.1", port=broker.port)],
-                cluster_id="secure-broker", controller_id=0, topics=topics)
-        return None
-
-    def _handshake(self, mechanism: str) -> Any:
-        broker = self.broker
-        broker.handshakes += 1
-        if mechanism not in broker.mechanisms:
-            return SaslHandshakeResponse(error_code=33, mechanisms=list(broker.mechanisms))
-        self.mechanism = mechanism
-        if mechanism == "PLAIN":
-            self.server = _Plain(broker.plain_users)
-        elif mechanism in scram.MECHANISMS:
-            self.server = _Scram(scram.ScramServer(mechanism, lambda user: broker._scram.get((mechanism, user))))
-        else:
-            self.server = oauthbearer.OAuthBearerServer(_validate_unsecured)
-        return SaslHandshakeResponse(error_code=0, mechanisms=list(broker.mechanisms))
-
-    def _authenticate(self, message: bytes, version: int) -> Any:
-        if self.server is None:
-            return SaslAuthenticateResponse(error_code=34, error_message="SaslAuthenticate before SaslHandshake",
-                                            auth_bytes=b"")
-        try:
-            answer = self.server.respond(message)
-        except SaslServerError as exc:
-            self.server = self.mechanism = None
-            return SaslAuthenticateResponse(error_code=58, error_message=exc.client_message(), auth_bytes=b"")
-        principal = getattr(self.server, "principal", None)
-        lifetime = 0
-        if principal is not None:  # complete
-            self.broker.authentications.append((self.mechanism or "", principal))
-            self.broker.events.append("authenticated")
-            self.principal, self.server, self.mechanism = principal, None, None
-            lifetime = self.broker.session_lifetime_ms if version >= 1 else 0
-            self.expires_at = time.monotonic() + lifetime / 1000 if lifetime else None
-        return SaslAuthenticateResponse(error_code=0, auth_bytes=answer, session_lifetime_ms=lifetime)
-
-
-def _validate_unsecured(token: str) -> str:
-    return oauthbearer.validate_unsecured(token, int(time.time() * 1000)).principal
-
-
-class _Plain:
-    def __init__(self, users: Mapping[str, str]) -> None:
-        self.users, self.principal = users, None
-
-    def respond(self, message: bytes) -> bytes:
-        self.principal = plain.check(message, self.users)
-        return b""
-
-
-class _Scram:
-    """ScramServer's two steps as one ``respond``."""
-
-    def __init__(self, server: scram.ScramServer) -> None:
-        self.server, self.principal, self._step = server, None, 0
-
-    def respond(self, message: bytes) -> bytes:
-        self._step += 1
-        if self._step == 1:
-            return self.server.first_message(message)
-        answer = self.server.final_message(message)
-        self.principal = self.server.principal
-        return answer
-
+        monkeypatch.setitem(HANDLERS, ApiKey.METADATA, (low, high, recording_metadata))
