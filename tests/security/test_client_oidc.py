@@ -40,7 +40,7 @@ class _Issuing:
     """A reply of the endpoint that issues a fresh token each time it is given (a Reply
     to http_endpoint), and remembers the tokens it issued."""
 
-    status, delay = 200, 0.0
+    status, delay, headers = 200, 0.0, {}  # the fields of a Reply (tests/security/endpoint.py)
 
     def __init__(self, lifetime_seconds: int) -> None:
         self.lifetime_seconds = lifetime_seconds

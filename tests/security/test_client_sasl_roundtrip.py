@@ -147,7 +147,8 @@ def test_producer_reauthenticates_over_several_session_lifetimes_on_one_connecti
     connection is opened anew for it, and every record is delivered. OAUTHBEARER's
     unsecured login makes a fresh token for each re-authentication. The broker counts the
     re-authentications (minibroker's per-connection authenticator)."""
-    config = secure_config(pki, tmp_path, **{"connections.max.reauth.ms": 1000})
+    # 1.5 s: a client renews at 85-95% of it, so past Kafka's one-second minimum between re-authentications
+    config = secure_config(pki, tmp_path, **{"connections.max.reauth.ms": 1500})
     with MiniBroker(config=config) as reauth_broker:
         make_scram_users(reauth_broker, SCRAM_USERS)
         settings = {**_security(reauth_broker, pki, "SASL_SSL", mechanism), "linger.ms": 0}
