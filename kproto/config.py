@@ -152,8 +152,9 @@ def _store_type(value: Any) -> str | None:
 
 
 def _endpoint_identification(value: Any) -> str:
-    # Java: "https" (the default) or empty; librdkafka: "https" or "none"
-    text = "" if value is None else str(value).strip().lower()
+    # Java: "https" (the default) or empty; librdkafka: "https" or "none". None is Python's
+    # "not set": the default, so that a missing value never turns the check off.
+    text = "https" if value is None else str(value).strip().lower()
     if text not in ("https", "", "none"):
         raise ValueError("expected https (verify the broker's host name) or empty (do not)")
     return "" if text == "none" else text
@@ -273,7 +274,8 @@ _KEYS = [
     _key("ssl.key.location", None, _optional_str, ALL, "librdkafka's name: PEM file of the client's private key."),
     _key("ssl.key.password", None, _optional_str, ALL, "Password of an encrypted private key."),
     _key("ssl.endpoint.identification.algorithm", "https", _endpoint_identification, ALL,
-         "https: check that the broker's certificate names the host connected to; empty: do not."),
+         "https: check that the broker's certificate names the host connected to; empty (or none): do not; "
+         "None is the default."),
     _key("ssl.enabled.protocols", ("TLSv1.2", "TLSv1.3"), _tls_protocols, ALL, "TLS versions allowed."),
     _key("ssl.protocol", "TLSv1.3", _tls_protocol, ALL,
          "The highest TLS version used (Java's SSLContext protocol): TLSv1.2 keeps to TLSv1.2."),
@@ -387,6 +389,11 @@ _SECRETS = frozenset({"sasl.jaas.config", "sasl.password", "ssl.key.password", "
                       "sasl.oauthbearer.client.credentials.client.secret"})
 
 
+def _shown(name: str, value: Any) -> str:
+    """A value for an error text: a secret's is never shown (Java's Password: [hidden])."""
+    return "[hidden]" if name in _SECRETS else repr(value)
+
+
 def ssl_settings(options: Mapping[str, Any]) -> dict[str, Any]:
     """The ``ssl.*`` settings made of ``options`` (Kafka's names, values as written in a
     ``sasl.jaas.config`` entry), parsed with the table, the others at their defaults: the
@@ -404,7 +411,7 @@ def ssl_settings(options: Mapping[str, Any]) -> dict[str, Any]:
         try:
             settings[name] = key.parse(value)
         except (TypeError, ValueError) as exc:
-            raise ConfigError(f"{name}={value!r}: {exc}") from None
+            raise ConfigError(f"{name}={_shown(name, value)}: {exc}") from None
     return settings
 
 
@@ -434,7 +441,7 @@ class ClientConfig(Mapping[str, Any]):
             try:
                 self._values[name] = key.parse(value)
             except (TypeError, ValueError) as exc:
-                raise ConfigError(f"{name}={value!r}: {exc}") from None
+                raise ConfigError(f"{name}={_shown(name, value)}: {exc}") from None
         if self._values["bootstrap.servers"] is None:
             raise ConfigError("bootstrap.servers is required, e.g. \"127.0.0.1:9092\"")
 

@@ -59,3 +59,27 @@ def test_secrets_are_hidden_in_the_repr():
                      sasl_username="alice", sasl_password="s3cret", ssl_key_password="k3y")
     assert "s3cret" not in repr(c) and "k3y" not in repr(c) and "'alice'" in repr(c)
     assert c["sasl.password"] == "s3cret"
+
+
+def test_secrets_are_hidden_in_errors_too():
+    """Issue 15 review: a secret with a bad value is named, its value not shown (Java's
+    Password type prints [hidden] everywhere); a token's repr hides the token."""
+    from kproto.security.sasl import OAuthBearerToken
+
+    for name, value in (("sasl.password", b"hunter2-secret"), ("ssl.key.password", 12345678)):
+        with pytest.raises(ConfigError) as raised:
+            ClientConfig("admin", {"bootstrap.servers": "h:1", name: value})
+        assert name in str(raised.value) and str(value) not in str(raised.value) and "[hidden]" in str(raised.value)
+    assert "eyJhbGciOiJub25lIn0" not in repr(OAuthBearerToken("eyJhbGciOiJub25lIn0.eyJzdWIiOiJhIn0.", 1.0))
+
+
+def test_hostname_verification_is_not_turned_off_by_none():
+    """Issue 15 review: ``ssl.endpoint.identification.algorithm=None`` (Python's "not
+    set") keeps the default, https: only an explicit empty string or "none" (librdkafka's
+    word) turns the check off, so a missing value never fails open."""
+    def algorithm(value):
+        return ClientConfig("admin", {"bootstrap.servers": "h:1",
+                                      "ssl.endpoint.identification.algorithm": value})["ssl.endpoint.identification.algorithm"]
+
+    assert algorithm(None) == "https"
+    assert algorithm("") == algorithm("none") == ""

@@ -71,7 +71,7 @@ class OAuthBearerToken:
             ``logicalCluster`` and ``identityPoolId``.
     """
 
-    value: str
+    value: str = field(repr=False)  # a bearer credential: never in a log
     expires_at: float | None = None
     principal: str | None = None
     extensions: Mapping[str, str] = field(default_factory=dict)
