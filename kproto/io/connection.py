@@ -363,7 +363,13 @@ class Connection:
     async def _reauthenticate(self) -> None:
         """KIP-368: the SASL exchange again on this connection; a failure fails it."""
         log.debug("%r: re-authenticating (KIP-368)", self)
+        # The broker answers in order: the answers already due come first, each bounded by
+        # its own request.timeout.ms (which fails the connection), so only the SASL
+        # exchange after them is timed here (Java queues those answers: KafkaChannel).
         try:
+            due = [future for *_, future in self._pending]
+            if due:
+                await asyncio.wait(due)
             await asyncio.wait_for(self._authenticate(), self.connect_timeout)
         except asyncio.TimeoutError:
             error: BaseException = KafkaTimeoutError(

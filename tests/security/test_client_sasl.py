@@ -301,6 +301,28 @@ def test_reauthentication_before_the_session_ends_keeps_requests_in_flight(reaut
     assert sasl_log.handshakes == ["SCRAM-SHA-512"] * 2
 
 
+def test_a_reauthentication_behind_a_slow_request_is_not_timed_by_it(reauth_broker, pki):
+    """Issue 15 review (KIP-368): the broker answers in order, so a re-authentication waits
+    for the answers already due; that wait is the requests' own (request.timeout.ms), not
+    the SASL exchange's: a request slower than socket.connection.setup.timeout.ms but within
+    its own timeout gets its answer, and so does the one that re-authenticated first."""
+    broker = reauth_broker(1000)
+
+    async def run():
+        conn = await _open(broker, pki, **{"socket.connection.setup.timeout.ms": 500})
+        try:
+            opened = time.monotonic()
+            broker.requests.control(ApiKey.METADATA, Delay(1.5), times=1)
+            slow = asyncio.ensure_future(conn.request(MetadataRequest(topics=[])))
+            await asyncio.sleep(max(0.0, opened + 0.96 - time.monotonic()))  # past 95%: renews first
+            after = await conn.request(MetadataRequest(topics=[]))
+            assert (await slow).brokers and after.brokers and not conn.closed
+        finally:
+            await conn.close()
+
+    asyncio.run(run())
+
+
 def test_failed_reauthentication_fails_the_connection_with_the_sasl_error(reauth_broker, pki):
     """Issue 15 item 3, KIP-368: a re-authentication refused (the user's credential was
     deleted meanwhile, by kproto's admin client) fails the request that waited for it and
