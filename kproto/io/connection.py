@@ -74,6 +74,7 @@ from typing import Any, NoReturn
 
 from kproto.errors import (
     ClientClosedError,
+    IllegalSaslStateError,
     KafkaConnectionError,
     KafkaTimeoutError,
     ProtocolError,
@@ -325,7 +326,7 @@ class Connection:
                 f"enabled mechanisms are [{', '.join(handshake.mechanisms or ())}] (sasl.mechanism)")
         if handshake.error_code:
             # ILLEGAL_SASL_STATE: Kafka's KafkaApis answers a SaslHandshake on a listener without SASL so
-            hint = ": is the listener PLAINTEXT or SSL? (security.protocol says SASL)" if handshake.error_code == 34 else ""
+            hint = ": is the listener PLAINTEXT or SSL? (security.protocol says SASL)" if handshake.error_code == IllegalSaslStateError.code else ""
             raise for_code(handshake.error_code)(f"SaslHandshake with {self.host}:{self.port} "
                                                  f"(mechanism {sasl.mechanism}){hint}")
         version = self.version_for(ApiKey.SASL_AUTHENTICATE)
