@@ -23,7 +23,7 @@ from typing import Any
 from kproto.compression import GZIP, LZ4, ZSTD, check_level
 from kproto.errors import ConfigError
 
-__all__ = ["CONFIGS", "ClientConfig", "ConfigKey", "ssl_settings"]
+__all__ = ["CONFIGS", "ClientConfig", "ConfigKey", "settings_of_kind", "ssl_settings"]
 
 PRODUCER, CONSUMER, ADMIN = "producer", "consumer", "admin"
 ALL = frozenset({PRODUCER, CONSUMER, ADMIN})
