@@ -19,16 +19,15 @@ client certificate.
 
 from __future__ import annotations
 
-import os
 import re
 import ssl
-import tempfile
 from collections.abc import Callable
 from typing import Any
 
+from kproto.security import tls
+
 __all__ = ["PrincipalMapper", "server_context", "subject_dn"]
 
-_VERSIONS = {"TLSv1.2": ssl.TLSVersion.TLSv1_2, "TLSv1.3": ssl.TLSVersion.TLSv1_3}
 _CLIENT_AUTH = {"none": ssl.CERT_NONE, "requested": ssl.CERT_OPTIONAL, "required": ssl.CERT_REQUIRED}
 
 
@@ -61,18 +60,10 @@ def server_context(get: Callable[[str], Any], listener: str) -> ssl.SSLContext:
 
 def _protocols(context: ssl.SSLContext, get: Callable[[str], Any], where: str) -> None:
     enabled = [p.strip() for p in str(get("ssl.enabled.protocols")).split(",") if p.strip()]
-    unknown = [p for p in enabled if p not in _VERSIONS]
-    if unknown or not enabled:
-        raise ValueError(f"{where}: ssl.enabled.protocols {','.join(enabled) or '(empty)'} is not supported; "
-                         f"use {' and/or '.join(_VERSIONS)}")
-    protocol = str(get("ssl.protocol"))
-    if protocol != "TLS" and protocol not in _VERSIONS:
-        raise ValueError(f"{where}: ssl.protocol {protocol} is not supported; use TLS, TLSv1.2 or TLSv1.3")
-    versions = sorted(_VERSIONS[p] for p in enabled)
-    newest = versions[-1] if protocol == "TLS" else min(versions[-1], _VERSIONS[protocol])
-    if newest < versions[0]:
-        raise ValueError(f"{where}: ssl.protocol {protocol} is older than every version of ssl.enabled.protocols")
-    context.minimum_version, context.maximum_version = versions[0], newest
+    try:
+        context.minimum_version, context.maximum_version = tls.version_bounds(enabled, str(get("ssl.protocol")))
+    except ValueError as exc:
+        raise ValueError(f"{where}: {exc}") from None
 
 
 def _keystore(context: ssl.SSLContext, get: Callable[[str], Any], where: str) -> None:
@@ -85,15 +76,9 @@ def _keystore(context: ssl.SSLContext, get: Callable[[str], Any], where: str) ->
         if location:
             context.load_cert_chain(location, password=password)
         elif chain and key:
-            # load_cert_chain reads files only: the inline PEM goes through a private file,
-            # removed at once
-            fd, path = tempfile.mkstemp(prefix="minibroker-keystore-", suffix=".pem")
-            try:
-                with os.fdopen(fd, "w") as f:
-                    f.write(f"{key.strip()}\n{chain.strip()}\n")
-                context.load_cert_chain(path, password=password)
-            finally:
-                os.unlink(path)
+            # load_cert_chain reads files only: the inline PEM goes through private files
+            with tls.pem_files(chain, key) as (chain_path, key_path):
+                context.load_cert_chain(chain_path, key_path, password=password)
         else:
             raise ValueError(f"{where}: an SSL listener needs its certificate and key: ssl.keystore.location, or "
                              "ssl.keystore.certificate.chain and ssl.keystore.key")

@@ -35,17 +35,19 @@ from __future__ import annotations
 import os
 import ssl
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
 from kproto.errors import ConfigError
 
-__all__ = ["TLS_PROTOCOLS", "certificate_summary", "client_context", "describe_failure"]
+__all__ = ["TLS_PROTOCOLS", "VERSIONS", "certificate_summary", "client_context", "describe_failure", "pem_files",
+           "version_bounds"]
 
 TLS_PROTOCOLS = frozenset({"SSL", "SASL_SSL"})
 
-_VERSIONS = {"TLSv1.2": ssl.TLSVersion.TLSv1_2, "TLSv1.3": ssl.TLSVersion.TLSv1_3}
+#: The TLS versions Kafka's ``ssl.enabled.protocols``/``ssl.protocol`` may name (both sides).
+VERSIONS = {"TLSv1.2": ssl.TLSVersion.TLSv1_2, "TLSv1.3": ssl.TLSVersion.TLSv1_3}
 _TRUST = ("ssl.truststore.location", "ssl.truststore.certificates", "ssl.ca.location")
 _KEYSTORE_FILE = ("ssl.keystore.location",)
 _KEYSTORE_INLINE = ("ssl.keystore.certificate.chain", "ssl.keystore.key")
@@ -79,8 +81,30 @@ def _check(config: Mapping[str, Any]) -> None:
                           "specified (ssl.key.password)")
 
 
+def version_bounds(enabled: Iterable[str], protocol: str) -> tuple[ssl.TLSVersion, ssl.TLSVersion]:
+    """``(minimum, maximum)`` TLS versions of ``ssl.enabled.protocols`` and ``ssl.protocol``
+    (``TLS``: the newest enabled), as Java's ``SslFactory``: ``ssl.protocol=TLSv1.2`` never
+    uses TLSv1.3.
+
+    Raises:
+        ValueError: a version that is not one of :data:`VERSIONS`, none enabled, or an
+            ``ssl.protocol`` older than every enabled version.
+    """
+    enabled = list(enabled)
+    if not enabled or any(v not in VERSIONS for v in enabled):
+        raise ValueError(f"ssl.enabled.protocols {','.join(enabled) or '(empty)'} is not supported; "
+                         f"use {' and/or '.join(VERSIONS)}")
+    if protocol != "TLS" and protocol not in VERSIONS:
+        raise ValueError(f"ssl.protocol {protocol} is not supported; use TLS, TLSv1.2 or TLSv1.3")
+    versions = sorted(VERSIONS[v] for v in enabled)
+    newest = versions[-1] if protocol == "TLS" else min(versions[-1], VERSIONS[protocol])
+    if newest < versions[0]:
+        raise ValueError(f"ssl.protocol={protocol} allows none of ssl.enabled.protocols={','.join(enabled)}")
+    return versions[0], newest
+
+
 @contextmanager
-def _pem_files(*texts: str) -> Iterator[list[str]]:
+def pem_files(*texts: str) -> Iterator[list[str]]:
     """Inline PEM as files (``load_cert_chain`` reads files only), readable by us alone and
     removed at once."""
     with tempfile.TemporaryDirectory(prefix="kproto-tls-") as directory:
@@ -137,7 +161,7 @@ def _load_client_certificate(context: ssl.SSLContext, config: Mapping[str, Any])
     secret = password if password is not None else _no_password
     try:
         if files is None:
-            with _pem_files(config["ssl.keystore.certificate.chain"], config["ssl.keystore.key"]) as (cert, key):
+            with pem_files(config["ssl.keystore.certificate.chain"], config["ssl.keystore.key"]) as (cert, key):
                 context.load_cert_chain(cert, key, secret)
         else:
             context.load_cert_chain(files[0], files[1], secret)
@@ -171,14 +195,11 @@ def client_context(config: Mapping[str, Any]) -> ssl.SSLContext | None:
         return given  # the user's, as it is (its check_hostname too)
     _check(config)
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)  # CERT_REQUIRED and check_hostname
-    enabled = sorted(_VERSIONS[v] for v in config["ssl.enabled.protocols"])
-    highest = enabled[-1]
-    if config["ssl.protocol"] in _VERSIONS:  # Java: ssl.protocol=TLSv1.2 never uses TLSv1.3
-        highest = min(highest, _VERSIONS[config["ssl.protocol"]])
-    if highest < enabled[0]:
-        raise ConfigError(f"ssl.protocol={config['ssl.protocol']} allows none of "
-                          f"ssl.enabled.protocols={','.join(config['ssl.enabled.protocols'])}")
-    context.minimum_version, context.maximum_version = enabled[0], highest
+    try:
+        context.minimum_version, context.maximum_version = version_bounds(config["ssl.enabled.protocols"],
+                                                                          config["ssl.protocol"])
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
     # Java: an empty ssl.endpoint.identification.algorithm turns hostname verification off;
     # the chain is still verified
     context.check_hostname = config["ssl.endpoint.identification.algorithm"] == "https"
@@ -205,7 +226,7 @@ def certificate_summary(der: bytes) -> dict[str, Any]:
     decode = getattr(getattr(ssl, "_ssl", None), "_test_decode_cert", None)
     if decode is None:
         return {}
-    with _pem_files(ssl.DER_cert_to_PEM_cert(der)) as (path,):
+    with pem_files(ssl.DER_cert_to_PEM_cert(der)) as (path,):
         try:
             return decode(path)
         except (ssl.SSLError, ValueError, OSError):
