@@ -101,7 +101,9 @@ log = logging.getLogger("kproto.connection")
 
 _KEY_OF = {cls: key for key, cls in REQUESTS.items()}
 _API_VERSIONS_FIRST = 3  # the version asked first; KIP-511's fallback covers older brokers
-_SASL_HANDSHAKE = 1  # v1: the exchange travels in SaslAuthenticate requests (KIP-152); v0's raw frames are not spoken
+# SaslHandshake v1: the exchange travels in SaslAuthenticate requests (KIP-152); a broker
+# with v0 only (Kafka before 1.0) takes the mechanism's tokens as raw size-prefixed frames
+_SASL_HANDSHAKE = 1
 # KIP-368, Java's SaslClientAuthenticator: re-authenticate at 85% of the session lifetime
 # plus up to 10% of jitter, for network latency and clock drift and against a storm
 _REAUTH_AT, _REAUTH_JITTER = 0.85, 0.10
@@ -190,6 +192,7 @@ class Connection:
         self._reauth_at: float | None = None  # when the next request re-authenticates first
         self._reauth: asyncio.Task | None = None  # a re-authentication under way
         self._first_bytes = True  # the first read of a plaintext connection: TLS answering?
+        self._raw: asyncio.Future | None = None  # SaslHandshake v0: the broker's next raw frame
 
     def __repr__(self) -> str:
         return f"<Connection node {self.node_id} {self.host}:{self.port}{' closed' if self.closed else ''}>"
@@ -309,7 +312,9 @@ class Connection:
 
     async def _authenticate(self) -> None:
         """SaslHandshake v1, then the mechanism's messages in SaslAuthenticate requests
-        (Java's ``SaslClientAuthenticator``); also a KIP-368 re-authentication."""
+        (Java's ``SaslClientAuthenticator``); also a KIP-368 re-authentication. With a
+        broker that has SaslHandshake v0 only (before Kafka 1.0), the messages go as raw
+        frames, as Java's client sends them to such a broker."""
         sasl = self._sasl
         assert sasl is not None
         send = self._send_auth
@@ -318,7 +323,7 @@ class Connection:
                 f"{self.host}:{self.port} does not speak SASL (no SaslHandshake in its ApiVersions): its listener is "
                 "PLAINTEXT or SSL, not what security.protocol says")
         token = await sasl.token() if sasl.mechanism == "OAUTHBEARER" else None
-        version = self.version_for(ApiKey.SASL_HANDSHAKE, _SASL_HANDSHAKE, _SASL_HANDSHAKE)
+        version = self.version_for(ApiKey.SASL_HANDSHAKE, 0, _SASL_HANDSHAKE)
         handshake = await send(ApiKey.SASL_HANDSHAKE, version, SaslHandshakeRequest(mechanism=sasl.mechanism))
         if handshake.error_code == UnsupportedSaslMechanismError.code:
             raise UnsupportedSaslMechanismError(
@@ -329,9 +334,18 @@ class Connection:
             hint = ": is the listener PLAINTEXT or SSL? (security.protocol says SASL)" if handshake.error_code == IllegalSaslStateError.code else ""
             raise for_code(handshake.error_code)(f"SaslHandshake with {self.host}:{self.port} "
                                                  f"(mechanism {sasl.mechanism}){hint}")
-        version = self.version_for(ApiKey.SASL_AUTHENTICATE)
         conversation = sasl.conversation(token)
         message, lifetime_ms = next(conversation), 0
+        if version == 0:  # Kafka before 1.0: raw tokens, and a refusal is a closed connection
+            while True:
+                reply = await self._raw_exchange(message, sasl.mechanism)
+                try:
+                    message = conversation.send(reply)
+                except StopIteration:
+                    break
+            self.session_expires_at = self._reauth_at = None
+            return
+        version = self.version_for(ApiKey.SASL_AUTHENTICATE)
         while True:
             response = await send(ApiKey.SASL_AUTHENTICATE, version, SaslAuthenticateRequest(auth_bytes=message))
             if response.error_code:
@@ -357,6 +371,26 @@ class Connection:
                       self._reauth_at - now)
         else:
             self.session_expires_at = self._reauth_at = None
+
+    async def _raw_exchange(self, token: bytes, mechanism: str) -> bytes:
+        """SaslHandshake v0: ``token`` as a raw size-prefixed frame, and the broker's raw
+        answer. Such a broker refuses by closing the connection, with no error text."""
+        assert self._writer is not None and not self._pending
+        self._raw = asyncio.get_running_loop().create_future()
+        self._writer.write(len(token).to_bytes(4, "big") + token)
+        try:
+            return await asyncio.wait_for(asyncio.shield(self._raw), self.request_timeout)
+        except KafkaConnectionError as exc:
+            raise SaslAuthenticationFailedError(
+                f"{self.host}:{self.port} closed the connection during {mechanism} authentication (SaslHandshake "
+                f"v0, a broker before Kafka 1.0, gives no reason): wrong credentials? ({exc})") from None
+        except asyncio.TimeoutError:
+            error = KafkaTimeoutError(f"{self.host}:{self.port} did not answer a SASL token within "
+                                      f"{self.request_timeout:g} s")
+            self._fail(error)
+            raise error from None
+        finally:
+            self._raw = None
 
     async def _send_auth(self, api_key: int, version: int, body: Message) -> Any:
         return await self._send(api_key, version, body, authenticating=True)
@@ -561,6 +595,10 @@ class Connection:
                 self._writer.close()
 
     def _dispatch(self, frame: bytes) -> None:
+        if self._raw is not None and not self._pending:  # SaslHandshake v0's raw token answer
+            if not self._raw.done():
+                self._raw.set_result(frame)
+            return
         if not self._pending:
             raise ProtocolError(f"{self.host}:{self.port} sent a response nobody asked for")
         correlation_id, api_key, version, future = self._pending.popleft()
@@ -615,6 +653,9 @@ class Connection:
             if not future.done():
                 future.set_exception(error)
                 future.exception()  # retrieved: nobody may be awaiting it any more
+        if self._raw is not None and not self._raw.done():
+            self._raw.set_exception(error)
+            self._raw.exception()
         for timer in (self._release, self._idle_timer):
             if timer is not None:
                 timer.cancel()

@@ -390,3 +390,30 @@ def test_sasl_client_on_a_listener_without_sasl_says_so(broker, pki, listener):
     with pytest.raises(IllegalSaslStateError, match="is the listener PLAINTEXT or SSL"):
         _metadata(_settings(broker, pki, "PLAIN", tls, listener, **{"sasl.username": "a", "sasl.password": "b"}))
     assert time.monotonic() - started < GENEROUS
+
+
+@pytest.fixture
+def before_kafka_1_0(monkeypatch):
+    """The broker's ApiVersions as a Kafka 0.10/0.11 broker answers them: SaslHandshake v0
+    only and no SaslAuthenticate (minibroker still takes v0's raw tokens, as those did)."""
+    negotiate = Connection._negotiate
+
+    async def old_broker(self):
+        await negotiate(self)
+        self.api_versions[ApiKey.SASL_HANDSHAKE] = (0, 0)
+        self.api_versions.pop(ApiKey.SASL_AUTHENTICATE, None)
+
+    monkeypatch.setattr(Connection, "_negotiate", old_broker)
+
+
+@pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"])
+def test_a_broker_before_kafka_1_0_takes_raw_tokens(broker, pki, sasl_log, before_kafka_1_0, mechanism):
+    """Issue 15 item 3 (SaslHandshake v0/v1): with a broker that has SaslHandshake v0 only,
+    the client sends the mechanism's tokens as raw frames (as Java's client does) and logs
+    in; a wrong password, which such a broker answers by closing the connection, is a
+    SaslAuthenticationError that says so."""
+    credentials = {"sasl.username": "alice", "sasl.password": "alice-secret"}
+    assert _metadata(_settings(broker, pki, mechanism, **credentials))
+    assert ("SASL_SSL", "User:alice") in sasl_log.requests
+    with pytest.raises(SaslAuthenticationError, match=r"closed the connection during .*\(SaslHandshake v0"):
+        _metadata(_settings(broker, pki, mechanism, **{**credentials, "sasl.password": "wrong"}))
