@@ -18,6 +18,14 @@ time in.
   and the words for a failed handshake.
 - :mod:`kproto.security.sasl`: the clients' ``sasl.*`` settings checked together, and each
   mechanism's conversation as a generator that :class:`kproto.io.Connection` drives.
+- :mod:`kproto.security.oidc`: OAUTHBEARER tokens from an OAuth 2 token endpoint by the
+  client-credentials grant (KIP-768; Kafka's HttpAccessTokenRetriever and its refresh).
+- :mod:`kproto.security.jwks`: a broker's check of signed OAUTHBEARER tokens against a JSON
+  Web Key Set (KIP-768; Kafka's broker JWT validator), used by minibroker's listeners.
+
+minibroker's side of the wire (listeners, the per-connection SASL state machine, the TLS
+server context) is in :mod:`minibroker.listeners`, :mod:`minibroker.sasl` and
+:mod:`minibroker.tls`, on top of these modules.
 
 A server side refuses an exchange with :class:`SaslServerError`, which knows what Kafka's
 broker would tell the client; a client sees :class:`~kproto.errors.SaslAuthenticationError`.
