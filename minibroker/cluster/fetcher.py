@@ -198,7 +198,7 @@ class ReplicaFetcher:
         if endpoint is None:
             raise KafkaError(f"broker {self.source} has no registered endpoint")
         conn = Connection(endpoint[0], endpoint[1], client_id=fetcher_client_id(self._manager.node_id),
-                          node_id=self.source)
+                          node_id=self.source, **self._manager.connection)
         self.connection = conn
         await conn.open()
         return conn
@@ -449,6 +449,9 @@ class FetcherManager:
         self.fetchers: dict[int, ReplicaFetcher] = {}
         #: The broker's faults (isolation, slow disk), set by its node; None: none.
         self.faults: BrokerFaults | None = None
+        #: The inter-broker listener's TLS and SASL (``Connection``'s ``ssl_context`` and
+        #: ``sasl``), set by its node (:mod:`minibroker.cluster.security`); empty: PLAINTEXT.
+        self.connection: dict[str, Any] = {}
         self._stopping: set[asyncio.Task[None]] = set()
         self._closed = False
 

@@ -87,6 +87,7 @@ from minibroker.cluster.metadata import MetadataImage, MetadataLog, PartitionReg
 from minibroker.cluster.node import ClusterNode, monotonic_ms
 from minibroker.cluster.process import BrokerProcess
 from minibroker.cluster.quorum import Quorum
+from minibroker.cluster.security import inter_broker_client
 from minibroker.config import BrokerConfig, Listener
 from minibroker.faults import RequestControls
 
@@ -197,19 +198,14 @@ class MiniCluster:
 
         Raises:
             ValueError: a fixed port; an inter-broker listener that is none of them, or
-                not PLAINTEXT.
+                whose TLS/SASL settings the brokers cannot connect with
+                (:func:`~minibroker.cluster.security.inter_broker_client`).
         """
         if any(listener.port != 0 for listener in config.listeners):
             raise ValueError(f"listeners {config['listeners']}: a MiniCluster's listeners take port 0 "
                              "(each broker binds its own ports, kept across restarts)")
-        name = config.check_inter_broker_listener()
-        protocol = config.security_protocols[name]
-        if protocol != "PLAINTEXT":
-            # The brokers' own clients (replica fetchers, transaction markers) are kproto
-            # connections, which do not speak TLS or SASL (yet).
-            raise ValueError(f"inter.broker.listener.name {name} is {protocol}: a MiniCluster's brokers reach each "
-                             "other over a PLAINTEXT listener only; add one (e.g. listeners=PLAINTEXT://127.0.0.1:0,"
-                             f"{name}://127.0.0.1:0) for the brokers, and keep {name} for the clients")
+        config.check_inter_broker_listener()
+        inter_broker_client(config)  # the brokers' own TLS/SASL settings, checked before any starts
         return [Listener(listener.host or "127.0.0.1", 0, listener.name) for listener in config.listeners]
 
     def _node_settings(self, node_id: int, data_dir: Path, ports: Mapping[str, int] | None = None) -> dict[str, Any]:

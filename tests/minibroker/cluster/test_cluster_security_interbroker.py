@@ -1,0 +1,152 @@
+"""A MiniCluster whose brokers reach each other over a secured inter-broker listener
+(issue 15, inter-broker TLS/SASL): replica fetches, WriteTxnMarkers and KIP-890's
+AddPartitionsToTxn verification go over SASL_SSL (or SSL) as the broker's own user (or
+certificate), a super user by ``super.users`` as in Kafka, and the anonymous client-id
+stopgap of a PLAINTEXT inter-broker listener is gone.
+
+confluent-kafka is the oracle: alice produces with acks=all to a topic replicated on three
+brokers (min.insync.replicas=2: the followers' fetches must work) and commits a transaction
+whose partitions are led by other brokers than its coordinator (the markers and the
+verification cross the brokers).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+import pytest
+
+from kproto.io.connection import Connection
+from kproto.protocol.messages import ListOffsetsRequest, MetadataRequest, WriteTxnMarkersRequest
+from minibroker.faults import fetcher_client_id, txn_markers_client_id
+from tests.minibroker.cluster.conftest import _nothing_left
+
+ck = pytest.importorskip("confluent_kafka")
+from confluent_kafka.admin import (  # noqa: E402
+    AclBinding,
+    AclOperation,
+    AclPermissionType,
+    AdminClient,
+    ResourcePatternType,
+    ResourceType,
+)
+
+PLAIN_JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required username="broker" '
+              'password="broker-secret" user_broker="broker-secret" user_alice="alice-secret";')
+
+
+@pytest.fixture(scope="module")
+def keystore(pki, tmp_path_factory):
+    path = tmp_path_factory.mktemp("interbroker-keystore") / "server.pem"
+    path.write_text(pki.server.key_pem + pki.server.cert_pem)  # for localhost and 127.0.0.1
+    return path
+
+
+def sasl_ssl_config(pki, keystore) -> dict:
+    """Clients and brokers on SASL_SSL (PLAIN users broker and alice), anonymous clients on
+    PLAINTEXT; the authorizer on, the brokers' user a super user."""
+    return {
+        "listeners": "SASL_SSL://127.0.0.1:0,PLAINTEXT://127.0.0.1:0",
+        "inter.broker.listener.name": "SASL_SSL",
+        "ssl.keystore.location": str(keystore),
+        "ssl.truststore.location": str(pki.ca.cert_path),  # the brokers check each other's certificates
+        "listener.name.sasl_ssl.sasl.enabled.mechanisms": "PLAIN",
+        "listener.name.sasl_ssl.plain.sasl.jaas.config": PLAIN_JAAS,
+        "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        "super.users": "User:broker",
+        "connection.failed.authentication.delay.ms": 10,
+        "min.insync.replicas": 2,
+    }
+
+
+def ck_client(pki, user: str, password: str) -> dict:
+    return {"security.protocol": "SASL_SSL", "sasl.mechanism": "PLAIN", "ssl.ca.location": str(pki.ca.cert_path),
+            "sasl.username": user, "sasl.password": password}
+
+
+def allow_alice(bootstrap: str, conf: dict) -> None:
+    """What alice needs to produce transactionally (made by the broker user, a super user)."""
+    admin = AdminClient({"bootstrap.servers": bootstrap, **conf})
+    bindings = [AclBinding(kind, "*" if kind != ResourceType.BROKER else "kafka-cluster", ResourcePatternType.LITERAL,
+                           "User:alice", "*", AclOperation.ALL, AclPermissionType.ALLOW)
+                for kind in (ResourceType.TOPIC, ResourceType.TRANSACTIONAL_ID, ResourceType.BROKER)]
+    for future in admin.create_acls(bindings).values():
+        future.result(10)
+
+
+def transactional_produce(bootstrap: str, conf: dict, topic: str, partitions: int) -> None:
+    producer = ck.Producer({"bootstrap.servers": bootstrap, "transactional.id": f"tx-{uuid.uuid4().hex[:6]}",
+                            "acks": "all", **conf})
+    producer.init_transactions(20)
+    producer.begin_transaction()
+    for partition in range(partitions):
+        producer.produce(topic, value=b"in-tx", partition=partition)
+    producer.commit_transaction(20)  # the markers, on every partition's leader
+    producer.flush(5)
+
+
+def read_committed(bootstrap: str, conf: dict, topic: str, partitions: int, count: int) -> list[bytes]:
+    consumer = ck.Consumer({"bootstrap.servers": bootstrap, "group.id": f"g-{uuid.uuid4().hex[:6]}",
+                            "isolation.level": "read_committed", "enable.auto.commit": False, **conf})
+    got: list[bytes] = []
+    try:
+        consumer.assign([ck.TopicPartition(topic, p, ck.OFFSET_BEGINNING) for p in range(partitions)])
+        for _ in range(60):
+            if len(got) >= count:
+                break
+            message = consumer.poll(0.5)
+            if message is not None and message.error() is None:
+                got.append(message.value())
+    finally:
+        consumer.close()
+    return got
+
+
+async def as_a_broker_anonymously(host: str, port: int, topic: str) -> tuple[list[str], int, int]:
+    """Metadata (topic DESCRIBE), ListOffsets (a follower's: DESCRIBE) and WriteTxnMarkers
+    (CLUSTER_ACTION) over PLAINTEXT with a broker's client ids, as User:ANONYMOUS."""
+    conn = Connection(host, port, client_id=fetcher_client_id(0))
+    markers_conn = Connection(host, port, client_id=txn_markers_client_id(0))
+    try:
+        await conn.open()
+        listed = await conn.request_versioned(MetadataRequest(topics=None), 12)
+        offsets = await conn.request_versioned(ListOffsetsRequest(replica_id=0, topics=[
+            ListOffsetsRequest.ListOffsetsTopic(name=topic, partitions=[
+                ListOffsetsRequest.ListOffsetsPartition(partition_index=0, timestamp=-1)])]), 7)
+        await markers_conn.open()
+        markers = await markers_conn.request_versioned(WriteTxnMarkersRequest(markers=[
+            WriteTxnMarkersRequest.WritableTxnMarker(
+                producer_id=1, producer_epoch=0, transaction_result=True, coordinator_epoch=0,
+                topics=[WriteTxnMarkersRequest.WritableTxnMarkerTopic(name=topic, partition_indexes=[0])])]), 1)
+    finally:
+        await conn.close(timeout=1.0)
+        await markers_conn.close(timeout=1.0)
+    return ([t.name for t in listed.topics], offsets.topics[0].partitions[0].error_code,
+            markers.markers[0].topics[0].partitions[0].error_code)
+
+
+def test_a_sasl_ssl_inter_broker_listener_replicates_commits_and_closes_the_stopgap(pki, keystore, tmp_path):
+    """Issue 15, inter-broker TLS/SASL: with ``inter.broker.listener.name`` a SASL_SSL
+    listener (PLAIN, the broker's credentials from the JAAS config's username/password) and
+    the authorizer on with ``super.users=User:broker``: acks=all to a topic of RF 3 with
+    min.insync.replicas=2 works (the followers fetch over SASL_SSL as User:broker), a
+    transaction over three partitions led by different brokers commits (WriteTxnMarkers and
+    AddPartitionsToTxn verification over SASL_SSL), and an anonymous client on the PLAINTEXT
+    listener that sends a broker's client ids gets nothing (the stopgap is for a PLAINTEXT
+    inter-broker listener only)."""
+    with _nothing_left(brokers=3, data_dir=tmp_path, config=sasl_ssl_config(pki, keystore)) as cluster:
+        cluster.create_topic("t", partitions=3, replication_factor=3)
+        bootstrap = cluster.bootstrap_servers_for("SASL_SSL")
+        allow_alice(bootstrap, ck_client(pki, "broker", "broker-secret"))
+        alice = ck_client(pki, "alice", "alice-secret")
+        producer = ck.Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True, **alice})
+        for partition in range(3):  # each partition's leader waits for a follower's fetch
+            producer.produce("t", value=b"acked", partition=partition)
+        assert producer.flush(20) == 0
+        transactional_produce(bootstrap, alice, "t", 3)
+        assert sorted(read_committed(bootstrap, alice, "t", 3, 6)) == [b"acked"] * 3 + [b"in-tx"] * 3
+        for address in cluster.bootstrap_servers_for("PLAINTEXT").split(","):
+            host, port = address.rsplit(":", 1)
+            # TOPIC_AUTHORIZATION_FAILED (29), CLUSTER_AUTHORIZATION_FAILED (31)
+            assert asyncio.run(as_a_broker_anonymously(host, int(port), "t")) == ([], 29, 31)
