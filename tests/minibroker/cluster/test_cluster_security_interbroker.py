@@ -65,11 +65,35 @@ def ck_client(pki, user: str, password: str) -> dict:
             "sasl.username": user, "sasl.password": password}
 
 
-def allow_alice(bootstrap: str, conf: dict) -> None:
-    """What alice needs to produce transactionally (made by the broker user, a super user)."""
+def ssl_config(pki, broker_cert) -> dict:
+    """Clients and brokers on SSL with client certificates required (the principal: the
+    certificate's CN by ssl.principal.mapping.rules), anonymous clients on PLAINTEXT."""
+    keystore = broker_cert.cert_path.with_suffix(".keystore.pem")
+    keystore.write_text(broker_cert.key_pem + broker_cert.cert_pem)
+    return {
+        "listeners": "SSL://127.0.0.1:0,PLAINTEXT://127.0.0.1:0",
+        "inter.broker.listener.name": "SSL",
+        "ssl.keystore.location": str(keystore),  # the broker's server and client certificate
+        "ssl.truststore.location": str(pki.ca.cert_path),
+        "listener.name.ssl.ssl.client.auth": "required",
+        "ssl.principal.mapping.rules": "RULE:^CN=([^,]+).*$/$1/,DEFAULT",
+        "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        "super.users": "User:broker",
+        "min.insync.replicas": 2,
+    }
+
+
+def ck_ssl(pki, cert) -> dict:
+    return {"security.protocol": "SSL", "ssl.ca.location": str(pki.ca.cert_path),
+            "ssl.certificate.location": str(cert.cert_path), "ssl.key.location": str(cert.key_path)}
+
+
+def allow(bootstrap: str, conf: dict, principal: str = "User:alice") -> None:
+    """What ``principal`` needs to produce transactionally (made by the brokers' principal,
+    a super user)."""
     admin = AdminClient({"bootstrap.servers": bootstrap, **conf})
     bindings = [AclBinding(kind, "*" if kind != ResourceType.BROKER else "kafka-cluster", ResourcePatternType.LITERAL,
-                           "User:alice", "*", AclOperation.ALL, AclPermissionType.ALLOW)
+                           principal, "*", AclOperation.ALL, AclPermissionType.ALLOW)
                 for kind in (ResourceType.TOPIC, ResourceType.TRANSACTIONAL_ID, ResourceType.BROKER)]
     for future in admin.create_acls(bindings).values():
         future.result(10)
@@ -136,17 +160,37 @@ def test_a_sasl_ssl_inter_broker_listener_replicates_commits_and_closes_the_stop
     listener that sends a broker's client ids gets nothing (the stopgap is for a PLAINTEXT
     inter-broker listener only)."""
     with _nothing_left(brokers=3, data_dir=tmp_path, config=sasl_ssl_config(pki, keystore)) as cluster:
-        cluster.create_topic("t", partitions=3, replication_factor=3)
         bootstrap = cluster.bootstrap_servers_for("SASL_SSL")
-        allow_alice(bootstrap, ck_client(pki, "broker", "broker-secret"))
-        alice = ck_client(pki, "alice", "alice-secret")
-        producer = ck.Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True, **alice})
-        for partition in range(3):  # each partition's leader waits for a follower's fetch
-            producer.produce("t", value=b"acked", partition=partition)
-        assert producer.flush(20) == 0
-        transactional_produce(bootstrap, alice, "t", 3)
-        assert sorted(read_committed(bootstrap, alice, "t", 3, 6)) == [b"acked"] * 3 + [b"in-tx"] * 3
-        for address in cluster.bootstrap_servers_for("PLAINTEXT").split(","):
-            host, port = address.rsplit(":", 1)
-            # TOPIC_AUTHORIZATION_FAILED (29), CLUSTER_AUTHORIZATION_FAILED (31)
-            assert asyncio.run(as_a_broker_anonymously(host, int(port), "t")) == ([], 29, 31)
+        allow(bootstrap, ck_client(pki, "broker", "broker-secret"))
+        replicate_commit_and_refuse(cluster, bootstrap, ck_client(pki, "alice", "alice-secret"))
+
+
+def test_an_ssl_inter_broker_listener_with_client_certificates(pki, tmp_path):
+    """Issue 15, inter-broker TLS/SASL: with an SSL inter-broker listener that requires
+    client certificates, the brokers verify each other's certificates (ssl.truststore.*,
+    the host name by Kafka's default ssl.endpoint.identification.algorithm=https) and
+    present their keystore's certificate, whose subject (mapped to User:broker) is the
+    super user: replication with acks=all, a transaction's markers and verification work,
+    and the anonymous client-id stopgap is off."""
+    broker_cert = pki.ca.issue("broker", hosts=("localhost", "127.0.0.1"), server_and_client=True)
+    with _nothing_left(brokers=3, data_dir=tmp_path, config=ssl_config(pki, broker_cert)) as cluster:
+        bootstrap = cluster.bootstrap_servers_for("SSL")
+        allow(bootstrap, ck_ssl(pki, broker_cert), "User:client")
+        replicate_commit_and_refuse(cluster, bootstrap, ck_ssl(pki, pki.client))
+
+
+def replicate_commit_and_refuse(cluster, bootstrap: str, user: dict) -> None:
+    """acks=all to RF 3 (min.insync.replicas=2), a transaction over three partitions led by
+    the three brokers, read back committed; then a broker's client ids on PLAINTEXT get
+    nothing."""
+    cluster.create_topic("t", partitions=3, replication_factor=3)
+    producer = ck.Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True, **user})
+    for partition in range(3):  # each partition's leader waits for a follower's fetch
+        producer.produce("t", value=b"acked", partition=partition)
+    assert producer.flush(20) == 0
+    transactional_produce(bootstrap, user, "t", 3)
+    assert sorted(read_committed(bootstrap, user, "t", 3, 6)) == [b"acked"] * 3 + [b"in-tx"] * 3
+    for address in cluster.bootstrap_servers_for("PLAINTEXT").split(","):
+        host, port = address.rsplit(":", 1)
+        # TOPIC_AUTHORIZATION_FAILED (29), CLUSTER_AUTHORIZATION_FAILED (31)
+        assert asyncio.run(as_a_broker_anonymously(host, int(port), "t")) == ([], 29, 31)
