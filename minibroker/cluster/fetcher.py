@@ -9,7 +9,8 @@ why this module, unlike the cluster's core, imports ``kproto.io``).
   broker, as Kafka's per-source fetcher threads with ``num.replica.fetchers`` = 1. A
   fetcher left without partitions stops and closes its connection.
 - A :class:`ReplicaFetcher` owns one connection to its leader's registered endpoint
-  (``client_id`` ``broker-<id>-fetcher``) and the :class:`FetchTarget` s it replicates.
+  (``client_id`` ``broker-<id>-fetcher``) and the :class:`FetchTarget` s it replicates,
+  with the inter-broker listener's TLS and SASL (:attr:`FetcherManager.connection`).
 - **Truncation first** (KIP-101, KIP-279): a new target (or one whose leader or leader
   epoch changed) asks the leader OffsetForLeaderEpoch v4 about its latest epoch and
   applies :meth:`~minibroker.cluster.partition.Partition.truncation_offset`: an offset

@@ -30,8 +30,11 @@ named listeners (each port 0: a broker binds its own ports, kept across restarts
 controller (as Kafka's BrokerRegistration does), and a client is told each broker's
 address on the listener it came in on; :meth:`MiniCluster.bootstrap_servers_for` gives
 its bootstrap. The brokers reach each other on ``inter.broker.listener.name`` (default:
-the listener named after ``security.inter.broker.protocol``, PLAINTEXT, as Kafka), which
-must be a PLAINTEXT listener: the brokers' own clients speak neither TLS nor SASL yet.
+the listener named after ``security.inter.broker.protocol``, PLAINTEXT, as Kafka), with
+its TLS and SASL when it has them: each broker is a client of that listener with the
+settings :mod:`minibroker.cluster.security` reads (``ssl.truststore.*``, its keystore,
+``sasl.mechanism.inter.broker.protocol`` and the JAAS config's ``username``/``password``),
+and its principal belongs in ``super.users`` when the authorizer is on, as in Kafka.
 SCRAM users are the cluster's (UserScramCredentialRecord through the controller)::
 
     config = {"listeners": "PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0",

@@ -7,7 +7,8 @@ leader of every partition in it. Those it leads itself go through
 :meth:`~minibroker.state.BrokerState.write_txn_markers`; for the others it sends Kafka's
 WriteTxnMarkers (API 27) to their leader, as Kafka's ``TransactionMarkerChannelManager``
 does, over a kproto :class:`~kproto.io.connection.Connection` (the fetcher's way to reach
-another broker, hence this module's place beside it). One connection per call, closed
+another broker, hence this module's place beside it; TLS and SASL as the inter-broker
+listener has them, :mod:`minibroker.cluster.security`). One connection per call, closed
 after the answer: markers are sent once per transaction end, and a connection left open
 would outlive a broker that is killed.
 
