@@ -194,3 +194,52 @@ def replicate_commit_and_refuse(cluster, bootstrap: str, user: dict) -> None:
         host, port = address.rsplit(":", 1)
         # TOPIC_AUTHORIZATION_FAILED (29), CLUSTER_AUTHORIZATION_FAILED (31)
         assert asyncio.run(as_a_broker_anonymously(host, int(port), "t")) == ([], 29, 31)
+
+
+def interbroker(settings: dict):
+    from minibroker.cluster.security import inter_broker_client
+    from minibroker.config import BrokerConfig
+
+    return inter_broker_client(BrokerConfig(settings))
+
+
+def test_the_brokers_client_settings_follow_kafkas_keys(pki, keystore):
+    """Issue 15, inter-broker TLS/SASL: the settings each broker builds once for its
+    connections to the others. PLAINTEXT: none. SASL: sasl.mechanism.inter.broker.protocol,
+    by default PLAIN if enabled, else the listener's first enabled mechanism, with the JAAS
+    config's username/password; OAUTHBEARER is refused. TLS: the host name checked unless
+    ssl.endpoint.identification.algorithm is empty (Kafka's broker default https); the
+    keystore presented only where the listener asks for client certificates."""
+    plain = interbroker({"listeners": "PLAINTEXT://127.0.0.1:0"})
+    assert (plain.ssl_context, plain.sasl, plain.secured) == (None, None, False)
+
+    scram_jaas = ('org.apache.kafka.common.security.scram.ScramLoginModule required username="broker" '
+                  'password="s";')
+    base = {"listeners": "SASL_PLAINTEXT://127.0.0.1:0", "inter.broker.listener.name": "SASL_PLAINTEXT",
+            "plain.sasl.jaas.config": PLAIN_JAAS, "scram-sha-512.sasl.jaas.config": scram_jaas}
+    client = interbroker(base)
+    assert (client.ssl_context, client.sasl.mechanism, client.sasl.username, client.sasl.password) == (
+        None, "PLAIN", "broker", "broker-secret")
+    client = interbroker({**base, "sasl.enabled.mechanisms": "SCRAM-SHA-512,PLAIN",
+                          "sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-512"})
+    assert (client.sasl.mechanism, client.sasl.password) == ("SCRAM-SHA-512", "s")
+    assert interbroker({**base, "sasl.enabled.mechanisms": "SCRAM-SHA-512"}).sasl.mechanism == "SCRAM-SHA-512"
+    with pytest.raises(ValueError, match="OAUTHBEARER: minibroker's brokers authenticate"):
+        interbroker({**base, "sasl.enabled.mechanisms": "OAUTHBEARER"})
+
+    tls = {"listeners": "SSL://127.0.0.1:0", "inter.broker.listener.name": "SSL",
+           "ssl.keystore.location": str(keystore), "ssl.truststore.location": str(pki.ca.cert_path)}
+    context = interbroker(tls).ssl_context
+    assert context.check_hostname and context.verify_mode.name == "CERT_REQUIRED"
+    assert not interbroker({**tls, "listener.name.ssl.ssl.endpoint.identification.algorithm": ""}
+                           ).ssl_context.check_hostname
+    assert context.get_ca_certs() and interbroker(tls).sasl is None
+    with pytest.raises(ValueError, match="inter-broker listener SSL: ssl.truststore.location=.*no such file"):
+        interbroker({**tls, "ssl.truststore.location": "/nonexistent/ca.pem"})
+    missing_keystore = {**tls, "ssl.keystore.location": "/nonexistent/broker.pem"}
+    assert interbroker(missing_keystore).ssl_context is not None  # not asked for: not loaded
+    with pytest.raises(ValueError, match="ssl.keystore.location: no such file"):
+        interbroker({**missing_keystore, "ssl.client.auth": "required"})
+    with pytest.raises(ValueError, match="ssl.keystore.location: no such file"):  # KIP-684: SASL_SSL's own only
+        interbroker({**missing_keystore, "listeners": "SASL_SSL://127.0.0.1:0", "inter.broker.listener.name": "SASL_SSL",
+                     "plain.sasl.jaas.config": PLAIN_JAAS, "listener.name.sasl_ssl.ssl.client.auth": "requested"})
