@@ -179,6 +179,23 @@ def test_an_ssl_inter_broker_listener_with_client_certificates(pki, tmp_path):
         replicate_commit_and_refuse(cluster, bootstrap, ck_ssl(pki, pki.client))
 
 
+def test_a_sasl_plaintext_inter_broker_listener_between_broker_processes(tmp_path):
+    """Issue 15, inter-broker TLS/SASL: SASL_PLAINTEXT between brokers that are processes
+    (``processes=True``: each builds its inter-broker client from the settings it is
+    handed), the same replication, transaction and closed stopgap."""
+    config = {"listeners": "SASL_PLAINTEXT://127.0.0.1:0,PLAINTEXT://127.0.0.1:0",
+              "security.inter.broker.protocol": "SASL_PLAINTEXT",
+              "listener.name.sasl_plaintext.plain.sasl.jaas.config": PLAIN_JAAS,
+              "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+              "super.users": "User:broker", "min.insync.replicas": 2}
+    with _nothing_left(brokers=3, data_dir=tmp_path, config=config, processes=True) as cluster:
+        bootstrap = cluster.bootstrap_servers_for("SASL_PLAINTEXT")
+        sasl = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN"}
+        allow(bootstrap, {**sasl, "sasl.username": "broker", "sasl.password": "broker-secret"})
+        replicate_commit_and_refuse(cluster, bootstrap, {**sasl, "sasl.username": "alice",
+                                                         "sasl.password": "alice-secret"})
+
+
 def replicate_commit_and_refuse(cluster, bootstrap: str, user: dict) -> None:
     """acks=all to RF 3 (min.insync.replicas=2), a transaction over three partitions led by
     the three brokers, read back committed; then a broker's client ids on PLAINTEXT get
