@@ -248,10 +248,12 @@ def validate_filter(resource_type: int, resource_name: str | None, pattern_type:
 
 Journal = Callable[[list[AclBinding]], None]
 
-#: The principal a MiniCluster's brokers speak to each other as. Kafka makes the
-#: inter-broker principal a super user; the brokers' connections here do not authenticate
-#: (no SASL between them yet), so theirs is the anonymous principal of any unauthenticated
-#: client, and a super user of that name would turn the authorizer off for everyone.
+#: The principal a MiniCluster's brokers speak to each other as over a PLAINTEXT
+#: inter-broker listener. Kafka makes the inter-broker principal a super user; over
+#: PLAINTEXT the brokers do not authenticate, so theirs is the anonymous principal of any
+#: unauthenticated client, and a super user of that name would turn the authorizer off for
+#: everyone. On a secured inter-broker listener (SSL, SASL_*) the brokers log in as a real
+#: principal, which users put in ``super.users`` as in Kafka, and this stopgap is off.
 INTER_BROKER_PRINCIPAL = "User:ANONYMOUS"
 #: What a cluster broker's authorizer allows :data:`INTER_BROKER_PRINCIPAL` without ACLs:
 #: what the brokers' requests to each other need (a follower's Fetch and OffsetForLeaderEpoch,
@@ -263,8 +265,9 @@ INTER_BROKER_RIGHTS = frozenset({(AclOperation.CLUSTER_ACTION, ResourceType.CLUS
 def _from_a_broker(ctx: Any, inter_broker_principal: str | None) -> bool:
     # A MiniCluster broker's connections to the other brokers send a broker's client id
     # (minibroker.faults.broker_node: its replica fetchers', WriteTxnMarkers' and
-    # AddPartitionsToTxn v4+'s). Until the brokers authenticate to each other, this is how
-    # the stopgap tells a broker's request from an anonymous client's. It is a claim, not a
+    # AddPartitionsToTxn v4+'s). Where the brokers do not authenticate to each other (a
+    # PLAINTEXT inter-broker listener), this is how the stopgap tells a broker's request
+    # from an anonymous client's. It is a claim, not a
     # proof: an unauthenticated client that sends such a client id gets the brokers' rights
     # too (docs/guides/acls.rst says so).
     return (inter_broker_principal is not None and ctx.principal == inter_broker_principal
@@ -281,8 +284,9 @@ class Authorizer:
         journal: called with every ACL after a change, before it counts; if it raises,
             the change is not made and the error goes to the caller.
 
-        inter_broker_principal: in a MiniCluster, the principal the brokers' requests to each
-            other come as (:data:`INTER_BROKER_PRINCIPAL`), allowed what they need (see
+        inter_broker_principal: in a MiniCluster whose inter-broker listener is PLAINTEXT,
+            the principal the brokers' requests to each other come as
+            (:data:`INTER_BROKER_PRINCIPAL`; None otherwise), allowed what they need (see
             :data:`INTER_BROKER_RIGHTS`) when their client id is a broker's
             (:func:`minibroker.faults.broker_node`).
 

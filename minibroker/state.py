@@ -177,8 +177,12 @@ class BrokerState:
                 else ScramCredentials(self.storage.log_dirs[0] if self.storage.persistent else None))
             # The ACLs and who may do what (issue 15): a cluster's are in the metadata image.
             acls = AclStore(self.storage.log_dirs if cluster is None else [])
+            # The anonymous client-id stopgap only where the brokers reach each other over
+            # PLAINTEXT; on a secured inter-broker listener they log in and are super.users.
+            plaintext_brokers = cluster is not None and config.security_protocols.get(
+                config.inter_broker_listener_name) == "PLAINTEXT"
             self.authorizer = Authorizer(config, acls.load(), journal=acls.save, inter_broker_principal=(
-                None if cluster is None else INTER_BROKER_PRINCIPAL))
+                INTER_BROKER_PRINCIPAL if plaintext_brokers else None))
             self._load()
         except BaseException:
             self.close()  # the directories are not left locked by a broker that failed to start

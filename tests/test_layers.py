@@ -63,9 +63,11 @@ LAYERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     # OffsetForLeaderEpoch, ListOffsets over kproto's Connection), so these two modules
     # relax "minibroker speaks to kproto through the codec and the protocol only" on purpose
     # (remote: a broker process's way to the controller, over kproto's Connection too;
-    # txn_markers: a transaction coordinator's WriteTxnMarkers to another broker)
+    # txn_markers: a transaction coordinator's WriteTxnMarkers to another broker;
+    # security: those connections' TLS/SASL, kproto's client settings from the broker's)
     "minibroker.cluster replication": (("minibroker.cluster.fetcher", "minibroker.cluster.replica_manager",
-                                        "minibroker.cluster.remote", "minibroker.cluster.txn_markers"),
+                                        "minibroker.cluster.remote", "minibroker.cluster.txn_markers",
+                                        "minibroker.cluster.security"),
                                        (*_SHARED, "kproto.config", "kproto.io", "minibroker.config",
                                         "minibroker.log", "minibroker.cluster core")),
     "minibroker.coordinator": (("minibroker.coordinator",), (*_SHARED, "minibroker.config", "minibroker.log")),

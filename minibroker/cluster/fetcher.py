@@ -9,7 +9,8 @@ why this module, unlike the cluster's core, imports ``kproto.io``).
   broker, as Kafka's per-source fetcher threads with ``num.replica.fetchers`` = 1. A
   fetcher left without partitions stops and closes its connection.
 - A :class:`ReplicaFetcher` owns one connection to its leader's registered endpoint
-  (``client_id`` ``broker-<id>-fetcher``) and the :class:`FetchTarget` s it replicates.
+  (``client_id`` ``broker-<id>-fetcher``) and the :class:`FetchTarget` s it replicates,
+  with the inter-broker listener's TLS and SASL (:attr:`FetcherManager.connection`).
 - **Truncation first** (KIP-101, KIP-279): a new target (or one whose leader or leader
   epoch changed) asks the leader OffsetForLeaderEpoch v4 about its latest epoch and
   applies :meth:`~minibroker.cluster.partition.Partition.truncation_offset`: an offset
@@ -198,7 +199,7 @@ class ReplicaFetcher:
         if endpoint is None:
             raise KafkaError(f"broker {self.source} has no registered endpoint")
         conn = Connection(endpoint[0], endpoint[1], client_id=fetcher_client_id(self._manager.node_id),
-                          node_id=self.source)
+                          node_id=self.source, **self._manager.connection)
         self.connection = conn
         await conn.open()
         return conn
@@ -449,6 +450,9 @@ class FetcherManager:
         self.fetchers: dict[int, ReplicaFetcher] = {}
         #: The broker's faults (isolation, slow disk), set by its node; None: none.
         self.faults: BrokerFaults | None = None
+        #: The inter-broker listener's TLS and SASL (``Connection``'s ``ssl_context`` and
+        #: ``sasl``), set by its node (:mod:`minibroker.cluster.security`); empty: PLAINTEXT.
+        self.connection: dict[str, Any] = {}
         self._stopping: set[asyncio.Task[None]] = set()
         self._closed = False
 

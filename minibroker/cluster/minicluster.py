@@ -30,8 +30,11 @@ named listeners (each port 0: a broker binds its own ports, kept across restarts
 controller (as Kafka's BrokerRegistration does), and a client is told each broker's
 address on the listener it came in on; :meth:`MiniCluster.bootstrap_servers_for` gives
 its bootstrap. The brokers reach each other on ``inter.broker.listener.name`` (default:
-the listener named after ``security.inter.broker.protocol``, PLAINTEXT, as Kafka), which
-must be a PLAINTEXT listener: the brokers' own clients speak neither TLS nor SASL yet.
+the listener named after ``security.inter.broker.protocol``, PLAINTEXT, as Kafka), with
+its TLS and SASL when it has them: each broker is a client of that listener with the
+settings :mod:`minibroker.cluster.security` reads (``ssl.truststore.*``, its keystore,
+``sasl.mechanism.inter.broker.protocol`` and the JAAS config's ``username``/``password``),
+and its principal belongs in ``super.users`` when the authorizer is on, as in Kafka.
 SCRAM users are the cluster's (UserScramCredentialRecord through the controller)::
 
     config = {"listeners": "PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0",
@@ -87,6 +90,7 @@ from minibroker.cluster.metadata import MetadataImage, MetadataLog, PartitionReg
 from minibroker.cluster.node import ClusterNode, monotonic_ms
 from minibroker.cluster.process import BrokerProcess
 from minibroker.cluster.quorum import Quorum
+from minibroker.cluster.security import inter_broker_client
 from minibroker.config import BrokerConfig, Listener
 from minibroker.faults import RequestControls
 
@@ -197,19 +201,14 @@ class MiniCluster:
 
         Raises:
             ValueError: a fixed port; an inter-broker listener that is none of them, or
-                not PLAINTEXT.
+                whose TLS/SASL settings the brokers cannot connect with
+                (:func:`~minibroker.cluster.security.inter_broker_client`).
         """
         if any(listener.port != 0 for listener in config.listeners):
             raise ValueError(f"listeners {config['listeners']}: a MiniCluster's listeners take port 0 "
                              "(each broker binds its own ports, kept across restarts)")
-        name = config.check_inter_broker_listener()
-        protocol = config.security_protocols[name]
-        if protocol != "PLAINTEXT":
-            # The brokers' own clients (replica fetchers, transaction markers) are kproto
-            # connections, which do not speak TLS or SASL (yet).
-            raise ValueError(f"inter.broker.listener.name {name} is {protocol}: a MiniCluster's brokers reach each "
-                             "other over a PLAINTEXT listener only; add one (e.g. listeners=PLAINTEXT://127.0.0.1:0,"
-                             f"{name}://127.0.0.1:0) for the brokers, and keep {name} for the clients")
+        config.check_inter_broker_listener()
+        inter_broker_client(config)  # the brokers' own TLS/SASL settings, checked before any starts
         return [Listener(listener.host or "127.0.0.1", 0, listener.name) for listener in config.listeners]
 
     def _node_settings(self, node_id: int, data_dir: Path, ports: Mapping[str, int] | None = None) -> dict[str, Any]:

@@ -39,6 +39,7 @@ the held requests go on, so that they meet the node's new state.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 import uuid
@@ -58,6 +59,7 @@ from minibroker.cluster.api import (
 from minibroker.cluster.metadata import MetadataImage
 from minibroker.cluster.quorum import Quorum
 from minibroker.cluster.replica_manager import ReplicaManager
+from minibroker.cluster.security import inter_broker_client
 from minibroker.cluster.txn_markers import AddPartitionsToTxnSender, send_txn_markers
 from minibroker.config import BrokerConfig
 from minibroker.server import Server
@@ -121,6 +123,9 @@ class ClusterNode:
         """
         if self.alive:
             raise RuntimeError(f"node {self.node_id} is already running")
+        # The security of this broker's connections to the others (inter.broker.listener.name),
+        # built once: the fetchers, WriteTxnMarkers and KIP-890 verification share it.
+        inter_broker = inter_broker_client(self.config).connection_settings()
         self.context = ClusterContext(node_id=self.node_id, channel=self.quorum.channel_for(self.node_id),
                                       image=MetadataImage())
         self.server = Server(self.config, self.host, self.port, cluster=self.context)
@@ -134,8 +139,11 @@ class ClusterNode:
             await self._register()
             self.replica_manager = ReplicaManager(self.server.state, self.context, self.clock_ms)
             self.replica_manager.leadership_listeners.append(self.server.state.leadership_changed)
-            self.server.state.remote_txn_markers = send_txn_markers  # WriteTxnMarkers to other brokers
-            self.server.state.remote_txn_verify = AddPartitionsToTxnSender(self.node_id)  # KIP-890 verification
+            # WriteTxnMarkers to other brokers
+            self.server.state.remote_txn_markers = functools.partial(send_txn_markers, connection=inter_broker)
+            # KIP-890 verification
+            self.server.state.remote_txn_verify = AddPartitionsToTxnSender(self.node_id, connection=inter_broker)
+            self.replica_manager.fetchers.connection = inter_broker
             self.replica_manager.fetchers.faults = self.server.faults  # isolation and a slow disk reach the fetchers
             self.quorum.subscribe(self.node_id, self.replica_manager.apply, from_offset=0)
         except BaseException:

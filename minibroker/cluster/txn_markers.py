@@ -7,7 +7,8 @@ leader of every partition in it. Those it leads itself go through
 :meth:`~minibroker.state.BrokerState.write_txn_markers`; for the others it sends Kafka's
 WriteTxnMarkers (API 27) to their leader, as Kafka's ``TransactionMarkerChannelManager``
 does, over a kproto :class:`~kproto.io.connection.Connection` (the fetcher's way to reach
-another broker, hence this module's place beside it). One connection per call, closed
+another broker, hence this module's place beside it; TLS and SASL as the inter-broker
+listener has them, :mod:`minibroker.cluster.security`). One connection per call, closed
 after the answer: markers are sent once per transaction end, and a connection left open
 would outlive a broker that is killed.
 
@@ -31,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import defaultdict
+from collections.abc import Mapping
 from typing import Any
 
 from kproto.errors import InvalidProducerEpochError, KafkaError, NetworkError
@@ -51,11 +53,13 @@ _VERSIONS = (0, 1)
 
 async def send_txn_markers(host: str, port: int, *, node_id: int, producer_id: int, producer_epoch: int,
                            coordinator_epoch: int, commit: bool, partitions: list[TopicPartition],
-                           timeout_ms: int) -> dict[TopicPartition, int]:
+                           timeout_ms: int, connection: Mapping[str, Any] | None = None) -> dict[TopicPartition, int]:
     """Write one transaction's markers on ``partitions`` led by the broker at ``host:port``.
 
     Returns each partition's error code (0: written), the broker's answer or
-    NETWORK_EXCEPTION when it could not be had. ``node_id`` is the sender's (its client id).
+    NETWORK_EXCEPTION when it could not be had. ``node_id`` is the sender's (its client id);
+    ``connection``: the inter-broker listener's TLS and SASL (``Connection``'s ``ssl_context``
+    and ``sasl``, :meth:`minibroker.cluster.security.InterBrokerClient.connection_settings`).
     """
     by_topic: dict[str, list[int]] = defaultdict(list)
     for topic, index in partitions:
@@ -65,7 +69,7 @@ async def send_txn_markers(host: str, port: int, *, node_id: int, producer_id: i
         topics=[WriteTxnMarkersRequest.WritableTxnMarkerTopic(name=t, partition_indexes=i) for t, i in by_topic.items()],
         coordinator_epoch=coordinator_epoch)])
     conn = Connection(host, port, client_id=txn_markers_client_id(node_id), request_timeout_ms=timeout_ms,
-                      connect_timeout_ms=5000)
+                      connect_timeout_ms=5000, **(connection or {}))
     failed = dict.fromkeys(partitions, NetworkError.code)
     try:
         await conn.open()
@@ -102,10 +106,12 @@ class AddPartitionsToTxnSender:
 
     Args:
         node_id: the sending broker's id (its client id).
+        connection: the inter-broker listener's TLS and SASL (as :func:`send_txn_markers`).
     """
 
-    def __init__(self, node_id: int) -> None:
+    def __init__(self, node_id: int, connection: Mapping[str, Any] | None = None) -> None:
         self.node_id = node_id
+        self._connection = dict(connection or {})
         # coordinator (host, port) -> transactional id -> (transaction, its partitions, its answer)
         self._pending: dict[tuple[str, int], dict[str, tuple[Any, list[TopicPartition], asyncio.Future]]] = {}
         self._busy: set[tuple[str, int]] = set()  # coordinators with a request in flight
@@ -156,7 +162,7 @@ class AddPartitionsToTxnSender:
         host, port = node
         failed = {tid: dict.fromkeys(partitions, NetworkError.code) for tid, (_, partitions, _) in batch.items()}
         conn = Connection(host, port, client_id=add_partitions_client_id(self.node_id), request_timeout_ms=timeout_ms,
-                          connect_timeout_ms=5000)
+                          connect_timeout_ms=5000, **self._connection)
         try:
             await conn.open()
             offered = conn.api_versions.get(ApiKey.ADD_PARTITIONS_TO_TXN)

@@ -103,7 +103,7 @@ class CertificateAuthority:
 
     def issue(self, common_name: str, *, hosts: tuple[str, ...] = (), client: bool = False,
               not_before: dt.datetime | None = None, not_after: dt.datetime | None = None,
-              key_password: str | None = None) -> Issued:
+              key_password: str | None = None, server_and_client: bool = False) -> Issued:
         """A certificate for ``common_name`` signed by this CA.
 
         Args:
@@ -112,6 +112,8 @@ class CertificateAuthority:
                 rather than a server (serverAuth).
             not_before, not_after: the validity (default: from yesterday for 30 days).
             key_password: encrypt the key file with it.
+            server_and_client: for both (a broker's, which its inter-broker connections
+                present as their client certificate).
         """
         key = ec.generate_private_key(ec.SECP256R1())
         now = _now()
@@ -121,8 +123,10 @@ class CertificateAuthority:
                    .not_valid_before(not_before or now - dt.timedelta(days=1))
                    .not_valid_after(not_after or now + dt.timedelta(days=30))
                    .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-                   .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH if client
-                                                         else ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+                   .add_extension(x509.ExtendedKeyUsage(
+                       [ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH] if server_and_client
+                       else [ExtendedKeyUsageOID.CLIENT_AUTH if client else ExtendedKeyUsageOID.SERVER_AUTH]),
+                       critical=False)
                    .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(self._key.public_key()),
                                   critical=False))
         if hosts:

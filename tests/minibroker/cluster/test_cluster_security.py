@@ -191,7 +191,8 @@ def test_processes_and_a_restarted_cluster_keep_the_users(pki, keystore, tmp_pat
 
 def test_the_listener_settings_are_checked(keystore):
     """Issue 15, broker item B: Kafka's rules for the inter-broker listener, and what a
-    MiniCluster cannot do (fixed ports; broker-to-broker TLS or SASL)."""
+    MiniCluster cannot do (fixed ports); a SASL inter-broker listener without the brokers'
+    credentials or with a mechanism it does not enable."""
     from minibroker.cluster import MiniCluster
 
     base = secure_config(keystore)
@@ -203,8 +204,14 @@ def test_the_listener_settings_are_checked(keystore):
     with pytest.raises(ValueError, match="must be a listener name defined in advertised.listeners. The valid "
                                          "options based on currently configured listeners are SASL_SSL"):
         MiniCluster(3, config={**base, "listeners": "SASL_SSL://127.0.0.1:0"})
-    with pytest.raises(ValueError, match="inter.broker.listener.name SASL_SSL is SASL_SSL: .* PLAINTEXT listener only"):
+    # issue 15, inter-broker TLS/SASL: the brokers' own credentials and mechanism are checked up front
+    with pytest.raises(ValueError, match="the broker's own credentials are the username and password options of "
+                                         "listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config"):
         MiniCluster(3, config={**base, "inter.broker.listener.name": "SASL_SSL"})
+    with pytest.raises(ValueError, match="sasl.mechanism.inter.broker.protocol PLAIN must be included in "
+                                         "sasl.enabled.mechanisms"):
+        MiniCluster(3, config={**base, "inter.broker.listener.name": "SASL_SSL",
+                               "sasl.mechanism.inter.broker.protocol": "PLAIN"})
     with pytest.raises(ValueError, match="config 'advertised.listeners' is the cluster's own"):
         MiniCluster(3, config={**base, "advertised.listeners": "PLAINTEXT://localhost:0"})
 
