@@ -17,12 +17,10 @@ is throttled at once, and one under a large quota is not.
 
 from __future__ import annotations
 
-import threading
 import time
 
 import pytest
 
-from kproto import Producer
 from kproto.admin import (
     AccessControlEntry,
     AclBinding,
@@ -35,7 +33,7 @@ from kproto.admin import (
 )
 from kproto.errors import ClusterAuthorizationFailedError
 from minibroker import MiniBroker
-from tests.minibroker.test_quotas_wire import VALUE, Acked, steady_rate
+from tests.minibroker.test_quotas_wire import VALUE, produce_rate
 from tests.support.leaks import nothing_left_behind  # noqa: F401  (autouse)
 
 ck = pytest.importorskip("confluent_kafka")
@@ -100,23 +98,6 @@ def admin(secured, pki):
 
 def set_quota(admin, entity: dict, key: str, value: float | None) -> None:
     admin.alter_client_quotas([ClientQuotaAlteration(ClientQuotaEntity(entity), [ClientQuotaAlteration.Op(key, value)])])
-
-
-def produce_rate(settings: dict, topic: str, duration: float) -> float:
-    """Acknowledged bytes per second of a kproto producer sending as fast as it can."""
-    acked, stop = Acked(), threading.Event()
-    with Producer(settings, buffer_memory=65536, linger_ms=5) as producer:
-        def pump():
-            while not stop.is_set():
-                producer.send(topic, VALUE, on_delivery=acked)
-        thread = threading.Thread(target=pump)
-        thread.start()
-        try:
-            rate = steady_rate(lambda: acked.bytes, duration)
-        finally:
-            stop.set()
-            thread.join()
-    return rate
 
 
 def burst_throttle_ms(settings: dict, client_id: str, topic: str) -> int:

@@ -72,15 +72,16 @@ class Acked:
             self.bytes += len(VALUE)
 
 
-def kproto_produce_rate(bootstrap, client_id, duration):
-    """Acknowledged bytes per second of a kproto producer sending as fast as it can."""
+def produce_rate(settings, topic, duration):
+    """Acknowledged bytes per second of a kproto producer (``settings``) sending to
+    ``topic`` as fast as it can."""
     import threading
 
     acked, stop = Acked(), threading.Event()
-    with Producer(bootstrap_servers=bootstrap, client_id=client_id, buffer_memory=65536, linger_ms=5) as producer:
+    with Producer(settings, buffer_memory=65536, linger_ms=5) as producer:
         def pump():
             while not stop.is_set():
-                producer.send(f"t-{client_id}", VALUE, on_delivery=acked)
+                producer.send(topic, VALUE, on_delivery=acked)
         thread = threading.Thread(target=pump)
         thread.start()
         try:
@@ -89,6 +90,10 @@ def kproto_produce_rate(bootstrap, client_id, duration):
             stop.set()
             thread.join()
     return rate
+
+
+def kproto_produce_rate(bootstrap, client_id, duration):
+    return produce_rate({"bootstrap.servers": bootstrap, "client.id": client_id}, f"t-{client_id}", duration)
 
 
 def test_kproto_producer_is_held_to_its_byte_rate_and_others_are_not(broker, caplog):

@@ -37,7 +37,13 @@ from kproto.security.oauthbearer import unsecured_token
 from kproto.security.sasl import OAuthBearerToken, client_sasl
 from minibroker import Delay, MiniBroker
 from tests.support.leaks import nothing_left_behind  # noqa: F401 (autouse)
-from tests.support.secure_broker import PLAIN_USERS, SaslLog, make_scram_users, secure_config
+from tests.support.secure_broker import (
+    PLAIN_USERS,
+    SaslLog,
+    brokers_named,
+    make_scram_users,
+    secure_config,
+)
 
 GENEROUS = 5.0
 USERS = PLAIN_USERS  # PLAIN's, and the SCRAM users the module's admin makes with the same passwords
@@ -70,15 +76,6 @@ def _settings(broker, pki, mechanism, tls=True, listener=None, **more):
     return settings
 
 
-def _metadata(settings: dict) -> dict:
-    async def run():
-        cluster = Cluster(ClientConfig("admin", settings))
-        try:
-            await cluster.refresh(all_topics=True)
-            return dict(cluster.brokers)
-        finally:
-            await cluster.close()
-    return asyncio.run(run())
 
 
 @pytest.mark.parametrize("tls", [True, False], ids=["SASL_SSL", "SASL_PLAINTEXT"])
@@ -94,7 +91,7 @@ def test_each_mechanism_authenticates_with_java_or_librdkafka_settings(broker, p
     """Issue 15 items 1 and 3: SaslHandshake v1 then SaslAuthenticate, for each mechanism,
     with sasl.jaas.config as Java users write it or librdkafka's sasl.username/password;
     the broker's principal is the user's."""
-    assert list(_metadata(_settings(broker, pki, mechanism, tls, **credentials))) == [0]
+    assert list(brokers_named(_settings(broker, pki, mechanism, tls, **credentials))) == [0]
     assert sasl_log.authentications == [(mechanism, principal)]
     listener = "SASL_SSL" if tls else "SASL_PLAINTEXT"
     assert sasl_log.requests and set(sasl_log.requests) == {(listener, f"User:{principal}")}
@@ -128,7 +125,7 @@ def test_oauthbearer_token_provider_in_each_form(broker, pki, sasl_log, provider
     thread, or async) or an object with token(), answering a str, a (token, expiry)
     tuple or an OAuthBearerToken with SASL extensions."""
     settings = _settings(broker, pki, "OAUTHBEARER", **{"sasl.oauthbearer.token.provider": provider})
-    assert list(_metadata(settings)) == [0]
+    assert list(brokers_named(settings)) == [0]
     assert sasl_log.authentications == [("OAUTHBEARER", principal)]
 
 
@@ -145,7 +142,7 @@ def test_wrong_password_fails_at_once_with_the_brokers_words_and_no_retry(broker
     AuthenticationException is not retriable): the broker sees one SaslHandshake."""
     started = time.monotonic()
     with pytest.raises(SaslAuthenticationError) as caught:
-        _metadata(_settings(broker, pki, mechanism, **{"sasl.jaas.config": SCRAM_JAAS.format("wrong")}))
+        brokers_named(_settings(broker, pki, mechanism, **{"sasl.jaas.config": SCRAM_JAAS.format("wrong")}))
     assert time.monotonic() - started < GENEROUS
     assert isinstance(caught.value, SaslAuthenticationFailedError) and isinstance(caught.value, AuthenticationError)
     assert not caught.value.retriable
@@ -185,7 +182,7 @@ def test_unsupported_mechanism_names_the_brokers_mechanisms(broker, pki, sasl_lo
     exchange stops at the handshake."""
     with pytest.raises(UnsupportedSaslMechanismError,
                        match=r"'SCRAM-SHA-256' not enabled in the server, enabled mechanisms are \[PLAIN, SCRAM-SHA-512\]"):
-        _metadata(_settings(broker, pki, "SCRAM-SHA-256", False, "LIMITED",
+        brokers_named(_settings(broker, pki, "SCRAM-SHA-256", False, "LIMITED",
                             **{"sasl.username": "bob", "sasl.password": "bob-secret"}))
     assert sasl_log.handshakes == ["SCRAM-SHA-256"] and sasl_log.authenticates == 0
 
@@ -199,7 +196,7 @@ def test_expired_token_is_refused_with_the_brokers_status_and_the_expiry(broker,
         return unsecured_token("dave", int(an_hour_ago * 1000), lifetime_seconds=60), an_hour_ago + 60
 
     with pytest.raises(SaslAuthenticationError) as caught:
-        _metadata(_settings(broker, pki, "OAUTHBEARER", **{"sasl.oauthbearer.token.provider": expired}))
+        brokers_named(_settings(broker, pki, "OAUTHBEARER", **{"sasl.oauthbearer.token.provider": expired}))
     text = str(caught.value)
     assert "invalid_token" in text and "the token expired at" in text
     # the token, then the client's \\x01 after the broker's JSON error; no second attempt
@@ -377,7 +374,7 @@ def test_oauthbearer_provider_answering_a_java_shaped_token(broker, pki, sasl_lo
             now = time.time()
             return _JavaShapedToken(unsecured_token("frank", int(now * 1000)), int(now * 1000) + 3_600_000, "frank")
 
-    assert list(_metadata(_settings(broker, pki, "OAUTHBEARER", **{"sasl.oauthbearer.token.provider": OidcLike()})))
+    assert list(brokers_named(_settings(broker, pki, "OAUTHBEARER", **{"sasl.oauthbearer.token.provider": OidcLike()})))
     assert sasl_log.authentications == [("OAUTHBEARER", "frank")]
 
 
@@ -388,7 +385,7 @@ def test_sasl_client_on_a_listener_without_sasl_says_so(broker, pki, listener):
     tls = listener == "SSL"
     started = time.monotonic()
     with pytest.raises(IllegalSaslStateError, match="is the listener PLAINTEXT or SSL"):
-        _metadata(_settings(broker, pki, "PLAIN", tls, listener, **{"sasl.username": "a", "sasl.password": "b"}))
+        brokers_named(_settings(broker, pki, "PLAIN", tls, listener, **{"sasl.username": "a", "sasl.password": "b"}))
     assert time.monotonic() - started < GENEROUS
 
 
@@ -413,7 +410,7 @@ def test_a_broker_before_kafka_1_0_takes_raw_tokens(broker, pki, sasl_log, befor
     in; a wrong password, which such a broker answers by closing the connection, is a
     SaslAuthenticationError that says so."""
     credentials = {"sasl.username": "alice", "sasl.password": "alice-secret"}
-    assert _metadata(_settings(broker, pki, mechanism, **credentials))
+    assert brokers_named(_settings(broker, pki, mechanism, **credentials))
     assert ("SASL_SSL", "User:alice") in sasl_log.requests
     with pytest.raises(SaslAuthenticationError, match=r"closed the connection during .*\(SaslHandshake v0"):
-        _metadata(_settings(broker, pki, mechanism, **{**credentials, "sasl.password": "wrong"}))
+        brokers_named(_settings(broker, pki, mechanism, **{**credentials, "sasl.password": "wrong"}))

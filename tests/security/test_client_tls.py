@@ -26,7 +26,7 @@ from kproto.security.tls import client_context
 from minibroker import MiniBroker
 from tests.support.certs import CertificateAuthority
 from tests.support.leaks import nothing_left_behind  # noqa: F401 (autouse)
-from tests.support.secure_broker import SaslLog, secure_config
+from tests.support.secure_broker import SaslLog, brokers_named, secure_config
 
 GENEROUS = 5.0  # seconds: "at once" under a loaded machine
 EXPIRED_AT = dt.datetime.now(dt.timezone.utc) - dt.timedelta(days=2)  # the EXPIRED listener's notAfter
@@ -44,16 +44,6 @@ def sasl_log(monkeypatch):
     return SaslLog(monkeypatch)
 
 
-def _metadata(settings: dict) -> dict:
-    """Connect with ``settings`` (admin client config) and answer the brokers Metadata names."""
-    async def run():
-        cluster = Cluster(ClientConfig("admin", settings))
-        try:
-            await cluster.refresh(all_topics=True)
-            return dict(cluster.brokers)
-        finally:
-            await cluster.close()
-    return asyncio.run(run())
 
 
 def _ssl(broker, listener="SSL", **settings):
@@ -68,7 +58,7 @@ def test_ssl_connects_with_each_spelling_of_the_trusted_ca(broker, pki, spelling
     settings = _ssl(broker, **{spelling: value})
     if spelling.startswith("ssl.truststore"):
         settings["ssl.truststore.type"] = "PEM"
-    assert list(_metadata(settings)) == [0]
+    assert list(brokers_named(settings)) == [0]
 
 
 def test_ssl_context_is_used_as_given_and_wins_over_the_other_settings(broker, pki):
@@ -77,7 +67,7 @@ def test_ssl_context_is_used_as_given_and_wins_over_the_other_settings(broker, p
     context = ssl.create_default_context(cafile=str(pki.ca.cert_path))
     settings = _ssl(broker, **{"ssl.context": context, "ssl.ca.location": "/nonexistent/ca.pem"})
     assert client_context(ClientConfig("admin", settings)) is context
-    assert list(_metadata(settings)) == [0]
+    assert list(brokers_named(settings)) == [0]
 
 
 def test_hostname_mismatch_names_the_host_and_the_certificates_names(broker, pki):
@@ -86,7 +76,7 @@ def test_hostname_mismatch_names_the_host_and_the_certificates_names(broker, pki
     which names, and which certificate."""
     started = time.monotonic()
     with pytest.raises(SslAuthenticationError) as caught:
-        _metadata(_ssl(broker, "WRONGHOST", **{"ssl.ca.location": str(pki.ca.cert_path)}))
+        brokers_named(_ssl(broker, "WRONGHOST", **{"ssl.ca.location": str(pki.ca.cert_path)}))
     text = str(caught.value)
     assert "hostname verification failed" in text
     assert "'127.0.0.1'" in text and "kafka.example.com" in text
@@ -95,14 +85,14 @@ def test_hostname_mismatch_names_the_host_and_the_certificates_names(broker, pki
     # Java: an empty algorithm turns the host check off (the chain is still checked)
     settings = _ssl(broker, "WRONGHOST", **{"ssl.ca.location": str(pki.ca.cert_path),
                                             "ssl.endpoint.identification.algorithm": ""})
-    assert list(_metadata(settings)) == [0]
+    assert list(brokers_named(settings)) == [0]
 
 
 def test_untrusted_ca_names_the_certificate_and_the_settings_to_check(broker, pki, tmp_path):
     """Issue 15 item 2: a broker certificate from a CA the client does not trust."""
     other = CertificateAuthority.create(tmp_path / "other", "another CA")
     with pytest.raises(SslAuthenticationError) as caught:
-        _metadata(_ssl(broker, **{"ssl.ca.location": str(other.cert_path)}))
+        brokers_named(_ssl(broker, **{"ssl.ca.location": str(other.cert_path)}))
     text = str(caught.value)
     assert "not signed by a trusted CA" in text and "CN=localhost" in text and "ssl.ca.location" in text
 
@@ -111,7 +101,7 @@ def test_expired_certificate_says_so_with_its_not_after(broker, pki):
     """Issue 15 item 2: an expired broker certificate names its notAfter."""
     past = EXPIRED_AT
     with pytest.raises(SslAuthenticationError) as caught:
-        _metadata(_ssl(broker, "EXPIRED", **{"ssl.ca.location": str(pki.ca.cert_path)}))
+        brokers_named(_ssl(broker, "EXPIRED", **{"ssl.ca.location": str(pki.ca.cert_path)}))
     text = str(caught.value)
     assert "has expired" in text and f"notAfter {past:%b}" in text and str(past.year) in text
 
@@ -121,7 +111,7 @@ def test_plaintext_client_on_a_tls_listener_fails_at_once_saying_so(broker):
     TLS, so security.protocol is wrong."""
     started = time.monotonic()
     with pytest.raises(SslAuthenticationError, match="the listener is SSL or SASL_SSL"):
-        _metadata({"bootstrap.servers": broker.bootstrap_servers_for("SSL")})
+        brokers_named({"bootstrap.servers": broker.bootstrap_servers_for("SSL")})
     assert time.monotonic() - started < GENEROUS
 
 
@@ -129,7 +119,7 @@ def test_tls_client_on_a_plaintext_listener_fails_at_once_saying_so(broker, pki)
     """Issue 15 item 2: the reverse."""
     started = time.monotonic()
     with pytest.raises(SslAuthenticationError, match="is the listener PLAINTEXT"):
-        _metadata(_ssl(broker, "PLAINTEXT", **{"ssl.ca.location": str(pki.ca.cert_path)}))
+        brokers_named(_ssl(broker, "PLAINTEXT", **{"ssl.ca.location": str(pki.ca.cert_path)}))
     assert time.monotonic() - started < GENEROUS
 
 
@@ -170,7 +160,7 @@ def test_mutual_tls_presents_the_client_certificate_in_each_spelling(broker, pki
         locked = pki.ca.issue("locked-client", client=True, key_password="s3cret")
         settings.update({"ssl.certificate.location": str(locked.cert_path), "ssl.key.location": str(locked.key_path),
                          "ssl.key.password": "s3cret"})
-    assert list(_metadata(settings)) == [0]
+    assert list(brokers_named(settings)) == [0]
     # the broker's principal is the certificate's subject (Kafka's RFC 2253 form)
     common_name = "locked-client" if spelling == "encrypted" else "client"
     assert set(sasl_log.requests) == {("MTLS", f"User:CN={common_name},O=kproto tests")}
@@ -180,7 +170,7 @@ def test_mutual_tls_without_a_client_certificate_is_refused_clearly(broker, pki)
     """Issue 15 item 2: the broker refuses a client without a certificate (TLS 1.3 says so
     after the handshake, on the first read)."""
     with pytest.raises(SslAuthenticationError, match="client certificate|CERTIFICATE"):
-        _metadata(_ssl(broker, "MTLS", **{"ssl.ca.location": str(pki.ca.cert_path)}))
+        brokers_named(_ssl(broker, "MTLS", **{"ssl.ca.location": str(pki.ca.cert_path)}))
 
 
 @pytest.mark.parametrize("settings, message", [

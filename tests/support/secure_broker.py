@@ -20,17 +20,20 @@ Metadata handler (the principal and listener of each request), with pytest's
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import re
 import struct
 from pathlib import Path
 from typing import Any
 
+from kproto.config import ClientConfig
+from kproto.io import Cluster
 from kproto.protocol import ApiKey, decode_request
 from minibroker.handlers import HANDLERS
 from minibroker.sasl import Authenticator
 
-__all__ = ["PLAIN_USERS", "SaslLog", "make_scram_users", "secure_config"]
+__all__ = ["PLAIN_USERS", "SaslLog", "brokers_named", "make_scram_users", "secure_config"]
 
 PLAIN_USERS = {"alice": "alice-secret", "bob": "bob-secret"}
 LISTENERS = {"PLAINTEXT": "PLAINTEXT", "SSL": "SSL", "MTLS": "SSL", "WRONGHOST": "SSL", "EXPIRED": "SSL",
@@ -154,3 +157,16 @@ class SaslLog:
             return await handler(state, ctx, request)
 
         monkeypatch.setitem(HANDLERS, ApiKey.METADATA, (low, high, recording_metadata))
+
+
+def brokers_named(settings: dict) -> dict:
+    """Connect with ``settings`` (an admin client's) and answer the brokers Metadata names:
+    what a client's TLS and SASL settings get it, or the error they raise."""
+    async def run() -> dict:
+        cluster = Cluster(ClientConfig("admin", settings))
+        try:
+            await cluster.refresh(all_topics=True)
+            return dict(cluster.brokers)
+        finally:
+            await cluster.close()
+    return asyncio.run(run())
