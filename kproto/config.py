@@ -79,9 +79,10 @@ def _optional_str(value: Any) -> str | None:
     return None if value is None else _str(value)
 
 
-def _one_of(*choices: str) -> Callable[[Any], str]:
+def _one_of(*choices: str, upper: bool = False) -> Callable[[Any], str]:
+    """A parser taking one of ``choices``, in any case: lower-cased (``upper``: upper-cased)."""
     def check(value: Any) -> str:
-        text = str(value).lower()
+        text = str(value).upper() if upper else str(value).lower()
         if text not in choices:
             raise ValueError(f"expected one of {', '.join(choices)}")
         return text
@@ -129,15 +130,6 @@ def _partitioner(value: Any) -> Any:
     if value is None or value == "round_robin" or callable(value):
         return value
     raise ValueError("expected None (Java's default), \"round_robin\" or a callable")
-
-
-def _upper_one_of(*choices: str) -> Callable[[Any], str]:
-    def check(value: Any) -> str:
-        text = str(value).upper()
-        if text not in choices:
-            raise ValueError(f"expected one of {', '.join(choices)}")
-        return text
-    return check
 
 
 def _store_type(value: Any) -> str | None:
@@ -250,7 +242,7 @@ _KEYS = [
          consumer=65536, admin=65536),
     _key("connections.max.idle.ms", 540000, _int, ALL, "Close connections idle this long (-1: never).", admin=300000),
     # -- security (kproto.security.tls and kproto.security.sasl check them together) --------
-    _key("security.protocol", "PLAINTEXT", _upper_one_of("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"), ALL,
+    _key("security.protocol", "PLAINTEXT", _one_of("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL", upper=True), ALL,
          "How to talk to brokers: PLAINTEXT, SSL (TLS), SASL_PLAINTEXT (SASL without TLS) or SASL_SSL."),
     _key("ssl.context", None, _ssl_context, ALL,
          "A ready ssl.SSLContext (Python only; keyword ssl_context=): used as it is, the other ssl.* "
@@ -279,8 +271,8 @@ _KEYS = [
     _key("ssl.enabled.protocols", ("TLSv1.2", "TLSv1.3"), _tls_protocols, ALL, "TLS versions allowed."),
     _key("ssl.protocol", "TLSv1.3", _tls_protocol, ALL,
          "The highest TLS version used (Java's SSLContext protocol): TLSv1.2 keeps to TLSv1.2."),
-    _key("sasl.mechanism", "GSSAPI", _upper_one_of("GSSAPI", "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512",
-                                                   "OAUTHBEARER"), ALL,
+    _key("sasl.mechanism", "GSSAPI", _one_of("GSSAPI", "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512",
+                                                     "OAUTHBEARER", upper=True), ALL,
          "SASL mechanism: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER (GSSAPI, Java's default, is "
          "not supported: set one of the others)."),
     _key("sasl.jaas.config", None, _optional_str, ALL,

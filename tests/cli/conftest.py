@@ -11,8 +11,6 @@ from __future__ import annotations
 import io
 import subprocess
 import sys
-import threading
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -23,6 +21,7 @@ from kproto.cli.main import main
 from minibroker import MiniBroker
 from tests.cli.helpers import ROOT, TIMEOUT, command, process_env
 from tests.minibroker.cluster.conftest import cluster3  # noqa: F401  (a MiniCluster fixture)
+from tests.support.leaks import no_thread_left  # noqa: F401  (a fixture)
 
 
 @dataclass
@@ -70,10 +69,6 @@ def run_process() -> Callable[..., subprocess.CompletedProcess]:
 
 
 @pytest.fixture(autouse=True)
-def _no_leaked_threads() -> Iterator[None]:
-    before = set(threading.enumerate())
-    yield
-    deadline = time.monotonic() + 2.0
-    while (leaked := [t for t in set(threading.enumerate()) - before if t.is_alive()]) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not leaked, f"threads left running: {leaked}"
+def _no_leaked_threads(request: pytest.FixtureRequest) -> None:
+    """Every CLI test: no client thread left running."""
+    request.getfixturevalue("no_thread_left")

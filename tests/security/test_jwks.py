@@ -7,7 +7,6 @@ from __future__ import annotations
 import base64
 import json
 import sys
-import threading
 import time
 from collections.abc import Callable
 
@@ -25,6 +24,7 @@ from kproto.security.oauthbearer import (
     unsecured_token,
 )
 from tests.security.endpoint import Reply, http_endpoint
+from tests.support.leaks import no_thread_left  # noqa: F401  (a fixture)
 
 NOW = 1_700_000_000  # seconds
 NOW_MS = NOW * 1000
@@ -96,14 +96,7 @@ def ec_key() -> Signer:
     return Signer("EC", "ec-1")
 
 
-@pytest.fixture(autouse=True)
-def _no_leaked_threads():
-    before = set(threading.enumerate())
-    yield
-    deadline = time.monotonic() + 5
-    while (left := [t for t in set(threading.enumerate()) - before if t.is_alive()]) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not left, f"threads left running: {left}"
+pytestmark = pytest.mark.usefixtures("no_thread_left")  # the fetchers' threads end with each test
 
 
 def check(token: str, keys: JsonWebKeySet, now_ms: int = NOW_MS, **options):

@@ -22,6 +22,7 @@ from kproto.security.oidc import (
     refresh_at_ms,
 )
 from tests.security.endpoint import Reply, http_endpoint
+from tests.support.leaks import no_thread_left  # noqa: F401  (a fixture)
 
 NOW = 1_700_000_000  # seconds
 JAAS = ('org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required '
@@ -48,14 +49,7 @@ def provider(url: str, **settings) -> ClientCredentialsTokenProvider:
     return ClientCredentialsTokenProvider(config)
 
 
-@pytest.fixture(autouse=True)
-def _no_leaked_threads():
-    before = set(threading.enumerate())
-    yield
-    deadline = time.monotonic() + 5
-    while (left := [t for t in set(threading.enumerate()) - before if t.is_alive()]) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not left, f"threads left running: {left}"
+pytestmark = pytest.mark.usefixtures("no_thread_left")  # the fetchers' threads end with each test
 
 
 def test_a_token_by_the_client_credentials_grant():
