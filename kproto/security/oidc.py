@@ -622,17 +622,23 @@ class ClientCredentialsTokenProvider:
         # out do not wait again
         return self._outcome(fetching.wait(max(0.0, deadline - time.monotonic())), timeout_ms)
 
-    async def token_async(self, timeout_ms: int | None = None) -> AccessToken:
+    async def token_async(self, timeout_ms: int | None = None, *, fresh: bool = False) -> AccessToken:
         """:meth:`token` for asyncio: the wait for the fetch is on the event loop, so no
         thread is held while the endpoint is slow, and cancelling the caller (a connection
         attempt that timed out) ends its wait; the fetch itself still runs in the
         provider's thread. ``SaslClient`` awaits it when given ``provider.token_async`` as
         its token provider.
 
+        ``fresh``: when the cached token's refresh time has come, wait (up to ``timeout_ms``)
+        for the refresh rather than answer the old token at once: what a (re-)authentication
+        asks, since Kafka's refresher thread would have replaced the token by then, and a
+        broker ends the session of an old token with that token, too soon to renew it
+        (KafkaChannel: at most one re-authentication a second).
+
         Raises:
             TokenRetrievalError: as :meth:`token`.
         """
-        begun = self._begin(timeout_ms)
+        begun = self._begin(timeout_ms, fresh=fresh)
         if isinstance(begun, AccessToken):
             return begun
         fetching, deadline = begun
@@ -658,12 +664,13 @@ class ClientCredentialsTokenProvider:
     async def __call__(self) -> AccessToken:
         """:meth:`token_async`: the provider as an async ``sasl.oauthbearer.token.provider``
         (``SaslClient`` awaits what a provider's call answers, so passing the provider
-        itself holds no executor thread while the endpoint is slow)."""
-        return await self.token_async()
+        itself holds no executor thread while the endpoint is slow). It is called at each
+        (re-)authentication, so it asks for a ``fresh`` token."""
+        return await self.token_async(fresh=True)
 
-    def _begin(self, timeout_ms: int | None) -> AccessToken | tuple[threading.Event, float]:
+    def _begin(self, timeout_ms: int | None, *, fresh: bool = False) -> AccessToken | tuple[threading.Event, float]:
         """The token to answer at once, or the fetch to wait for (started if none is in
-        flight) and when the wait ends (``time.monotonic()``)."""
+        flight) and when the wait ends (``time.monotonic()``); ``fresh``: see :meth:`token_async`."""
         with self._lock:
             now_ms = int(self._clock() * 1000)
             current = self._token
@@ -675,7 +682,7 @@ class ClientCredentialsTokenProvider:
                 self._deadline = time.monotonic() + self.wait_ms / 1000
                 threading.Thread(target=self._fetch_in_background, args=(fetching,), daemon=True,
                                  name=f"kproto-oauth-token {self.url}").start()
-            if current is not None and now_ms < current.lifetime_ms:
+            if current is not None and now_ms < current.lifetime_ms and not fresh:
                 return current  # Kafka's refresh thread fetches; connections go on with the current token
             return fetching, self._deadline if timeout_ms is None else time.monotonic() + timeout_ms / 1000
 

@@ -4,6 +4,7 @@ timeouts, no retry of 4xx, the token's expiry and principal, and the refresh tim
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import threading
@@ -462,3 +463,23 @@ def test_token_async_waits_on_the_loop_and_holds_no_thread(given):
         waited, value = asyncio.run(attempts(tokens))
     assert waited < 1.0 and value == jwt({"sub": "kafka-app", "iat": NOW, "exp": NOW + 3600, "scope": "kafka produce"})
     assert len(endpoint.requests) == 1
+
+
+def test_an_authentication_after_the_refresh_time_gets_the_new_token():
+    """issue 15 (KIP-368 with OIDC): Kafka's refresher thread has replaced a token by its
+    refresh time, so a (re-)authentication then sends the new one; kproto's provider, asked
+    as a SASL token provider (its async call) past the refresh time, waits for the refresh
+    instead of answering the old token, whose session the broker would end at once; a plain
+    token() still answers the valid old token without waiting."""
+    now = int(time.time())  # valid tokens: the old one could still serve
+    valid = token_body({"sub": "kafka-app", "iat": now, "exp": now + 3600})
+    with http_endpoint(Reply(200, valid), Reply(200, valid)) as endpoint:
+        tokens = ClientCredentialsTokenProvider(
+            {"sasl.oauthbearer.token.endpoint.url": endpoint.url, "sasl.jaas.config": JAAS})
+        try:
+            first = tokens.token()
+            tokens._refresh_at_ms = 0  # the refresh time has come
+            assert tokens.token() is first  # a plain call: the valid token at once
+            assert asyncio.run(tokens()) is not first and len(endpoint.requests) == 2
+        finally:
+            tokens.close()
