@@ -75,24 +75,28 @@ def _binary(type_: pa.DataType, n: int, validity, offsets, data, nulls: int) -> 
     return pa.Array.from_buffers(type_, n, buffers, nulls)
 
 
-def record_arrays(cols: Columns) -> dict[str, pa.Array]:
-    """The records of ``cols`` as Arrow arrays, named and typed as :data:`ARROW_RECORD_FIELDS`."""
+def record_arrays(cols: Columns, headers: bool = True) -> dict[str, pa.Array]:
+    """The records of ``cols`` as Arrow arrays, named and typed as :data:`ARROW_RECORD_FIELDS`
+    (without ``headers`` when ``headers`` is false)."""
     n = cols.count
-    timestamps = pa.Array.from_buffers(pa.timestamp("ms", tz="UTC"), n, [None, pa.py_buffer(cols.timestamps)])
+    arrays = {
+        "offset": pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(cols.offsets)]),
+        "timestamp": pa.Array.from_buffers(pa.timestamp("ms", tz="UTC"), n, [None, pa.py_buffer(cols.timestamps)]
+                                           ).cast(ARROW_RECORD_FIELDS["timestamp"]),
+        "timestampType": pa.Array.from_buffers(pa.int8(), n, [None, pa.py_buffer(cols.timestamp_types)]).cast(pa.int32()),
+        "key": _binary(pa.binary(), n, cols.key_validity, cols.key_offsets, cols.key_data, cols.key_nulls),
+        "value": _binary(pa.binary(), n, cols.value_validity, cols.value_offsets, cols.value_data, cols.value_nulls),
+    }
+    if not headers:
+        return arrays
     entries = pa.StructArray.from_arrays(
         [_binary(pa.string(), cols.header_count, None, cols.header_key_offsets, cols.header_key_data, 0),
          _binary(pa.binary(), cols.header_count, cols.header_value_validity, cols.header_value_offsets,
                  cols.header_value_data, cols.header_value_nulls)],
         fields=list(_HEADER_ENTRY))
     header_offsets = pa.Array.from_buffers(pa.int32(), n + 1, [None, pa.py_buffer(cols.header_offsets)])
-    return {
-        "offset": pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(cols.offsets)]),
-        "timestamp": timestamps.cast(ARROW_RECORD_FIELDS["timestamp"]),
-        "timestampType": pa.Array.from_buffers(pa.int8(), n, [None, pa.py_buffer(cols.timestamp_types)]).cast(pa.int32()),
-        "key": _binary(pa.binary(), n, cols.key_validity, cols.key_offsets, cols.key_data, cols.key_nulls),
-        "value": _binary(pa.binary(), n, cols.value_validity, cols.value_offsets, cols.value_data, cols.value_nulls),
-        "headers": pa.ListArray.from_arrays(header_offsets, entries, type=ARROW_HEADERS),
-    }
+    arrays["headers"] = pa.ListArray.from_arrays(header_offsets, entries, type=ARROW_HEADERS)
+    return arrays
 
 
 def record_struct(cols: Columns) -> pa.StructArray:
@@ -103,7 +107,7 @@ def record_struct(cols: Columns) -> pa.StructArray:
 
 def record_batch(cols: Columns, topic: str, partition: int, schema: pa.Schema) -> pa.RecordBatch:
     """The records of one partition as a batch of ``schema`` (an :func:`arrow_schema`)."""
-    arrays = record_arrays(cols)
+    arrays = record_arrays(cols, "headers" in schema.names)
     arrays["topic"] = pa.repeat(pa.scalar(topic, pa.string()), cols.count)
     arrays["partition"] = pa.repeat(pa.scalar(partition, pa.int32()), cols.count)
     return pa.RecordBatch.from_arrays([arrays[name] for name in schema.names], schema=schema)

@@ -79,7 +79,7 @@ from kproto.io.fetch import Action, BatchFilter, FetchSettings, fetch, partition
 from kproto.io.leader_epochs import offsets_for_leader_epoch, supported
 from kproto.io.list_offsets import list_offsets, timestamp_of
 from kproto.io.retry import Backoff
-from kproto.records import Batch, read_batches
+from kproto.records import Batch, Columns, decode_columnar, read_batches
 from kproto.structs import TopicPartition
 
 __all__ = ["Fetcher"]
@@ -191,6 +191,78 @@ class _Chunk:
             out.append(_new_record(ConsumerRecord, (topic, partition, r.offset, r.timestamp, r.timestamp_type,
                                                     key, value, r.headers, epoch)))
         return out
+
+    # -- the columnar path (issue 16: poll_arrow, kproto.consumer.columnar) --------------------
+
+    def take_columns(self, limit: int) -> tuple[Columns, int] | None:
+        """Decode up to ``limit`` records into Arrow-layout columns, advancing :attr:`position`.
+
+        The batches to return are decoded in one codec call (their bytes are one slice of
+        the response when no skipped batch lies between them). Returns the columns and how
+        many of their records are taken (the first ones: a batch cut by ``limit`` stays
+        to be decoded again from the new position), or None when nothing is left. Must not
+        be called while :meth:`take` has a batch part way (``index < len(records)``).
+        """
+        kept: list[Batch] = []
+        estimate = 0
+        batches, i = self.batches, 0
+        while i < len(batches) and estimate < limit:  # peek: only what is returned is removed below
+            batch = batches[i]
+            if not self.filter.skip(batch):
+                kept.append(batch)
+                # At most this many records at or past the position (an upper bound, so that
+                # what is decoded covers the limit when the batches hold that many).
+                below = max(self.position - batch.base_offset, 0)
+                count = batch.next_offset - batch.base_offset if batch.records_count < 0 else batch.records_count
+                estimate += min(count, batch.next_offset - batch.base_offset - below)
+            elif not kept:  # skipped before anything to return: step past it now
+                batches.popleft()
+                self.position = max(self.position, batch.next_offset)
+                continue
+            i += 1
+        while kept:
+            try:
+                cols = decode_columnar(_joined(kept), self.position, False)  # CRCs were checked on arrival
+                break
+            except (KafkaError, ValueError) as exc:  # ValueError: a header key that is not UTF-8
+                bad = _first_bad(kept, self.position)
+                if bad == 0:  # the position stays at this batch; raised once nothing is returned
+                    self.error, self.batches = exc, deque()
+                    return None
+                del kept[bad:]
+        else:
+            return None
+        taken = min(cols.count, limit)
+        if taken < cols.count:
+            self.position = int.from_bytes(cols.offsets[8 * taken - 8:8 * taken], "little", signed=True) + 1
+        else:
+            self.position = max(self.position, kept[-1].next_offset)
+        last = None  # the batch of the last record taken: its leader epoch is the position's
+        while self.batches and self.batches[0].next_offset <= self.position:
+            last = self.batches.popleft()
+        if self.batches and self.batches[0].base_offset < self.position:  # cut inside it
+            last = self.batches[0]
+        if last is not None:
+            self.epoch = last.partition_leader_epoch
+        return (cols, taken) if taken else None
+
+
+def _joined(batches: list[Batch]) -> Any:
+    """The bytes of ``batches``: a view of the response when they lie end to end in it."""
+    first, last = batches[0], batches[-1]
+    if first._buf is last._buf and last._start - first._start + last.size == sum(b.size for b in batches):
+        return memoryview(first._buf)[first._start:last._start + last.size]
+    return b"".join(memoryview(b._buf)[b._start:b._start + b.size] for b in batches)
+
+
+def _first_bad(batches: list[Batch], position: int) -> int:
+    """The index of the first of ``batches`` the codec refuses (len when none)."""
+    for i, batch in enumerate(batches):
+        try:
+            decode_columnar(_joined([batch]), position, False)
+        except (KafkaError, ValueError):
+            return i
+    return len(batches)
 
 
 def _identity(data: bytes) -> bytes:
@@ -542,6 +614,76 @@ class Fetcher:
             if stuck is not None:
                 raise stuck
         return out
+
+    # -- draining into columns (issue 16: poll_arrow, kproto.consumer.columnar) ---------------
+
+    def drain_columns(self, max_records: int) -> list[tuple[TopicPartition, Columns, int]]:
+        """:meth:`drain`'s columnar twin: up to ``max_records`` buffered records as
+        ``(partition, columns, records taken)``, one entry per chunk drained, moving
+        positions past them. Deserializers are not applied.
+
+        A chunk that :meth:`drain` left part way through a batch is dropped, to be fetched
+        again from the position (mixing both drains costs a fetch, not a record).
+
+        Raises:
+            KafkaError: as :meth:`drain`.
+        """
+        if self._failure is not None:
+            raise self._failure
+        out: list[tuple[TopicPartition, Columns, int]] = []
+        total = 0
+        subscriptions = self._subscriptions
+        stuck: BaseException | None = None
+        drained = False
+        for tp in list(self._buffered):
+            if total >= max_records:
+                break
+            state = subscriptions.get(tp)
+            chunks = self._buffered[tp]
+            if state is None:
+                del self._buffered[tp]
+                continue
+            while chunks and total < max_records and not state.paused:
+                chunk = chunks[0]
+                if chunk.index < len(chunk.records):  # drain() is inside a decoded batch
+                    chunks.clear()
+                    drained = True
+                    break
+                if chunk.version != state.version or chunk.position != state.position:
+                    chunks.popleft()  # the position moved since it was fetched
+                    drained = True
+                    continue
+                taken = chunk.take_columns(max_records - total)
+                state.position = chunk.position
+                if chunk.epoch >= 0:
+                    state.leader_epoch = chunk.epoch
+                if taken is not None:
+                    out.append((tp, *taken))
+                    total += taken[1]
+                if not chunk.exhausted:
+                    continue
+                if chunk.error is not None:
+                    stuck = stuck or chunk.error
+                    break
+                chunks.popleft()
+                drained = True
+            if not chunks:
+                del self._buffered[tp]
+        if drained:
+            self._wake.set()  # room for the next fetch of these partitions
+        if not out:
+            self._raise_pending(stuck)
+        return out
+
+    def _raise_pending(self, stuck: BaseException | None) -> None:
+        """Raise a partition's fetch error, else ``stuck`` (a corrupt batch), if any."""
+        if self._errors:
+            tp, error = next(iter(self._errors.items()))
+            del self._errors[tp]
+            self._wake.set()
+            raise error
+        if stuck is not None:
+            raise stuck
 
     def forget(self, partitions: Iterable[TopicPartition]) -> None:
         """Drop what is buffered for ``partitions`` (revoked, or sought elsewhere)."""
