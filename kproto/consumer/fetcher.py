@@ -10,7 +10,10 @@ and CRC-checked, when the response arrives) whose records are decoded one batch 
 time, by one codec call per batch, only when :meth:`Fetcher.drain` needs them. So poll
 decodes about ``max.poll.records`` records, and while the application works on them the
 next Fetch for the same partitions is already on the wire: with one chunk being drained
-and one buffered, the consumer reads ahead by one response per partition.
+and one buffered, the consumer reads ahead by one response per partition. In bytes, the
+read-ahead is bounded too: no Fetch is sent while the responses that buffered chunks keep
+alive (a chunk is a view into its response) reach ``fetch.max.bytes``, so a slow
+application reading many partitions holds under ``2 x fetch.max.bytes`` (issue 16).
 
 The next fetch of a partition starts where its last buffered chunk ends (after its last
 whole batch), or at its position when nothing is buffered. Partitions that got records
@@ -343,6 +346,8 @@ class Fetcher:
         stale = False
         subscriptions = self._subscriptions
         self._plan_validations(now)
+        if self._held_bytes() >= self._settings.max_bytes:
+            return plan  # memory: see _held_bytes
         for tp in subscriptions.fetchable():
             chunks = self._buffered.get(tp)
             if tp in self._in_flight or tp in self._errors or (chunks and len(chunks) >= 2):
@@ -358,6 +363,27 @@ class Fetcher:
         if stale:
             self._on_stale_metadata()
         return plan
+
+    # -- memory bound (issue 16: RSS under 2 x fetch.max.bytes + a constant) -------------------
+
+    def _held_bytes(self) -> int:
+        """Bytes of the Fetch responses that buffered chunks keep alive.
+
+        A chunk's record set is a view into its whole response (zero copy), so a response
+        lives while any of its partitions' chunks is undrained. :meth:`_plan` sends no
+        Fetch while these reach ``fetch.max.bytes``: with one response of at most
+        ``fetch.max.bytes`` arriving (KIP-74 aside: a first batch larger than that), the
+        responses held stay under ``2 x fetch.max.bytes``, however many partitions are
+        read ahead (up to two chunks each) and however slowly the application drains them.
+        """
+        frames: dict[int, int] = {}
+        for chunks in self._buffered.values():
+            for chunk in chunks:
+                if chunk.batches:
+                    buf = chunk.batches[0]._buf  # the view of the response the batches were read from
+                    frame = buf.obj if isinstance(buf, memoryview) else buf
+                    frames[id(frame)] = len(frame)
+        return sum(frames.values())
 
     def _read_replica(self, tp: TopicPartition, now: float) -> int:
         """The broker to fetch ``tp`` from: its preferred read replica while that holds
