@@ -7,6 +7,8 @@ log as tests/consumer/test_fetcher.py; the rest run against minibroker.
 """
 
 import asyncio
+import subprocess
+import sys
 import time
 
 import pyarrow as pa
@@ -21,6 +23,7 @@ from kproto.errors import ConfigError, CorruptRecordError
 from kproto.serialization import string_deserializer
 from kproto.structs import TopicPartition
 from tests.consumer.test_fetcher import ABORTED, LOG, TP, data_batch
+from tests.support.process import child_env
 
 ck = pytest.importorskip("confluent_kafka")
 
@@ -284,3 +287,29 @@ def test_aio_poll_arrow_and_mixing_with_poll(broker, shared_producer):
 
     offsets, position = asyncio.run(main())
     assert offsets == list(range(100)) and position == 100
+
+
+def test_kproto_imports_without_pyarrow_and_poll_arrow_names_the_extra(broker, tmp_path):
+    """issue 16, poll_arrow: pyarrow is needed by poll_arrow alone: without it kproto and
+    its consumer import and work, and poll_arrow raises an ImportError naming kproto[arrow]."""
+    script = tmp_path / "no_pyarrow.py"
+    script.write_text(
+        "import sys\n"
+        "class Block:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] in ('pyarrow', 'pyspark'):\n"
+        "            raise ImportError(f'No module named {name!r} (blocked)')\n"
+        "sys.meta_path.insert(0, Block())\n"
+        "import kproto, kproto.aio, kproto.consumer\n"
+        "from kproto.structs import TopicPartition\n"
+        f"with kproto.Consumer(bootstrap_servers={broker.bootstrap_servers!r}) as consumer:\n"
+        "    consumer.assign([TopicPartition('warm-up', 0)])\n"
+        "    try:\n"
+        "        consumer.poll_arrow(0.1)\n"
+        "    except ImportError as exc:\n"
+        "        print('ImportError:', exc)\n"
+        "assert 'pyarrow' not in sys.modules\n")
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60,
+                         env=child_env())
+    assert out.returncode == 0, out.stderr
+    assert "ImportError:" in out.stdout and "pip install kproto[arrow]" in out.stdout
