@@ -109,5 +109,7 @@ def record_batch(cols: Columns, topic: str, partition: int, schema: pa.Schema) -
     """The records of one partition as a batch of ``schema`` (an :func:`arrow_schema`)."""
     arrays = record_arrays(cols, "headers" in schema.names)
     arrays["topic"] = pa.repeat(pa.scalar(topic, pa.string()), cols.count)
-    arrays["partition"] = pa.repeat(pa.scalar(partition, pa.int32()), cols.count)
+    # The same int32 n times: bytes repeated are a memset, several times pa.repeat's speed.
+    arrays["partition"] = pa.Array.from_buffers(pa.int32(), cols.count,
+                                                [None, pa.py_buffer(partition.to_bytes(4, "little", signed=True) * cols.count)])
     return pa.RecordBatch.from_arrays([arrays[name] for name in schema.names], schema=schema)
