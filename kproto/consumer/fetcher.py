@@ -13,7 +13,8 @@ next Fetch for the same partitions is already on the wire: with one chunk being 
 and one buffered, the consumer reads ahead by one response per partition. In bytes, the
 read-ahead is bounded too: no Fetch is sent while the responses that buffered chunks keep
 alive (a chunk is a view into its response) reach ``fetch.max.bytes``, so a slow
-application reading many partitions holds under ``2 x fetch.max.bytes`` (issue 16).
+application reading many partitions of one broker holds under ``2 x fetch.max.bytes``
+(one more ``fetch.max.bytes`` per other broker with a Fetch in flight; issue 16).
 
 The next fetch of a partition starts where its last buffered chunk ends (after its last
 whole batch), or at its position when nothing is buffered. Partitions that got records
@@ -375,6 +376,8 @@ class Fetcher:
         ``fetch.max.bytes`` arriving (KIP-74 aside: a first batch larger than that), the
         responses held stay under ``2 x fetch.max.bytes``, however many partitions are
         read ahead (up to two chunks each) and however slowly the application drains them.
+        That is per broker fetched from at once: each has at most one Fetch in flight, as in
+        Java, so with B leaders the bound is ``(1 + B) x fetch.max.bytes``.
         """
         frames: dict[int, int] = {}
         for chunks in self._buffered.values():
