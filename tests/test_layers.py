@@ -33,9 +33,10 @@ LAYERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     # kproto, bottom up
     "kproto.base": (("kproto.errors", "kproto.structs", "kproto._habits", "kproto._loop",
                      "kproto.serialization", "kproto.acl"), ()),
-    # Kafka's byte formats: batches (the codec), compression, the log's files on disk
+    # Kafka's byte formats: batches (the codec), compression, the log's files on disk, and
+    # records in Arrow's form (kproto.arrow: the codec's columns wrapped, for consumer and Spark)
     "kproto.codec": (("kproto._codec", "kproto._codec_py", "kproto.codec", "kproto.records",
-                      "kproto.compression", "kproto.log_files"), ("kproto.base",)),
+                      "kproto.compression", "kproto.log_files", "kproto.arrow"), ("kproto.base",)),
     "kproto.protocol": (("kproto.protocol",), ("kproto.base", "kproto.codec")),
     "kproto.config": (("kproto.config",), ("kproto.base", "kproto.codec")),
     # SASL's mechanisms without I/O, shared by the clients and minibroker's listeners

@@ -10,7 +10,8 @@ happens in poll. The jobs are parts of the class, one module each:
 - :mod:`~kproto.consumer.rebalance`: subscribe or assign, and the group's rebalances
   with their callbacks;
 - :mod:`~kproto.consumer.commits`: sync, async and automatic commits;
-- :mod:`~kproto.consumer.iteration`: ``for`` / ``async for`` one record at a time.
+- :mod:`~kproto.consumer.iteration`: ``for`` / ``async for`` one record at a time;
+- :mod:`~kproto.consumer.columnar`: ``poll_arrow``, records as one Arrow record batch.
 
 This module holds what ties them: the state, starting and stopping the background tasks,
 poll's loop and close. :class:`Consumer` runs the same object through a
@@ -25,12 +26,13 @@ import asyncio
 import logging
 import time
 import warnings
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from kproto._habits import missing
 from kproto._loop import Portal, blocking, check_loop, refuse_when_closed
 from kproto.config import ClientConfig
+from kproto.consumer.columnar import Columnar
 from kproto.consumer.commits import CommitCallback, Commits
 from kproto.consumer.coordinator import GroupCoordinator
 from kproto.consumer.fetcher import Fetcher
@@ -68,7 +70,7 @@ def _seconds(timeout: float | None, timeout_ms: int | None) -> float | None:
 
 
 @refuse_when_closed("consumer", lambda self: self._closed, keep=("close", "stop"))
-class AIOConsumer(Positions, Rebalancing, Commits, Iteration):
+class AIOConsumer(Positions, Rebalancing, Commits, Iteration, Columnar):
     """The consumer for asyncio code.
 
     Args:
@@ -261,7 +263,10 @@ class AIOConsumer(Positions, Rebalancing, Commits, Iteration):
         self._abandon_iteration()
         return await self._poll(timeout, max_records)
 
-    async def _poll(self, timeout: float | None, max_records: int | None = None) -> list[ConsumerRecord]:
+    async def _poll(self, timeout: float | None, max_records: int | None = None,
+                    drain: Callable[[int], list] | None = None) -> list:
+        """poll's loop; ``drain`` takes the buffered records (default: the fetcher's
+        :meth:`~kproto.consumer.fetcher.Fetcher.drain`; poll_arrow's drains columns)."""
         fetcher = self._started()
         if self._subscriptions.type is SubscriptionType.NONE:
             raise RuntimeError("subscribe() or assign() before poll()")
@@ -275,7 +280,7 @@ class AIOConsumer(Positions, Rebalancing, Commits, Iteration):
                 self._event.clear()
                 await self._step_group()
                 self._step_positions()
-                records = fetcher.drain(limit)
+                records = (drain or fetcher.drain)(limit)
                 if records:
                     return records
                 if self._auto_commit and (deadline is None or self._next_auto_commit < deadline):
@@ -403,6 +408,7 @@ class Consumer:
     commit_async = blocking(AIOConsumer.commit_async)
     committed = blocking(AIOConsumer.committed)
     poll = blocking(AIOConsumer.poll)
+    poll_arrow = blocking(AIOConsumer.poll_arrow)
     position = blocking(AIOConsumer.position)
     seek = blocking(AIOConsumer.seek)
     seek_to_beginning = blocking(AIOConsumer.seek_to_beginning)

@@ -10,7 +10,11 @@ and CRC-checked, when the response arrives) whose records are decoded one batch 
 time, by one codec call per batch, only when :meth:`Fetcher.drain` needs them. So poll
 decodes about ``max.poll.records`` records, and while the application works on them the
 next Fetch for the same partitions is already on the wire: with one chunk being drained
-and one buffered, the consumer reads ahead by one response per partition.
+and one buffered, the consumer reads ahead by one response per partition. In bytes, the
+read-ahead is bounded too: no Fetch is sent while the responses that buffered chunks keep
+alive (a chunk is a view into its response) reach ``fetch.max.bytes``, so a slow
+application reading many partitions of one broker holds under ``2 x fetch.max.bytes``
+(one more ``fetch.max.bytes`` per other broker with a Fetch in flight; issue 16).
 
 The next fetch of a partition starts where its last buffered chunk ends (after its last
 whole batch), or at its position when nothing is buffered. Partitions that got records
@@ -79,7 +83,7 @@ from kproto.io.fetch import Action, BatchFilter, FetchSettings, fetch, partition
 from kproto.io.leader_epochs import offsets_for_leader_epoch, supported
 from kproto.io.list_offsets import list_offsets, timestamp_of
 from kproto.io.retry import Backoff
-from kproto.records import Batch, read_batches
+from kproto.records import Batch, Columns, decode_columnar, read_batches
 from kproto.structs import TopicPartition
 
 __all__ = ["Fetcher"]
@@ -192,6 +196,78 @@ class _Chunk:
                                                     key, value, r.headers, epoch)))
         return out
 
+    # -- the columnar path (issue 16: poll_arrow, kproto.consumer.columnar) --------------------
+
+    def take_columns(self, limit: int) -> tuple[Columns, int] | None:
+        """Decode up to ``limit`` records into Arrow-layout columns, advancing :attr:`position`.
+
+        The batches to return are decoded in one codec call (their bytes are one slice of
+        the response when no skipped batch lies between them). Returns the columns and how
+        many of their records are taken (the first ones: a batch cut by ``limit`` stays
+        to be decoded again from the new position), or None when nothing is left. Must not
+        be called while :meth:`take` has a batch part way (``index < len(records)``).
+        """
+        kept: list[Batch] = []
+        estimate = 0
+        batches, i = self.batches, 0
+        while i < len(batches) and estimate < limit:  # peek: only what is returned is removed below
+            batch = batches[i]
+            if not self.filter.skip(batch):
+                kept.append(batch)
+                # At most this many records at or past the position (an upper bound, so that
+                # what is decoded covers the limit when the batches hold that many).
+                below = max(self.position - batch.base_offset, 0)
+                count = batch.next_offset - batch.base_offset if batch.records_count < 0 else batch.records_count
+                estimate += min(count, batch.next_offset - batch.base_offset - below)
+            elif not kept:  # skipped before anything to return: step past it now
+                batches.popleft()
+                self.position = max(self.position, batch.next_offset)
+                continue
+            i += 1
+        while kept:
+            try:
+                cols = decode_columnar(_joined(kept), self.position, False)  # CRCs were checked on arrival
+                break
+            except (KafkaError, ValueError) as exc:  # ValueError: a header key that is not UTF-8
+                bad = _first_bad(kept, self.position)
+                if bad == 0:  # the position stays at this batch; raised once nothing is returned
+                    self.error, self.batches = exc, deque()
+                    return None
+                del kept[bad:]
+        else:
+            return None
+        taken = min(cols.count, limit)
+        if taken < cols.count:
+            self.position = int.from_bytes(cols.offsets[8 * taken - 8:8 * taken], "little", signed=True) + 1
+        else:
+            self.position = max(self.position, kept[-1].next_offset)
+        last = None  # the batch of the last record taken: its leader epoch is the position's
+        while self.batches and self.batches[0].next_offset <= self.position:
+            last = self.batches.popleft()
+        if self.batches and self.batches[0].base_offset < self.position:  # cut inside it
+            last = self.batches[0]
+        if last is not None:
+            self.epoch = last.partition_leader_epoch
+        return (cols, taken) if taken else None
+
+
+def _joined(batches: list[Batch]) -> Any:
+    """The bytes of ``batches``: a view of the response when they lie end to end in it."""
+    first, last = batches[0], batches[-1]
+    if first._buf is last._buf and last._start - first._start + last.size == sum(b.size for b in batches):
+        return memoryview(first._buf)[first._start:last._start + last.size]
+    return b"".join(memoryview(b._buf)[b._start:b._start + b.size] for b in batches)
+
+
+def _first_bad(batches: list[Batch], position: int) -> int:
+    """The index of the first of ``batches`` the codec refuses (len when none)."""
+    for i, batch in enumerate(batches):
+        try:
+            decode_columnar(_joined([batch]), position, False)
+        except (KafkaError, ValueError):
+            return i
+    return len(batches)
+
 
 def _identity(data: bytes) -> bytes:
     return data
@@ -271,6 +347,8 @@ class Fetcher:
         stale = False
         subscriptions = self._subscriptions
         self._plan_validations(now)
+        if self._held_bytes() >= self._settings.max_bytes:
+            return plan  # memory: see _held_bytes
         for tp in subscriptions.fetchable():
             chunks = self._buffered.get(tp)
             if tp in self._in_flight or tp in self._errors or (chunks and len(chunks) >= 2):
@@ -286,6 +364,29 @@ class Fetcher:
         if stale:
             self._on_stale_metadata()
         return plan
+
+    # -- memory bound (issue 16: RSS under 2 x fetch.max.bytes + a constant) -------------------
+
+    def _held_bytes(self) -> int:
+        """Bytes of the Fetch responses that buffered chunks keep alive.
+
+        A chunk's record set is a view into its whole response (zero copy), so a response
+        lives while any of its partitions' chunks is undrained. :meth:`_plan` sends no
+        Fetch while these reach ``fetch.max.bytes``: with one response of at most
+        ``fetch.max.bytes`` arriving (KIP-74 aside: a first batch larger than that), the
+        responses held stay under ``2 x fetch.max.bytes``, however many partitions are
+        read ahead (up to two chunks each) and however slowly the application drains them.
+        That is per broker fetched from at once: each has at most one Fetch in flight, as in
+        Java, so with B leaders the bound is ``(1 + B) x fetch.max.bytes``.
+        """
+        frames: dict[int, int] = {}
+        for chunks in self._buffered.values():
+            for chunk in chunks:
+                if chunk.batches:
+                    buf = chunk.batches[0]._buf  # the view of the response the batches were read from
+                    frame = buf.obj if isinstance(buf, memoryview) else buf
+                    frames[id(frame)] = len(frame)
+        return sum(frames.values())
 
     def _read_replica(self, tp: TopicPartition, now: float) -> int:
         """The broker to fetch ``tp`` from: its preferred read replica while that holds
@@ -542,6 +643,76 @@ class Fetcher:
             if stuck is not None:
                 raise stuck
         return out
+
+    # -- draining into columns (issue 16: poll_arrow, kproto.consumer.columnar) ---------------
+
+    def drain_columns(self, max_records: int) -> list[tuple[TopicPartition, Columns, int]]:
+        """:meth:`drain`'s columnar twin: up to ``max_records`` buffered records as
+        ``(partition, columns, records taken)``, one entry per chunk drained, moving
+        positions past them. Deserializers are not applied.
+
+        A chunk that :meth:`drain` left part way through a batch is dropped, to be fetched
+        again from the position (mixing both drains costs a fetch, not a record).
+
+        Raises:
+            KafkaError: as :meth:`drain`.
+        """
+        if self._failure is not None:
+            raise self._failure
+        out: list[tuple[TopicPartition, Columns, int]] = []
+        total = 0
+        subscriptions = self._subscriptions
+        stuck: BaseException | None = None
+        drained = False
+        for tp in list(self._buffered):
+            if total >= max_records:
+                break
+            state = subscriptions.get(tp)
+            chunks = self._buffered[tp]
+            if state is None:
+                del self._buffered[tp]
+                continue
+            while chunks and total < max_records and not state.paused:
+                chunk = chunks[0]
+                if chunk.index < len(chunk.records):  # drain() is inside a decoded batch
+                    chunks.clear()
+                    drained = True
+                    break
+                if chunk.version != state.version or chunk.position != state.position:
+                    chunks.popleft()  # the position moved since it was fetched
+                    drained = True
+                    continue
+                taken = chunk.take_columns(max_records - total)
+                state.position = chunk.position
+                if chunk.epoch >= 0:
+                    state.leader_epoch = chunk.epoch
+                if taken is not None:
+                    out.append((tp, *taken))
+                    total += taken[1]
+                if not chunk.exhausted:
+                    continue
+                if chunk.error is not None:
+                    stuck = stuck or chunk.error
+                    break
+                chunks.popleft()
+                drained = True
+            if not chunks:
+                del self._buffered[tp]
+        if drained:
+            self._wake.set()  # room for the next fetch of these partitions
+        if not out:
+            self._raise_pending(stuck)
+        return out
+
+    def _raise_pending(self, stuck: BaseException | None) -> None:
+        """Raise a partition's fetch error, else ``stuck`` (a corrupt batch), if any."""
+        if self._errors:
+            tp, error = next(iter(self._errors.items()))
+            del self._errors[tp]
+            self._wake.set()
+            raise error
+        if stuck is not None:
+            raise stuck
 
     def forget(self, partitions: Iterable[TopicPartition]) -> None:
         """Drop what is buffered for ``partitions`` (revoked, or sought elsewhere)."""

@@ -437,7 +437,8 @@ class FrameReader:
                 raise ProtocolError(f"frame size {size} outside 0..{self.max_frame_size}")
             end = start + 4 + size
             if end <= len(buf):
-                out = bytes(buf[start + 4 : end])
+                with memoryview(buf) as view:  # one copy (a bytearray slice would be a second)
+                    out = bytes(view[start + 4 : end])
                 if end == len(buf):
                     buf.clear()
                     self._start = 0

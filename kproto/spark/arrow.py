@@ -1,10 +1,9 @@
 """Raw Kafka record sets to Arrow arrays, through the codec's columnar decoder.
 
 Theory of operation. :func:`kproto.records.decode_columnar` writes a record set's
-records straight into Arrow-layout buffers (int64 offsets and timestamps, binary
-offsets + data + validity bitmaps, header lists). :func:`record_arrays` wraps those
-buffers with ``pyarrow.Array.from_buffers`` (no copy) and applies the two casts Spark
-needs (milliseconds to microseconds, int8 to int32), both vectorised.
+records straight into Arrow-layout buffers, and :mod:`kproto.arrow` (the owner of the
+Arrow form of a record, pyspark-free) wraps them without a copy: :func:`~kproto.arrow.record_struct`
+gives each row's records.
 
 A column of many record sets (the decode UDF's input: one record set per row) must
 come back as one list per row. When every row is whole magic-2 batches, the common
@@ -24,14 +23,13 @@ from collections.abc import Sequence
 import numpy as np
 import pyarrow as pa
 
+from kproto.arrow import ARROW_RECORD_FIELDS, record_struct
 from kproto.codec import Columns, decode_columnar, read_batch_header
 from kproto.errors import CorruptRecordError, KafkaError
-from kproto.spark.schema import ARROW_HEADERS, ARROW_RECORD_FIELDS
 
-__all__ = ["DecodeMode", "decode_record_sets", "record_arrays", "record_batch", "record_struct"]
+__all__ = ["DecodeMode", "decode_record_sets"]
 
 _INT32_MAX = 2**31 - 1
-_HEADER_ENTRY = ARROW_HEADERS.value_type
 
 
 class DecodeMode:
@@ -54,45 +52,6 @@ class DecodeMode:
 # Errors that mean "these bytes are not a record set": the codec's own (corrupt batch,
 # unknown compression codec) and a header key that is not UTF-8.
 _CORRUPT = (KafkaError, ValueError)
-
-
-def _binary(type_: pa.DataType, n: int, validity, offsets, data, nulls: int) -> pa.Array:
-    buffers = [pa.py_buffer(validity) if nulls else None, pa.py_buffer(offsets), pa.py_buffer(data)]
-    return pa.Array.from_buffers(type_, n, buffers, nulls)
-
-
-def record_arrays(cols: Columns) -> dict[str, pa.Array]:
-    """The records of ``cols`` as Arrow arrays, named and typed as :data:`ARROW_RECORD_FIELDS`."""
-    n = cols.count
-    timestamps = pa.Array.from_buffers(pa.timestamp("ms", tz="UTC"), n, [None, pa.py_buffer(cols.timestamps)])
-    entries = pa.StructArray.from_arrays(
-        [_binary(pa.string(), cols.header_count, None, cols.header_key_offsets, cols.header_key_data, 0),
-         _binary(pa.binary(), cols.header_count, cols.header_value_validity, cols.header_value_offsets,
-                 cols.header_value_data, cols.header_value_nulls)],
-        fields=list(_HEADER_ENTRY))
-    header_offsets = pa.Array.from_buffers(pa.int32(), n + 1, [None, pa.py_buffer(cols.header_offsets)])
-    return {
-        "offset": pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(cols.offsets)]),
-        "timestamp": timestamps.cast(ARROW_RECORD_FIELDS["timestamp"]),
-        "timestampType": pa.Array.from_buffers(pa.int8(), n, [None, pa.py_buffer(cols.timestamp_types)]).cast(pa.int32()),
-        "key": _binary(pa.binary(), n, cols.key_validity, cols.key_offsets, cols.key_data, cols.key_nulls),
-        "value": _binary(pa.binary(), n, cols.value_validity, cols.value_offsets, cols.value_data, cols.value_nulls),
-        "headers": pa.ListArray.from_arrays(header_offsets, entries, type=ARROW_HEADERS),
-    }
-
-
-def record_struct(cols: Columns) -> pa.StructArray:
-    """The records of ``cols`` as one struct array (the UDF's list element)."""
-    arrays = record_arrays(cols)
-    return pa.StructArray.from_arrays(list(arrays.values()), fields=[pa.field(k, v) for k, v in ARROW_RECORD_FIELDS.items()])
-
-
-def record_batch(cols: Columns, topic: str, partition: int, schema: pa.Schema) -> pa.RecordBatch:
-    """The records of one partition as a batch of ``schema`` (a :func:`~kproto.spark.schema.arrow_schema`)."""
-    arrays = record_arrays(cols)
-    arrays["topic"] = pa.repeat(pa.scalar(topic, pa.string()), cols.count)
-    arrays["partition"] = pa.repeat(pa.scalar(partition, pa.int32()), cols.count)
-    return pa.RecordBatch.from_arrays([arrays[name] for name in schema.names], schema=schema)
 
 
 # -- stitching many rows' Columns into one ---------------------------------------------------

@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from kproto.arrow import arrow_schema, record_batch
 from kproto.codec import decode_columnar
 from kproto.config import ClientConfig
 from kproto.errors import KafkaError, KafkaTimeoutError, LeaderNotAvailableError, for_code
@@ -50,9 +51,7 @@ from kproto.io.fetch import (
     partition_action,
 )
 from kproto.io.retry import Backoff
-from kproto.spark.arrow import record_batch
 from kproto.spark.planning import DataLossError, OffsetRange, SourceOptions
-from kproto.spark.schema import arrow_schema
 from kproto.structs import TopicPartition
 
 __all__ = ["read_range"]

@@ -1,4 +1,5 @@
-"""The column types kproto's Spark pieces produce, in Spark's and in Arrow's spelling.
+"""The column types kproto's Spark pieces produce, in Spark's spelling (Arrow's is
+:mod:`kproto.arrow`'s, named here too).
 
 The names and order follow Spark's Kafka connector (``KafkaRecordToRowConverter``):
 ``key, value, topic, partition, offset, timestamp, timestampType`` and, with
@@ -15,7 +16,6 @@ spellings to each other.
 
 from __future__ import annotations
 
-import pyarrow as pa
 from pyspark.sql.types import (
     ArrayType,
     BinaryType,
@@ -26,6 +26,9 @@ from pyspark.sql.types import (
     StructType,
     TimestampType,
 )
+
+# The Arrow spelling is kproto.arrow's (pyspark-free, for the consumer too), named here as well.
+from kproto.arrow import ARROW_HEADERS, ARROW_RECORD_FIELDS, arrow_schema
 
 __all__ = [
     "HEADERS_TYPE",
@@ -51,17 +54,6 @@ RECORD_TYPE = StructType([
 
 RECORDS_TYPE = ArrayType(RECORD_TYPE)
 
-ARROW_HEADERS = pa.list_(pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())]))
-
-ARROW_RECORD_FIELDS = {
-    "offset": pa.int64(),
-    "timestamp": pa.timestamp("us", tz="UTC"),
-    "timestampType": pa.int32(),
-    "key": pa.binary(),
-    "value": pa.binary(),
-    "headers": ARROW_HEADERS,
-}
-
 _KAFKA_COLUMNS = [
     StructField("key", BinaryType()),
     StructField("value", BinaryType()),
@@ -71,7 +63,6 @@ _KAFKA_COLUMNS = [
     StructField("timestamp", TimestampType()),
     StructField("timestampType", IntegerType()),
 ]
-_ARROW_COLUMNS = {"topic": pa.string(), "partition": pa.int32(), **ARROW_RECORD_FIELDS}
 
 
 def kafka_schema(include_headers: bool = False) -> StructType:
@@ -80,8 +71,3 @@ def kafka_schema(include_headers: bool = False) -> StructType:
     if include_headers:
         fields.append(StructField("headers", HEADERS_TYPE))
     return StructType(fields)
-
-
-def arrow_schema(include_headers: bool = False) -> pa.Schema:
-    """:func:`kafka_schema` in Arrow's spelling: what a reader's batches must be."""
-    return pa.schema([pa.field(f.name, _ARROW_COLUMNS[f.name]) for f in kafka_schema(include_headers).fields])

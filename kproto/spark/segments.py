@@ -40,12 +40,12 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
+from kproto.arrow import arrow_schema, record_batch
 from kproto.codec import decode_columnar
 from kproto.errors import CorruptRecordError, KafkaError
 from kproto.log_files import LOG_SUFFIX, parse_partition_dir, parse_segment_file
-from kproto.spark.arrow import record_batch
 from kproto.spark.options import check_schema, flag
-from kproto.spark.schema import arrow_schema, kafka_schema
+from kproto.spark.schema import kafka_schema
 
 __all__ = ["CHUNK_BYTES", "KafkaLogDataSource", "SegmentPartition", "find_segments", "read_segment"]
 

@@ -245,3 +245,22 @@ def test_trailing_request_bytes_are_refused_unless_lenient():
         decode_request(frame)
     header, body = decode_request(frame, strict=False)
     assert (header.api_version, header.client_id, body.topics) == (12, "rdkafka", None)
+
+
+def test_next_frame_copies_a_large_frame_once():
+    """issue 16, memory: taking a whole frame out of the reader's buffer allocates the frame
+    once (the bytes handed out), not twice (a bytearray slice, then bytes of it): a consumer
+    receiving a fetch.max.bytes response must not need three times that for a moment."""
+    import tracemalloc
+
+    size = 8 << 20
+    reader = FrameReader()
+    reader.receive_data(struct.pack(">i", size) + bytes(size))
+    tracemalloc.start()
+    try:
+        frame = reader.next_frame()
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert len(frame) == size and reader.buffered == 0
+    assert peak < 1.5 * size

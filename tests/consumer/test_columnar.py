@@ -1,0 +1,315 @@
+"""Consumer.poll_arrow (issue 16, "consume, columnar"): the records poll() returns, as one
+Arrow record batch in Spark's Kafka schema, with poll's positions, seeks, pauses, commits
+and read_committed filtering; peers' records (headers, nulls, every codec) byte for byte.
+
+The chunk-level tests drive the fetcher's columnar take without a network, on the same
+log as tests/consumer/test_fetcher.py; the rest run against minibroker.
+"""
+
+import asyncio
+import subprocess
+import sys
+import time
+
+import pyarrow as pa
+import pytest
+
+from kproto.admin import AdminClient, NewTopic
+from kproto.aio import AIOConsumer
+from kproto.arrow import arrow_schema
+from kproto.consumer import Consumer
+from kproto.consumer.fetcher import _Chunk
+from kproto.errors import ConfigError, CorruptRecordError
+from kproto.serialization import string_deserializer
+from kproto.structs import TopicPartition
+from tests.consumer.test_fetcher import ABORTED, LOG, TP, data_batch
+from tests.support.process import child_env
+
+ck = pytest.importorskip("confluent_kafka")
+
+DEADLINE = 15
+
+
+# -- the fetcher's columnar take, without a network ------------------------------------------------
+
+def chunk_of(data, fetch_offset=0, aborted=None):
+    return _Chunk(TP, 0, fetch_offset, data, check_crcs=True, aborted=aborted, deserializers=(None, None))
+
+
+def offsets_taken(chunk, limit=100):
+    """Offsets of what one take_columns returns (its columns cut to the records taken)."""
+    taken = chunk.take_columns(limit)
+    if taken is None:
+        return []
+    cols, n = taken
+    return list(memoryview(cols.offsets).cast("q"))[:n]
+
+
+@pytest.mark.parametrize("read_committed, offsets", [(True, [2, 3, 5, 6, 8]), (False, [0, 1, 2, 3, 5, 6, 8])])
+def test_take_columns_skips_what_take_skips(read_committed, offsets):
+    """issue 16, poll_arrow: control batches and (read_committed) aborted batches are not
+    returned; the position ends past the last batch, as the row path's does."""
+    chunk = chunk_of(LOG, aborted=ABORTED if read_committed else None)
+    assert offsets_taken(chunk) == offsets
+    assert chunk.position == 9 and chunk.exhausted and chunk.epoch == 3
+
+
+def test_take_columns_limit_cuts_a_batch_and_the_next_take_resumes_inside_it():
+    """issue 16, poll_arrow: max_records may end inside a batch; the rest of that batch
+    comes next, from the position (records below it dropped), then the following ones."""
+    chunk = chunk_of(data_batch(0, 4) + data_batch(4, 4) + data_batch(8, 2), fetch_offset=1)
+    assert offsets_taken(chunk, 2) == [1, 2]
+    assert chunk.position == 3 and not chunk.exhausted
+    assert offsets_taken(chunk, 4) == [3, 4, 5, 6]
+    assert chunk.position == 7
+    assert offsets_taken(chunk, 100) == [7, 8, 9]
+    assert chunk.position == 10 and chunk.exhausted
+
+
+def test_take_columns_stops_at_a_corrupt_batch_with_the_position_at_it():
+    """issue 16, poll_arrow: records before a batch the codec refuses are returned; then
+    the chunk is stuck at it (its error raised by the drain), as on the row path."""
+    bad = bytearray(data_batch(2, 2))
+    bad[60] = 3  # the header says 3 records, the batch holds 2 (CRCs are not checked here)
+    chunk = _Chunk(TP, 0, 0, data_batch(0, 2) + bytes(bad) + data_batch(4, 1), check_crcs=False, aborted=None,
+                   deserializers=(None, None))
+    assert offsets_taken(chunk) == [0, 1]
+    assert chunk.position == 2 and chunk.error is None
+    assert offsets_taken(chunk) == []
+    assert chunk.exhausted and isinstance(chunk.error, CorruptRecordError) and chunk.position == 2
+
+
+# -- against minibroker --------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def shared_producer(broker):
+    producer = ck.Producer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 5})
+    producer.produce("warm-up", b"")  # its connections open now, before any test counts sockets
+    assert producer.flush(DEADLINE) == 0
+    yield producer
+    producer.flush(DEADLINE)
+
+
+def create(broker, topic, partitions=1):
+    with AdminClient(bootstrap_servers=broker.bootstrap_servers) as admin:
+        admin.create_topics([NewTopic(topic, partitions)])
+
+
+def produce(broker, topic, records, **config):
+    """confluent-kafka writes ``records`` (partition, key, value, headers, timestamp)."""
+    producer = ck.Producer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 5,
+                            **{k.replace("_", "."): v for k, v in config.items()}})
+    for partition, key, value, headers, timestamp in records:
+        producer.produce(topic, value, key, partition=partition, headers=headers, timestamp=timestamp or 0)
+    assert producer.flush(DEADLINE) == 0
+
+
+def consumer_for(broker, **config):
+    return Consumer(bootstrap_servers=broker.bootstrap_servers, auto_offset_reset="earliest",
+                    **{"fetch_max_wait_ms": 100, **config})
+
+
+def arrow_rows(consumer, count, timeout=DEADLINE, **kwargs):
+    """poll_arrow until ``count`` rows came (or the time is up); the batches, as one table."""
+    batches, got, deadline = [], 0, time.monotonic() + timeout
+    while got < count and time.monotonic() < deadline:
+        batch = consumer.poll_arrow(0.5, **kwargs)
+        assert isinstance(batch, pa.RecordBatch)
+        batches.append(batch)
+        got += batch.num_rows
+    return pa.Table.from_batches(batches, schema=batches[0].schema) if batches else None
+
+
+def polled(consumer, count, timeout=DEADLINE):
+    got, deadline = [], time.monotonic() + timeout
+    while len(got) < count and time.monotonic() < deadline:
+        got += consumer.poll(0.5)
+    return got
+
+
+def as_rows(records):
+    """poll()'s records in poll_arrow's row form (timestamps as datetimes, via Arrow)."""
+    table = pa.table({
+        "key": pa.array([r.key for r in records], pa.binary()),
+        "value": pa.array([r.value for r in records], pa.binary()),
+        "topic": pa.array([r.topic for r in records], pa.string()),
+        "partition": pa.array([r.partition for r in records], pa.int32()),
+        "offset": pa.array([r.offset for r in records], pa.int64()),
+        "timestamp": pa.array([r.timestamp for r in records], pa.timestamp("ms", tz="UTC")).cast(
+            pa.timestamp("us", tz="UTC")),
+        "timestampType": pa.array([r.timestamp_type for r in records], pa.int32()),
+        "headers": pa.array([[{"key": k, "value": v} for k, v in r.headers] for r in records],
+                            arrow_schema(True).field("headers").type),
+    })
+    return table.to_pylist()
+
+
+def by_partition(rows):
+    return sorted(rows, key=lambda r: (r["partition"], r["offset"]))
+
+
+@pytest.mark.parametrize("codec", ["none", "gzip", "snappy", "lz4", "zstd"])
+def test_poll_arrow_returns_what_poll_returns_for_a_peers_records(broker, shared_producer, codec):
+    """issue 16, poll_arrow: confluent-kafka's records (null keys and values, headers with
+    null and repeated values, every codec, two partitions) come back as the same rows from
+    poll_arrow as from poll, in Spark's Kafka schema; positions end at the log's end."""
+    topic = f"columnar-{codec}"
+    create(broker, topic, 2)
+    written = [(i % 2, b"k%d" % i if i % 3 else None, None if i % 5 == 0 else b"\x00v%d" % i,
+                [("h", b"x%d" % i), ("empty", b""), ("none", None), ("dup", b"1"), ("dup", b"2")] if i % 2 else None,
+                1_600_000_000_000 + i) for i in range(400)]
+    produce(broker, topic, written, compression_type=codec)
+    partitions = [TopicPartition(topic, 0), TopicPartition(topic, 1)]
+    with consumer_for(broker) as rows_consumer, consumer_for(broker) as arrow_consumer:
+        rows_consumer.assign(partitions)
+        arrow_consumer.assign(partitions)
+        records = polled(rows_consumer, 400)
+        table = arrow_rows(arrow_consumer, 400)
+        assert table.schema == arrow_schema(include_headers=True)
+        assert table.num_rows == 400
+        assert by_partition(table.to_pylist()) == by_partition(as_rows(records))
+        assert [arrow_consumer.position(tp) for tp in partitions] == [200, 200]
+        assert arrow_consumer.poll_arrow(0.2).num_rows == 0
+    row = by_partition(table.to_pylist())[1]  # partition 0, offset 1: record 2
+    assert (row["key"], row["value"], row["headers"]) == (b"k2", b"\x00v2", [])
+    assert table.column("timestampType").to_pylist() == [0] * 400
+
+
+def test_poll_arrow_without_headers_and_with_max_records(broker, shared_producer):
+    """issue 16, poll_arrow: include_headers=False leaves the headers column out; max_records
+    bounds each batch and the positions follow the rows returned."""
+    create(broker, "columnar-limits")
+    produce(broker, "columnar-limits", [(0, None, b"v%d" % i, [("h", b"1")], None) for i in range(50)])
+    tp = TopicPartition("columnar-limits", 0)
+    with consumer_for(broker) as consumer:
+        consumer.assign([tp])
+        got = []
+        deadline = time.monotonic() + DEADLINE
+        while len(got) < 50 and time.monotonic() < deadline:
+            batch = consumer.poll_arrow(0.5, max_records=7, include_headers=False)
+            assert batch.num_rows <= 7 and batch.schema == arrow_schema(include_headers=False)
+            got += batch.column("offset").to_pylist()
+            assert consumer.position(tp) == (got[-1] + 1 if got else 0)
+    assert got == list(range(50))
+
+
+def test_poll_arrow_follows_seek_and_pause(broker, shared_producer):
+    """issue 16, poll_arrow: a seek (backwards, into the middle of a batch) is where the next
+    rows start; a paused partition gives none until resumed."""
+    create(broker, "columnar-seek", 2)
+    produce(broker, "columnar-seek", [(i % 2, None, b"v%d" % i, None, None) for i in range(40)])
+    p0, p1 = TopicPartition("columnar-seek", 0), TopicPartition("columnar-seek", 1)
+    with consumer_for(broker) as consumer:
+        consumer.assign([p0, p1])
+        consumer.pause([p1])
+        table = arrow_rows(consumer, 20)
+        assert table.column("partition").to_pylist() == [0] * 20
+        assert consumer.poll_arrow(0.3).num_rows == 0  # p1 is paused, p0 is at its end
+        consumer.seek(p0, 13)
+        table = arrow_rows(consumer, 7)
+        assert table.column("offset").to_pylist() == list(range(13, 20))
+        consumer.resume([p1])
+        table = arrow_rows(consumer, 20)
+        assert table.column("partition").to_pylist() == [1] * 20
+        assert table.column("offset").to_pylist() == list(range(20))
+
+
+def test_poll_arrow_positions_are_what_commit_commits(broker, shared_producer):
+    """issue 16, poll_arrow: commit() after poll_arrow commits the positions past the rows
+    returned, so a new member of the group starts after them."""
+    create(broker, "columnar-commit")
+    produce(broker, "columnar-commit", [(0, None, b"v%d" % i, None, None) for i in range(30)])
+    tp = TopicPartition("columnar-commit", 0)
+    with consumer_for(broker, group_id="columnar", enable_auto_commit=False) as consumer:
+        consumer.subscribe(["columnar-commit"])
+        table = arrow_rows(consumer, 12, max_records=12)
+        assert table.num_rows == 12
+        consumer.commit()
+        assert consumer.committed([tp])[tp].offset == 12
+    produce(broker, "columnar-commit", [(0, None, b"late", None, None)])
+    with consumer_for(broker, group_id="columnar") as consumer:
+        consumer.subscribe(["columnar-commit"])
+        table = arrow_rows(consumer, 19)
+    assert table.column("offset").to_pylist() == list(range(12, 31))
+
+
+def test_poll_arrow_read_committed_skips_aborted_transactions(broker, shared_producer):
+    """issue 16, poll_arrow: under read_committed, a peer's aborted transaction is not in the
+    rows and neither are the markers; under read_uncommitted the aborted records are."""
+    create(broker, "columnar-txn")
+    producer = ck.Producer({"bootstrap.servers": broker.bootstrap_servers, "transactional.id": "columnar-txn"})
+    producer.init_transactions(DEADLINE)
+    for i, commit in enumerate([True, False, True]):
+        producer.begin_transaction()
+        for j in range(5):
+            producer.produce("columnar-txn", b"%d-%d" % (i, j), partition=0)
+        assert producer.flush(DEADLINE) == 0  # in the log before the abort: 5 records + a marker each
+        (producer.commit_transaction if commit else producer.abort_transaction)(DEADLINE)
+    tp = TopicPartition("columnar-txn", 0)
+    expected = [b"%d-%d" % (i, j) for i in (0, 2) for j in range(5)]
+    with consumer_for(broker, isolation_level="read_committed") as committed, consumer_for(broker) as everything:
+        committed.assign([tp])
+        everything.assign([tp])
+        assert arrow_rows(committed, 10).column("value").to_pylist() == expected
+        assert committed.position(tp) == 18  # past three markers
+        table = arrow_rows(everything, 15)
+        assert table.num_rows == 15 and table.column("offset").to_pylist() == [*range(5), *range(6, 11), *range(12, 17)]
+
+
+def test_poll_arrow_refuses_deserializers(broker):
+    """issue 16, poll_arrow: Arrow columns hold the bytes as they are, so a consumer with a
+    deserializer is told to use poll() rather than given undeserialized values."""
+    with consumer_for(broker, value_deserializer=string_deserializer) as consumer:
+        consumer.assign([TopicPartition("warm-up", 0)])
+        with pytest.raises(ConfigError, match="poll\\(\\)"):
+            consumer.poll_arrow(0.1)
+
+
+def test_aio_poll_arrow_and_mixing_with_poll(broker, shared_producer):
+    """issue 16, poll_arrow: the asyncio face; poll() then poll_arrow() on one consumer
+    return every record once, in order (a batch poll() decoded part way is fetched again)."""
+    create(broker, "columnar-aio")
+    produce(broker, "columnar-aio", [(0, None, b"v%d" % i, None, None) for i in range(100)])
+    tp = TopicPartition("columnar-aio", 0)
+
+    async def main():
+        async with AIOConsumer(bootstrap_servers=broker.bootstrap_servers, auto_offset_reset="earliest",
+                               fetch_max_wait_ms=100) as consumer:
+            consumer.assign([tp])
+            offsets = []
+            deadline = time.monotonic() + DEADLINE
+            while not offsets and time.monotonic() < deadline:
+                offsets += [r.offset for r in await consumer.poll(0.5, max_records=3)]
+            while len(offsets) < 100 and time.monotonic() < deadline:
+                offsets += (await consumer.poll_arrow(0.5)).column("offset").to_pylist()
+            return offsets, await consumer.position(tp) if asyncio.iscoroutinefunction(consumer.position) \
+                else consumer.position(tp)
+
+    offsets, position = asyncio.run(main())
+    assert offsets == list(range(100)) and position == 100
+
+
+def test_kproto_imports_without_pyarrow_and_poll_arrow_names_the_extra(broker, tmp_path):
+    """issue 16, poll_arrow: pyarrow is needed by poll_arrow alone: without it kproto and
+    its consumer import and work, and poll_arrow raises an ImportError naming kproto[arrow]."""
+    script = tmp_path / "no_pyarrow.py"
+    script.write_text(
+        "import sys\n"
+        "class Block:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] in ('pyarrow', 'pyspark'):\n"
+        "            raise ImportError(f'No module named {name!r} (blocked)')\n"
+        "sys.meta_path.insert(0, Block())\n"
+        "import kproto, kproto.aio, kproto.consumer\n"
+        "from kproto.structs import TopicPartition\n"
+        f"with kproto.Consumer(bootstrap_servers={broker.bootstrap_servers!r}) as consumer:\n"
+        "    consumer.assign([TopicPartition('warm-up', 0)])\n"
+        "    try:\n"
+        "        consumer.poll_arrow(0.1)\n"
+        "    except ImportError as exc:\n"
+        "        print('ImportError:', exc)\n"
+        "assert 'pyarrow' not in sys.modules\n")
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60,
+                         env=child_env())
+    assert out.returncode == 0, out.stderr
+    assert "ImportError:" in out.stdout and "pip install kproto[arrow]" in out.stdout
