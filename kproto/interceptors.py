@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
@@ -143,28 +144,73 @@ class ProducerInterceptors:
 
     def wrap(self, send: Callable[..., Any], metadata_type: Callable[..., Any]) -> Callable[..., Any]:
         """``send`` (the codec's per-record path) with the interceptors around it;
-        ``metadata_type(topic, partition, offset, timestamp)`` makes a failed record's metadata."""
+        ``metadata_type(topic, partition, offset, timestamp)`` makes a failed record's metadata.
+
+        Acknowledgements are watched per batch, not per record: the first record of a batch
+        registers one callback on its future (records of a batch settle together, see
+        :mod:`kproto.producer.futures`), which acknowledges every record of the batch sent
+        through here, in order, before their own delivery callbacks run (as Java's
+        ``InterceptorCallback`` does).
+        """
+        batches: dict[Any, list[Any]] = {}  # a batch's result -> its records' futures, not settled yet
+        lock = threading.Lock()  # sends (any thread) add to a batch's list, its settling takes it
+        on_send, on_acknowledgement = self.on_send, self.on_acknowledgement
+
+        def settled(future: Any) -> None:
+            batch = future._batch  # settled: its outcome is read without the futures' locks
+            with lock:
+                futures = batches.pop(batch, ())
+            error = batch.error
+            if error is None:
+                for f in futures:
+                    on_acknowledgement(f._result, None)
+            else:
+                failed = metadata_type(batch.topic, batch.partition, -1, -1)
+                for _ in futures:
+                    on_acknowledgement(failed, error)
+
+        def appended(future: Any, on_delivery: Any) -> None:
+            batch = future._batch
+            with lock:
+                futures = batches.get(batch)
+                if futures is None:
+                    futures = batches[batch] = []
+                    first = True
+                else:
+                    first = False
+                futures.append(future)
+            if first:
+                future.add_done_callback(settled)  # at once if the batch is settled already
+            if on_delivery is not None:
+                future.add_done_callback(
+                    lambda f: on_delivery(f.exception(), f.result() if f.exception() is None else None))
+
         def intercepted(topic: str, value: Any = None, key: Any = None, partition: int | None = None,
                         timestamp_ms: int | None = None, headers: Any = None, on_delivery: Any = None) -> Any:
-            record = self.on_send(ProducerRecord(topic, value, key, partition, timestamp_ms, headers))
-
-            def acknowledged(error: BaseException | None, metadata: Any) -> None:
-                if metadata is None:
-                    metadata = metadata_type(record.topic, -1 if record.partition is None else record.partition, -1, -1)
-                self.on_acknowledgement(metadata, error)
-                if on_delivery is not None:
-                    on_delivery(error, metadata if error is None else None)
-
+            record = on_send(ProducerRecord(topic, value, key, partition, timestamp_ms, headers))
             try:
-                result = send(record.topic, record.value, record.key, record.partition, record.timestamp_ms,
-                              record.headers, acknowledged)
+                result = send(*record)
             except Exception as exc:  # Java's onSendError: refused before it was queued
-                acknowledged(exc, None)
+                on_acknowledgement(metadata_type(record.topic, -1 if record.partition is None else record.partition,
+                                                 -1, -1), exc)
                 raise
-            appended = getattr(result, "appended", None)  # an asyncio send waiting for metadata or memory
-            if appended is not None:
-                appended.add_done_callback(
-                    lambda f: f.cancelled() or f.exception() is None or acknowledged(f.exception(), None))
+            waiting = getattr(result, "appended", None)  # an asyncio send waiting for metadata or memory
+            if waiting is None:
+                appended(result, on_delivery)
+            else:
+                def when_appended(f: Any) -> None:
+                    if f.cancelled():
+                        return
+                    error = f.exception()
+                    if error is None:
+                        appended(f.result(), on_delivery)
+                    else:
+                        failed = metadata_type(record.topic, -1 if record.partition is None else record.partition,
+                                               -1, -1)
+                        on_acknowledgement(failed, error)
+                        if on_delivery is not None:
+                            on_delivery(error, None)
+                waiting.add_done_callback(when_appended)
             return result
 
         return intercepted
