@@ -90,6 +90,42 @@ def child(mode: str, variant: str, bootstrap: str, topic: str, n: int) -> tuple[
         return (got - warm) / (time.perf_counter() - start), (time.process_time() - cpu) / (got - warm) * 1e6
 
 
+def hook_costs() -> dict[str, float]:
+    """Microseconds per call of each hook the hot paths make, in this process: what the
+    end-to-end figures cannot resolve on a busy machine, divided by the records it covers."""
+    import timeit
+
+    from kproto.config import ClientConfig
+    from kproto.metrics import ConsumerMetrics, ProducerMetrics
+    from kproto.records import BatchBuilder
+
+    config = ClientConfig("producer", {"bootstrap.servers": "127.0.0.1:9"})
+    producer = ProducerMetrics(config, lambda: 0)
+    builder = BatchBuilder(max_bytes=16384)
+    while builder.size_in_bytes() < 16000:
+        builder.append(0, None, VALUE)
+
+    class Batch:  # what the sender hands over: a built batch, its count, its age
+        pass
+
+    batch = Batch()
+    batch.data, batch.record_count, batch.created, batch.builder = (builder.build(), builder.record_count,
+                                                                    time.monotonic(), builder)
+    batches = [batch]
+    consumer = ConsumerMetrics(ClientConfig("consumer", {"bootstrap.servers": "127.0.0.1:9"}))
+    records = [None] * 500
+    node = producer.node(0)
+    n = 20000
+    return {
+        f"produce request (1 batch of {batch.record_count} records)":
+            timeit.timeit(lambda: producer.request_sent(batches), number=n) / n * 1e6,
+        "poll (500 records)": timeit.timeit(lambda: consumer.polled(records), number=n) / n * 1e6,
+        "connection request + response": timeit.timeit(
+            lambda: (node.sent(100), node.received(100), node.answered(0.001)), number=n) / n * 1e6,
+        "statistics snapshot (producer)": timeit.timeit(producer.snapshot, number=n // 10) / (n // 10) * 1e6,
+    }
+
+
 def baseline_tree(ref: str, into: Path) -> Path:
     """``ref``'s tree in ``into``, with this checkout's built codec (the same .pyx)."""
     archive = subprocess.run(["git", "-C", str(ROOT), "archive", ref], check=True, capture_output=True).stdout
@@ -154,6 +190,9 @@ def main() -> None:
             report[f"{mode}/{name}"] = {"rate": rate, "rate_diff_percent": diff, "cpu_us": cpu,
                                         "cpu_diff_percent": cpu_diff, "runs": results[(mode, name)]}
             print(f"{mode:8} {name:12} {rate:14,.0f} {diff:+11.1f}% {cpu:11.3f} {cpu_diff:+11.1f}%")
+    print("\nhook costs, this tree (us per call):")
+    for what, micros in hook_costs().items():
+        print(f"  {what:40} {micros:8.2f}")
     print(json.dumps(report), file=sys.stderr)
 
 

@@ -410,7 +410,9 @@ def metrics_json(snapshot: Mapping[MetricName, float]) -> str:
     return json.dumps(out, sort_keys=True)
 
 
-PROVIDED: dict[str, tuple[str, ...]] = {}  # filled below: client kind -> "group:name" it provides
+PROVIDED: dict[str, tuple[MetricName, ...]] = {}
+"""Client kind (``producer``, ``consumer``, ``admin``) -> the metrics it provides, sorted
+by group and name (per-node metrics shown for a ``node-id`` of ``node-0``)."""
 
 
 def _provided() -> None:
@@ -418,7 +420,7 @@ def _provided() -> None:
     for kind, made in (("producer", ProducerMetrics(config, lambda: 0)), ("consumer", ConsumerMetrics(config)),
                        ("admin", AdminMetrics(config))):
         made.node(0)
-        PROVIDED[kind] = tuple(sorted(f"{n.group}:{n.name}" for n in made.snapshot()))
+        PROVIDED[kind] = tuple(sorted(made._metrics, key=lambda n: (n.group, n.name)))
 
 
 _provided()

@@ -60,6 +60,7 @@ def test_metric_names_compare_by_name_group_and_tags_and_make_json():
 
 def test_javas_names_are_provided():
     """issue 16: Java's names where they exist (the guide lists PROVIDED)."""
+    provided = {kind: {f"{n.group}:{n.name}" for n in names} for kind, names in PROVIDED.items()}
     for name in ("producer-metrics:record-send-rate", "producer-metrics:record-send-total",
                  "producer-metrics:batch-size-avg", "producer-metrics:batch-size-max",
                  "producer-metrics:request-latency-avg", "producer-metrics:request-latency-max",
@@ -67,15 +68,16 @@ def test_javas_names_are_provided():
                  "producer-metrics:records-per-request-avg", "producer-metrics:compression-rate-avg",
                  "producer-metrics:buffer-available-bytes", "producer-node-metrics:request-latency-avg",
                  "producer-metrics:connection-count"):
-        assert name in PROVIDED["producer"]
+        assert name in provided["producer"]
     for name in ("consumer-fetch-manager-metrics:records-consumed-rate",
                  "consumer-fetch-manager-metrics:records-consumed-total",
                  "consumer-fetch-manager-metrics:bytes-consumed-rate", "consumer-fetch-manager-metrics:fetch-latency-avg",
                  "consumer-fetch-manager-metrics:fetch-latency-max", "consumer-fetch-manager-metrics:records-lag-max",
                  "consumer-fetch-manager-metrics:fetch-size-avg", "consumer-coordinator-metrics:commit-latency-avg",
                  "consumer-coordinator-metrics:rebalance-total", "consumer-node-metrics:request-total"):
-        assert name in PROVIDED["consumer"]
-    assert "admin-client-node-metrics:request-latency-max" in PROVIDED["admin"]
+        assert name in provided["consumer"]
+    assert "admin-client-node-metrics:request-latency-max" in provided["admin"]
+    assert all(n.description for names in PROVIDED.values() for n in names)
 
 
 @pytest.mark.parametrize(("settings", "words"), [
