@@ -68,7 +68,7 @@ class ProducerInterceptor:
 class ConsumerInterceptor:
     """Base of consumer interceptors (optional, as :class:`ProducerInterceptor`)."""
 
-    def on_consume(self, records: list) -> list:
+    def on_consume(self, records: list[Any]) -> list[Any]:
         """Called with the records a poll returns (a list of
         :class:`~kproto.consumer.ConsumerRecord`); returns the records to return."""
         return records
@@ -225,7 +225,7 @@ class ConsumerInterceptors:
     def __init__(self, interceptors: Sequence[Any]) -> None:
         self.interceptors = list(interceptors)
 
-    def on_consume(self, records: list) -> list:
+    def on_consume(self, records: list[Any]) -> list[Any]:
         for interceptor in self.interceptors:
             try:
                 records = interceptor.on_consume(records)

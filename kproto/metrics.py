@@ -349,7 +349,7 @@ class ConsumerMetrics(Metrics):
         self.add("last-poll-seconds-ago", "consumer-metrics", "Seconds since the last poll (-1: none).",
                  lambda now: -1.0 if self._last_poll is None else now - self._last_poll)
 
-    def polled(self, records: list) -> list:
+    def polled(self, records: list[Any]) -> list[Any]:
         """A poll returns ``records``: counted with one ``len``. Returns them."""
         now = time.monotonic()
         if self._last_poll is not None:
@@ -442,7 +442,7 @@ class Statistics:
         self._interval = config["statistics.interval.ms"] / 1000
         self._callback = config["statistics.callback"]
         self._metrics = metrics
-        self._task: asyncio.Task | None = None
+        self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
         """Start reporting on the running loop (once; nothing when off)."""

@@ -17,6 +17,7 @@ from typing import Any
 from opentelemetry import trace
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
+from kproto.consumer import ConsumerRecord
 from kproto.interceptors import ConsumerInterceptor, ProducerInterceptor, ProducerRecord
 
 _PROPAGATOR = TraceContextTextMapPropagator()  # the W3C traceparent / tracestate headers
@@ -53,7 +54,7 @@ class TracingConsumerInterceptor(ConsumerInterceptor):
     def __init__(self, tracer_provider: trace.TracerProvider | None = None) -> None:
         self.tracer = trace.get_tracer("kproto.examples.opentelemetry", tracer_provider=tracer_provider)
 
-    def on_consume(self, records: list) -> list:
+    def on_consume(self, records: list[ConsumerRecord]) -> list[ConsumerRecord]:
         for record in records:
             carrier = {k: v.decode() for k, v in record.headers if k in _PROPAGATOR.fields and v is not None}
             parent = _PROPAGATOR.extract(carrier)
