@@ -155,11 +155,12 @@ class Metrics:
         self.add("connection-count", group, "The current number of active connections.",
                  lambda now: float(sum(c.open_connections() for c in self._clusters)))
         self.meter("connection-creation", group, self.connection_creation, "new connections established", count=True)
-        self.requests, self.responses = self.sensor(), self.sensor()
-        self.outgoing, self.incoming = self.sensor(), self.sensor()
+        # one sensor per event, read two ways: a request's bytes (their count is the
+        # requests'), a response's latency (its count is the responses'), a frame's bytes
+        self.requests, self.responses, self.incoming = self.sensor(), self.sensor(), self.sensor()
         self.meter("request", group, self.requests, "requests sent", count=True)
         self.meter("response", group, self.responses, "responses received", count=True)
-        self.meter("outgoing-byte", group, self.outgoing, "bytes sent to all brokers")
+        self.meter("outgoing-byte", group, self.requests, "bytes sent to all brokers")
         self.meter("incoming-byte", group, self.incoming, "bytes read from all brokers")
 
     def attach(self, cluster: Any) -> None:
@@ -208,28 +209,25 @@ class NodeSensors:
     """What a connection records: requests, responses, bytes and latency, into its node's
     metrics (``{prefix}-node-metrics``, tag ``node-id``) and the client's totals."""
 
-    __slots__ = ("_metrics", "requests", "responses", "outgoing", "incoming", "latency")
+    __slots__ = ("_metrics", "requests", "responses", "incoming")
 
     def __init__(self, metrics: Metrics, node_id: int) -> None:
         self._metrics = metrics
         group, tags = f"{metrics.prefix}-node-metrics", (("node-id", f"node-{node_id}"),)
-        self.requests, self.responses = metrics.sensor(), metrics.sensor()
-        self.outgoing, self.incoming, self.latency = metrics.sensor(), metrics.sensor(), metrics.sensor()
+        # as the client's: requests record their bytes, responses their latency
+        self.requests, self.responses, self.incoming = metrics.sensor(), metrics.sensor(), metrics.sensor()
         metrics.meter("request", group, self.requests, "requests sent to the node", count=True, tags=tags)
         metrics.meter("response", group, self.responses, "responses received from the node", count=True, tags=tags)
-        metrics.meter("outgoing-byte", group, self.outgoing, "bytes sent to the node", tags=tags)
+        metrics.meter("outgoing-byte", group, self.requests, "bytes sent to the node", tags=tags)
         metrics.meter("incoming-byte", group, self.incoming, "bytes read from the node", tags=tags)
-        metrics.add("request-latency-avg", group, "The average request latency in ms.", self.latency.avg, tags)
-        metrics.add("request-latency-max", group, "The maximum request latency in ms.", self.latency.max, tags)
+        metrics.add("request-latency-avg", group, "The average request latency in ms.", self.responses.avg, tags)
+        metrics.add("request-latency-max", group, "The maximum request latency in ms.", self.responses.max, tags)
 
     def sent(self, size: int) -> None:
         """A request of ``size`` bytes was written."""
         now = time.monotonic()
-        m = self._metrics
         self.requests.record(size, now)
-        m.requests.record(size, now)
-        self.outgoing.record(size, now)
-        m.outgoing.record(size, now)
+        self._metrics.requests.record(size, now)
 
     def received(self, size: int) -> None:
         """A response frame of ``size`` bytes was read."""
@@ -240,9 +238,8 @@ class NodeSensors:
     def answered(self, seconds: float) -> None:
         """A request got its response ``seconds`` after it went out."""
         now = time.monotonic()
-        self.responses.record(1.0, now)
-        self._metrics.responses.record(1.0, now)
-        self.latency.record(seconds * 1000, now)
+        self.responses.record(seconds * 1000, now)
+        self._metrics.responses.record(seconds * 1000, now)
 
 
 class ProducerMetrics(Metrics):
@@ -261,14 +258,15 @@ class ProducerMetrics(Metrics):
         self.in_flight = in_flight
         total = config["buffer.memory"]
         self.batch_size, self.compression = self.sensor(), self.sensor()
-        self.queue_time, self.latency, self.per_request = self.sensor(), self.sensor(), self.sensor()
+        self.queue_time, self.latency = self.sensor(), self.sensor()
         self.records, self.errors, self.retries = self.sensor(), self.sensor(), self.sensor()
         self.avg_max("batch-size", group, self.batch_size, "number of bytes sent per partition per request")
         self.add("compression-rate-avg", group, "The average ratio of the compressed batch size over the "
                  "uncompressed size.", self.compression.avg)
         self.avg_max("record-queue-time", group, self.queue_time, "time in ms record batches spent in the send buffer")
         self.avg_max("request-latency", group, self.latency, "produce request latency in ms")
-        self.add("records-per-request-avg", group, "The average number of records per request.", self.per_request.avg)
+        # the records sensor records a request's records: sent per second, and per request
+        self.add("records-per-request-avg", group, "The average number of records per request.", self.records.avg)
         self.meter("record-send", group, self.records, "records sent")
         self.meter("record-error", group, self.errors, "record sends that resulted in errors")
         self.meter("record-retry", group, self.retries, "retried record sends")
@@ -291,7 +289,6 @@ class ProducerMetrics(Metrics):
             self.compression.record(size / max(b.builder.size_in_bytes(), 1), now)
             self.queue_time.record((now - b.created) * 1000, now)
         self.records.record(records, now)
-        self.per_request.record(records, now)
 
     def request_done(self, seconds: float) -> None:
         """A Produce request was answered after ``seconds``."""
@@ -319,10 +316,10 @@ class ConsumerMetrics(Metrics):
     def __init__(self, config: Mapping[str, Any], assigned: Callable[[], int] = lambda: 0) -> None:
         super().__init__(config, "consumer")
         fetch, coordinator = "consumer-fetch-manager-metrics", "consumer-coordinator-metrics"
-        self.consumed, self.bytes, self.fetch_latency = self.sensor(), self.sensor(), self.sensor()
-        self.fetch_size, self.lag = self.sensor(), self.sensor()
+        self.consumed, self.fetch_latency = self.sensor(), self.sensor()
+        self.fetch_size, self.lag = self.sensor(), self.sensor()  # fetch_size: a response's bytes
         self.meter("records-consumed", fetch, self.consumed, "records consumed")
-        self.meter("bytes-consumed", fetch, self.bytes, "bytes consumed")
+        self.meter("bytes-consumed", fetch, self.fetch_size, "bytes consumed")
         self.meter("fetch", fetch, self.fetch_latency, "fetch requests", count=True)
         self.avg_max("fetch-latency", fetch, self.fetch_latency, "time in ms a fetch request took")
         self.avg_max("fetch-size", fetch, self.fetch_size, "number of bytes fetched per request")
@@ -372,7 +369,6 @@ class ConsumerMetrics(Metrics):
                 self.lag.record(max(p.high_watermark - offset, 0), now)
         self.fetch_latency.record(seconds * 1000, now)
         self.fetch_size.record(size, now)
-        self.bytes.record(size, now)
 
     def committed(self, seconds: float) -> None:
         """An offset commit succeeded after ``seconds``."""
