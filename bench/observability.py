@@ -190,9 +190,19 @@ def main() -> None:
             report[f"{mode}/{name}"] = {"rate": rate, "rate_diff_percent": diff, "cpu_us": cpu,
                                         "cpu_diff_percent": cpu_diff, "runs": results[(mode, name)]}
             print(f"{mode:8} {name:12} {rate:14,.0f} {diff:+11.1f}% {cpu:11.3f} {cpu_diff:+11.1f}%")
+    costs = hook_costs()
     print("\nhook costs, this tree (us per call):")
-    for what, micros in hook_costs().items():
+    for what, micros in costs.items():
         print(f"  {what:40} {micros:8.2f}")
+    # per record: a produce request of one batch (the fewest records a request carries at
+    # batch.size with 100-byte values) and its connection's request and response; a poll
+    # of 500 records (its fetch, of up to max.partition.fetch.bytes, is rarer still)
+    (request_name, request), (_, poll), (_, conn), (_, _) = costs.items()
+    per_batch = int(request_name.split(" of ")[1].split()[0])
+    for mode, per_record in (("produce", (request + conn) / per_batch), ("consume", poll / 500)):
+        base = statistics.median(c for _, c in results[(mode, "baseline")])
+        print(f"  {mode}: {per_record * 1000:.1f} ns per record = {per_record / base * 100:.2f}% of the baseline's "
+              f"CPU per record")
     print(json.dumps(report), file=sys.stderr)
 
 

@@ -155,13 +155,22 @@ class Metrics:
         self.add("connection-count", group, "The current number of active connections.",
                  lambda now: float(sum(c.open_connections() for c in self._clusters)))
         self.meter("connection-creation", group, self.connection_creation, "new connections established", count=True)
-        # one sensor per event, read two ways: a request's bytes (their count is the
-        # requests'), a response's latency (its count is the responses'), a frame's bytes
-        self.requests, self.responses, self.incoming = self.sensor(), self.sensor(), self.sensor()
-        self.meter("request", group, self.requests, "requests sent", count=True)
-        self.meter("response", group, self.responses, "responses received", count=True)
-        self.meter("outgoing-byte", group, self.requests, "bytes sent to all brokers")
-        self.meter("incoming-byte", group, self.incoming, "bytes read from all brokers")
+        # the client's network totals are its nodes' summed when read: a request records
+        # into its node's sensors only (Java records into both, through parent sensors)
+        for name, sensor, what, count in (("request", "requests", "requests sent", True),
+                                          ("response", "responses", "responses received", True),
+                                          ("outgoing-byte", "requests", "bytes sent to all brokers", False),
+                                          ("incoming-byte", "incoming", "bytes read from all brokers", False)):
+            self.add(f"{name}-rate", group, f"The number of {what} per second.", self._nodes_sum(sensor, "rate", count))
+            self.add(f"{name}-total", group, f"The total number of {what}.", self._nodes_sum(sensor, "total", count))
+
+    def _nodes_sum(self, sensor: str, how: str, count: bool) -> Callable[[float], float]:
+        def value(now: float) -> float:
+            sensors = [getattr(n, sensor) for n in list(self._nodes.values())]
+            if how == "rate":
+                return sum(s.rate(now, of_count=count) for s in sensors)
+            return float(sum(s.count if count else s.total for s in sensors))
+        return value
 
     def attach(self, cluster: Any) -> None:
         """Record the connections of ``cluster`` (a :class:`~kproto.io.Cluster`; a consumer
@@ -207,14 +216,14 @@ class Metrics:
 
 class NodeSensors:
     """What a connection records: requests, responses, bytes and latency, into its node's
-    metrics (``{prefix}-node-metrics``, tag ``node-id``) and the client's totals."""
+    metrics (``{prefix}-node-metrics``, tag ``node-id``), which the client's add up."""
 
-    __slots__ = ("_metrics", "requests", "responses", "incoming")
+    __slots__ = ("requests", "responses", "incoming")
 
     def __init__(self, metrics: Metrics, node_id: int) -> None:
-        self._metrics = metrics
         group, tags = f"{metrics.prefix}-node-metrics", (("node-id", f"node-{node_id}"),)
-        # as the client's: requests record their bytes, responses their latency
+        # one sensor per event, read two ways: a request's bytes (their count is the
+        # requests'), a response's latency (its count is the responses'), a frame's bytes
         self.requests, self.responses, self.incoming = metrics.sensor(), metrics.sensor(), metrics.sensor()
         metrics.meter("request", group, self.requests, "requests sent to the node", count=True, tags=tags)
         metrics.meter("response", group, self.responses, "responses received from the node", count=True, tags=tags)
@@ -225,21 +234,15 @@ class NodeSensors:
 
     def sent(self, size: int) -> None:
         """A request of ``size`` bytes was written."""
-        now = time.monotonic()
-        self.requests.record(size, now)
-        self._metrics.requests.record(size, now)
+        self.requests.record(size)
 
     def received(self, size: int) -> None:
         """A response frame of ``size`` bytes was read."""
-        now = time.monotonic()
-        self.incoming.record(size, now)
-        self._metrics.incoming.record(size, now)
+        self.incoming.record(size)
 
     def answered(self, seconds: float) -> None:
         """A request got its response ``seconds`` after it went out."""
-        now = time.monotonic()
-        self.responses.record(seconds * 1000, now)
-        self._metrics.responses.record(seconds * 1000, now)
+        self.responses.record(seconds * 1000)
 
 
 class ProducerMetrics(Metrics):
