@@ -1,6 +1,7 @@
 """What observability costs: kproto's produce and consume throughput with its metrics
 (always on, as Java's), with ``statistics.interval.ms=100`` and a callback, and with a
-no-op interceptor on each side, against the same code without these hooks: the main
+no-op interceptor on each side (``interceptor``: with ``on_acknowledgement``;
+``on_send``: a producer interceptor without one), against the same code without these hooks: the main
 branch's tree (``git archive``, its built codec copied in), in the same run, alternating
 the variants run by run; medians, and each variant's % difference from the baseline.
 
@@ -53,6 +54,15 @@ def _settings(variant: str) -> dict:
         return {"statistics.interval.ms": 100, "statistics.callback": lambda snapshot: None}
     if variant == "interceptor":
         return {"interceptor.classes": [Nothing()]}
+    if variant == "on_send":  # as the OpenTelemetry example's: no acknowledgement is watched for it
+        # (not in the baseline tree, hence imported here)
+        from kproto.interceptors import ConsumerInterceptor, ProducerInterceptor
+
+        class OnlySend(ProducerInterceptor, ConsumerInterceptor):
+            def on_send(self, record):
+                return record
+
+        return {"interceptor.classes": [OnlySend()]}
     return {}
 
 
@@ -161,7 +171,7 @@ def main() -> None:
     from tests.support.process import minibroker_process
 
     variants = [("baseline", "none"), ("metrics", "none"), ("statistics", "statistics"),
-                ("interceptor", "interceptor")]
+                ("interceptor", "interceptor"), ("on_send", "on_send")]
     with tempfile.TemporaryDirectory(prefix="bench-observability-") as tmp:
         trees = {"baseline": baseline_tree(args.baseline, Path(tmp)), "here": ROOT}
         results: dict[tuple[str, str], list[tuple[float, float]]] = {}

@@ -146,7 +146,8 @@ class ProducerInterceptors:
         """``send`` (the codec's per-record path) with the interceptors around it;
         ``metadata_type(topic, partition, offset, timestamp)`` makes a failed record's metadata.
 
-        Acknowledgements are watched per batch, not per record: the first record of a batch
+        Interceptors that do not override :meth:`ProducerInterceptor.on_acknowledgement`
+        cost only their ``on_send`` calls. Acknowledgements are watched per batch, not per record: the first record of a batch
         registers one callback on its future (records of a batch settle together, see
         :mod:`kproto.producer.futures`), which acknowledges every record of the batch sent
         through here, in order, before their own delivery callbacks run (as Java's
@@ -213,7 +214,15 @@ class ProducerInterceptors:
                 waiting.add_done_callback(when_appended)
             return result
 
-        return intercepted
+        def sent_only(topic: str, value: Any = None, key: Any = None, partition: int | None = None,
+                      timestamp_ms: int | None = None, headers: Any = None, on_delivery: Any = None) -> Any:
+            return send(*on_send(ProducerRecord(topic, value, key, partition, timestamp_ms, headers)), on_delivery)
+
+        # Interceptors that all keep ProducerInterceptor's on_acknowledgement (it does nothing)
+        # are not told of acknowledgements: nothing is watched for them.
+        quiet = all(getattr(type(i), "on_acknowledgement", None) is ProducerInterceptor.on_acknowledgement
+                    for i in self.interceptors)
+        return sent_only if quiet else intercepted
 
     def close(self) -> None:
         _close_all(self.interceptors)

@@ -303,3 +303,23 @@ def test_the_opentelemetry_example_links_consumer_spans_to_producer_spans(broker
         assert (int(trace_id, 16), int(span_id, 16)) == (p.context.trace_id, p.context.span_id)
         assert c.parent.span_id == p.context.span_id and c.context.trace_id == p.context.trace_id
         assert c.attributes["messaging.kafka.offset"] == record.offset
+
+
+class OnlySend(ProducerInterceptor):
+    """Overrides on_send only: the producer watches no acknowledgement for it."""
+
+    def on_send(self, record):
+        return record._replace(value=record.value.upper())
+
+
+def test_an_interceptor_of_on_send_only_keeps_delivery_callbacks_and_errors(broker):
+    """issue 16, interceptors' cost: without an on_acknowledgement of its own, an interceptor
+    costs its on_send only, and sends still deliver their callbacks and raise their errors."""
+    delivered: list = []
+    with Producer(bootstrap_servers=broker.bootstrap_servers, interceptor_classes=[OnlySend]) as producer:
+        future = producer.send("icpt-send-only", b"abc", on_delivery=lambda e, m: delivered.append((e, m.offset)))
+        offset = future.result(10).offset
+        with pytest.raises(InvalidTopicError):
+            producer.send("no/slash", b"x")
+    assert delivered == [(None, offset)]
+    assert [r.value for r in _consume(broker.bootstrap_servers, "icpt-send-only", 1)] == [b"ABC"]
