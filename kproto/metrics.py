@@ -11,9 +11,11 @@ Theory of operation (Java's ``org.apache.kafka.common.metrics``). A :class:`Sens
 count, sum and maximum of what it was given, for the last ``metrics.num.samples``
 windows, plus totals since it was made. A metric is a function of a sensor: an average
 (sum / count over the live windows; NaN without samples, as Java's ``Avg``), a maximum
-(``Max``), a rate (sum, or count, per second over the windows' span, at least
-``num.samples - 1`` full windows so that a young sensor's rate is not inflated: Java's
-``Rate.windowSize``), or a cumulative total (``CumulativeSum`` / ``CumulativeCount``).
+(``Max``), a rate (sum, or count, per second over the windows' span, to which the full
+windows missing to ``num.samples - 1`` are added so that a young sensor's rate is not
+inflated: Java's ``Rate.windowSize``), or a cumulative total (``CumulativeSum`` /
+``CumulativeCount``). A sensor may serve two metrics: a request's bytes give the request
+count and the bytes sent, a response's latency the response count and the latency.
 Clients record per batch, per request or per poll, never per record: the cost of metrics
 does not grow with the record count.
 """
@@ -281,8 +283,10 @@ class ProducerMetrics(Metrics):
                  lambda now: float(self.in_flight()))
 
     def request_sent(self, batches: Any) -> None:
-        """A Produce request with ``batches`` (built :class:`~kproto.producer.accumulator.ProducerBatch`
-        es) goes out: records sent, batch sizes, compression and queue times, per batch."""
+        """A Produce request goes out with ``batches`` (built
+        :class:`~kproto.producer.accumulator.ProducerBatch` objects): records sent, batch
+        sizes, compression and queue times, per batch (a retried batch counts again, as in
+        Java's ``SenderMetrics``)."""
         now = time.monotonic()
         records = 0
         for b in batches:
