@@ -15,7 +15,7 @@ copyright = "2026, the kproto developers"
 release = "0.1.0.dev0"
 
 # No intersphinx: builds run offline (CI reaches only package registries).
-extensions = ["sphinx.ext.autodoc", "sphinx.ext.napoleon", "config_table", "txn_error_table"]
+extensions = ["sphinx.ext.autodoc", "sphinx.ext.napoleon", "config_table", "txn_error_table", "metrics_table"]
 autodoc_member_order = "bysource"
 # The Spark pages document kproto.spark without making the docs build install Spark.
 autodoc_mock_imports = ["pyspark", "pyarrow", "pandas", "numpy"]

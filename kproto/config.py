@@ -126,6 +126,15 @@ def _callable_or_none(value: Any) -> Any:
     return value
 
 
+def _interceptors(value: Any) -> tuple[Any, ...]:
+    # loaded and made by kproto.interceptors when the client is made, as Java's getConfiguredInstances
+    if value is None:
+        return ()
+    items = value.split(",") if isinstance(value, str) else [value] if not isinstance(value, (list, tuple)) else value
+    out = tuple(i.strip() if isinstance(i, str) else i for i in items)
+    return tuple(i for i in out if i != "")
+
+
 def _partitioner(value: Any) -> Any:
     if value is None or value == "round_robin" or callable(value):
         return value
@@ -241,6 +250,17 @@ _KEYS = [
     _key("receive.buffer.bytes", 32768, _int, ALL, "SO_RCVBUF of sockets (-1: the OS default).",
          consumer=65536, admin=65536),
     _key("connections.max.idle.ms", 540000, _int, ALL, "Close connections idle this long (-1: never).", admin=300000),
+    # -- observability (kproto.metrics, kproto.interceptors) ------------------------------
+    _key("metrics.sample.window.ms", 30000, _positive, ALL, "The window of one metrics sample (rates, averages)."),
+    _key("metrics.num.samples", 2, _positive, ALL, "How many sample windows metrics keep."),
+    _key("statistics.interval.ms", 0, _non_negative, ALL,
+         "librdkafka's: how often statistics.callback gets the metrics (0: never)."),
+    _key("statistics.callback", None, _callable_or_none, ALL,
+         "Called every statistics.interval.ms with the client's metrics() snapshot, on the client's "
+         "event loop (librdkafka's stats_cb; kproto.metrics.metrics_json makes its JSON)."),
+    _key("interceptor.classes", (), _interceptors, frozenset({PRODUCER, CONSUMER}),
+         "Interceptors (Java's ProducerInterceptor, ConsumerInterceptor): classes, instances or "
+         "import paths ('package.module.Class'), a list or a comma-separated str; called in order."),
     # -- security (kproto.security.tls and kproto.security.sasl check them together) --------
     _key("security.protocol", "PLAINTEXT", _one_of("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL", upper=True), ALL,
          "How to talk to brokers: PLAINTEXT, SSL (TLS), SASL_PLAINTEXT (SASL without TLS) or SASL_SSL."),

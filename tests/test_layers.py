@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # mechanisms with the clients (DESIGN, principle 1), never the clients themselves.
 _SHARED = ("kproto.base", "kproto.codec", "kproto.protocol", "kproto.security")
 _CLIENTS = ("kproto.producer", "kproto.consumer", "kproto.admin")
-_BELOW_CLIENTS = (*_SHARED, "kproto.config", "kproto.io")
+_BELOW_CLIENTS = (*_SHARED, "kproto.config", "kproto.io", "kproto.observability")
 
 # layer -> (the module name prefixes that make it, the other layers it may import)
 LAYERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
@@ -44,6 +44,8 @@ LAYERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     # connections, cluster metadata, retries, and the requests the clients share
     "kproto.io": (("kproto.io", "kproto.group_offsets"), ("kproto.base", "kproto.codec", "kproto.protocol",
                                                           "kproto.config", "kproto.security")),
+    # metrics and interceptors: what every client records into and calls (issue 16)
+    "kproto.observability": (("kproto.metrics", "kproto.interceptors"), ("kproto.base",)),
     # the three clients stand side by side: none imports another
     "kproto.producer": (("kproto.producer",), _BELOW_CLIENTS),
     "kproto.consumer": (("kproto.consumer",), _BELOW_CLIENTS),

@@ -31,6 +31,7 @@ from kproto.group_offsets import offset_fetch_request, offset_fetch_topics
 from kproto.io import BrokerInfo, Cluster, PartitionInfo
 from kproto.io.list_offsets import list_offsets, timestamp_of
 from kproto.io.retry import Backoff, retrying
+from kproto.metrics import AdminMetrics, MetricName, Statistics
 from kproto.protocol import ApiKey
 from kproto.protocol.messages import (
     AlterConfigsRequest,
@@ -181,6 +182,10 @@ class AIOAdminClient(Transactions, Quotas, Acls, ScramUsers):
         self._cluster = Cluster(self.config)
         self._home: asyncio.AbstractEventLoop | None = None  # the loop of its connections (first call's)
         self._closed = False
+        # -- observability: metrics (always on, as Java's) and statistics --------------------
+        self._metrics = AdminMetrics(self.config)
+        self._metrics.attach(self._cluster)
+        self._statistics = Statistics(self.config, self._metrics)
 
     _habit_kind = "admin"
     __getattr__ = missing  # a peer's method name gets an error naming kproto's call
@@ -198,7 +203,13 @@ class AIOAdminClient(Transactions, Quotas, Acls, ScramUsers):
         if self._home is None or not self._home.is_closed():  # else its loop ended, with its connections
             check_loop(self._home, "AIOAdminClient")
             await self._cluster.close()
+            await self._statistics.stop()
         self._closed = True
+
+    def metrics(self) -> dict[MetricName, float]:
+        """The admin client's metrics now, with Java's names (``admin-client-metrics``,
+        ``admin-client-node-metrics``): ``{MetricName: value}``; see :mod:`kproto.metrics`."""
+        return self._metrics.snapshot()
 
     # -- plumbing -------------------------------------------------------------------------
 
@@ -208,6 +219,7 @@ class AIOAdminClient(Transactions, Quotas, Acls, ScramUsers):
         The client is made without one (as Java's, which connects lazily), so a broker that
         starts a moment after the client is fine (issue 11).
         """
+        self._statistics.start()  # from the first call, on its loop (observability)
         if self._cluster.brokers:
             return
         c = self.config
@@ -591,6 +603,10 @@ class AdminClient:
         """Close every connection and let go of the background loop (which the sync
         clients share; the last one closed stops it). Idempotent."""
         self._portal.close_after(self._core.close)
+
+    def metrics(self) -> dict[MetricName, float]:
+        """The admin client's metrics now; see :meth:`AIOAdminClient.metrics`."""
+        return self._core.metrics()
 
     create_topics = blocking(AIOAdminClient.create_topics)
     delete_topics = blocking(AIOAdminClient.delete_topics)

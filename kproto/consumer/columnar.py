@@ -55,7 +55,8 @@ class Columnar(ConsumerState):
         ``timestampType`` (int32: 0 create time, 1 log append time) and, unless
         ``include_headers`` is false, ``headers`` (``list<struct<key: string, value:
         binary>>``). Rows of one partition are in offset order; one batch may hold several
-        partitions.
+        partitions. The consumer's metrics count the rows; ``interceptor.classes``'
+        ``on_consume`` is not called (it takes and returns records, which this does not make).
 
         Args:
             timeout: seconds to wait for records (None: until there are some).
@@ -78,7 +79,9 @@ class Columnar(ConsumerState):
         self._abandon_iteration()
         parts = await self._poll(timeout, sys.maxsize if max_records is None else max_records,
                                  drain=fetcher.drain_columns)
-        return _record_batch(arrow, parts, include_headers)
+        # Counted as poll's records are (len of a RecordBatch is its rows); interceptors'
+        # on_consume takes records, so it sees poll()'s only.
+        return self._metrics.polled(_record_batch(arrow, parts, include_headers))
 
 
 def _arrow() -> Any:

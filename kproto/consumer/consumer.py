@@ -43,8 +43,10 @@ from kproto.consumer.rebalance import RebalanceCallback, Rebalancing, assignors,
 from kproto.consumer.structs import ConsumerRecord
 from kproto.consumer.subscription import SubscriptionState, SubscriptionType
 from kproto.errors import ClientClosedError, ConfigError, InvalidGroupIdError, KafkaError
+from kproto.interceptors import ConsumerInterceptor, ConsumerInterceptors, load
 from kproto.io import Cluster
 from kproto.io.retry import Backoff
+from kproto.metrics import ConsumerMetrics, MetricName, Statistics
 from kproto.structs import ConsumerGroupMetadata
 
 __all__ = ["AIOConsumer", "Consumer"]
@@ -134,6 +136,14 @@ class AIOConsumer(Positions, Rebalancing, Commits, Iteration, Columnar):
         self._last_poll = time.monotonic()  # when the last poll returned
         self._polling = 0  # polls in progress
         self._face: Any = self  # what callbacks get as their consumer (Consumer sets itself)
+        # -- observability: metrics (always on, as Java's), statistics, interceptors --------
+        self._metrics = ConsumerMetrics(c, lambda: len(self._subscriptions.assigned()))
+        self._metrics.attach(self._cluster)
+        self._statistics = Statistics(c, self._metrics)
+        self._interceptors = ConsumerInterceptors(load(c, ConsumerInterceptor)) if c["interceptor.classes"] else None
+        # what a poll's records go through before they are returned: one call per poll
+        self._polled = self._metrics.polled if self._interceptors is None else (
+            lambda records: self._interceptors.on_consume(self._metrics.polled(records)))
 
     _habit_kind = "consumer"
     __getattr__ = missing  # a peer's method name gets an error naming kproto's call
@@ -170,16 +180,32 @@ class AIOConsumer(Positions, Rebalancing, Commits, Iteration, Columnar):
             self._event = asyncio.Event()
             self._metadata_wanted = asyncio.Event()
             self._fetcher = Fetcher(self._cluster, self.config, self._subscriptions,
-                                    on_data=self._event.set, on_stale_metadata=self._metadata_wanted.set)
+                                    on_data=self._event.set, on_stale_metadata=self._metadata_wanted.set,
+                                    metrics=self._metrics)
             self._fetcher.start()
             self._tasks.append(loop.create_task(self._metadata_loop(), name="kproto-metadata"))
             if self._membership is not None:
                 self._group = GroupCoordinator(self.config, self._membership, self._cluster, self._event.set)
+                self._group.on_commit = self._committed  # observability
+                self._metrics.attach(self._group._cluster)
                 self._tasks.append(loop.create_task(self._group.heartbeat_loop(self._since_poll),
                                                     name="kproto-heartbeat"))
             if self._initial_topics is not None:
                 self.subscribe(self._initial_topics)
+            self._statistics.start()
         return self._fetcher
+
+    def _committed(self, offsets: Mapping[Any, Any], seconds: float) -> None:
+        """Offsets were committed after ``seconds``: commit metrics and interceptors' on_commit."""
+        self._metrics.committed(seconds)
+        if self._interceptors is not None:
+            self._interceptors.on_commit(offsets)
+
+    def metrics(self) -> dict[MetricName, float]:
+        """The consumer's metrics now, with Java's names: ``{MetricName: value}``
+        (``consumer-fetch-manager-metrics`` ``records-consumed-rate``, ``fetch-latency-avg``,
+        ``records-lag-max``...; see the observability guide and :mod:`kproto.metrics`)."""
+        return self._metrics.snapshot()
 
     def _since_poll(self) -> float:
         """Seconds since the application last polled (0 while a poll is in progress)."""
@@ -280,9 +306,12 @@ class AIOConsumer(Positions, Rebalancing, Commits, Iteration, Columnar):
                 self._event.clear()
                 await self._step_group()
                 self._step_positions()
-                records = (drain or fetcher.drain)(limit)
-                if records:
-                    return records
+                if drain is not None:  # poll_arrow's columns: it counts the rows it returns
+                    records = drain(limit)
+                    if records:
+                        return records
+                elif records := fetcher.drain(limit):
+                    return self._polled(records)  # metrics, interceptors (observability)
                 if self._auto_commit and (deadline is None or self._next_auto_commit < deadline):
                     await self._wait(self._next_auto_commit)  # a waiting poll auto-commits on time, as Java's
                 elif not await self._wait(deadline):
@@ -352,6 +381,9 @@ class AIOConsumer(Positions, Rebalancing, Commits, Iteration, Columnar):
             if self._group is not None:
                 await self._group.close(left)
             await self._cluster.close(left)
+            await self._statistics.stop()
+            if self._interceptors is not None:
+                self._interceptors.close()
 
 
 # -- the face for threads ------------------------------------------------------------------
@@ -398,6 +430,10 @@ class Consumer:
         """Close the consumer and let go of the background loop (which the sync clients
         share; the last one closed stops it). Idempotent."""
         self._portal.close_after(self._core.close)
+
+    def metrics(self) -> dict[MetricName, float]:
+        """The consumer's metrics now; see :meth:`AIOConsumer.metrics`."""
+        return self._core.metrics()
 
     subscribe = blocking(AIOConsumer.subscribe)
     unsubscribe = blocking(AIOConsumer.unsubscribe)

@@ -78,6 +78,9 @@ class GroupCoordinator:
         wakeup: called when poll has something to act on (a rejoin, a failure).
     """
 
+    # observability: called with (offsets, seconds) after each successful commit (the consumer sets it)
+    on_commit: Callable[[dict, float], None] | None = None
+
     def __init__(self, config: Mapping[str, Any], membership: Membership, metadata: Cluster,
                  wakeup: Callable[[], None]) -> None:
         self.membership = membership
@@ -292,6 +295,7 @@ class GroupCoordinator:
                 self._wakeup()
             raise error
 
+        started = time.monotonic()
         try:
             if retry:
                 await self._retrying(attempt, deadline)
@@ -303,6 +307,8 @@ class GroupCoordinator:
                     raise
         finally:
             self._commit_line.release()
+        if self.on_commit is not None:  # observability: commit metrics, interceptors' on_commit
+            self.on_commit(offsets, time.monotonic() - started)
 
     async def committed(self, partitions: Collection[TopicPartition], deadline: float
                         ) -> dict[TopicPartition, OffsetAndMetadata | None]:

@@ -83,6 +83,7 @@ from kproto.io.fetch import Action, BatchFilter, FetchSettings, fetch, partition
 from kproto.io.leader_epochs import offsets_for_leader_epoch, supported
 from kproto.io.list_offsets import list_offsets, timestamp_of
 from kproto.io.retry import Backoff
+from kproto.metrics import ConsumerMetrics
 from kproto.records import Batch, Columns, decode_columnar, read_batches
 from kproto.structs import TopicPartition
 
@@ -285,8 +286,10 @@ class Fetcher:
     """
 
     def __init__(self, cluster: Cluster, config: Mapping[str, Any], subscriptions: SubscriptionState, *,
-                 on_data: Callable[[], None], on_stale_metadata: Callable[[], None]) -> None:
+                 on_data: Callable[[], None], on_stale_metadata: Callable[[], None],
+                 metrics: ConsumerMetrics | None = None) -> None:
         self._cluster = cluster
+        self._metrics = metrics  # observability: kproto.metrics records per fetch response
         self._subscriptions = subscriptions
         self._on_data = on_data
         self._on_stale_metadata = on_stale_metadata
@@ -499,7 +502,10 @@ class Fetcher:
         versions = {tp: self._subscriptions.get(tp).version for tp in offsets}
         epochs = {tp: self._last_fetched_epoch(tp) for tp in offsets}
         try:
+            sent = time.monotonic()
             answers = await fetch(self._cluster, node, self._settings, offsets, epochs)
+            if self._metrics is not None:  # observability (kproto.metrics)
+                self._metrics.fetched(time.monotonic() - sent, offsets, answers)
             for tp, p in answers.items():
                 if tp in versions:
                     self._handle(tp, versions[tp], offsets[tp], p, node)

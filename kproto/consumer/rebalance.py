@@ -180,6 +180,7 @@ class Rebalancing(ConsumerState):
             else:  # cooperative: commit all (Java's onJoinPrepare), give up what is no longer subscribed
                 await self._commit_before_rebalance()
                 await self._drop([tp for tp in owned if tp.topic not in self._subscriptions.topics], lost=False)
+            self._metrics.joining()  # observability: rebalance-latency starts
             self._join = asyncio.get_running_loop().create_task(
                 group.join(self._subscriptions.topics, self._subscriptions.assigned()), name="kproto-join")
             self._join.add_done_callback(lambda _: self._event.set())
@@ -206,6 +207,7 @@ class Rebalancing(ConsumerState):
         if any(tp.topic not in subscriptions.topics for tp in new):
             membership.request_rejoin("the assignment holds topics no longer subscribed")
         self._fetcher.wakeup()
+        self._metrics.rebalanced()  # observability: rebalance-total, rebalance-latency
         log.info("group %r generation %d: assigned %s", membership.group_id, membership.generation_id, added)
         if self._callbacks["assign"] is not None:
             await run_in_caller(self._callbacks["assign"], self._face, sorted(added))

@@ -21,6 +21,7 @@ from kproto.consumer.membership import Membership
 from kproto.consumer.structs import ConsumerRecord
 from kproto.consumer.subscription import SubscriptionState
 from kproto.io import Cluster
+from kproto.metrics import ConsumerMetrics
 from kproto.structs import OffsetAndMetadata, TopicPartition
 
 __all__ = ["ConsumerState"]
@@ -39,6 +40,7 @@ class ConsumerState:
     _closing_by: float | None  # set while closing: no wait goes past it
     _retry_backoff: float
     _face: Any  # what callbacks get as their consumer
+    _metrics: ConsumerMetrics  # observability (kproto.metrics)
     # positions
     _positions: asyncio.Task | None  # the lookup of missing positions
     # the group and rebalances

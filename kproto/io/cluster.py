@@ -176,17 +176,26 @@ class Cluster:
         self._refresh: asyncio.Task | None = None
         self._wanted: set[str] = set()  # topics the client cares about (refreshed together)
         self._closed = False
+        self.metrics: Any = None  # the client's kproto.metrics.Metrics: connections record into it
 
     # -- connections ----------------------------------------------------------------------
 
     def _new_connection(self, host: str, port: int, node_id: int) -> Connection:
         c = self.config
-        return Connection(
+        conn = Connection(
             host, port, node_id=node_id, client_id=c["client.id"], request_timeout_ms=c["request.timeout.ms"],
             connect_timeout_ms=c["socket.connection.setup.timeout.ms"],
             send_buffer_bytes=c["send.buffer.bytes"], receive_buffer_bytes=c["receive.buffer.bytes"],
             max_idle_ms=c["connections.max.idle.ms"], ssl_context=self._ssl, sasl=self._sasl,
         )
+        if self.metrics is not None:  # observability (kproto.metrics)
+            conn.metrics = self.metrics.node(node_id)
+            self.metrics.connection_creation.record()
+        return conn
+
+    def open_connections(self) -> int:
+        """How many broker connections are open now (``connection-count``)."""
+        return sum(not c.closed for c in self._connections.values())
 
     def _backoff(self, node_id: int) -> float:
         """Seconds to wait before connecting to ``node_id`` again (0 if it may go now)."""

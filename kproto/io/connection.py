@@ -194,6 +194,8 @@ class Connection:
         self._first_bytes = True  # the first read of a plaintext connection: TLS answering?
         self._raw: asyncio.Future | None = None  # SaslHandshake v0: the broker's next raw frame
 
+    metrics: Any = None  # kproto.metrics.NodeSensors of the client (set by the Cluster), or None
+
     def __repr__(self) -> str:
         return f"<Connection node {self.node_id} {self.host}:{self.port}{' closed' if self.closed else ''}>"
 
@@ -542,6 +544,8 @@ class Connection:
                 error = KafkaConnectionError(f"writing to {self.host}:{self.port} failed: {exc}")
                 self._fail(error)
                 raise error from exc
+        if self.metrics is not None:  # observability (kproto.metrics)
+            self.metrics.sent(len(data))
         if future is None:
             return None
         if written is not None:
@@ -553,6 +557,8 @@ class Connection:
         done, _ = await asyncio.wait((future,), timeout=max(wait - (time.monotonic() - started), 0))
         if not done:
             await self._timed_out(api_key, version, wait, "got no response")
+        if self.metrics is not None:  # observability (kproto.metrics)
+            self.metrics.answered(time.monotonic() - started)
         return future.result()
 
     async def _timed_out(self, api_key: int, version: int, wait: float, what: str) -> NoReturn:
@@ -603,6 +609,8 @@ class Connection:
             raise ProtocolError(f"{self.host}:{self.port} sent a response nobody asked for")
         correlation_id, api_key, version, future = self._pending.popleft()
         self._last_active = time.monotonic()
+        if self.metrics is not None:  # observability (kproto.metrics)
+            self.metrics.received(len(frame))
         got = int.from_bytes(frame[:4], "big", signed=True)
         if got != correlation_id:
             raise ProtocolError(f"{self.host}:{self.port} answered correlation id {got}, expected {correlation_id}")

@@ -61,8 +61,10 @@ from kproto.errors import (
     UnknownTopicOrPartitionError,
     for_code,
 )
+from kproto.interceptors import ProducerInterceptor, ProducerInterceptors, load
 from kproto.io import Cluster
 from kproto.io.retry import Backoff
+from kproto.metrics import MetricName, ProducerMetrics, Statistics
 from kproto.producer.accumulator import RecordAccumulator
 from kproto.producer.futures import RecordFuture, RecordMetadata
 from kproto.producer.idempotence import Idempotence, ProducerState
@@ -202,6 +204,13 @@ class AIOProducer:
         # The per-record path runs in the codec with no Python frame of ours: the method
         # below documents it, and this instance attribute is what calls reach.
         self.send = self._acc.send
+        # -- observability: metrics (always on, as Java's), statistics, interceptors --------
+        self._metrics = ProducerMetrics(c, lambda: self._acc.used, lambda: sum(self._sender._in_flight.values()) if self._sender else 0)
+        self._metrics.attach(self._cluster)
+        self._statistics = Statistics(c, self._metrics)
+        self._interceptors = ProducerInterceptors(load(c, ProducerInterceptor)) if c["interceptor.classes"] else None
+        if self._interceptors is not None:  # without interceptors, send stays the codec's own
+            self.send = self._interceptors.wrap(self.send, RecordMetadata)
         self._max_block = c["max.block.ms"] / 1000
         self._sender: Sender | None = None
         self._waiting: deque[_Waiting] = deque()
@@ -241,7 +250,8 @@ class AIOProducer:
             self._space = asyncio.Event()
             if self.transactional_id is not None:
                 self._txn = Transactions(self._idempotence, self._cluster, self.config, self.flush, self._wake)
-            self._sender = Sender(self.config, self._cluster, self._acc, self._idempotence, self._txn)
+            self._sender = Sender(self.config, self._cluster, self._acc, self._idempotence, self._txn, self._metrics)
+            self._statistics.start()
 
     async def stop(self) -> None:
         """:meth:`close` under aiokafka's name (with :meth:`start`, its lifecycle)."""
@@ -591,7 +601,16 @@ class AIOProducer:
                 left = None if deadline is None else max(deadline - time.monotonic(), 0)
                 await self._sender.close(left)
             await self._cluster.close(None if deadline is None else max(deadline - time.monotonic(), 0))
+            await self._statistics.stop()
+            if self._interceptors is not None:
+                self._interceptors.close()
 
+
+    def metrics(self) -> dict[MetricName, float]:
+        """The producer's metrics now, with Java's names: ``{MetricName: value}``
+        (``producer-metrics`` ``record-send-rate``, ``request-latency-avg``...; see the
+        observability guide for the list and :mod:`kproto.metrics`)."""
+        return self._metrics.snapshot()
 
     def _abandon(self) -> None:
         """Close after the sender's loop ended: fail what is queued, send nothing."""
@@ -642,6 +661,8 @@ class Producer:
         self.config = self._core.config
         self._core._acc.appender.waiting = self._append_blocking  # threads block where asyncio would queue
         self.send = self._core._acc.send  # see AIOProducer.__init__
+        if self._core._interceptors is not None:  # observability (kproto.interceptors)
+            self.send = self._core._interceptors.wrap(self.send, RecordMetadata)
         self._portal = Portal("producer")  # the shared loop thread (kproto._loop)
         # No broker is needed yet: as Java's and librdkafka's, the producer connects
         # lazily, and max.block.ms bounds the first send's wait for metadata (issue 11).
@@ -690,6 +711,10 @@ class Producer:
                       f"delivery.timeout.ms, {timeout:g} s). Call close() or use 'with Producer(...)'",
                       UserWarning, stacklevel=1)  # seen without logging configured (see above)
         self.close(timeout)
+
+    def metrics(self) -> dict[MetricName, float]:
+        """The producer's metrics now; see :meth:`AIOProducer.metrics`."""
+        return self._core.metrics()
 
     partitions_for = blocking(AIOProducer.partitions_for)
     flush = blocking(AIOProducer.flush)

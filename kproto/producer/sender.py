@@ -71,6 +71,7 @@ from kproto.protocol import ApiKey
 from kproto.protocol.messages import ProduceRequest
 
 if TYPE_CHECKING:
+    from kproto.metrics import ProducerMetrics
     from kproto.producer.transactions import Transactions
 
 __all__ = ["Sender"]
@@ -95,8 +96,10 @@ class Sender:
     """Drives one producer's accumulator over one cluster; see the module docstring."""
 
     def __init__(self, config: Any, cluster: Cluster, accumulator: RecordAccumulator,
-                 idempotence: Idempotence | None, transactions: Transactions | None = None) -> None:
+                 idempotence: Idempotence | None, transactions: Transactions | None = None,
+                 metrics: ProducerMetrics | None = None) -> None:
         self.config = config
+        self.metrics = metrics  # observability: kproto.metrics records per request and per batch
         self.cluster = cluster
         self.acc = accumulator
         self.idempotence = idempotence
@@ -350,9 +353,14 @@ class Sender:
         # expires in-flight batches (getExpiredInflightBatches): the request waits no longer
         # than its oldest batch may, then fails as a request timeout does (issue 10, item 14).
         timeout = min(self.request_timeout, min(b.deadline for b in batches) - time.monotonic())
+        if self.metrics is not None:  # observability (kproto.metrics)
+            self.metrics.request_sent(batches)
+        sent = time.monotonic()
         try:
             response = await conn.request(request, expect_response=self.acks != 0,
                                           timeout=timeout, **self._produce_versions())
+            if self.metrics is not None:  # observability (kproto.metrics)
+                self.metrics.request_done(time.monotonic() - sent)
         except KafkaError as exc:
             self._refresh({b.topic for b in batches})
             for b in batches:
@@ -434,6 +442,8 @@ class Sender:
         retriable = error.retriable or force_retriable
         if retriable and batch.attempts <= self.retries and now < batch.deadline:
             batch.next_attempt = now + self.retry_backoff.delay(batch.attempts)
+            if self.metrics is not None:  # observability (kproto.metrics)
+                self.metrics.retried(batch)
             self.acc.requeue(batch, error)
             self._event.set()
         elif retriable and now >= batch.deadline:
@@ -449,6 +459,8 @@ class Sender:
         return error
 
     def _fail(self, batch: ProducerBatch, error: BaseException) -> None:
+        if self.metrics is not None:  # observability (kproto.metrics)
+            self.metrics.failed(batch)
         if self.idempotence is not None:
             self.idempotence.on_batch_failed(batch.stamp is not None, error)
         self.acc.settle(batch, -1, error=error)

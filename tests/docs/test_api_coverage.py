@@ -10,7 +10,7 @@ import pytest
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 PUBLIC = ["kproto", "kproto.aio", "kproto.admin", "kproto.producer", "kproto.consumer", "kproto.config",
           "kproto.serialization", "kproto.structs", "kproto.records", "kproto.compression", "kproto.log_files", "kproto.errors",
-          "kproto.io", "kproto.protocol", "minibroker"]
+          "kproto.io", "kproto.protocol", "kproto.metrics", "kproto.interceptors", "minibroker"]
 
 
 def documented_text():

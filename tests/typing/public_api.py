@@ -15,6 +15,9 @@ async def asyncio_faces(producer: AIOProducer, consumer: AIOConsumer, admin: AIO
     reveal_type(await admin.list_transactions(states=["Ongoing"]))  # list[TransactionListing]
     reveal_type(await admin.abort_transaction("t", 0, 7, 0, 0))  # None
     reveal_type(await admin.describe_client_quotas())  # dict[ClientQuotaEntity, dict[str, float]]
+    reveal_type(producer.metrics())  # dict[MetricName, float]
+    reveal_type(consumer.metrics())  # dict[MetricName, float]
+    reveal_type(admin.metrics())  # dict[MetricName, float]
     async with producer.transaction() as p:
         reveal_type(p)  # AIOProducer
 
@@ -32,5 +35,8 @@ def thread_faces(producer: Producer, consumer: Consumer, admin: AdminClient) -> 
     reveal_type(admin.list_transactions())  # list[TransactionListing]
     reveal_type(admin.alter_client_quotas([]))  # dict[ClientQuotaEntity, None]
     reveal_type(producer.init_transactions)  # def (timeout: float | None =)
+    reveal_type(producer.metrics())  # dict[MetricName, float]
+    reveal_type(consumer.metrics())  # dict[MetricName, float]
+    reveal_type(admin.metrics())  # dict[MetricName, float]
     with producer.transaction() as p:
         reveal_type(p)  # Producer
