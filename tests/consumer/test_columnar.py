@@ -177,7 +177,8 @@ def test_poll_arrow_returns_what_poll_returns_for_a_peers_records(broker, shared
 
 def test_poll_arrow_without_headers_and_with_max_records(broker, shared_producer):
     """issue 16, poll_arrow: include_headers=False leaves the headers column out; max_records
-    bounds each batch and the positions follow the rows returned."""
+    bounds each batch and the positions follow the rows returned; the consumer's metrics
+    count the rows."""
     create(broker, "columnar-limits")
     produce(broker, "columnar-limits", [(0, None, b"v%d" % i, [("h", b"1")], None) for i in range(50)])
     tp = TopicPartition("columnar-limits", 0)
@@ -190,7 +191,11 @@ def test_poll_arrow_without_headers_and_with_max_records(broker, shared_producer
             assert batch.num_rows <= 7 and batch.schema == arrow_schema(include_headers=False)
             got += batch.column("offset").to_pylist()
             assert consumer.position(tp) == (got[-1] + 1 if got else 0)
+        metrics = consumer.metrics()
     assert got == list(range(50))
+    # the consumer's metrics count poll_arrow's rows as poll's records
+    totals = {name.name: value for name, value in metrics.items() if name.group == "consumer-fetch-manager-metrics"}
+    assert totals["records-consumed-total"] == 50
 
 
 def test_poll_arrow_follows_seek_and_pause(broker, shared_producer):
