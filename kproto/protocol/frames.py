@@ -437,7 +437,11 @@ class FrameReader:
                 raise ProtocolError(f"frame size {size} outside 0..{self.max_frame_size}")
             end = start + 4 + size
             if end <= len(buf):
-                out = bytes(buf[start + 4 : end])
+                # One copy: slicing the bytearray itself would copy the frame twice (a
+                # temporary bytearray, then bytes), and a 1 MB Produce costs the broker
+                # a fresh 1 MB allocation more (issue 16). The view is gone before
+                # ``buf`` is resized below.
+                out = bytes(memoryview(buf)[start + 4 : end])
                 if end == len(buf):
                     buf.clear()
                     self._start = 0
