@@ -437,7 +437,10 @@ class FrameReader:
                 raise ProtocolError(f"frame size {size} outside 0..{self.max_frame_size}")
             end = start + 4 + size
             if end <= len(buf):
-                with memoryview(buf) as view:  # one copy (a bytearray slice would be a second)
+                # One copy: slicing the bytearray itself would copy the frame twice (a
+                # temporary bytearray, then bytes); a 1 MB Produce or Fetch costs a 1 MB
+                # allocation less (issue 16). The view is released before ``buf`` is resized.
+                with memoryview(buf) as view:
                     out = bytes(view[start + 4 : end])
                 if end == len(buf):
                     buf.clear()

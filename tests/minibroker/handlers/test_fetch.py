@@ -15,7 +15,7 @@ import pytest
 from kproto.protocol import ApiKey
 from kproto.protocol.messages import FetchRequest, MetadataRequest
 from minibroker import MiniBroker
-from tests.minibroker.test_server import batch, create, produce
+from tests.minibroker.test_server import batch, create, fetch_request, produce
 
 ck = pytest.importorskip("confluent_kafka")
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
@@ -172,3 +172,61 @@ def test_confluent_consumer_of_a_deleted_topic_is_told_and_does_not_spin(broker)
         consumer.close()
     assert logged_while_gone < 50, handler.records[:5]
     assert got and got[-1] == b"n2", got
+
+
+def test_fetch_fills_partition_max_bytes_with_whole_batches(raw):
+    """Issue 16 (librdkafka through minibroker): a response carries as many whole batches
+    as ``partition_max_bytes`` holds, not fewer (each missing one costs the client a round
+    trip), and never more than it allows past the first (KIP-74)."""
+    client = raw()
+    create(client, "fill")
+    sizes = []
+    for i in range(12):
+        records = batch(*[b"%03d" % i + b"x" * 997] * 10)  # ten 1000-byte values: ~10 KB a batch
+        sizes.append(len(records))
+        produce(client, "fill", records)
+    for count in (1, 3, 7, 12):
+        limit = sum(sizes[:count]) + sizes[0] // 2  # room for ``count`` batches and half of the next
+        response = client.request(ApiKey.FETCH, 12, fetch_request("fill", 0, partition_max_bytes=limit))
+        records = response.responses[0].partitions[0].records
+        assert len(records) == sum(sizes[:count]), (count, len(records))
+
+
+def test_confluent_consumer_needs_few_fetch_round_trips(broker):
+    """Issue 16 (librdkafka through minibroker): a librdkafka consumer with its defaults
+    (max.partition.fetch.bytes 1 MiB) reads ~3 MB in about one Fetch per MiB, counted by
+    librdkafka itself (its statistics' per-broker request counts): every response carries
+    what it asked for."""
+    import json
+
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+    admin.create_topics([NewTopic("trips", 1, 1)])["trips"].result(10)
+    n, batch_size = 30_000, 64 * 1024
+    producer = ck.Producer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 20,
+                            "batch.size": batch_size, "queue.buffering.max.messages": n})
+    for _ in range(n):
+        producer.produce("trips", b"x" * 100, partition=0)
+    assert producer.flush(20) == 0
+    stats = []
+    consumer = ck.Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": "trips",
+                            "enable.auto.commit": False, "statistics.interval.ms": 100,
+                            "stats_cb": stats.append})
+    try:
+        consumer.assign([ck.TopicPartition("trips", 0, ck.OFFSET_BEGINNING)])
+        got = received = 0
+        deadline = time.monotonic() + 20
+        while got < n and time.monotonic() < deadline:
+            got += sum(1 for m in consumer.consume(10_000, timeout=1) if m.error() is None)
+        assert got == n
+        seen = len(stats)
+        while len(stats) == seen and time.monotonic() < deadline:  # a snapshot from after the last record
+            consumer.poll(0.05)
+        brokers = json.loads(stats[-1])["brokers"].values()
+        fetches = sum(b["req"].get("Fetch", 0) for b in brokers)
+        received = sum(b["rxbytes"] for b in brokers)
+    finally:
+        consumer.close()
+    # Whole batches of <= 64 KiB fill each 1 MiB answer to within one batch; one or two
+    # more requests wait at the end of the log (fetch.wait.max.ms).
+    most = -(-received // ((1 << 20) - batch_size)) + 3
+    assert 0 < fetches <= most, (fetches, most, received)
