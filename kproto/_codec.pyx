@@ -18,7 +18,7 @@ cimport cython
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_FromStringAndSize, PyByteArray_Resize
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
-from cpython.list cimport PyList_Append
+from cpython.list cimport PyList_Append, PyList_New, PyList_SET_ITEM
 from cpython.ref cimport Py_INCREF
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 from cpython.mem cimport PyMem_Free, PyMem_Realloc
@@ -927,6 +927,71 @@ def decode_record_set(buf, int64_t fetch_offset=0, check_crc=True):
     cdef list out = []
     next_offset, consumed = _decode_set(buf, fetch_offset, check_crc, out, None)
     return out, next_offset, consumed
+
+
+# ---------------------------------------------------------------------------
+# the consumer's records: a batch's records made as the consumer's tuples (issue 16)
+# ---------------------------------------------------------------------------
+
+cdef extern from "Python.h":
+    object PyType_GenericAlloc(type t, Py_ssize_t nitems)
+    void PyObject_GC_UnTrack(void* o)
+
+cdef Py_ssize_t _TUPLE_SIZE = tuple.__basicsize__
+
+
+def record_tuples(Batch batch, type cls, topic, partition, int64_t fetch_offset=INT64_MIN):
+    """``batch``'s records at or after ``fetch_offset`` as ``cls`` tuples; see ``_codec_py.record_tuples``."""
+    if not (issubclass(cls, tuple) and cls.__basicsize__ == _TUPLE_SIZE):
+        raise TypeError(f"record_tuples needs a tuple subclass without instance fields, not {cls!r}")
+    if not isinstance(topic, str) or not isinstance(partition, int):
+        raise TypeError("topic must be a str and partition an int")
+    cdef list records
+    if batch._legacy is None:
+        records = []
+        _decode_v2(batch, fetch_offset, records, None, False)
+    else:
+        records = [r for r in batch._legacy if (<Record>r).offset >= fetch_offset]
+    cdef Py_ssize_t n = len(records), i
+    cdef list out = PyList_New(n)
+    cdef Record r
+    cdef object t, item
+    cdef object epoch = batch.partition_leader_epoch
+    cdef object timestamp = None  # the last record's, shared by the next ones with the same
+    cdef int64_t last_ts = 0
+    for i in range(n):
+        r = <Record>records[i]
+        # As tuple.__new__(cls, fields) but in one allocation: cls adds no fields to tuple's.
+        t = PyType_GenericAlloc(cls, 9)
+        Py_INCREF(topic)
+        PyTuple_SET_ITEM(t, 0, topic)
+        Py_INCREF(partition)
+        PyTuple_SET_ITEM(t, 1, partition)
+        item = r.offset
+        Py_INCREF(item)
+        PyTuple_SET_ITEM(t, 2, item)
+        if timestamp is None or r.timestamp != last_ts:
+            timestamp, last_ts = r.timestamp, r.timestamp
+        Py_INCREF(timestamp)
+        PyTuple_SET_ITEM(t, 3, timestamp)
+        item = r.timestamp_type
+        Py_INCREF(item)
+        PyTuple_SET_ITEM(t, 4, item)
+        Py_INCREF(r.key)
+        PyTuple_SET_ITEM(t, 5, r.key)
+        Py_INCREF(r.value)
+        PyTuple_SET_ITEM(t, 6, r.value)
+        Py_INCREF(r.headers)
+        PyTuple_SET_ITEM(t, 7, r.headers)
+        Py_INCREF(epoch)
+        PyTuple_SET_ITEM(t, 8, epoch)
+        # Not tracked by the cyclic GC (as Record): str, ints, bytes, None and a tuple of
+        # (str, bytes) pairs cannot form a cycle, and tracking a tuple per record made the
+        # collector walk every record of a poll again and again.
+        PyObject_GC_UnTrack(<void*>t)
+        Py_INCREF(t)
+        PyList_SET_ITEM(out, i, t)
+    return out
 
 
 # ---------------------------------------------------------------------------

@@ -63,6 +63,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from kproto.codec import record_tuples
 from kproto.consumer.errors import RecordDeserializationError, offsets_text
 from kproto.consumer.structs import ConsumerRecord, OffsetAndTimestamp
 from kproto.consumer.subscription import SubscriptionState
@@ -161,19 +162,14 @@ class _Chunk:
         return False
 
     def _decode(self, batch: Batch) -> list[ConsumerRecord]:
-        topic, partition = self.tp
-        epoch = batch.partition_leader_epoch
-        records = batch.records()
-        if batch.base_offset < self.position:  # the batch holding the fetch offset comes whole
-            position = self.position
-            records = [r for r in records if r.offset >= position]
+        # The records at or after the position (the batch holding the fetch offset comes
+        # whole), made as ConsumerRecords by the codec in one call per batch.
+        records = record_tuples(batch, ConsumerRecord, self.tp.topic, self.tp.partition, self.position)
         if self.key_deserializer is None and self.value_deserializer is None:
-            return [_new_record(ConsumerRecord, (topic, partition, r.offset, r.timestamp, r.timestamp_type,
-                                                 r.key, r.value, r.headers, epoch)) for r in records]
-        return self._deserialized(records, epoch)
+            return records
+        return self._deserialized(records)
 
-    def _deserialized(self, records: list, epoch: int) -> list[ConsumerRecord]:
-        topic, partition = self.tp
+    def _deserialized(self, records: list[ConsumerRecord]) -> list[ConsumerRecord]:
         kd = self.key_deserializer or _identity
         vd = self.value_deserializer or _identity
         out = []
@@ -188,8 +184,8 @@ class _Chunk:
                     raise error from exc
                 self.error = error  # raised after the good records before it
                 break
-            out.append(_new_record(ConsumerRecord, (topic, partition, r.offset, r.timestamp, r.timestamp_type,
-                                                    key, value, r.headers, epoch)))
+            out.append(_new_record(ConsumerRecord, (r.topic, r.partition, r.offset, r.timestamp, r.timestamp_type,
+                                                    key, value, r.headers, r.leader_epoch)))
         return out
 
 
