@@ -935,6 +935,7 @@ def decode_record_set(buf, int64_t fetch_offset=0, check_crc=True):
 
 cdef extern from "Python.h":
     object PyType_GenericAlloc(type t, Py_ssize_t nitems)
+    void PyObject_GC_Track(void* o)
     void PyObject_GC_UnTrack(void* o)
 
 cdef Py_ssize_t _TUPLE_SIZE = tuple.__basicsize__
@@ -954,6 +955,11 @@ def record_tuples(Batch batch, type cls, topic, partition, int64_t fetch_offset=
         records = [r for r in batch._legacy if (<Record>r).offset >= fetch_offset]
     cdef Py_ssize_t n = len(records), i
     cdef list out = PyList_New(n)
+    # Each allocation below counts towards a young-generation collection, which would walk
+    # both lists again every 700 records: they are out of the collector's sight meanwhile
+    # (holding nothing it must see) and ``out`` comes back into it when filled.
+    PyObject_GC_UnTrack(<void*>records)
+    PyObject_GC_UnTrack(<void*>out)
     cdef Record r
     cdef object t, item
     cdef object epoch = batch.partition_leader_epoch
@@ -991,6 +997,7 @@ def record_tuples(Batch batch, type cls, topic, partition, int64_t fetch_offset=
         PyObject_GC_UnTrack(<void*>t)
         Py_INCREF(t)
         PyList_SET_ITEM(out, i, t)
+    PyObject_GC_Track(<void*>out)
     return out
 
 
