@@ -22,6 +22,7 @@ may call the consumer's blocking methods, ``commit`` included.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 import warnings
@@ -261,6 +262,24 @@ class AIOConsumer(Positions, Rebalancing, Commits, Iteration):
         self._abandon_iteration()
         return await self._poll(timeout, max_records)
 
+    def _poll_now(self, max_records: int | None) -> list[ConsumerRecord] | None:
+        """A poll that finishes at once, run on the loop with no task (the sync face's quick
+        path, :meth:`~kproto._loop.Portal.call_plain`): the buffered records, or None when
+        the full :meth:`poll` is due instead, because nothing is buffered or because a commit
+        callback or a group step is waiting (they may run callbacks in the caller's thread).
+        Otherwise the same steps as :meth:`_poll`'s, in its order."""
+        fetcher = self._started()
+        if self._subscriptions.type is SubscriptionType.NONE or self._commit_results or not self._group_idle():
+            return None
+        self._abandon_iteration()
+        try:
+            self._maybe_auto_commit()
+            self._event.clear()
+            self._step_positions()
+            return fetcher.drain(self._max_poll_records if max_records is None else max_records) or None
+        finally:
+            self._last_poll = time.monotonic()
+
     async def _poll(self, timeout: float | None, max_records: int | None = None) -> list[ConsumerRecord]:
         fetcher = self._started()
         if self._subscriptions.type is SubscriptionType.NONE:
@@ -402,7 +421,17 @@ class Consumer:
     commit = blocking(AIOConsumer.commit)
     commit_async = blocking(AIOConsumer.commit_async)
     committed = blocking(AIOConsumer.committed)
-    poll = blocking(AIOConsumer.poll)
+    @functools.wraps(AIOConsumer.poll)
+    def poll(self, timeout: float | None = None, *, max_records: int | None = None,
+             timeout_ms: int | None = None) -> list[ConsumerRecord]:
+        # Records already buffered come back through the portal's quick call (a poll every
+        # max.poll.records records: its cost counts per record); anything else, the full poll.
+        if (timeout is None or timeout_ms is None) and (timeout is None or timeout < _IMPLAUSIBLE):
+            records = self._portal.call_plain(self._core._poll_now, max_records)
+            if records is not None:
+                return records
+        return self._portal.call(self._core.poll, timeout, max_records=max_records, timeout_ms=timeout_ms)
+
     position = blocking(AIOConsumer.position)
     seek = blocking(AIOConsumer.seek)
     seek_to_beginning = blocking(AIOConsumer.seek_to_beginning)
