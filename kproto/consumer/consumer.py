@@ -403,7 +403,8 @@ class Consumer:
             raise ClientClosedError("the consumer is closed")
         while True:
             try:
-                batch = self._portal.call(core._poll, None)
+                # The previous batch was all yielded: the quick call's abandoning seeks nothing.
+                batch = self._portal.call_plain(core._poll_now, None) or self._portal.call(core._poll, None)
             except ClientClosedError:
                 return
             yield from core._yielding(batch)

@@ -81,3 +81,23 @@ def test_a_commit_callback_runs_in_the_polling_thread_while_records_are_buffered
         assert len(got) < 30  # records were still buffered: polls took the quick call until then
         (offsets, error, thread), = seen
         assert error is None and offsets[tp].offset == committing and thread is threading.current_thread()
+
+
+def test_iteration_over_buffered_batches_counts_what_was_yielded(broker, filled):
+    """issue 16 (consume): ``for record in consumer`` takes buffered batches through the
+    quick call and counts yielded records without per-record work: a commit and the
+    position inside the loop stand right after the record in hand, and after leaving the
+    loop mid-batch the next poll starts there."""
+    tp = filled("lean-iter")
+    with Consumer(bootstrap_servers=broker.bootstrap_servers, group_id="lean-iter-g", enable_auto_commit=False,
+                  auto_offset_reset="earliest", max_poll_records=4, fetch_max_wait_ms=100) as c:
+        c.assign([tp])
+        got = c.poll(DEADLINE)
+        buffered(c, tp, 30 - len(got))
+        for record in c:
+            if record.offset == 13:  # the second record of a batch of four
+                assert c.position(tp) == 14
+                c.commit()
+                break
+        assert c.committed([tp])[tp].offset == 14
+        assert [r.offset for r in c.poll(DEADLINE)] == [14, 15, 16, 17]
