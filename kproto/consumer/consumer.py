@@ -16,7 +16,10 @@ This module holds what ties them: the state, starting and stopping the backgroun
 poll's loop and close. :class:`Consumer` runs the same object through a
 :class:`~kproto._loop.Portal` (the loop thread the sync clients share) and blocks on it;
 its rebalance and commit callbacks run in the thread that called poll (or close), so they
-may call the consumer's blocking methods, ``commit`` included.
+may call the consumer's blocking methods, ``commit`` included. A sync poll that finds
+records buffered and nothing else due takes them through the portal's quick call
+(:meth:`AIOConsumer._poll_now`: no task, about a third of a full call), since a poll per
+``max.poll.records`` records makes that cost count per record.
 """
 
 from __future__ import annotations

@@ -7,7 +7,8 @@ two undrained responses buffered; each broker leading fetchable partitions gets 
 Fetch for all of them, and at most one at a time (Java's rule). A response is kept as
 it came, per partition: a :class:`_Chunk` holding the record set's batch headers (read,
 and CRC-checked, when the response arrives) whose records are decoded one batch at a
-time, by one codec call per batch, only when :meth:`Fetcher.drain` needs them. So poll
+time, by one codec call per batch that makes them ConsumerRecords
+(:func:`~kproto.codec.record_tuples`), only when :meth:`Fetcher.drain` needs them. So poll
 decodes about ``max.poll.records`` records, and while the application works on them the
 next Fetch for the same partitions is already on the wire: with one chunk being drained
 and one buffered, the consumer reads ahead by one response per partition.
