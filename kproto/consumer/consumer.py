@@ -291,6 +291,11 @@ class AIOConsumer(Positions, Rebalancing, Commits, Iteration):
         deadline = None if timeout is None else time.monotonic() + timeout
         self._polling += 1  # waiting in poll is polling: max.poll.interval.ms counts from its end
         try:
+            # One turn of the loop first (before anything is drained, so that a cancelled poll
+            # loses no record): with records buffered nothing below waits, and an application
+            # polling in a loop would otherwise give the fetcher no turn to read the next
+            # response or send the next fetch until the buffer ran dry.
+            await asyncio.sleep(0)
             await self._run_commit_callbacks()
             self._maybe_auto_commit()
             while True:

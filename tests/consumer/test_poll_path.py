@@ -2,11 +2,13 @@
 ConsumerRecords, and the sync face's quick call for buffered records. What poll returns,
 where positions stand and which thread runs the callbacks must not change."""
 
+import asyncio
 import threading
 import time
 
 import pytest
 
+from kproto.aio import AIOConsumer
 from kproto.consumer import Consumer, ConsumerRecord
 from kproto.structs import TopicPartition
 from tests.consumer.conftest import DEADLINE
@@ -101,3 +103,38 @@ def test_iteration_over_buffered_batches_counts_what_was_yielded(broker, filled)
                 break
         assert c.committed([tp])[tp].offset == 14
         assert [r.offset for r in c.poll(DEADLINE)] == [14, 15, 16, 17]
+
+
+def test_an_asyncio_poll_of_buffered_records_lets_the_loop_run(broker, filled):
+    """issue 16 (consume): an AIOConsumer polled in a loop while records were buffered never
+    gave the event loop a turn, so the fetcher could neither read the next response nor
+    send the next fetch until the buffer ran dry (the consumer waited for each response in
+    turn). Each poll now lets the loop run once, before it drains anything."""
+    tp = filled("lean-aio")
+
+    async def main():
+        async with AIOConsumer(bootstrap_servers=broker.bootstrap_servers, auto_offset_reset="earliest",
+                               max_poll_records=1, fetch_max_wait_ms=100) as c:
+            c.assign([tp])
+            got = await c.poll(DEADLINE)
+            turns = 0
+
+            async def other_work():
+                nonlocal turns
+                while True:
+                    turns += 1
+                    await asyncio.sleep(0)
+
+            task = asyncio.get_running_loop().create_task(other_work())
+            try:
+                await asyncio.sleep(0.5)  # the whole topic is fetched meanwhile
+                turns = 0
+                for _ in range(10):
+                    got += await c.poll(DEADLINE)
+            finally:
+                task.cancel()
+            return got, turns
+
+    got, turns = asyncio.run(main())
+    assert [r.offset for r in got] == list(range(11))  # the buffered records, in order
+    assert turns >= 5  # the other task ran while the consumer polled
