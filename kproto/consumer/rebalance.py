@@ -160,7 +160,7 @@ class Rebalancing(ConsumerState):
         """:meth:`_step_group` has nothing to do now: no failure to raise, no finished join to
         apply, no lost partitions to hand over and no join to start."""
         group, membership = self._group, self._membership
-        if group is None or not self._subscriptions.auto_assigned:
+        if group is None or membership is None or not self._subscriptions.auto_assigned:
             return True
         if group.failure is not None:
             return False
@@ -171,9 +171,9 @@ class Rebalancing(ConsumerState):
 
     async def _step_group(self) -> None:
         """Apply a finished join, hand over lost partitions, and start a join when one is due."""
-        if self._group_idle():
-            return
         group, membership = self._group, self._membership
+        if group is None or membership is None or self._group_idle():
+            return
         if group.failure is not None:
             raise group.failure
         join = self._join
