@@ -296,6 +296,8 @@ class AIOConsumer(Positions, Rebalancing, Commits, Iteration):
             # polling in a loop would otherwise give the fetcher no turn to read the next
             # response or send the next fetch until the buffer ran dry.
             await asyncio.sleep(0)
+            if self._closed:
+                raise ClientClosedError("the consumer was closed while polling")
             await self._run_commit_callbacks()
             self._maybe_auto_commit()
             while True:
