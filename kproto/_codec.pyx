@@ -6,7 +6,7 @@ the format drawings; this module must give the same results and raise the same e
 types (tests/codec/test_differential.py). Import through ``kproto.codec``.
 
 Per-record work happens here in C: record batches are decoded in one loop into Record
-objects or straight into Arrow-layout column buffers, and built by appending into one
+objects, the consumer's record tuples or straight into Arrow-layout column buffers, and built by appending into one
 growing C buffer. CRC-32C comes from the ``crc32c`` package (hardware instructions, GIL
 released for large buffers); compression from ``kproto.compression`` (cramjam).
 
@@ -615,6 +615,9 @@ cdef class _Columns:
         return 0
 
 
+cdef class _RecordTuples  # the consumer's records, below
+
+
 cdef object _payload(Batch batch):
     # The record bytes of a v2 batch: a view of the input, or the decompressed bytes.
     view = memoryview(batch._buf)[batch._start + V2_HEADER: batch._start + batch.size]
@@ -629,7 +632,8 @@ cdef object _payload(Batch batch):
 
 
 
-cdef int _decode_v2(Batch batch, int64_t fetch_offset, list out, _Columns cols, bint require_keys) except -1:
+cdef int _decode_v2(Batch batch, int64_t fetch_offset, list out, _Columns cols, bint require_keys,
+                    _RecordTuples tuples=None) except -1:
     """Decode a v2 batch's records with offset >= fetch_offset into ``out`` or ``cols``.
 
     With both None nothing is built and every record is only checked (Batch.validate):
@@ -740,6 +744,12 @@ cdef int _decode_v2(Batch batch, int64_t fetch_offset, list out, _Columns cols, 
             if pos != rec_end:
                 raise _corrupt("record length does not match its fields")
             if offset < fetch_offset:
+                continue
+            if tuples is not None:  # the consumer's records (record_tuples below)
+                tuples.add(out, offset, timestamp, ts_type,
+                           None if klen < 0 else PyBytes_FromStringAndSize(<const char*>(p + key_pos), klen),
+                           None if vlen < 0 else PyBytes_FromStringAndSize(<const char*>(p + value_pos), vlen),
+                           headers)
                 continue
             rec = Record.__new__(Record)
             rec.offset = offset
@@ -927,6 +937,90 @@ def decode_record_set(buf, int64_t fetch_offset=0, check_crc=True):
     cdef list out = []
     next_offset, consumed = _decode_set(buf, fetch_offset, check_crc, out, None)
     return out, next_offset, consumed
+
+
+# ---------------------------------------------------------------------------
+# the consumer's records: a batch's records made as the consumer's tuples (issue 16)
+# ---------------------------------------------------------------------------
+
+cdef extern from "Python.h":
+    object PyType_GenericAlloc(type t, Py_ssize_t nitems)
+    void PyObject_GC_Track(void* o)
+    void PyObject_GC_UnTrack(void* o)
+
+cdef Py_ssize_t _TUPLE_SIZE = tuple.__basicsize__
+
+
+@cython.final
+cdef class _RecordTuples:
+    """Makes one batch's records as ``cls`` tuples (for _decode_v2 and legacy batches)."""
+    cdef type cls
+    cdef object topic, partition, epoch
+    cdef object timestamp  # the last record's, shared by the next ones with the same
+    cdef int64_t last_ts
+
+    def __cinit__(self, type cls, topic, partition, epoch):
+        self.cls, self.topic, self.partition, self.epoch = cls, topic, partition, epoch
+        self.timestamp = None
+
+    cdef int add(self, list out, int64_t offset, int64_t timestamp, int ts_type, object key, object value,
+                 object headers) except -1:
+        # As tuple.__new__(cls, fields) but in one allocation: cls adds no fields to tuple's.
+        cdef object t = PyType_GenericAlloc(self.cls, 9)
+        cdef object item
+        Py_INCREF(self.topic)
+        PyTuple_SET_ITEM(t, 0, self.topic)
+        Py_INCREF(self.partition)
+        PyTuple_SET_ITEM(t, 1, self.partition)
+        item = offset
+        Py_INCREF(item)
+        PyTuple_SET_ITEM(t, 2, item)
+        if self.timestamp is None or timestamp != self.last_ts:
+            self.timestamp, self.last_ts = timestamp, timestamp
+        Py_INCREF(self.timestamp)
+        PyTuple_SET_ITEM(t, 3, self.timestamp)
+        item = ts_type
+        Py_INCREF(item)
+        PyTuple_SET_ITEM(t, 4, item)
+        Py_INCREF(key)
+        PyTuple_SET_ITEM(t, 5, key)
+        Py_INCREF(value)
+        PyTuple_SET_ITEM(t, 6, value)
+        Py_INCREF(headers)
+        PyTuple_SET_ITEM(t, 7, headers)
+        Py_INCREF(self.epoch)
+        PyTuple_SET_ITEM(t, 8, self.epoch)
+        # Not tracked by the cyclic GC (as Record): str, ints, bytes, None and a tuple of
+        # (str, bytes) pairs cannot form a cycle, and tracking a tuple per record made the
+        # collector walk every record of a poll again and again.
+        PyObject_GC_UnTrack(<void*>t)
+        PyList_Append(out, t)
+        return 0
+
+
+def record_tuples(Batch batch, type cls, topic, partition, int64_t fetch_offset=INT64_MIN):
+    """``batch``'s records at or after ``fetch_offset`` as ``cls`` tuples; see ``_codec_py.record_tuples``."""
+    if not (issubclass(cls, tuple) and cls.__basicsize__ == _TUPLE_SIZE):
+        raise TypeError(f"record_tuples needs a tuple subclass without instance fields, not {cls!r}")
+    if not isinstance(topic, str) or not isinstance(partition, int):
+        raise TypeError("topic must be a str and partition an int")
+    cdef _RecordTuples tuples = _RecordTuples(cls, topic, partition, batch.partition_leader_epoch)
+    cdef list out = []
+    cdef Record r
+    # Each allocation counts towards a young-generation collection, which would walk the
+    # list again every 700 records: it is out of the collector's sight meanwhile (holding
+    # nothing it must see) and comes back into it when filled.
+    PyObject_GC_UnTrack(<void*>out)
+    try:
+        if batch._legacy is None:
+            _decode_v2(batch, fetch_offset, out, None, False, tuples)
+        else:
+            for r in batch._legacy:
+                if r.offset >= fetch_offset:
+                    tuples.add(out, r.offset, r.timestamp, r.timestamp_type, r.key, r.value, r.headers)
+    finally:
+        PyObject_GC_Track(<void*>out)
+    return out
 
 
 # ---------------------------------------------------------------------------

@@ -80,6 +80,7 @@ __all__ = [
     "validate_batch",
     "decode_record_set",
     "decode_columnar",
+    "record_tuples",
     "Columns",
     "OpenBatch",
     "Appender",
@@ -770,6 +771,42 @@ def decode_record_set(buf: Any, fetch_offset: int = 0, check_crc: bool = True) -
         else:
             _decode_v2_records(batch, fetch_offset, out)
     return out, next_offset, consumed
+
+
+# ---------------------------------------------------------------------------
+# the consumer's records: a batch's records made as the consumer's tuples (issue 16)
+# ---------------------------------------------------------------------------
+
+_TUPLE_SIZE = tuple.__basicsize__
+
+
+def record_tuples(batch: Batch, cls: type, topic: str, partition: int, fetch_offset: int = _INT64_MIN) -> list:
+    """The records of ``batch`` at or after ``fetch_offset`` as ``cls`` tuples, made in one
+    call: the consumer's records without a codec :class:`Record` per record in between.
+
+    Each is ``cls`` holding ``(topic, partition, offset, timestamp, timestamp_type, key,
+    value, headers, leader_epoch)``, the leader epoch being the batch's
+    ``partition_leader_epoch``: the layout of ``kproto.consumer.ConsumerRecord``. The tuples
+    are made as ``tuple.__new__(cls, fields)`` makes them, without calling ``cls.__new__``.
+
+    Args:
+        batch: a batch from :func:`read_batches` (v2 or legacy).
+        cls: a subclass of ``tuple`` that adds no instance fields (a ``NamedTuple``).
+        topic, partition: the first two fields of every tuple.
+        fetch_offset: records below it are left out (a fetch returns whole batches).
+
+    Raises:
+        TypeError: ``cls`` is not such a class, ``topic`` not a str or ``partition`` not an int.
+        CorruptRecordError, UnsupportedCompressionTypeError: as :meth:`Batch.records`.
+    """
+    if not (isinstance(cls, type) and issubclass(cls, tuple) and cls.__basicsize__ == _TUPLE_SIZE):
+        raise TypeError(f"record_tuples needs a tuple subclass without instance fields, not {cls!r}")
+    if not isinstance(topic, str) or not isinstance(partition, int):
+        raise TypeError("topic must be a str and partition an int")
+    epoch = batch.partition_leader_epoch
+    new = tuple.__new__
+    return [new(cls, (topic, partition, r.offset, r.timestamp, r.timestamp_type, r.key, r.value, r.headers, epoch))
+            for r in batch.records() if r.offset >= fetch_offset]
 
 
 # ---------------------------------------------------------------------------

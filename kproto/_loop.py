@@ -179,6 +179,47 @@ class Portal:
         except concurrent.futures.CancelledError:
             raise ClientClosedError(f"the {self._what} was closed during the call") from None
 
+    def call_plain(self, fn: Callable[..., T], /, *args: Any) -> T:
+        """Run the plain function ``fn(*args)`` on the loop and return its result (or raise
+        its exception) here: :meth:`call` without a task, a future or a request queue, for a
+        quick step of a client's state such as a consumer's poll of buffered records (about
+        a third of :meth:`call`'s cost). ``fn`` must not block, and nothing it runs may use
+        :func:`run_in_caller` (this thread serves no requests meanwhile).
+
+        Raises:
+            RuntimeError: called from the loop's own thread.
+            ClientClosedError: the portal was closed, or the loop stopped before ``fn`` ran.
+        """
+        thread = self._thread
+        if thread is None:
+            raise ClientClosedError(f"the {self._what} is closed")
+        if threading.current_thread() is thread.thread:
+            raise RuntimeError(f"a blocking {self._what} call was made on kproto's loop thread: it would wait "
+                               f"for itself")
+        done = threading.Lock()
+        done.acquire()
+        outcome: list[Any] = []
+
+        def run() -> None:
+            try:
+                outcome.append((True, fn(*args)))
+            except BaseException as exc:  # handed to the caller, who raises it
+                outcome.append((False, exc))
+            finally:
+                done.release()
+
+        try:
+            thread.loop.call_soon_threadsafe(run)
+        except RuntimeError:  # the loop is closed
+            raise ClientClosedError(f"the {self._what} is closed") from None
+        while not done.acquire(timeout=_SLICE):  # in slices, so that Ctrl-C gets in
+            if not thread.thread.is_alive():
+                raise ClientClosedError(f"the {self._what} was closed during the call")
+        ok, value = outcome[0]
+        if ok:
+            return value
+        raise value
+
     def close_after(self, fn: Callable[..., Awaitable[Any]], /, *args: Any) -> None:
         """A client's ``close``: run ``fn(*args)`` (the asyncio client's close) on the loop,
         then return the lease, even if ``fn`` raised. Nothing once the lease is returned."""

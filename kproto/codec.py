@@ -47,6 +47,7 @@ __all__ = [
     "validate_batch",
     "decode_record_set",
     "decode_columnar",
+    "record_tuples",
     "Columns",
     "OpenBatch",
     "RecordRef",
@@ -130,6 +131,7 @@ empty_batch = _impl.empty_batch
 validate_batch = _impl.validate_batch
 decode_record_set = _impl.decode_record_set
 decode_columnar = _impl.decode_columnar
+record_tuples = _impl.record_tuples
 Columns = _impl.Columns
 OpenBatch = _impl.OpenBatch
 RecordRef = _impl.RecordRef

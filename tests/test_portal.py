@@ -90,6 +90,24 @@ def test_a_blocking_call_from_the_loop_thread_is_refused_not_deadlocked():
         portal.close()
 
 
+def test_a_plain_call_returns_or_raises_in_the_callers_thread():
+    """Issue 16 (consume): ``call_plain``, the quick call a sync poll of buffered records
+    takes, runs a plain function on the loop thread, returns or raises in the caller's,
+    refuses the loop thread itself and a closed portal."""
+    portal = Portal("test client")
+    try:
+        assert portal.call_plain(threading.current_thread) is portal.call(threading.current_thread)
+        assert portal.call_plain(divmod, 7, 2) == (3, 1)
+        with pytest.raises(ZeroDivisionError):
+            portal.call_plain(divmod, 1, 0)
+        with pytest.raises(RuntimeError, match="on kproto's loop thread"):
+            portal.call(portal.call_plain, threading.current_thread)
+    finally:
+        portal.close()
+    with pytest.raises(ClientClosedError, match="the test client is closed"):
+        portal.call_plain(divmod, 7, 2)
+
+
 def _in_child(results):
     portal = Portal("child client")
     try:

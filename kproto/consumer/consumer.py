@@ -17,12 +17,16 @@ This module holds what ties them: the state, starting and stopping the backgroun
 poll's loop and close. :class:`Consumer` runs the same object through a
 :class:`~kproto._loop.Portal` (the loop thread the sync clients share) and blocks on it;
 its rebalance and commit callbacks run in the thread that called poll (or close), so they
-may call the consumer's blocking methods, ``commit`` included.
+may call the consumer's blocking methods, ``commit`` included. A sync poll that finds
+records buffered and nothing else due takes them through the portal's quick call
+(:meth:`AIOConsumer._poll_now`: no task, about a third of a full call), since a poll per
+``max.poll.records`` records makes that cost count per record.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 import warnings
@@ -289,6 +293,25 @@ class AIOConsumer(Positions, Rebalancing, Commits, Iteration, Columnar):
         self._abandon_iteration()
         return await self._poll(timeout, max_records)
 
+    def _poll_now(self, max_records: int | None) -> list[ConsumerRecord] | None:
+        """A poll that finishes at once, run on the loop with no task (the sync face's quick
+        path, :meth:`~kproto._loop.Portal.call_plain`): the buffered records, or None when
+        the full :meth:`poll` is due instead, because nothing is buffered or because a commit
+        callback or a group step is waiting (they may run callbacks in the caller's thread).
+        Otherwise the same steps as :meth:`_poll`'s, in its order."""
+        fetcher = self._started()
+        if self._subscriptions.type is SubscriptionType.NONE or self._commit_results or not self._group_idle():
+            return None
+        self._abandon_iteration()
+        try:
+            self._maybe_auto_commit()
+            self._event.clear()
+            self._step_positions()
+            records = fetcher.drain(self._max_poll_records if max_records is None else max_records)
+            return self._polled(records) if records else None  # metrics, interceptors (observability)
+        finally:
+            self._last_poll = time.monotonic()
+
     async def _poll(self, timeout: float | None, max_records: int | None = None,
                     drain: Callable[[int], list] | None = None) -> list:
         """poll's loop; ``drain`` takes the buffered records (default: the fetcher's
@@ -300,6 +323,13 @@ class AIOConsumer(Positions, Rebalancing, Commits, Iteration, Columnar):
         deadline = None if timeout is None else time.monotonic() + timeout
         self._polling += 1  # waiting in poll is polling: max.poll.interval.ms counts from its end
         try:
+            # One turn of the loop first (before anything is drained, so that a cancelled poll
+            # loses no record): with records buffered nothing below waits, and an application
+            # polling in a loop would otherwise give the fetcher no turn to read the next
+            # response or send the next fetch until the buffer ran dry.
+            await asyncio.sleep(0)
+            if self._closed:
+                raise ClientClosedError("the consumer was closed while polling")
             await self._run_commit_callbacks()
             self._maybe_auto_commit()
             while True:
@@ -421,7 +451,8 @@ class Consumer:
             raise ClientClosedError("the consumer is closed")
         while True:
             try:
-                batch = self._portal.call(core._poll, None)
+                # The previous batch was all yielded: the quick call's abandoning seeks nothing.
+                batch = self._portal.call_plain(core._poll_now, None) or self._portal.call(core._poll, None)
             except ClientClosedError:
                 return
             yield from core._yielding(batch)
@@ -443,7 +474,18 @@ class Consumer:
     commit = blocking(AIOConsumer.commit)
     commit_async = blocking(AIOConsumer.commit_async)
     committed = blocking(AIOConsumer.committed)
-    poll = blocking(AIOConsumer.poll)
+
+    @functools.wraps(AIOConsumer.poll)
+    def poll(self, timeout: float | None = None, *, max_records: int | None = None,
+             timeout_ms: int | None = None) -> list[ConsumerRecord]:
+        # Records already buffered come back through the portal's quick call (a poll every
+        # max.poll.records records: its cost counts per record); anything else, the full poll.
+        if (timeout is None or timeout_ms is None) and (timeout is None or timeout < _IMPLAUSIBLE):
+            records = self._portal.call_plain(self._core._poll_now, max_records)
+            if records is not None:
+                return records
+        return self._portal.call(self._core.poll, timeout, max_records=max_records, timeout_ms=timeout_ms)
+
     poll_arrow = blocking(AIOConsumer.poll_arrow)
     position = blocking(AIOConsumer.position)
     seek = blocking(AIOConsumer.seek)

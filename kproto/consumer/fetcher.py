@@ -7,7 +7,8 @@ two undrained responses buffered; each broker leading fetchable partitions gets 
 Fetch for all of them, and at most one at a time (Java's rule). A response is kept as
 it came, per partition: a :class:`_Chunk` holding the record set's batch headers (read,
 and CRC-checked, when the response arrives) whose records are decoded one batch at a
-time, by one codec call per batch, only when :meth:`Fetcher.drain` needs them. So poll
+time, by one codec call per batch that makes them ConsumerRecords
+(:func:`~kproto.codec.record_tuples`), only when :meth:`Fetcher.drain` needs them. So poll
 decodes about ``max.poll.records`` records, and while the application works on them the
 next Fetch for the same partitions is already on the wire: with one chunk being drained
 and one buffered, the consumer reads ahead by one response per partition. In bytes, the
@@ -67,6 +68,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from kproto.codec import record_tuples
 from kproto.consumer.errors import RecordDeserializationError, offsets_text
 from kproto.consumer.structs import ConsumerRecord, OffsetAndTimestamp
 from kproto.consumer.subscription import SubscriptionState
@@ -166,19 +168,14 @@ class _Chunk:
         return False
 
     def _decode(self, batch: Batch) -> list[ConsumerRecord]:
-        topic, partition = self.tp
-        epoch = batch.partition_leader_epoch
-        records = batch.records()
-        if batch.base_offset < self.position:  # the batch holding the fetch offset comes whole
-            position = self.position
-            records = [r for r in records if r.offset >= position]
+        # The records at or after the position (the batch holding the fetch offset comes
+        # whole), made as ConsumerRecords by the codec in one call per batch.
+        records = record_tuples(batch, ConsumerRecord, self.tp.topic, self.tp.partition, self.position)
         if self.key_deserializer is None and self.value_deserializer is None:
-            return [_new_record(ConsumerRecord, (topic, partition, r.offset, r.timestamp, r.timestamp_type,
-                                                 r.key, r.value, r.headers, epoch)) for r in records]
-        return self._deserialized(records, epoch)
+            return records
+        return self._deserialized(records)
 
-    def _deserialized(self, records: list, epoch: int) -> list[ConsumerRecord]:
-        topic, partition = self.tp
+    def _deserialized(self, records: list[ConsumerRecord]) -> list[ConsumerRecord]:
         kd = self.key_deserializer or _identity
         vd = self.value_deserializer or _identity
         out = []
@@ -193,8 +190,8 @@ class _Chunk:
                     raise error from exc
                 self.error = error  # raised after the good records before it
                 break
-            out.append(_new_record(ConsumerRecord, (topic, partition, r.offset, r.timestamp, r.timestamp_type,
-                                                    key, value, r.headers, epoch)))
+            out.append(_new_record(ConsumerRecord, (r.topic, r.partition, r.offset, r.timestamp, r.timestamp_type,
+                                                    key, value, r.headers, r.leader_epoch)))
         return out
 
     # -- the columnar path (issue 16: poll_arrow, kproto.consumer.columnar) --------------------

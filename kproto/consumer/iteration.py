@@ -11,6 +11,7 @@ consumer seeks back), so nothing is skipped. Both faces yield through
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
+from operator import length_hint
 
 from kproto.consumer.state import ConsumerState
 from kproto.consumer.structs import ConsumerRecord
@@ -23,11 +24,18 @@ __all__ = ["Batch", "Iteration"]
 class Batch:
     """A polled batch that ``for``/``async for`` hands out one record at a time."""
 
-    __slots__ = ("records", "consumed")
+    __slots__ = ("records", "_left")
 
     def __init__(self, records: list[ConsumerRecord]) -> None:
         self.records = records
-        self.consumed = 0  # records yielded so far
+        # The iterator the records are yielded from: what it has given out is what was
+        # yielded, so nothing is counted per record.
+        self._left = iter(records)
+
+    @property
+    def consumed(self) -> int:
+        """Records yielded so far."""
+        return len(self.records) - length_hint(self._left)
 
 
 class Iteration(ConsumerState):
@@ -51,9 +59,7 @@ class Iteration(ConsumerState):
     def _yielding(self, batch: list[ConsumerRecord]) -> Iterator[ConsumerRecord]:
         """Hand out ``batch`` one record at a time, counting what was yielded (both faces)."""
         iteration = self._iteration = Batch(batch)
-        for i, record in enumerate(batch, 1):
-            iteration.consumed = i
-            yield record
+        yield from iteration._left
 
     def _unconsumed(self) -> dict[TopicPartition, ConsumerRecord]:
         """First record per partition that iteration handed out of a batch but not yet yielded."""

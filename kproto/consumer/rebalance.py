@@ -156,10 +156,23 @@ class Rebalancing(ConsumerState):
         topics = self._membership.group_topics if self._membership.is_leader else self._subscriptions.topics
         return {t: self._cluster.partitions_for(t) for t in topics}
 
+    def _group_idle(self) -> bool:
+        """:meth:`_step_group` has nothing to do now: no failure to raise, no finished join to
+        apply, no lost partitions to hand over and no join to start."""
+        group, membership = self._group, self._membership
+        if group is None or membership is None or not self._subscriptions.auto_assigned:
+            return True
+        if group.failure is not None:
+            return False
+        join = self._join
+        if join is not None:
+            return not join.done()
+        return not membership.lost and membership.rejoin_reason is None
+
     async def _step_group(self) -> None:
         """Apply a finished join, hand over lost partitions, and start a join when one is due."""
         group, membership = self._group, self._membership
-        if group is None or not self._subscriptions.auto_assigned:
+        if group is None or membership is None or self._group_idle():
             return
         if group.failure is not None:
             raise group.failure

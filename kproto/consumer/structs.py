@@ -10,12 +10,13 @@ __all__ = ["ConsumerRecord", "OffsetAndTimestamp"]
 class ConsumerRecord(NamedTuple):
     """One record as :meth:`~kproto.consumer.AIOConsumer.poll` returns it.
 
-    A tuple (cheap to build: the consumer makes one per record from the codec's
-    decoded record, nothing more). ``key`` and ``value`` are bytes (or None), or what
-    ``key.deserializer`` / ``value.deserializer`` made of them. The deserializers are
-    settings, which a type checker cannot follow into the records, so ``key`` and
-    ``value`` are typed ``Any``: annotate them where you use them (``text: str =
-    record.value``). A ``NamedTuple`` cannot be generic on Python 3.10, which kproto
+    A tuple, cheap to make: the codec builds a batch's records as ConsumerRecords in one
+    call (:func:`kproto.codec.record_tuples`), with no object in between, and ``headers``
+    is one shared empty tuple when a record has none. ``key`` and ``value`` are bytes (or
+    None), or what ``key.deserializer`` / ``value.deserializer`` made of them. The
+    deserializers are settings, which a type checker cannot follow into the records, so
+    ``key`` and ``value`` are typed ``Any``: annotate them where you use them (``text: str
+    = record.value``). A ``NamedTuple`` cannot be generic on Python 3.10, which kproto
     supports, so ``ConsumerRecord[str, bytes]`` is not offered.
 
     Attributes:
