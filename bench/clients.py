@@ -31,7 +31,6 @@ settings were chosen). Usage: ``python bench/clients.py [--messages N] [--runs R
 from __future__ import annotations
 
 import argparse
-import itertools
 import logging
 import statistics
 import sys
@@ -40,11 +39,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import broker  # noqa: E402  (bench/broker.py)
 import peers  # noqa: E402  (bench/peers.py)
-from broker import create_topic, minibroker_process, raw_produce, tansu_process  # noqa: E402  (bench/broker.py)
+from broker import FILL_BATCH, minibroker_process, tansu_process  # noqa: E402
 from peers import Contender, Settings  # noqa: E402
 
-FILL_BATCH = 1000  # records per batch of the consumers' log (broker.raw_produce)
 SLOW = 0.25  # the share of the messages aiokafka and kafka-python get
 
 
@@ -91,41 +90,16 @@ GOALS = [
     Goal("produce, single sends, asyncio", "produce", "kproto asyncio (best)", "confluent-kafka (best)", 2.0),
 ]
 
-_topics = itertools.count()
-
-
-def _end_offset(bootstrap: str, topic: str) -> int:
-    from confluent_kafka import Consumer, TopicPartition
-
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-check"})
-    try:
-        return consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)[1]
-    finally:
-        consumer.close()
-
-
-def measure_once(bootstrap: str, phase: str, row: Contender, n: int) -> float:
-    """Records per second of one measurement of ``row`` on a fresh topic."""
-    count = max(FILL_BATCH, int(n * row.share) // FILL_BATCH * FILL_BATCH)
-    topic = f"bench-{next(_topics)}"
-    create_topic(bootstrap, topic)
-    if phase == "consume":
-        raw_produce(bootstrap, topic, count // FILL_BATCH, per_batch=FILL_BATCH)
-        return count / row(bootstrap, topic, count)
-    seconds = row(bootstrap, topic, count)
-    if (end := _end_offset(bootstrap, topic)) != count + 1:  # with the warm-up record
-        raise RuntimeError(f"{row.name} left {end} records in {topic}, not {count + 1}")
-    return count / seconds
-
-
 def measure(bootstrap: str, tables: dict[str, list[Contender]], n: int, runs: int) -> dict[str, dict[str, float]]:
-    """Median records/s of every row by phase; a first round of ``n / 5`` is not counted;
-    each run goes through every row, in reverse order every other run."""
+    """Median records/s of every row by phase (bench/broker.py's ``rate``: a fresh topic per
+    measurement); a first round of ``n / 5`` is not counted; each run goes through every
+    row, in reverse order every other run."""
     rates: dict[str, dict[str, list[float]]] = {phase: {row.name: [] for row in rows} for phase, rows in tables.items()}
     for run in range(runs + 1):
         for phase, rows in tables.items():
             for row in rows if run % 2 else rows[::-1]:
-                rate = measure_once(bootstrap, phase, row, n if run else max(n // 5, FILL_BATCH))
+                count = max(FILL_BATCH, int((n if run else n // 5) * row.share) // FILL_BATCH * FILL_BATCH)
+                rate = broker.rate(bootstrap, phase, row, count)
                 if run:
                     rates[phase][row.name].append(rate)
     return {phase: {name: statistics.median(r) for name, r in by.items()} for phase, by in rates.items()}
@@ -191,9 +165,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{args.messages:,} x 100 B records, one partition (aiokafka, kafka-python: {SLOW:.0%} of them)")
     settings_legend(tables)
     launchers = {"minibroker": minibroker_process, "tansu": tansu_process}
-    for broker in args.brokers.split(","):
-        with launchers[broker]() as bootstrap:
-            report(broker, tables, measure(bootstrap, tables, args.messages, args.runs), args.runs)
+    for name in args.brokers.split(","):
+        with launchers[name]() as bootstrap:
+            report(name, tables, measure(bootstrap, tables, args.messages, args.runs), args.runs)
     return 0
 
 
