@@ -105,16 +105,19 @@ def measure(bootstrap: str, tables: dict[str, list[Contender]], n: int, runs: in
     return {phase: {name: statistics.median(r) for name, r in by.items()} for phase, by in rates.items()}
 
 
-def report(broker: str, tables: dict[str, list[Contender]], medians: dict[str, dict[str, float]], runs: int) -> None:
-    print(f"\n{broker}: records/s, median of {runs} runs; kproto's ratio to each row (columns: kproto's rows)")
+def report(broker: str, tables: dict[str, list[Contender]], medians: dict[str, dict[str, float]], runs: int,
+           ratios: bool = True) -> None:
+    print(f"\n{broker}: records/s, median of {runs} runs" +
+          ("; kproto's ratio to each row (columns: kproto's rows)" if ratios else ""))
     for phase, rows in tables.items():
         by_name = medians[phase]
-        ours = [row.name for row in rows if row.client.startswith("kproto")]
-        print(f"  {phase:8} {'':34} {'records/s':>11}  " + "  ".join(f"{name:>22}" for name in ours))
+        ours = [row.name for row in rows if ratios and row.client.startswith("kproto")]
+        width = max(len(row.name) for row in rows)
+        print(f"  {phase:8} {'':{width}} {'records/s':>11}  " + "  ".join(f"{name:>22}" for name in ours))
         for row in rows:
             rate = by_name[row.name]
-            ratios = "  ".join(f"{by_name[name] / rate:21.2f}x" for name in ours)
-            print(f"  {phase:8} {row.name:34} {rate:11,.0f}  {'' if row.name in ours else ratios}")
+            versus = "" if row.name in ours else "  ".join(f"{by_name[name] / rate:21.2f}x" for name in ours)
+            print(f"  {phase:8} {row.name:{width}} {rate:11,.0f}  {versus}".rstrip())
     for goal in GOALS:
         by_name = medians.get(goal.phase, {})
         if goal.ours in by_name and goal.peer in by_name:
@@ -167,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
     launchers = {"minibroker": minibroker_process, "tansu": tansu_process}
     for name in args.brokers.split(","):
         with launchers[name]() as bootstrap:
-            report(name, tables, measure(bootstrap, tables, args.messages, args.runs), args.runs)
+            report(name, tables, measure(bootstrap, tables, args.messages, args.runs), args.runs, not args.sweep)
     return 0
 
 

@@ -344,8 +344,9 @@ KAFKA_PYTHON = {
 SWEEP: dict[str, tuple[list[dict[str, Any]], list[tuple[dict[str, Any], int | None]]]] = {
     "kproto": (
         [{}, {"linger.ms": 20}, {"linger.ms": 20, "batch.size": 1_000_000},
-         {"linger.ms": 100, "batch.size": 1_000_000}, {"linger.ms": 5, "batch.size": 262_144}],
-        [({}, None), ({"max.poll.records": 10_000}, None),
+         {"linger.ms": 100, "batch.size": 1_000_000}, {"linger.ms": 5, "batch.size": 262_144},
+         {"batch.size": 1_000_000}],
+        [({}, None), ({"max.poll.records": 2000}, None), ({"max.poll.records": 10_000}, None),
          ({"max.poll.records": 10_000, "max.partition.fetch.bytes": 8_388_608}, None),
          ({"max.poll.records": 100_000, "max.partition.fetch.bytes": 8_388_608, "fetch.max.wait.ms": 10}, None)],
     ),
@@ -355,6 +356,8 @@ SWEEP: dict[str, tuple[list[dict[str, Any]], list[tuple[dict[str, Any], int | No
          {"linger.ms": 100, "batch.num.messages": 100_000, "queue.buffering.max.messages": 1_000_000,
           "queue.buffering.max.kbytes": 2_097_151}],
         [({}, 1000), ({}, 10_000), ({"fetch.wait.max.ms": 10}, 10_000),
+         ({"queued.min.messages": 1_000_000}, 1000),
+         ({"queued.min.messages": 1_000_000, "fetch.wait.max.ms": 100}, 1000),
          ({"queued.min.messages": 1_000_000, "fetch.wait.max.ms": 100}, 10_000),
          ({"queued.min.messages": 1_000_000, "fetch.wait.max.ms": 10}, 10_000),
          ({"queued.min.messages": 1_000_000, "fetch.wait.max.ms": 10, "max.partition.fetch.bytes": 8_388_608},
@@ -362,14 +365,15 @@ SWEEP: dict[str, tuple[list[dict[str, Any]], list[tuple[dict[str, Any], int | No
     ),
     "aiokafka": (
         [{}, {"linger_ms": 5}, {"max_batch_size": 262_144, "linger_ms": 5},
-         {"max_batch_size": 1_000_000, "linger_ms": 20}],
+         {"max_batch_size": 1_000_000, "linger_ms": 20}, {"max_batch_size": 1_000_000, "linger_ms": 5}],
         [({}, None), ({}, 10_000), ({"max_partition_fetch_bytes": 8_388_608}, 10_000),
-         ({"max_partition_fetch_bytes": 8_388_608, "fetch_max_wait_ms": 10}, None)],
+         ({"fetch_max_wait_ms": 10}, None), ({"max_partition_fetch_bytes": 8_388_608, "fetch_max_wait_ms": 10}, None)],
     ),
     "kafka-python": (
         [{}, {"linger_ms": 5}, {"batch_size": 262_144, "linger_ms": 5},
          {"batch_size": 1_000_000, "linger_ms": 20}],
-        [({}, None), ({"max_poll_records": 10_000}, None),
-         ({"max_poll_records": 10_000, "max_partition_fetch_bytes": 8_388_608}, None)],
+        [({}, None), ({"max_poll_records": 2000}, None), ({"max_poll_records": 10_000}, None),
+         ({"max_poll_records": 10_000, "max_partition_fetch_bytes": 8_388_608}, None),
+         ({"max_partition_fetch_bytes": 8_388_608}, None)],
     ),
 }
