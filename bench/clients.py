@@ -25,7 +25,8 @@ or :data:`CONSUMERS` below; its goal, one line in :data:`GOALS`.
 
 ``--sweep`` measures instead every candidate of bench/peers.py's ``SWEEP`` (how the best
 settings were chosen). Usage: ``python bench/clients.py [--messages N] [--runs R]
-[--brokers minibroker,tansu] [--quick] [--sweep]``.
+[--brokers minibroker,tansu] [--phases produce,consume] [--clients kproto,...] [--quick]
+[--sweep]``.
 """
 
 from __future__ import annotations
@@ -159,12 +160,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="50,000 messages, 3 runs: a few minutes")
     parser.add_argument("--sweep", action="store_true", help="measure every candidate of peers.SWEEP instead")
     parser.add_argument("--phases", default="produce,consume")
+    parser.add_argument("--clients", help="only these clients' rows, e.g. kproto,confluent-kafka")
     args = parser.parse_args(argv)
     if args.quick:
         args.messages, args.runs = 50_000, 3
     logging.basicConfig(level=logging.ERROR)
     tables = sweep_tables() if args.sweep else {"produce": PRODUCERS, "consume": CONSUMERS}
-    tables = {phase: rows for phase, rows in tables.items() if phase in args.phases.split(",")}
+    clients = args.clients.split(",") if args.clients else None
+    tables = {phase: [row for row in rows if clients is None or row.client.split()[0] in clients]
+              for phase, rows in tables.items() if phase in args.phases.split(",")}
     print(f"{args.messages:,} x 100 B records, one partition (aiokafka, kafka-python: {SLOW:.0%} of them)")
     settings_legend(tables)
     launchers = {"minibroker": minibroker_process, "tansu": tansu_process}
