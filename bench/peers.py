@@ -16,27 +16,30 @@ is the same for every client:
   offset 0 and reading ``n`` records with the client's batch call, touching every value
   (``len(value)``) as an application would.
 
-Best settings (``*_BEST``): the fastest of a small sweep (``python bench/clients.py
---sweep``; its table is :data:`SWEEP`) on minibroker and Tansu, 100-byte values, one
-partition. Why each:
+Best settings (the "best" entries of :data:`KPROTO`, :data:`CONFLUENT`, :data:`AIOKAFKA`,
+:data:`KAFKA_PYTHON`): the fastest of a small sweep (``python bench/clients.py --sweep``;
+the candidates are :data:`SWEEP`) on minibroker and Tansu, 200,000 x 100-byte values, one
+partition, medians of 5 on a loaded 2-core machine (so: the candidate that was fastest or
+close on both brokers in every sweep, not a fine optimum). What they are and why:
 
-- confluent-kafka (librdkafka). Produce: a larger ``queue.buffering.max.messages`` (default
-  100,000) and ``queue.buffering.max.kbytes`` keep ``produce()`` from raising BufferError
-  while a burst is in flight, and ``batch.num.messages`` (default 10,000) with
-  ``batch.size`` (default 1 MB) let each MessageSet fill up, with ``linger.ms`` (default 5)
-  long enough for a batch to fill. Consume: ``queued.min.messages`` (default 100,000) is
-  how far librdkafka prefetches into its queue, ``fetch.wait.max.ms`` (default 500) how long
-  the broker holds a Fetch that has less than ``fetch.min.bytes``: shorter keeps the
-  pipeline moving at the end of the log, ``fetch.max.bytes`` / ``max.partition.fetch.bytes``
-  (default 50 MB / 1 MB) the size of each Fetch; ``consume(num_messages)`` the batch the
-  application takes per call.
-- aiokafka. Produce: ``max_batch_size`` (default 16 KB) and ``linger_ms`` (default 0).
-  Consume: ``fetch_max_bytes`` / ``max_partition_fetch_bytes`` and ``getmany(max_records)``.
-- kafka-python. Produce: ``batch_size`` (default 16 KB), ``linger_ms`` (default 0).
-  Consume: ``fetch_max_bytes`` / ``max_partition_fetch_bytes``, ``max_poll_records``
-  (default 500).
-- kproto (Kafka's names): ``linger.ms`` and ``batch.size`` for producing;
-  ``max.poll.records``, ``fetch.max.bytes`` and ``max.partition.fetch.bytes`` for consuming.
+- confluent-kafka (librdkafka). Produce: ``queue.buffering.max.messages`` 1,000,000
+  (default 100,000): a burst of sends no longer stops on BufferError to wait for
+  deliveries; a longer ``linger.ms`` (20, 100) with ``batch.num.messages`` 100,000 was
+  no faster (its default ``batch.size`` of 1 MB already fills large batches). Consume:
+  ``queued.min.messages`` 1,000,000 (default 100,000: how far librdkafka prefetches into
+  its queue) is what matters, 2-6x on minibroker; ``fetch.wait.max.ms`` 100 (default
+  500: how long a Fetch with less than ``fetch.min.bytes`` waits) was on par with 10;
+  ``consume(1000)`` beat ``consume(10000)`` with either; a larger
+  ``max.partition.fetch.bytes`` (8 MB) did not help.
+- aiokafka. Produce: ``max_batch_size`` 256 KB (default 16 KB) with ``linger_ms`` 5
+  (default 0); 1 MB batches were faster on minibroker and slower on Tansu. Consume:
+  ``max_partition_fetch_bytes`` 8 MB (default 1 MB) and ``fetch_max_wait_ms`` 10;
+  ``getmany(max_records=10000)`` did not help.
+- kafka-python. Produce: ``batch_size`` 256 KB (default 16 KB), ``linger_ms`` 5 (default
+  0). Consume: its defaults (``max_poll_records`` 500); more records per poll or larger
+  partition fetches were as fast or slower.
+- kproto (Kafka's names). Produce: ``batch.size`` 1 MB (default 16 KB, 3-5x) with
+  ``linger.ms`` 20 (default 5; 5 and 100 were on par). Consume: its defaults.
 
 A new row (a new API such as ``Consumer.poll_arrow()``) is one function here with the
 same signature and one :class:`Contender` line in the caller's table.
@@ -318,25 +321,23 @@ def kafka_python_consume(bootstrap: str, topic: str, n: int, settings: Settings)
 
 KPROTO = {
     "defaults": Settings(),
-    "best": Settings(produce={"linger.ms": 20, "batch.size": 1_000_000},
-                     consume={"max.poll.records": 10_000, "max.partition.fetch.bytes": 8_388_608}),
+    # Consuming: nothing beat the defaults (max.poll.records 2,000 to 100,000 and larger
+    # partition fetches were as fast or slower).
+    "best": Settings(produce={"linger.ms": 20, "batch.size": 1_000_000}),
 }
 CONFLUENT = {
     "defaults": Settings(records=1000),
-    "best": Settings(produce={"linger.ms": 20, "batch.num.messages": 100_000,
-                              "queue.buffering.max.messages": 1_000_000},
-                     consume={"queued.min.messages": 1_000_000, "fetch.wait.max.ms": 10},
-                     records=10_000),
+    "best": Settings(produce={"queue.buffering.max.messages": 1_000_000},
+                     consume={"queued.min.messages": 1_000_000, "fetch.wait.max.ms": 100}, records=1000),
 }
 AIOKAFKA = {
     "defaults": Settings(),
-    "best": Settings(produce={"max_batch_size": 1_000_000, "linger_ms": 20},
-                     consume={"max_partition_fetch_bytes": 8_388_608}, records=10_000),
+    "best": Settings(produce={"max_batch_size": 262_144, "linger_ms": 5},
+                     consume={"max_partition_fetch_bytes": 8_388_608, "fetch_max_wait_ms": 10}),
 }
 KAFKA_PYTHON = {
     "defaults": Settings(),
-    "best": Settings(produce={"batch_size": 1_000_000, "linger_ms": 20},
-                     consume={"max_partition_fetch_bytes": 8_388_608, "max_poll_records": 10_000}),
+    "best": Settings(produce={"batch_size": 262_144, "linger_ms": 5}),  # consuming: nothing beat its defaults
 }
 
 # The candidates ``bench/clients.py --sweep`` tries, by client: produce configurations, and
@@ -358,6 +359,7 @@ SWEEP: dict[str, tuple[list[dict[str, Any]], list[tuple[dict[str, Any], int | No
         [({}, 1000), ({}, 10_000), ({"fetch.wait.max.ms": 10}, 10_000),
          ({"queued.min.messages": 1_000_000}, 1000),
          ({"queued.min.messages": 1_000_000, "fetch.wait.max.ms": 100}, 1000),
+         ({"queued.min.messages": 1_000_000, "fetch.wait.max.ms": 10}, 1000),
          ({"queued.min.messages": 1_000_000, "fetch.wait.max.ms": 100}, 10_000),
          ({"queued.min.messages": 1_000_000, "fetch.wait.max.ms": 10}, 10_000),
          ({"queued.min.messages": 1_000_000, "fetch.wait.max.ms": 10, "max.partition.fetch.bytes": 8_388_608},
