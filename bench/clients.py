@@ -1,233 +1,182 @@
 """kproto's clients side by side with confluent-kafka, aiokafka and kafka-python, one run.
 
-Produce N 100-byte values (acks=1, linger.ms=5, batches of up to 1 MB — librdkafka's
-default, set on the others so every client batches alike; one partition) and then
-consume them from the beginning, with every client against the same
-broker: minibroker in its own process (memory storage), then Tansu. Each measurement
-uses a fresh topic; runs alternate between clients so they share the machine's noise.
-Prints median messages per second and kproto's ratio to each peer.
+Every client, kproto included, runs twice: with its defaults and with its best settings
+(bench/peers.py says which and why, and how each client is timed: start-up, connection,
+metadata and a warm-up record outside the clock). One partition, 100-byte values:
 
-Goals (issue 4): produce >= 1.0x confluent-kafka, >= 5x aiokafka, >= 15x kafka-python;
-consume >= 1.0x confluent-kafka.
+- produce: ``n`` single sends and a flush into a fresh topic (``acks=1`` for every
+  client); the topic's end offset is checked afterwards;
+- consume: ``n`` records read from offset 0 of a fresh topic filled beforehand in
+  1000-record batches (the same log for every client), every value touched.
 
-Usage: ``python bench/clients.py [--messages N] [--runs R] [--brokers minibroker,tansu]``.
+Against minibroker in its own process (logs in memory) and against Tansu (memory). Each
+run measures every row once, in alternating order, so that all share the machine's noise;
+a first, smaller round warms up and is not counted. aiokafka and kafka-python get a quarter
+of the messages (rates are per message). Prints median records/s of ``--runs`` runs,
+kproto's ratio to every row (to each peer at its defaults and at its best), and the goal
+lines of issue 16, met or missed:
+
+- consume, object API (``poll()`` records): kproto >= 1.5x confluent-kafka at its best,
+  on minibroker and on Tansu;
+- produce, single sends: sync >= 1.5x, asyncio >= 2x confluent-kafka at its best.
+
+A new row is one measuring function in bench/peers.py and one line in :data:`PRODUCERS`
+or :data:`CONSUMERS` below; its goal, one line in :data:`GOALS`.
+
+``--sweep`` measures instead every candidate of bench/peers.py's ``SWEEP`` (how the best
+settings were chosen). Usage: ``python bench/clients.py [--messages N] [--runs R]
+[--brokers minibroker,tansu] [--phases produce,consume] [--clients kproto,...] [--quick]
+[--sweep]``.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
-import itertools
 import logging
 import statistics
 import sys
-import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from broker import create_topic, minibroker_process, tansu_process  # noqa: E402  (bench/broker.py)
+import broker  # noqa: E402  (bench/broker.py)
+import peers  # noqa: E402  (bench/peers.py)
+from broker import FILL_BATCH, minibroker_process, tansu_process  # noqa: E402
+from peers import Contender, Settings  # noqa: E402
 
-VALUE = b"x" * 100
-BATCH = 1_000_000
-_topics = itertools.count()
-
-
-# -- producers: each returns seconds to send and flush n values ------------------------------
-
-def kproto_sync(bootstrap: str, topic: str, n: int) -> float:
-    from kproto.producer import Producer
-
-    with Producer(bootstrap_servers=bootstrap, acks=1, linger_ms=5, batch_size=BATCH) as producer:
-        producer.partitions_for(topic)
-        send = producer.send
-        start = time.perf_counter()
-        for _ in range(n):
-            send(topic, VALUE, partition=0)
-        producer.flush()
-        return time.perf_counter() - start
+SLOW = 0.25  # the share of the messages aiokafka and kafka-python get
 
 
-def kproto_async(bootstrap: str, topic: str, n: int) -> float:
-    from kproto.producer import AIOProducer
-
-    async def run() -> float:
-        async with AIOProducer(bootstrap_servers=bootstrap, acks=1, linger_ms=5, batch_size=BATCH) as producer:
-            await producer.partitions_for(topic)
-            send = producer.send
-            start = time.perf_counter()
-            for i in range(n):
-                send(topic, VALUE, partition=0)
-                if i % 1000 == 0:
-                    await asyncio.sleep(0)  # let the sender run, as a real application would
-            await producer.flush()
-            return time.perf_counter() - start
-    return asyncio.run(run())
+def _acks_1(settings: Settings) -> Settings:
+    return replace(settings, produce={"acks": 1, **settings.produce})
 
 
-def confluent_produce(bootstrap: str, topic: str, n: int) -> float:
-    from confluent_kafka import Producer
-
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": 1, "linger.ms": 5,
-                         "queue.buffering.max.messages": n + 1000})
-    producer.list_topics(topic, timeout=10)
-    produce, poll = producer.produce, producer.poll
-    start = time.perf_counter()
-    for i in range(n):
-        produce(topic, VALUE, partition=0)
-        if i % 10_000 == 0:
-            poll(0)
-    if producer.flush(120):
-        raise RuntimeError("confluent-kafka did not deliver everything")
-    return time.perf_counter() - start
+def _rows(clients: list[tuple[str, Callable, dict[str, Settings], float]]) -> list[Contender]:
+    """A row per client and settings label (defaults, best)."""
+    return [Contender(client, label, measure, _acks_1(settings), share)
+            for client, measure, table, share in clients for label, settings in table.items()]
 
 
-def aiokafka_produce(bootstrap: str, topic: str, n: int) -> float:
-    from aiokafka import AIOKafkaProducer
-
-    async def run() -> float:
-        producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks=1, linger_ms=5, max_batch_size=BATCH)
-        await producer.start()
-        try:
-            await producer.partitions_for(topic)
-            start = time.perf_counter()
-            futures = [await producer.send(topic, VALUE, partition=0) for _ in range(n)]
-            await producer.flush()
-            await asyncio.gather(*futures)
-            return time.perf_counter() - start
-        finally:
-            await producer.stop()
-    return asyncio.run(run())
+# The rows: (client, measuring function, its settings by label, share of the messages).
+PRODUCERS = _rows([
+    ("kproto", peers.kproto_produce, peers.KPROTO, 1.0),
+    ("kproto asyncio", peers.kproto_async_produce, peers.KPROTO, 1.0),
+    ("confluent-kafka", peers.confluent_produce, peers.CONFLUENT, 1.0),
+    ("aiokafka", peers.aiokafka_produce, peers.AIOKAFKA, SLOW),
+    ("kafka-python", peers.kafka_python_produce, peers.KAFKA_PYTHON, SLOW),
+])
+CONSUMERS = _rows([
+    ("kproto", peers.kproto_consume, peers.KPROTO, 1.0),
+    ("confluent-kafka", peers.confluent_consume, peers.CONFLUENT, 1.0),
+    ("aiokafka", peers.aiokafka_consume, peers.AIOKAFKA, SLOW),
+    ("kafka-python", peers.kafka_python_consume, peers.KAFKA_PYTHON, SLOW),
+])
 
 
-def kafka_python_produce(bootstrap: str, topic: str, n: int) -> float:
-    from kafka import KafkaProducer
+@dataclass(frozen=True)
+class Goal:
+    """Issue 16's goal: row ``ours`` >= ``factor`` x row ``peer`` (medians, same run)."""
 
-    producer = KafkaProducer(bootstrap_servers=bootstrap, acks=1, linger_ms=5, batch_size=BATCH)
-    try:
-        producer.partitions_for(topic)
-        start = time.perf_counter()
-        for _ in range(n):
-            producer.send(topic, VALUE, partition=0)
-        producer.flush(120)
-        return time.perf_counter() - start
-    finally:
-        producer.close(5)
+    what: str
+    phase: str
+    ours: str
+    peer: str
+    factor: float
 
 
-# -- consumers: each returns seconds to read n records from offset 0 -------------------------
+GOALS = [
+    Goal("consume, object API (poll() records)", "consume", "kproto (best)", "confluent-kafka (best)", 1.5),
+    Goal("produce, single sends, sync", "produce", "kproto (best)", "confluent-kafka (best)", 1.5),
+    Goal("produce, single sends, asyncio", "produce", "kproto asyncio (best)", "confluent-kafka (best)", 2.0),
+]
 
-def confluent_consume(bootstrap: str, topic: str, n: int) -> float:
-    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
-
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench", "enable.auto.commit": False})
-    try:
-        consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
-        got = 0
-        start = time.perf_counter()
-        while got < n:
-            for message in consumer.consume(1000, 1.0):
-                if message.error() is None:
-                    got += 1
-        return time.perf_counter() - start
-    finally:
-        consumer.close()
-
-
-def aiokafka_consume(bootstrap: str, topic: str, n: int) -> float:
-    from aiokafka import AIOKafkaConsumer, TopicPartition
-
-    async def run() -> float:
-        consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, auto_offset_reset="earliest")
-        await consumer.start()
-        try:
-            consumer.assign([TopicPartition(topic, 0)])
-            got = 0
-            start = time.perf_counter()
-            while got < n:
-                batches = await consumer.getmany(timeout_ms=1000, max_records=10_000)
-                got += sum(len(records) for records in batches.values())
-            return time.perf_counter() - start
-        finally:
-            await consumer.stop()
-    return asyncio.run(run())
-
-
-def kafka_python_consume(bootstrap: str, topic: str, n: int) -> float:
-    from kafka import KafkaConsumer, TopicPartition
-
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, auto_offset_reset="earliest")
-    try:
-        consumer.assign([TopicPartition(topic, 0)])
-        got = 0
-        start = time.perf_counter()
-        while got < n:
-            got += sum(len(records) for records in consumer.poll(1000, max_records=10_000).values())
-        return time.perf_counter() - start
-    finally:
-        consumer.close()
-
-
-def kproto_consume(bootstrap: str, topic: str, n: int) -> float:
-    from kproto.consumer import Consumer  # lands with the consumer (issue 4)
-    from kproto.structs import TopicPartition
-
-    with Consumer(bootstrap_servers=bootstrap, enable_auto_commit=False, auto_offset_reset="earliest") as consumer:
-        consumer.assign([TopicPartition(topic, 0)])
-        got = 0
-        start = time.perf_counter()
-        while got < n:
-            got += len(consumer.poll(1.0))
-        return time.perf_counter() - start
-
-
-PRODUCERS = {"kproto": kproto_sync, "kproto-async": kproto_async, "confluent-kafka": confluent_produce,
-             "aiokafka": aiokafka_produce, "kafka-python": kafka_python_produce}
-CONSUMERS = {"kproto": kproto_consume, "confluent-kafka": confluent_consume, "aiokafka": aiokafka_consume,
-             "kafka-python": kafka_python_consume}
-SLOW = {"kafka-python", "aiokafka"}  # they get n / 4 messages (rates are per message)
-
-
-def measure(bootstrap: str, n: int, runs: int) -> dict[str, dict[str, float]]:
-    rates: dict[str, dict[str, list[float]]] = {"produce": {}, "consume": {}}
-    for _ in range(runs):
-        for name, produce in PRODUCERS.items():
-            count = n // 4 if name in SLOW else n
-            topic = f"bench-{next(_topics)}"
-            create_topic(bootstrap, topic)
-            seconds = produce(bootstrap, topic, count)
-            rates["produce"].setdefault(name, []).append(count / seconds)
-            consume = CONSUMERS.get(name)
-            if consume is None:
-                continue
-            try:
-                seconds = consume(bootstrap, topic, count)
-            except ImportError:
-                continue  # kproto's consumer is not there yet
-            rates["consume"].setdefault(name, []).append(count / seconds)
+def measure(bootstrap: str, tables: dict[str, list[Contender]], n: int, runs: int) -> dict[str, dict[str, float]]:
+    """Median records/s of every row by phase (bench/broker.py's ``rate``: a fresh topic per
+    measurement); a first round of ``n / 5`` is not counted; each run goes through every
+    row, in reverse order every other run."""
+    rates: dict[str, dict[str, list[float]]] = {phase: {row.name: [] for row in rows} for phase, rows in tables.items()}
+    for run in range(runs + 1):
+        for phase, rows in tables.items():
+            for row in rows if run % 2 else rows[::-1]:
+                count = max(FILL_BATCH, int((n if run else n // 5) * row.share) // FILL_BATCH * FILL_BATCH)
+                rate = broker.rate(bootstrap, phase, row, count)
+                if run:
+                    rates[phase][row.name].append(rate)
     return {phase: {name: statistics.median(r) for name, r in by.items()} for phase, by in rates.items()}
 
 
-def report(broker: str, medians: dict[str, dict[str, float]]) -> None:
-    print(f"\n{broker}: messages/s (median), and kproto's ratio to each")
-    for phase, by_client in medians.items():
-        ours = by_client.get("kproto")
-        for name, rate in by_client.items():
-            ratio = f"{ours / rate:6.2f}x" if ours and name != "kproto" else ""
-            print(f"  {phase:8} {name:16} {rate:12,.0f}  {ratio}")
+def report(broker: str, tables: dict[str, list[Contender]], medians: dict[str, dict[str, float]], runs: int,
+           ratios: bool = True) -> None:
+    print(f"\n{broker}: records/s, median of {runs} runs" +
+          ("; kproto's ratio to each row (columns: kproto's rows)" if ratios else ""))
+    for phase, rows in tables.items():
+        by_name = medians[phase]
+        ours = [row.name for row in rows if ratios and row.client.startswith("kproto")]
+        width = max(len(row.name) for row in rows)
+        print(f"  {phase:8} {'':{width}} {'records/s':>11}  " + "  ".join(f"{name:>22}" for name in ours))
+        for row in rows:
+            rate = by_name[row.name]
+            versus = "" if row.name in ours else "  ".join(f"{by_name[name] / rate:21.2f}x" for name in ours)
+            print(f"  {phase:8} {row.name:{width}} {rate:11,.0f}  {versus}".rstrip())
+    for goal in GOALS:
+        by_name = medians.get(goal.phase, {})
+        if goal.ours in by_name and goal.peer in by_name:
+            ratio = by_name[goal.ours] / by_name[goal.peer]
+            verdict = "met" if ratio >= goal.factor else "MISSED"
+            print(f"  goal {goal.what}: {goal.ours} / {goal.peer} = {ratio:.2f}x, goal >= {goal.factor}x: {verdict}")
 
 
-def main() -> None:
+def settings_legend(tables: dict[str, list[Contender]]) -> None:
+    print("Settings (beyond each client's defaults):")
+    for phase, rows in tables.items():
+        for row in rows:
+            print(f"  {phase:8} {row.name:34} {row.settings.describe(phase)}")
+
+
+def sweep_tables() -> dict[str, list[Contender]]:
+    """One row per candidate of peers.SWEEP, labelled with its settings."""
+    produce = {"kproto": peers.kproto_produce, "confluent-kafka": peers.confluent_produce,
+               "aiokafka": peers.aiokafka_produce, "kafka-python": peers.kafka_python_produce}
+    consume = {"kproto": peers.kproto_consume, "confluent-kafka": peers.confluent_consume,
+               "aiokafka": peers.aiokafka_consume, "kafka-python": peers.kafka_python_consume}
+    tables: dict[str, list[Contender]] = {"produce": [], "consume": []}
+    for client, (produce_configs, consume_configs) in peers.SWEEP.items():
+        share = SLOW if client in ("aiokafka", "kafka-python") else 1.0
+        for config in produce_configs:
+            settings = _acks_1(Settings(produce=config))
+            tables["produce"].append(Contender(client, settings.describe("produce"), produce[client], settings, share))
+        for config, records in consume_configs:
+            settings = Settings(consume=config, records=records)
+            tables["consume"].append(Contender(client, settings.describe("consume"), consume[client], settings, share))
+    return tables
+
+
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--messages", type=int, default=200_000)
-    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--brokers", default="minibroker,tansu")
-    args = parser.parse_args()
+    parser.add_argument("--quick", action="store_true", help="50,000 messages, 3 runs: a few minutes")
+    parser.add_argument("--sweep", action="store_true", help="measure every candidate of peers.SWEEP instead")
+    parser.add_argument("--phases", default="produce,consume")
+    parser.add_argument("--clients", help="only these clients' rows, e.g. kproto,confluent-kafka")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.messages, args.runs = 50_000, 3
     logging.basicConfig(level=logging.ERROR)
+    tables = sweep_tables() if args.sweep else {"produce": PRODUCERS, "consume": CONSUMERS}
+    clients = args.clients.split(",") if args.clients else None
+    tables = {phase: [row for row in rows if clients is None or row.client.split()[0] in clients]
+              for phase, rows in tables.items() if phase in args.phases.split(",")}
+    print(f"{args.messages:,} x 100 B records, one partition (aiokafka, kafka-python: {SLOW:.0%} of them)")
+    settings_legend(tables)
     launchers = {"minibroker": minibroker_process, "tansu": tansu_process}
-    for broker in args.brokers.split(","):
-        with launchers[broker]() as bootstrap:
-            report(broker, measure(bootstrap, args.messages, args.runs))
+    for name in args.brokers.split(","):
+        with launchers[name]() as bootstrap:
+            report(name, tables, measure(bootstrap, tables, args.messages, args.runs), args.runs, not args.sweep)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
