@@ -68,6 +68,8 @@ PRODUCERS = _rows([
 ])
 CONSUMERS = _rows([
     ("kproto", peers.kproto_consume, peers.KPROTO, 1.0),
+    ("kproto asyncio", peers.kproto_async_consume, peers.KPROTO, 1.0),
+    ("kproto poll_arrow", peers.kproto_poll_arrow, peers.KPROTO, 1.0),
     ("confluent-kafka", peers.confluent_consume, peers.CONFLUENT, 1.0),
     ("aiokafka", peers.aiokafka_consume, peers.AIOKAFKA, SLOW),
     ("kafka-python", peers.kafka_python_consume, peers.KAFKA_PYTHON, SLOW),
@@ -87,6 +89,8 @@ class Goal:
 
 GOALS = [
     Goal("consume, object API (poll() records)", "consume", "kproto (best)", "confluent-kafka (best)", 1.5),
+    Goal("consume, object API, asyncio", "consume", "kproto asyncio (best)", "confluent-kafka (best)", 1.5),
+    Goal("consume, columnar (poll_arrow)", "consume", "kproto poll_arrow (best)", "confluent-kafka (best)", 5.0),
     Goal("produce, single sends, sync", "produce", "kproto (best)", "confluent-kafka (best)", 1.5),
     Goal("produce, single sends, asyncio", "produce", "kproto asyncio (best)", "confluent-kafka (best)", 2.0),
 ]

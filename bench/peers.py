@@ -168,6 +168,58 @@ def kproto_consume(bootstrap: str, topic: str, n: int, settings: Settings) -> fl
         return time.perf_counter() - start
 
 
+def kproto_async_consume(bootstrap: str, topic: str, n: int, settings: Settings) -> float:
+    """kproto's AIOConsumer, ``await poll()`` lists of records."""
+    from kproto.consumer import AIOConsumer
+    from kproto.structs import TopicPartition
+
+    config = {"bootstrap.servers": bootstrap, "enable.auto.commit": False, "auto.offset.reset": "earliest",
+              **settings.consume}
+
+    async def run() -> float:
+        async with AIOConsumer(config) as consumer:
+            partition = TopicPartition(topic, 0)
+            await consumer.end_offsets([partition])
+            got = 0
+            start = time.perf_counter()
+            consumer.assign([partition])
+            poll = consumer.poll
+            while got < n:
+                records = await poll(1.0)
+                for record in records:
+                    len(record.value)
+                got += len(records)
+                _check(got, n, start, "kproto asyncio")
+            return time.perf_counter() - start
+
+    return asyncio.run(run())
+
+
+def kproto_poll_arrow(bootstrap: str, topic: str, n: int, settings: Settings) -> float:
+    """kproto's sync Consumer, ``poll_arrow()`` record batches (no headers column); every value
+    touched through the value column's lengths, computed by Arrow."""
+    import pyarrow.compute as pc
+
+    from kproto.consumer import Consumer
+    from kproto.structs import TopicPartition
+
+    config = {"bootstrap.servers": bootstrap, "enable.auto.commit": False, "auto.offset.reset": "earliest",
+              **settings.consume}
+    with Consumer(config) as consumer:
+        partition = TopicPartition(topic, 0)
+        consumer.end_offsets([partition])
+        got = 0
+        start = time.perf_counter()
+        consumer.assign([partition])
+        poll_arrow = consumer.poll_arrow
+        while got < n:
+            batch = poll_arrow(1.0, include_headers=False)
+            pc.sum(pc.binary_length(batch.column("value")))
+            got += batch.num_rows
+            _check(got, n, start, "kproto poll_arrow")
+        return time.perf_counter() - start
+
+
 # -- confluent-kafka (librdkafka) --------------------------------------------------------------
 
 def confluent_produce(bootstrap: str, topic: str, n: int, settings: Settings) -> float:
