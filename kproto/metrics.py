@@ -75,7 +75,7 @@ class Sensor:
         self._window = window
         self._samples = samples
         self._old: list[tuple[float, int, float, float]] = []  # closed windows: (start, count, sum, max)
-        self._start = time.monotonic()
+        self._start = -math.inf  # the first record opens the first window (Java's SampledStat)
         self._count = 0
         self._sum = 0.0
         self._max = -math.inf
@@ -353,13 +353,18 @@ class ConsumerMetrics(Metrics):
         self.add("last-poll-seconds-ago", "consumer-metrics", "Seconds since the last poll (-1: none).",
                  lambda now: -1.0 if self._last_poll is None else now - self._last_poll)
 
-    def polled(self, records: list[Any]) -> list[Any]:
-        """A poll returns ``records``: counted with one ``len``. Returns them."""
+    def poll_started(self) -> None:
+        """The application called poll (Java records every poll's start, one that returns
+        nothing too: an idle consumer that polls is not 'stuck')."""
         now = time.monotonic()
         if self._last_poll is not None:
             self.between_polls.record((now - self._last_poll) * 1000, now)
         self._last_poll = now
-        self.consumed.record(len(records), now)
+
+    def polled(self, records: Any) -> Any:
+        """A poll returns ``records`` (a list, or poll_arrow's RecordBatch): counted with one
+        ``len``. Returns them."""
+        self.consumed.record(len(records))
         return records
 
     def fetched(self, seconds: float, offsets: Mapping[Any, int], answers: Mapping[Any, Any]) -> None:

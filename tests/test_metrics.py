@@ -31,19 +31,20 @@ def test_a_sensor_measures_as_javas_avg_max_rate_and_totals():
     """issue 16, metrics: Java's Avg/Max (NaN without samples), Rate over the windows' span
     with at least num.samples - 1 full windows, and cumulative totals."""
     sensor = Sensor(window=30.0, samples=2)
-    start = sensor._start
+    start = time.monotonic()
     assert math.isnan(sensor.avg(start)) and math.isnan(sensor.max(start)) and sensor.rate(start) == 0.0
     for value in (10, 20, 30):
-        sensor.record(value, start + 1)
+        sensor.record(value, start + 1)  # the first record opens the first window
     assert sensor.avg(start + 1) == 20 and sensor.max(start + 1) == 30
-    # 60 recorded 5 s in: the span is 5 s plus the one missing full window (30 s), as Java's Rate
-    assert sensor.rate(start + 5) == pytest.approx(60 / 35)
-    assert sensor.rate(start + 5, of_count=True) == pytest.approx(3 / 35)
+    # 60 recorded, 4 s since the window opened: the span is 4 s plus the one missing full
+    # window (30 s), as Java's Rate
+    assert sensor.rate(start + 5) == pytest.approx(60 / 34)
+    assert sensor.rate(start + 5, of_count=True) == pytest.approx(3 / 34)
     sensor.record(40, start + 31)  # a second window
     assert sensor.avg(start + 31) == 25 and sensor.max(start + 31) == 40
-    assert sensor.rate(start + 40) == pytest.approx(100 / 40)
+    assert sensor.rate(start + 40) == pytest.approx(100 / 39)
     # two windows later the first has expired (samples x window), the totals stay
-    assert sensor.avg(start + 61) == 40 and sensor.max(start + 61) == 40
+    assert sensor.avg(start + 62) == 40 and sensor.max(start + 62) == 40
     assert math.isnan(sensor.avg(start + 200))
     assert (sensor.total, sensor.count) == (100, 4)
 
@@ -255,3 +256,36 @@ def test_metrics_per_partition_count_only_what_poll_returned(broker):
                 break
         assert len(records) == 1
         assert _values(consumer.metrics(), "consumer-fetch-manager-metrics")["records-consumed-total"] == 1
+
+
+def test_a_young_sensors_rate_starts_at_its_first_record():
+    """issue 16, metrics (review): Java's first sample opens at the first record
+    (SampledStat), not when the sensor is made: one value of 100, recorded 10 s after the
+    sensor was made, is a rate of 100 over (samples - 1) x 30 s windows = 3.33/s (it was 2.5)."""
+    sensor = Sensor(30.0, 2)
+    now = time.monotonic() + 10
+    sensor.record(100.0, now=now)
+    assert sensor.rate(now) == pytest.approx(100.0 / 30.0)
+
+
+def test_polls_that_return_nothing_count_as_polls(broker):
+    """issue 16, metrics (review): an application polling an idle topic polls; Java records
+    every poll's start, so last-poll-seconds-ago stays small and time-between-poll counts
+    the empty polls (it grew without end while only polls with records were counted)."""
+    with AdminClient(bootstrap_servers=broker.bootstrap_servers) as admin:
+        admin.create_topics([NewTopic("metrics-idle", 1)])
+    with Producer(bootstrap_servers=broker.bootstrap_servers) as producer:
+        producer.send("metrics-idle", b"x")
+    with Consumer(bootstrap_servers=broker.bootstrap_servers, auto_offset_reset="earliest",
+                  fetch_max_wait_ms=100) as consumer:
+        consumer.assign([TopicPartition("metrics-idle", 0)])
+        deadline = time.monotonic() + 15
+        while not consumer.poll(0.5) and time.monotonic() < deadline:
+            pass
+        for _ in range(6):
+            assert consumer.poll(0.2) == []
+        polls = _values(consumer.metrics(), "consumer-metrics")
+        fetched = _values(consumer.metrics(), "consumer-fetch-manager-metrics")
+    assert polls["last-poll-seconds-ago"] < 1.0
+    assert 150 <= polls["time-between-poll-avg"] < 1000  # the empty polls' 0.2 s apart
+    assert fetched["records-consumed-total"] == 1

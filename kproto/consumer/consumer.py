@@ -308,7 +308,10 @@ class AIOConsumer(Positions, Rebalancing, Commits, Iteration, Columnar):
             self._event.clear()
             self._step_positions()
             records = fetcher.drain(self._max_poll_records if max_records is None else max_records)
-            return self._polled(records) if records else None  # metrics, interceptors (observability)
+            if not records:
+                return None
+            self._metrics.poll_started()  # the full poll that follows a None counts its own
+            return self._polled(records)  # metrics, interceptors (observability)
         finally:
             self._last_poll = time.monotonic()
 
@@ -321,6 +324,7 @@ class AIOConsumer(Positions, Rebalancing, Commits, Iteration, Columnar):
             raise RuntimeError("subscribe() or assign() before poll()")
         limit = self._max_poll_records if max_records is None else max_records
         deadline = None if timeout is None else time.monotonic() + timeout
+        self._metrics.poll_started()
         self._polling += 1  # waiting in poll is polling: max.poll.interval.ms counts from its end
         try:
             # One turn of the loop first (before anything is drained, so that a cancelled poll

@@ -221,6 +221,12 @@ class _Chunk:
                 batches.popleft()
                 self.position = max(self.position, batch.next_offset)
                 continue
+            else:
+                # A skipped batch after ones to return: look no further. The filter is a walk
+                # in offset order (an ABORT marker ends its producer's aborting), so a batch
+                # left in the deque must not be judged after a later one: this one is judged
+                # again first next time, which gives the same answer.
+                break
             i += 1
         while kept:
             try:
@@ -305,6 +311,7 @@ class Fetcher:
         self._resting: dict[int, float] = {}  # node -> monotonic time its backoff ends
         self._failures: dict[int, int] = {}  # node -> fetches in a row that ended in a backoff
         self._wake = asyncio.Event()
+        self._gated = False  # the last plan sent nothing for the memory bound (_held_bytes)
         self._task: asyncio.Task | None = None
         self._requests: set[asyncio.Task] = set()
 
@@ -347,8 +354,9 @@ class Fetcher:
         stale = False
         subscriptions = self._subscriptions
         self._plan_validations(now)
-        if self._held_bytes() >= self._settings.max_bytes:
-            return plan  # memory: see _held_bytes
+        self._gated = self._held_bytes() >= self._settings.max_bytes
+        if self._gated:
+            return plan  # memory: see _held_bytes; a drain wakes the planner again
         for tp in subscriptions.fetchable():
             chunks = self._buffered.get(tp)
             if tp in self._in_flight or tp in self._errors or (chunks and len(chunks) >= 2):
@@ -375,12 +383,19 @@ class Fetcher:
         Fetch while these reach ``fetch.max.bytes``: with one response of at most
         ``fetch.max.bytes`` arriving (KIP-74 aside: a first batch larger than that), the
         responses held stay under ``2 x fetch.max.bytes``, however many partitions are
-        read ahead (up to two chunks each) and however slowly the application drains them.
+        read ahead (up to two chunks each) and however slowly the application drains them,
+        plus what paused partitions keep (up to two chunks each), which is not counted.
         That is per broker fetched from at once: each has at most one Fetch in flight, as in
         Java, so with B leaders the bound is ``(1 + B) x fetch.max.bytes``.
         """
         frames: dict[int, int] = {}
-        for chunks in self._buffered.values():
+        subscriptions = self._subscriptions
+        for tp, chunks in self._buffered.items():
+            state = subscriptions.get(tp)
+            if state is None or state.paused:
+                # Not counted: what a paused partition keeps until it is resumed must not stop
+                # the others' fetching (Java keeps it and fetches the others too).
+                continue
             for chunk in chunks:
                 if chunk.batches:
                     buf = chunk.batches[0]._buf  # the view of the response the batches were read from
@@ -635,8 +650,10 @@ class Fetcher:
                 drained = True
             if not chunks:
                 del self._buffered[tp]
-        if drained:
-            self._wake.set()  # room for the next fetch of these partitions
+        if drained or (self._gated and out):
+            # Room for the next fetch of these partitions; or, with fetching held by the
+            # memory bound, decoding may have let a response go (a chunk's last batch decoded).
+            self._wake.set()
         if not out:
             if self._errors:
                 tp, error = next(iter(self._errors.items()))
@@ -701,8 +718,10 @@ class Fetcher:
                 drained = True
             if not chunks:
                 del self._buffered[tp]
-        if drained:
-            self._wake.set()  # room for the next fetch of these partitions
+        if drained or (self._gated and out):
+            # Room for the next fetch of these partitions; or, with fetching held by the
+            # memory bound, decoding may have let a response go (a chunk's last batch decoded).
+            self._wake.set()
         if not out:
             self._raise_pending(stuck)
         return out

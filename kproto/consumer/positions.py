@@ -121,8 +121,9 @@ class Positions(ConsumerState):
     def pause(self, partitions: Iterable[TopicPartition]) -> None:
         """Stop fetching and returning ``partitions`` until :meth:`resume`; what was
         fetched already is kept."""
-        self._started()
+        fetcher = self._started()
         self._subscriptions.pause(partitions)
+        fetcher.wakeup()  # what they hold no longer holds back the others' fetches
 
     def resume(self, partitions: Iterable[TopicPartition]) -> None:
         """Fetch and return paused ``partitions`` again."""

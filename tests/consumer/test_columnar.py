@@ -22,7 +22,15 @@ from kproto.consumer.fetcher import _Chunk
 from kproto.errors import ConfigError, CorruptRecordError
 from kproto.serialization import string_deserializer
 from kproto.structs import TopicPartition
-from tests.consumer.test_fetcher import ABORTED, LOG, TP, data_batch
+from tests.consumer.test_fetcher import (
+    ABORTED,
+    LOG,
+    TP,
+    ControlType,
+    FetchResponse,
+    data_batch,
+    marker,
+)
 from tests.support.process import child_env
 
 ck = pytest.importorskip("confluent_kafka")
@@ -37,12 +45,16 @@ def chunk_of(data, fetch_offset=0, aborted=None):
 
 
 def offsets_taken(chunk, limit=100):
-    """Offsets of what one take_columns returns (its columns cut to the records taken)."""
-    taken = chunk.take_columns(limit)
-    if taken is None:
-        return []
-    cols, n = taken
-    return list(memoryview(cols.offsets).cast("q"))[:n]
+    """Offsets of what take_columns returns for up to ``limit`` records, called as the drain
+    calls it (again while the chunk has more: a call stops at a skipped batch)."""
+    out = []
+    while len(out) < limit and not chunk.exhausted:
+        taken = chunk.take_columns(limit - len(out))
+        if taken is None:
+            break
+        cols, n = taken
+        out += list(memoryview(cols.offsets).cast("q"))[:n]
+    return out
 
 
 @pytest.mark.parametrize("read_committed, offsets", [(True, [2, 3, 5, 6, 8]), (False, [0, 1, 2, 3, 5, 6, 8])])
@@ -52,6 +64,19 @@ def test_take_columns_skips_what_take_skips(read_committed, offsets):
     chunk = chunk_of(LOG, aborted=ABORTED if read_committed else None)
     assert offsets_taken(chunk) == offsets
     assert chunk.position == 9 and chunk.exhausted and chunk.epoch == 3
+
+
+def test_take_columns_skips_an_aborted_transaction_at_the_end_of_a_response():
+    """issue 16, poll_arrow (review): plain records, then an aborted transaction and its
+    ABORT marker as the last batches of a response. The look-ahead judged the marker (which
+    ends the producer's aborting) while the aborted batch stayed behind, so the next take
+    judged it committed and returned its records."""
+    log = data_batch(0, 2) + data_batch(2, 2, 1, True) + marker(4, 1, ControlType.ABORT)
+    aborted = [FetchResponse.AbortedTransaction(producer_id=1, first_offset=2)]
+    assert offsets_taken(chunk_of(log, aborted=aborted)) == [0, 1]
+    chunk = chunk_of(log + data_batch(5, 1), aborted=aborted)
+    assert offsets_taken(chunk, 1) == [0]
+    assert offsets_taken(chunk) == [1, 5] and chunk.position == 6
 
 
 def test_take_columns_limit_cuts_a_batch_and_the_next_take_resumes_inside_it():
@@ -73,9 +98,10 @@ def test_take_columns_stops_at_a_corrupt_batch_with_the_position_at_it():
     bad[60] = 3  # the header says 3 records, the batch holds 2 (CRCs are not checked here)
     chunk = _Chunk(TP, 0, 0, data_batch(0, 2) + bytes(bad) + data_batch(4, 1), check_crcs=False, aborted=None,
                    deserializers=(None, None))
-    assert offsets_taken(chunk) == [0, 1]
+    cols, n = chunk.take_columns(100)
+    assert list(memoryview(cols.offsets).cast("q"))[:n] == [0, 1]
     assert chunk.position == 2 and chunk.error is None
-    assert offsets_taken(chunk) == []
+    assert chunk.take_columns(100) is None
     assert chunk.exhausted and isinstance(chunk.error, CorruptRecordError) and chunk.position == 2
 
 

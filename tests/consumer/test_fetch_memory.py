@@ -72,3 +72,40 @@ def test_a_slow_application_makes_the_fetcher_hold_at_most_two_fetch_max_bytes(b
     assert got == 20
     assert partitions_buffered >= 1
     assert 0 < most <= 2 * FETCH_MAX_BYTES
+
+
+@pytest.mark.parametrize("case, batching", [("small batches", {"batch.num.messages": 20}),
+                                            ("one batch over fetch.max.bytes", {})])
+def test_a_paused_partition_does_not_hold_back_the_others(broker, case, batching):
+    """issue 16, memory bound (review): what a paused partition keeps buffered is not held
+    against the bound, so the other partitions go on being fetched (as in Java); and a first
+    batch larger than fetch.max.bytes (KIP-74), once decoded, lets fetching go on (the
+    drain wakes a planner the bound held back). Before: partition 1 stopped at what was
+    buffered when partition 0 was paused."""
+    topic = "fetch-memory-pause-" + str(len(batching))
+    with AdminClient(bootstrap_servers=broker.bootstrap_servers) as admin:
+        admin.create_topics([NewTopic(topic, 2)])
+    producer = ck.Producer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 5, **batching})
+    for i in range(4000):
+        producer.produce(topic, b"x" * 200, partition=i % 2)
+    assert producer.flush(15) == 0
+    p0, p1 = TopicPartition(topic, 0), TopicPartition(topic, 1)
+
+    async def run() -> dict[int, int]:
+        got = {0: 0, 1: 0}
+        async with AIOConsumer(bootstrap_servers=broker.bootstrap_servers, auto_offset_reset="earliest",
+                               fetch_max_wait_ms=100, fetch_max_bytes=20000, max_partition_fetch_bytes=12000,
+                               max_poll_records=10) as consumer:
+            consumer.assign([p0, p1])
+            for record in await consumer.poll(5):
+                got[record.partition] += 1
+            await asyncio.sleep(0.5)  # the fetcher reads ahead for both
+            consumer.pause([p0])
+            deadline = asyncio.get_running_loop().time() + 15
+            while got[1] < 2000 and asyncio.get_running_loop().time() < deadline:
+                for record in await consumer.poll(0.5):
+                    got[record.partition] += 1
+        return got
+
+    got = asyncio.run(run())
+    assert got[1] == 2000
