@@ -35,11 +35,19 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pyarrow as pa
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceArrowWriter,
+    DataSourceReader,
+    DataSourceWriter,
+    InputPartition,
+    WriterCommitMessage,
+)
+from pyspark.sql.types import StructType
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from broker import minibroker_process  # noqa: E402  (bench/broker.py)
-
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from kproto.spark.schema import ARROW_RECORD_FIELDS, RECORDS_TYPE  # noqa: E402
+from tests.support.process import minibroker_process  # noqa: E402  (python -m minibroker, as the tests run it)
 
 RECORDS_ARROW = pa.list_(pa.struct([pa.field(k, v) for k, v in ARROW_RECORD_FIELDS.items()]))
 
@@ -165,23 +173,133 @@ def produce_topic(bootstrap: str, topic: str, n: int) -> None:
         producer.flush()
 
 
-def bench_source(spark, n: int, runs: int) -> float:
+# -- the Spark-only floors: Python data sources of the same shape that do no Kafka work -------
+
+class FloorPartition(InputPartition):
+    """What one floor task yields: ``template`` (Arrow IPC bytes of one batch) cut to ``sizes``."""
+
+    def __init__(self, template: bytes, sizes: list[int]) -> None:
+        self.template = template
+        self.sizes = sizes
+
+
+class FloorReader(DataSourceReader):
+    def __init__(self, partitions: list[FloorPartition]) -> None:
+        self.planned = partitions
+
+    def partitions(self) -> list[FloorPartition]:
+        return self.planned
+
+    def read(self, partition: FloorPartition):
+        template = pa.ipc.open_stream(partition.template).read_next_batch()
+        for size in partition.sizes:
+            yield template.slice(0, size)
+
+
+class FloorWriter(DataSourceArrowWriter):
+    def write(self, iterator) -> WriterCommitMessage:
+        for _ in iterator:
+            pass
+        return WriterCommitMessage()
+
+
+def floor_source(partitions: list[FloorPartition]) -> type:
+    """The ``spark-only`` format: the source's own Arrow batches (the same schema, row counts
+    and bytes, one task per Kafka partition, as format("kproto") made them on the driver),
+    replayed from memory through the same Python data source Arrow path; and a sink that
+    takes the Arrow batches Spark hands it and does nothing with them."""
+
+    class SparkOnly(DataSource):
+        @classmethod
+        def name(cls) -> str:
+            return "spark-only"
+
+        def schema(self) -> StructType:
+            from kproto.spark import kafka_schema
+
+            return kafka_schema()
+
+        def reader(self, schema: StructType) -> DataSourceReader:
+            return FloorReader(partitions)
+
+        def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+            return FloorWriter()
+
+    return SparkOnly
+
+
+def source_batches(bootstrap: str, topic: str) -> list[FloorPartition]:
+    """Read ``topic`` on the driver with the source's own task code (planning, then
+    :func:`~kproto.spark.fetch.read_range` per range): each range's largest batch as the
+    floor's template and every batch's row count."""
+    from kproto.spark.fetch import read_range
+    from kproto.spark.planning import SourceOptions
+    from kproto.spark.source import KafkaBatchReader
+
+    options = SourceOptions.parse({"kafka.bootstrap.servers": bootstrap, "subscribe": topic}, streaming=False)
+    out = []
+    for task in KafkaBatchReader(options).partitions():
+        batches = list(read_range(options, task))
+        biggest = max(batches, key=lambda b: b.num_rows)
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, biggest.schema) as stream:
+            stream.write_batch(biggest)
+        out.append(FloorPartition(sink.getvalue().to_pybytes(), [b.num_rows for b in batches]))
+    return out
+
+
+def run_noop(df) -> None:
+    df.write.format("noop").mode("overwrite").save()
+
+
+def bench_source(spark, bootstrap: str, topic: str, n: int, runs: int) -> dict[str, float]:
+    """format("kproto") and its Spark-only floor, both into the noop sink."""
+    floor = source_batches(bootstrap, topic)
+    spark.dataSource.register(floor_source(floor))
+    print(f"  the source's batches: {sum(len(p.sizes) for p in floor)} over {len(floor)} tasks, "
+          f"{max(max(p.sizes) for p in floor)} rows at most", flush=True)
+    frames = {
+        "kproto": spark.read.format("kproto").option("kafka.bootstrap.servers", bootstrap)
+        .option("subscribe", topic).load(),
+        "spark-only": spark.read.format("spark-only").load(),
+    }
+    rates = {}
+    for name, df in frames.items():
+        assert df.count() == n, name
+        seconds = timed(lambda d=df: run_noop(d), runs)
+        rates[name] = n / statistics.median(seconds)
+        print(f"  source  {name:13} {rates[name] / 1e6:6.2f} M records/s  "
+              f"(runs {', '.join(f'{s:.2f}' for s in seconds)} s)", flush=True)
+    return rates
+
+
+def bench_sink(spark, bootstrap: str, n: int, runs: int) -> dict[str, float]:
+    """df.write.format("kproto") of ``n`` (key, value) rows like the source's, and the
+    floor: the same DataFrame into the spark-only Arrow writer (Spark's share: the scan of
+    the cached rows, their Arrow batches to the Python worker)."""
     from kproto import AdminClient
     from kproto.admin import NewTopic
 
-    with minibroker_process() as bootstrap:
-        with AdminClient(bootstrap_servers=bootstrap) as admin:
-            admin.create_topics([NewTopic("spark-bench", 2, 1)])
-        start = time.perf_counter()
-        produce_topic(bootstrap, "spark-bench", n)
-        print(f"  produced {n} records in {time.perf_counter() - start:.1f} s", flush=True)
-        df = (spark.read.format("kproto").option("kafka.bootstrap.servers", bootstrap)
-              .option("subscribe", "spark-bench").load())
-        assert df.count() == n
-        seconds = timed(lambda: df.write.format("noop").mode("overwrite").save(), runs)
-    rate = n / statistics.median(seconds)
-    print(f"  source  kproto        {rate / 1e6:6.2f} M records/s  (runs {', '.join(f'{s:.2f}' for s in seconds)} s)")
-    return rate
+    with AdminClient(bootstrap_servers=bootstrap) as admin:
+        admin.create_topics([NewTopic("spark-bench-sink", 2, 1)])
+    df = spark.range(n, numPartitions=2).selectExpr(
+        "cast(concat('user-', id % 1000) as binary) as key",
+        "cast(concat('{\"event\":\"click\",\"n\":', id, ',\"pad\":\"', repeat('x', 40), '\"}') as binary) "
+        "as value").cache()
+    assert df.count() == n
+    writes = {
+        "kproto": lambda: df.write.format("kproto").option("kafka.bootstrap.servers", bootstrap)
+        .option("topic", "spark-bench-sink").mode("append").save(),
+        "spark-only": lambda: df.write.format("spark-only").mode("append").save(),
+    }
+    rates = {}
+    for name, write in writes.items():
+        seconds = timed(write, runs)
+        rates[name] = n / statistics.median(seconds)
+        print(f"  sink    {name:13} {rates[name] / 1e6:6.2f} M records/s  "
+              f"(runs {', '.join(f'{s:.2f}' for s in seconds)} s)", flush=True)
+    df.unpersist()
+    return rates
 
 
 def main() -> None:
@@ -194,7 +312,11 @@ def main() -> None:
     parser.add_argument("--arrow-batch-rows", type=int, default=1000,
                         help="spark.sql.execution.arrow.maxRecordsPerBatch, for all three UDFs alike (Spark's "
                              "default, 10000 rows of 100 records, makes million-record Arrow batches)")
+    parser.add_argument("--sink-records", type=int, default=200_000, help="rows written by the sink")
+    parser.add_argument("--only", choices=("decode", "source", "sink"), action="append",
+                        help="run only these parts (repeatable; default all)")
     args = parser.parse_args()
+    parts = set(args.only or ("decode", "source", "sink"))
 
     from pyspark.sql import SparkSession
 
@@ -209,23 +331,47 @@ def main() -> None:
     register(spark)
     try:
         print(f"pyspark {spark.version}, local[2], kproto codec: {codec_backend()}")
-        print(f"decode: {args.records} records, {args.per_row} per raw batch (one batch per row, "
-              f"compression {args.compression}), "
-              f"{args.arrow_batch_rows} rows per Arrow batch, median of {args.runs}")
-        rates = bench_decode(spark, args.records, args.per_row, args.compression, args.runs,
-                             args.arrow_batch_rows)
-        best_peer = max(rates["kafka-python"], rates["aiokafka"])
-        ratio = rates["kproto"] / best_peer
-        for name in ("kafka-python", "aiokafka"):
-            print(f"  kproto / {name}: {rates['kproto'] / rates[name]:.1f}x")
-        print(f"  goal >= 5x the best peer: {ratio:.1f}x {'ok' if ratio >= 5 else 'MISSED'}")
-        floor, kproto_s = 1 / rates["spark-only"], 1 / rates["kproto"]
-        print(f"  Spark's own share of kproto's time: {floor / kproto_s:.0%}; the best ratio any decoder "
-              f"could reach against the best peer (its time / spark-only's): {rates['spark-only'] / best_peer:.1f}x")
-        print(f"source: spark.read.format('kproto'), {args.topic_records} records on minibroker (own process)")
-        bench_source(spark, args.topic_records, args.runs)
+        if "decode" in parts:
+            report_decode(spark, args)
+        if parts & {"source", "sink"}:
+            with minibroker_process("--port", "0") as (_, bootstrap):
+                if "source" in parts:
+                    print(f"source: spark.read.format('kproto'), {args.topic_records} records on minibroker "
+                          f"(own process), two partitions", flush=True)
+                    from kproto import AdminClient
+                    from kproto.admin import NewTopic
+
+                    with AdminClient(bootstrap_servers=bootstrap) as admin:
+                        admin.create_topics([NewTopic("spark-bench", 2, 1)])
+                    start = time.perf_counter()
+                    produce_topic(bootstrap, "spark-bench", args.topic_records)
+                    print(f"  produced {args.topic_records} records in {time.perf_counter() - start:.1f} s")
+                    rates = bench_source(spark, bootstrap, "spark-bench", args.topic_records, args.runs)
+                    ratio = rates["kproto"] / rates["spark-only"]
+                    print(f"  goal >= 0.8x the Spark-only floor: {ratio:.2f}x {'ok' if ratio >= 0.8 else 'MISSED'}")
+                if "sink" in parts:
+                    print(f"sink: df.write.format('kproto'), {args.sink_records} (key, value) rows to minibroker "
+                          f"(own process), two partitions", flush=True)
+                    rates = bench_sink(spark, bootstrap, args.sink_records, args.runs)
+                    print(f"  kproto / spark-only floor: {rates['kproto'] / rates['spark-only']:.2f}x "
+                          "(Spark's Kafka sink is not installed: no peer to run)")
     finally:
         spark.stop()
+
+
+def report_decode(spark, args: argparse.Namespace) -> None:
+    print(f"decode: {args.records} records, {args.per_row} per raw batch (one batch per row, "
+          f"compression {args.compression}), "
+          f"{args.arrow_batch_rows} rows per Arrow batch, median of {args.runs}")
+    rates = bench_decode(spark, args.records, args.per_row, args.compression, args.runs, args.arrow_batch_rows)
+    best_peer = max(rates["kafka-python"], rates["aiokafka"])
+    ratio = rates["kproto"] / best_peer
+    for name in ("kafka-python", "aiokafka"):
+        print(f"  kproto / {name}: {rates['kproto'] / rates[name]:.1f}x")
+    print(f"  goal >= 5x the best peer: {ratio:.1f}x {'ok' if ratio >= 5 else 'MISSED'}")
+    floor, kproto_s = 1 / rates["spark-only"], 1 / rates["kproto"]
+    print(f"  Spark's own share of kproto's time: {floor / kproto_s:.0%}; the best ratio any decoder "
+          f"could reach against the best peer (its time / spark-only's): {rates['spark-only'] / best_peer:.1f}x")
 
 
 if __name__ == "__main__":
