@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 
+import pyarrow as pa
 import pytest
+from pyspark.sql.pandas.types import to_arrow_schema
 
 from kproto import AdminClient, Producer
 from kproto.admin import NewTopic
-from kproto.spark import register
+from kproto.spark import kafka_schema, register
+from kproto.spark.source import KprotoDataSource
 from kproto.structs import TopicPartition
 
 T0 = 1_700_000_000_000
@@ -137,3 +140,36 @@ def test_streaming_reads_every_record_once_in_capped_micro_batches(spark, broker
     got, sizes, end = run(maxOffsetsPerTrigger="50")  # the checkpoint knows where the first run ended
     assert got == more and sizes == [15]
     assert end == {"stream": {"0": 45, "1": 45, "2": 45}}
+
+
+def arrow_rows(batches) -> dict:
+    """Arrow batches of the source's schema, by position as :func:`by_position` gives them."""
+    out = {}
+    for batch in batches:
+        for r in batch.to_pylist():
+            headers = [(h["key"], h["value"]) for h in r["headers"]]
+            out[(r["partition"], r["offset"])] = (r["key"], r["value"], headers,
+                                                  int(r["timestamp"].timestamp() * 1000))
+    return out
+
+
+def test_the_readers_yield_arrow_batches_of_sparks_schema(broker, orders):
+    """issue 16, the source's Arrow path: what a task's read() yields, batch and streaming
+    alike, is pyarrow.RecordBatch (Spark then takes it as is, no per-row tuples) of exactly
+    the schema Spark checks them against, holding every record the producer acknowledged."""
+    source = KprotoDataSource({"kafka.bootstrap.servers": broker.bootstrap_servers, "subscribe": "orders",
+                               "includeHeaders": "true", "startingOffsets": "earliest"})
+    schema = source.schema()
+    want = to_arrow_schema(kafka_schema(True), timezone="UTC")
+    batch_reader = source.reader(schema)
+    batches = [b for p in batch_reader.partitions() for b in batch_reader.read(p)]
+    assert batches and all(isinstance(b, pa.RecordBatch) and b.schema.equals(want) for b in batches)
+    assert arrow_rows(batches) == orders
+    stream = source.streamReader(schema)
+    try:
+        start, end = stream.initialOffset(), stream.latestOffset(stream.initialOffset(), stream.getDefaultReadLimit())
+        batches = [b for p in stream.partitions(start, end) for b in stream.read(p)]
+    finally:
+        stream.stop()
+    assert batches and all(isinstance(b, pa.RecordBatch) and b.schema.equals(want) for b in batches)
+    assert arrow_rows(batches) == orders
