@@ -143,29 +143,41 @@ def udfs() -> dict[str, object]:
     }
 
 
-def timed(action: Callable[[], object], runs: int) -> list[float]:
-    action()  # warm-up: Python workers, JIT, caches
-    seconds = []
+def run_noop(df) -> None:
+    df.write.format("noop").mode("overwrite").save()
+
+
+def timed(actions: dict[str, Callable[[], object]], runs: int, count: int, label: str) -> dict[str, float]:
+    """Rows/s of each action (``count`` rows per run): medians of ``runs`` rounds that run every
+    action once, in turn, after one warm-up round, so that load from outside the benchmark
+    falls on all of them alike; prints each."""
+    for action in actions.values():
+        action()  # warm-up: Python workers, JIT, caches
+    seconds: dict[str, list[float]] = {name: [] for name in actions}
     for _ in range(runs):
-        start = time.perf_counter()
-        action()
-        seconds.append(time.perf_counter() - start)
-    return seconds
+        for name, action in actions.items():
+            start = time.perf_counter()
+            action()
+            seconds[name].append(time.perf_counter() - start)
+    rates = {}
+    for name, times in seconds.items():
+        rates[name] = count / statistics.median(times)
+        print(f"  {label:7} {name:13} {rates[name] / 1e6:6.2f} M records/s  "
+              f"(runs {', '.join(f'{s:.2f}' for s in times)} s)", flush=True)
+    return rates
 
 
 def bench_decode(spark, records: int, per_row: int, codec: str, runs: int) -> dict[str, float]:
     rows = records // per_row
     df = spark.range(rows, numPartitions=4).mapInArrow(raw_batches(per_row, codec), "raw binary").cache()
     assert df.count() == rows
-    rates = {}
+    actions = {}
     for name, udf in udfs().items():
         query = df.select(udf("raw").alias("records"))
         check = query.selectExpr("sum(size(records))").first()[0]
         assert check == rows * per_row, (name, check)
-        seconds = timed(lambda q=query: q.write.format("noop").mode("overwrite").save(), runs)
-        rates[name] = rows * per_row / statistics.median(seconds)
-        print(f"  decode  {name:13} {rates[name] / 1e6:6.2f} M records/s  "
-              f"(runs {', '.join(f'{s:.2f}' for s in seconds)} s)", flush=True)
+        actions[name] = lambda q=query: run_noop(q)
+    rates = timed(actions, runs, rows * per_row, "decode")
     df.unpersist()
     return rates
 
@@ -254,10 +266,6 @@ def source_batches(bootstrap: str, topic: str) -> list[FloorPartition]:
     return out
 
 
-def run_noop(df) -> None:
-    df.write.format("noop").mode("overwrite").save()
-
-
 def bench_source(spark, bootstrap: str, topic: str, n: int, runs: int) -> dict[str, float]:
     """format("kproto") and its Spark-only floor, both into the noop sink."""
     floor = source_batches(bootstrap, topic)
@@ -269,14 +277,9 @@ def bench_source(spark, bootstrap: str, topic: str, n: int, runs: int) -> dict[s
         .option("subscribe", topic).load(),
         "spark-only": spark.read.format("spark-only").load(),
     }
-    rates = {}
     for name, df in frames.items():
         assert df.count() == n, name
-        seconds = timed(lambda d=df: run_noop(d), runs)
-        rates[name] = n / statistics.median(seconds)
-        print(f"  source  {name:13} {rates[name] / 1e6:6.2f} M records/s  "
-              f"(runs {', '.join(f'{s:.2f}' for s in seconds)} s)", flush=True)
-    return rates
+    return timed({name: lambda d=df: run_noop(d) for name, df in frames.items()}, runs, n, "source")
 
 
 def bench_sink(spark, bootstrap: str, n: int, runs: int) -> dict[str, float]:
@@ -298,12 +301,7 @@ def bench_sink(spark, bootstrap: str, n: int, runs: int) -> dict[str, float]:
         .option("topic", "spark-bench-sink").mode("append").save(),
         "spark-only": lambda: df.write.format("spark-only").mode("append").save(),
     }
-    rates = {}
-    for name, write in writes.items():
-        seconds = timed(write, runs)
-        rates[name] = n / statistics.median(seconds)
-        print(f"  sink    {name:13} {rates[name] / 1e6:6.2f} M records/s  "
-              f"(runs {', '.join(f'{s:.2f}' for s in seconds)} s)", flush=True)
+    rates = timed(writes, runs, n, "sink")
     df.unpersist()
     return rates
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import gc
 import json
+import logging
 
 import pyarrow as pa
 import pytest
@@ -11,6 +13,8 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from kproto import AdminClient, Producer
 from kproto.admin import NewTopic
 from kproto.spark import kafka_schema, register
+from kproto.spark.fetch import read_range
+from kproto.spark.planning import OffsetRange, SourceOptions
 from kproto.spark.source import KprotoDataSource
 from kproto.structs import TopicPartition
 
@@ -21,7 +25,7 @@ PARTITIONS = 3
 @pytest.fixture(scope="module", autouse=True)
 def topics(broker):
     with AdminClient(bootstrap_servers=broker.bootstrap_servers) as admin:
-        admin.create_topics([NewTopic(name, PARTITIONS, 1) for name in ("orders", "stream", "trimmed")])
+        admin.create_topics([NewTopic(name, PARTITIONS, 1) for name in ("orders", "stream", "trimmed", "early")])
 
 
 def produce(broker, topic: str, per_partition: int, first: int = 0) -> dict:
@@ -173,3 +177,25 @@ def test_the_readers_yield_arrow_batches_of_sparks_schema(broker, orders):
         stream.stop()
     assert batches and all(isinstance(b, pa.RecordBatch) and b.schema.equals(want) for b in batches)
     assert arrow_rows(batches) == orders
+
+
+def test_a_task_that_spark_stops_early_leaves_no_fetch_behind(broker, caplog):
+    """issue 16, the source's read-ahead: a task sends its next Fetch before handing a batch to
+    Spark; when Spark stops reading there (a LIMIT), closing the task cancels that Fetch and
+    closes the loop: no task destroyed pending nor an exception never retrieved (asyncio logs those)."""
+    for first in range(0, 200, 40):  # a producer each: five batches per partition
+        produce(broker, "early", 40, first)
+    options = SourceOptions.parse({"kafka.bootstrap.servers": broker.bootstrap_servers, "subscribe": "early",
+                                   "kafka.max.partition.fetch.bytes": "1024",
+                                   # the broker holds each Fetch for a second: the next one is
+                                   # still in flight when Spark stops
+                                   "kafka.fetch.min.bytes": "1000000", "kafka.fetch.max.wait.ms": "1000"},
+                            streaming=False)
+    with caplog.at_level(logging.ERROR, logger="asyncio"):
+        batches = read_range(options, OffsetRange("early", 0, 0, 200))
+        first = next(batches)
+        assert 0 < first.num_rows < 200
+        batches.close()
+        del batches
+        gc.collect()
+    assert [r.getMessage() for r in caplog.records if r.name == "asyncio"] == []
