@@ -1,4 +1,5 @@
-"""kproto's Spark pieces, measured on local[2]: the decode UDF against peers, and the source.
+"""kproto's Spark pieces, measured on local[2]: the decode UDF against peers, the source and
+the sink against Spark-only floors.
 
 1. Decode: N records held as raw record batches in a binary column (one producer batch
    of ``--per-row`` records per row, cached in Spark), decoded to
@@ -7,22 +8,36 @@
    (codec -> Arrow buffers), and the same UDF written on kafka-python's and on
    aiokafka's record readers (a Python object per record, then ``pa.array``). Each
    query ends in the ``noop`` sink; rows/s is records decoded per second.
-   Goal (issue 5): kproto >= 5x the best peer.
-   A fourth UDF of the same shape, ``spark-only``, decodes nothing: it returns a
-   precomputed answer of the same size (decoded once on the driver). Its time is what
-   Spark itself spends on such a query (scan, Arrow to and from the Python worker, the
-   JVM's rows), a floor no decoder can go under; ``best peer / spark-only`` is then the
-   highest ratio any decoder could reach against the best peer.
+   Goal (issues 5, 16): kproto >= 5x the best peer.
+   A fourth UDF of the same shape, ``spark-only``, decodes nothing: it returns an answer
+   of the same size decoded once per Python worker. Its time is what Spark itself spends
+   on such a query (scan, Arrow to and from the Python worker, the JVM's rows), a floor
+   no decoder can go under; ``spark-only / best peer`` is then the highest ratio any
+   decoder could reach against the best peer.
 2. Source: rows/s of ``spark.read.format("kproto")`` over an N-record topic (two
-   partitions) on minibroker running in its own process, into the ``noop`` sink.
+   partitions) on minibroker running in its own process, into the ``noop`` sink; and of
+   its floor, the ``spark-only`` format: a Python data source replaying, from memory,
+   the very Arrow batches the source makes (read once on the driver with the source's
+   own task code: the same schema, row counts and tasks). Both go through PySpark's
+   Arrow path for Python data sources, so the difference is the Kafka work (fetch,
+   decode, the broker). spark.range would be no floor: it never enters Python.
+   Goal (issue 16): kproto >= 0.8x the floor.
+3. Sink: rows/s of ``df.write.format("kproto")`` of a cached DataFrame of (key, value)
+   rows like the source's, with Kafka's default producer batches and with bigger ones;
+   the floor is the ``spark-only`` Arrow writer, which takes the same Arrow batches and
+   drops them. (Spark's own Kafka sink is a jar that PyPI's pyspark does not ship.)
 
-Every figure is the median of ``--runs`` timed runs after one warm-up run. Arrow batches
-hold ``--arrow-batch-rows`` rows (``spark.sql.execution.arrow.maxRecordsPerBatch``) for
-every UDF alike: Spark's default of 10,000 rows makes batches of a million records here,
-which slows all three.
+Each figure is the median of ``--runs`` rounds after one warm-up round; a round runs
+every compared query once, in turn, so that load from elsewhere on the machine falls
+on all of them alike. Beside each rate: the CPU seconds that the benchmark's process
+tree (driver, Spark's JVM and Python workers, the broker) spent per million rows.
+Arrow batches hold ``--arrow-batch-rows`` rows
+(``spark.sql.execution.arrow.maxRecordsPerBatch``) for every UDF alike: Spark's default
+of 10,000 rows makes batches of a million records here, which slows all three.
 
 Usage: ``python bench/spark.py [--records 2000000] [--per-row 100] [--compression none]
-[--topic-records 1000000] [--runs 3] [--arrow-batch-rows 1000]``.
+[--topic-records 1000000] [--sink-records 200000] [--runs 3] [--arrow-batch-rows 1000]
+[--only decode|source|sink ...]``.
 """
 
 from __future__ import annotations
