@@ -6,7 +6,11 @@ between tasks) and an event loop it drives itself, so the generator Spark iterat
 needs no thread. Each Fetch response's records go through
 :func:`~kproto.records.decode_columnar` straight into Arrow; records outside the
 range are sliced off (a fetch returns whole batches, so the first may start before the
-range and the last may run past it).
+range and the last may run past it). Spark takes these ``pyarrow.RecordBatch`` objects
+as they are (the Arrow path of Python data sources): no record becomes a Python object.
+Before handing a batch to Spark the task sends its next Fetch, so that the broker reads
+the following records while Spark takes this batch in; closing the generator early (a
+LIMIT) cancels that Fetch.
 
 Theory of operation, per Fetch (the request, its error actions and the read_committed
 filter are :mod:`kproto.io.fetch`'s, shared with the consumer):
