@@ -12,6 +12,9 @@ and idempotence by default (Kafka's defaults, so a retried batch is not written 
 by the broker), murmur2 partitioning of keys as the Java client does (the same key
 lands in the same partition whoever writes it), sticky partitions for null keys. The
 task ends when every record is acknowledged, and fails with the first delivery error.
+The writers are Arrow writers: Spark hands a task ``pyarrow.RecordBatch`` objects, whose
+columns become Python lists once per batch on their way into the producer (no ``Row``
+per row), and deliveries are checked once per producer batch.
 
 Semantics are at-least-once, as with Spark's Kafka sink: a task or micro-batch that
 Spark retries sends its rows again, and :meth:`abort` cannot take back what a failed
