@@ -184,11 +184,10 @@ def _counts_if_one_v2_each(data: memoryview, starts: np.ndarray, ends: np.ndarra
         return None
     buf = np.frombuffer(data, np.uint8)
 
-    def int32_at(pos: int) -> np.ndarray:
-        b = buf[starts[:, None] + np.arange(pos, pos + 4)].astype(np.int64)
-        return (b[:, 0] << 24 | b[:, 1] << 16 | b[:, 2] << 8 | b[:, 3]).astype(np.int32)
+    def int32_at(pos: int) -> np.ndarray:  # each row's big-endian int32 at ``pos``
+        return buf[starts[:, None] + np.arange(pos, pos + 4)].view(">i4").ravel().astype(np.int64)
 
-    if not ((int32_at(8).astype(np.int64) + 12 == lengths).all() and (buf[starts + 16] == 2).all()):
+    if not ((int32_at(8) + 12 == lengths).all() and (buf[starts + 16] == 2).all()):
         return None
     records = int32_at(57)
     if (records < 0).any():
