@@ -24,7 +24,7 @@ import numpy as np
 import pyarrow as pa
 
 from kproto.arrow import ARROW_RECORD_FIELDS, record_struct
-from kproto.codec import Columns, decode_columnar, read_batch_header
+from kproto.codec import BATCH_HEADER_SIZE, Columns, decode_columnar, read_batch_header
 from kproto.errors import CorruptRecordError, KafkaError
 
 __all__ = ["DecodeMode", "decode_record_sets"]
@@ -124,6 +124,38 @@ def _stitch(parts: Sequence[Columns]) -> Columns:
 
 # -- the UDF's work: one record set per row ----------------------------------------------------
 
+def _counts_if_one_v2_each(data: memoryview, starts: np.ndarray, ends: np.ndarray, valid: np.ndarray) -> np.ndarray | None:
+    """Records per row, read from the batch headers with numpy, if every valid row is
+    exactly one magic-2 batch or empty (the usual blob: one producer batch per row); else
+    None. The per-row reading of :func:`_counts_if_whole_v2` costs about a microsecond a
+    row, more than decoding a row of a few records.
+
+    The fields are those :func:`~kproto.codec.read_batch_header` reads (v2 layout, KIP-98):
+    batchLength (int32 at 8) + 12 must be the row's length, magic (8) at 16 must be 2, the
+    attributes' control bit (0x20 at 22) makes the count 0, recordsCount is the int32 at 57.
+    The codec's decode checks the rest, and its record count must then agree.
+    """
+    if not (ends[~valid] == starts[~valid]).all():
+        return None  # a null spanning bytes
+    rows = valid & (ends > starts)  # an empty row holds no batch and no record
+    starts, lengths = starts[rows], ends[rows] - starts[rows]
+    if (lengths < BATCH_HEADER_SIZE).any():
+        return None
+    buf = np.frombuffer(data, np.uint8)
+
+    def int32_at(pos: int) -> np.ndarray:  # each row's big-endian int32 at ``pos``
+        return buf[starts[:, None] + np.arange(pos, pos + 4)].view(">i4").ravel().astype(np.int64)
+
+    if not ((int32_at(8) + 12 == lengths).all() and (buf[starts + 16] == 2).all()):
+        return None
+    records = int32_at(57)
+    if (records < 0).any():
+        return None
+    counts = np.zeros(len(valid), np.int64)
+    counts[rows] = np.where(buf[starts + 22] & 0x20, 0, records)
+    return counts
+
+
 def _counts_if_whole_v2(data: memoryview, row_offsets: list[int], valid: np.ndarray) -> np.ndarray | None:
     """Records per row, read from the batch headers, if every row is whole magic-2 batches.
 
@@ -183,11 +215,14 @@ def decode_record_sets(raw: pa.Array, mode: str = DecodeMode.FAILFAST, check_crc
     if pa.types.is_large_binary(raw.type):
         raw = raw.cast(pa.binary())
     valid = np.ones(n, bool) if raw.null_count == 0 else raw.is_valid().to_numpy(zero_copy_only=False).copy()
-    row_offsets = np.frombuffer(raw.buffers()[1], np.int32, n + 1, raw.offset * 4).tolist() if n else [0]
+    row_ends = np.frombuffer(raw.buffers()[1], np.int32, n + 1, raw.offset * 4) if n else np.zeros(1, np.int32)
+    row_offsets = row_ends.tolist()
     data = memoryview(raw.buffers()[2] or b"")
     permissive = DecodeMode.check(mode) == DecodeMode.PERMISSIVE
     errors = pa.nulls(n, pa.string()) if permissive else None
-    counts = _counts_if_whole_v2(data, row_offsets, valid)
+    counts = _counts_if_one_v2_each(data, row_ends[:-1], row_ends[1:], valid)
+    if counts is None:
+        counts = _counts_if_whole_v2(data, row_offsets, valid)
     if counts is not None:
         try:
             cols = decode_columnar(data[row_offsets[0]:row_offsets[n]], 0, check_crc)

@@ -6,7 +6,11 @@ between tasks) and an event loop it drives itself, so the generator Spark iterat
 needs no thread. Each Fetch response's records go through
 :func:`~kproto.records.decode_columnar` straight into Arrow; records outside the
 range are sliced off (a fetch returns whole batches, so the first may start before the
-range and the last may run past it).
+range and the last may run past it). Spark takes these ``pyarrow.RecordBatch`` objects
+as they are (the Arrow path of Python data sources): no record becomes a Python object.
+Before handing a batch to Spark the task sends its next Fetch, so that the broker reads
+the following records while Spark takes this batch in; closing the generator early (a
+LIMIT) cancels that Fetch.
 
 Theory of operation, per Fetch (the request, its error actions and the read_committed
 filter are :mod:`kproto.io.fetch`'s, shared with the consumer):
@@ -151,19 +155,31 @@ class _RangeReader:
     def batches(self, loop: asyncio.AbstractEventLoop) -> Iterator[pa.RecordBatch]:
         timeout = self.options.poll_timeout_ms / 1000
         last_progress = time.monotonic()
-        while self.position < self.task.end:
-            before = self.position
-            data = loop.run_until_complete(self.fetch())
-            batch = None if data is None else self.take(data)
-            if batch is not None and batch.num_rows:
-                yield batch
-            if self.position > before:
-                last_progress = time.monotonic()
-            elif time.monotonic() - last_progress > timeout:
-                raise KafkaTimeoutError(
-                    f"no records of {self.task.topic}-{self.task.partition} from offset {self.position} in "
-                    f"{timeout:g} s (kafkaConsumer.pollTimeoutMs); {self.task.end} was planned"
-                    + (f"; last error: {self.last_error}" if self.last_error else "")) from self.last_error
+        ahead: asyncio.Task | None = None  # the next Fetch, sent before a batch is handed over
+        try:
+            while self.position < self.task.end:
+                before = self.position
+                data = loop.run_until_complete(self.fetch() if ahead is None else ahead)
+                ahead = None
+                batch = None if data is None else self.take(data)
+                if self.position > before:
+                    last_progress = time.monotonic()
+                elif time.monotonic() - last_progress > timeout:
+                    raise KafkaTimeoutError(
+                        f"no records of {self.task.topic}-{self.task.partition} from offset {self.position} in "
+                        f"{timeout:g} s (kafkaConsumer.pollTimeoutMs); {self.task.end} was planned"
+                        + (f"; last error: {self.last_error}" if self.last_error else "")) from self.last_error
+                if batch is not None and batch.num_rows:
+                    if self.position < self.task.end:
+                        # Ask for what follows before Spark takes this batch: the broker reads
+                        # it meanwhile. One loop step writes the request (the task then waits).
+                        ahead = loop.create_task(self.fetch())
+                        loop.run_until_complete(asyncio.sleep(0))
+                    yield batch
+        finally:
+            if ahead is not None:  # Spark stopped reading early (a limit), or the task failed
+                ahead.cancel()
+                loop.run_until_complete(asyncio.gather(ahead, return_exceptions=True))
 
 
 def read_range(options: SourceOptions, task: OffsetRange) -> Iterator[pa.RecordBatch]:

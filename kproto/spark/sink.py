@@ -12,6 +12,9 @@ and idempotence by default (Kafka's defaults, so a retried batch is not written 
 by the broker), murmur2 partitioning of keys as the Java client does (the same key
 lands in the same partition whoever writes it), sticky partitions for null keys. The
 task ends when every record is acknowledged, and fails with the first delivery error.
+The writers are Arrow writers: Spark hands a task ``pyarrow.RecordBatch`` objects, whose
+columns become Python lists once per batch on their way into the producer (no ``Row``
+per row), and deliveries are checked once per producer batch.
 
 Semantics are at-least-once, as with Spark's Kafka sink: a task or micro-batch that
 Spark retries sends its rows again, and :meth:`abort` cannot take back what a failed
@@ -21,9 +24,12 @@ job already wrote.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from itertools import repeat
+from operator import attrgetter
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql.datasource import (
@@ -35,6 +41,7 @@ from pyspark.sql.types import BinaryType, DataType, IntegerType, StringType, Str
 
 from kproto.config import ClientConfig
 from kproto.producer import Producer
+from kproto.producer.futures import BatchResult, RecordFuture
 from kproto.spark.options import get, kafka_options
 from kproto.spark.schema import HEADERS_TYPE
 
@@ -102,34 +109,76 @@ def _as_bytes(column: pa.Array) -> list[bytes | None]:
     return column.to_pylist()
 
 
+def _header_lists(column: pa.ListArray) -> list[list[tuple[str, bytes | None]] | None]:
+    """Each row's headers as the producer takes them, ``[(key, value), ...]`` (None for a null row).
+
+    The (key, value) pairs are made from the flattened child arrays in one pass, and each
+    row's list is a slice of them: no dict per header, as ``to_pylist`` would make.
+    """
+    entries = column.flatten()  # honours the array's offset and skips null rows' entries
+    pairs = list(zip(entries.field("key").to_pylist(), entries.field("value").to_pylist()))
+    sizes = pc.fill_null(pc.list_value_length(column), 0).to_numpy()
+    starts = np.concatenate(([0], np.cumsum(sizes))).tolist()
+    lists: list = [pairs[a:b] for a, b in zip(starts, starts[1:])]
+    if column.null_count:
+        for i in np.flatnonzero(column.is_null().to_numpy(zero_copy_only=False)).tolist():
+            lists[i] = None
+    return lists
+
+
+def _send_batch(send: Callable[..., RecordFuture], options: SinkOptions, batch: pa.RecordBatch) -> list[RecordFuture]:
+    """Send one Arrow batch's rows; their futures, in row order.
+
+    The columns become Python lists once per batch (the codec's BatchBuilder takes bytes),
+    and the rows go to ``send`` through ``map``, so there is no Python statement per row
+    when the batch has no ``partition`` or ``headers`` column. A columnar encode of whole
+    Arrow columns into record batches (issue 16, the codec's part) would replace this
+    function: the producer's Appender still has to pick each row's partition, then the
+    rows of each partition would be encoded straight from the Arrow buffers.
+    """
+    n = batch.num_rows
+    cols = options.columns
+    values = _as_bytes(batch.column("value"))
+    keys = _as_bytes(batch.column("key")) if "key" in cols else repeat(None, n)
+    if options.topic is not None:
+        topics: Iterable[str] = repeat(options.topic, n)
+    else:
+        topic = batch.column("topic")
+        if topic.null_count:
+            raise ValueError("a row has a null topic: give every row a topic, or set the topic option")
+        topics = topic.to_pylist()
+    if "partition" not in cols and "headers" not in cols:
+        return list(map(send, topics, values, keys))
+    partitions = batch.column("partition").to_pylist() if "partition" in cols else repeat(None, n)
+    headers = _header_lists(batch.column("headers")) if "headers" in cols else repeat(None, n)
+    return [send(t, v, k, partition=p, headers=h) for t, v, k, p, h in zip(topics, values, keys, partitions, headers)]
+
+
 def write_batches(options: SinkOptions, batches: Iterator[pa.RecordBatch]) -> WriteReport:
     """Send every row of ``batches``; return when all are acknowledged.
+
+    Records are settled per producer batch (a batch is written or fails as a whole), so
+    the task keeps one future per producer batch, with its record count, not one per row.
 
     Raises:
         ValueError: a row with a null topic and no topic option.
         KafkaError: the first delivery failure (the other records may have been written).
     """
-    counts: Counter[tuple[str, int]] = Counter()
+    # A RecordFuture's _batch is its producer batch's BatchResult (kproto.producer.futures):
+    # futures of one batch settle together, so one of them stands for all.
+    batch_of = attrgetter("_batch")
+    records: Counter[BatchResult] = Counter()
+    stand_in: dict[BatchResult, RecordFuture] = {}
     with Producer(options.kafka) as producer:
-        pending = []
         for batch in batches:
-            n = batch.num_rows
-            cols = options.columns
-            values = _as_bytes(batch.column("value"))
-            keys = _as_bytes(batch.column("key")) if "key" in cols else [None] * n
-            partitions = batch.column("partition").to_pylist() if "partition" in cols else [None] * n
-            headers = batch.column("headers").to_pylist() if "headers" in cols else [None] * n
-            topics = [options.topic] * n if options.topic is not None else batch.column("topic").to_pylist()
-            send = producer.send
-            for topic, key, value, partition, header in zip(topics, keys, values, partitions, headers):
-                if topic is None:
-                    raise ValueError("a row has a null topic: give every row a topic, or set the topic option")
-                pending.append(send(topic, value, key, partition=partition,
-                                    headers=None if header is None else [(h["key"], h["value"]) for h in header]))
+            futures = _send_batch(producer.send, options, batch)
+            records.update(map(batch_of, futures))
+            stand_in.update(zip(map(batch_of, futures), futures))
         producer.flush()
-        for future in pending:
-            meta = future.result()  # raises the record's delivery error
-            counts[(meta.topic, meta.partition)] += 1
+        counts: Counter[tuple[str, int]] = Counter()
+        for result, n in records.items():
+            meta = stand_in[result].result()  # raises the batch's delivery error
+            counts[(meta.topic, meta.partition)] += n
     return WriteReport(dict(counts))
 
 

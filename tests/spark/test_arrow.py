@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pyarrow as pa
 import pytest
 
 from kproto.errors import CorruptRecordError
-from kproto.spark.arrow import decode_record_sets
+from kproto.records import ControlType, build_control_batch
+from kproto.spark.arrow import _counts_if_one_v2_each, _counts_if_whole_v2, decode_record_sets
 from kproto.spark.schema import ARROW_RECORD_FIELDS
 from tests.spark.records import CODECS, expected, kafka_python_batch, kproto_batch, sample_records
 
@@ -88,3 +90,29 @@ def test_an_unknown_mode_is_refused():
     with pytest.raises(ValueError, match="FAILFAST or PERMISSIVE"):
         from kproto.spark import decode_udf
         decode_udf("DROPMALFORMED")
+
+
+@pytest.mark.parametrize("codec", CODECS)
+def test_rows_of_one_v2_batch_each_count_as_the_batch_headers_say(codec):
+    """issue 16, the decode UDF: rows of exactly one v2 batch (or empty, or null) are counted
+    from their headers with numpy in one pass; a transaction marker counts no record, and
+    the lists are those of the per-row header walk (rows of two batches take that walk)."""
+    marker = build_control_batch(ControlType.COMMIT, producer_id=7, producer_epoch=0, timestamp=1_700_000_000_000,
+                                 base_offset=99)
+    one_each = [kproto_batch(sample_records(n, n), codec, base_offset=10 * n) for n in (1, 9, 40)]
+    raws = [one_each[0], marker, None, b"", one_each[1], kafka_python_batch(sample_records(3), codec), one_each[2]]
+    arrow = rows_of(*raws)
+    buffers = arrow.buffers()
+    ends = np.frombuffer(buffers[1], np.int32, len(arrow) + 1)
+    valid = np.array([r is not None for r in raws])
+    counts = _counts_if_one_v2_each(memoryview(buffers[2]), ends[:-1], ends[1:], valid)
+    assert counts.tolist() == [1, 0, 0, 0, 9, 3, 40]
+    assert counts.tolist() == _counts_if_whole_v2(memoryview(buffers[2]), ends.tolist(), valid).tolist()
+    lists, _ = decode_record_sets(arrow)
+    lists.validate(full=True)
+    assert as_ms(lists.to_pylist()) == [expected(one_each[0]), [], None, [], expected(one_each[1]),
+                                        expected(raws[5]), expected(one_each[2])]
+    two = rows_of(one_each[0] + one_each[1], one_each[2])
+    two_ends = np.frombuffer(two.buffers()[1], np.int32, 3)
+    assert _counts_if_one_v2_each(memoryview(two.buffers()[2]), two_ends[:-1], two_ends[1:], np.ones(2, bool)) is None
+    assert as_ms(decode_record_sets(two)[0].to_pylist()) == [expected(one_each[0] + one_each[1]), expected(one_each[2])]

@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import gc
 import json
+import logging
 
+import pyarrow as pa
 import pytest
+from pyspark.sql.pandas.types import to_arrow_schema
 
 from kproto import AdminClient, Producer
 from kproto.admin import NewTopic
-from kproto.spark import register
+from kproto.spark import kafka_schema, register
+from kproto.spark.fetch import read_range
+from kproto.spark.planning import OffsetRange, SourceOptions
+from kproto.spark.source import KprotoDataSource
 from kproto.structs import TopicPartition
 
 T0 = 1_700_000_000_000
@@ -18,7 +25,7 @@ PARTITIONS = 3
 @pytest.fixture(scope="module", autouse=True)
 def topics(broker):
     with AdminClient(bootstrap_servers=broker.bootstrap_servers) as admin:
-        admin.create_topics([NewTopic(name, PARTITIONS, 1) for name in ("orders", "stream", "trimmed")])
+        admin.create_topics([NewTopic(name, PARTITIONS, 1) for name in ("orders", "stream", "trimmed", "early")])
 
 
 def produce(broker, topic: str, per_partition: int, first: int = 0) -> dict:
@@ -137,3 +144,58 @@ def test_streaming_reads_every_record_once_in_capped_micro_batches(spark, broker
     got, sizes, end = run(maxOffsetsPerTrigger="50")  # the checkpoint knows where the first run ended
     assert got == more and sizes == [15]
     assert end == {"stream": {"0": 45, "1": 45, "2": 45}}
+
+
+def arrow_rows(batches) -> dict:
+    """Arrow batches of the source's schema, by position as :func:`by_position` gives them."""
+    out = {}
+    for batch in batches:
+        for r in batch.to_pylist():
+            headers = [(h["key"], h["value"]) for h in r["headers"]]
+            out[(r["partition"], r["offset"])] = (r["key"], r["value"], headers,
+                                                  int(r["timestamp"].timestamp() * 1000))
+    return out
+
+
+def test_the_readers_yield_arrow_batches_of_sparks_schema(broker, orders):
+    """issue 16, the source's Arrow path: what a task's read() yields, batch and streaming
+    alike, is pyarrow.RecordBatch (Spark then takes it as is, no per-row tuples) of exactly
+    the schema Spark checks them against, holding every record the producer acknowledged."""
+    source = KprotoDataSource({"kafka.bootstrap.servers": broker.bootstrap_servers, "subscribe": "orders",
+                               "includeHeaders": "true", "startingOffsets": "earliest"})
+    schema = source.schema()
+    want = to_arrow_schema(kafka_schema(True), timezone="UTC")
+    batch_reader = source.reader(schema)
+    batches = [b for p in batch_reader.partitions() for b in batch_reader.read(p)]
+    assert batches and all(isinstance(b, pa.RecordBatch) and b.schema.equals(want) for b in batches)
+    assert arrow_rows(batches) == orders
+    stream = source.streamReader(schema)
+    try:
+        start, end = stream.initialOffset(), stream.latestOffset(stream.initialOffset(), stream.getDefaultReadLimit())
+        batches = [b for p in stream.partitions(start, end) for b in stream.read(p)]
+    finally:
+        stream.stop()
+    assert batches and all(isinstance(b, pa.RecordBatch) and b.schema.equals(want) for b in batches)
+    assert arrow_rows(batches) == orders
+
+
+def test_a_task_that_spark_stops_early_leaves_no_fetch_behind(broker, caplog):
+    """issue 16, the source's read-ahead: a task sends its next Fetch before handing a batch to
+    Spark; when Spark stops reading there (a LIMIT), closing the task cancels that Fetch and
+    closes the loop: no task destroyed pending nor an exception never retrieved (asyncio logs those)."""
+    for first in range(0, 200, 40):  # a producer each: five batches per partition
+        produce(broker, "early", 40, first)
+    options = SourceOptions.parse({"kafka.bootstrap.servers": broker.bootstrap_servers, "subscribe": "early",
+                                   "kafka.max.partition.fetch.bytes": "1024",
+                                   # the broker holds each Fetch for a second: the next one is
+                                   # still in flight when Spark stops
+                                   "kafka.fetch.min.bytes": "1000000", "kafka.fetch.max.wait.ms": "1000"},
+                            streaming=False)
+    with caplog.at_level(logging.ERROR, logger="asyncio"):
+        batches = read_range(options, OffsetRange("early", 0, 0, 200))
+        first = next(batches)
+        assert 0 < first.num_rows < 200
+        batches.close()
+        del batches
+        gc.collect()
+    assert [r.getMessage() for r in caplog.records if r.name == "asyncio"] == []
