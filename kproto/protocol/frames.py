@@ -469,15 +469,17 @@ class FrameReader:
     def get_buffer(self, sizehint: int = -1) -> memoryview:
         """A writable buffer for the next received bytes (:meth:`asyncio.BufferedProtocol.get_buffer`):
         the unfilled part of the frame being read into its own buffer, else free room in
-        the scratch buffer. Say how much was written with :meth:`buffer_updated` before
-        asking again; the buffer must not be used after that.
+        the scratch buffer. Say how much was written with :meth:`buffer_updated`; the
+        buffer must not be used after that, nor after another call (which means that
+        nothing was written in the previous one).
 
         Raises:
             ProtocolError: the frame at the head has a negative or oversized size.
-            RuntimeError: the previous buffer was not returned, or the stream ended.
+            RuntimeError: the stream ended.
         """
-        if self._lent is not None:
-            raise RuntimeError("get_buffer() again before buffer_updated()")
+        if self._lent is not None:  # nothing was written in it (asyncio's TLS may do that)
+            self._lent.release()
+            self._lent = None
         if self._eof:
             raise RuntimeError("received data after end of stream")
         self._keep = self._SCRATCH
