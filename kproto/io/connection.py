@@ -6,9 +6,16 @@ version, as KIP-511 intends). From then on :meth:`Connection.request` picks, for
 API, the highest version both sides support within the caller's bounds (and within
 the versions kproto's clients send, :mod:`kproto.io.versions`), writes the
 frame at once (requests are pipelined: many may be in flight) and awaits the response,
-which one reader task matches by correlation id. A broker answers a connection's
+which the reading side matches by correlation id. A broker answers a connection's
 requests in order, so an out-of-order or unknown correlation id means the stream is
 broken: the connection fails every pending request and closes.
+
+Reading. The connection is an :class:`asyncio.BufferedProtocol` whose buffers are its
+:class:`~kproto.protocol.FrameReader`'s: the transport reads (``recv_into``; with TLS,
+asyncio's SSL transport decrypts) straight into them, small responses many at a time into
+a scratch buffer copied out once each, a large one (a Fetch) into a buffer of its own that
+becomes the frame the decoder reads, without a copy. No ``StreamReader`` sits in between;
+writing is an :class:`asyncio.StreamWriter`'s, as before.
 
 Quotas (KIP-219): a broker that throttles a client answers at once with
 ``throttle_time_ms`` > 0 and expects nothing more on that connection until the time

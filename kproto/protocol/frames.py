@@ -457,7 +457,7 @@ class FrameReader:
             self._filled += take
             if take == len(data):
                 return
-            data = memoryview(data)[take:]
+            data = data[take:]  # (mixing both ways is rare: the copy of one read's rest will do)
         buf, end = self._buf, self._end
         if end + len(data) <= len(buf):  # room left by get_buffer
             buf[end : end + len(data)] = data
