@@ -390,3 +390,28 @@ def test_get_buffer_reads_a_large_frame_into_the_frame_itself():
     assert len(got) == 1 and got[0] == wire[4:] and type(got[0]) is bytes
     assert reader.buffered == 0
     assert peak < 1.5 * size
+
+
+def test_frame_reader_mixed_feeding_and_misuse() -> None:
+    """issue 16: receive_data after get_buffer fills the frame under way first, then the
+    scratch's free room; an unused buffer may be asked for again (asyncio's TLS does that:
+    a read that decrypted nothing); buffer_updated without a buffer, or with more than it
+    holds, is our misuse."""
+    reader = FrameReader()
+    reader.DIRECT_SIZE = 16
+    stream = frame(b"x" * 40) + frame(b"ab") + frame(b"y" * 20)
+    _feed(reader, stream[:10], got := [])
+    reader.get_buffer(-1)  # the first frame moves to its own buffer
+    reader.buffer_updated(0)
+    assert (reader.pending_size, reader.buffered) == (40, 10)
+    reader.receive_data(stream[10:50])  # the rest of the first frame, into it, and some of the second
+    assert reader.next_frame() == b"x" * 40
+    buf = reader.get_buffer(-1)
+    assert reader.get_buffer(-1) is not buf  # the first one was not used: given up
+    reader.receive_data(stream[50:])  # into the scratch's free room
+    assert [reader.next_frame(), reader.next_frame(), reader.next_frame()] == [b"ab", b"y" * 20, None]
+    with pytest.raises(RuntimeError, match="without get_buffer"):
+        FrameReader().buffer_updated(1)
+    small = FrameReader()
+    with pytest.raises(RuntimeError, match="with a buffer of"):
+        small.buffer_updated(len(small.get_buffer(-1)) + 1)
