@@ -400,7 +400,7 @@ def test_frame_reader_mixed_feeding_and_misuse() -> None:
     reader = FrameReader()
     reader.DIRECT_SIZE = 16
     stream = frame(b"x" * 40) + frame(b"ab") + frame(b"y" * 20)
-    _feed(reader, stream[:10], got := [])
+    _feed(reader, stream[:10], [])
     reader.get_buffer(-1)  # the first frame moves to its own buffer
     reader.buffer_updated(0)
     assert (reader.pending_size, reader.buffered) == (40, 10)
