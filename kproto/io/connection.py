@@ -577,7 +577,7 @@ class Connection:
         if not self._closed:
             try:
                 return self._frames.get_buffer()
-            except ProtocolError as exc:  # next_frame refuses it first; kept for safety
+            except Exception as exc:  # (next_frame refuses a bad size first) not the transport's to log
                 self._read_failed(exc)
         return memoryview(bytearray(FrameReader.DIRECT_SIZE))  # closed: what still arrives is dropped
 
@@ -585,8 +585,8 @@ class Connection:
         frames = self._frames
         if self._closed:
             return
-        frames.buffer_updated(nbytes)
         try:
+            frames.buffer_updated(nbytes)
             if self._first_bytes and (size := frames.pending_size) is not None:
                 self._first_bytes = False
                 # a TLS record (alert 0x15 or handshake 0x16, version 3.x) where a size prefix belongs
