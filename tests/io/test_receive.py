@@ -111,7 +111,7 @@ def test_an_8_mib_response_costs_about_8_mib_to_receive():
 
         response, peak = asyncio.run(run())
     assert records_of(response) == records
-    assert peak < 1.5 * len(records)
+    assert peak < 1.5 * len(records), peak
 
 
 @pytest.mark.parametrize("size", [100, 70_000, 3 << 20])
