@@ -6,9 +6,16 @@ version, as KIP-511 intends). From then on :meth:`Connection.request` picks, for
 API, the highest version both sides support within the caller's bounds (and within
 the versions kproto's clients send, :mod:`kproto.io.versions`), writes the
 frame at once (requests are pipelined: many may be in flight) and awaits the response,
-which one reader task matches by correlation id. A broker answers a connection's
+which the reading side matches by correlation id. A broker answers a connection's
 requests in order, so an out-of-order or unknown correlation id means the stream is
 broken: the connection fails every pending request and closes.
+
+Reading. The connection is an :class:`asyncio.BufferedProtocol` whose buffers are its
+:class:`~kproto.protocol.FrameReader`'s: the transport reads (``recv_into``; with TLS,
+asyncio's SSL transport decrypts) straight into them, small responses many at a time into
+a scratch buffer copied out once each, a large one (a Fetch) into a buffer of its own that
+becomes the frame the decoder reads, without a copy. No ``StreamReader`` sits in between;
+writing is an :class:`asyncio.StreamWriter`'s, as before.
 
 Quotas (KIP-219): a broker that throttles a client answers at once with
 ``throttle_time_ms`` > 0 and expects nothing more on that connection until the time
@@ -169,7 +176,6 @@ class Connection:
         self._buffers = (send_buffer_bytes, receive_buffer_bytes)
         self._frames = FrameReader(max_frame_size=max_frame_size)
         self._writer: asyncio.StreamWriter | None = None
-        self._reader_task: asyncio.Task | None = None
         self._pending: deque[tuple[int, int, int, asyncio.Future]] = deque()  # (correlation id, key, version, future)
         self._next_correlation_id = 0
         self._closed = False
@@ -225,10 +231,12 @@ class Connection:
         """
         deadline = time.monotonic() + self.connect_timeout
         what = "connecting to" if self._ssl is None else "connecting and the TLS handshake with"
+        loop = asyncio.get_running_loop()
+        stream = _Stream(self, loop)
         try:
-            reader, writer = await asyncio.wait_for(asyncio.open_connection(
-                self.host, self.port, ssl=self._ssl, server_hostname=self.host if self._ssl is not None else None),
-                self.connect_timeout)
+            transport, _ = await asyncio.wait_for(loop.create_connection(
+                lambda: stream, self.host, self.port, ssl=self._ssl,
+                server_hostname=self.host if self._ssl is not None else None), self.connect_timeout)
         except asyncio.TimeoutError:
             raise KafkaTimeoutError(f"{what} {self.host}:{self.port} took over {self.connect_timeout:g} s") from None
         except ssl.SSLCertVerificationError as exc:
@@ -246,14 +254,13 @@ class Connection:
                     f"({str(exc) or type(exc).__name__}); is the listener PLAINTEXT? (security.protocol says TLS)"
                 ) from None
             raise KafkaConnectionError(f"cannot connect to {self.host}:{self.port}: {exc}") from exc
-        self._writer = writer
+        self._writer = writer = asyncio.StreamWriter(transport, stream, None, loop)
         sock = writer.get_extra_info("socket")
-        if sock is not None:
+        if sock is not None and not transport.is_closing():  # a peer may have closed at once
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # requests are small and latency-bound
             for option, size in zip((socket.SO_SNDBUF, socket.SO_RCVBUF), self._buffers):
                 if size > 0:
                     sock.setsockopt(socket.SOL_SOCKET, option, size)
-        self._reader_task = asyncio.get_running_loop().create_task(self._read_loop(reader))
         step = "ApiVersions"
         try:
             await asyncio.wait_for(self._negotiate(), max(deadline - time.monotonic(), 0))
@@ -429,9 +436,6 @@ class Connection:
         Also the clean-up of a connection that failed (or closed itself when idle).
         """
         self._fail(ClientClosedError(f"connection to {self.host}:{self.port} closed"))
-        if self._reader_task is not None and self._reader_task is not asyncio.current_task():
-            self._reader_task.cancel()
-            await asyncio.gather(self._reader_task, return_exceptions=True)
         if self._writer is not None:
             self._writer.close()
             closed = asyncio.ensure_future(self._writer.wait_closed())
@@ -571,34 +575,62 @@ class Connection:
 
     # -- the reader -----------------------------------------------------------------------
 
-    async def _read_loop(self, reader: asyncio.StreamReader) -> None:
+    # Called by _Stream, the connection's asyncio protocol: the transport reads (or TLS
+    # decrypts) straight into the buffers the FrameReader hands out, so a response's bytes
+    # are copied once at most (a large one not at all) on their way to the decoder.
+
+    def _get_buffer(self) -> memoryview:
+        if not self._closed:
+            try:
+                return self._frames.get_buffer()
+            except Exception as exc:  # (next_frame refuses a bad size first) not the transport's to log
+                self._read_failed(exc)
+        return memoryview(bytearray(FrameReader.DIRECT_SIZE))  # closed: what still arrives is dropped
+
+    def _received(self, nbytes: int) -> None:
         frames = self._frames
+        if self._closed:
+            return
         try:
-            while True:
-                data = await reader.read(256 * 1024)
-                if self._first_bytes and data:
-                    self._first_bytes = False
-                    if self._ssl is None and data[:1] in (b"\x15", b"\x16") and data[1:2] == b"\x03":
-                        raise SslAuthenticationError(
-                            f"{self.host}:{self.port} answered with TLS (a TLS record, not a Kafka response): the "
-                            "listener is SSL or SASL_SSL, set security.protocol to match")
-                frames.receive_data(data)
-                while (frame := frames.next_frame()) is not None:
-                    self._dispatch(frame)
-                if not data:
-                    raise KafkaConnectionError(f"{self.host}:{self.port} closed the connection")
-        except asyncio.CancelledError:
-            raise
-        except (KafkaConnectionError, SslAuthenticationError) as exc:
+            frames.buffer_updated(nbytes)
+            if self._first_bytes and (size := frames.pending_size) is not None:
+                self._first_bytes = False
+                # a TLS record (alert 0x15 or handshake 0x16, version 3.x) where a size prefix belongs
+                if self._ssl is None and size >> 24 in (0x15, 0x16) and size >> 16 & 0xFF == 3:
+                    raise SslAuthenticationError(
+                        f"{self.host}:{self.port} answered with TLS (a TLS record, not a Kafka response): the "
+                        "listener is SSL or SASL_SSL, set security.protocol to match")
+            while (frame := frames.next_frame()) is not None:
+                self._dispatch(frame)
+        except Exception as exc:
+            self._read_failed(exc)
+
+    def _received_eof(self) -> None:
+        if self._closed:
+            return
+        try:
+            self._frames.receive_data(b"")
+            while (frame := self._frames.next_frame()) is not None:
+                self._dispatch(frame)
+            raise KafkaConnectionError(f"{self.host}:{self.port} closed the connection")
+        except Exception as exc:
+            self._read_failed(exc)
+
+    def _lost(self, exc: BaseException | None) -> None:
+        if not self._closed:
+            self._read_failed(exc or KafkaConnectionError(f"{self.host}:{self.port} closed the connection"))
+
+    def _read_failed(self, exc: BaseException) -> None:
+        """Fail the connection for what reading found, typed as Connection's docstring says."""
+        if isinstance(exc, (KafkaConnectionError, SslAuthenticationError)):
             self._fail(exc)
-        except ssl.SSLError as exc:  # e.g. the broker refused our certificate (TLS 1.3 says so after the handshake)
+        elif isinstance(exc, ssl.SSLError):  # e.g. the broker refused our certificate (TLS 1.3 says so after the handshake)
             self._fail(SslAuthenticationError(f"TLS with {self.host}:{self.port} failed: {exc.reason or exc}"
                                               f"{_CLIENT_CERT_HINT if 'CERTIFICATE' in str(exc.reason) else ''}"))
-        except (OSError, ProtocolError) as exc:
+        else:
+            if not isinstance(exc, (OSError, ProtocolError)):
+                log.error("%r: reading failed", self, exc_info=exc)
             self._fail(KafkaConnectionError(f"connection to {self.host}:{self.port} failed: {exc}"))
-        finally:
-            if self._writer is not None and self._closed:
-                self._writer.close()
 
     def _dispatch(self, frame: bytes) -> None:
         if self._raw is not None and not self._pending:  # SaslHandshake v0's raw token answer
@@ -675,6 +707,42 @@ class Connection:
                 self._writer.close()  # its owner's close: what is written still leaves (close() bounds the wait)
             else:
                 self._writer.transport.abort()  # broken: nothing more to send, and a frozen peer would keep it open
+
+
+class _Stream(asyncio.streams.FlowControlMixin, asyncio.BufferedProtocol):
+    """A :class:`Connection`'s asyncio protocol. Reading: a :class:`asyncio.BufferedProtocol`
+    whose buffers are the FrameReader's (asyncio's TLS transport fills them as it decrypts).
+    Writing: an :class:`asyncio.StreamWriter`'s, whose ``drain()`` and ``wait_closed()`` take
+    their flow control and close waiter from here, as from a ``StreamReaderProtocol``
+    (``FlowControlMixin`` is asyncio's base for that)."""
+
+    def __init__(self, connection: Connection, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__(loop)
+        self._connection = connection
+        self._closed = loop.create_future()
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        return self._connection._get_buffer()
+
+    def buffer_updated(self, nbytes: int) -> None:
+        self._connection._received(nbytes)
+
+    def eof_received(self) -> bool:
+        self._connection._received_eof()
+        return False  # close the transport
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if not self._closed.done():
+            if exc is None:
+                self._closed.set_result(None)
+            else:
+                self._closed.set_exception(exc)
+                self._closed.exception()  # retrieved: wait_closed() may never be called
+        super().connection_lost(exc)
+        self._connection._lost(exc)
+
+    def _get_close_waiter(self, stream: asyncio.StreamWriter) -> asyncio.Future:
+        return self._closed
 
 
 _CLIENT_CERT_HINT = " (the broker refused the client certificate: check ssl.keystore.* / ssl.certificate.location)"

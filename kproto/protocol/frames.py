@@ -29,6 +29,7 @@ answer (Kafka answers an unknown ApiVersions version with a v0 body, KIP-511).
 
 from __future__ import annotations
 
+import io
 import struct
 from typing import Any, NamedTuple
 
@@ -372,9 +373,21 @@ def decode_response(api_key: int, api_version: int, data: Any) -> tuple[int, Mes
 class FrameReader:
     """Cut a received byte stream into frames (h11-style, no I/O).
 
-    Feed it whatever the transport delivered with :meth:`receive_data`, then call
-    :meth:`next_frame` until it returns None. Frames come out as ``bytes`` without the
-    size prefix, ready for :func:`decode_request` / :func:`decode_response`.
+    Two ways to feed it, one framing:
+
+    * :meth:`receive_data` with whatever the transport delivered (a broker's
+      ``StreamReader.read``), then :meth:`next_frame` until it returns None;
+    * :meth:`get_buffer` / :meth:`buffer_updated`, the shape of
+      :class:`asyncio.BufferedProtocol`: the transport reads (``recv_into``, or TLS
+      decrypts) straight into the buffer handed out, then :meth:`next_frame` as above.
+      Small frames are read many at a time into a scratch buffer and copied out once; a
+      frame of at least :attr:`DIRECT_SIZE` bytes is read into a buffer of its own, which
+      becomes the frame handed out without a copy (only what arrived with its size
+      prefix, at most one read, is copied into it). A client takes ``fetch.max.bytes``
+      responses this way with about one frame's memory, not three.
+
+    Frames come out as ``bytes`` without the size prefix, ready for
+    :func:`decode_request` / :func:`decode_response`.
 
     Args:
         max_frame_size: largest acceptable frame size; a larger size prefix raises
@@ -382,16 +395,32 @@ class FrameReader:
             TLS client on a plaintext Kafka port, must not make us buffer gigabytes).
     """
 
+    #: Frames this large or larger are read straight into their own buffer by :meth:`get_buffer`.
+    DIRECT_SIZE = 64 * 1024
+    _SCRATCH = 256 * 1024  # the scratch buffer get_buffer hands out: asyncio's read size
+    _MIN_ROOM = 16 * 1024  # less free room than this and the scratch is compacted first
+
     def __init__(self, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> None:
         self.max_frame_size = max_frame_size
-        self._buf = bytearray()
+        self._buf = bytearray()  # received bytes [_start, _end) not in a frame buffer; room after
         self._start = 0  # consumed prefix of _buf, dropped lazily to avoid O(n^2) copying
+        self._end = 0
+        self._keep = 0  # capacity of _buf kept when it empties: 0 until get_buffer is used
+        # A frame read into its own buffer (get_buffer): a BytesIO over a bytes object, so
+        # that the finished frame is that object itself (getvalue() of a BytesIO whose
+        # buffer is not shared or exported returns it: CPython's bytesio.c, bpo-22003).
+        self._frame: io.BytesIO | None = None
+        self._frame_view: memoryview | None = None  # the frame's buffer, writable
+        self._size = 0  # the frame's size
+        self._filled = 0  # bytes of it received
+        self._lent: memoryview | None = None  # handed out by get_buffer, until buffer_updated
         self._eof = False
 
     @property
     def buffered(self) -> int:
-        """Bytes received but not yet returned as frames."""
-        return len(self._buf) - self._start
+        """Bytes received but not yet returned as frames (size prefixes included)."""
+        pending = self._end - self._start
+        return pending + 4 + self._filled if self._frame is not None else pending
 
     @property
     def pending_size(self) -> int | None:
@@ -399,7 +428,9 @@ class FrameReader:
         (fewer than 4 bytes buffered). Lets a server account for a frame before it
         arrives (Kafka's broker reserves it from its memory pool) without allocating it;
         an invalid size is left for :meth:`next_frame` to refuse."""
-        if self.buffered < 4:
+        if self._frame is not None:
+            return self._size
+        if self._end - self._start < 4:
             return None
         (size,) = _SIZE.unpack_from(self._buf, self._start)
         return size
@@ -415,12 +446,96 @@ class FrameReader:
         Raises:
             RuntimeError: data after end of stream (our misuse).
         """
-        if data:
-            if self._eof:
-                raise RuntimeError("received data after end of stream")
-            self._buf += data
-        else:
+        if not data:
             self._eof = True
+            return
+        if self._eof:
+            raise RuntimeError("received data after end of stream")
+        if self._frame is not None:  # a frame read by get_buffer so far: fill it first
+            take = min(len(data), self._size - self._filled)
+            self._frame_view[self._filled : self._filled + take] = data[:take]  # type: ignore[index]
+            self._filled += take
+            if take == len(data):
+                return
+            data = data[take:]  # (mixing both ways is rare: the copy of one read's rest will do)
+        buf, end = self._buf, self._end
+        if end + len(data) <= len(buf):  # room left by get_buffer
+            buf[end : end + len(data)] = data
+        else:
+            del buf[end:]
+            buf += data
+        self._end = end + len(data)
+
+    def get_buffer(self, sizehint: int = -1) -> memoryview:
+        """A writable buffer for the next received bytes (:meth:`asyncio.BufferedProtocol.get_buffer`):
+        the unfilled part of the frame being read into its own buffer, else free room in
+        the scratch buffer. Say how much was written with :meth:`buffer_updated`; the
+        buffer must not be used after that, nor after another call (which means that
+        nothing was written in the previous one).
+
+        Raises:
+            ProtocolError: the frame at the head has a negative or oversized size.
+            RuntimeError: the stream ended.
+        """
+        if self._lent is not None:  # nothing was written in it (asyncio's TLS may do that)
+            self._lent.release()
+            self._lent = None
+        if self._eof:
+            raise RuntimeError("received data after end of stream")
+        self._keep = self._SCRATCH
+        if self._frame is None:
+            buf, start, end = self._buf, self._start, self._end
+            if end - start >= 4:
+                size = self._check_size(start)
+                if size >= self.DIRECT_SIZE and start + 4 + size > end:
+                    self._start_frame(size)
+            if self._frame is None:
+                if len(buf) - end < self._MIN_ROOM:
+                    if start:
+                        del buf[:start]
+                        self._start, self._end = 0, end - start
+                    room = len(buf) - self._end
+                    if room < self._MIN_ROOM:
+                        buf += bytes(max(self._SCRATCH - len(buf), self._MIN_ROOM - room))
+                self._lent = memoryview(buf)[self._end :]
+                return self._lent
+        self._lent = self._frame_view[self._filled :]  # type: ignore[index]
+        return self._lent
+
+    def buffer_updated(self, nbytes: int) -> None:
+        """``nbytes`` were written at the start of the buffer :meth:`get_buffer` handed out
+        (:meth:`asyncio.BufferedProtocol.buffer_updated`).
+
+        Raises:
+            RuntimeError: no buffer was handed out, or ``nbytes`` does not fit in it.
+        """
+        lent, self._lent = self._lent, None
+        if lent is None:
+            raise RuntimeError("buffer_updated() without get_buffer()")
+        if not 0 <= nbytes <= len(lent):
+            raise RuntimeError(f"buffer_updated({nbytes}) with a buffer of {len(lent)} bytes")
+        lent.release()  # the scratch may be resized again, the frame handed out without a copy
+        if self._frame is not None:
+            self._filled += nbytes
+        else:
+            self._end += nbytes
+
+    def _check_size(self, start: int) -> int:
+        (size,) = _SIZE.unpack_from(self._buf, start)
+        if size < 0 or size > self.max_frame_size:
+            raise ProtocolError(f"frame size {size} outside 0..{self.max_frame_size}")
+        return size
+
+    def _start_frame(self, size: int) -> None:
+        """Move the incomplete frame at the head of the scratch buffer (all that the scratch
+        holds) into a buffer of its own, of exactly its size."""
+        self._frame = io.BytesIO(bytes(size))  # calloc'd: pages are touched only when filled
+        self._frame_view = self._frame.getbuffer()
+        start, end = self._start + 4, self._end
+        with memoryview(self._buf) as scratch:
+            self._frame_view[: end - start] = scratch[start:end]
+        self._size, self._filled = size, end - start
+        self._start = self._end = 0
 
     def next_frame(self) -> bytes | None:
         """Return the next complete frame, or None if more data is needed.
@@ -429,28 +544,33 @@ class FrameReader:
             ProtocolError: a negative or oversized frame size, or the stream ended in
                 the middle of a frame. The reader is unusable afterwards.
         """
-        buf, start = self._buf, self._start
-        avail = len(buf) - start
-        if avail >= 4:
-            (size,) = _SIZE.unpack_from(buf, start)
-            if size < 0 or size > self.max_frame_size:
-                raise ProtocolError(f"frame size {size} outside 0..{self.max_frame_size}")
-            end = start + 4 + size
-            if end <= len(buf):
-                # One copy: slicing the bytearray itself would copy the frame twice (a
-                # temporary bytearray, then bytes); a 1 MB Produce or Fetch costs a 1 MB
-                # allocation less (issue 16). The view is released before ``buf`` is resized.
-                with memoryview(buf) as view:
-                    out = bytes(view[start + 4 : end])
-                if end == len(buf):
-                    buf.clear()
-                    self._start = 0
-                elif end > 65536 and end * 2 > len(buf):
-                    del buf[:end]
-                    self._start = 0
-                else:
-                    self._start = end
-                return out
-        if self._eof and avail:
-            raise ProtocolError(f"connection closed inside a frame ({avail} bytes pending)")
+        if self._frame is not None:
+            if self._filled == self._size:
+                frame, self._frame = self._frame, None
+                self._frame_view.release()  # type: ignore[union-attr]
+                self._frame_view = None
+                return frame.getvalue()  # the buffer itself (see __init__)
+        else:
+            buf, start, end = self._buf, self._start, self._end
+            if end - start >= 4:
+                size = self._check_size(start)
+                stop = start + 4 + size
+                if stop <= end:
+                    # One copy: slicing the bytearray itself would copy the frame twice (a
+                    # temporary bytearray, then bytes); a 1 MB Produce or Fetch costs a 1 MB
+                    # allocation less (issue 16). The view is released before ``buf`` is resized.
+                    with memoryview(buf) as view:
+                        out = bytes(view[start + 4 : stop])
+                    if stop == end:
+                        self._start = self._end = 0
+                        if len(buf) > self._keep:
+                            buf.clear()
+                    elif not self._keep and stop > 65536 and stop * 2 > end:
+                        del buf[:stop]
+                        self._start, self._end = 0, end - stop
+                    else:
+                        self._start = stop
+                    return out
+        if self._eof and self.buffered:
+            raise ProtocolError(f"connection closed inside a frame ({self.buffered} bytes pending)")
         return None

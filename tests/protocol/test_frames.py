@@ -264,3 +264,154 @@ def test_next_frame_copies_a_large_frame_once():
         tracemalloc.stop()
     assert len(frame) == size and reader.buffered == 0
     assert peak < 1.5 * size
+
+
+# ---------------------------------------------------------------------------
+# FrameReader fed as a BufferedProtocol (get_buffer / buffer_updated)
+# ---------------------------------------------------------------------------
+
+
+def _feed(reader: FrameReader, data: bytes, got: list[bytes]) -> None:
+    """What asyncio's transport does with a BufferedProtocol: recv_into the buffer handed
+    out (as much of ``data`` as fits), say how much came, and take the frames."""
+    data = memoryview(data)
+    while data:
+        buf = reader.get_buffer(-1)
+        n = min(len(buf), len(data))
+        buf[:n] = data[:n]
+        reader.buffer_updated(n)
+        data = data[n:]
+        while (f := reader.next_frame()) is not None:
+            got.append(f)
+
+
+_PAYLOADS = [b"", b"a", b"x" * 40, b"bc", b"y" * 16, bytes(range(100)), b"z" * 15]
+
+
+def test_frame_reader_buffers_reassemble_a_split_at_every_byte_boundary() -> None:
+    """issue 16, receive path: whatever a read delivers (a size prefix cut anywhere, a
+    frame cut anywhere, a small frame read with the start of a large one), the frames come
+    out whole and in order; large frames (here >= 16 bytes) go through their own buffer."""
+    stream = b"".join(frame(p) for p in _PAYLOADS)
+    for k in range(len(stream) + 1):
+        reader, got = FrameReader(), []
+        reader.DIRECT_SIZE = 16
+        _feed(reader, stream[:k], got)
+        _feed(reader, stream[k:], got)
+        assert got == _PAYLOADS, k
+        assert reader.buffered == 0 and reader.pending_size is None
+    reader, got = FrameReader(), []
+    reader.DIRECT_SIZE = 16
+    for i in range(len(stream)):
+        _feed(reader, stream[i : i + 1], got)
+        assert reader.buffered == len(stream[: i + 1]) - sum(4 + len(p) for p in got)
+    assert got == _PAYLOADS
+
+
+@settings(max_examples=50, deadline=None)
+@given(payloads=st.lists(st.binary(max_size=300), max_size=8),
+       cuts=st.lists(st.tuples(st.integers(1, 120), st.booleans()), max_size=40))
+def test_frame_reader_reassembles_any_split_fed_either_way(payloads: list[bytes], cuts: list[tuple[int, bool]]) -> None:
+    """issue 16: receive_data and get_buffer may take turns (each piece one way or the other)."""
+    stream = b"".join(frame(p) for p in payloads)
+    reader, got, pos = FrameReader(), [], 0
+    reader.DIRECT_SIZE = 32
+    for n, buffered in cuts + [(len(stream), True)]:
+        piece = stream[pos : pos + n]
+        pos += n
+        if buffered:
+            _feed(reader, piece, got)
+        elif piece:
+            reader.receive_data(piece)
+            while (f := reader.next_frame()) is not None:
+                got.append(f)
+        if pos >= len(stream):
+            break
+    assert got == payloads
+    assert reader.buffered == 0
+
+
+def test_frame_reader_buffers_refuse_an_oversized_frame_before_allocating_it() -> None:
+    """issue 16: a size prefix over max_frame_size is refused as soon as it is read; the
+    reader never makes a buffer of that size (a TLS record or garbage must not cost 1 GiB)."""
+    import tracemalloc
+
+    reader = FrameReader(max_frame_size=100)
+    _feed(reader, frame(b"x" * 100), got := [])
+    assert got == [b"x" * 100]
+    tracemalloc.start()
+    try:
+        buf = reader.get_buffer(-1)
+        buf[:5] = struct.pack(">i", 1 << 30) + b"x"
+        reader.buffer_updated(5)
+        with pytest.raises(ProtocolError, match="frame size 1073741824 outside 0..100"):
+            reader.next_frame()
+        with pytest.raises(ProtocolError, match="frame size"):
+            reader.get_buffer(-1)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 1 << 20
+
+
+def test_frame_reader_buffers_end_of_stream_inside_a_large_frame() -> None:
+    """issue 16: a peer that closes inside a frame read into its own buffer is an error
+    naming what was pending, as with receive_data."""
+    reader = FrameReader()
+    reader.DIRECT_SIZE = 16
+    _feed(reader, frame(b"ab") + frame(b"x" * 100)[:50], got := [])
+    assert got == [b"ab"] and reader.pending_size == 100 and reader.buffered == 50
+    _feed(reader, b"x" * 10, got)  # now into the frame's own buffer
+    assert reader.buffered == 60
+    reader.receive_data(b"")
+    with pytest.raises(ProtocolError, match=r"closed inside a frame \(60 bytes pending\)"):
+        reader.next_frame()
+    with pytest.raises(RuntimeError):
+        reader.get_buffer(-1)
+
+
+def test_get_buffer_reads_a_large_frame_into_the_frame_itself():
+    """issue 16, memory: a frame fed through get_buffer (as a BufferedProtocol is: the
+    transport reads into the buffer handed out) is read straight into its own buffer and
+    handed out as that buffer: receiving an 8 MiB frame needs about 8 MiB, not 2-3 times."""
+    import tracemalloc
+
+    size = 8 << 20
+    wire = struct.pack(">i", size) + bytes(range(256)) * (size // 256)
+    reader = FrameReader()
+    tracemalloc.start()
+    try:
+        got: list[bytes] = []
+        for pos in range(0, len(wire), 256 * 1024):  # asyncio's read size
+            _feed(reader, wire[pos : pos + 256 * 1024], got)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert len(got) == 1 and got[0] == wire[4:] and type(got[0]) is bytes
+    assert reader.buffered == 0
+    assert peak < 1.5 * size
+
+
+def test_frame_reader_mixed_feeding_and_misuse() -> None:
+    """issue 16: receive_data after get_buffer fills the frame under way first, then the
+    scratch's free room; an unused buffer may be asked for again (asyncio's TLS does that:
+    a read that decrypted nothing); buffer_updated without a buffer, or with more than it
+    holds, is our misuse."""
+    reader = FrameReader()
+    reader.DIRECT_SIZE = 16
+    stream = frame(b"x" * 40) + frame(b"ab") + frame(b"y" * 20)
+    _feed(reader, stream[:10], [])
+    reader.get_buffer(-1)  # the first frame moves to its own buffer
+    reader.buffer_updated(0)
+    assert (reader.pending_size, reader.buffered) == (40, 10)
+    reader.receive_data(stream[10:50])  # the rest of the first frame, into it, and some of the second
+    assert reader.next_frame() == b"x" * 40
+    buf = reader.get_buffer(-1)
+    assert reader.get_buffer(-1) is not buf  # the first one was not used: given up
+    reader.receive_data(stream[50:])  # into the scratch's free room
+    assert [reader.next_frame(), reader.next_frame(), reader.next_frame()] == [b"ab", b"y" * 20, None]
+    with pytest.raises(RuntimeError, match="without get_buffer"):
+        FrameReader().buffer_updated(1)
+    small = FrameReader()
+    with pytest.raises(RuntimeError, match="with a buffer of"):
+        small.buffer_updated(len(small.get_buffer(-1)) + 1)
