@@ -23,6 +23,7 @@ from cpython.list cimport PyList_Append, PyList_GET_ITEM
 from cpython.ref cimport Py_INCREF
 from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_New, PyTuple_SET_ITEM
 from cpython.mem cimport PyMem_Free, PyMem_Realloc
+from cpython.ref cimport Py_DECREF
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.string cimport memcmp, memcpy
@@ -1119,6 +1120,12 @@ cdef inline bint _bytes_view(object obj, str name, const uint8_t** ptr, Py_ssize
     return False
 
 
+cdef extern from "Python.h":
+    ctypedef struct _BytesObject "PyObject"
+    # Grows or shrinks a bytes object that has no other reference (realloc: in place when it can).
+    int _PyBytes_Resize(_BytesObject** bytes, Py_ssize_t newsize) except -1
+
+
 cdef class BatchBuilder:
     """Builds one record batch or legacy message set; see ``_codec_py.BatchBuilder``."""
     cdef readonly int magic
@@ -1133,7 +1140,12 @@ cdef class BatchBuilder:
     cdef public int32_t partition_leader_epoch
     cdef readonly int timestamp_type
     cdef public Py_ssize_t max_bytes
-    cdef uint8_t* body
+    # The batch is written in place in one bytes object: header space, then the records.
+    # build() fills the header and hands the object out (no copy of the records when they
+    # are not compressed); a builder used again after that copies it first (_own).
+    cdef object buf  # bytes of V2_HEADER + cap, owned by the builder alone (refcount 1), or None
+    cdef object built  # what build() handed out last (then buf is None), or None
+    cdef uint8_t* body  # the records: PyBytes_AS_STRING(buf) + V2_HEADER
     cdef Py_ssize_t used
     cdef Py_ssize_t cap
     cdef int32_t count
@@ -1174,9 +1186,6 @@ cdef class BatchBuilder:
         self.first_ts = -1
         self.max_ts = -1
 
-    def __dealloc__(self):
-        PyMem_Free(self.body)
-
     @property
     def record_count(self):
         if self._legacy is not None:
@@ -1191,17 +1200,39 @@ cdef class BatchBuilder:
     cdef uint8_t* _reserve(self, Py_ssize_t n) except NULL:
         cdef Py_ssize_t need = self.used + n
         cdef Py_ssize_t cap = self.cap
-        cdef uint8_t* grown
-        if need > cap:
-            cap = cap * 2 if cap else 1024
-            while cap < need:
-                cap *= 2
-            grown = <uint8_t*>PyMem_Realloc(self.body, cap)
-            if grown == NULL:
-                raise MemoryError()
-            self.body = grown
-            self.cap = cap
+        if need > cap or self.buf is None:
+            if need > cap:
+                cap = cap * 2 if cap else 1024
+                while cap < need:
+                    cap *= 2
+            self._own(cap)
         return self.body + self.used
+
+    cdef int _own(self, Py_ssize_t cap) except -1:
+        """Make ``buf`` hold ``cap`` bytes of records, the builder's alone: grown in place
+        (realloc), or a copy of what build() handed out."""
+        cdef _BytesObject* raw
+        if self.buf is None:
+            self.buf = PyBytes_FromStringAndSize(NULL, V2_HEADER + cap)
+            if self.built is not None and self.used:
+                memcpy(PyBytes_AS_STRING(self.buf) + V2_HEADER, PyBytes_AS_STRING(self.built) + V2_HEADER, self.used)
+            self.built = None
+        elif cap != self.cap:
+            # _PyBytes_Resize needs the only reference: take it from self.buf.
+            raw = <_BytesObject*><void*>self.buf
+            Py_INCREF(self.buf)
+            self.buf = None
+            try:
+                _PyBytes_Resize(&raw, V2_HEADER + cap)
+            except MemoryError:
+                self.body = NULL  # the old buffer is gone (freed by _PyBytes_Resize)
+                self.cap = self.used = self.count = 0
+                raise
+            self.buf = <object><void*>raw
+            Py_DECREF(self.buf)
+        self.body = <uint8_t*>PyBytes_AS_STRING(self.buf) + V2_HEADER
+        self.cap = cap
+        return 0
 
     def append(self, int64_t timestamp, key, value, headers=None, int64_t offset_delta=-1):
         if self._legacy is not None:
@@ -1361,13 +1392,13 @@ cdef class BatchBuilder:
             return self._legacy.build()
         cdef object payload = None
         cdef int codec = self.compression if self.count else 0  # nothing to compress: say "none"
-        cdef const uint8_t* pp = self.body
         cdef Py_ssize_t plen = self.used
+        self._reserve(0)  # buf is ours (even when empty, or after an earlier build)
         if codec:
-            packed = compression.compress(codec, PyBytes_FromStringAndSize(<char*>self.body, self.used), self.compression_level)
+            packed = compression.compress(
+                codec, memoryview(self.buf)[V2_HEADER:V2_HEADER + self.used], self.compression_level)
             if len(packed) < plen:
                 payload = packed
-                pp = <const uint8_t*>PyBytes_AS_STRING(payload)
                 plen = PyBytes_GET_SIZE(payload)
             else:
                 codec = 0
@@ -1378,7 +1409,16 @@ cdef class BatchBuilder:
             attributes |= TRANSACTIONAL_BIT
         if self.is_control:
             attributes |= CONTROL_BIT
-        out = PyBytes_FromStringAndSize(NULL, V2_HEADER + plen)
+        cdef object out
+        if payload is None:
+            # In place: the header goes before the records, and the object is handed out.
+            self._own(self.used)  # no spare bytes (a shrinking realloc, in place)
+            out = self.buf
+            self.buf = None
+            self.built = out
+        else:
+            out = PyBytes_FromStringAndSize(NULL, V2_HEADER + plen)
+            memcpy(PyBytes_AS_STRING(out) + V2_HEADER, PyBytes_AS_STRING(payload), plen)
         cdef uint8_t* b = <uint8_t*>PyBytes_AS_STRING(out)
         _st64(b + BASE_OFFSET, self.base_offset)
         _st32(b + LENGTH, V2_HEADER - LOG_OVERHEAD + plen)
@@ -1392,8 +1432,6 @@ cdef class BatchBuilder:
         _st16(b + PRODUCER_EPOCH, self.producer_epoch)
         _st32(b + BASE_SEQUENCE, self.base_sequence)
         _st32(b + RECORDS_COUNT, self.count)
-        if plen:
-            memcpy(b + V2_HEADER, pp, plen)
         _st32(b + CRC, _crc32c(memoryview(out)[ATTRIBUTES:]))
         return out
 

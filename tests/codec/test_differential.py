@@ -369,3 +369,23 @@ def test_bad_columns_fail_alike():
     for case in cases:
         a, c = outcome(case, py), outcome(case, cy)
         assert a == c and a[0] == "raise", (a, c)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.binary(max_size=30), max_size=8), st.lists(st.binary(max_size=30), max_size=8),
+       st.sampled_from([0, 3, 4]))
+def test_a_builder_used_after_build_gives_what_a_fresh_one_gives(first, second, codec):
+    """issue 16, codec: the Cython builder hands its buffer out from build() (no copy); built
+    again, or appended to after a build, it still gives the twin's bytes, and the bytes
+    handed out before do not change."""
+    out = {}
+    for backend in (py, cy):
+        b = backend.BatchBuilder(2, codec)
+        b.append_columns(first)
+        one = b.build()
+        kept = bytes(one)
+        again = b.build()
+        b.append_columns(second, timestamp=5)
+        out[backend] = (one, again, b.build(), b.size_in_bytes(), b.record_count)
+        assert one == kept
+    assert out[py] == out[cy]
