@@ -275,8 +275,9 @@ class RecordAccumulator:
 
     # -- whole batches (the producer's send_batch: kproto.producer.batches) ---------------
 
-    def enqueue(self, topic: str, partition: int, builder: BatchBuilder, data: bytes) -> ProducerBatch | None:
-        """Queue a batch built whole (``data`` is ``builder.build()``), closed, so it is sent
+    def enqueue(self, topic: str, partition: int, builder: BatchBuilder, data: bytes | None) -> ProducerBatch | None:
+        """Queue a batch built whole (``data`` is ``builder.build()``, or None for the sender
+        to build when it first sends it), closed, so it is sent
         at once. It closes the partition's open batch, which goes first: records appended
         later open a new batch behind it, so the partition keeps send order.
 

@@ -28,7 +28,8 @@ Theory of operation.
    (KIP-480), which moves on after the call as it does when ``send`` fills a batch.
 3. Cut each partition's rows into batches of at most ``batch.size`` bytes (a record
    bigger than that goes alone, as in Java), build each (``compression.type`` and its
-   level), and queue it. When ``buffer.memory`` is full the call waits for batches to
+   level; an idempotent producer's uncompressed batch is finished by the sender, which
+   writes its sequence number in place), and queue it. When ``buffer.memory`` is full the call waits for batches to
    settle, up to ``max.block.ms`` without progress (then
    :class:`~kproto.errors.KafkaTimeoutError`, naming how many records were queued: those
    are sent).
@@ -247,6 +248,11 @@ class _Job:
         if partition is not None and (isinstance(partition, bool) or not isinstance(partition, int)):
             raise TypeError(f"partition must be an int or None, not {type(partition).__name__}")
         self.partition = partition
+        # Built here (compression and CRC on the caller's thread), unless the batch is an
+        # idempotent producer's and not compressed: the sender then writes its sequence into
+        # the header in place and computes the CRC once (built here it would be copied with
+        # the new sequence: kproto.codec.rewrite_batch).
+        self.build_later = core.idempotent and not acc.compression
         self.queued = 0  # records queued so far
         self.future = BatchFuture()
 
@@ -272,8 +278,9 @@ class _Job:
             return rows, runs, sticky
         return None, [(sticky, 0, self.count)], sticky
 
-    def batches(self, partitions: int) -> Generator[tuple[int, BatchBuilder, bytes, Sequence[int]], None, None]:
-        """Build the call's batches one by one: ``(partition, builder, data, rows)``."""
+    def batches(self, partitions: int) -> Generator[tuple[int, BatchBuilder, bytes | None, Sequence[int]], None, None]:
+        """Build the call's batches one by one: ``(partition, builder, data, rows)`` (``data``
+        None: the sender builds it, see ``build_later``)."""
         acc = self.core._acc
         rows, runs, sticky = self._runs(partitions)
         for partition, start, stop in runs:
@@ -284,13 +291,13 @@ class _Job:
                 end = builder.append_columns(self.values, self.keys, self.headers, self.timestamps, self.timestamp,
                                              rows, pos, stop)
                 taken: Sequence[int] = range(pos, end) if rows is None else rows[pos:end]
-                yield partition, builder, builder.build(), taken
+                yield partition, builder, None if self.build_later else builder.build(), taken
                 pos = end
         if sticky >= 0:  # its batches are full: later keyless records go elsewhere (KIP-480)
             with acc.lock:
                 acc.policy.partitioner.next_sticky(self.topic, sticky, partitions)
 
-    def enqueue(self, partition: int, builder: BatchBuilder, data: bytes, rows: Sequence[int]) -> bool:
+    def enqueue(self, partition: int, builder: BatchBuilder, data: bytes | None, rows: Sequence[int]) -> bool:
         """Queue one built batch; False when ``buffer.memory`` has no room for it yet."""
         batch = self.core._acc.enqueue(self.topic, partition, builder, data)
         if batch is None:
