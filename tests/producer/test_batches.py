@@ -268,3 +268,21 @@ def test_aio_send_batch_returns_an_awaitable_future(broker):
     assert [b.base_offset for b in batches][0] == 0 and sum(b.record_count for b in batches) == 100
     got = read_back(broker.bootstrap_servers, topic, 100, [1])
     assert [(v, h) for _, _, _, v, h, _ in got] == [(b"a%d" % i, [("h", b"1")]) for i in range(100)]
+
+
+def test_a_batch_the_broker_refuses_fails_the_future_and_the_others_are_listed(broker):
+    """issue 16, send_batch: a topic whose max.message.bytes is under batch.size refuses the
+    first batch (MESSAGE_TOO_LARGE, not retriable); the future raises that error, and its
+    ``batches`` list every batch with its own outcome; a batch small enough is written."""
+    from kproto.admin import AdminClient, NewTopic
+
+    topic = fresh("refused")
+    with AdminClient(bootstrap_servers=broker.bootstrap_servers) as admin:
+        admin.create_topics([NewTopic(topic, 2, 1, {"max.message.bytes": "3000"})])
+    with Producer(bootstrap_servers=broker.bootstrap_servers, batch_size=100_000) as producer:
+        big, small = (next(k for k in (b"k%d" % i for i in range(20)) if murmur2_partition(k, 2) == p) for p in (0, 1))
+        future = producer.send_batch(topic, [b"x" * 100] * 60, [big] * 50 + [small] * 10)
+        with pytest.raises(MessageTooLargeError):
+            future.result(15)
+    outcomes = sorted((b.record_count, b.base_offset, type(b.error).__name__) for b in future.batches)
+    assert outcomes == [(10, 0, "NoneType"), (50, -1, "MessageTooLargeError")]
