@@ -92,6 +92,7 @@ class BatchFuture(concurrent.futures.Future):  # type: ignore[type-arg]
         self._slots: list[BatchMetadata | None] = []
         self._pending = 0
         self._sealed = False
+        self._finishing = False  # set once, by whichever thread completes the future
 
     @property
     def batches(self) -> list[BatchMetadata]:
@@ -127,9 +128,10 @@ class BatchFuture(concurrent.futures.Future):  # type: ignore[type-arg]
         self._maybe_done()
 
     def _maybe_done(self) -> None:
-        with self._lock:
-            if not self._sealed or self._pending or self.done():
+        with self._lock:  # the caller's thread (seal) and the loop's (a settle) may both get here
+            if not self._sealed or self._pending or self._finishing:
                 return
+            self._finishing = True
             slots = [b for b in self._slots if b is not None]
         failed = next((b.error for b in slots if b.error is not None), None)
         if failed is not None:
