@@ -1120,12 +1120,6 @@ cdef inline bint _bytes_view(object obj, str name, const uint8_t** ptr, Py_ssize
     return False
 
 
-cdef enum:
-    FIRST_CAP = 16384  # a builder's first buffer for records, without max_bytes
-    FIRST_CAP_MAX = 1 << 20  # max_bytes up to this is the first buffer's size
-    GROW_X4_BELOW = 1 << 20
-
-
 cdef extern from "Python.h":
     ctypedef struct _BytesObject "PyObject"
     # Grows or shrinks a bytes object that has no other reference (realloc: in place when it can).
@@ -1208,10 +1202,7 @@ cdef class BatchBuilder:
         cdef Py_ssize_t cap = self.cap
         if need > cap or self.buf is None:
             if need > cap:
-                # First batch.size (max_bytes; Java's BufferPool hands out batch.size at once),
-                # else 16 KiB; then x4 while small: each growth may copy what is written.
-                cap = cap * (4 if cap < GROW_X4_BELOW else 2) if cap else (
-                    self.max_bytes - V2_HEADER if V2_HEADER < self.max_bytes <= FIRST_CAP_MAX else FIRST_CAP)
+                cap = cap * 2 if cap else 1024
                 while cap < need:
                     cap *= 2
             self._own(cap)
