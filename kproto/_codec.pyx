@@ -1126,6 +1126,7 @@ cdef extern from "Python.h":
     int _PyBytes_Resize(_BytesObject** bytes, Py_ssize_t newsize) except -1
 
 
+@cython.final  # direct (inlinable) calls of _append and _reserve, no vtable
 cdef class BatchBuilder:
     """Builds one record batch or legacy message set; see ``_codec_py.BatchBuilder``."""
     cdef readonly int magic
@@ -1197,7 +1198,7 @@ cdef class BatchBuilder:
             return self._legacy.size_in_bytes()
         return V2_HEADER + self.used
 
-    cdef uint8_t* _reserve(self, Py_ssize_t n) except NULL:
+    cdef inline uint8_t* _reserve(self, Py_ssize_t n) except NULL:
         cdef Py_ssize_t need = self.used + n
         cdef Py_ssize_t cap = self.cap
         if need > cap or self.buf is None:
@@ -1234,6 +1235,9 @@ cdef class BatchBuilder:
         self.cap = cap
         return 0
 
+    @cython.binding(False)  # a plain method: called without the cyfunction layer (the per-record call)
+    @cython.embedsignature(True)
+    @cython.embedsignature.format("clinic")  # so that inspect.signature still reads it
     def append(self, int64_t timestamp, key, value, headers=None, int64_t offset_delta=-1):
         if self._legacy is not None:
             return self._legacy.append(timestamp, key, value, headers, offset_delta)
