@@ -157,7 +157,7 @@ def _arrow_binary(arr: Any, name: str) -> BinaryArray:
     """A pyarrow binary, large_binary, string or large_string array (or a chunked one) as
     the codec's :class:`~kproto.codec.BinaryArray` over its own buffers (no copy, but for
     a chunked array of several chunks, which is combined, and view types, which are cast)."""
-    import pyarrow as pa
+    import pyarrow as pa  # type: ignore[import-untyped]
 
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.chunk(0) if arr.num_chunks == 1 else arr.combine_chunks()
@@ -198,7 +198,7 @@ def _timestamps(timestamps: Any, count: int) -> tuple[Any, int]:
     if isinstance(timestamps, int):
         return None, timestamps
     if _is_arrow(timestamps):
-        import pyarrow as pa
+        import pyarrow as pa  # type: ignore[import-untyped]
 
         if isinstance(timestamps, pa.ChunkedArray):
             timestamps = timestamps.combine_chunks()
@@ -357,9 +357,11 @@ async def send_batch_async(core: AIOProducer, topic: str, values: Any, keys: Any
             left = deadline - time.monotonic()
             if left <= 0:
                 raise job.out_of_memory()
-            core._space.clear()
+            space = core._space
+            assert space is not None  # made by _start
+            space.clear()
             try:
-                await asyncio.wait_for(core._space.wait(), min(left, 0.2))
+                await asyncio.wait_for(space.wait(), min(left, 0.2))
             except asyncio.TimeoutError:
                 pass
         await asyncio.sleep(0)  # let the sender take what is queued while the next batch is built
