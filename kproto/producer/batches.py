@@ -77,7 +77,7 @@ class BatchMetadata(NamedTuple):
     error: BaseException | None = None
 
 
-class BatchFuture(concurrent.futures.Future):  # type: ignore[type-arg]
+class BatchFuture(concurrent.futures.Future[list[BatchMetadata]]):
     """The future of one ``send_batch`` call: its result is the list of
     :class:`BatchMetadata` of the call's record batches, in the order they were queued.
 
