@@ -15,18 +15,21 @@ code, with this module's Record and Batch classes, so that they have one impleme
 """
 
 cimport cython
+from cpython cimport array
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_FromStringAndSize, PyByteArray_Resize
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
-from cpython.list cimport PyList_Append
+from cpython.list cimport PyList_Append, PyList_GET_ITEM
 from cpython.ref cimport Py_INCREF
-from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
+from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_New, PyTuple_SET_ITEM
 from cpython.mem cimport PyMem_Free, PyMem_Realloc
+from cpython.ref cimport Py_DECREF
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.string cimport memcmp, memcpy
 from posix.time cimport CLOCK_REALTIME, clock_gettime, timespec
 
+import array as _array
 import zlib
 
 from crc32c import crc32c as _crc32c
@@ -69,6 +72,7 @@ cdef enum:
     DELETE_HORIZON_BIT = 0x40
 
 cdef tuple _EMPTY = ()
+cdef array.array _INT64_ARRAY = _array.array("q")  # the template of partition_rows' arrays
 cdef int64_t INT32_MAX = 2147483647
 cdef int64_t INT64_MAX = 0x7FFFFFFFFFFFFFFF
 cdef int64_t INT64_MIN = -INT64_MAX - 1
@@ -1210,6 +1214,13 @@ cdef inline bint _bytes_view(object obj, str name, const uint8_t** ptr, Py_ssize
     return False
 
 
+cdef extern from "Python.h":
+    ctypedef struct _BytesObject "PyObject"
+    # Grows or shrinks a bytes object that has no other reference (realloc: in place when it can).
+    int _PyBytes_Resize(_BytesObject** bytes, Py_ssize_t newsize) except -1
+
+
+@cython.final  # direct (inlinable) calls of _append and _reserve, no vtable
 cdef class BatchBuilder:
     """Builds one record batch or legacy message set; see ``_codec_py.BatchBuilder``."""
     cdef readonly int magic
@@ -1224,7 +1235,12 @@ cdef class BatchBuilder:
     cdef public int32_t partition_leader_epoch
     cdef readonly int timestamp_type
     cdef public Py_ssize_t max_bytes
-    cdef uint8_t* body
+    # The batch is written in place in one bytes object: header space, then the records.
+    # build() fills the header and hands the object out (no copy of the records when they
+    # are not compressed); a builder used again after that copies it first (_own).
+    cdef object buf  # bytes of V2_HEADER + cap, owned by the builder alone (refcount 1), or None
+    cdef object built  # what build() handed out last (then buf is None), or None
+    cdef uint8_t* body  # the records: PyBytes_AS_STRING(buf) + V2_HEADER
     cdef Py_ssize_t used
     cdef Py_ssize_t cap
     cdef int32_t count
@@ -1265,9 +1281,6 @@ cdef class BatchBuilder:
         self.first_ts = -1
         self.max_ts = -1
 
-    def __dealloc__(self):
-        PyMem_Free(self.body)
-
     @property
     def record_count(self):
         if self._legacy is not None:
@@ -1279,21 +1292,46 @@ cdef class BatchBuilder:
             return self._legacy.size_in_bytes()
         return V2_HEADER + self.used
 
-    cdef uint8_t* _reserve(self, Py_ssize_t n) except NULL:
+    cdef inline uint8_t* _reserve(self, Py_ssize_t n) except NULL:
         cdef Py_ssize_t need = self.used + n
         cdef Py_ssize_t cap = self.cap
-        cdef uint8_t* grown
-        if need > cap:
-            cap = cap * 2 if cap else 1024
-            while cap < need:
-                cap *= 2
-            grown = <uint8_t*>PyMem_Realloc(self.body, cap)
-            if grown == NULL:
-                raise MemoryError()
-            self.body = grown
-            self.cap = cap
+        if need > cap or self.buf is None:
+            if need > cap:
+                cap = cap * 2 if cap else 1024
+                while cap < need:
+                    cap *= 2
+            self._own(cap)
         return self.body + self.used
 
+    cdef int _own(self, Py_ssize_t cap) except -1:
+        """Make ``buf`` hold ``cap`` bytes of records, the builder's alone: grown in place
+        (realloc), or a copy of what build() handed out."""
+        cdef _BytesObject* raw
+        if self.buf is None:
+            self.buf = PyBytes_FromStringAndSize(NULL, V2_HEADER + cap)
+            if self.built is not None and self.used:
+                memcpy(PyBytes_AS_STRING(self.buf) + V2_HEADER, PyBytes_AS_STRING(self.built) + V2_HEADER, self.used)
+            self.built = None
+        elif cap != self.cap:
+            # _PyBytes_Resize needs the only reference: take it from self.buf.
+            raw = <_BytesObject*><void*>self.buf
+            Py_INCREF(self.buf)
+            self.buf = None
+            try:
+                _PyBytes_Resize(&raw, V2_HEADER + cap)
+            except MemoryError:
+                self.body = NULL  # the old buffer is gone (freed by _PyBytes_Resize)
+                self.cap = self.used = self.count = 0
+                raise
+            self.buf = <object><void*>raw
+            Py_DECREF(self.buf)
+        self.body = <uint8_t*>PyBytes_AS_STRING(self.buf) + V2_HEADER
+        self.cap = cap
+        return 0
+
+    @cython.binding(False)  # a plain method: called without the cyfunction layer (the per-record call)
+    @cython.embedsignature(True)
+    @cython.embedsignature.format("clinic")  # so that inspect.signature still reads it
     def append(self, int64_t timestamp, key, value, headers=None, int64_t offset_delta=-1):
         if self._legacy is not None:
             return self._legacy.append(timestamp, key, value, headers, offset_delta)
@@ -1396,18 +1434,69 @@ cdef class BatchBuilder:
         self.last_delta = offset_delta
         return offset_delta
 
+    def append_columns(self, values, keys=None, headers=None, timestamps=None, int64_t timestamp=0, rows=None,
+                       Py_ssize_t start=0, Py_ssize_t stop=-1):
+        if self._legacy is not None:
+            return self._legacy.append_columns(values, keys, headers, timestamps, timestamp, rows, start, stop)
+        cdef _Cells vcol = _Cells(values, "value")
+        cdef _Cells kcol = _Cells(keys, "key")
+        cdef const int64_t[::1] ts_view
+        cdef const int64_t[::1] row_view
+        cdef bint has_ts = timestamps is not None
+        cdef bint has_rows = rows is not None
+        if has_ts:
+            ts_view = timestamps
+        if has_rows:
+            row_view = rows
+        if stop < 0:
+            stop = row_view.shape[0] if has_rows else vcol.length
+        cdef Py_ssize_t pos = start, i
+        cdef int64_t ts, index
+        cdef const uint8_t* kp
+        cdef const uint8_t* vp
+        cdef Py_ssize_t klen, vlen
+        cdef object hdr = None
+        cdef object kobj, vobj
+        while pos < stop:
+            if has_rows:
+                if not 0 <= pos < row_view.shape[0]:
+                    raise IndexError(f"position {pos} is outside rows ({row_view.shape[0]})")
+                i = <Py_ssize_t>row_view[pos]
+            else:
+                i = pos
+            if not 0 <= i < vcol.length:
+                raise IndexError(f"row {i} is outside the columns ({vcol.length} records)")
+            if has_ts:
+                if i >= ts_view.shape[0]:
+                    raise IndexError(f"row {i} is outside timestamps ({ts_view.shape[0]})")
+                ts = ts_view[i]
+            else:
+                ts = timestamp
+            if headers is not None:
+                hdr = headers[i]
+            if vcol.get(i, &vp, &vlen) and kcol.get(i, &kp, &klen):
+                index = self._append(ts, kp, klen, vp, vlen, hdr, -1)
+            else:  # an element that is not bytes or None: the general path, which also says why
+                kobj = None if keys is None else keys[i]
+                vobj = values[i]
+                index = self.append(ts, kobj, vobj, hdr)
+            if index < 0:
+                break
+            pos += 1
+        return pos
+
     def build(self):
         if self._legacy is not None:
             return self._legacy.build()
         cdef object payload = None
         cdef int codec = self.compression if self.count else 0  # nothing to compress: say "none"
-        cdef const uint8_t* pp = self.body
         cdef Py_ssize_t plen = self.used
+        self._reserve(0)  # buf is ours (even when empty, or after an earlier build)
         if codec:
-            packed = compression.compress(codec, PyBytes_FromStringAndSize(<char*>self.body, self.used), self.compression_level)
+            packed = compression.compress(
+                codec, memoryview(self.buf)[V2_HEADER:V2_HEADER + self.used], self.compression_level)
             if len(packed) < plen:
                 payload = packed
-                pp = <const uint8_t*>PyBytes_AS_STRING(payload)
                 plen = PyBytes_GET_SIZE(payload)
             else:
                 codec = 0
@@ -1418,7 +1507,16 @@ cdef class BatchBuilder:
             attributes |= TRANSACTIONAL_BIT
         if self.is_control:
             attributes |= CONTROL_BIT
-        out = PyBytes_FromStringAndSize(NULL, V2_HEADER + plen)
+        cdef object out
+        if payload is None:
+            # In place: the header goes before the records, and the object is handed out.
+            self._own(self.used)  # no spare bytes (a shrinking realloc, in place)
+            out = self.buf
+            self.buf = None
+            self.built = out
+        else:
+            out = PyBytes_FromStringAndSize(NULL, V2_HEADER + plen)
+            memcpy(PyBytes_AS_STRING(out) + V2_HEADER, PyBytes_AS_STRING(payload), plen)
         cdef uint8_t* b = <uint8_t*>PyBytes_AS_STRING(out)
         _st64(b + BASE_OFFSET, self.base_offset)
         _st32(b + LENGTH, V2_HEADER - LOG_OVERHEAD + plen)
@@ -1432,16 +1530,244 @@ cdef class BatchBuilder:
         _st16(b + PRODUCER_EPOCH, self.producer_epoch)
         _st32(b + BASE_SEQUENCE, self.base_sequence)
         _st32(b + RECORDS_COUNT, self.count)
-        if plen:
-            memcpy(b + V2_HEADER, pp, plen)
         _st32(b + CRC, _crc32c(memoryview(out)[ATTRIBUTES:]))
         return out
+
+
+# -- send_batch: records from columns (issue 16, part "batch"; see the twin) ------------------
+
+@cython.final
+cdef class BinaryArray:
+    """A column of bytes in Arrow's binary layout; see ``_codec_py.BinaryArray``."""
+    cdef readonly Py_ssize_t length
+    cdef readonly Py_ssize_t offset
+    cdef readonly bint large
+    cdef Py_buffer _o, _d, _v
+    cdef bint _held_o, _held_d, _held_v
+    cdef const uint8_t* op
+    cdef const uint8_t* dp
+    cdef const uint8_t* vp
+    cdef Py_ssize_t dlen
+
+    def __init__(self, Py_ssize_t length, offsets, data, validity=None, Py_ssize_t offset=0, bint large=False):
+        if length < 0 or offset < 0:
+            raise ValueError(f"bad length {length} or offset {offset}")
+        cdef Py_ssize_t width = 8 if large else 4
+        PyObject_GetBuffer(offsets, &self._o, PyBUF_SIMPLE)
+        self._held_o = True
+        if self._o.len < (offset + length + 1) * width:
+            raise ValueError(f"the offsets buffer holds fewer than {offset + length + 1} offsets")
+        PyObject_GetBuffer(data, &self._d, PyBUF_SIMPLE)
+        self._held_d = True
+        if validity is not None:
+            PyObject_GetBuffer(validity, &self._v, PyBUF_SIMPLE)
+            self._held_v = True
+            if self._v.len * 8 < offset + length:
+                raise ValueError(f"the validity bitmap holds fewer than {offset + length} bits")
+            self.vp = <const uint8_t*>self._v.buf
+        self.op = <const uint8_t*>self._o.buf
+        self.dp = <const uint8_t*>self._d.buf
+        self.dlen = self._d.len
+        self.length = length
+        self.offset = offset
+        self.large = large
+
+    def __dealloc__(self):
+        if self._held_o:
+            PyBuffer_Release(&self._o)
+        if self._held_d:
+            PyBuffer_Release(&self._d)
+        if self._held_v:
+            PyBuffer_Release(&self._v)
+
+    cdef inline int64_t _at(self, Py_ssize_t j) noexcept:
+        # Arrow buffers are little-endian.
+        cdef const uint8_t* q
+        cdef uint64_t x = 0
+        cdef int k
+        if self.large:
+            q = self.op + 8 * j
+            for k in range(7, -1, -1):
+                x = (x << 8) | q[k]
+            return <int64_t>x
+        q = self.op + 4 * j
+        return <int32_t>(<uint32_t>q[0] | (<uint32_t>q[1] << 8) | (<uint32_t>q[2] << 16) | (<uint32_t>q[3] << 24))
+
+    cdef int get(self, Py_ssize_t i, const uint8_t** p, Py_ssize_t* n) except -1:
+        """Point at row ``i`` (which the caller checked): NULL and -1 for a null."""
+        cdef Py_ssize_t j = self.offset + i
+        if self.vp != NULL and not (self.vp[j >> 3] & (1 << (j & 7))):
+            p[0] = NULL
+            n[0] = -1
+            return 0
+        cdef int64_t begin = self._at(j), end = self._at(j + 1)
+        if not 0 <= begin <= end <= self.dlen:
+            raise ValueError(f"row {i}'s offsets [{begin}, {end}) are outside the data buffer ({self.dlen} bytes)")
+        p[0] = self.dp + begin
+        n[0] = end - begin
+        return 0
+
+    def __len__(self):
+        return self.length
+
+    def __getitem__(self, Py_ssize_t i):
+        if not 0 <= i < self.length:
+            raise IndexError(f"row {i} is outside the column ({self.length} rows)")
+        cdef const uint8_t* p
+        cdef Py_ssize_t n
+        self.get(i, &p, &n)
+        return None if n < 0 else PyBytes_FromStringAndSize(<const char*>p, n)
+
+
+cdef enum _CellKind:
+    CELLS_NONE, CELLS_LIST, CELLS_TUPLE, CELLS_ARROW, CELLS_OTHER
+
+
+@cython.final
+cdef class _Cells:
+    """One key or value column, read row by row without Python calls where it can be."""
+    cdef object column
+    cdef str name
+    cdef _CellKind kind
+    cdef Py_ssize_t length
+    cdef BinaryArray arrow
+
+    def __cinit__(self, column, str name):
+        self.column = column
+        self.name = name
+        if column is None:
+            self.kind = CELLS_NONE
+            self.length = 0
+        else:
+            self.length = len(column)
+            if type(column) is list:
+                self.kind = CELLS_LIST
+            elif type(column) is tuple:
+                self.kind = CELLS_TUPLE
+            elif type(column) is BinaryArray:
+                self.kind = CELLS_ARROW
+                self.arrow = <BinaryArray>column
+            else:
+                self.kind = CELLS_OTHER
+
+    cdef int get(self, Py_ssize_t i, const uint8_t** p, Py_ssize_t* n) except -1:
+        """Point at row ``i``'s bytes (NULL, -1: None); 0 when it is another type (the caller
+        takes the general path), 1 otherwise. IndexError past the column's end."""
+        cdef object x
+        if self.kind == CELLS_NONE:
+            p[0] = NULL
+            n[0] = -1
+            return 1
+        if i >= self.length:
+            raise IndexError(f"row {i} is outside the {self.name} column ({self.length} entries)")
+        if self.kind == CELLS_ARROW:
+            self.arrow.get(i, p, n)
+            return 1
+        if self.kind == CELLS_LIST:
+            x = <object>PyList_GET_ITEM(self.column, i)
+        elif self.kind == CELLS_TUPLE:
+            x = <object>PyTuple_GET_ITEM(self.column, i)
+        else:
+            return 0
+        if x is None:
+            p[0] = NULL
+            n[0] = -1
+            return 1
+        if PyBytes_CheckExact(x):
+            p[0] = <const uint8_t*>PyBytes_AS_STRING(x)
+            n[0] = PyBytes_GET_SIZE(x)
+            return 1
+        return 0
+
+    cdef Py_ssize_t size(self, Py_ssize_t i) except -2:
+        """Row ``i``'s length in bytes, -1 for None; TypeError for what is not bytes-like."""
+        cdef const uint8_t* p
+        cdef Py_ssize_t n
+        if self.get(i, &p, &n):
+            return n
+        x = self.column[i]
+        return -1 if x is None else _twin._length(self.name, x)
+
+
+def largest_record(values, keys=None, headers=None):
+    cdef _Cells vcol = _Cells(values, "value")
+    cdef _Cells kcol = _Cells(keys, "key")
+    cdef Py_ssize_t n = vcol.length, i, size, best = -1, best_size = -1
+    if keys is not None and kcol.length != n:
+        raise ValueError(f"keys has {kcol.length} entries for {n} values")
+    if headers is not None and len(headers) != n:
+        raise ValueError(f"headers has {len(headers)} entries for {n} values")
+    for i in range(n):
+        size = max(vcol.size(i), 0)
+        if keys is not None:
+            size += max(kcol.size(i), 0)
+        if headers is not None:
+            hdr = headers[i]
+            if hdr:
+                for hkey, hval in hdr:
+                    if not PyUnicode_Check(hkey):
+                        raise TypeError(f"header key must be str, not {type(hkey).__name__}")
+                    size += len((<str>hkey).encode("utf-8"))
+                    if hval is not None:
+                        size += _twin._length("header value", hval)
+        if size > best_size:
+            best, best_size = i, size
+    if n == 0:
+        return (-1, 0)
+    return (best, best_size)
+
+
+def partition_rows(Py_ssize_t count, Py_ssize_t num_partitions, keys=None, partitions=None,
+                   Py_ssize_t null_partition=-1):
+    if num_partitions < 1:
+        raise ValueError(f"num_partitions must be positive, got {num_partitions}")
+    cdef _Cells kcol = _Cells(keys, "key")
+    cdef array.array chosen = array.clone(_INT64_ARRAY, count, zero=False)
+    cdef long long* c = chosen.data.as_longlongs
+    cdef Py_ssize_t i, p
+    cdef const uint8_t* kp
+    cdef Py_ssize_t klen
+    for i in range(count):
+        if partitions is not None:
+            p = partitions[i]
+        elif kcol.get(i, &kp, &klen):
+            p = null_partition if kp == NULL else (_murmur2(kp, klen) & 0x7FFFFFFF) % num_partitions
+        else:
+            key = keys[i]
+            if key is None:
+                p = null_partition
+            else:
+                _twin._length("key", key)
+                p = murmur2_partition(key, num_partitions)
+        if not 0 <= p < num_partitions:
+            raise ValueError(f"row {i}'s partition {p} is not in [0, {num_partitions})")
+        c[i] = p
+    counts = array.clone(_INT64_ARRAY, num_partitions, zero=True)
+    cdef long long* cnt = (<array.array>counts).data.as_longlongs
+    for i in range(count):
+        cnt[c[i]] += 1
+    fill = array.clone(_INT64_ARRAY, num_partitions, zero=False)
+    cdef long long* f = (<array.array>fill).data.as_longlongs
+    cdef int64_t total = 0
+    runs = []
+    for p in range(num_partitions):
+        f[p] = total
+        if cnt[p]:
+            runs.append((p, total, total + cnt[p]))
+        total += cnt[p]
+    cdef array.array rows = array.clone(_INT64_ARRAY, count, zero=False)
+    cdef long long* r = rows.data.as_longlongs
+    for i in range(count):
+        r[f[c[i]]] = i
+        f[c[i]] += 1
+    return rows, runs
 
 
 for _name in ("encode_uvarint", "decode_uvarint", "encode_varint", "decode_varint", "encode_varlong",
               "decode_varlong", "size_of_varint", "size_of_varlong", "crc32", "murmur2",
               "murmur2_partition", "read_batches", "decode_record_set", "decode_columnar",
-              "read_batch_header", "rewrite_batch", "empty_batch", "validate_batch"):
+              "read_batch_header", "rewrite_batch", "empty_batch", "validate_batch", "largest_record",
+              "partition_rows"):
     globals()[_name].__doc__ = getattr(_twin, _name).__doc__
 del _name
 

@@ -39,6 +39,7 @@ offset of the last inner message; with magic 0 inner offsets are absolute.
 
 from __future__ import annotations
 
+import array
 import itertools
 import struct
 import time as _time
@@ -84,6 +85,9 @@ __all__ = [
     "Columns",
     "OpenBatch",
     "Appender",
+    "BinaryArray",
+    "largest_record",
+    "partition_rows",
 ]
 
 # Byte positions in a v2 batch header, each derived from the one before.
@@ -1141,6 +1145,45 @@ class BatchBuilder:
         self._last_delta = offset_delta
         return offset_delta
 
+    def append_columns(self, values: Any, keys: Any = None, headers: Any = None, timestamps: Any = None,
+                       timestamp: int = 0, rows: Any = None, start: int = 0, stop: int = -1) -> int:
+        """Append records taken from columns, in one call (the producer's ``send_batch``).
+
+        Record ``i`` is ``(keys[i], values[i], headers[i], timestamps[i])``; the records
+        appended are the rows ``rows[start:stop]`` (or ``start..stop`` of the columns when
+        ``rows`` is None), in order, until the next one would take the batch past
+        ``max_bytes`` (the first record of a batch always goes in, as with :meth:`append`).
+
+        Args:
+            values, keys: a list or tuple of bytes-like or None, or a :class:`BinaryArray`
+                (Arrow's binary layout); ``keys=None``: no keys.
+            headers: None, or one entry per record: None or ``(str, bytes | None)`` pairs.
+            timestamps: None (every record gets ``timestamp``) or an int64 buffer (an
+                ``array('q')``, a memoryview) with one timestamp per record.
+            rows: None, or an int64 buffer of row indices (what :func:`partition_rows` gives).
+            start, stop: the range of ``rows`` (or of the columns); ``stop=-1``: to the end.
+
+        Returns:
+            the position after the last record appended (``stop`` when all went in).
+
+        Raises:
+            TypeError, ValueError: as :meth:`append` (nothing of the failing record is added).
+            IndexError: a row is outside a column.
+        """
+        if stop < 0:
+            stop = len(rows) if rows is not None else len(values)
+        pos = start
+        while pos < stop:
+            i = pos if rows is None else rows[pos]
+            if not 0 <= i < len(values):
+                raise IndexError(f"row {i} is outside the columns ({len(values)} records)")
+            ts = timestamp if timestamps is None else timestamps[i]
+            key = None if keys is None else keys[i]
+            if self.append(ts, key, values[i], None if headers is None else headers[i]) < 0:
+                break
+            pos += 1
+        return pos
+
     def _encode_v2(self, timestamp: int, key: bytes | None, value: bytes | None, headers: Any, offset_delta: int) -> bytes:
         base_ts = timestamp if self._count == 0 else self._first_ts
         body = bytearray(b"\x00")
@@ -1224,6 +1267,157 @@ def _encode_legacy(magic: int, codec: int, ts_type: int, offset: int, timestamp:
             body += _i32.pack(len(part))
             body += part
     return _i64.pack(offset) + _i32.pack(len(body) + 4) + _u32.pack(zlib.crc32(body)) + bytes(body)
+
+
+# -- send_batch: records from columns (issue 16, part "batch") ---------------------------------
+
+
+class BinaryArray:
+    """A column of bytes in Arrow's binary layout (``binary``, ``large_binary``, ``string``,
+    ``large_string``), read without making a bytes object per row.
+
+    Args:
+        length: how many rows.
+        offsets: the offsets buffer: ``offset + length + 1`` little-endian int32 (int64
+            when ``large``); row ``i`` is ``data[offsets[offset + i]:offsets[offset + i + 1]]``.
+        data: the data buffer.
+        validity: None (no nulls) or Arrow's validity bitmap (bit ``offset + i`` set: not null).
+        offset: the array's offset into its buffers (a sliced Arrow array's ``offset``).
+        large: 64-bit offsets.
+
+    Indexing gives a row: ``bytes`` or None.
+
+    Raises:
+        ValueError: a buffer is shorter than ``length`` and ``offset`` need, or an offset
+            points outside ``data`` (checked per row as it is read).
+    """
+
+    __slots__ = ("length", "offsets", "data", "validity", "offset", "large")
+
+    def __init__(self, length: int, offsets: Any, data: Any, validity: Any = None, offset: int = 0,
+                 large: bool = False) -> None:
+        if length < 0 or offset < 0:
+            raise ValueError(f"bad length {length} or offset {offset}")
+        width = 8 if large else 4
+        offsets = memoryview(offsets).cast("B")
+        if len(offsets) < (offset + length + 1) * width:
+            raise ValueError(f"the offsets buffer holds fewer than {offset + length + 1} offsets")
+        self.offsets = offsets.cast("q" if large else "i")
+        self.data = memoryview(data).cast("B")
+        self.validity = None if validity is None else memoryview(validity).cast("B")
+        if self.validity is not None and len(self.validity) * 8 < offset + length:
+            raise ValueError(f"the validity bitmap holds fewer than {offset + length} bits")
+        self.length = length
+        self.offset = offset
+        self.large = large
+
+    def __len__(self) -> int:
+        return self.length
+
+    def __getitem__(self, i: int) -> bytes | None:
+        if not 0 <= i < self.length:
+            raise IndexError(f"row {i} is outside the column ({self.length} rows)")
+        j = self.offset + i
+        if self.validity is not None and not self.validity[j >> 3] & (1 << (j & 7)):
+            return None
+        begin, end = self.offsets[j], self.offsets[j + 1]
+        if not 0 <= begin <= end <= len(self.data):
+            raise ValueError(f"row {i}'s offsets [{begin}, {end}) are outside the data buffer ({len(self.data)} bytes)")
+        return bytes(self.data[begin:end])
+
+
+def _column_length(name: str, column: Any, i: int) -> int:
+    """The byte length of ``column[i]`` (-1 for None), refusing what is not bytes-like."""
+    v = column[i]
+    if v is None:
+        return -1
+    return _length(name, v)
+
+
+def largest_record(values: Any, keys: Any = None, headers: Any = None) -> tuple[int, int]:
+    """The largest record of columns, checking every row's types on the way (one pass).
+
+    Args:
+        values, keys, headers: as :meth:`BatchBuilder.append_columns`; the columns must
+            have one entry per record (``len(values)``).
+
+    Returns:
+        ``(row, size)``: the first row of the largest size, and that size: the bytes of its
+        key, value, header keys and header values (what ``max.request.size`` is about,
+        framing aside). ``(-1, 0)`` for no records.
+
+    Raises:
+        TypeError: a key, value or header of the wrong type (as :meth:`BatchBuilder.append`).
+        ValueError: a column's length differs from ``values``'.
+    """
+    n = len(values)
+    for name, column in (("keys", keys), ("headers", headers)):
+        if column is not None and len(column) != n:
+            raise ValueError(f"{name} has {len(column)} entries for {n} values")
+    best, best_size = -1, -1
+    for i in range(n):
+        size = max(_column_length("value", values, i), 0)
+        if keys is not None:
+            size += max(_column_length("key", keys, i), 0)
+        if headers is not None and headers[i]:
+            for hkey, hval in headers[i]:
+                if not isinstance(hkey, str):
+                    raise TypeError(f"header key must be str, not {type(hkey).__name__}")
+                size += len(hkey.encode("utf-8"))
+                if hval is not None:
+                    size += _length("header value", hval)
+        if size > best_size:
+            best, best_size = i, size
+    return (best, best_size) if n else (-1, 0)
+
+
+def partition_rows(count: int, num_partitions: int, keys: Any = None, partitions: Any = None,
+                   null_partition: int = -1) -> tuple[Any, list[tuple[int, int, int]]]:
+    """Group ``count`` rows by partition, keeping their order within each partition.
+
+    Each row's partition is ``partitions[i]`` when ``partitions`` is given (an int
+    sequence or buffer), else Java's default for a keyed record,
+    ``(murmur2(key) & 0x7fffffff) % num_partitions`` (:func:`murmur2_partition`), and
+    ``null_partition`` for a null key (the producer's sticky partition).
+
+    Returns:
+        ``(rows, runs)``: ``rows`` an ``array('q')`` of row indices grouped by partition,
+        ``runs`` a list of ``(partition, start, stop)`` slices of ``rows``, by partition.
+
+    Raises:
+        ValueError: a partition outside ``[0, num_partitions)``, or ``num_partitions < 1``.
+        TypeError: a key that is not bytes-like.
+    """
+    if num_partitions < 1:
+        raise ValueError(f"num_partitions must be positive, got {num_partitions}")
+    chosen = []
+    for i in range(count):
+        if partitions is not None:
+            p = partitions[i]
+        else:
+            key = None if keys is None else keys[i]
+            if key is None:
+                p = null_partition
+            else:
+                _length("key", key)
+                p = murmur2_partition(key, num_partitions)
+        if not 0 <= p < num_partitions:
+            raise ValueError(f"row {i}'s partition {p} is not in [0, {num_partitions})")
+        chosen.append(p)
+    counts = [0] * num_partitions
+    for p in chosen:
+        counts[p] += 1
+    starts, total = [], 0
+    for c in counts:
+        starts.append(total)
+        total += c
+    rows = array.array("q", bytes(8 * count))
+    fill = list(starts)
+    for i, p in enumerate(chosen):
+        rows[fill[p]] = i
+        fill[p] += 1
+    runs = [(p, starts[p], starts[p] + counts[p]) for p in range(num_partitions) if counts[p]]
+    return rows, runs
 
 
 # ---------------------------------------------------------------------------

@@ -52,6 +52,9 @@ __all__ = [
     "OpenBatch",
     "RecordRef",
     "Appender",
+    "BinaryArray",
+    "largest_record",
+    "partition_rows",
 ]
 
 
@@ -136,3 +139,6 @@ Columns = _impl.Columns
 OpenBatch = _impl.OpenBatch
 RecordRef = _impl.RecordRef
 Appender = _impl.Appender
+BinaryArray = _impl.BinaryArray
+largest_record = _impl.largest_record
+partition_rows = _impl.partition_rows

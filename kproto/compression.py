@@ -444,7 +444,8 @@ def _lz4_compress(data, level: int | None, magic: int) -> bytes:
         # block compressor ignores them); it also sets block checksums, which every
         # reader, Java's included, verifies or skips.
         compressor = cramjam.lz4.Compressor(level=level, content_checksum=False, block_linked=False)
-        compressor.compress(data)
+        # Its compress() takes bytes only (cramjam 2.14), where the rest take any buffer.
+        compressor.compress(data if isinstance(data, bytes) else bytes(data))
         frame = bytes(compressor.finish())
         return _lz4_break_hc(frame) if magic == 0 else frame
     # Java's default: lz4's fast compressor. We write the frame around cramjam's block

@@ -3,7 +3,8 @@
 ``from kproto import Producer`` (threads) or ``from kproto.aio import AIOProducer``.
 """
 
+from kproto.producer.batches import BatchFuture, BatchMetadata
 from kproto.producer.futures import RecordFuture, RecordMetadata
 from kproto.producer.producer import AIOProducer, Producer
 
-__all__ = ["AIOProducer", "Producer", "RecordFuture", "RecordMetadata"]
+__all__ = ["AIOProducer", "BatchFuture", "BatchMetadata", "Producer", "RecordFuture", "RecordMetadata"]

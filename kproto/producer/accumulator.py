@@ -272,3 +272,39 @@ class RecordAccumulator:
             out = [b for queue in self.queues.values() for b in queue]
             self.queues.clear()
         return out
+
+    # -- whole batches (the producer's send_batch: kproto.producer.batches) ---------------
+
+    def enqueue(self, topic: str, partition: int, builder: BatchBuilder, data: bytes | None) -> ProducerBatch | None:
+        """Queue a batch built whole (``data`` is ``builder.build()``, or None for the sender
+        to build when it first sends it), closed, so it is sent
+        at once. It closes the partition's open batch, which goes first: records appended
+        later open a new batch behind it, so the partition keeps send order.
+
+        Returns:
+            the queued batch, or None when ``buffer.memory`` has no room for it (a batch
+            is taken whatever its size when no other holds memory).
+
+        Raises:
+            ClientClosedError, KafkaError: the appender is closed (as a send would raise).
+        """
+        size = builder.size_in_bytes()
+        with self.lock:
+            if self.appender.closed:
+                raise self.policy.closed_error()
+            used = self.appender.used
+            if used and used + size > self.buffer_memory:
+                return None
+            queue = self.queues.setdefault((topic, partition), deque())
+            if queue:
+                queue[-1].closed = True
+            batch = ProducerBatch(topic, partition, builder, time.monotonic(), self.delivery_timeout)
+            batch.result.home = self.home
+            batch.data = data
+            batch.size = size
+            batch.closed = True
+            queue.append(batch)
+            self.unsettled += 1
+            self.appender.used = used + size
+        self.policy.wake()
+        return batch

@@ -66,6 +66,7 @@ from kproto.io import Cluster
 from kproto.io.retry import Backoff
 from kproto.metrics import MetricName, ProducerMetrics, Statistics
 from kproto.producer.accumulator import RecordAccumulator
+from kproto.producer.batches import BatchFuture, send_batch_async, send_batch_blocking
 from kproto.producer.futures import RecordFuture, RecordMetadata
 from kproto.producer.idempotence import Idempotence, ProducerState
 from kproto.producer.partitioner import Partitioner
@@ -636,6 +637,41 @@ class AIOProducer:
         if self._home is None or self._home.is_closed():
             self._abandon()
 
+    # -- whole columns (kproto.producer.batches) ----------------------------------------------
+
+    async def send_batch(self, topic: str, values: Any, keys: Any = None, *, partition: int | None = None,
+                         headers: Any = None, timestamps: Any = None) -> BatchFuture:
+        """Queue many records at once, from columns: each record batch is encoded by one
+        codec call (see :mod:`kproto.producer.batches`). Returns, once every record is
+        queued, a :class:`~kproto.producer.batches.BatchFuture`; awaiting it gives one
+        :class:`~kproto.producer.batches.BatchMetadata` per record batch written.
+
+        Args:
+            topic: the topic.
+            values: the records' values: a list or tuple of bytes or None (after
+                ``value.serializer``), or a pyarrow ``binary``, ``large_binary``,
+                ``string`` or ``large_string`` array (read from its buffers; pyarrow is
+                imported only then).
+            keys: None, or one key per value, as ``values``.
+            partition: every record's partition; None: as :meth:`send` would choose
+                per record (murmur2 of the key, the sticky partition without one).
+            headers: None, one header list (``(str, bytes | None)`` pairs or a mapping)
+                per record, or one mapping for every record.
+            timestamps: None (now), one int for every record, or one per record (ints or
+                a pyarrow int64 or timestamp array), in milliseconds.
+
+        Raises:
+            TypeError: a key, value or header of the wrong type (nothing is queued).
+            ValueError: columns of different lengths, or a partition not the topic's.
+            MessageTooLargeError: a record alone is over ``max.request.size`` (nothing is
+                queued).
+            KafkaTimeoutError: ``max.block.ms`` passed waiting for the topic's metadata,
+                or for memory (``buffer.memory``) with no batch settling; the records
+                queued before are sent.
+            ClientClosedError, TransactionStateError: as :meth:`send`.
+        """
+        return await send_batch_async(self, topic, values, keys, partition, headers, timestamps)
+
 
 @refuse_when_closed("producer", lambda self: self._core._closed)
 class Producer:
@@ -753,3 +789,13 @@ class Producer:
         _unclosed.discard(self)
         self._portal.close_after(self._core.close, timeout)
 
+    # -- whole columns (kproto.producer.batches) ----------------------------------------------
+
+    def send_batch(self, topic: str, values: Any, keys: Any = None, *, partition: int | None = None,
+                   headers: Any = None, timestamps: Any = None) -> BatchFuture:
+        """Queue many records at once, from columns; see :meth:`AIOProducer.send_batch`.
+        Encodes on the calling thread and returns once every record is queued (waiting
+        for metadata or memory as :meth:`send` does); the
+        :class:`~kproto.producer.batches.BatchFuture`'s ``result()`` is the list of
+        :class:`~kproto.producer.batches.BatchMetadata`."""
+        return send_batch_blocking(self, topic, values, keys, partition, headers, timestamps)

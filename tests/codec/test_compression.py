@@ -700,3 +700,12 @@ def test_decompress_view_gives_the_same_bytes_without_the_copy(codec):
     assert bytes(compression.decompress_view(codec, packed, max_size=len(data))) == data
     with pytest.raises(CorruptRecordError):
         compression.decompress_view(codec, packed[: len(packed) // 2] + b"\x00" * 7)
+
+
+@pytest.mark.parametrize("codec, level", [(GZIP, None), (GZIP, 5), (SNAPPY, None), (LZ4, None), (LZ4, 5),
+                                          (ZSTD, None), (ZSTD, 5)])
+def test_compress_takes_a_memoryview_at_every_level(codec, level):
+    """issue 16, codec: the builder compresses a view of its buffer (no copy), so every
+    codec at every level takes a memoryview (cramjam's lz4 Compressor takes bytes only)."""
+    data = b"kafka records " * 500
+    assert decompress(codec, compress(codec, memoryview(data), level)) == data

@@ -266,3 +266,126 @@ def test_validate_batch_agrees_and_accepts_what_a_broker_accepts(specs, data):
         batches = list(py.read_batches(bad))
         assert len(batches) == 1 and batches[0].magic == 2 and not batches[0].is_control
         assert a[1][1] == any(r.key is None for r in batches[0].records())
+
+
+# --- records from columns: send_batch's codec calls (issue 16, "Produce, batches") --------
+
+import array  # noqa: E402
+
+cells = st.one_of(st.none(), st.binary(max_size=40), st.binary(max_size=8).map(bytearray))
+header_lists = st.one_of(st.none(), st.lists(st.tuples(st.text(max_size=5), st.one_of(st.none(), st.binary(max_size=6))),
+                                             max_size=3))
+
+
+def binary_array(backend, column, offset, large):
+    """``column`` (bytes or None) in Arrow's layout, the first ``offset`` rows padding."""
+    rows = [b"pad"] * offset + [None if v is None else bytes(v) for v in column]
+    offsets, data, bits = [0], b"", bytearray((len(rows) + 7) // 8)
+    for i, v in enumerate(rows):
+        if v is not None:
+            data += v
+            bits[i >> 3] |= 1 << (i & 7)
+        offsets.append(len(data))
+    return backend.BinaryArray(len(column), array.array("q" if large else "i", offsets), data, bytes(bits), offset, large)
+
+
+def from_columns(backend, spec, arrow):
+    values, keys, headers, timestamps, rows, max_bytes, start, codec, offset, large = spec
+
+    def run():
+        vcol = binary_array(backend, values, offset, large) if arrow else values
+        kcol = None if keys is None else (binary_array(backend, keys, 0, not large) if arrow else keys)
+        largest = backend.largest_record(vcol, kcol, headers)
+        out = []
+        pos = start
+        stop = len(rows) if rows is not None else len(values)
+        while pos < stop:
+            b = backend.BatchBuilder(2, codec, max_bytes=max_bytes)
+            pos = b.append_columns(vcol, kcol, headers, timestamps, 1_600_000_000_000, rows, pos, -1)
+            out.append((pos, b.record_count, b.build()))
+        grouped = backend.partition_rows(len(values), 3, kcol, None, 1)
+        return largest, out, (list(grouped[0]), grouped[1]), [vcol[i] for i in range(len(values))]
+    return outcome(run)
+
+
+@st.composite
+def column_specs(draw):
+    n = draw(st.integers(0, 12))
+    values = draw(st.lists(cells, min_size=n, max_size=n))
+    keys = draw(st.one_of(st.none(), st.lists(cells, min_size=n, max_size=n)))
+    headers = draw(st.one_of(st.none(), st.lists(header_lists, min_size=n, max_size=n)))
+    timestamps = draw(st.one_of(st.none(), st.lists(st.integers(0, 1 << 45), min_size=n, max_size=n).map(
+        lambda t: array.array("q", t))))
+    rows = draw(st.one_of(st.none(), st.permutations(range(n)).map(lambda r: array.array("q", r))))
+    return (values, keys, headers, timestamps, rows, draw(st.sampled_from([0, 80, 200])),
+            draw(st.integers(0, n)), draw(st.sampled_from([0, 0, 3, 4])), draw(st.integers(0, 9)),
+            draw(st.booleans()))
+
+
+@settings(max_examples=300, deadline=None)
+@given(column_specs(), st.booleans())
+def test_append_columns_largest_record_and_partition_rows_agree(spec, arrow):
+    """issue 16, send_batch: batches built from columns (lists or Arrow-layout arrays, with
+    rows, timestamps, headers, max_bytes), the largest record and the grouping by
+    partition are the same on both backends, byte for byte, and so are the errors."""
+    assert from_columns(py, spec, arrow) == from_columns(cy, spec, arrow)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.binary(max_size=10), st.binary(max_size=10)), max_size=20), st.integers(0, 200))
+def test_append_columns_is_a_loop_of_append(pairs, max_bytes):
+    """issue 16, send_batch: append_columns writes exactly the batch that appending the same
+    records one by one writes, stopping where append would refuse (max_bytes)."""
+    for backend in (py, cy):
+        one = backend.BatchBuilder(2, 0, max_bytes=max_bytes)
+        stop = 0
+        for i, (k, v) in enumerate(pairs):
+            if one.append(1000 + i, k, v) < 0:
+                break
+            stop = i + 1
+        many = backend.BatchBuilder(2, 0, max_bytes=max_bytes)
+        ts = array.array("q", [1000 + i for i in range(len(pairs))])
+        assert many.append_columns([v for _, v in pairs], [k for k, _ in pairs], None, ts) == stop
+        assert many.build() == one.build()
+
+
+def test_bad_columns_fail_alike():
+    """issue 16, send_batch: wrong types, short columns and Arrow buffers too short for
+    their length fail with the same exception type on both backends."""
+    cases = [
+        lambda b: b.largest_record([b"a", "s"]),
+        lambda b: b.largest_record([b"a"], [b"k", b"k"]),
+        lambda b: b.largest_record([b"a"], None, [[(1, b"x")]]),
+        lambda b: b.BatchBuilder().append_columns([b"a", 3]),
+        lambda b: b.BatchBuilder().append_columns([b"a", b"b"], [b"k"]),
+        lambda b: b.BatchBuilder().append_columns([b"a"], rows=array.array("q", [5])),
+        lambda b: b.BinaryArray(3, array.array("i", [0, 1]), b"x"),
+        lambda b: b.BinaryArray(3, array.array("i", [0, 1, 2, 3]), b"xyz", b""),
+        lambda b: b.BinaryArray(1, array.array("i", [0, 9]), b"xyz")[0],
+        lambda b: b.partition_rows(2, 0),
+        lambda b: b.partition_rows(2, 3, [b"a", None]),
+        lambda b: b.partition_rows(2, 3, None, [0, 7]),
+    ]
+    for case in cases:
+        a, c = outcome(case, py), outcome(case, cy)
+        assert a == c and a[0] == "raise", (a, c)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.binary(max_size=30), max_size=8), st.lists(st.binary(max_size=30), max_size=8),
+       st.sampled_from([0, 3, 4]))
+def test_a_builder_used_after_build_gives_what_a_fresh_one_gives(first, second, codec):
+    """issue 16, codec: the Cython builder hands its buffer out from build() (no copy); built
+    again, or appended to after a build, it still gives the twin's bytes, and the bytes
+    handed out before do not change."""
+    out = {}
+    for backend in (py, cy):
+        b = backend.BatchBuilder(2, codec)
+        b.append_columns(first)
+        one = b.build()
+        kept = bytes(one)
+        again = b.build()
+        b.append_columns(second, timestamp=5)
+        out[backend] = (one, again, b.build(), b.size_in_bytes(), b.record_count)
+        assert one == kept
+    assert out[py] == out[cy]

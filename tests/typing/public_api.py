@@ -8,6 +8,7 @@ from kproto.aio import AIOAdminClient, AIOConsumer, AIOProducer
 
 async def asyncio_faces(producer: AIOProducer, consumer: AIOConsumer, admin: AIOAdminClient) -> None:
     reveal_type(await producer.send("t", b"v"))  # RecordMetadata
+    reveal_type(await (await producer.send_batch("t", [b"v"])))  # list[BatchMetadata]
     reveal_type(await consumer.poll(1.0))  # list[ConsumerRecord]
     reveal_type(await admin.list_topics())  # list[str]
     reveal_type(consumer.group_metadata())  # ConsumerGroupMetadata
@@ -24,6 +25,7 @@ async def asyncio_faces(producer: AIOProducer, consumer: AIOConsumer, admin: AIO
 
 def thread_faces(producer: Producer, consumer: Consumer, admin: AdminClient) -> None:
     reveal_type(producer.send("t", b"v").result())  # RecordMetadata
+    reveal_type(producer.send_batch("t", [b"v"]).result())  # list[BatchMetadata]
     reveal_type(consumer.poll(1.0))  # list[ConsumerRecord]
     reveal_type(consumer.assignment())  # set[TopicPartition]
     reveal_type(consumer.position)  # def (partition: TopicPartition, timeout: float | None =) -> int
