@@ -26,7 +26,6 @@ records buffered and nothing else due takes them through the portal's quick call
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 import time
 import warnings
@@ -479,7 +478,6 @@ class Consumer:
     commit_async = blocking(AIOConsumer.commit_async)
     committed = blocking(AIOConsumer.committed)
 
-    @functools.wraps(AIOConsumer.poll)
     def poll(self, timeout: float | None = None, *, max_records: int | None = None,
              timeout_ms: int | None = None) -> list[ConsumerRecord]:
         # Records already buffered come back through the portal's quick call (a poll every
@@ -489,6 +487,8 @@ class Consumer:
             if records is not None:
                 return records
         return self._portal.call(self._core.poll, timeout, max_records=max_records, timeout_ms=timeout_ms)
+
+    poll.__doc__ = AIOConsumer.poll.__doc__  # one docstring, as blocking() gives the others
 
     poll_arrow = blocking(AIOConsumer.poll_arrow)
     position = blocking(AIOConsumer.position)
