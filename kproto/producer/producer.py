@@ -668,18 +668,22 @@ class Producer:
                          headers: Headers, on_delivery: DeliveryCallback | None) -> RecordFuture:
         """The slow path of :meth:`send`: wait for metadata or memory, up to ``max.block.ms``."""
         core = self._core
+        acc = core._acc
         check_topic(topic)
         deadline = time.monotonic() + core._max_block
-        while (record := core._append(topic, value, key, partition, timestamp_ms, headers)) is None:
+        while True:
+            settled = acc.settled  # a batch settled after the attempt: try again at once
+            if (record := core._append(topic, value, key, partition, timestamp_ms, headers)) is not None:
+                break
             left = deadline - time.monotonic()
             if core._cluster.partitions_for(topic) is None:
                 self._portal.call(core._prepare, topic)  # bounded by max.block.ms itself
                 continue
-            with core._acc.space:
+            with acc.space:
                 if left <= 0:
                     raise KafkaTimeoutError(f"waited {core._max_block * 1000:.0f} ms (max.block.ms) for memory (buffer.memory)")
-                if core._acc.used >= core._acc.buffer_memory:
-                    core._acc.space.wait(min(left, 0.2))
+                if acc.settled == settled:
+                    acc.space.wait(min(left, 0.2))
         if on_delivery is not None:
             _on_delivery(record, on_delivery)
         return record
