@@ -180,6 +180,7 @@ class RecordAccumulator:
         self.queues: dict[tuple[str, int], deque[ProducerBatch]] = {}
         self.unsettled = 0  # batches not yet settled: flush waits for 0
         self.settled = 0  # batches settled so far: a record waiting for memory looks again when it moves
+        self.behind = False  # a batch was opened behind another one the sender had not taken yet
         self.flushing = 0  # > 0 while a flush wants every open batch sent now
         self.home: Any = None  # the sender's event loop, which settles batches (set when it starts)
         self.policy = SendPolicy(self._new_batch, wake, buffer_memory, **per_record)
@@ -201,7 +202,10 @@ class RecordAccumulator:
                                max_bytes=self.batch_size, is_transactional=self.transactional)
         batch = ProducerBatch(topic, partition, builder, time.monotonic(), self.delivery_timeout)
         batch.result.home = self.home
-        self.queues.setdefault((topic, partition), deque()).append(batch)
+        queue = self.queues.setdefault((topic, partition), deque())
+        queue.append(batch)
+        if len(queue) > 1:
+            self.behind = True  # the sender has not taken the partition's previous batch yet
         self.unsettled += 1
         return batch
 

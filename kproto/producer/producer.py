@@ -187,7 +187,7 @@ class AIOProducer:
         self._acc = RecordAccumulator(
             batch_size=c["batch.size"], linger=c["linger.ms"] / 1000, buffer_memory=c["buffer.memory"],
             compression=codec, compression_level=level,
-            delivery_timeout=c["delivery.timeout.ms"] / 1000, wake=self._wake, freed=self._freed,
+            delivery_timeout=c["delivery.timeout.ms"] / 1000, wake=self._wake, full=self._full, freed=self._freed,
             partitioner=Partitioner(c["partitioner.class"], c["partitioner.ignore.keys"]),
             counts=self._cluster.partition_counts, key_serializer=c["key.serializer"],
             value_serializer=c["value.serializer"], max_request_size=c["max.request.size"],
@@ -211,6 +211,7 @@ class AIOProducer:
         self._metadata_errors: dict[str, BaseException] = {}  # why a topic's metadata is missing
         self._metadata_attempts: dict[str, int] = {}  # failed looks at a topic: their backoff grows
         self._closed = False
+        self._threaded = False  # sends come from other threads than the loop's (the sync face)
         _unclosed.add(self)
 
     _habit_kind = "producer"
@@ -250,6 +251,17 @@ class AIOProducer:
     def _wake(self) -> None:
         if self._sender is not None:
             self._sender.wake()
+
+    def _full(self) -> None:
+        """A batch filled up: it need not linger. A sync face's thread that finds the sender
+        behind (a batch was opened behind one it had not taken) hands over to it
+        (:meth:`~kproto.producer.sender.Sender.hand_off`) so that it catches up."""
+        if self._sender is not None:
+            if self._threaded and self._acc.behind:
+                self._acc.behind = False
+                self._sender.hand_off()
+            else:
+                self._sender.wake()
 
     def _freed(self) -> None:
         if self._space is not None:
@@ -641,6 +653,7 @@ class Producer:
         self._core = AIOProducer(config, **kwargs)
         self.config = self._core.config
         self._core._acc.appender.waiting = self._append_blocking  # threads block where asyncio would queue
+        self._core._threaded = True  # and hand over to the sender at each full batch
         self.send = self._core._acc.send  # see AIOProducer.__init__
         self._portal = Portal("producer")  # the shared loop thread (kproto._loop)
         # No broker is needed yet: as Java's and librdkafka's, the producer connects

@@ -295,6 +295,35 @@ def test_held_bytes_stay_within_buffer_memory_while_records_flow(broker):
         assert max(seen) <= 4096 and acc.used == 0
 
 
+def test_a_sync_send_that_fills_a_batch_behind_another_hands_over_to_the_sender(broker, monkeypatch):
+    """Issue 16, item 1: a thread appending records holds the GIL, so the sender's loop
+    thread got it back only every switch interval (5 ms) after each system call and fell
+    behind, leaving the records to flush. Now a send that opens a batch behind one the
+    sender has not taken waits (bounded) until the sender has looked: when it returns,
+    the full batch has gone."""
+    from kproto.producer import sender
+
+    monkeypatch.setattr(sender, "HAND_OFF_TIMEOUT", 10.0)  # a loaded machine must not make it flaky
+    with Producer(bootstrap_servers=broker.bootstrap_servers, batch_size=1024, linger_ms=60000, acks=1) as producer:
+        producer.send("hand-off", b"first", partition=0)
+        producer.flush(10)  # connected: from now on the sender can send at once
+        acc = producer._core._acc
+        gone = []  # per send that opened a batch: was the full batch before it taken by then?
+        last = None
+        for i in range(300):
+            producer.send("hand-off", b"%03d" % i * 30, partition=0)
+            queue = acc.queues.get(("hand-off", 0), ())
+            if queue and queue[-1] is not last:
+                if last is not None:
+                    gone.append(last not in queue)
+                last = queue[-1]
+        assert len(gone) > 5
+        # Before, none was (the sender waited for the GIL); now all but those held back by
+        # max.in.flight.requests.per.connection on a busy machine.
+        assert sum(gone) >= len(gone) // 2, gone
+        producer.flush(10)
+
+
 # -- partitioners, compression levels, linger ---------------------------------------------
 
 def log_batches(broker, topic, partition=0):
