@@ -127,7 +127,7 @@ class ProducerBatch(OpenBatch):
     """
 
     __slots__ = ("topic", "partition", "created", "deadline", "attempts", "next_attempt", "stamp",
-                 "base_sequence", "data", "last_error")
+                 "base_sequence", "data", "last_error", "_count")
 
     def __init__(self, topic: str, partition: int, builder: BatchBuilder, now: float, delivery_timeout: float) -> None:
         super().__init__(builder, BatchResult(topic, partition))
@@ -144,7 +144,15 @@ class ProducerBatch(OpenBatch):
 
     @property
     def record_count(self) -> int:
-        return self.builder.record_count
+        return self.builder.record_count if self.data is None else self._count
+
+    def seal(self) -> bytes:
+        """Build the batch's bytes (``data``) once it was taken to be sent, and let go of its
+        builder, whose buffer (up to twice its records' size) is not needed any more."""
+        self._count = self.builder.record_count
+        self.data = self.builder.build()
+        self.builder = None
+        return self.data
 
     def __repr__(self) -> str:
         return f"<ProducerBatch {self.topic}-{self.partition} {self.record_count} records>"

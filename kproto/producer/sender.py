@@ -351,7 +351,7 @@ class Sender:
         batch.attempts += 1
         if self.idempotence is None:
             if batch.data is None:
-                batch.data = batch.builder.build()
+                batch.seal()
             return
         if batch.stamp == self.idempotence.stamp:
             return
@@ -360,7 +360,7 @@ class Sender:
         if batch.data is None:
             b = batch.builder
             b.producer_id, b.producer_epoch, b.base_sequence = producer_id, epoch, sequence
-            batch.data = b.build()
+            batch.seal()
         else:
             # A built batch sent again: other producer fields (under the CRC, which the codec recomputes).
             batch.data = rewrite_batch(batch.data, producer_id=producer_id, producer_epoch=epoch, base_sequence=sequence)
