@@ -128,10 +128,9 @@ def _close_at_exit() -> None:
 
 
 def _on_delivery(future: RecordFuture, callback: DeliveryCallback) -> None:
-    def call(f: RecordFuture) -> None:
-        error = f.exception()
-        callback(error, None if error is not None else f.result())
-    future.add_done_callback(call)
+    # Kept by the batch, not as a done callback of the future: no closure, lists and
+    # dict per record for the garbage collector to walk while the batch is in flight.
+    future._batch.on_delivery(future._index, future._timestamp, callback)
 
 
 def _abortable(exc: BaseException, idempotence: Idempotence | None) -> bool:
