@@ -43,6 +43,13 @@ from kproto.records import BatchBuilder
 
 __all__ = ["ProducerBatch", "RecordAccumulator", "SendPolicy"]
 
+# How far behind (bytes of full batches of a partition not taken yet, counted as batch.size
+# each) the sender may fall before a sync producer's thread hands over to it: a hand-off
+# costs two thread switches whatever the batch size, so it is paid per megabyte, not per
+# 16 KiB batch.
+BEHIND_BYTES = 1 << 20
+
+
 class SendPolicy:
     """What a producer decides per record, in one place: the codec's
     :class:`~kproto.codec.Appender` reads these attributes once and applies them.
@@ -188,7 +195,7 @@ class RecordAccumulator:
         self.queues: dict[tuple[str, int], deque[ProducerBatch]] = {}
         self.unsettled = 0  # batches not yet settled: flush waits for 0
         self.settled = 0  # batches settled so far: a record waiting for memory looks again when it moves
-        self.behind = False  # a batch was opened behind another one the sender had not taken yet
+        self.behind = False  # a batch was opened behind BEHIND_BYTES the sender had not taken yet
         self.flushing = 0  # > 0 while a flush wants every open batch sent now
         self.home: Any = None  # the sender's event loop, which settles batches (set when it starts)
         self.policy = SendPolicy(self._new_batch, wake, buffer_memory, **per_record)
@@ -212,8 +219,8 @@ class RecordAccumulator:
         batch.result.home = self.home
         queue = self.queues.setdefault((topic, partition), deque())
         queue.append(batch)
-        if len(queue) > 1:
-            self.behind = True  # the sender has not taken the partition's previous batch yet
+        if (len(queue) - 1) * self.batch_size >= BEHIND_BYTES:
+            self.behind = True  # the sender has not taken that much of the partition's batches yet
         self.unsettled += 1
         return batch
 

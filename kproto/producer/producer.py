@@ -253,8 +253,9 @@ class AIOProducer:
 
     def _full(self) -> None:
         """A batch filled up: it need not linger. A sync face's thread that finds the sender
-        behind (a batch was opened behind one it had not taken) hands over to it
-        (:meth:`~kproto.producer.sender.Sender.hand_off`) so that it catches up."""
+        behind (a batch was opened behind a megabyte it had not taken: the accumulator's
+        ``BEHIND_BYTES``) hands over to it (:meth:`~kproto.producer.sender.Sender.hand_off`)
+        so that it catches up."""
         if self._sender is not None:
             if self._threaded and self._acc.behind:
                 self._acc.behind = False

@@ -298,12 +298,13 @@ def test_held_bytes_stay_within_buffer_memory_while_records_flow(broker):
 def test_a_sync_send_that_fills_a_batch_behind_another_hands_over_to_the_sender(broker, monkeypatch):
     """Issue 16, item 1: a thread appending records holds the GIL, so the sender's loop
     thread got it back only every switch interval (5 ms) after each system call and fell
-    behind, leaving the records to flush. Now a send that opens a batch behind one the
-    sender has not taken waits (bounded) until the sender has looked: when it returns,
-    the full batch has gone."""
-    from kproto.producer import sender
+    behind, leaving the records to flush. Now a send that opens a batch behind full ones
+    the sender has not taken (here: one) waits (bounded) until the sender has looked: when
+    it returns, the full batch has gone."""
+    from kproto.producer import accumulator, sender
 
     monkeypatch.setattr(sender, "HAND_OFF_TIMEOUT", 10.0)  # a loaded machine must not make it flaky
+    monkeypatch.setattr(accumulator, "BEHIND_BYTES", 1024)  # one batch behind (a megabyte by default)
     with Producer(bootstrap_servers=broker.bootstrap_servers, batch_size=1024, linger_ms=60000, acks=1) as producer:
         producer.send("hand-off", b"first", partition=0)
         producer.flush(10)  # connected: from now on the sender can send at once
