@@ -653,7 +653,7 @@ class Producer:
         self._core = AIOProducer(config, **kwargs)
         self.config = self._core.config
         self._core._acc.appender.waiting = self._append_blocking  # threads block where asyncio would queue
-        self._core._threaded = True  # and hand over to the sender at each full batch
+        self._core._threaded = True  # and hand over to the sender when it falls behind
         self.send = self._core._acc.send  # see AIOProducer.__init__
         self._portal = Portal("producer")  # the shared loop thread (kproto._loop)
         # No broker is needed yet: as Java's and librdkafka's, the producer connects

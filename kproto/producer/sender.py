@@ -78,8 +78,8 @@ __all__ = ["Sender"]
 
 log = logging.getLogger("kproto.producer")
 
-# How long a sync producer's thread waits at most, per full batch, for the sender to take
-# it (Sender.hand_off); usually a fraction of a millisecond.
+# How long a sync producer's thread waits at most, per hand-off, for the sender to look at
+# the accumulator (Sender.hand_off); usually a fraction of a millisecond.
 HAND_OFF_TIMEOUT = 0.02
 
 # The partition's leader moved or is not known yet: look it up again (Java's Sender refreshes
@@ -153,9 +153,9 @@ class Sender:
         Why: a sync producer's thread appending records holds the GIL, and the loop's
         thread gets it back only every ``sys.getswitchinterval()`` (5 ms) after each of its
         system calls, so without this the sender falls far behind and the records pile up
-        until ``flush`` (issue 16). Called once per full batch, the wait costs two thread
-        switches and gives the sender the time it needs anyway, while the broker works on
-        what it was sent.
+        until ``flush`` (issue 16). Called when the sender is a megabyte behind (the
+        producer's ``_full``), the wait costs two thread switches and gives the sender the
+        time it needs anyway, while the broker works on what it was sent.
         """
         if threading.get_ident() == self._thread:
             self._event.set()
