@@ -5,7 +5,9 @@ partition, append into the open batch, as the accumulator's
 :class:`~kproto.producer.accumulator.SendPolicy` says) and one asyncio sender; the sync
 face runs the sender on a background loop and appends from the caller's thread directly, so a
 ``send`` crosses no thread boundary unless it must wait (for a topic's metadata, or for
-``buffer.memory``), which it does for at most ``max.block.ms``.
+room in ``buffer.memory``), which it does for at most ``max.block.ms``, or finds the sender
+a megabyte behind, when it hands over to it for a moment
+(:meth:`~kproto.producer.sender.Sender.hand_off`: the GIL would keep it from catching up).
 
 Settings are Kafka's with Java's defaults (acks=all, idempotence on, linger.ms=5). As in
 Java, idempotence that was not asked for explicitly turns itself off when other settings
