@@ -44,9 +44,9 @@ from kproto.records import BatchBuilder
 __all__ = ["ProducerBatch", "RecordAccumulator", "SendPolicy"]
 
 # How far behind (bytes of full batches of a partition not taken yet, counted as batch.size
-# each) the sender may fall before a sync producer's thread hands over to it: a hand-off
-# costs two thread switches whatever the batch size, so it is paid per megabyte, not per
-# 16 KiB batch.
+# each) the sender may fall before a sync producer's thread hands over to it, and again
+# at each further such step: a hand-off costs two thread switches whatever the batch size,
+# so it is paid per megabyte appended, not per 16 KiB batch.
 BEHIND_BYTES = 1 << 20
 
 
@@ -195,7 +195,8 @@ class RecordAccumulator:
         self.queues: dict[tuple[str, int], deque[ProducerBatch]] = {}
         self.unsettled = 0  # batches not yet settled: flush waits for 0
         self.settled = 0  # batches settled so far: a record waiting for memory looks again when it moves
-        self.behind = False  # a batch was opened behind BEHIND_BYTES the sender had not taken yet
+        self.behind = False  # a batch was opened another BEHIND_BYTES behind what the sender took
+        self._hand_off_every = max(1, BEHIND_BYTES // max(batch_size, 1))  # batches
         self.flushing = 0  # > 0 while a flush wants every open batch sent now
         self.home: Any = None  # the sender's event loop, which settles batches (set when it starts)
         self.policy = SendPolicy(self._new_batch, wake, buffer_memory, **per_record)
@@ -219,8 +220,9 @@ class RecordAccumulator:
         batch.result.home = self.home
         queue = self.queues.setdefault((topic, partition), deque())
         queue.append(batch)
-        if (len(queue) - 1) * self.batch_size >= BEHIND_BYTES:
-            self.behind = True  # the sender has not taken that much of the partition's batches yet
+        waiting = len(queue) - 1  # full batches of the partition the sender has not taken yet
+        if waiting and waiting % self._hand_off_every == 0:
+            self.behind = True  # another BEHIND_BYTES behind: the sync face hands over
         self.unsettled += 1
         return batch
 
