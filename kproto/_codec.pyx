@@ -1773,7 +1773,7 @@ del _name
 
 
 # ---------------------------------------------------------------------------
-# the producer's per-record path
+# the producer's per-record path (issue 16 "produce": lock, bound, futures)
 # ---------------------------------------------------------------------------
 
 cdef extern from "Python.h":
@@ -1782,6 +1782,75 @@ cdef extern from "Python.h":
     ctypedef struct _NewSlot "PyTypeObject":
         object (*tp_new)(_NewSlot*, object, PyObject*)
 
+cdef extern from "<pthread.h>" nogil:
+    ctypedef struct pthread_mutex_t:
+        pass
+    int pthread_mutex_init(pthread_mutex_t* mutex, const void* attr)
+    int pthread_mutex_destroy(pthread_mutex_t* mutex)
+    int pthread_mutex_lock(pthread_mutex_t* mutex)
+    int pthread_mutex_trylock(pthread_mutex_t* mutex)
+    int pthread_mutex_unlock(pthread_mutex_t* mutex)
+
+# A record's bytes beyond its key, value and headers, at most: its length, attributes,
+# timestamp and offset deltas, key and value lengths and header count as varints (5 + 1 +
+# 10 + 5 + 5 + 5 + 5); each header adds at most 10 to its key and value (two lengths).
+cdef enum:
+    RECORD_BOUND = 36
+    HEADER_BOUND = 10
+
+cdef tuple _NO_ARGS = ()
+
+
+@cython.final
+cdef class _AppendLock:
+    """The appender's lock: a mutex the per-record path takes in C (a ``threading.Lock``
+    is a Python call each way, and on Python 3.11 reads the clock at every acquire), with
+    the ``threading.Lock`` methods its owner and a ``threading.Condition`` use."""
+    cdef pthread_mutex_t _mutex
+    cdef bint _held
+
+    def __cinit__(self):
+        pthread_mutex_init(&self._mutex, NULL)
+
+    def __dealloc__(self):
+        pthread_mutex_destroy(&self._mutex)
+
+    cdef inline void take(self):
+        if pthread_mutex_trylock(&self._mutex) != 0:
+            with nogil:  # the holder may need the GIL to let go
+                pthread_mutex_lock(&self._mutex)
+        self._held = True
+
+    cdef inline void give(self):
+        self._held = False
+        pthread_mutex_unlock(&self._mutex)
+
+    def acquire(self, bint blocking=True, double timeout=-1):
+        if timeout != -1:
+            raise ValueError("the appender's lock takes no timeout")
+        if not blocking:
+            if pthread_mutex_trylock(&self._mutex) != 0:
+                return False
+            self._held = True
+            return True
+        self.take()
+        return True
+
+    def release(self):
+        if not self._held:
+            raise RuntimeError("release unlocked lock")
+        self.give()
+
+    def locked(self):
+        return self._held
+
+    def __enter__(self):
+        self.take()
+        return True
+
+    def __exit__(self, *exc_info):
+        self.give()
+
 
 cdef class RecordRef:
     """A record's place in its batch; see ``_codec_py.RecordRef``."""
@@ -1789,13 +1858,11 @@ cdef class RecordRef:
     cdef readonly int64_t _index
     cdef readonly int64_t _timestamp
 
-    def __cinit__(self, batch, int64_t index, int64_t timestamp):
+    def __init__(self, batch, int64_t index, int64_t timestamp):
+        # The Appender makes its futures without calling this (it sets the fields itself).
         self._batch = batch
         self._index = index
         self._timestamp = timestamp
-
-    def __init__(self, batch, index, timestamp):
-        pass  # __cinit__ did it; defined so that no __init__ after this class in a subclass's MRO runs
 
 
 cdef class OpenBatch:
@@ -1816,6 +1883,21 @@ cdef inline OpenBatch _open_batch(list opened, Py_ssize_t partition):
     return <OpenBatch>opened[partition] if partition < len(opened) else None
 
 
+cdef Py_ssize_t _headers_bound(object headers) except -1:
+    """At most what ``headers`` add to a record (0 for a key or value of a wrong type:
+    the builder refuses those)."""
+    cdef Py_ssize_t n = 0
+    cdef Py_ssize_t length
+    for hkey, hval in headers:
+        n += HEADER_BOUND
+        if PyUnicode_Check(hkey):
+            PyUnicode_AsUTF8AndSize(hkey, &length)
+            n += length
+        if hval is not None and isinstance(hval, (bytes, bytearray, memoryview)):
+            n += len(hval)
+    return n
+
+
 @cython.final
 cdef class Appender:
     """The producer's per-record path; see ``_codec_py.Appender``."""
@@ -1824,9 +1906,8 @@ cdef class Appender:
     cdef object _future_class  # holds a reference, so that _future_type stays valid
     cdef _NewSlot* _future_type  # the same class, whose tp_new makes each record's future
     cdef object _wake
-    cdef readonly object lock
-    cdef object _acquire
-    cdef object _release
+    cdef object _full
+    cdef _AppendLock _lock
     cdef public Py_ssize_t buffer_memory
     cdef public Py_ssize_t used
     cdef public bint idle
@@ -1839,7 +1920,7 @@ cdef class Appender:
     cdef dict _counts
     cdef object _key_serializer
     cdef object _value_serializer
-    cdef Py_ssize_t _max_part
+    cdef Py_ssize_t _max_record
     cdef public object waiting
     cdef object _register
     cdef public bint hold
@@ -1853,10 +1934,8 @@ cdef class Appender:
         self._future_type = <_NewSlot*>future_class
         self._new_batch = policy.new_batch
         self._wake = policy.wake
-        self.lock = policy.lock
-        # Bound once: ``with lock`` would look up __enter__ and __exit__ on every record.
-        self._acquire = self.lock.acquire
-        self._release = self.lock.release
+        self._full = policy.full
+        self._lock = _AppendLock()
         self.buffer_memory = policy.buffer_memory
         self._partitioner = partitioner = policy.partitioner
         self._chooser = partitioner.chooser
@@ -1865,7 +1944,7 @@ cdef class Appender:
         self._counts = policy.counts
         self._key_serializer = policy.key_serializer
         self._value_serializer = policy.value_serializer
-        self._max_part = policy.max_part
+        self._max_record = policy.max_record
         self.waiting = policy.waiting
         self._register = policy.register
         self.used = 0
@@ -1873,6 +1952,10 @@ cdef class Appender:
         self.closed = False
         self.hold = False
         self._open = {}
+
+    @property
+    def lock(self):
+        return self._lock
 
     def send(self, str topic, value=None, key=None, partition=None, timestamp_ms=None, headers=None,
              on_delivery=None):
@@ -1903,10 +1986,6 @@ cdef class Appender:
                 raise self._partitioner.refuse(topic, partition, partitions)
         if headers is not None and not isinstance(headers, (list, tuple)):
             headers = list(headers.items())
-        cdef Py_ssize_t vlen = 0 if value is None else (PyBytes_GET_SIZE(value) if PyBytes_CheckExact(value) else _twin._length("value", value))
-        cdef Py_ssize_t klen = 0 if key is None else (PyBytes_GET_SIZE(key) if PyBytes_CheckExact(key) else _twin._length("key", key))
-        if vlen > self._max_part or klen > self._max_part:
-            self._policy.check_size(klen, vlen)
         cdef timespec now
         cdef int64_t timestamp
         if timestamp_ms is None:
@@ -1914,24 +1993,40 @@ cdef class Appender:
             timestamp = <int64_t>now.tv_sec * 1000 + now.tv_nsec // 1000000
         else:
             timestamp = timestamp_ms
-        return self._append_record(topic, p, partitions, timestamp, key, value, headers)
+        return self._append_record(topic, p, partitions, timestamp, key, value, headers, self._need(key, value, headers))
 
     def append(self, str topic, Py_ssize_t partition, Py_ssize_t partitions, int64_t timestamp, key, value,
                headers=None):
-        return self._append_record(topic, partition, partitions, timestamp, key, value, headers)
+        return self._append_record(topic, partition, partitions, timestamp, key, value, headers,
+                                   self._need(key, value, headers))
+
+    cdef Py_ssize_t _need(self, object key, object value, object headers) except -1:
+        """The memory a record may take at most (with a new batch's header), checked
+        against the largest record the policy allows."""
+        cdef Py_ssize_t need = RECORD_BOUND + V2_HEADER
+        if value is not None:
+            need += PyBytes_GET_SIZE(value) if PyBytes_CheckExact(value) else _twin._length("value", value)
+        if key is not None:
+            need += PyBytes_GET_SIZE(key) if PyBytes_CheckExact(key) else _twin._length("key", key)
+        if headers:
+            need += _headers_bound(headers)
+        if need > self._max_record:
+            self._policy.check_size(need)
+        return need
 
     cdef object _append_record(self, str topic, Py_ssize_t partition, Py_ssize_t partitions, int64_t timestamp,
-                               object key, object value, object headers):
+                               object key, object value, object headers, Py_ssize_t need):
         cdef bint sticky = False
         cdef bint wake
+        cdef bint full = False
         cdef OpenBatch batch
         cdef object found
         cdef list opened
         cdef int64_t index = -1
-        self._acquire()
+        self._lock.take()
         try:
-            if self.used >= self.buffer_memory:
-                return None
+            if self.used + need > self.buffer_memory:
+                return None  # it waits for room: buffer.memory is never exceeded
             if partition < 0:
                 if key is not None and self._hash_keys:
                     if PyBytes_CheckExact(key):
@@ -1957,6 +2052,7 @@ cdef class Appender:
             batch = _open_batch(opened, partition)
             if batch is not None and not batch.closed:
                 index = self._try(batch, timestamp, key, value, headers)
+                full = index < 0
             if index < 0:
                 if sticky:
                     partition = self._partitioner.next_sticky(topic, partition, partitions)
@@ -1965,20 +2061,29 @@ cdef class Appender:
                     batch = _open_batch(opened, partition)
                     if batch is not None and not batch.closed:
                         index = self._try(batch, timestamp, key, value, headers)
+                        full = full or index < 0
                 if index < 0:
                     batch = self._new_batch(topic, partition)
                     while len(opened) <= partition:
                         opened.append(None)
                     opened[partition] = batch
                     index = self._try(batch, timestamp, key, value, headers)
+                    batch.size += V2_HEADER  # the batch's header is held with it
+                    self.used += V2_HEADER
             wake = self.idle
             self.idle = False
         finally:
-            self._release()
-        if wake:
+            self._lock.give()
+        if full:
+            self._full()  # a full batch need not linger
+        elif wake:
             self._wake()
-        # tp_new alone: about half the time of calling the class (which would run __init__ too)
-        return self._future_type.tp_new(self._future_type, (batch.result, index, timestamp), NULL)
+        # tp_new alone, with no arguments to box and parse: the fields are set here.
+        cdef RecordRef record = <RecordRef>self._future_type.tp_new(self._future_type, _NO_ARGS, NULL)
+        record._batch = batch.result
+        record._index = index
+        record._timestamp = timestamp
+        return record
 
     cdef int64_t _try(self, OpenBatch batch, int64_t timestamp, object key, object value, object headers) except -2:
         cdef BatchBuilder b = batch.builder
@@ -1994,7 +2099,6 @@ cdef class Appender:
             index = b.append(timestamp, key, value, headers)
         if index < 0:
             batch.closed = True
-            self._wake()  # a full batch need not linger
             return -1
         cdef Py_ssize_t grown = b.used - before
         batch.size += grown

@@ -42,6 +42,7 @@ from __future__ import annotations
 import array
 import itertools
 import struct
+import threading
 import time as _time
 import zlib
 from collections.abc import Iterator, Sequence
@@ -1528,7 +1529,14 @@ def decode_columnar(buf: Any, fetch_offset: int = 0, check_crc: bool = True) -> 
     return cols
 
 
-# -- the producer's per-record path -------------------------------------------------------------
+# -- the producer's per-record path (issue 16 "produce": lock, bound, futures) ------------------
+
+# A record's bytes beyond its key, value and headers, at most: its length, attributes,
+# timestamp and offset deltas, key and value lengths and header count as varints (5 + 1 +
+# 10 + 5 + 5 + 5 + 5); each header adds at most 10 to its key and value (two lengths).
+_RECORD_BOUND = 36
+_HEADER_BOUND = 10
+
 
 class OpenBatch:
     """What :class:`Appender` needs of a producer's batch; producers subclass it.
@@ -1536,7 +1544,7 @@ class OpenBatch:
     Attributes:
         builder: the :class:`BatchBuilder` records are appended to.
         result: what each record's future refers to.
-        size: bytes counted against the producer's memory.
+        size: bytes counted against the producer's memory: its records' and its header's.
         closed: no more records go in (full, or taken to be sent).
     """
 
@@ -1554,7 +1562,8 @@ class RecordRef:
 
     What :class:`Appender` hands out per record is an instance of a subclass (the
     producer's future), made with these three values; the Cython backend creates them
-    without running any ``__init__`` of the subclass, so subclasses must not rely on one.
+    without running any ``__init__`` (it sets the three fields itself), so subclasses must
+    not rely on one.
     """
 
     __slots__ = ("_batch", "_index", "_timestamp")
@@ -1565,6 +1574,19 @@ class RecordRef:
         self._timestamp = timestamp
 
 
+def _headers_bound(headers: Any) -> int:
+    """At most what ``headers`` add to a record (0 for a key or value of a wrong type:
+    the builder refuses those)."""
+    n = 0
+    for hkey, hval in headers:
+        n += _HEADER_BOUND
+        if isinstance(hkey, str):
+            n += len(hkey.encode("utf-8"))
+        if hval is not None and isinstance(hval, (bytes, bytearray, memoryview)):
+            n += len(hval)
+    return n
+
+
 class Appender:
     """The producer's per-record path: a producer's decisions, applied to one record at a time.
 
@@ -1573,27 +1595,31 @@ class Appender:
     them per record: the serializers, the partition count, the partition (one given with
     the record; else the partitioner's ``chooser``; else Java's default: murmur2 of the
     key unless the partitioner does not ``hash_keys``, or the topic's ``sticky``
-    partition), a size check (only a record with a key or value over ``policy.max_part``
-    asks ``policy.check_size``), the timestamp, and :meth:`append` into the partition's
-    open batch. It calls back into the policy per batch (``new_batch``; the
-    partitioner's ``next_sticky`` when a new batch would be opened for a sticky
-    partition, ``stick`` for a topic without one) and to refuse a record (the
-    partitioner's ``refuse``, for a partition out of range whoever chose it). A record that must wait (unknown
-    partitions, full memory, or records already waiting: :attr:`hold`) goes to
-    ``waiting`` instead. Producers bind their ``send`` to it, so the common case runs no
-    Python code of theirs.
+    partition), a size check (a record whose bound, below, is over ``policy.max_record``
+    goes to ``policy.check_size``, which raises), the timestamp, and :meth:`append` into
+    the partition's open batch. It calls back into the policy per batch (``new_batch``;
+    the partitioner's ``next_sticky`` when a new batch would be opened for a sticky
+    partition, ``stick`` for a topic without one; ``full`` when a batch filled up) and to
+    refuse a record (the partitioner's ``refuse``, for a partition out of range whoever
+    chose it). A record that must wait (unknown partitions, no room in memory, or records
+    already waiting: :attr:`hold`) goes to ``waiting`` instead. Producers bind their
+    ``send`` to it, so the common case runs no Python code of theirs.
 
-    A batch closes when a record does not fit (its builder's ``max_bytes``); the owner
-    closes them too when it takes them to send.
+    Memory: a record is appended only if ``used`` plus its bound (its key, value and
+    headers, at most 36 bytes of framing, 10 per header, and a new batch's 61-byte header)
+    stays within ``buffer_memory``, so ``used`` never exceeds it; a new batch counts its
+    header. A batch closes when a record does not fit (its builder's ``max_bytes``); the
+    owner closes them too when it takes them to send.
 
     Args:
-        policy: read once: ``new_batch``, ``wake``, ``lock``, ``buffer_memory``,
+        policy: read once: ``new_batch``, ``wake``, ``full``, ``buffer_memory``,
             ``partitioner``, ``future_class`` (a :class:`RecordRef` subclass), ``counts``,
-            ``key_serializer``, ``value_serializer``, ``max_part``, ``waiting``,
-            ``register``; called: ``check_size(key_length, value_length)``,
-            ``closed_error()``.
+            ``key_serializer``, ``value_serializer``, ``max_record``, ``waiting``,
+            ``register``; called: ``check_size(bound)``, ``closed_error()``.
 
     Attributes:
+        lock: held while appending; the owner takes it for everything it shares with the
+            appender (a ``threading.Lock``, or the Cython backend's C mutex with its methods).
         used: bytes appended to batches not yet settled (the owner subtracts settled ones).
         idle: True when no batch is open; the next record starts a linger clock (the owner
             sets it back).
@@ -1610,7 +1636,8 @@ class Appender:
         self._future_class = future_class
         self._new_batch = policy.new_batch
         self._wake = policy.wake
-        self.lock = policy.lock
+        self._full = policy.full
+        self.lock = threading.Lock()
         self.buffer_memory = policy.buffer_memory
         partitioner = self._partitioner = policy.partitioner
         self._chooser = partitioner.chooser
@@ -1619,7 +1646,7 @@ class Appender:
         self._counts = policy.counts
         self._key_serializer = policy.key_serializer
         self._value_serializer = policy.value_serializer
-        self._max_part = policy.max_part
+        self._max_record = policy.max_record
         self.waiting = policy.waiting
         self._register = policy.register
         self.used = 0
@@ -1645,7 +1672,7 @@ class Appender:
     def try_send(self, topic: str, value: Any = None, key: Any = None, partition: int | None = None,
                  timestamp_ms: int | None = None, headers: Any = None) -> Any:
         """One record: its future, or None when it must wait (the topic's partitions are
-        unknown, or memory is full); nothing is appended then.
+        unknown, or there is no room in memory for it); nothing is appended then.
 
         Raises:
             what ``policy.closed_error()`` returns: :attr:`closed` is set.
@@ -1668,26 +1695,26 @@ class Appender:
             raise self._partitioner.refuse(topic, partition, partitions)
         if headers is not None and not isinstance(headers, (list, tuple)):
             headers = list(headers.items())
-        vlen = 0 if value is None else _length("value", value)
-        klen = 0 if key is None else _length("key", key)
-        if vlen > self._max_part or klen > self._max_part:
-            self._policy.check_size(klen, vlen)
         if timestamp_ms is None:
             timestamp_ms = int(_time.time() * 1000)
         return self.append(topic, partition, partitions, timestamp_ms, key, value, headers)
 
     def append(self, topic: str, partition: int, partitions: int, timestamp: int, key: Any, value: Any,
                headers: Sequence[tuple[str, Any]] | None = None) -> Any:
-        """Append one record; returns its future, or None when memory is full (nothing added).
+        """Append one record; returns its future, or None when there is no room in memory
+        for it (nothing added).
 
         ``partition`` -1 applies Java's default partitioner (murmur2 or sticky).
 
         Raises:
+            what ``policy.check_size`` raises: the record alone is too large.
             TypeError: key, value or a header has the wrong type (as :meth:`BatchBuilder.append`).
         """
+        need = self._need(key, value, headers)
+        full = False
         with self.lock:
-            if self.used >= self.buffer_memory:
-                return None
+            if self.used + need > self.buffer_memory:
+                return None  # it waits for room: buffer.memory is never exceeded
             sticky = False
             if partition < 0:
                 if key is not None and self._hash_keys:
@@ -1703,6 +1730,7 @@ class Appender:
             if batch is not None and batch.closed:
                 batch = None
             index = -1 if batch is None else self._try(batch, timestamp, key, value, headers)
+            full = batch is not None and index < 0
             if index < 0:
                 if sticky:
                     partition = self._partitioner.next_sticky(topic, partition, partitions)
@@ -1711,14 +1739,33 @@ class Appender:
                     batch = self._open.get((topic, partition))
                     if batch is not None and not batch.closed:
                         index = self._try(batch, timestamp, key, value, headers)
+                        full = full or index < 0
                 if index < 0:
                     batch = self._open[(topic, partition)] = self._new_batch(topic, partition)
                     index = self._try(batch, timestamp, key, value, headers)
+                    batch.size += BATCH_HEADER_SIZE  # the batch's header is held with it
+                    self.used += BATCH_HEADER_SIZE
             wake = self.idle
             self.idle = False
-        if wake:
+        if full:
+            self._full()  # a full batch need not linger
+        elif wake:
             self._wake()
         return self._future_class(batch.result, index, timestamp)
+
+    def _need(self, key: Any, value: Any, headers: Any) -> int:
+        """The memory a record may take at most (with a new batch's header), checked
+        against the largest record the policy allows."""
+        need = _RECORD_BOUND + BATCH_HEADER_SIZE
+        if value is not None:
+            need += _length("value", value)
+        if key is not None:
+            need += _length("key", key)
+        if headers:
+            need += _headers_bound(headers)
+        if need > self._max_record:
+            self._policy.check_size(need)
+        return need
 
     def _try(self, batch: Any, timestamp: int, key: Any, value: Any, headers: Any) -> int:
         builder = batch.builder
@@ -1726,7 +1773,6 @@ class Appender:
         index = builder.append(timestamp, key, value, headers)
         if index < 0:
             batch.closed = True
-            self._wake()  # a full batch need not linger
             return -1
         grown = builder.size_in_bytes() - before
         batch.size += grown

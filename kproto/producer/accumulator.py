@@ -15,9 +15,16 @@ open ones once they are ``linger.ms`` old or a flush asks for them.
 
 Each partition's queue is in send order: retried batches go back to its head, before
 any batch not yet sent, in sequence order (the broker needs an idempotent producer's
-sequences in order). One lock guards everything here; the sender holds it only to look
-at and take batches. Memory is accounted as the bytes of unsettled batches, against
-``buffer.memory``.
+sequences in order). One lock (the appender's) guards everything here; the sender holds
+it only to look at and take batches.
+
+Memory: ``used`` counts the bytes of unsettled batches (their records and headers) and
+never exceeds ``buffer.memory`` (issue 16): a record is appended only if its size bound
+fits in what is left, else it waits (up to ``max.block.ms``, in the producer) for
+settled batches to free room; a record that could never fit is refused at once with
+:class:`~kproto.errors.MessageTooLargeError`, as Java's ``ensureValidRecordSize`` refuses
+one bigger than ``buffer.memory``. A whole batch appended by other means must count its
+``size`` into ``appender.used`` under the lock in the same way.
 """
 
 from __future__ import annotations
@@ -36,9 +43,11 @@ from kproto.records import BatchBuilder
 
 __all__ = ["ProducerBatch", "RecordAccumulator", "SendPolicy"]
 
-# A v2 batch header plus a record's framing: what a record adds to its key and value in
-# a request of its own (Java's KafkaProducer.ensureValidRecordSize checks such an estimate).
-RECORD_OVERHEAD = 70
+# How far behind (bytes of full batches of a partition not taken yet, counted as batch.size
+# each) the sender may fall before a sync producer's thread hands over to it, and again
+# at each further such step: a hand-off costs two thread switches whatever the batch size,
+# so it is paid per megabyte appended, not per 16 KiB batch.
+BEHIND_BYTES = 1 << 20
 
 
 class SendPolicy:
@@ -48,37 +57,39 @@ class SendPolicy:
     Args:
         new_batch: ``(topic, partition) -> batch``: a new open batch (an
             :class:`~kproto.codec.OpenBatch` whose builder's ``max_bytes`` is
-            ``batch.size``), registered by the owner; called with ``lock`` held.
-        wake: called when a batch closes full, or a record arrives while no batch was open.
-        lock: held while appending (the owner takes it for everything else).
-        buffer_memory: ``buffer.memory``: nothing is appended while the bytes of unsettled
-            batches are at or above it (the record waits).
+            ``batch.size``), registered by the owner; called with the appender's lock held.
+        wake: called when a record arrives while no batch was open (a linger clock starts).
+        buffer_memory: ``buffer.memory``: a record is appended only if the bytes of
+            unsettled batches stay within it with the record (else the record waits).
         partitioner: which partition a record without one goes to.
         future_class: what a record's future is: a :class:`~kproto.codec.RecordRef`
-            subclass, made from ``(batch.result, index, timestamp)`` without its ``__init__``.
+            subclass, made without its ``__init__`` (the codec sets its three fields).
         counts: topic -> partition count, for the topics whose metadata is known (read
             without the lock: its owner only ever adds to it or replaces values). A topic
             not in it makes the record wait.
         key_serializer, value_serializer: ``key.serializer`` and ``value.serializer``:
             callables applied to a key or value that is not None, or None.
-        max_request_size: ``max.request.size``: a record bigger alone is refused.
+        max_request_size: ``max.request.size``: a bigger record is refused.
         waiting: ``(topic, value, key, partition, timestamp_ms, headers, on_delivery) ->``
             what ``send`` returns for a record that must wait (the owner's slow path).
         register: ``(future, on_delivery)``: attaches a delivery callback to a future.
+        full: called, after the appender let go of its lock, when a batch filled up and
+            closed (it need not linger); ``wake`` when not given.
     """
 
-    __slots__ = ("new_batch", "wake", "lock", "buffer_memory", "partitioner", "future_class", "counts",
-                 "key_serializer", "value_serializer", "max_request_size", "max_part", "waiting", "register",
+    __slots__ = ("new_batch", "wake", "full", "buffer_memory", "partitioner", "future_class", "counts",
+                 "key_serializer", "value_serializer", "max_request_size", "max_record", "waiting", "register",
                  "refusal")
 
-    def __init__(self, new_batch: Callable[[str, int], OpenBatch], wake: Callable[[], None], lock: Any,
+    def __init__(self, new_batch: Callable[[str, int], OpenBatch], wake: Callable[[], None],
                  buffer_memory: int, partitioner: Partitioner | None = None, future_class: type = RecordFuture,
                  counts: dict[str, int] | None = None, key_serializer: Callable[[Any], Any] | None = None,
                  value_serializer: Callable[[Any], Any] | None = None, max_request_size: int = 1048576,
-                 waiting: Callable[..., Any] | None = None, register: Callable[[Any, Any], None] | None = None) -> None:
+                 waiting: Callable[..., Any] | None = None, register: Callable[[Any, Any], None] | None = None,
+                 full: Callable[[], None] | None = None) -> None:
         self.new_batch = new_batch
         self.wake = wake
-        self.lock = lock
+        self.full = wake if full is None else full
         self.buffer_memory = buffer_memory
         self.partitioner = Partitioner() if partitioner is None else partitioner
         self.future_class = future_class
@@ -86,24 +97,29 @@ class SendPolicy:
         self.key_serializer = key_serializer
         self.value_serializer = value_serializer
         self.max_request_size = max_request_size
-        # Key and value both at most this: the record fits max.request.size without adding
-        # up, so the codec calls check_size only for records with a bigger part.
-        self.max_part = (max_request_size - RECORD_OVERHEAD) // 2
+        # The codec bounds each record's size (key, value, headers, framing and a batch
+        # header) and asks check_size only for records over this.
+        self.max_record = min(max_request_size, buffer_memory)
         self.waiting = waiting
         self.register = register
         # What a send raises while the appender is closed; the owner may replace it (a
         # transactional producer closes the appender outside a transaction, too).
         self.refusal: Callable[[], BaseException] = lambda: ClientClosedError("the producer is closed")
 
-    def check_size(self, key_length: int, value_length: int) -> None:
-        """Refuse a record over ``max.request.size`` alone (Java: RecordTooLargeException).
+    def check_size(self, size: int) -> None:
+        """Refuse a record whose size bound (``size``: key, value, headers, framing and a
+        batch header) is over ``max.request.size`` or ``buffer.memory``: it could never
+        be sent, or never fit (Java's ``KafkaProducer.ensureValidRecordSize``:
+        RecordTooLargeException).
 
         Raises:
             MessageTooLargeError: it is.
         """
-        size = RECORD_OVERHEAD + key_length + value_length
         if size > self.max_request_size:
-            raise MessageTooLargeError(f"a record of about {size} bytes is over max.request.size={self.max_request_size}")
+            raise MessageTooLargeError(f"a record of up to {size} bytes is over max.request.size={self.max_request_size}")
+        if size > self.buffer_memory:
+            raise MessageTooLargeError(f"a record of up to {size} bytes is over buffer.memory={self.buffer_memory}, "
+                                       "the memory for all unsent records")
 
     def closed_error(self) -> BaseException:
         """What a send raises while the appender is closed (``refusal``)."""
@@ -118,7 +134,7 @@ class ProducerBatch(OpenBatch):
     """
 
     __slots__ = ("topic", "partition", "created", "deadline", "attempts", "next_attempt", "stamp",
-                 "base_sequence", "data", "last_error")
+                 "base_sequence", "data", "last_error", "_count")
 
     def __init__(self, topic: str, partition: int, builder: BatchBuilder, now: float, delivery_timeout: float) -> None:
         super().__init__(builder, BatchResult(topic, partition))
@@ -135,7 +151,15 @@ class ProducerBatch(OpenBatch):
 
     @property
     def record_count(self) -> int:
-        return self.builder.record_count
+        return self.builder.record_count if self.data is None else self._count
+
+    def seal(self) -> bytes:
+        """Build the batch's bytes (``data``) once it was taken to be sent, and let go of its
+        builder, whose buffer (up to twice its records' size) is not needed any more."""
+        self._count = self.builder.record_count
+        self.data = self.builder.build()
+        self.builder = None
+        return self.data
 
     def __repr__(self) -> str:
         return f"<ProducerBatch {self.topic}-{self.partition} {self.record_count} records>"
@@ -151,10 +175,10 @@ class RecordAccumulator:
         compression, compression_level: the codec id and level of new batches.
         delivery_timeout: ``delivery.timeout.ms`` in seconds.
         transactional: batches carry the transactional bit (``transactional.id`` is set).
-        wake: called (from any thread) when a batch becomes sendable without waiting.
+        wake: called (from any thread) when a record arrives while no batch was open.
         freed: called (on the sender's loop) after a batch settles and frees memory.
         per_record: the rest of the :class:`SendPolicy` (partitioner, partition counts,
-            serializers, ``max.request.size``, waiting, register).
+            serializers, ``max.request.size``, waiting, register, full).
     """
 
     def __init__(self, *, batch_size: int, linger: float, buffer_memory: int, compression: int,
@@ -168,14 +192,17 @@ class RecordAccumulator:
         self.compression_level = compression_level
         self.delivery_timeout = delivery_timeout
         self._freed = freed
-        self.lock = threading.Lock()
-        self.space = threading.Condition(self.lock)  # notified when memory is freed or batches settle
         self.queues: dict[tuple[str, int], deque[ProducerBatch]] = {}
         self.unsettled = 0  # batches not yet settled: flush waits for 0
+        self.settled = 0  # batches settled so far: a record waiting for memory looks again when it moves
+        self.behind = False  # a batch was opened another BEHIND_BYTES behind what the sender took
+        self._hand_off_every = max(1, BEHIND_BYTES // max(batch_size, 1))  # batches
         self.flushing = 0  # > 0 while a flush wants every open batch sent now
         self.home: Any = None  # the sender's event loop, which settles batches (set when it starts)
-        self.policy = SendPolicy(self._new_batch, wake, self.lock, buffer_memory, **per_record)
+        self.policy = SendPolicy(self._new_batch, wake, buffer_memory, **per_record)
         self.appender = Appender(self.policy)
+        self.lock = self.appender.lock  # one lock for the appender's state and the queues
+        self.space = threading.Condition(self.lock)  # notified when memory is freed or batches settle
         # The per-record path, in the codec: ``send(topic, value, key, partition,
         # timestamp_ms, headers, on_delivery) -> RecordFuture`` or what ``waiting`` returns.
         self.send = self.appender.send
@@ -191,7 +218,11 @@ class RecordAccumulator:
                                max_bytes=self.batch_size, is_transactional=self.transactional)
         batch = ProducerBatch(topic, partition, builder, time.monotonic(), self.delivery_timeout)
         batch.result.home = self.home
-        self.queues.setdefault((topic, partition), deque()).append(batch)
+        queue = self.queues.setdefault((topic, partition), deque())
+        queue.append(batch)
+        waiting = len(queue) - 1  # full batches of the partition the sender has not taken yet
+        if waiting and waiting % self._hand_off_every == 0:
+            self.behind = True  # another BEHIND_BYTES behind: the sync face hands over
         self.unsettled += 1
         return batch
 
@@ -251,6 +282,7 @@ class RecordAccumulator:
         with self.lock:
             self.appender.used -= batch.size
             self.unsettled -= 1
+            self.settled += 1
             self.space.notify_all()
         batch.result.complete(base_offset, log_append_time, error)
         self._freed()

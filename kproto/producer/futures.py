@@ -10,8 +10,10 @@ costs a small object rather than a lock and a condition. It is also awaitable, w
 what the asyncio producer hands out.
 
 Completion runs on the producer's loop thread: :meth:`BatchResult.complete` records the
-outcome, wakes threads blocked in ``result()``, then runs callbacks of the records that
-registered any (records nobody watches cost nothing at completion).
+outcome, wakes threads blocked in ``result()``, then calls the batch's delivery callbacks
+(``send(..., on_delivery=...)``: kept as three columns on the batch, no object per
+record) and the callbacks of the records that registered any through the future
+(records nobody watches cost nothing at completion).
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ class BatchResult:
     """The outcome of one batch, shared by its records' futures."""
 
     __slots__ = ("topic", "partition", "base_offset", "log_append_time", "error", "done", "_condition",
-                 "_watched", "_waiter", "home")
+                 "_watched", "_deliveries", "_waiter", "home")
 
     def __init__(self, topic: str, partition: int) -> None:
         self.topic = topic
@@ -55,6 +57,8 @@ class BatchResult:
         self.done = False
         self._condition = threading.Condition()
         self._watched: list[RecordFuture] | None = None  # records with callbacks or waiters
+        # Delivery callbacks: (indexes, timestamps, callbacks) of their records, in send order.
+        self._deliveries: tuple[list[int], list[int], list[Any]] | None = None
         self._waiter: asyncio.Future | None = None  # for awaiting records, on the producer's loop
         self.home: asyncio.AbstractEventLoop | None = None  # the loop that settles it (the sender's)
 
@@ -63,6 +67,34 @@ class BatchResult:
             self._watched = [record]
         else:
             self._watched.append(record)
+
+    def on_delivery(self, index: int, timestamp: int, callback: Any) -> None:
+        """Call ``callback(error, metadata)`` for the batch's record ``index`` once the batch
+        is settled; at once (in this thread) if it is already, as a future's done callback."""
+        with self._condition:
+            if not self.done:
+                if self._deliveries is None:
+                    self._deliveries = ([index], [timestamp], [callback])
+                else:
+                    indexes, timestamps, callbacks = self._deliveries
+                    indexes.append(index)
+                    timestamps.append(timestamp)
+                    callbacks.append(callback)
+                return
+        self._deliver([index], [timestamp], [callback])
+
+    def _deliver(self, indexes: list[int], timestamps: list[int], callbacks: list[Any]) -> None:
+        error, topic, partition = self.error, self.topic, self.partition
+        base, appended = self.base_offset, self.log_append_time
+        for index, timestamp, callback in zip(indexes, timestamps, callbacks):
+            try:
+                if error is not None:
+                    callback(error, None)
+                else:
+                    callback(None, RecordMetadata(topic, partition, base + index if base >= 0 else -1,
+                                                  appended if appended >= 0 else timestamp))
+            except Exception:  # a user's callback must not stop the others
+                log.exception("exception in a delivery callback of %s-%s", topic, partition)
 
     def complete(self, base_offset: int, log_append_time: int = -1, error: BaseException | None = None) -> None:
         """Settle the batch (called once, on the producer's loop)."""
@@ -73,8 +105,11 @@ class BatchResult:
             self.done = True
             self._condition.notify_all()
             watched, self._watched = self._watched, None
+            deliveries, self._deliveries = self._deliveries, None
         if self._waiter is not None:
             _wake(self._waiter)
+        if deliveries is not None:
+            self._deliver(*deliveries)
         for record in watched or ():
             record._settled()
 

@@ -5,7 +5,9 @@ partition, append into the open batch, as the accumulator's
 :class:`~kproto.producer.accumulator.SendPolicy` says) and one asyncio sender; the sync
 face runs the sender on a background loop and appends from the caller's thread directly, so a
 ``send`` crosses no thread boundary unless it must wait (for a topic's metadata, or for
-``buffer.memory``), which it does for at most ``max.block.ms``.
+room in ``buffer.memory``), which it does for at most ``max.block.ms``, or finds the sender
+a megabyte behind, when it hands over to it for a moment
+(:meth:`~kproto.producer.sender.Sender.hand_off`: the GIL would keep it from catching up).
 
 Settings are Kafka's with Java's defaults (acks=all, idempotence on, linger.ms=5). As in
 Java, idempotence that was not asked for explicitly turns itself off when other settings
@@ -131,10 +133,9 @@ def _close_at_exit() -> None:
 
 
 def _on_delivery(future: RecordFuture, callback: DeliveryCallback) -> None:
-    def call(f: RecordFuture) -> None:
-        error = f.exception()
-        callback(error, None if error is not None else f.result())
-    future.add_done_callback(call)
+    # Kept by the batch, not as a done callback of the future: no closure, lists and
+    # dict per record for the garbage collector to walk while the batch is in flight.
+    future._batch.on_delivery(future._index, future._timestamp, callback)
 
 
 def _abortable(exc: BaseException, idempotence: Idempotence | None) -> bool:
@@ -190,7 +191,7 @@ class AIOProducer:
         self._acc = RecordAccumulator(
             batch_size=c["batch.size"], linger=c["linger.ms"] / 1000, buffer_memory=c["buffer.memory"],
             compression=codec, compression_level=level,
-            delivery_timeout=c["delivery.timeout.ms"] / 1000, wake=self._wake, freed=self._freed,
+            delivery_timeout=c["delivery.timeout.ms"] / 1000, wake=self._wake, full=self._full, freed=self._freed,
             partitioner=Partitioner(c["partitioner.class"], c["partitioner.ignore.keys"]),
             counts=self._cluster.partition_counts, key_serializer=c["key.serializer"],
             value_serializer=c["value.serializer"], max_request_size=c["max.request.size"],
@@ -221,6 +222,7 @@ class AIOProducer:
         self._metadata_errors: dict[str, BaseException] = {}  # why a topic's metadata is missing
         self._metadata_attempts: dict[str, int] = {}  # failed looks at a topic: their backoff grows
         self._closed = False
+        self._threaded = False  # sends come from other threads than the loop's (the sync face)
         _unclosed.add(self)
 
     _habit_kind = "producer"
@@ -261,6 +263,18 @@ class AIOProducer:
     def _wake(self) -> None:
         if self._sender is not None:
             self._sender.wake()
+
+    def _full(self) -> None:
+        """A batch filled up: it need not linger. A sync face's thread that finds the sender
+        behind (a batch was opened behind a megabyte it had not taken: the accumulator's
+        ``BEHIND_BYTES``) hands over to it (:meth:`~kproto.producer.sender.Sender.hand_off`)
+        so that it catches up."""
+        if self._sender is not None:
+            if self._threaded and self._acc.behind:
+                self._acc.behind = False
+                self._sender.hand_off()
+            else:
+                self._sender.wake()
 
     def _freed(self) -> None:
         if self._space is not None:
@@ -696,6 +710,7 @@ class Producer:
         self._core = AIOProducer(config, **kwargs)
         self.config = self._core.config
         self._core._acc.appender.waiting = self._append_blocking  # threads block where asyncio would queue
+        self._core._threaded = True  # and hand over to the sender when it falls behind
         self.send = self._core._acc.send  # see AIOProducer.__init__
         if self._core._interceptors is not None:  # observability (kproto.interceptors)
             self.send = self._core._interceptors.wrap(self.send, RecordMetadata)
@@ -725,18 +740,22 @@ class Producer:
                          headers: Headers, on_delivery: DeliveryCallback | None) -> RecordFuture:
         """The slow path of :meth:`send`: wait for metadata or memory, up to ``max.block.ms``."""
         core = self._core
+        acc = core._acc
         check_topic(topic)
         deadline = time.monotonic() + core._max_block
-        while (record := core._append(topic, value, key, partition, timestamp_ms, headers)) is None:
+        while True:
+            settled = acc.settled  # a batch settled after the attempt: try again at once
+            if (record := core._append(topic, value, key, partition, timestamp_ms, headers)) is not None:
+                break
             left = deadline - time.monotonic()
             if core._cluster.partitions_for(topic) is None:
                 self._portal.call(core._prepare, topic)  # bounded by max.block.ms itself
                 continue
-            with core._acc.space:
+            with acc.space:
                 if left <= 0:
                     raise KafkaTimeoutError(f"waited {core._max_block * 1000:.0f} ms (max.block.ms) for memory (buffer.memory)")
-                if core._acc.used >= core._acc.buffer_memory:
-                    core._acc.space.wait(min(left, 0.2))
+                if acc.settled == settled:
+                    acc.space.wait(min(left, 0.2))
         if on_delivery is not None:
             _on_delivery(record, on_delivery)
         return record

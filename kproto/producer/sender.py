@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -77,6 +78,10 @@ if TYPE_CHECKING:
 __all__ = ["Sender"]
 
 log = logging.getLogger("kproto.producer")
+
+# How long a sync producer's thread waits at most, per hand-off, for the sender to look at
+# the accumulator (Sender.hand_off); usually a fraction of a millisecond.
+HAND_OFF_TIMEOUT = 0.02
 
 # The partition's leader moved or is not known yet: look it up again (Java's Sender refreshes
 # metadata on an InvalidMetadataException; these are the two a Produce answer carries).
@@ -125,6 +130,9 @@ class Sender:
         self._refreshing: asyncio.Task | None = None
         self.failed: KafkaError | None = None
         """Set when the sender stopped on an unexpected error: every record fails with it."""
+        self._thread = threading.get_ident()  # the loop's
+        self._served = threading.Condition()  # hand_off's tickets: asked by threads, served by steps
+        self._asked = self._done = 0
         self.task = self._loop.create_task(self._run())
 
     # -- waking -----------------------------------------------------------------------------
@@ -139,6 +147,37 @@ class Sender:
             self._event.set()
         elif not self._loop.is_closed():
             self._loop.call_soon_threadsafe(self._event.set)
+
+    def hand_off(self) -> None:
+        """Wake the sender and, from a thread other than the loop's, wait (at most
+        ``HAND_OFF_TIMEOUT``) until it has looked at the accumulator since: sent what was
+        ready, or found it may not send yet.
+
+        Why: a sync producer's thread appending records holds the GIL, and the loop's
+        thread gets it back only every ``sys.getswitchinterval()`` (5 ms) after each of its
+        system calls, so without this the sender falls far behind and the records pile up
+        until ``flush`` (issue 16). Called when the sender is a megabyte behind (the
+        producer's ``_full``), the wait costs two thread switches and gives the sender the
+        time it needs anyway, while the broker works on what it was sent.
+        """
+        if threading.get_ident() == self._thread:
+            self._event.set()
+            return
+        if self._loop.is_closed() or self.task.done():
+            return
+        with self._served:
+            self._asked += 1
+            ticket = self._asked
+        self._loop.call_soon_threadsafe(self._event.set)
+        with self._served:
+            self._served.wait_for(lambda: self._done >= ticket, HAND_OFF_TIMEOUT)
+
+    def _serve(self, asked: int) -> None:
+        """The hand-offs asked before a step that ended with nothing more to send are served."""
+        if self._done < asked:
+            with self._served:
+                self._done = asked
+                self._served.notify_all()
 
     async def close(self, timeout: float | None) -> None:
         """Send what is queued (within ``timeout`` seconds), then stop; the rest fails."""
@@ -159,8 +198,15 @@ class Sender:
     # -- the loop ---------------------------------------------------------------------------
 
     async def _run(self) -> None:
+        try:
+            await self._loop_steps()
+        finally:
+            self._serve(self._asked)  # nobody waits for a sender that stopped
+
+    async def _loop_steps(self) -> None:
         while not self._stopping and not (self._closing and self.acc.unsettled == 0):
             self._event.clear()
+            asked = self._asked
             try:
                 wait = await self._step()
                 self._warned, self._step_failures = None, 0
@@ -179,6 +225,8 @@ class Sender:
                 self.acc.appender.closed = True  # later sends raise instead of queueing for nobody
                 self.fail_queued(self.failed)
                 return
+            if wait != 0.0:
+                self._serve(asked)
             if self._closing and self.acc.unsettled == 0:
                 break
             try:
@@ -306,7 +354,7 @@ class Sender:
         batch.attempts += 1
         if self.idempotence is None:
             if batch.data is None:
-                batch.data = batch.builder.build()
+                batch.seal()
             return
         if batch.stamp == self.idempotence.stamp:
             return
@@ -315,7 +363,7 @@ class Sender:
         if batch.data is None:
             b = batch.builder
             b.producer_id, b.producer_epoch, b.base_sequence = producer_id, epoch, sequence
-            batch.data = b.build()
+            batch.seal()
         else:
             # A built batch sent again: other producer fields (under the CRC, which the codec recomputes).
             batch.data = rewrite_batch(batch.data, producer_id=producer_id, producer_epoch=epoch, base_sequence=sequence)

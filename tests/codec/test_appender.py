@@ -3,7 +3,6 @@ policy (kproto.producer's SendPolicy and Partitioner) exactly alike, Java's way,
 the memory count honest."""
 
 import random
-import threading
 
 import pytest
 from hypothesis import given, settings
@@ -42,7 +41,7 @@ def run(backend, ops, *, partitions=3, batch_bytes=300, memory=1 << 30, ignore_k
         batches.append(batch)
         return batch
 
-    appender = backend.Appender(SendPolicy(new_batch, lambda: wakes.append(1), threading.Lock(), memory,
+    appender = backend.Appender(SendPolicy(new_batch, lambda: wakes.append(1), memory,
                                            Partitioner(ignore_keys=ignore_keys), ref(backend)))
     futures = []
     for i, (topic, partition, key, value, headers) in enumerate(ops):
@@ -84,22 +83,40 @@ def test_keys_follow_murmur2_and_keyless_records_stick_until_a_batch_fills(backe
 
 
 @pytest.mark.parametrize("backend", [cy, py], ids=["cython", "python"])
-def test_memory_full_appends_nothing(backend):
-    futures, batches, used, _ = run(backend, [("t", 0, None, b"x" * 100, None)] * 3, memory=100)
+def test_a_record_without_room_in_memory_appends_nothing(backend):
+    """Issue 16, item 2: memory never goes over buffer.memory; a record is appended only
+    if its bound fits in what is left, and a batch's header counts."""
+    futures, batches, used, _ = run(backend, [("t", 0, None, b"x" * 100, None)] * 3, memory=300)
     assert futures[0] is not None and futures[1:] == [None, None]
-    assert used == batches[0][2] > 100
+    assert used == batches[0][2] == len(batches[0][1]) <= 300
+
+
+@pytest.mark.parametrize("backend", [cy, py], ids=["cython", "python"])
+def test_a_record_that_could_never_fit_in_memory_is_refused(backend):
+    """Issue 16, item 2: a record whose bound is over buffer.memory goes to the policy's
+    check_size (MessageTooLargeError), not to the waiting path, whatever makes it big."""
+    from kproto.errors import MessageTooLargeError
+
+    appender = backend.Appender(SendPolicy(lambda t, p: backend.OpenBatch(backend.BatchBuilder(), (t, p)),
+                                           lambda: None, 300, future_class=ref(backend), counts={"t": 1}))
+    for key, value, headers in [(None, b"x" * 250, None), (b"k" * 250, None, None),
+                                (None, b"v", [("h" * 200, b"x" * 10)])]:
+        with pytest.raises(MessageTooLargeError, match="buffer.memory=300"):
+            appender.send("t", value, key, headers=headers)
+    assert appender.used == 0
+    assert appender.send("t", b"x" * 150) is not None and appender.used <= 300
 
 
 @pytest.mark.parametrize("backend", [cy, py], ids=["cython", "python"])
 def test_wrong_types_raise_before_anything_is_counted(backend):
     appender = backend.Appender(SendPolicy(lambda t, p: backend.OpenBatch(backend.BatchBuilder(), (t, p)),
-                                           lambda: None, threading.Lock(), 1 << 20, future_class=ref(backend)))
+                                           lambda: None, 1 << 20, future_class=ref(backend)))
     with pytest.raises(TypeError):
         appender.append("t", 0, 1, 0, None, "text", None)
     assert appender.used == 0
     assert not appender.lock.locked()
     with pytest.raises(TypeError, match="RecordRef"):
-        backend.Appender(SendPolicy(lambda t, p: None, lambda: None, threading.Lock(), 1 << 20,
+        backend.Appender(SendPolicy(lambda t, p: None, lambda: None, 1 << 20,
                                     future_class=lambda *a: a))
 
 
@@ -115,7 +132,7 @@ def test_send_is_the_whole_per_record_path(backend):
         return batches[-1]
 
     appender = backend.Appender(SendPolicy(
-        new_batch, lambda: None, threading.Lock(), 1 << 20, Partitioner(lambda key, n, topic: 3), ref(backend),
+        new_batch, lambda: None, 1 << 20, Partitioner(lambda key, n, topic: 3), ref(backend),
         counts={"t": 4}, key_serializer=str.encode, value_serializer=lambda v: v * 2, max_request_size=200,
         waiting=lambda *args: waited.append(args) or "waiting", register=lambda f, cb: registered.append(cb)))
     assert appender.send("t", b"v", "k", timestamp_ms=5) == ((("t", 3)), 0, 5)  # chooser, serializers
@@ -143,7 +160,7 @@ def test_a_partition_beyond_the_topics_is_refused_whoever_chose_it(backend):
     partitioner = Partitioner()
     partitioner.chooser = lambda topic, key, n: 10**9  # a chooser that does not check (the user's ones are checked)
     appender = backend.Appender(SendPolicy(lambda t, p: backend.OpenBatch(backend.BatchBuilder(), (t, p)),
-                                           lambda: None, threading.Lock(), 1 << 20, partitioner, ref(backend),
+                                           lambda: None, 1 << 20, partitioner, ref(backend),
                                            counts={"t": 3}))
     with pytest.raises(ValueError, match=r"partition 1000000000 is not in \[0, 3\)"):
         appender.send("t", b"v")
@@ -158,7 +175,7 @@ def test_a_partition_beyond_the_topics_is_refused_whoever_chose_it(backend):
             return -1
 
     appender = backend.Appender(SendPolicy(lambda t, p: backend.OpenBatch(backend.BatchBuilder(), (t, p)),
-                                           lambda: None, threading.Lock(), 1 << 20, Wrong(), ref(backend),
+                                           lambda: None, 1 << 20, Wrong(), ref(backend),
                                            counts={"t": 3}))
     with pytest.raises(ValueError, match=r"partition -1 is not in \[0, 3\)"):
         appender.send("t", b"v")
@@ -191,7 +208,7 @@ def test_the_sticky_choice_is_the_partitioners_asked_per_batch_not_per_record(ba
         return batches[-1]
 
     random.seed(3)
-    appender = backend.Appender(SendPolicy(new_batch, lambda: None, threading.Lock(), 1 << 20, Counting(),
+    appender = backend.Appender(SendPolicy(new_batch, lambda: None, 1 << 20, Counting(),
                                            ref(backend), counts={"t": 5}))
     futures = [appender.send("t", b"x" * 50, timestamp_ms=0) for _ in range(10)]  # 3 records a batch
     assert [b.builder.record_count for b in batches] == [3, 3, 3, 1]

@@ -132,8 +132,8 @@ def test_send_gives_up_after_max_block_ms_when_memory_stays_full():
             await producer.partitions_for("aio-full")
             appended = []
             while (f := producer.send("aio-full", b"x" * 1000, partition=0)) is not None and isinstance(f, RecordFuture):
-                appended.append(f)  # memory is checked before each append: about 4 fit
-                assert len(appended) <= 5
+                appended.append(f)  # memory is checked before each append: 3 fit (issue 16: with their batch headers)
+                assert len(appended) <= 4
             started = time.monotonic()
             with pytest.raises(KafkaTimeoutError, match="buffer.memory"):
                 await f  # it waited for memory, up to max.block.ms
@@ -143,7 +143,7 @@ def test_send_gives_up_after_max_block_ms_when_memory_stays_full():
             assert time.monotonic() - started < 1.5
         finally:
             await producer.close(0)
-        assert len(appended) >= 4
+        assert len(appended) >= 3
         for f in appended:
             with pytest.raises(KafkaTimeoutError):
                 f.result(0)

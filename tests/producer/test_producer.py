@@ -16,6 +16,7 @@ from kproto.producer import AIOProducer, Producer, RecordMetadata
 from kproto.protocol import ApiKey
 from kproto.serialization import json_serializer, string_serializer
 from minibroker import MiniBroker
+from tests.producer.test_faults import never_answer_produce
 from tests.support.proxy import FORWARD, FaultProxy
 
 kafka = pytest.importorskip("kafka")
@@ -224,6 +225,104 @@ def test_an_unreachable_broker_fails_records_after_delivery_timeout_and_blocks_o
         producer.close(0.5)
     finally:
         broker.stop()
+
+
+def test_a_record_bigger_than_buffer_memory_is_refused_at_once(broker):
+    """Issue 16, item 2 (buffer.memory is never exceeded): a record that could never fit in
+    ``buffer.memory`` is refused at once with MessageTooLargeError (Java's
+    ``KafkaProducer.ensureValidRecordSize``: RecordTooLargeException), not appended, and
+    the producer goes on working."""
+    with Producer(bootstrap_servers=broker.bootstrap_servers, buffer_memory=4096, max_block_ms=2000) as producer:
+        producer.partitions_for("memory-big")
+        started = time.monotonic()
+        with pytest.raises(MessageTooLargeError, match="buffer.memory"):
+            producer.send("memory-big", b"x" * 5000, partition=0)
+        assert time.monotonic() - started < 1.0  # refused, not waited for
+        assert producer._core._acc.used == 0
+        assert producer.send("memory-big", b"y" * 1000, partition=0).result(10).offset == 0
+
+
+def test_held_bytes_never_exceed_buffer_memory_and_a_record_waits_then_times_out():
+    """Issue 16, item 2: with a broker that never answers, memory is never freed; records
+    are appended while they fit, the accumulator's held bytes never go over
+    ``buffer.memory`` (before the fix the record that crossed it was appended anyway),
+    and the first record that does not fit blocks ``max.block.ms`` then raises
+    KafkaTimeoutError naming buffer.memory (Java: BufferExhaustedException)."""
+    with FaultProxy(never_answer_produce) as proxy:
+        producer = Producer(bootstrap_servers=proxy.bootstrap_servers, buffer_memory=4096, linger_ms=0,
+                            max_block_ms=400)
+        try:
+            producer.partitions_for("memory-held")
+            acc = producer._core._acc
+            appended = 0
+            started = None
+            with pytest.raises(KafkaTimeoutError, match="buffer.memory"):
+                for _ in range(10):
+                    started = time.monotonic()
+                    producer.send("memory-held", b"x" * 1000, partition=0)
+                    appended += 1
+                    assert acc.used <= 4096
+            assert 0.4 - EARLY <= time.monotonic() - started < 5
+            assert 3 <= appended <= 4 and acc.used <= 4096
+        finally:
+            producer.close(0)
+
+
+def test_held_bytes_stay_within_buffer_memory_while_records_flow(broker):
+    """Issue 16, item 2: records much bigger than a batch's share of a small
+    ``buffer.memory`` flow through a live broker, each one waiting for room; a thread
+    watching the accumulator never sees more than ``buffer.memory`` held."""
+    with Producer(bootstrap_servers=broker.bootstrap_servers, buffer_memory=4096, linger_ms=1,
+                  max_block_ms=10000) as producer:
+        producer.partitions_for("memory-flow")
+        acc = producer._core._acc
+        seen = []
+        done = threading.Event()
+
+        def watch():
+            while not done.is_set():
+                seen.append(acc.used)
+                time.sleep(0.0005)
+        watcher = threading.Thread(target=watch)
+        watcher.start()
+        try:
+            futures = [producer.send("memory-flow", b"%04d" % i * 350, partition=0) for i in range(60)]
+            producer.flush(10)
+        finally:
+            done.set()
+            watcher.join()
+        assert [f.result(0).offset for f in futures] == list(range(60))
+        assert max(seen) <= 4096 and acc.used == 0
+
+
+def test_a_sync_send_that_fills_a_batch_behind_another_hands_over_to_the_sender(broker, monkeypatch):
+    """Issue 16, item 1: a thread appending records holds the GIL, so the sender's loop
+    thread got it back only every switch interval (5 ms) after each system call and fell
+    behind, leaving the records to flush. Now a send that opens a batch behind full ones
+    the sender has not taken (here: one) waits (bounded) until the sender has looked: when
+    it returns, the full batch has gone."""
+    from kproto.producer import accumulator, sender
+
+    monkeypatch.setattr(sender, "HAND_OFF_TIMEOUT", 10.0)  # a loaded machine must not make it flaky
+    monkeypatch.setattr(accumulator, "BEHIND_BYTES", 1024)  # one batch behind (a megabyte by default)
+    with Producer(bootstrap_servers=broker.bootstrap_servers, batch_size=1024, linger_ms=60000, acks=1) as producer:
+        producer.send("hand-off", b"first", partition=0)
+        producer.flush(10)  # connected: from now on the sender can send at once
+        acc = producer._core._acc
+        gone = []  # per send that opened a batch: was the full batch before it taken by then?
+        last = None
+        for i in range(300):
+            producer.send("hand-off", b"%03d" % i * 30, partition=0)
+            queue = acc.queues.get(("hand-off", 0), ())
+            if queue and queue[-1] is not last:
+                if last is not None:
+                    gone.append(last not in queue)
+                last = queue[-1]
+        assert len(gone) > 5
+        # Before, none was (the sender waited for the GIL); now all but those held back by
+        # max.in.flight.requests.per.connection on a busy machine.
+        assert sum(gone) >= len(gone) // 2, gone
+        producer.flush(10)
 
 
 # -- partitioners, compression levels, linger ---------------------------------------------
