@@ -293,7 +293,7 @@ class ProducerMetrics(Metrics):
             size = len(b.data)
             records += b.record_count
             self.batch_size.record(size, now)
-            self.compression.record(size / max(b.builder.size_in_bytes(), 1), now)
+            self.compression.record(size / max(b.raw_size, 1), now)  # sealed: built, builder let go
             self.queue_time.record((now - b.created) * 1000, now)
         self.records.record(records, now)
 

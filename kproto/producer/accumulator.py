@@ -35,7 +35,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from kproto.codec import Appender, OpenBatch
+from kproto.codec import BATCH_HEADER_SIZE, Appender, OpenBatch
 from kproto.errors import ClientClosedError, MessageTooLargeError
 from kproto.producer.futures import BatchResult, RecordFuture
 from kproto.producer.partitioner import Partitioner
@@ -49,6 +49,12 @@ __all__ = ["ProducerBatch", "RecordAccumulator", "SendPolicy"]
 # so it is paid per megabyte appended, not per 16 KiB batch.
 BEHIND_BYTES = 1 << 20
 
+
+# A record's bytes beyond its key, value, header keys and header values, at most, with a new
+# batch's header: the appender's bound (kproto.codec's Appender: 36 bytes of varint framing)
+# less the 10 per header, for a caller that has only the record's payload size
+# (send_batch's largest_record) to check with SendPolicy.check_size.
+RECORD_OVERHEAD = 36 + BATCH_HEADER_SIZE
 
 class SendPolicy:
     """What a producer decides per record, in one place: the codec's
@@ -134,7 +140,7 @@ class ProducerBatch(OpenBatch):
     """
 
     __slots__ = ("topic", "partition", "created", "deadline", "attempts", "next_attempt", "stamp",
-                 "base_sequence", "data", "last_error", "_count")
+                 "base_sequence", "data", "last_error", "_count", "raw_size")
 
     def __init__(self, topic: str, partition: int, builder: BatchBuilder, now: float, delivery_timeout: float) -> None:
         super().__init__(builder, BatchResult(topic, partition))
@@ -153,11 +159,16 @@ class ProducerBatch(OpenBatch):
     def record_count(self) -> int:
         return self.builder.record_count if self.data is None else self._count
 
-    def seal(self) -> bytes:
+    def seal(self, data: bytes | None = None) -> bytes:
         """Build the batch's bytes (``data``) once it was taken to be sent, and let go of its
-        builder, whose buffer (up to twice its records' size) is not needed any more."""
-        self._count = self.builder.record_count
-        self.data = self.builder.build()
+        builder, whose buffer (up to twice its records' size) is not needed any more.
+        ``data``: the builder's ``build()`` made already (send_batch builds on the caller's
+        thread). ``raw_size`` keeps the records' uncompressed size (the metrics'
+        compression rate)."""
+        builder = self.builder
+        self._count = builder.record_count
+        self.raw_size = builder.size_in_bytes()
+        self.data = builder.build() if data is None else data
         self.builder = None
         return self.data
 
@@ -332,7 +343,8 @@ class RecordAccumulator:
                 queue[-1].closed = True
             batch = ProducerBatch(topic, partition, builder, time.monotonic(), self.delivery_timeout)
             batch.result.home = self.home
-            batch.data = data
+            if data is not None:
+                batch.seal(data)
             batch.size = size
             batch.closed = True
             queue.append(batch)

@@ -244,9 +244,10 @@ class _Job:
         self.headers = _headers(headers, self.count)
         self.timestamps, self.timestamp = _timestamps(timestamps, self.count)
         row, size = largest_record(self.values, self.keys, self.headers)
-        if RECORD_OVERHEAD + size > policy.max_request_size:
-            raise MessageTooLargeError(f"record {row} of the batch is about {RECORD_OVERHEAD + size} bytes, over "
-                                       f"max.request.size={policy.max_request_size}")
+        try:  # as send's: over max.request.size or buffer.memory, it could never be sent
+            policy.check_size(RECORD_OVERHEAD + size)
+        except MessageTooLargeError as exc:
+            raise MessageTooLargeError(f"record {row} of the batch: {exc}") from None
         if partition is not None and (isinstance(partition, bool) or not isinstance(partition, int)):
             raise TypeError(f"partition must be an int or None, not {type(partition).__name__}")
         self.partition = partition
@@ -289,7 +290,7 @@ class _Job:
             pos = start
             while pos < stop:
                 builder = BatchBuilder(compression=acc.compression, compression_level=acc.compression_level,
-                                       max_bytes=acc.batch_size, is_transactional=acc.transactional)
+                                       max_bytes=min(acc.batch_size, acc.buffer_memory), is_transactional=acc.transactional)
                 end = builder.append_columns(self.values, self.keys, self.headers, self.timestamps, self.timestamp,
                                              rows, pos, stop)
                 taken: Sequence[int] = range(pos, end) if rows is None else rows[pos:end]
