@@ -91,16 +91,17 @@ def _arrow() -> Any:
     return kproto.arrow
 
 
-def _record_batch(arrow: Any, parts: list[tuple[TopicPartition, Columns, int]], include_headers: bool
+def _record_batch(arrow: Any, parts: list[tuple[TopicPartition, Columns, int, int]], include_headers: bool
                   ) -> pa.RecordBatch:
-    """One record batch of ``parts`` (each a partition's columns and how many of them to take)."""
+    """One record batch of ``parts`` (each a partition's columns, the first of them to take and
+    how many: a slice, no copy)."""
     import pyarrow as pa  # present: kproto.arrow imported it
 
     schema = arrow.arrow_schema(include_headers)
     batches = []
-    for tp, cols, taken in parts:
+    for tp, cols, start, taken in parts:
         batch = arrow.record_batch(cols, tp.topic, tp.partition, schema)
-        batches.append(batch if taken == cols.count else batch.slice(0, taken))
+        batches.append(batch if taken == cols.count else batch.slice(start, taken))
     if len(batches) == 1:
         return batches[0]
     if not batches:

@@ -41,8 +41,8 @@ def offsets_taken(chunk, limit=100):
     taken = chunk.take_columns(limit)
     if taken is None:
         return []
-    cols, n = taken
-    return list(memoryview(cols.offsets).cast("q"))[:n]
+    cols, start, n = taken
+    return list(memoryview(cols.offsets).cast("q"))[start:start + n]
 
 
 @pytest.mark.parametrize("read_committed, offsets", [(True, [2, 3, 5, 6, 8]), (False, [0, 1, 2, 3, 5, 6, 8])])
@@ -56,14 +56,57 @@ def test_take_columns_skips_what_take_skips(read_committed, offsets):
 
 def test_take_columns_limit_cuts_a_batch_and_the_next_take_resumes_inside_it():
     """issue 16, poll_arrow: max_records may end inside a batch; the rest of that batch
-    comes next, from the position (records below it dropped), then the following ones."""
+    comes next (from the columns decoded then: the drain takes again for more), then the
+    following ones, from the position (records below it dropped)."""
     chunk = chunk_of(data_batch(0, 4) + data_batch(4, 4) + data_batch(8, 2), fetch_offset=1)
     assert offsets_taken(chunk, 2) == [1, 2]
     assert chunk.position == 3 and not chunk.exhausted
-    assert offsets_taken(chunk, 4) == [3, 4, 5, 6]
+    assert offsets_taken(chunk, 4) == [3]  # the rest of what was decoded, not decoded again
+    assert chunk.position == 4 and not chunk.exhausted
+    assert offsets_taken(chunk, 3) == [4, 5, 6]
     assert chunk.position == 7
-    assert offsets_taken(chunk, 100) == [7, 8, 9]
+    assert offsets_taken(chunk, 100) == [7]
+    assert offsets_taken(chunk, 100) == [8, 9]
     assert chunk.position == 10 and chunk.exhausted
+
+
+def test_take_columns_decodes_a_batch_once_however_small_the_limit(monkeypatch):
+    """issue 16, consume2 (poll_arrow slower with larger fetches): taking a large batch
+    ``limit`` records at a time decoded the whole rest of it on every take (the records
+    past the limit were dropped and decoded again from the new position): records decoded
+    grew as batch size squared over the limit. Counted here: each record is decoded once."""
+    import kproto.consumer.fetcher as fetcher
+
+    decoded = []
+    real = fetcher.decode_columnar
+
+    def counting(data, position, check_crcs):
+        cols = real(data, position, check_crcs)
+        decoded.append(cols.count)
+        return cols
+
+    monkeypatch.setattr(fetcher, "decode_columnar", counting)
+    chunk = chunk_of(data_batch(0, 1000) + data_batch(1000, 1000))
+    offsets = []
+    while not chunk.exhausted:
+        offsets += offsets_taken(chunk, 30)
+    assert offsets == list(range(2000))
+    assert chunk.position == 2000
+    assert sum(decoded) == 2000  # before: 34,000 records decoded for 2,000 returned
+
+
+def test_take_after_take_columns_cut_a_batch_resumes_at_the_position():
+    """issue 16, consume2: the columns kept from a cut batch are dropped when poll()'s take
+    comes in between, and take_columns decodes again from where take left the position."""
+    chunk = chunk_of(data_batch(0, 4) + data_batch(4, 4))
+    assert offsets_taken(chunk, 2) == [0, 1]
+    out = []
+    chunk.take(out, 3)
+    assert [r.offset for r in out] == [2, 3, 4]
+    assert chunk.index < len(chunk.records)  # take is inside the second batch
+    out.clear()
+    chunk.take(out, 100)
+    assert [r.offset for r in out] == [5, 6, 7] and chunk.exhausted
 
 
 def test_take_columns_stops_at_a_corrupt_batch_with_the_position_at_it():
