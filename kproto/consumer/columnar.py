@@ -81,7 +81,7 @@ class Columnar(ConsumerState):
                                  drain=fetcher.drain_columns)
         # Counted as poll's records are (len of a RecordBatch is its rows); interceptors'
         # on_consume takes records, so it sees poll()'s only.
-        return self._metrics.polled(_record_batch(arrow, parts, include_headers))
+        return self._metrics.polled(_record_batch(arrow, parts, include_headers, self._arrow_built))
 
 
 def _arrow() -> Any:
@@ -91,16 +91,24 @@ def _arrow() -> Any:
     return kproto.arrow
 
 
-def _record_batch(arrow: Any, parts: list[tuple[TopicPartition, Columns, int, int]], include_headers: bool
-                  ) -> pa.RecordBatch:
+def _record_batch(arrow: Any, parts: list[tuple[TopicPartition, Columns, int, int]], include_headers: bool,
+                  built: dict[TopicPartition, tuple[Columns, bool, pa.RecordBatch]]) -> pa.RecordBatch:
     """One record batch of ``parts`` (each a partition's columns, the first of them to take and
-    how many: a slice, no copy)."""
+    how many: a slice, no copy). Columns taken part way (``max_records`` cut them) come back
+    in later polls: their Arrow batch, kept in ``built`` until its last record is taken, is
+    made once, so that taking them a few at a time stays linear."""
     import pyarrow as pa  # present: kproto.arrow imported it
 
     schema = arrow.arrow_schema(include_headers)
     batches = []
     for tp, cols, start, taken in parts:
-        batch = arrow.record_batch(cols, tp.topic, tp.partition, schema)
+        kept = built.pop(tp, None)
+        if kept is not None and kept[0] is cols and kept[1] == include_headers:
+            batch = kept[2]
+        else:
+            batch = arrow.record_batch(cols, tp.topic, tp.partition, schema)
+        if start + taken < cols.count:
+            built[tp] = (cols, include_headers, batch)
         batches.append(batch if taken == cols.count else batch.slice(start, taken))
     if len(batches) == 1:
         return batches[0]

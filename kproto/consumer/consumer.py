@@ -140,6 +140,7 @@ class AIOConsumer(Positions, Rebalancing, Commits, Iteration, Columnar):
         self._last_poll = time.monotonic()  # when the last poll returned
         self._polling = 0  # polls in progress
         self._face: Any = self  # what callbacks get as their consumer (Consumer sets itself)
+        self._arrow_built = {}  # poll_arrow's batches of columns taken part way
         # -- observability: metrics (always on, as Java's), statistics, interceptors --------
         self._metrics = ConsumerMetrics(c, lambda: len(self._subscriptions.assigned()))
         self._metrics.attach(self._cluster)

@@ -58,6 +58,8 @@ class ConsumerState:
     _commit_results: list[tuple[Callable[..., Any], dict, BaseException | None]]
     # iteration
     _iteration: Any  # the iteration.Batch being handed out
+    # poll_arrow (columnar): per partition, the Arrow batch made of columns still being taken
+    _arrow_built: dict[TopicPartition, tuple[Any, bool, Any]]
 
     if TYPE_CHECKING:  # one part calling another (each is defined once, in its part)
         def _started(self) -> Fetcher: ...

@@ -241,6 +241,35 @@ def test_poll_arrow_without_headers_and_with_max_records(broker, shared_producer
     assert totals["records-consumed-total"] == 50
 
 
+def test_poll_arrow_with_small_max_records_makes_each_arrow_column_once(broker, shared_producer, monkeypatch):
+    """issue 16, consume2: poll_arrow(max_records=n) on a large batch made the Arrow arrays
+    of all the records decoded (ever fewer of them still to take) on every poll, then sliced
+    them: rows wrapped grew as batch size squared over n. Counted here: the rows made into
+    Arrow arrays, against those returned."""
+    import kproto.arrow
+
+    made = []
+    real = kproto.arrow.record_batch
+
+    def counting(cols, topic, partition, schema):
+        made.append(cols.count)
+        return real(cols, topic, partition, schema)
+
+    monkeypatch.setattr(kproto.arrow, "record_batch", counting)
+    create(broker, "columnar-one-batch")
+    produce(broker, "columnar-one-batch", [(0, None, b"v%d" % i, None, None) for i in range(600)],
+            linger_ms=200, batch_num_messages=1000)
+    tp = TopicPartition("columnar-one-batch", 0)
+    with consumer_for(broker) as consumer:
+        consumer.assign([tp])
+        got = []
+        deadline = time.monotonic() + DEADLINE
+        while len(got) < 600 and time.monotonic() < deadline:
+            got += consumer.poll_arrow(0.5, max_records=20, include_headers=False).column("offset").to_pylist()
+    assert got == list(range(600))
+    assert sum(made) <= 2 * 600  # before: about 600 x 600 / 20 / 2 = 9,000
+
+
 def test_poll_arrow_follows_seek_and_pause(broker, shared_producer):
     """issue 16, poll_arrow: a seek (backwards, into the middle of a batch) is where the next
     rows start; a paused partition gives none until resumed."""
