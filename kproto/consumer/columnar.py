@@ -9,7 +9,9 @@ hands the batches to return to the codec's columnar decoder in one call per part
 writes the records straight into Arrow-layout buffers; :mod:`kproto.arrow` wraps those
 buffers as Arrow arrays without a copy. No Python object is made per record. Records of
 several partitions are joined into one batch (``pa.concat_batches``: one copy of the
-columns), so ``topic`` and ``partition`` are columns like the others.
+columns), so ``topic`` and ``partition`` are columns like the others. A ``max_records``
+that ends inside what was decoded leaves the rest decoded, with its Arrow arrays, for the
+next polls to slice: each record is decoded and wrapped once, however small the limit.
 
 The rest is poll's: the same loop (group, positions, auto-commit, waiting), the same
 positions advanced past what is returned (so commit and auto-commit see them), seeks and
