@@ -213,9 +213,10 @@ class _Chunk:
         ``limit`` records at a time stays linear). Must not be called while :meth:`take` has
         a batch part way (``index < len(records)``).
         """
-        if self.columns is None and not self._decode_columns(limit):
+        cols = self.columns if self.columns is not None else self._decode_columns(limit)
+        if cols is None:
             return None
-        cols, start = self.columns, self.columns_from
+        start = self.columns_from
         taken = min(cols.count - start, limit)
         if start + taken < cols.count:
             end = start + taken
@@ -233,9 +234,10 @@ class _Chunk:
             self.epoch = last.partition_leader_epoch
         return (cols, start, taken) if taken else None
 
-    def _decode_columns(self, limit: int) -> bool:
+    def _decode_columns(self, limit: int) -> Columns | None:
         """Decode the next batches holding about ``limit`` records at or after the position
-        into :attr:`columns`; False when nothing is left (or a batch is refused first)."""
+        into :attr:`columns` (and return them); None when nothing is left (or a batch is
+        refused first)."""
         kept: list[Batch] = []
         estimate = 0
         batches, i = self.batches, 0
@@ -261,12 +263,12 @@ class _Chunk:
                 bad = _first_bad(kept, self.position)
                 if bad == 0:  # the position stays at this batch; raised once nothing is returned
                     self.error, self.batches = exc, deque()
-                    return False
+                    return None
                 del kept[bad:]
         else:
-            return False
+            return None
         self.columns, self.columns_from, self.columns_end = cols, 0, kept[-1].next_offset
-        return True
+        return cols
 
 
 def _joined(batches: list[Batch]) -> Any:
