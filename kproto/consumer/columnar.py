@@ -72,11 +72,7 @@ class Columnar(ConsumerState):
                 columns hold the bytes as they are; use :meth:`poll` for objects).
             RuntimeError, KafkaError: as :meth:`poll`.
         """
-        arrow = _arrow()
-        if self.config["key.deserializer"] is not None or self.config["value.deserializer"] is not None:
-            raise ConfigError("poll_arrow() returns keys and values as bytes in Arrow columns, and the consumer has "
-                              "key.deserializer/value.deserializer set: use poll() for deserialized records, or a "
-                              "consumer without deserializers for poll_arrow()")
+        arrow = self._arrow_ready()
         fetcher = self._started()
         self._abandon_iteration()
         parts = await self._poll(timeout, sys.maxsize if max_records is None else max_records,
@@ -84,6 +80,26 @@ class Columnar(ConsumerState):
         # Counted as poll's records are (len of a RecordBatch is its rows); interceptors'
         # on_consume takes records, so it sees poll()'s only.
         return self._metrics.polled(_record_batch(arrow, parts, include_headers, self._arrow_built))
+
+
+    def _poll_arrow_now(self, max_records: int | None, include_headers: bool) -> pa.RecordBatch | None:
+        """:meth:`poll_arrow` finishing at once (the sync face's quick path, as
+        :meth:`~kproto.consumer.AIOConsumer._poll_now` is poll's): the buffered records, or
+        None when the full poll_arrow is due."""
+        arrow = self._arrow_ready()
+        parts = self._poll_now(sys.maxsize if max_records is None else max_records, columns=True)
+        if parts is None:
+            return None
+        return self._metrics.polled(_record_batch(arrow, parts, include_headers, self._arrow_built))
+
+    def _arrow_ready(self) -> Any:
+        """:mod:`kproto.arrow`, once the consumer is seen to have no deserializers."""
+        arrow = _arrow()
+        if self.config["key.deserializer"] is not None or self.config["value.deserializer"] is not None:
+            raise ConfigError("poll_arrow() returns keys and values as bytes in Arrow columns, and the consumer has "
+                              "key.deserializer/value.deserializer set: use poll() for deserialized records, or a "
+                              "consumer without deserializers for poll_arrow()")
+        return arrow
 
 
 def _arrow() -> Any:

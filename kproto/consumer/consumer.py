@@ -294,12 +294,13 @@ class AIOConsumer(Positions, Rebalancing, Commits, Iteration, Columnar):
         self._abandon_iteration()
         return await self._poll(timeout, max_records)
 
-    def _poll_now(self, max_records: int | None) -> list[ConsumerRecord] | None:
+    def _poll_now(self, max_records: int | None, columns: bool = False) -> list | None:
         """A poll that finishes at once, run on the loop with no task (the sync face's quick
         path, :meth:`~kproto._loop.Portal.call_plain`): the buffered records, or None when
         the full :meth:`poll` is due instead, because nothing is buffered or because a commit
         callback or a group step is waiting (they may run callbacks in the caller's thread).
-        Otherwise the same steps as :meth:`_poll`'s, in its order."""
+        Otherwise the same steps as :meth:`_poll`'s, in its order. With ``columns``, the
+        fetcher's columns (poll_arrow's quick path, which counts the rows it returns)."""
         fetcher = self._started()
         if self._subscriptions.type is SubscriptionType.NONE or self._commit_results or not self._group_idle():
             return None
@@ -308,7 +309,10 @@ class AIOConsumer(Positions, Rebalancing, Commits, Iteration, Columnar):
             self._maybe_auto_commit()
             self._event.clear()
             self._step_positions()
-            records = fetcher.drain(self._max_poll_records if max_records is None else max_records)
+            limit = self._max_poll_records if max_records is None else max_records
+            if columns:
+                return fetcher.drain_columns(limit) or None
+            records = fetcher.drain(limit)
             return self._polled(records) if records else None  # metrics, interceptors (observability)
         finally:
             self._last_poll = time.monotonic()
@@ -487,7 +491,17 @@ class Consumer:
                 return records
         return self._portal.call(self._core.poll, timeout, max_records=max_records, timeout_ms=timeout_ms)
 
-    poll_arrow = blocking(AIOConsumer.poll_arrow)
+    @functools.wraps(AIOConsumer.poll_arrow)
+    def poll_arrow(self, timeout: float | None = None, *, max_records: int | None = None,
+                   include_headers: bool = True) -> Any:
+        # As poll: what is buffered comes back through the quick call, anything else through
+        # the full poll_arrow (a small max_records makes the per-call cost count).
+        batch = self._portal.call_plain(self._core._poll_arrow_now, max_records, include_headers)
+        if batch is not None:
+            return batch
+        return self._portal.call(self._core.poll_arrow, timeout, max_records=max_records,
+                                 include_headers=include_headers)
+
     position = blocking(AIOConsumer.position)
     seek = blocking(AIOConsumer.seek)
     seek_to_beginning = blocking(AIOConsumer.seek_to_beginning)
