@@ -495,10 +495,14 @@ class Consumer:
     def poll_arrow(self, timeout: float | None = None, *, max_records: int | None = None,
                    include_headers: bool = True) -> Any:
         # As poll: what is buffered comes back through the quick call, anything else through
-        # the full poll_arrow (a small max_records makes the per-call cost count).
-        batch = self._portal.call_plain(self._core._poll_arrow_now, max_records, include_headers)
-        if batch is not None:
-            return batch
+        # the full poll_arrow (a small max_records makes the per-call cost count). Large polls
+        # mostly find the buffer empty (the fetch is the bound): they skip the quick call, by
+        # a look from this thread (a hint: the quick call decides on the loop).
+        fetcher = self._core._fetcher
+        if fetcher is not None and fetcher._buffered:
+            batch = self._portal.call_plain(self._core._poll_arrow_now, max_records, include_headers)
+            if batch is not None:
+                return batch
         return self._portal.call(self._core.poll_arrow, timeout, max_records=max_records,
                                  include_headers=include_headers)
 
