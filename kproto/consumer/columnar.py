@@ -9,7 +9,9 @@ hands the batches to return to the codec's columnar decoder in one call per part
 writes the records straight into Arrow-layout buffers; :mod:`kproto.arrow` wraps those
 buffers as Arrow arrays without a copy. No Python object is made per record. Records of
 several partitions are joined into one batch (``pa.concat_batches``: one copy of the
-columns), so ``topic`` and ``partition`` are columns like the others.
+columns), so ``topic`` and ``partition`` are columns like the others. A ``max_records``
+that ends inside what was decoded leaves the rest decoded, with its Arrow arrays, for the
+next polls to slice: each record is decoded and wrapped once, however small the limit.
 
 The rest is poll's: the same loop (group, positions, auto-commit, waiting), the same
 positions advanced past what is returned (so commit and auto-commit see them), seeks and
@@ -70,18 +72,34 @@ class Columnar(ConsumerState):
                 columns hold the bytes as they are; use :meth:`poll` for objects).
             RuntimeError, KafkaError: as :meth:`poll`.
         """
-        arrow = _arrow()
-        if self.config["key.deserializer"] is not None or self.config["value.deserializer"] is not None:
-            raise ConfigError("poll_arrow() returns keys and values as bytes in Arrow columns, and the consumer has "
-                              "key.deserializer/value.deserializer set: use poll() for deserialized records, or a "
-                              "consumer without deserializers for poll_arrow()")
+        arrow = self._arrow_ready()
         fetcher = self._started()
         self._abandon_iteration()
         parts = await self._poll(timeout, sys.maxsize if max_records is None else max_records,
                                  drain=fetcher.drain_columns)
         # Counted as poll's records are (len of a RecordBatch is its rows); interceptors'
         # on_consume takes records, so it sees poll()'s only.
-        return self._metrics.polled(_record_batch(arrow, parts, include_headers))
+        return self._metrics.polled(_record_batch(arrow, parts, include_headers, self._arrow_built))
+
+
+    def _poll_arrow_now(self, max_records: int | None, include_headers: bool) -> pa.RecordBatch | None:
+        """:meth:`poll_arrow` finishing at once (the sync face's quick path, as
+        :meth:`~kproto.consumer.AIOConsumer._poll_now` is poll's): the buffered records, or
+        None when the full poll_arrow is due."""
+        arrow = self._arrow_ready()
+        parts = self._poll_now(sys.maxsize if max_records is None else max_records, columns=True)
+        if parts is None:
+            return None
+        return self._metrics.polled(_record_batch(arrow, parts, include_headers, self._arrow_built))
+
+    def _arrow_ready(self) -> Any:
+        """:mod:`kproto.arrow`, once the consumer is seen to have no deserializers."""
+        arrow = _arrow()
+        if self.config["key.deserializer"] is not None or self.config["value.deserializer"] is not None:
+            raise ConfigError("poll_arrow() returns keys and values as bytes in Arrow columns, and the consumer has "
+                              "key.deserializer/value.deserializer set: use poll() for deserialized records, or a "
+                              "consumer without deserializers for poll_arrow()")
+        return arrow
 
 
 def _arrow() -> Any:
@@ -91,16 +109,25 @@ def _arrow() -> Any:
     return kproto.arrow
 
 
-def _record_batch(arrow: Any, parts: list[tuple[TopicPartition, Columns, int]], include_headers: bool
-                  ) -> pa.RecordBatch:
-    """One record batch of ``parts`` (each a partition's columns and how many of them to take)."""
+def _record_batch(arrow: Any, parts: list[tuple[TopicPartition, Columns, int, int]], include_headers: bool,
+                  built: dict[TopicPartition, tuple[Columns, bool, pa.RecordBatch]]) -> pa.RecordBatch:
+    """One record batch of ``parts`` (each a partition's columns, the first of them to take and
+    how many: a slice, no copy). Columns taken part way (``max_records`` cut them) come back
+    in later polls: their Arrow batch, kept in ``built`` until its last record is taken, is
+    made once, so that taking them a few at a time stays linear."""
     import pyarrow as pa  # present: kproto.arrow imported it
 
     schema = arrow.arrow_schema(include_headers)
     batches = []
-    for tp, cols, taken in parts:
-        batch = arrow.record_batch(cols, tp.topic, tp.partition, schema)
-        batches.append(batch if taken == cols.count else batch.slice(0, taken))
+    for tp, cols, start, taken in parts:
+        kept = built.pop(tp, None)
+        if kept is not None and kept[0] is cols and kept[1] == include_headers:
+            batch = kept[2]
+        else:
+            batch = arrow.record_batch(cols, tp.topic, tp.partition, schema)
+        if start + taken < cols.count:
+            built[tp] = (cols, include_headers, batch)
+        batches.append(batch if taken == cols.count else batch.slice(start, taken))
     if len(batches) == 1:
         return batches[0]
     if not batches:

@@ -139,6 +139,7 @@ class AIOConsumer(Positions, Rebalancing, Commits, Iteration, Columnar):
         self._last_poll = time.monotonic()  # when the last poll returned
         self._polling = 0  # polls in progress
         self._face: Any = self  # what callbacks get as their consumer (Consumer sets itself)
+        self._arrow_built = {}  # poll_arrow's batches of columns taken part way
         # -- observability: metrics (always on, as Java's), statistics, interceptors --------
         self._metrics = ConsumerMetrics(c, lambda: len(self._subscriptions.assigned()))
         self._metrics.attach(self._cluster)
@@ -292,12 +293,13 @@ class AIOConsumer(Positions, Rebalancing, Commits, Iteration, Columnar):
         self._abandon_iteration()
         return await self._poll(timeout, max_records)
 
-    def _poll_now(self, max_records: int | None) -> list[ConsumerRecord] | None:
+    def _poll_now(self, max_records: int | None, columns: bool = False) -> list | None:
         """A poll that finishes at once, run on the loop with no task (the sync face's quick
         path, :meth:`~kproto._loop.Portal.call_plain`): the buffered records, or None when
         the full :meth:`poll` is due instead, because nothing is buffered or because a commit
         callback or a group step is waiting (they may run callbacks in the caller's thread).
-        Otherwise the same steps as :meth:`_poll`'s, in its order."""
+        Otherwise the same steps as :meth:`_poll`'s, in its order. With ``columns``, the
+        fetcher's columns (poll_arrow's quick path, which counts the rows it returns)."""
         fetcher = self._started()
         if self._subscriptions.type is SubscriptionType.NONE or self._commit_results or not self._group_idle():
             return None
@@ -306,11 +308,13 @@ class AIOConsumer(Positions, Rebalancing, Commits, Iteration, Columnar):
             self._maybe_auto_commit()
             self._event.clear()
             self._step_positions()
-            records = fetcher.drain(self._max_poll_records if max_records is None else max_records)
+            limit = self._max_poll_records if max_records is None else max_records
+            records = fetcher.drain_columns(limit) if columns else fetcher.drain(limit)
             if not records:
                 return None
             self._metrics.poll_started()  # the full poll that follows a None counts its own
-            return self._polled(records)  # metrics, interceptors (observability)
+            # metrics, interceptors (observability); poll_arrow counts the rows it makes
+            return records if columns else self._polled(records)
         finally:
             self._last_poll = time.monotonic()
 
@@ -490,7 +494,21 @@ class Consumer:
 
     poll.__doc__ = AIOConsumer.poll.__doc__  # one docstring, as blocking() gives the others
 
-    poll_arrow = blocking(AIOConsumer.poll_arrow)
+    def poll_arrow(self, timeout: float | None = None, *, max_records: int | None = None,
+                   include_headers: bool = True) -> Any:
+        # As poll: what is buffered comes back through the quick call, anything else through
+        # the full poll_arrow (a small max_records makes the per-call cost count). Large polls
+        # mostly find the buffer empty (the fetch is the bound): they skip the quick call, by
+        # a look from this thread (a hint: the quick call decides on the loop).
+        fetcher = self._core._fetcher
+        if fetcher is not None and fetcher._buffered:
+            batch = self._portal.call_plain(self._core._poll_arrow_now, max_records, include_headers)
+            if batch is not None:
+                return batch
+        return self._portal.call(self._core.poll_arrow, timeout, max_records=max_records,
+                                 include_headers=include_headers)
+
+    poll_arrow.__doc__ = AIOConsumer.poll_arrow.__doc__
     position = blocking(AIOConsumer.position)
     seek = blocking(AIOConsumer.seek)
     seek_to_beginning = blocking(AIOConsumer.seek_to_beginning)

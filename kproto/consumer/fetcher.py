@@ -100,7 +100,7 @@ class _Chunk:
     """One partition's share of one Fetch response, decoded a batch at a time."""
 
     __slots__ = ("tp", "version", "position", "end", "end_epoch", "epoch", "batches", "records", "index", "batch_end",
-                 "error", "filter", "key_deserializer", "value_deserializer")
+                 "error", "filter", "key_deserializer", "value_deserializer", "columns", "columns_from", "columns_end")
 
     def __init__(self, tp: TopicPartition, version: int, fetch_offset: int, data: Any, *, check_crcs: bool,
                  aborted: Iterable[Any] | None, deserializers: tuple[Callable | None, Callable | None]) -> None:
@@ -112,6 +112,11 @@ class _Chunk:
         self.index = 0
         self.batch_end = fetch_offset  # where the position goes once those records are drained
         self.error: BaseException | None = None  # raised once the records before it are drained
+        # poll_arrow's decoded records not all taken yet: from columns_from on, then the
+        # position goes to columns_end (take_columns)
+        self.columns: Columns | None = None
+        self.columns_from = 0
+        self.columns_end = fetch_offset
         self.batches: deque[Batch] = deque()
         try:
             self.batches.extend(read_batches(data, check_crcs))
@@ -132,6 +137,7 @@ class _Chunk:
 
     def take(self, out: list[ConsumerRecord], limit: int) -> None:
         """Move up to ``limit`` records to ``out``, advancing :attr:`position`."""
+        self.columns = None  # decoded again from the position if take_columns comes back
         while limit > 0:
             if self.index >= len(self.records) and not self._next_batch():
                 return
@@ -196,19 +202,46 @@ class _Chunk:
 
     # -- the columnar path (issue 16: poll_arrow, kproto.consumer.columnar) --------------------
 
-    def take_columns(self, limit: int) -> tuple[Columns, int] | None:
-        """Decode up to ``limit`` records into Arrow-layout columns, advancing :attr:`position`.
+    def take_columns(self, limit: int) -> tuple[Columns, int, int] | None:
+        """Up to ``limit`` records as Arrow-layout columns, advancing :attr:`position`.
 
         The batches to return are decoded in one codec call (their bytes are one slice of
-        the response when no skipped batch lies between them). Returns the columns and how
-        many of their records are taken (the first ones: a batch cut by ``limit`` stays
-        to be decoded again from the new position), or None when nothing is left. Must not
-        be called while :meth:`take` has a batch part way (``index < len(records)``).
+        the response when no skipped batch lies between them). Returns the columns, the
+        index of the first record taken and how many are taken, or None when nothing is
+        left. When ``limit`` cuts the decoded records, the columns are kept and the next
+        calls take their rest (no batch is decoded twice, so draining a large batch
+        ``limit`` records at a time stays linear). Must not be called while :meth:`take` has
+        a batch part way (``index < len(records)``).
         """
+        cols = self.columns if self.columns is not None else self._decode_columns(limit)
+        if cols is None:
+            return None
+        start = self.columns_from
+        taken = min(cols.count - start, limit)
+        if start + taken < cols.count:
+            end = start + taken
+            self.position = int.from_bytes(cols.offsets[8 * end - 8:8 * end], "little", signed=True) + 1
+            self.columns_from = end
+        else:
+            self.position = max(self.position, self.columns_end)
+            self.columns = None
+        last = None  # the batch of the last record taken: its leader epoch is the position's
+        while self.batches and self.batches[0].next_offset <= self.position:
+            last = self.batches.popleft()
+        if self.batches and self.batches[0].base_offset < self.position:  # cut inside it
+            last = self.batches[0]
+        if last is not None:
+            self.epoch = last.partition_leader_epoch
+        return (cols, start, taken) if taken else None
+
+    def _decode_columns(self, limit: int) -> Columns | None:
+        """Decode the next batches holding about ``limit`` records at or after the position
+        into :attr:`columns` (and return them); None when nothing is left (or a batch is
+        refused first)."""
         kept: list[Batch] = []
         estimate = 0
         batches, i = self.batches, 0
-        while i < len(batches) and estimate < limit:  # peek: only what is returned is removed below
+        while i < len(batches) and estimate < limit:  # peek: take_columns removes what it returns
             batch = batches[i]
             if not self.filter.skip(batch):
                 kept.append(batch)
@@ -240,19 +273,8 @@ class _Chunk:
                 del kept[bad:]
         else:
             return None
-        taken = min(cols.count, limit)
-        if taken < cols.count:
-            self.position = int.from_bytes(cols.offsets[8 * taken - 8:8 * taken], "little", signed=True) + 1
-        else:
-            self.position = max(self.position, kept[-1].next_offset)
-        last = None  # the batch of the last record taken: its leader epoch is the position's
-        while self.batches and self.batches[0].next_offset <= self.position:
-            last = self.batches.popleft()
-        if self.batches and self.batches[0].base_offset < self.position:  # cut inside it
-            last = self.batches[0]
-        if last is not None:
-            self.epoch = last.partition_leader_epoch
-        return (cols, taken) if taken else None
+        self.columns, self.columns_from, self.columns_end = cols, 0, kept[-1].next_offset
+        return cols
 
 
 def _joined(batches: list[Batch]) -> Any:
@@ -666,9 +688,9 @@ class Fetcher:
 
     # -- draining into columns (issue 16: poll_arrow, kproto.consumer.columnar) ---------------
 
-    def drain_columns(self, max_records: int) -> list[tuple[TopicPartition, Columns, int]]:
+    def drain_columns(self, max_records: int) -> list[tuple[TopicPartition, Columns, int, int]]:
         """:meth:`drain`'s columnar twin: up to ``max_records`` buffered records as
-        ``(partition, columns, records taken)``, one entry per chunk drained, moving
+        ``(partition, columns, first record taken, records taken)``, one entry per take, moving
         positions past them. Deserializers are not applied.
 
         A chunk that :meth:`drain` left part way through a batch is dropped, to be fetched
@@ -679,7 +701,7 @@ class Fetcher:
         """
         if self._failure is not None:
             raise self._failure
-        out: list[tuple[TopicPartition, Columns, int]] = []
+        out: list[tuple[TopicPartition, Columns, int, int]] = []
         total = 0
         subscriptions = self._subscriptions
         stuck: BaseException | None = None
@@ -708,7 +730,7 @@ class Fetcher:
                     state.leader_epoch = chunk.epoch
                 if taken is not None:
                     out.append((tp, *taken))
-                    total += taken[1]
+                    total += taken[2]
                 if not chunk.exhausted:
                     continue
                 if chunk.error is not None:

@@ -52,8 +52,8 @@ def offsets_taken(chunk, limit=100):
         taken = chunk.take_columns(limit - len(out))
         if taken is None:
             break
-        cols, n = taken
-        out += list(memoryview(cols.offsets).cast("q"))[:n]
+        cols, start, n = taken
+        out += list(memoryview(cols.offsets).cast("q"))[start:start + n]
     return out
 
 
@@ -81,14 +81,57 @@ def test_take_columns_skips_an_aborted_transaction_at_the_end_of_a_response():
 
 def test_take_columns_limit_cuts_a_batch_and_the_next_take_resumes_inside_it():
     """issue 16, poll_arrow: max_records may end inside a batch; the rest of that batch
-    comes next, from the position (records below it dropped), then the following ones."""
+    comes next (from the columns decoded then: the drain takes again for more), then the
+    following ones, from the position (records below it dropped)."""
     chunk = chunk_of(data_batch(0, 4) + data_batch(4, 4) + data_batch(8, 2), fetch_offset=1)
     assert offsets_taken(chunk, 2) == [1, 2]
     assert chunk.position == 3 and not chunk.exhausted
-    assert offsets_taken(chunk, 4) == [3, 4, 5, 6]
+    assert offsets_taken(chunk, 4) == [3]  # the rest of what was decoded, not decoded again
+    assert chunk.position == 4 and not chunk.exhausted
+    assert offsets_taken(chunk, 3) == [4, 5, 6]
     assert chunk.position == 7
-    assert offsets_taken(chunk, 100) == [7, 8, 9]
+    assert offsets_taken(chunk, 100) == [7]
+    assert offsets_taken(chunk, 100) == [8, 9]
     assert chunk.position == 10 and chunk.exhausted
+
+
+def test_take_columns_decodes_a_batch_once_however_small_the_limit(monkeypatch):
+    """issue 16, consume2 (poll_arrow slower with larger fetches): taking a large batch
+    ``limit`` records at a time decoded the whole rest of it on every take (the records
+    past the limit were dropped and decoded again from the new position): records decoded
+    grew as batch size squared over the limit. Counted here: each record is decoded once."""
+    import kproto.consumer.fetcher as fetcher
+
+    decoded = []
+    real = fetcher.decode_columnar
+
+    def counting(data, position, check_crcs):
+        cols = real(data, position, check_crcs)
+        decoded.append(cols.count)
+        return cols
+
+    monkeypatch.setattr(fetcher, "decode_columnar", counting)
+    chunk = chunk_of(data_batch(0, 1000) + data_batch(1000, 1000))
+    offsets = []
+    while not chunk.exhausted:
+        offsets += offsets_taken(chunk, 30)
+    assert offsets == list(range(2000))
+    assert chunk.position == 2000
+    assert sum(decoded) == 2000  # before: 34,000 records decoded for 2,000 returned
+
+
+def test_take_after_take_columns_cut_a_batch_resumes_at_the_position():
+    """issue 16, consume2: the columns kept from a cut batch are dropped when poll()'s take
+    comes in between, and take_columns decodes again from where take left the position."""
+    chunk = chunk_of(data_batch(0, 4) + data_batch(4, 4))
+    assert offsets_taken(chunk, 2) == [0, 1]
+    out = []
+    chunk.take(out, 3)
+    assert [r.offset for r in out] == [2, 3, 4]
+    assert chunk.index < len(chunk.records)  # take is inside the second batch
+    out.clear()
+    chunk.take(out, 100)
+    assert [r.offset for r in out] == [5, 6, 7] and chunk.exhausted
 
 
 def test_take_columns_stops_at_a_corrupt_batch_with_the_position_at_it():
@@ -98,8 +141,8 @@ def test_take_columns_stops_at_a_corrupt_batch_with_the_position_at_it():
     bad[60] = 3  # the header says 3 records, the batch holds 2 (CRCs are not checked here)
     chunk = _Chunk(TP, 0, 0, data_batch(0, 2) + bytes(bad) + data_batch(4, 1), check_crcs=False, aborted=None,
                    deserializers=(None, None))
-    cols, n = chunk.take_columns(100)
-    assert list(memoryview(cols.offsets).cast("q"))[:n] == [0, 1]
+    cols, start, n = chunk.take_columns(100)
+    assert list(memoryview(cols.offsets).cast("q"))[start:start + n] == [0, 1]
     assert chunk.position == 2 and chunk.error is None
     assert chunk.take_columns(100) is None
     assert chunk.exhausted and isinstance(chunk.error, CorruptRecordError) and chunk.position == 2
@@ -222,6 +265,35 @@ def test_poll_arrow_without_headers_and_with_max_records(broker, shared_producer
     # the consumer's metrics count poll_arrow's rows as poll's records
     totals = {name.name: value for name, value in metrics.items() if name.group == "consumer-fetch-manager-metrics"}
     assert totals["records-consumed-total"] == 50
+
+
+def test_poll_arrow_with_small_max_records_makes_each_arrow_column_once(broker, shared_producer, monkeypatch):
+    """issue 16, consume2: poll_arrow(max_records=n) on a large batch made the Arrow arrays
+    of all the records decoded (ever fewer of them still to take) on every poll, then sliced
+    them: rows wrapped grew as batch size squared over n. Counted here: the rows made into
+    Arrow arrays, against those returned."""
+    import kproto.arrow
+
+    made = []
+    real = kproto.arrow.record_batch
+
+    def counting(cols, topic, partition, schema):
+        made.append(cols.count)
+        return real(cols, topic, partition, schema)
+
+    monkeypatch.setattr(kproto.arrow, "record_batch", counting)
+    create(broker, "columnar-one-batch")
+    produce(broker, "columnar-one-batch", [(0, None, b"v%d" % i, None, None) for i in range(600)],
+            linger_ms=200, batch_num_messages=1000)
+    tp = TopicPartition("columnar-one-batch", 0)
+    with consumer_for(broker) as consumer:
+        consumer.assign([tp])
+        got = []
+        deadline = time.monotonic() + DEADLINE
+        while len(got) < 600 and time.monotonic() < deadline:
+            got += consumer.poll_arrow(0.5, max_records=20, include_headers=False).column("offset").to_pylist()
+    assert got == list(range(600))
+    assert sum(made) <= 2 * 600  # before: about 600 x 600 / 20 / 2 = 9,000
 
 
 def test_poll_arrow_follows_seek_and_pause(broker, shared_producer):

@@ -138,3 +138,30 @@ def test_an_asyncio_poll_of_buffered_records_lets_the_loop_run(broker, filled):
     got, turns = asyncio.run(main())
     assert [r.offset for r in got] == list(range(11))  # the buffered records, in order
     assert turns >= 5  # the other task ran while the consumer polled
+
+
+def test_sync_poll_arrow_of_buffered_records_takes_the_quick_call(broker, filled):
+    """issue 16 (consume2): the sync poll_arrow served buffered records through the full
+    call (a task on the loop per poll), which a small max_records makes count per record;
+    now it takes poll's quick call, with the same rows and positions."""
+    tp = filled("lean-arrow")
+    with Consumer(bootstrap_servers=broker.bootstrap_servers, auto_offset_reset="earliest",
+                  fetch_max_wait_ms=100) as c:
+        c.assign([tp])
+        offsets = c.poll_arrow(DEADLINE, max_records=7).column("offset").to_pylist()
+        buffered(c, tp, 30 - len(offsets))
+        full_calls = []
+        portal_call = c._portal.call
+
+        def counting(fn, *args, **kwargs):
+            full_calls.append(getattr(fn, "__name__", fn))
+            return portal_call(fn, *args, **kwargs)
+
+        c._portal.call = counting
+        while len(offsets) < 30:
+            batch = c.poll_arrow(DEADLINE, max_records=7)
+            assert 0 < batch.num_rows <= 7
+            offsets += batch.column("offset").to_pylist()
+            assert portal_call(c._core.position, tp) == offsets[-1] + 1
+        assert offsets == list(range(30))
+        assert "poll_arrow" not in full_calls
