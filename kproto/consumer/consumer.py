@@ -30,7 +30,7 @@ import logging
 import time
 import warnings
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kproto._habits import missing
 from kproto._loop import Portal, blocking, check_loop, refuse_when_closed
@@ -51,6 +51,9 @@ from kproto.io import Cluster
 from kproto.io.retry import Backoff
 from kproto.metrics import ConsumerMetrics, MetricName, Statistics
 from kproto.structs import ConsumerGroupMetadata
+
+if TYPE_CHECKING:
+    import pyarrow as pa  # poll_arrow's result; pyarrow is imported only when it is called
 
 __all__ = ["AIOConsumer", "Consumer"]
 
@@ -495,7 +498,7 @@ class Consumer:
     poll.__doc__ = AIOConsumer.poll.__doc__  # one docstring, as blocking() gives the others
 
     def poll_arrow(self, timeout: float | None = None, *, max_records: int | None = None,
-                   include_headers: bool = True) -> Any:
+                   include_headers: bool = True) -> pa.RecordBatch:
         # As poll: what is buffered comes back through the quick call, anything else through
         # the full poll_arrow (a small max_records makes the per-call cost count). Large polls
         # mostly find the buffer empty (the fetch is the bound): they skip the quick call, by
