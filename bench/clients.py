@@ -62,6 +62,7 @@ def _rows(clients: list[tuple[str, Callable, dict[str, Settings], float]]) -> li
 PRODUCERS = _rows([
     ("kproto", peers.kproto_produce, peers.KPROTO, 1.0),
     ("kproto asyncio", peers.kproto_async_produce, peers.KPROTO, 1.0),
+    ("kproto send_batch", peers.kproto_send_batch, peers.KPROTO, 1.0),
     ("confluent-kafka", peers.confluent_produce, peers.CONFLUENT, 1.0),
     ("aiokafka", peers.aiokafka_produce, peers.AIOKAFKA, SLOW),
     ("kafka-python", peers.kafka_python_produce, peers.KAFKA_PYTHON, SLOW),
@@ -93,6 +94,7 @@ GOALS = [
     Goal("consume, columnar (poll_arrow)", "consume", "kproto poll_arrow (best)", "confluent-kafka (best)", 5.0),
     Goal("produce, single sends, sync", "produce", "kproto (best)", "confluent-kafka (best)", 1.5),
     Goal("produce, single sends, asyncio", "produce", "kproto asyncio (best)", "confluent-kafka (best)", 2.0),
+    Goal("produce, batches (send_batch)", "produce", "kproto send_batch (best)", "confluent-kafka (best)", 5.0),
 ]
 
 def measure(bootstrap: str, tables: dict[str, list[Contender]], n: int, runs: int) -> dict[str, dict[str, float]]:

@@ -168,6 +168,28 @@ def kproto_consume(bootstrap: str, topic: str, n: int, settings: Settings) -> fl
         return time.perf_counter() - start
 
 
+def kproto_send_batch(bootstrap: str, topic: str, n: int, settings: Settings) -> float:
+    """kproto's sync Producer, ``send_batch()`` of the n values at once (a list made before
+    the clock, as the peers' inputs are), then the batch future's result (every record
+    acknowledged) and ``flush()``."""
+    from kproto.producer import Producer
+
+    values = [VALUE] * n
+    config = {"bootstrap.servers": bootstrap, **settings.produce}
+    # one call holds n records: room for them all in memory, so that the call does not wait
+    config["buffer.memory"] = max(config.get("buffer.memory", 0), 2 * n * (len(VALUE) + 64))
+    with Producer(config) as producer:
+        producer.send(topic, VALUE, partition=0)
+        producer.flush()
+        start = time.perf_counter()
+        batches = producer.send_batch(topic, values, partition=0).result(TIMEOUT)
+        producer.flush()
+        elapsed = time.perf_counter() - start
+    if sum(b.record_count for b in batches) != n:
+        raise RuntimeError("kproto send_batch wrote fewer records than it was given")
+    return elapsed
+
+
 def kproto_async_consume(bootstrap: str, topic: str, n: int, settings: Settings) -> float:
     """kproto's AIOConsumer, ``await poll()`` lists of records."""
     from kproto.consumer import AIOConsumer
