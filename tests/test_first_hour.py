@@ -75,7 +75,7 @@ _ARGS = {  # a plausible value for each required parameter of a public client me
     "group_metadata": ConsumerGroupMetadata(group_id="g"), "transactional_ids": ["x"], "producer_id": 1,
     "producer_epoch": 0, "coordinator_epoch": 0,
     "acls": [AclBinding(ResourcePattern("TOPIC", "t"), AccessControlEntry("User:a"))], "filters": [AclBindingFilter()],
-    "alterations": []}
+    "alterations": [], "values": [b"v"]}
 
 
 def _public_calls(cls):
