@@ -76,7 +76,6 @@ class Columnar(ConsumerState):
                               "key.deserializer/value.deserializer set: use poll() for deserialized records, or a "
                               "consumer without deserializers for poll_arrow()")
         fetcher = self._started()
-        self._abandon_iteration()
         parts = await self._poll(timeout, sys.maxsize if max_records is None else max_records,
                                  drain=fetcher.drain_columns)
         # Counted as poll's records are (len of a RecordBatch is its rows); interceptors'

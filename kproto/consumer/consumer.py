@@ -289,7 +289,6 @@ class AIOConsumer(Positions, Rebalancing, Commits, Iteration, Columnar):
         """
         timeout = _seconds(timeout, timeout_ms)
         self._started()
-        self._abandon_iteration()
         return await self._poll(timeout, max_records)
 
     def _poll_now(self, max_records: int | None) -> list[ConsumerRecord] | None:
@@ -319,6 +318,10 @@ class AIOConsumer(Positions, Rebalancing, Commits, Iteration, Columnar):
         """poll's loop; ``drain`` takes the buffered records (default: the fetcher's
         :meth:`~kproto.consumer.fetcher.Fetcher.drain`; poll_arrow's drains columns)."""
         fetcher = self._started()
+        # Every poll and iteration comes through here (or _poll_now): an iteration left
+        # early is to be polled again from its first record not yet yielded. An iteration's
+        # own poll comes once its batch is all yielded, so this seeks nothing then.
+        self._abandon_iteration()
         if self._subscriptions.type is SubscriptionType.NONE:
             raise RuntimeError("subscribe() or assign() before poll()")
         limit = self._max_poll_records if max_records is None else max_records

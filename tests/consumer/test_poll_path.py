@@ -138,3 +138,55 @@ def test_an_asyncio_poll_of_buffered_records_lets_the_loop_run(broker, filled):
     got, turns = asyncio.run(main())
     assert [r.offset for r in got] == list(range(11))  # the buffered records, in order
     assert turns >= 5  # the other task ran while the consumer polled
+
+
+@pytest.mark.parametrize("due", ["nothing", "commit-callback"])
+def test_iterating_again_after_a_break_yields_the_rest_of_the_batch(broker, filled, due):
+    """issue 16, review: ``for record in consumer``, break, ``for`` again: the records of the
+    batch left behind come next, whether the next poll is the quick call or the full poll (a
+    commit_async callback is due): only the quick call used to seek back."""
+    tp = filled(f"lean-reiterate-{due}")
+    with Consumer(bootstrap_servers=broker.bootstrap_servers, group_id=f"lean-reiterate-{due}",
+                  enable_auto_commit=False, auto_offset_reset="earliest", max_poll_records=10,
+                  fetch_max_wait_ms=100) as c:
+        c.assign([tp])
+        got = []
+        for record in c:
+            got.append(record.offset)
+            if len(got) == 3:
+                break
+        if due == "commit-callback":
+            done = threading.Event()
+            c.commit_async(callback=lambda offsets, error: done.set())
+            deadline = time.monotonic() + DEADLINE  # answered: its callback waits for a poll
+            while not c._portal.call(lambda: bool(c._core._commit_results)):
+                assert time.monotonic() < deadline, "the commit was not answered"
+                time.sleep(0.02)
+        for record in c:
+            got.append(record.offset)
+            if record.offset == 29:
+                break
+        assert got == list(range(30))
+        if due == "commit-callback":
+            assert done.is_set()
+
+
+def test_async_iterating_again_after_a_break_yields_the_rest_of_the_batch(broker, filled):
+    """issue 16, review: as above with ``async for`` (its polls are always the full poll)."""
+    tp = filled("lean-reiterate-aio")
+
+    async def main():
+        async with AIOConsumer(bootstrap_servers=broker.bootstrap_servers, auto_offset_reset="earliest",
+                               max_poll_records=10, fetch_max_wait_ms=100) as c:
+            c.assign([tp])
+            got = []
+            async for record in c:
+                got.append(record.offset)
+                if len(got) == 3:
+                    break
+            async for record in c:
+                got.append(record.offset)
+                if record.offset == 29:
+                    break
+            return got
+    assert asyncio.run(main()) == list(range(30))
