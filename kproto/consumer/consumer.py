@@ -458,7 +458,8 @@ class Consumer:
         while True:
             try:
                 # The previous batch was all yielded: the quick call's abandoning seeks nothing.
-                batch = self._portal.call_plain(core._poll_now, None) or self._portal.call(core._poll, None)
+                batch = (self._portal.call_plain(core._poll_now, None, on_abandoned=core._poll_abandoned)
+                         or self._portal.call(core._poll, None))
             except ClientClosedError:
                 return
             yield from core._yielding(batch)
@@ -486,7 +487,9 @@ class Consumer:
         # Records already buffered come back through the portal's quick call (a poll every
         # max.poll.records records: its cost counts per record); anything else, the full poll.
         if (timeout is None or timeout_ms is None) and (timeout is None or timeout < _IMPLAUSIBLE):
-            records = self._portal.call_plain(self._core._poll_now, max_records)
+            # Ctrl-C meanwhile: records drained for nobody are sought back to (on_abandoned).
+            records = self._portal.call_plain(self._core._poll_now, max_records,
+                                              on_abandoned=self._core._poll_abandoned)
             if records is not None:
                 return records
         return self._portal.call(self._core.poll, timeout, max_records=max_records, timeout_ms=timeout_ms)

@@ -190,3 +190,34 @@ def test_async_iterating_again_after_a_break_yields_the_rest_of_the_batch(broker
                     break
             return got
     assert asyncio.run(main()) == list(range(30))
+
+
+def test_ctrl_c_during_a_quick_poll_loses_no_record(broker, filled):
+    """issue 16, review: Ctrl-C while a sync poll of buffered records waits for the busy
+    loop: the poll (call_plain's fn) used to run afterwards, draining records nobody
+    received, and the close on Ctrl-C committed past them. A fresh consumer of the group
+    now gets every record the interrupted one did not return."""
+    import os
+    import signal
+
+    tp = filled("lean-ctrl-c")
+    got = []
+    c = Consumer(bootstrap_servers=broker.bootstrap_servers, group_id="lean-ctrl-c", auto_offset_reset="earliest",
+                 max_poll_records=5, fetch_max_wait_ms=100)
+    try:
+        c.assign([tp])
+        got += c.poll(DEADLINE)
+        buffered(c, tp, 30 - len(got))
+        c._portal._thread.loop.call_soon_threadsafe(time.sleep, 1.0)  # another client's slow callback
+        timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))
+        timer.start()
+        with pytest.raises(KeyboardInterrupt):
+            c.poll(DEADLINE)
+        timer.join()
+    finally:
+        c.close()  # as `with Consumer(...)` does after Ctrl-C: auto-commits the positions
+    with Consumer(bootstrap_servers=broker.bootstrap_servers, group_id="lean-ctrl-c", auto_offset_reset="earliest",
+                  max_poll_records=100) as again:
+        again.assign([tp])
+        got += again.poll(DEADLINE)
+    assert [r.offset for r in got] == list(range(30))
