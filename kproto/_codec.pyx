@@ -951,8 +951,24 @@ cdef extern from "Python.h":
     object PyType_GenericAlloc(type t, Py_ssize_t nitems)
     void PyObject_GC_Track(void* o)
     void PyObject_GC_UnTrack(void* o)
+    ctypedef struct PyTypeObject:
+        Py_ssize_t tp_basicsize
 
-cdef Py_ssize_t _TUPLE_SIZE = tuple.__basicsize__
+cdef Py_ssize_t _TUPLE_SIZE = (<PyTypeObject*>tuple).tp_basicsize
+
+
+cdef _check_record_class(type cls):
+    # As _codec_py._check_record_class: tp_basicsize read from the type itself (a class can
+    # shadow __basicsize__), and tuple.__new__ refuses a class whose C constructor is not
+    # tuple's (a struct sequence: time.struct_time's instances hold more slots than
+    # their visible fields, which its dealloc frees; 9 allocated here would crash).
+    if issubclass(cls, tuple) and (<PyTypeObject*>cls).tp_basicsize == _TUPLE_SIZE:
+        try:
+            tuple.__new__(cls, ())
+            return
+        except TypeError:
+            pass
+    raise TypeError(f"record_tuples needs a tuple subclass without instance fields, not {cls!r}")
 
 
 @cython.final
@@ -1004,8 +1020,7 @@ cdef class _RecordTuples:
 
 def record_tuples(Batch batch, type cls, topic, partition, int64_t fetch_offset=INT64_MIN):
     """``batch``'s records at or after ``fetch_offset`` as ``cls`` tuples; see ``_codec_py.record_tuples``."""
-    if not (issubclass(cls, tuple) and cls.__basicsize__ == _TUPLE_SIZE):
-        raise TypeError(f"record_tuples needs a tuple subclass without instance fields, not {cls!r}")
+    _check_record_class(cls)
     if not isinstance(topic, str) or not isinstance(partition, int):
         raise TypeError("topic must be a str and partition an int")
     cdef _RecordTuples tuples = _RecordTuples(cls, topic, partition, batch.partition_leader_epoch)

@@ -749,6 +749,12 @@ def read_batches(buf: Any, check_crc: bool = True) -> Iterator[Batch]:
         pos += size
 
 
+def _check_fetch_offset(fetch_offset: int) -> None:
+    # The Cython twin takes fetch_offset as an int64_t: outside it, an OverflowError alike.
+    if not _INT64_MIN <= fetch_offset <= _INT64_MAX:
+        raise OverflowError(f"fetch_offset does not fit in 64 signed bits: {fetch_offset}")
+
+
 def decode_record_set(buf: Any, fetch_offset: int = 0, check_crc: bool = True) -> tuple[list[Record], int, int]:
     """Decode every data record of a record set in one call: the consumer's hot path.
 
@@ -762,7 +768,9 @@ def decode_record_set(buf: Any, fetch_offset: int = 0, check_crc: bool = True) -
 
     Raises:
         CorruptRecordError: as :func:`read_batches` and :meth:`Batch.records`.
+        OverflowError: ``fetch_offset`` does not fit in 64 signed bits.
     """
+    _check_fetch_offset(fetch_offset)
     out: list[Record] = []
     next_offset = fetch_offset
     consumed = 0
@@ -785,6 +793,20 @@ def decode_record_set(buf: Any, fetch_offset: int = 0, check_crc: bool = True) -
 _TUPLE_SIZE = tuple.__basicsize__
 
 
+def _check_record_class(cls: Any) -> None:
+    """Refuse a ``cls`` that :func:`record_tuples` cannot make: not a tuple subclass, one
+    with instance fields, or one whose C constructor is not tuple's (a struct sequence such
+    as ``time.struct_time``: its instances hold more slots than their visible fields, and
+    ``tuple.__new__`` refuses it). The Cython twin does the same checks."""
+    if isinstance(cls, type) and issubclass(cls, tuple) and cls.__basicsize__ == _TUPLE_SIZE:
+        try:
+            tuple.__new__(cls, ())
+            return
+        except TypeError:
+            pass
+    raise TypeError(f"record_tuples needs a tuple subclass without instance fields, not {cls!r}")
+
+
 def record_tuples(batch: Batch, cls: type, topic: str, partition: int, fetch_offset: int = _INT64_MIN) -> list:
     """The records of ``batch`` at or after ``fetch_offset`` as ``cls`` tuples, made in one
     call: the consumer's records without a codec :class:`Record` per record in between.
@@ -802,10 +824,11 @@ def record_tuples(batch: Batch, cls: type, topic: str, partition: int, fetch_off
 
     Raises:
         TypeError: ``cls`` is not such a class, ``topic`` not a str or ``partition`` not an int.
+        OverflowError: ``fetch_offset`` does not fit in 64 signed bits.
         CorruptRecordError, UnsupportedCompressionTypeError: as :meth:`Batch.records`.
     """
-    if not (isinstance(cls, type) and issubclass(cls, tuple) and cls.__basicsize__ == _TUPLE_SIZE):
-        raise TypeError(f"record_tuples needs a tuple subclass without instance fields, not {cls!r}")
+    _check_fetch_offset(fetch_offset)
+    _check_record_class(cls)
     if not isinstance(topic, str) or not isinstance(partition, int):
         raise TypeError("topic must be a str and partition an int")
     epoch = batch.partition_leader_epoch

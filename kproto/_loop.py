@@ -179,12 +179,18 @@ class Portal:
         except concurrent.futures.CancelledError:
             raise ClientClosedError(f"the {self._what} was closed during the call") from None
 
-    def call_plain(self, fn: Callable[..., T], /, *args: Any) -> T:
+    def call_plain(self, fn: Callable[..., T], /, *args: Any,
+                   on_abandoned: Callable[[T], Any] | None = None) -> T:
         """Run the plain function ``fn(*args)`` on the loop and return its result (or raise
         its exception) here: :meth:`call` without a task, a future or a request queue, for a
         quick step of a client's state such as a consumer's poll of buffered records (about
         a third of :meth:`call`'s cost). ``fn`` must not block, and nothing it runs may use
         :func:`run_in_caller` (this thread serves no requests meanwhile).
+
+        Ctrl-C (any exception) while waiting abandons the call: a ``fn`` still queued does
+        not run, and the result of one that ran (or was running) is handed to
+        ``on_abandoned`` on the loop, which undoes what nobody will receive (a consumer
+        seeks back to the records of a poll).
 
         Raises:
             RuntimeError: called from the loop's own thread.
@@ -199,23 +205,43 @@ class Portal:
         done = threading.Lock()
         done.acquire()
         outcome: list[Any] = []
+        state = threading.Lock()  # guards `abandoned` and `outcome`, between the two threads
+        abandoned = False
 
         def run() -> None:
+            with state:
+                if abandoned:
+                    return
             try:
-                outcome.append((True, fn(*args)))
+                result = (True, fn(*args))
             except BaseException as exc:  # handed to the caller, who raises it
-                outcome.append((False, exc))
-            finally:
-                done.release()
+                result = (False, exc)
+            with state:  # exactly one of the caller and this undoes an abandoned result
+                outcome.append(result)
+                undo = abandoned and result[0] and on_abandoned is not None
+            done.release()
+            if undo:  # the caller left while fn ran
+                on_abandoned(result[1])  # type: ignore[misc]
 
         try:
             thread.loop.call_soon_threadsafe(run)
         except RuntimeError:  # the loop is closed
             raise ClientClosedError(f"the {self._what} is closed") from None
-        while not done.acquire(timeout=_SLICE):  # in slices, so that Ctrl-C gets in
-            if not thread.thread.is_alive():
-                raise ClientClosedError(f"the {self._what} was closed during the call")
-        ok, value = outcome[0]
+        try:
+            while not done.acquire(timeout=_SLICE):  # in slices, so that Ctrl-C gets in
+                if not thread.thread.is_alive():
+                    raise ClientClosedError(f"the {self._what} was closed during the call")
+            ok, value = outcome[0]
+        except BaseException:  # Ctrl-C: fn is skipped if still queued, undone if it ran
+            with state:
+                abandoned = True
+                finished = bool(outcome)  # else run() sees `abandoned` (skips or undoes fn)
+            if finished and outcome[0][0] and on_abandoned is not None:
+                try:
+                    thread.loop.call_soon_threadsafe(on_abandoned, outcome[0][1])
+                except RuntimeError:  # the loop is closed: nothing left to undo
+                    pass
+            raise
         if ok:
             return value
         raise value

@@ -3,6 +3,7 @@ client request layer": "the three sync faces use three mechanisms and each clien
 loop thread". Every sync client runs on one shared loop thread, which the first client
 starts and the last one's close stops."""
 
+import asyncio
 import multiprocessing
 import os
 import threading
@@ -106,6 +107,38 @@ def test_a_plain_call_returns_or_raises_in_the_callers_thread():
         portal.close()
     with pytest.raises(ClientClosedError, match="the test client is closed"):
         portal.call_plain(divmod, 7, 2)
+
+
+def test_ctrl_c_abandons_a_plain_call_skipping_fn_or_undoing_its_result():
+    """issue 16, review: Ctrl-C while ``call_plain`` waits: a ``fn`` still queued behind a
+    busy loop never runs; one already running hands its result to ``on_abandoned`` on the
+    loop (a consumer seeks back to the records nobody received)."""
+    import _thread
+    import time
+
+    portal = Portal("test client")
+    ran, undone = [], []
+
+    def slow():
+        ran.append(threading.current_thread())
+        time.sleep(0.6)
+        return "result"
+    try:
+        for busy, fn in ((True, lambda: ran.append("queued")), (False, slow)):
+            if busy:
+                portal._thread.loop.call_soon_threadsafe(time.sleep, 0.6)  # fn waits behind it
+            timer = threading.Timer(0.2, _thread.interrupt_main)  # Ctrl-C, as the main thread sees it
+            timer.start()
+            with pytest.raises(KeyboardInterrupt):
+                portal.call_plain(fn, on_abandoned=lambda value: undone.append((value, threading.current_thread())))
+            timer.join()
+            portal.call(asyncio.sleep, 0)  # the loop is free again: whatever was left has run
+            if busy:
+                assert ran == [] and undone == []
+        loop_thread = portal._thread.thread
+        assert ran == [loop_thread] and undone == [("result", loop_thread)]
+    finally:
+        portal.close()
 
 
 def _in_child(results):

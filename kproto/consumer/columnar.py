@@ -74,7 +74,6 @@ class Columnar(ConsumerState):
         """
         arrow = self._arrow_ready()
         fetcher = self._started()
-        self._abandon_iteration()
         parts = await self._poll(timeout, sys.maxsize if max_records is None else max_records,
                                  drain=fetcher.drain_columns)
         # Counted as poll's records are (len of a RecordBatch is its rows); interceptors'
@@ -91,6 +90,22 @@ class Columnar(ConsumerState):
         if parts is None:
             return None
         return self._metrics.polled(_record_batch(arrow, parts, include_headers, self._arrow_built))
+
+    def _poll_arrow_abandoned(self, batch: pa.RecordBatch | None) -> None:
+        """A sync poll_arrow's rows that its caller never received (Ctrl-C while the quick
+        call ran: :meth:`~kproto._loop.Portal.call_plain`'s ``on_abandoned``): each
+        partition is sought back to its first row, to be polled again, as poll's are."""
+        if batch is None:
+            return
+        from kproto.structs import TopicPartition
+
+        first: dict[TopicPartition, int] = {}
+        for topic, partition, offset in zip(batch.column("topic").to_pylist(), batch.column("partition").to_pylist(),
+                                            batch.column("offset").to_pylist()):
+            first.setdefault(TopicPartition(topic, partition), offset)
+        for tp, offset in first.items():
+            if self._subscriptions.get(tp) is not None:  # still assigned
+                self.seek(tp, offset)
 
     def _arrow_ready(self) -> Any:
         """:mod:`kproto.arrow`, once the consumer is seen to have no deserializers."""

@@ -293,7 +293,6 @@ class AIOConsumer(Positions, Rebalancing, Commits, Iteration, Columnar):
         """
         timeout = _seconds(timeout, timeout_ms)
         self._started()
-        self._abandon_iteration()
         return await self._poll(timeout, max_records)
 
     def _poll_now(self, max_records: int | None, columns: bool = False) -> list | None:
@@ -326,6 +325,10 @@ class AIOConsumer(Positions, Rebalancing, Commits, Iteration, Columnar):
         """poll's loop; ``drain`` takes the buffered records (default: the fetcher's
         :meth:`~kproto.consumer.fetcher.Fetcher.drain`; poll_arrow's drains columns)."""
         fetcher = self._started()
+        # Every poll and iteration comes through here (or _poll_now): an iteration left
+        # early is to be polled again from its first record not yet yielded. An iteration's
+        # own poll comes once its batch is all yielded, so this seeks nothing then.
+        self._abandon_iteration()
         if self._subscriptions.type is SubscriptionType.NONE:
             raise RuntimeError("subscribe() or assign() before poll()")
         limit = self._max_poll_records if max_records is None else max_records
@@ -462,7 +465,8 @@ class Consumer:
         while True:
             try:
                 # The previous batch was all yielded: the quick call's abandoning seeks nothing.
-                batch = self._portal.call_plain(core._poll_now, None) or self._portal.call(core._poll, None)
+                batch = (self._portal.call_plain(core._poll_now, None, on_abandoned=core._poll_abandoned)
+                         or self._portal.call(core._poll, None))
             except ClientClosedError:
                 return
             yield from core._yielding(batch)
@@ -490,7 +494,9 @@ class Consumer:
         # Records already buffered come back through the portal's quick call (a poll every
         # max.poll.records records: its cost counts per record); anything else, the full poll.
         if (timeout is None or timeout_ms is None) and (timeout is None or timeout < _IMPLAUSIBLE):
-            records = self._portal.call_plain(self._core._poll_now, max_records)
+            # Ctrl-C meanwhile: records drained for nobody are sought back to (on_abandoned).
+            records = self._portal.call_plain(self._core._poll_now, max_records,
+                                              on_abandoned=self._core._poll_abandoned)
             if records is not None:
                 return records
         return self._portal.call(self._core.poll, timeout, max_records=max_records, timeout_ms=timeout_ms)
@@ -505,7 +511,8 @@ class Consumer:
         # a look from this thread (a hint: the quick call decides on the loop).
         fetcher = self._core._fetcher
         if fetcher is not None and fetcher._buffered:
-            batch = self._portal.call_plain(self._core._poll_arrow_now, max_records, include_headers)
+            batch = self._portal.call_plain(self._core._poll_arrow_now, max_records, include_headers,
+                                            on_abandoned=self._core._poll_arrow_abandoned)
             if batch is not None:
                 return batch
         return self._portal.call(self._core.poll_arrow, timeout, max_records=max_records,

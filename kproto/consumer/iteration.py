@@ -10,7 +10,7 @@ consumer seeks back), so nothing is skipped. Both faces yield through
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterable, Iterator
 from operator import length_hint
 
 from kproto.consumer.state import ConsumerState
@@ -66,14 +66,28 @@ class Iteration(ConsumerState):
         iteration = self._iteration
         if iteration is None:
             return {}
-        first: dict[TopicPartition, ConsumerRecord] = {}
-        for record in iteration.records[iteration.consumed:]:
-            first.setdefault(TopicPartition(record.topic, record.partition), record)
-        return first
+        return _first_per_partition(iteration.records[iteration.consumed:])
 
     def _abandon_iteration(self) -> None:
         """An iteration was left early: its records not yet yielded are to be polled again."""
-        for tp, record in self._unconsumed().items():
-            if self._subscriptions.get(tp) is not None:
-                self.seek(tp, OffsetAndMetadata(record.offset, "", record.leader_epoch))
+        unconsumed = self._unconsumed()
         self._iteration = None
+        self._seek_back(unconsumed)
+
+    def _poll_abandoned(self, records: list[ConsumerRecord] | None) -> None:
+        """A sync poll's records that its caller never received (Ctrl-C while the quick call
+        ran: :meth:`~kproto._loop.Portal.call_plain`'s ``on_abandoned``): they are to be
+        polled again, as an iteration's left early."""
+        self._seek_back(_first_per_partition(records or ()))
+
+    def _seek_back(self, first: dict[TopicPartition, ConsumerRecord]) -> None:
+        for tp, record in first.items():
+            if self._subscriptions.get(tp) is not None:  # still assigned
+                self.seek(tp, OffsetAndMetadata(record.offset, "", record.leader_epoch))
+
+
+def _first_per_partition(records: Iterable[ConsumerRecord]) -> dict[TopicPartition, ConsumerRecord]:
+    first: dict[TopicPartition, ConsumerRecord] = {}
+    for record in records:
+        first.setdefault(TopicPartition(record.topic, record.partition), record)
+    return first

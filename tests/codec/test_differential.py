@@ -132,6 +132,21 @@ def test_murmur2_agrees(key, n):
     assert py.murmur2_partition(key, n) == cy.murmur2_partition(key, n)
 
 
+@pytest.mark.parametrize("fetch_offset", [1 << 63, 1 << 64, -(1 << 63) - 1, (1 << 63) - 1, -(1 << 63)])
+def test_fetch_offset_outside_64_bits_fails_alike(fetch_offset):
+    """issue 16, review: a fetch_offset outside 64 signed bits is an OverflowError in both
+    backends (Cython's int64_t argument), not an empty result in the twin."""
+    from kproto.consumer.structs import ConsumerRecord
+
+    raw = build(py, {"magic": 2, "compression": 0}, [(0, None, b"v", None)])
+    assert decoded(py, raw, fetch_offset) == decoded(cy, raw, fetch_offset)
+    for call in (lambda b: {f: getattr(b.decode_columnar(raw, fetch_offset), f) for f in COLUMN_FIELDS},
+                 lambda b: b.record_tuples(next(iter(b.read_batches(raw))), ConsumerRecord, "t", 0, fetch_offset)):
+        assert outcome(call, py) == outcome(call, cy)
+        if not -(1 << 63) <= fetch_offset < 1 << 63:
+            assert outcome(call, py)[:2] == ("raise", "OverflowError")
+
+
 def test_same_public_names():
     assert set(py.__all__) == set(cy.__all__)
     for name in py.__all__:

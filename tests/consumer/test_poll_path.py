@@ -165,3 +165,93 @@ def test_sync_poll_arrow_of_buffered_records_takes_the_quick_call(broker, filled
             assert portal_call(c._core.position, tp) == offsets[-1] + 1
         assert offsets == list(range(30))
         assert "poll_arrow" not in full_calls
+
+
+@pytest.mark.parametrize("due", ["nothing", "commit-callback"])
+def test_iterating_again_after_a_break_yields_the_rest_of_the_batch(broker, filled, due):
+    """issue 16, review: ``for record in consumer``, break, ``for`` again: the records of the
+    batch left behind come next, whether the next poll is the quick call or the full poll (a
+    commit_async callback is due): only the quick call used to seek back."""
+    tp = filled(f"lean-reiterate-{due}")
+    with Consumer(bootstrap_servers=broker.bootstrap_servers, group_id=f"lean-reiterate-{due}",
+                  enable_auto_commit=False, auto_offset_reset="earliest", max_poll_records=10,
+                  fetch_max_wait_ms=100) as c:
+        c.assign([tp])
+        got = []
+        for record in c:
+            got.append(record.offset)
+            if len(got) == 3:
+                break
+        if due == "commit-callback":
+            done = threading.Event()
+            c.commit_async(callback=lambda offsets, error: done.set())
+            deadline = time.monotonic() + DEADLINE  # answered: its callback waits for a poll
+            while not c._portal.call(lambda: bool(c._core._commit_results)):
+                assert time.monotonic() < deadline, "the commit was not answered"
+                time.sleep(0.02)
+        for record in c:
+            got.append(record.offset)
+            if record.offset == 29:
+                break
+        assert got == list(range(30))
+        if due == "commit-callback":
+            assert done.is_set()
+
+
+def test_async_iterating_again_after_a_break_yields_the_rest_of_the_batch(broker, filled):
+    """issue 16, review: as above with ``async for`` (its polls are always the full poll)."""
+    tp = filled("lean-reiterate-aio")
+
+    async def main():
+        async with AIOConsumer(bootstrap_servers=broker.bootstrap_servers, auto_offset_reset="earliest",
+                               max_poll_records=10, fetch_max_wait_ms=100) as c:
+            c.assign([tp])
+            got = []
+            async for record in c:
+                got.append(record.offset)
+                if len(got) == 3:
+                    break
+            async for record in c:
+                got.append(record.offset)
+                if record.offset == 29:
+                    break
+            return got
+    assert asyncio.run(main()) == list(range(30))
+
+
+@pytest.mark.parametrize("arrow", [False, True], ids=["poll", "poll_arrow"])
+def test_ctrl_c_during_a_quick_poll_loses_no_record(broker, filled, arrow):
+    """issue 16, review: Ctrl-C while a sync poll of buffered records waits for the busy
+    loop: the poll (call_plain's fn) used to run afterwards, draining records nobody
+    received, and the close on Ctrl-C committed past them. A fresh consumer of the group
+    now gets every record the interrupted one did not return (poll and poll_arrow alike)."""
+    import os
+    import signal
+
+    def polled(consumer, max_records):
+        if arrow:
+            return consumer.poll_arrow(DEADLINE, max_records=max_records).column("offset").to_pylist()
+        return [r.offset for r in consumer.poll(DEADLINE, max_records=max_records)]
+
+    tp = filled(f"lean-ctrl-c-{arrow}")
+    group = f"lean-ctrl-c-{arrow}"
+    got = []
+    c = Consumer(bootstrap_servers=broker.bootstrap_servers, group_id=group, auto_offset_reset="earliest",
+                 max_poll_records=5, fetch_max_wait_ms=100)
+    try:
+        c.assign([tp])
+        got += polled(c, 5)
+        buffered(c, tp, 30 - len(got))
+        c._portal._thread.loop.call_soon_threadsafe(time.sleep, 1.0)  # another client's slow callback
+        timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))
+        timer.start()
+        with pytest.raises(KeyboardInterrupt):
+            polled(c, 5)
+        timer.join()
+    finally:
+        c.close()  # as `with Consumer(...)` does after Ctrl-C: auto-commits the positions
+    with Consumer(bootstrap_servers=broker.bootstrap_servers, group_id=group, auto_offset_reset="earliest",
+                  max_poll_records=100) as again:
+        again.assign([tp])
+        got += polled(again, 100)
+    assert got == list(range(30))
