@@ -639,57 +639,20 @@ class Fetcher:
                 deserializer, when no record could be returned instead (a partition
                 stuck at a bad record raises on every call until it is sought past).
         """
-        if self._failure is not None:
-            raise self._failure
         out: list[ConsumerRecord] = []
-        subscriptions = self._subscriptions
-        stuck: BaseException | None = None
-        drained = False
-        for tp in list(self._buffered):
-            if len(out) >= max_records:
-                break
-            state = subscriptions.get(tp)
-            chunks = self._buffered[tp]
-            if state is None:
-                del self._buffered[tp]
-                continue
-            while chunks and len(out) < max_records and not state.paused:
-                chunk = chunks[0]
-                if chunk.version != state.version or chunk.position != state.position:
-                    chunks.popleft()  # the position moved since it was fetched
-                    drained = True
-                    continue
-                chunk.take(out, max_records - len(out))
-                state.position = chunk.position
-                if chunk.epoch >= 0:
-                    state.leader_epoch = chunk.epoch
-                if not chunk.exhausted:
-                    continue
-                if chunk.error is not None:
-                    stuck = stuck or chunk.error
-                    break
-                chunks.popleft()
-                drained = True
-            if not chunks:
-                del self._buffered[tp]
-        if drained or (self._gated and out):
-            # Room for the next fetch of these partitions; or, with fetching held by the
-            # memory bound, decoding may have let a response go (a chunk's last batch decoded).
-            self._wake.set()
-        if not out:
-            if self._errors:
-                tp, error = next(iter(self._errors.items()))
-                del self._errors[tp]
-                self._wake.set()
-                raise error
-            if stuck is not None:
-                raise stuck
+
+        def take(tp: TopicPartition, chunk: _Chunk, room: int) -> int:
+            before = len(out)
+            chunk.take(out, room)
+            return len(out) - before
+
+        self._drain(max_records, take, columns=False)
         return out
 
     # -- draining into columns (issue 16: poll_arrow, kproto.consumer.columnar) ---------------
 
     def drain_columns(self, max_records: int) -> list[tuple[TopicPartition, Columns, int, int]]:
-        """:meth:`drain`'s columnar twin: up to ``max_records`` buffered records as
+        """:meth:`drain`'s columnar form: up to ``max_records`` buffered records as
         ``(partition, columns, first record taken, records taken)``, one entry per take, moving
         positions past them. Deserializers are not applied.
 
@@ -699,11 +662,27 @@ class Fetcher:
         Raises:
             KafkaError: as :meth:`drain`.
         """
+        out: list[tuple[TopicPartition, Columns, int, int]] = []
+
+        def take(tp: TopicPartition, chunk: _Chunk, room: int) -> int:
+            taken = chunk.take_columns(room)
+            if taken is None:
+                return 0
+            out.append((tp, *taken))
+            return taken[2]
+
+        self._drain(max_records, take, columns=True)
+        return out
+
+    def _drain(self, max_records: int, take: Callable[[TopicPartition, _Chunk, int], int], *, columns: bool) -> None:
+        """The walk both drains make: the partitions' buffered chunks in order, ``take``
+        moving up to the room left from one chunk (returning how many), positions and
+        leader epochs following; then the fetcher woken for what was let go, and, when
+        nothing was taken, a pending error raised."""
         if self._failure is not None:
             raise self._failure
-        out: list[tuple[TopicPartition, Columns, int, int]] = []
-        total = 0
         subscriptions = self._subscriptions
+        total = 0
         stuck: BaseException | None = None
         drained = False
         for tp in list(self._buffered):
@@ -716,7 +695,7 @@ class Fetcher:
                 continue
             while chunks and total < max_records and not state.paused:
                 chunk = chunks[0]
-                if chunk.index < len(chunk.records):  # drain() is inside a decoded batch
+                if columns and chunk.index < len(chunk.records):  # drain() is inside a decoded batch
                     chunks.clear()
                     drained = True
                     break
@@ -724,13 +703,10 @@ class Fetcher:
                     chunks.popleft()  # the position moved since it was fetched
                     drained = True
                     continue
-                taken = chunk.take_columns(max_records - total)
+                total += take(tp, chunk, max_records - total)
                 state.position = chunk.position
                 if chunk.epoch >= 0:
                     state.leader_epoch = chunk.epoch
-                if taken is not None:
-                    out.append((tp, *taken))
-                    total += taken[2]
                 if not chunk.exhausted:
                     continue
                 if chunk.error is not None:
@@ -740,13 +716,12 @@ class Fetcher:
                 drained = True
             if not chunks:
                 del self._buffered[tp]
-        if drained or (self._gated and out):
+        if drained or (self._gated and total):
             # Room for the next fetch of these partitions; or, with fetching held by the
             # memory bound, decoding may have let a response go (a chunk's last batch decoded).
             self._wake.set()
-        if not out:
+        if not total:
             self._raise_pending(stuck)
-        return out
 
     def _raise_pending(self, stuck: BaseException | None) -> None:
         """Raise a partition's fetch error, else ``stuck`` (a corrupt batch), if any."""
