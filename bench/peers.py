@@ -145,8 +145,10 @@ def kproto_async_produce(bootstrap: str, topic: str, n: int, settings: Settings)
     return asyncio.run(run())
 
 
-def kproto_consume(bootstrap: str, topic: str, n: int, settings: Settings) -> float:
-    """kproto's sync Consumer, ``poll()`` lists of records."""
+def _kproto_sync_consume(bootstrap: str, topic: str, n: int, settings: Settings,
+                         take: Callable[[Any], int], client: str) -> float:
+    """kproto's sync Consumer from offset 0 of partition 0 until n records: ``take(consumer)``
+    polls once, touches every value and returns how many records it got."""
     from kproto.consumer import Consumer
     from kproto.structs import TopicPartition
 
@@ -158,14 +160,21 @@ def kproto_consume(bootstrap: str, topic: str, n: int, settings: Settings) -> fl
         got = 0
         start = time.perf_counter()
         consumer.assign([partition])
-        poll = consumer.poll
         while got < n:
-            records = poll(1.0)
-            for record in records:
-                len(record.value)
-            got += len(records)
-            _check(got, n, start, "kproto")
+            got += take(consumer)
+            _check(got, n, start, client)
         return time.perf_counter() - start
+
+
+def kproto_consume(bootstrap: str, topic: str, n: int, settings: Settings) -> float:
+    """kproto's sync Consumer, ``poll()`` lists of records."""
+    def take(consumer: Any) -> int:
+        records = consumer.poll(1.0)
+        for record in records:
+            len(record.value)
+        return len(records)
+
+    return _kproto_sync_consume(bootstrap, topic, n, settings, take, "kproto")
 
 
 def kproto_send_batch(bootstrap: str, topic: str, n: int, settings: Settings) -> float:
@@ -222,24 +231,12 @@ def kproto_poll_arrow(bootstrap: str, topic: str, n: int, settings: Settings) ->
     touched through the value column's lengths, computed by Arrow."""
     import pyarrow.compute as pc
 
-    from kproto.consumer import Consumer
-    from kproto.structs import TopicPartition
+    def take(consumer: Any) -> int:
+        batch = consumer.poll_arrow(1.0, include_headers=False)
+        pc.sum(pc.binary_length(batch.column("value")))
+        return batch.num_rows
 
-    config = {"bootstrap.servers": bootstrap, "enable.auto.commit": False, "auto.offset.reset": "earliest",
-              **settings.consume}
-    with Consumer(config) as consumer:
-        partition = TopicPartition(topic, 0)
-        consumer.end_offsets([partition])
-        got = 0
-        start = time.perf_counter()
-        consumer.assign([partition])
-        poll_arrow = consumer.poll_arrow
-        while got < n:
-            batch = poll_arrow(1.0, include_headers=False)
-            pc.sum(pc.binary_length(batch.column("value")))
-            got += batch.num_rows
-            _check(got, n, start, "kproto poll_arrow")
-        return time.perf_counter() - start
+    return _kproto_sync_consume(bootstrap, topic, n, settings, take, "kproto poll_arrow")
 
 
 # -- confluent-kafka (librdkafka) --------------------------------------------------------------

@@ -10,10 +10,35 @@ from docutils import nodes
 from docutils.parsers.rst import Directive
 
 
-def _cell(text):
+def cell(text, literal=False):
+    """A table cell of ``text`` (as code when ``literal``)."""
     entry = nodes.entry()
-    entry += nodes.paragraph(text=text)
+    entry += nodes.paragraph("", "", nodes.literal(text=text)) if literal else nodes.paragraph(text=text)
     return entry
+
+
+def table(titles, widths, rows):
+    """A docutils table: a head of ``titles``, columns of ``widths``, a row of cells per
+    item of ``rows`` (each a sequence of entries, see :func:`cell`). Also the metrics table's."""
+    out = nodes.table()
+    group = nodes.tgroup(cols=len(titles))
+    out += group
+    for width in widths:
+        group += nodes.colspec(colwidth=width)
+    head = nodes.thead()
+    row = nodes.row()
+    for title in titles:
+        row += cell(title)
+    head += row
+    group += head
+    body = nodes.tbody()
+    for cells in rows:
+        row = nodes.row()
+        for entry in cells:
+            row += entry
+        body += row
+    group += body
+    return out
 
 
 def _shown(value):
@@ -52,29 +77,9 @@ class ConfigTable(Directive):
     required_arguments = 1  # producer, consumer, admin, broker or topic
 
     def run(self):
-        kind = self.arguments[0]
-        table = nodes.table()
-        group = nodes.tgroup(cols=3)
-        table += group
-        for width in (30, 20, 50):
-            group += nodes.colspec(colwidth=width)
-        head = nodes.thead()
-        row = nodes.row()
-        for title in ("Key", "Default", "Meaning"):
-            row += _cell(title)
-        head += row
-        group += head
-        body = nodes.tbody()
-        for key, default, doc in _rows(kind):
-            row = nodes.row()
-            name = nodes.entry()
-            name += nodes.paragraph("", "", nodes.literal(text=key))
-            row += name
-            row += _cell(_shown(default))
-            row += _cell(doc)
-            body += row
-        group += body
-        return [table]
+        rows = [(cell(key, literal=True), cell(_shown(default)), cell(doc))
+                for key, default, doc in _rows(self.arguments[0])]
+        return [table(("Key", "Default", "Meaning"), (30, 20, 50), rows)]
 
 
 def setup(app):
