@@ -445,6 +445,9 @@ def _prepare_end_txn_v2(md: TransactionMetadata | None, producer_id: int, produc
 
     Retry: the request's epoch is the current one - 1 (or, after an overflow, the last
     epoch of the previous producer id, ``Short.MaxValue - 1``, with the new id at 0).
+    Before any of it, a pending transition (the last end's markers being written) is
+    CONCURRENT_TRANSACTIONS, whatever the epoch: the next transaction's end already has
+    the bumped epoch the last end answered.
     """
     if md is None:
         return InvalidProducerIdMappingError.code
@@ -461,12 +464,17 @@ def _prepare_end_txn_v2(md: TransactionMetadata | None, producer_id: int, produc
     else:
         valid_epoch = producer_epoch == md.producer_epoch
     retry = retry_on_bump or retry_on_overflow
+    if md.pending and not fencing:
+        # Checked first (Kafka's KAFKA-18464, KAFKA-18660): the answer of the last end
+        # named the bumped epoch (or a new producer id) while its markers are still being
+        # written (CompleteCommit/CompleteAbort pending); the next end carries it, and the
+        # epoch check of PrepareCommit/PrepareAbort, which only lets a retry through, would
+        # fence the producer. It retries and meets the complete state instead.
+        return ConcurrentTransactionsError.code
     if md.producer_id != producer_id and not retry_on_overflow:
         return InvalidProducerIdMappingError.code
     if not valid_epoch:
         return ProducerFencedError.code
-    if md.pending and not fencing:
-        return ConcurrentTransactionsError.code
 
     def end(state: TxnState, no_partition_added: bool) -> TxnTransit:
         if state is TxnState.PrepareAbort and fencing:

@@ -4,9 +4,16 @@ v12 adds the partition to the transaction (no AddPartitionsToTxn), EndTxn v5 bum
 epoch at every commit and abort, writes the markers with it and answers it (a new
 producer id once the epoch is exhausted)."""
 
+import asyncio
+
 import pytest
 
-from kproto.errors import InvalidProducerEpochError, InvalidTxnStateError, TransactionAbortableError
+from kproto.errors import (
+    ConcurrentTransactionsError,
+    InvalidProducerEpochError,
+    InvalidTxnStateError,
+    TransactionAbortableError,
+)
 from kproto.protocol import ApiKey
 from kproto.protocol import messages as m
 from kproto.protocol.schema import read_version
@@ -106,6 +113,46 @@ def test_tv2_produce_adds_the_partition_and_end_txn_bumps_the_epoch(broker, raw)
     from kproto.records import read_batches
     values = [r.value for b in read_batches(log.read(log.log_start_offset, 1 << 20)) for r in b.records()]
     assert values and {read_version(v) for v in values} == {1}
+
+
+def test_tv2_end_txn_while_the_last_end_writes_its_markers_is_concurrent_transactions(broker, raw):
+    """issue 16, the flaky context-manager test: with transaction version 2 the commit's
+    answer carries the bumped epoch at once, while the coordinator still writes the
+    markers (PrepareCommit, CompleteCommit pending). The next EndTxn, with that epoch,
+    is CONCURRENT_TRANSACTIONS, which the producer retries, and so is a retry of the
+    commit itself: Kafka checks the pending transition before the epoch (KAFKA-18464,
+    KAFKA-18660). Before the fix the abort was PRODUCER_FENCED, a fatal error for a
+    producer that did nothing wrong. Once the markers are written the abort ends under
+    epoch + 2."""
+    _topic(broker)
+    state = _state(broker)
+    gate = asyncio.Event()
+    backend = state.transactions.backend
+    real = backend.write_markers
+
+    async def held(*args):
+        await gate.wait()
+        return await real(*args)
+
+    object.__setattr__(backend, "write_markers", held)  # the marker channel waits for the test
+    try:
+        c = raw()
+        _, pid, epoch = _init(c, "tx")
+        assert _produce(c, "tx", txn_batch(pid, epoch, 0, [b"a"])) == (0, 0)
+        assert _end(c, "tx", pid, epoch, True) == (0, pid, epoch + 1)
+        assert _txn(broker, "tx").state is TxnState.PrepareCommit
+        concurrent = (ConcurrentTransactionsError.code, -1, -1)
+        assert _end(c, "tx", pid, epoch + 1, False) == concurrent  # the next (empty) transaction's abort
+        assert _end(c, "tx", pid, epoch + 1, True) == concurrent
+        assert _end(c, "tx", pid, epoch, True) == concurrent  # a retry of the commit
+        assert _markers(broker, "t") == []
+    finally:
+        object.__setattr__(backend, "write_markers", real)
+        broker._loop.call_soon_threadsafe(gate.set)
+    wait_until(lambda: _txn(broker, "tx").state is TxnState.CompleteCommit, what="CompleteCommit")
+    assert _markers(broker, "t") == [(ControlType.COMMIT, pid, epoch + 1)]
+    assert _end(c, "tx", pid, epoch + 1, False) == (0, pid, epoch + 2)
+    wait_until(lambda: _txn(broker, "tx").state is TxnState.CompleteAbort, what="CompleteAbort")
 
 
 def test_tv2_end_txn_moves_to_a_new_producer_id_when_the_epoch_is_exhausted(broker, raw):
