@@ -86,6 +86,40 @@ def test_kproto_with_transaction_version_2_across_brokers(cluster):  # noqa: F81
         assert [(kind, e) for kind, _, e in _markers(cluster, "t", i)] == [(ControlType.COMMIT, epoch + 1)]
 
 
+def test_kproto_aborts_while_the_last_commit_writes_its_markers(cluster):  # noqa: F811
+    """issue 16, the flaky ``test_the_context_manager_commits_or_aborts_and_reraises``
+    made deterministic: the WriteTxnMarkers of the commit are held back (a Delay on the
+    partition's leader), so the next transaction's abort reaches the coordinator in
+    PrepareCommit with the epoch the commit answered. It is CONCURRENT_TRANSACTIONS and
+    the producer retries until the commit completes, then the abort and the transaction
+    after it end (before the fix: PRODUCER_FENCED, and the producer was dead)."""
+    from kproto import Producer
+    from kproto.errors import TransactionAbortedError
+    from minibroker.faults import Delay
+
+    cluster.create_topic("t", partitions=3, replication_factor=1)
+    with Producer(bootstrap_servers=cluster.bootstrap_servers, transactional_id="slow", linger_ms=60000) as producer:
+        producer.init_transactions()  # __transaction_state exists from here
+        epoch = producer._core._idempotence.epoch
+        coordinator = cluster.leader_of(TRANSACTION_STATE_TOPIC, partition_for("slow", PARTITIONS))
+        other = next(i for i in range(3) if cluster.leader_of("t", i) != coordinator)
+        delayed = cluster.requests(cluster.leader_of("t", other)).control(ApiKey.WRITE_TXN_MARKERS, Delay(0.5))
+        with producer.transaction():
+            producer.send("t", b"committed", partition=other)
+        with pytest.raises(ZeroDivisionError):
+            with producer.transaction():
+                dropped = producer.send("t", b"dropped", partition=other)
+                raise ZeroDivisionError
+        assert isinstance(dropped.exception(), TransactionAbortedError)
+        with producer.transaction():
+            producer.send("t", b"last", partition=other)
+        assert producer._core._idempotence.epoch == epoch + 3  # one bump per end
+    assert delayed.count >= 1
+    _wait("CompleteCommit", lambda: _txn_state(cluster, coordinator, "slow") is TxnState.CompleteCommit)
+    assert [(kind, e) for kind, _, e in _markers(cluster, "t", other)] == [
+        (ControlType.COMMIT, epoch + 1), (ControlType.COMMIT, epoch + 3)]  # the abort had no partition
+
+
 def _find_coordinator(port, tid):
     c = RawClient(port)
     try:
