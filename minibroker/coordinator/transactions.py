@@ -354,12 +354,18 @@ def prepare_add_partitions(md: TransactionMetadata | None, producer_id: int, pro
                            partitions: frozenset[TopicPartition], now: int,
                            client_transaction_version: int = 0) -> TxnTransit | int:
     """Kafka's ``handleAddPartitionsToTransaction``: a transit to Ongoing, or an error code
-    (0: the partitions are already in the ongoing transaction, nothing to write)."""
+    (0: the partitions are already in the ongoing transaction, nothing to write).
+
+    A pending transition is checked first (Kafka's KAFKA-18660): after a TV2 end that
+    moved to a new producer id, the next transaction's first add names that id while it
+    is only in the pending complete state."""
+    if md is not None and md.pending:
+        return ConcurrentTransactionsError.code
     if md is None or md.producer_id != producer_id:
         return InvalidProducerIdMappingError.code
     if md.producer_epoch != producer_epoch:
         return ProducerFencedError.code
-    if md.pending or md.state in (TxnState.PrepareCommit, TxnState.PrepareAbort):
+    if md.state in (TxnState.PrepareCommit, TxnState.PrepareAbort):
         return ConcurrentTransactionsError.code
     if md.state is TxnState.Ongoing and partitions <= md.partitions:
         return 0

@@ -12,6 +12,7 @@ from kproto.errors import (
     ConcurrentTransactionsError,
     InvalidProducerEpochError,
     InvalidTxnStateError,
+    NotEnoughReplicasError,
     TransactionAbortableError,
 )
 from kproto.protocol import ApiKey
@@ -176,6 +177,47 @@ def test_tv2_end_txn_moves_to_a_new_producer_id_when_the_epoch_is_exhausted(brok
     assert (md.producer_id, md.producer_epoch, md.last_producer_id) == (new_pid, 0, pid)
     assert _end(c, "tx", pid, last, True) == (0, new_pid, 0)  # a retry after the overflow
     assert _produce(c, "tx", txn_batch(new_pid, 0, 0, [b"b"])) == (0, 2)
+
+
+def test_tv2_next_transaction_under_the_new_producer_id_waits_for_the_markers(broker, raw):
+    """issue 16: after an end that moved to a new producer id (the epoch was exhausted),
+    the next transaction's first Produce v12 and its EndTxn name that id while the
+    coordinator still writes the markers (the id is only in the pending CompleteCommit).
+    Both meet CONCURRENT_TRANSACTIONS, checked before the producer id (Kafka's
+    KAFKA-18660), not INVALID_PRODUCER_ID_MAPPING; once the markers are written the
+    transaction goes on under the new id."""
+    _topic(broker)
+    c = raw()
+    _, pid, _ = _init(c, "tx")
+    last = 0x7FFF - 1
+
+    def exhaust():
+        _state(broker).transactions.txns["tx"].producer_epoch = last
+    _on_loop(broker, exhaust)
+    state = _state(broker)
+    gate = asyncio.Event()
+    backend = state.transactions.backend
+    real = backend.write_markers
+
+    async def held(*args):
+        await gate.wait()
+        return await real(*args)
+
+    object.__setattr__(backend, "write_markers", held)  # the marker channel waits for the test
+    try:
+        assert _produce(c, "tx", txn_batch(pid, last, 0, [b"a"])) == (0, 0)
+        code, new_pid, new_epoch = _end(c, "tx", pid, last, True)
+        assert (code, new_epoch) == (0, 0) and new_pid != pid
+        # The leader asks again while CONCURRENT_TRANSACTIONS, then answers NOT_ENOUGH_REPLICAS
+        # (retriable: the producer sends the batch again; KAFKA-18654).
+        assert _produce(c, "tx", txn_batch(new_pid, 0, 0, [b"b"])) == (NotEnoughReplicasError.code, -1)
+        assert _end(c, "tx", new_pid, 0, False) == (ConcurrentTransactionsError.code, -1, -1)
+    finally:
+        object.__setattr__(backend, "write_markers", real)
+        broker._loop.call_soon_threadsafe(gate.set)
+    wait_until(lambda: _txn(broker, "tx").state is TxnState.CompleteCommit, what="CompleteCommit")
+    assert _produce(c, "tx", txn_batch(new_pid, 0, 0, [b"b"])) == (0, 2)
+    assert _end(c, "tx", new_pid, 0, True) == (0, new_pid, 1)
 
 
 def test_below_tv2_end_txn_v5_is_ended_as_v4(tmp_path):
