@@ -446,11 +446,13 @@ def _prepare_end_txn_v2(md: TransactionMetadata | None, producer_id: int, produc
                         Abort            Commit
                         Retry  Current   Retry  Current
         Empty           PF     EB        PF     ITS
-        CompleteAbort   NONE   EB        ITS    ITS
+        CompleteAbort   NONE   EB        PF     ITS
         CompleteCommit  ITS    EB        NONE   ITS
 
     Retry: the request's epoch is the current one - 1 (or, after an overflow, the last
-    epoch of the previous producer id, ``Short.MaxValue - 1``, with the new id at 0).
+    epoch of the previous producer id, ``Short.MaxValue - 1``, with the new id at 0). A
+    commit's "retry" in CompleteAbort is a commit that the coordinator's own abort (a
+    timeout) overtook, hence PF (KAFKA-20785).
     Before any of it, a pending transition (the last end's markers being written) is
     CONCURRENT_TRANSACTIONS, whatever the epoch: the next transaction's end already has
     the bumped epoch the last end answered.
@@ -503,7 +505,9 @@ def _prepare_end_txn_v2(md: TransactionMetadata | None, producer_id: int, produc
         return InvalidTxnStateError.code if retry else end(TxnState.PrepareAbort, True)
     if state is TxnState.CompleteAbort:
         if commit:
-            return InvalidTxnStateError.code
+            # Only the coordinator's own abort (a timeout, a new instance) meets a commit
+            # at the epoch before its bump: the producer is fenced (KAFKA-20785).
+            return ProducerFencedError.code if retry else InvalidTxnStateError.code
         return 0 if retry else end(TxnState.PrepareAbort, True)
     if state is TxnState.PrepareCommit:
         return ConcurrentTransactionsError.code if commit else InvalidTxnStateError.code

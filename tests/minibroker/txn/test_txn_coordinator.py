@@ -472,6 +472,33 @@ def test_an_end_txn_racing_the_timeout_abort_is_fenced():
 
 
 
+def test_a_tv2_commit_after_the_timeout_abort_completed_is_fenced():
+    """issue 16 (Kafka's KAFKA-20785): with transaction version 2 a commit that reaches
+    the coordinator after its timeout abort (under the fence's epoch + 1) has its epoch
+    before the bump, as a retry would: it is PRODUCER_FENCED, which the application can
+    recover from, not INVALID_TXN_STATE (fatal); while the abort's markers are being
+    written it is CONCURRENT_TRANSACTIONS (retried until then)."""
+    now = [1_000_000]
+
+    async def run():
+        coordinator = _coordinator([], markers := [], solo=True, wall_clock=lambda: now[0])
+        code, pid, epoch = await coordinator.init_producer_id("tx", 1000, None)
+        assert await coordinator.add_partitions("tx", pid, epoch, [("t", 0)], 2) == 0
+        now[0] += 5000
+        assert coordinator.abort_timed_out() == 1
+        assert await coordinator.end_txn_v2("tx", pid, epoch, True) == (ConcurrentTransactionsError.code, -1, -1)
+        for _ in range(100):
+            if coordinator.txns["tx"].state is TxnState.CompleteAbort:
+                break
+            await asyncio.sleep(0.01)
+        assert markers == [(pid, epoch + 1, 0, False, [("t", 0)])]
+        assert await coordinator.end_txn_v2("tx", pid, epoch, True) == (ProducerFencedError.code, -1, -1)
+        assert await coordinator.end_txn_v2("tx", pid, epoch, False) == (0, pid, epoch + 1)  # an abort's retry
+        coordinator.close()
+
+    asyncio.run(run())
+
+
 def test_a_cluster_coordinator_loads_before_it_answers_and_forgets_on_resignation():
     """issue 14, item 5: a cluster broker answers NOT_COORDINATOR for the ids of partitions
     it does not lead, COORDINATOR_LOAD_IN_PROGRESS while it loads one (ListTransactions
