@@ -430,9 +430,10 @@ def prepare_end_txn(md: TransactionMetadata | None, producer_id: int, producer_e
 
 def end_needs_new_producer_id(md: TransactionMetadata | None, tv2: bool) -> bool:
     """Whether a TV2 end of ``md`` moves to a new producer id (Kafka's
-    ``generateTxnTransitMetadataForTxnCompletion``: the epoch is exhausted and it is no fence)."""
-    return (tv2 and md is not None and md.epoch_exhausted
-            and md.pending_state is not TxnState.PrepareEpochFence)
+    ``generateTxnTransitMetadataForTxnCompletion``: the epoch is exhausted and it is no fence).
+    Not while a transition is pending: that end is answered CONCURRENT_TRANSACTIONS
+    (an id taken then would be lost)."""
+    return tv2 and md is not None and md.epoch_exhausted and md.pending_state is None
 
 
 def _prepare_end_txn_v2(md: TransactionMetadata | None, producer_id: int, producer_epoch: int, commit: bool,

@@ -218,6 +218,9 @@ def test_tv2_next_transaction_under_the_new_producer_id_waits_for_the_markers(br
     wait_until(lambda: _txn(broker, "tx").state is TxnState.CompleteCommit, what="CompleteCommit")
     assert _produce(c, "tx", txn_batch(new_pid, 0, 0, [b"b"])) == (0, 2)
     assert _end(c, "tx", new_pid, 0, True) == (0, new_pid, 1)
+    # The end answered CONCURRENT_TRANSACTIONS took no producer id (Kafka takes one only
+    # for an end it makes): the next id handed out follows new_pid.
+    assert _init(c, "other")[1] == new_pid + 1
 
 
 def test_below_tv2_end_txn_v5_is_ended_as_v4(tmp_path):
