@@ -21,6 +21,8 @@ kproto / aiokafka next to the goal it should meet:
 - the zstd batch again as Java's producer writes it (zstd-jni's streaming
   ZstdOutputStream: one frame that declares no content size, so kproto's bounded
   decompression starts from a guessed buffer size): decode and "+ touch" rows, no goal.
+- 1000 log lines, which zstd compresses far past 4:1, in the same Java framing: decode and
+  "+ touch" rows, no goal (kproto sizes its buffer from the frame's block headers).
 - what bounds the zstd rows: the zstd decompression alone, timed in the same run as the
   decodes (kproto's ``compression.decompress_view``, cramjam's ``zstd.decompress_into``;
   aiokafka's ``codec.zstd_decode``, cramjam's ``zstd.decompress`` and a copy to bytes),
@@ -104,6 +106,15 @@ def make_records(n: int, key_size: int, value_size: int, seed: int = 1) -> list[
         value = b"".join(parts)[: value_size - 2] + b'"}'
         out.append((key, value))
     return out
+
+
+def make_log_records(n: int) -> list[tuple[bytes, bytes]]:
+    """Log lines: repetitive enough that zstd compresses them far past 4:1."""
+    return [
+        ((b"k%09d" % i), b'{"ts":"2026-11-25T15:%02d:%02d","level":"INFO","service":"orders","msg":"order %d ok"}'
+         % (i // 60 % 60, i % 60, i))
+        for i in range(n)
+    ]
 
 
 TS0 = 1_700_000_000_000
@@ -313,7 +324,7 @@ def columns_keys_values(cols) -> list[tuple[bytes, bytes]]:
 # the table
 # ---------------------------------------------------------------------------
 
-W = 38  # width of the case column
+W = 44  # width of the case column
 HEADER = f"{'case':<{W}} {'kproto':>13} {'aiokafka':>13} {'kafka-python':>13} {'kproto/aiokafka':>16}  goal"
 
 
@@ -462,6 +473,13 @@ def main(argv: list[str] | None = None) -> int:
         sys.exit("bench/codec.py: the streamed zstd frame declares a content size")
     print(f"the zstd batch as Java's producer writes it: one streamed frame, no content size ({len(java_zstd)} B)")
     decode_rows("zstd (Java)", java_zstd, small, goal=None, columnar=False, zstd_bound=True)
+    logs = make_log_records(1000)
+    log_batch = encode_kproto(logs, CODECS["zstd"])()
+    java_logs = restream_zstd(log_batch)
+    plain_size = len(encode_kproto(logs, CODECS["none"])()) - V2_HEADER
+    print(f"1000 log lines (10 B key + ~80 B value), in the same streamed zstd frame: {plain_size} B of records "
+          f"compressed to {len(java_logs) - V2_HEADER} B")
+    decode_rows("zstd logs (Java)", java_logs, logs, goal=None, columnar=False)
 
     big = make_records(1024, 10, 1024, seed=2)  # 1024 x 1 KiB values: ~1 MiB
     builder = codec.BatchBuilder(2, 0)
