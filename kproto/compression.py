@@ -655,7 +655,7 @@ def _zstd_size_bound(view: memoryview) -> int | None:
             return None
         total += frame_bound if declared is None else declared
         pos = at
-    return total
+    return total if pos == n else None  # a skippable frame may claim more than is left
 
 
 def _zstd_decompress(data, max_size: int) -> bytes:

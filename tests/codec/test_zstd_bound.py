@@ -120,3 +120,29 @@ def test_bound_beyond_max_size_falls_back_to_the_growing_buffer(into_calls):
     assert into_calls[0] == 4 * len(frame)
     with pytest.raises(CorruptRecordError, match="max_size"):
         compression.decompress(compression.ZSTD, frame, max_size=len(data) - 1)
+
+
+def _raw_block_frame(data: bytes) -> bytes:
+    """One frame (no content size, 1 KiB window) of one-byte raw blocks, as no encoder
+    writes but any decoder reads: a header walk's worst case per input byte."""
+    blocks = b"".join(
+        ((1 << 3) | (i == len(data) - 1)).to_bytes(3, "little") + data[i : i + 1] for i in range(len(data))
+    )
+    return compression._ZSTD_MAGIC + b"\x00\x00" + blocks
+
+
+def test_header_walk_gives_up_after_its_block_limit_and_still_decodes():
+    """Hostile input of tiny blocks costs a bounded walk, then the growing buffer."""
+    small = bytes(range(256)) * 4
+    assert compression._zstd_size_bound(memoryview(_raw_block_frame(small))) == len(small)
+    data = bytes(range(256)) * 20  # 5120 blocks, past the walk's limit of 4096
+    frame = _raw_block_frame(data)
+    assert compression._zstd_size_bound(memoryview(frame)) is None
+    assert compression.decompress(compression.ZSTD, frame) == data
+
+
+def test_skippable_frame_claiming_more_than_is_left_has_no_bound():
+    frame = bytes(cramjam.zstd.compress(b"abc"))
+    truncated = _skippable(b"0123456789")[:-4]
+    assert compression._zstd_size_bound(memoryview(frame + _skippable(b"xyz"))) == 3
+    assert compression._zstd_size_bound(memoryview(frame + truncated)) is None
