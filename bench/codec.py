@@ -18,6 +18,16 @@ kproto / aiokafka next to the goal it should meet:
   iteration reaches it, so materialising the list is their decode). A second line,
   "+ touch", also iterates the records and reads ``.key`` and ``.value``. Goal >= 2.5x;
   issue 16's goal is the zstd "+ touch" line (values touched).
+- the zstd batch again as Java's producer writes it (zstd-jni's streaming
+  ZstdOutputStream: one frame that declares no content size, so kproto's bounded
+  decompression starts from a guessed buffer size): decode and "+ touch" rows, no goal.
+- 1000 log lines, which zstd compresses far past 4:1, in the same Java framing: decode and
+  "+ touch" rows, no goal (kproto sizes its buffer from the frame's block headers).
+- what bounds the zstd rows: the zstd decompression alone, timed in the same run as the
+  decodes (kproto's ``compression.decompress_view``, cramjam's ``zstd.decompress_into``;
+  aiokafka's ``codec.zstd_decode``, cramjam's ``zstd.decompress`` and a copy to bytes),
+  its share of each library's "+ touch" decode, and the ratio kproto would reach if all
+  its other work were free (aiokafka's time / kproto's decompression time).
 - the same for one 1 MiB batch of 1 KiB values (uncompressed).
 - columnar: kproto ``decode_columnar`` vs aiokafka's decode above. Goal >= 5x.
 - validate: kproto ``read_batches`` + ``Batch.validate()`` (CRC and every record checked,
@@ -60,6 +70,7 @@ import os
 import platform
 import random
 import statistics
+import struct
 import sys
 import time
 from collections.abc import Callable
@@ -67,12 +78,13 @@ from collections.abc import Callable
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import kproto  # noqa: E402
-from kproto import codec  # noqa: E402
+from kproto import codec, compression  # noqa: E402
 
 GOALS = {"encode": 3.0, "encode compressed": 2.0, "decode": 2.5, "columnar": 5.0, "crc": 0.9}
 # Issue 16's goals: (row label, goal), repeated at the end with met / MISSED.
 ISSUE16 = (("encode none", 3.0), ("decode zstd + touch key/value", 2.5))
 CODECS = {"none": 0, "lz4": 3, "zstd": 4}
+V2_HEADER = 61  # bytes of a v2 batch before its records
 
 
 # ---------------------------------------------------------------------------
@@ -94,6 +106,15 @@ def make_records(n: int, key_size: int, value_size: int, seed: int = 1) -> list[
         value = b"".join(parts)[: value_size - 2] + b'"}'
         out.append((key, value))
     return out
+
+
+def make_log_records(n: int) -> list[tuple[bytes, bytes]]:
+    """Log lines: repetitive enough that zstd compresses them far past 4:1."""
+    return [
+        ((b"k%09d" % i), b'{"ts":"2026-11-25T15:%02d:%02d","level":"INFO","service":"orders","msg":"order %d ok"}'
+         % (i // 60 % 60, i % 60, i))
+        for i in range(n)
+    ]
 
 
 TS0 = 1_700_000_000_000
@@ -196,6 +217,36 @@ def decode_peer_touch(memory_records_cls, buf):
     return run
 
 
+def restream_zstd(batch: bytes) -> bytes:
+    """The same zstd batch as Java's producer writes it: its records in one streamed frame
+    that declares no content size (zstd-jni's ZstdOutputStream), length and CRC resealed."""
+    import cramjam
+
+    compressor = cramjam.zstd.Compressor(level=3)
+    compressor.compress(bytes(cramjam.zstd.decompress(batch[V2_HEADER:])))
+    buf = bytearray(batch[:V2_HEADER]) + bytes(compressor.finish())
+    struct.pack_into(">i", buf, 8, len(buf) - 12)  # batchLength: what follows it
+    struct.pack_into(">I", buf, 17, codec.crc32c(bytes(buf[21:])))  # CRC from attributes on
+    return bytes(buf)
+
+
+def zstd_decompress_kproto(batch: bytes):
+    decompress_view = compression.decompress_view
+    payload = memoryview(batch)[V2_HEADER:]  # as the record codec passes it
+
+    def run():
+        return decompress_view(compression.ZSTD, payload)
+    return run
+
+
+def zstd_decompress_peer(zstd_decode, batch: bytes):
+    payload = batch[V2_HEADER:]
+
+    def run():
+        return zstd_decode(payload)
+    return run
+
+
 # ---------------------------------------------------------------------------
 # timing
 # ---------------------------------------------------------------------------
@@ -273,7 +324,7 @@ def columns_keys_values(cols) -> list[tuple[bytes, bytes]]:
 # the table
 # ---------------------------------------------------------------------------
 
-W = 34  # width of the case column
+W = 44  # width of the case column
 HEADER = f"{'case':<{W}} {'kproto':>13} {'aiokafka':>13} {'kafka-python':>13} {'kproto/aiokafka':>16}  goal"
 
 
@@ -323,6 +374,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
 
     import aiokafka
+    import aiokafka.codec as aio_codec
     import crc32c as crc32c_pkg
     import kafka
     import kafka.record.default_records as kp_default
@@ -375,34 +427,59 @@ def main(argv: list[str] | None = None) -> int:
     sizes = ", ".join(f"{c} {len(b)} B (codec bits {b[22] & 7})" for c, b in batches.items())
     print(f"  (batches: {sizes})")
 
-    def decode_rows(label: str, buf: bytes, expected: list[tuple[bytes, bytes]]) -> None:
+    def decode_rows(label: str, buf: bytes, expected: list[tuple[bytes, bytes]], *, goal: float | None = GOALS["decode"],
+                    columnar: bool = True, zstd_bound: bool = False) -> None:
         check_same(
             expected,
             kproto=decode_kproto(buf)(),
             aiokafka=decode_peer(AioMemoryRecords, buf)(),
             kafka_python=decode_peer(kp_memory.MemoryRecords, buf)(),
         )
-        if columns_keys_values(decode_columnar(buf)()) != expected:
+        if columnar and columns_keys_values(decode_columnar(buf)()) != expected:
             sys.exit("bench/codec.py: decode_columnar gives different keys/values")
         n = len(expected)
-        t = bench.measure({
+        contenders = {
             "kproto": decode_kproto(buf),
             "aiokafka": decode_peer(AioMemoryRecords, buf),
             "kafka-python": decode_peer(kp_memory.MemoryRecords, buf),
             "kproto+touch": decode_kproto_touch(buf),
             "aiokafka+touch": decode_peer_touch(AioMemoryRecords, buf),
             "kafka-python+touch": decode_peer_touch(kp_memory.MemoryRecords, buf),
-            "columnar": decode_columnar(buf),
-            "validate": validate_kproto(buf),
-        })
+        }
+        if columnar:
+            contenders["columnar"] = decode_columnar(buf)
+            contenders["validate"] = validate_kproto(buf)
+        if zstd_bound:
+            contenders["kproto zstd"] = zstd_decompress_kproto(buf)
+            contenders["aiokafka zstd"] = zstd_decompress_peer(aio_codec.zstd_decode, buf)
+        t = bench.measure(contenders)
         aio = n / t["aiokafka"]
-        print(row(f"  decode {label}", n / t["kproto"], aio, n / t["kafka-python"], GOALS["decode"]))
-        print(row(f"  decode {label} + touch key/value", n / t["kproto+touch"], n / t["aiokafka+touch"], n / t["kafka-python+touch"], GOALS["decode"]))
-        print(row(f"  columnar {label} vs aio decode", n / t["columnar"], aio, None, GOALS["columnar"]))
-        print(row(f"  validate {label} vs aio decode", n / t["validate"], aio, None, None))
+        print(row(f"  decode {label}", n / t["kproto"], aio, n / t["kafka-python"], goal))
+        print(row(f"  decode {label} + touch key/value", n / t["kproto+touch"], n / t["aiokafka+touch"], n / t["kafka-python+touch"], goal))
+        if columnar:
+            print(row(f"  columnar {label} vs aio decode", n / t["columnar"], aio, None, GOALS["columnar"]))
+            print(row(f"  validate {label} vs aio decode", n / t["validate"], aio, None, None))
+        if zstd_bound:
+            ours, theirs = t["kproto zstd"], t["aiokafka zstd"]
+            print(f"  what bounds it: the zstd decompression alone (both cramjam) takes kproto {ours * 1e6:.0f} us,"
+                  f" aiokafka {theirs * 1e6:.0f} us per batch:")
+            print(f"    {ours / t['kproto+touch']:.0%} of kproto's decode + touch, {theirs / t['aiokafka+touch']:.0%} of"
+                  f" aiokafka's; were the rest free, kproto's + touch ratio would be {t['aiokafka+touch'] / ours:.2f}x")
 
     for cname, buf in batches.items():
-        decode_rows(cname, buf, small)
+        decode_rows(cname, buf, small, zstd_bound=cname == "zstd")
+    java_zstd = restream_zstd(batches["zstd"])
+    if compression._zstd_content_size(memoryview(java_zstd)[V2_HEADER:]) is not None:
+        sys.exit("bench/codec.py: the streamed zstd frame declares a content size")
+    print(f"the zstd batch as Java's producer writes it: one streamed frame, no content size ({len(java_zstd)} B)")
+    decode_rows("zstd (Java)", java_zstd, small, goal=None, columnar=False, zstd_bound=True)
+    logs = make_log_records(1000)
+    log_batch = encode_kproto(logs, CODECS["zstd"])()
+    java_logs = restream_zstd(log_batch)
+    plain_size = len(encode_kproto(logs, CODECS["none"])()) - V2_HEADER
+    print(f"1000 log lines (10 B key + ~80 B value), in the same streamed zstd frame: {plain_size} B of records "
+          f"compressed to {len(java_logs) - V2_HEADER} B")
+    decode_rows("zstd logs (Java)", java_logs, logs, goal=None, columnar=False)
 
     big = make_records(1024, 10, 1024, seed=2)  # 1024 x 1 KiB values: ~1 MiB
     builder = codec.BatchBuilder(2, 0)

@@ -38,10 +38,12 @@ cramjam's ``*_into`` functions into a ``bytearray`` of a guessed size: they stre
 that fixed buffer and stop with an error as soon as it is full (checked on a 1 GiB zstd
 bomb: peak memory stays at the buffer size). On "full" we retry with a buffer four times
 larger, up to ``max_size``. The guess is the size the format declares when it does (zstd
-frame content size, lz4 content size, the gzip ISIZE trailer), otherwise four times the
-input. So memory stays within ``max_size`` (plus the input and one final copy to
-``bytes``), and a valid payload costs one decompression when its size is declared and at
-most about 4/3 of one when it is not (a failed attempt stops at its buffer's size).
+frame content size, lz4 content size, the gzip ISIZE trailer), for zstd frames without a
+content size (Java's) an upper bound read from their block headers, otherwise four times
+the input. So memory stays within ``max_size`` (plus the input and one final copy to
+``bytes``), and a valid payload costs one decompression when its size is declared or
+bounded, and otherwise up to three attempts (a failed one stops at its buffer's size, but
+each starts over, with a new decoder).
 """
 
 from __future__ import annotations
@@ -561,8 +563,14 @@ _LZ4_HEADER_V0 = _LZ4_MAGIC + _LZ4_DESCRIPTOR + bytes((_lz4_hc(_LZ4_MAGIC + _LZ4
 # ---------------------------------------------------------------------------
 
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+_ZSTD_MAGIC_NUMBER = 0xFD2FB528
+_ZSTD_SKIPPABLE = 0x184D2A50  # 0x184D2A50-0x184D2A5F: skippable frames (RFC 8878 3.1.2)
 _ZSTD_DICT_ID_SIZES = (0, 1, 2, 4)
 _ZSTD_FCS_SIZES = (0, 2, 4, 8)  # by Frame_Content_Size_flag; 0 means 1 if single-segment
+_ZSTD_MAX_BLOCK = 128 * 1024  # Block_Maximum_Size is min(Window_Size, 128 KiB) (3.1.1.2.4)
+# Blocks walked for a size bound before giving up (4096 full blocks are 512 MiB, past any
+# max_size): hostile input made of tiny blocks costs a bounded walk, then today's guess.
+_ZSTD_WALK_LIMIT = 4096
 
 
 def _zstd_content_size(view: memoryview) -> int | None:
@@ -581,6 +589,75 @@ def _zstd_content_size(view: memoryview) -> int | None:
     return size + 256 if fcs_size == 2 else size
 
 
+def _zstd_size_bound(view: memoryview) -> int | None:
+    """An upper bound of what the zstd frames in ``view`` decompress to, read from their
+    headers alone (RFC 8878 3.1.1), or None if they do not parse (the decoder says why).
+
+    For frames without a declared content size, as Java's producer writes them: each
+    block header gives its type and size; a raw or RLE block regenerates ``Block_Size``
+    bytes, a compressed one at most ``Block_Maximum_Size``. A streaming compressor fills
+    every block but a frame's last, so the bound exceeds the truth by less than one block
+    per frame. Skippable frames add nothing. Gives up (None) after _ZSTD_WALK_LIMIT blocks.
+    """
+    n = len(view)
+    pos = total = blocks = 0
+    while pos < n:
+        if pos + 8 > n:  # a frame is at least magic, descriptor and a block header
+            return None
+        magic = int.from_bytes(view[pos : pos + 4], "little")
+        if magic & 0xFFFFFFF0 == _ZSTD_SKIPPABLE:
+            pos += 8 + int.from_bytes(view[pos + 4 : pos + 8], "little")
+            continue
+        if magic != _ZSTD_MAGIC_NUMBER:
+            return None
+        fhd = view[pos + 4]
+        single_segment = (fhd >> 5) & 1
+        fcs_size = _ZSTD_FCS_SIZES[fhd >> 6] or single_segment
+        at = pos + 5
+        window = _ZSTD_MAX_BLOCK
+        if not single_segment:  # Window_Descriptor: exponent (5 bits), mantissa (3 bits)
+            window_log = 10 + (view[at] >> 3)
+            window = (1 << window_log) + ((1 << window_log) >> 3) * (view[at] & 7)
+            at += 1
+        at += _ZSTD_DICT_ID_SIZES[fhd & 3]
+        declared = None
+        if fcs_size:
+            if at + fcs_size > n:
+                return None
+            declared = int.from_bytes(view[at : at + fcs_size], "little")
+            if fcs_size == 2:
+                declared += 256
+            at += fcs_size
+        block_max = min(window, _ZSTD_MAX_BLOCK)
+        frame_bound = 0
+        last = 0
+        while not last:
+            if at + 3 > n or blocks >= _ZSTD_WALK_LIMIT:
+                return None
+            header = view[at] | (view[at + 1] << 8) | (view[at + 2] << 16)
+            last, block_type, block_size = header & 1, (header >> 1) & 3, header >> 3
+            at += 3
+            if block_type == 0:  # raw
+                at += block_size
+                frame_bound += block_size
+            elif block_type == 1:  # RLE: one byte, repeated
+                at += 1
+                frame_bound += block_size
+            elif block_type == 2:  # compressed
+                at += block_size
+                frame_bound += block_max
+            else:  # reserved
+                return None
+            blocks += 1
+        if fhd & 0x04:  # Content_Checksum
+            at += 4
+        if at > n:
+            return None
+        total += frame_bound if declared is None else declared
+        pos = at
+    return total if pos == n else None  # a skippable frame may claim more than is left
+
+
 def _zstd_decompress(data, max_size: int) -> bytes:
     # cramjam.zstd.decompress already reads frames without a content size and several
     # frames in a row (tests pin it), but it grows its output without limit, so we go
@@ -588,7 +665,12 @@ def _zstd_decompress(data, max_size: int) -> bytes:
     view = _view(data)
     content_size = _zstd_content_size(view)
     if content_size is None:
-        guess = 4 * len(view)
+        # No declared size (Java's frames): size the buffer by the block headers, so that
+        # a payload compressed more than 4:1 still decompresses once, not two or three
+        # times through a growing buffer (issue 16). Beyond max_size the bound says
+        # nothing (it may overestimate): then the buffer starts at 4x and grows.
+        bound = _zstd_size_bound(view)
+        guess = bound if bound is not None and bound <= max_size else 4 * len(view)
     elif content_size > max_size:
         raise _too_large("zstd", max_size)
     else:
