@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import io
 import struct
+import sys
 from typing import Any, NamedTuple
 
 from kproto.errors import ProtocolError
@@ -370,6 +371,9 @@ def decode_response(api_key: int, api_version: int, data: Any) -> tuple[int, Mes
     return correlation_id, body
 
 
+_getrefcount = getattr(sys, "getrefcount", None)  # CPython's: FrameReader reuses frames nobody holds
+
+
 class FrameReader:
     """Cut a received byte stream into frames (h11-style, no I/O).
 
@@ -398,6 +402,7 @@ class FrameReader:
     #: Frames this large or larger are read straight into their own buffer by :meth:`get_buffer`.
     DIRECT_SIZE = 64 * 1024
     _SCRATCH = 256 * 1024  # the scratch buffer get_buffer hands out: asyncio's read size
+    _REUSE = 2  # frames read into their own buffer kept to be filled again (see _start_frame)
     _MIN_ROOM = 16 * 1024  # less free room than this and the scratch is compacted first
 
     def __init__(self, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> None:
@@ -415,6 +420,7 @@ class FrameReader:
         self._filled = 0  # bytes of it received
         self._lent: memoryview | None = None  # handed out by get_buffer, until buffer_updated
         self._eof = False
+        self._recent: list[bytes] = []  # the last frames read into their own buffers (see _start_frame)
 
     @property
     def buffered(self) -> int:
@@ -528,8 +534,24 @@ class FrameReader:
 
     def _start_frame(self, size: int) -> None:
         """Move the incomplete frame at the head of the scratch buffer (all that the scratch
-        holds) into a buffer of its own, of exactly its size."""
-        self._frame = io.BytesIO(bytes(size))  # calloc'd: pages are touched only when filled
+        holds) into a buffer of its own, of exactly its size.
+
+        That buffer is, when there is one, a frame of the same size handed out before
+        (one of the last :attr:`_REUSE`) that nothing references any more: the bytes
+        object is unreachable, so nobody sees it change, and it is filled again in place.
+        A fresh buffer costs a page fault per 4 KiB page as the socket fills it (glibc maps
+        each allocation of this size anew, and faults are dear under a hypervisor: a
+        quarter of a millisecond per megabyte), on the path between a Fetch response's
+        first byte and the next Fetch (issue 16). A frame is never hashed, so no cached
+        hash outlives its bytes."""
+        recent = self._recent
+        for i in range(len(recent) if _getrefcount is not None else 0):
+            # 2: the list's reference and the argument's; a view or a slice of it holds one more
+            if len(recent[i]) == size and _getrefcount(recent[i]) == 2:
+                self._frame = io.BytesIO(recent.pop(i))  # the BytesIO's is then the only reference
+                break
+        else:
+            self._frame = io.BytesIO(bytes(size))  # calloc'd: pages are touched only when filled
         self._frame_view = self._frame.getbuffer()
         start, end = self._start + 4, self._end
         with memoryview(self._buf) as scratch:
@@ -549,7 +571,11 @@ class FrameReader:
                 frame, self._frame = self._frame, None
                 self._frame_view.release()  # type: ignore[union-attr]
                 self._frame_view = None
-                return frame.getvalue()  # the buffer itself (see __init__)
+                out = frame.getvalue()  # the buffer itself (see __init__)
+                self._recent.append(out)  # to be filled again once nobody holds it (_start_frame)
+                if len(self._recent) > self._REUSE:
+                    del self._recent[0]
+                return out
         else:
             buf, start, end = self._buf, self._start, self._end
             if end - start >= 4:
