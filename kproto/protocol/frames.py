@@ -505,7 +505,7 @@ class FrameReader:
                         buf += bytes(max(self._SCRATCH - len(buf), self._MIN_ROOM - room))
                 self._lent = memoryview(buf)[self._end :]
                 return self._lent
-        self._lent = self._frame_view[self._filled :]  # type: ignore[index]
+        self._lent = self._frame_view[self._filled : self._size]  # type: ignore[index]
         return self._lent
 
     def buffer_updated(self, nbytes: int) -> None:
@@ -536,9 +536,10 @@ class FrameReader:
         """Move the incomplete frame at the head of the scratch buffer (all that the scratch
         holds) into a buffer of its own, of exactly its size.
 
-        That buffer is, when there is one, a frame of the same size handed out before
-        (one of the last :attr:`_REUSE`) that nothing references any more: the bytes
-        object is unreachable, so nobody sees it change, and it is filled again in place.
+        That buffer is, when there is one, a frame handed out before (one of the last
+        :attr:`_REUSE`) of this size or up to a quarter larger (cut to size when complete),
+        that nothing references any more: the bytes object is unreachable, so nobody sees
+        it change, and it is filled again in place.
         A fresh buffer costs a page fault per 4 KiB page as the socket fills it (glibc maps
         each allocation of this size anew, and faults are dear under a hypervisor: a
         quarter of a millisecond per megabyte), on the path between a Fetch response's
@@ -547,7 +548,7 @@ class FrameReader:
         recent = self._recent
         for i in range(len(recent) if _getrefcount is not None else 0):
             # 2: the list's reference and the argument's; a view or a slice of it holds one more
-            if len(recent[i]) == size and _getrefcount(recent[i]) == 2:
+            if size <= len(recent[i]) <= size + (size >> 2) and _getrefcount(recent[i]) == 2:
                 self._frame = io.BytesIO(recent.pop(i))  # the BytesIO's is then the only reference
                 break
         else:
@@ -571,6 +572,7 @@ class FrameReader:
                 frame, self._frame = self._frame, None
                 self._frame_view.release()  # type: ignore[union-attr]
                 self._frame_view = None
+                frame.truncate(self._size)  # a larger frame filled again: cut to size (no copy)
                 out = frame.getvalue()  # the buffer itself (see __init__)
                 self._recent.append(out)  # to be filled again once nobody holds it (_start_frame)
                 if len(self._recent) > self._REUSE:
