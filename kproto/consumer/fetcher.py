@@ -7,7 +7,10 @@ two undrained responses buffered; each broker leading fetchable partitions gets 
 Fetch for all of them, and at most one at a time (Java's rule). A broker's next Fetch is
 written as soon as its response is handled, in the same turn of the loop, before poll
 decodes any of it, so the broker serves the next response while the application decodes
-this one (issue 16). A response is kept as
+this one (issue 16); unless the responses held reach half of ``fetch.max.bytes``: poll
+(``poll_arrow`` decodes everything buffered at once) then decodes before the next Fetch
+goes out, so that a response arriving meanwhile does not come on top of two responses'
+worth of decoded columns (the memory bound below). A response is kept as
 it came, per partition: a :class:`_Chunk` holding the record set's batch headers (read,
 and CRC-checked, when the response arrives) whose records are decoded one batch at a
 time, by one codec call per batch that makes them ConsumerRecords
@@ -554,10 +557,14 @@ class Fetcher:
         planned and written in the same step of the loop, before poll gets its turn to
         decode what arrived: the broker reads the next response while the application
         decodes this one (issue 16). Still at most one Fetch in flight per node (Java's
-        ``Fetcher``), each starting where the buffered chunks end.
+        ``Fetcher``), each starting where the buffered chunks end. Not while the responses
+        held reach half of ``fetch.max.bytes``: then the planner sends it on its next turn,
+        after poll's, as before.
         """
         while offsets is not None:
-            if not await self._fetch_once(node, offsets):
+            if not await self._fetch_once(node, offsets) or 2 * self._held_bytes() >= self._settings.max_bytes:
+                # Large responses held: the planner's next turn, after poll's (see the module
+                # docstring: memory); wake was set when the fetch ended.
                 return
             offsets = self._start(self._plan(), asking=node)
 
