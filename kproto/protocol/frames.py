@@ -388,7 +388,9 @@ class FrameReader:
       frame of at least :attr:`DIRECT_SIZE` bytes is read into a buffer of its own, which
       becomes the frame handed out without a copy (only what arrived with its size
       prefix, at most one read, is copied into it). A client takes ``fetch.max.bytes``
-      responses this way with about one frame's memory, not three.
+      responses this way with about one frame's memory, not three; and once nothing
+      references one of the last two such frames any more, the next frame of its size (or
+      up to a quarter smaller) is read into it again, whose pages are already mapped.
 
     Frames come out as ``bytes`` without the size prefix, ready for
     :func:`decode_request` / :func:`decode_response`.
