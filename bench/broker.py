@@ -15,7 +15,9 @@
   127.0.0.1, started once, so none shares the client's process; every measurement has a
   fresh topic (deleted after it), runs alternate between the brokers so they share the
   machine's noise, and a first, smaller run warms up and is not counted. Goal (issue 16):
-  minibroker / Tansu >= 1.0x in each row;
+  minibroker / Tansu >= 1.0x in each row; the raw rows (one kproto socket, nothing decoded)
+  are each broker's own bound, "raw fetch 2 MiB" the one for ``poll_arrow()`` at its best
+  fetch size (bench/peers.py);
 - Fetch throughput from a minibroker on disk with ``os.sendfile`` against the same broker
   copying the records through Python (``MINIBROKER_SENDFILE=0``, see minibroker.server).
 
@@ -220,17 +222,18 @@ def raw_produce(bootstrap: str, topic: str, requests: int, per_batch: int = 1000
     return elapsed
 
 
-def raw_fetch(bootstrap: str, topic: str, end_offset: int, passes: int = 1) -> float:
-    """Seconds to fetch a partition from 0 to ``end_offset`` in 1 MiB responses, ``passes`` times."""
+def raw_fetch(bootstrap: str, topic: str, end_offset: int, passes: int = 1, size: int = 1 << 20) -> float:
+    """Seconds to fetch a partition from 0 to ``end_offset`` in ``size``-byte responses (1 MiB),
+    ``passes`` times."""
     client = RawClient(bootstrap)
     version = client.fetch_version
     start = time.perf_counter()
     for _ in range(passes):
         offset = 0
         while offset < end_offset:
-            client.send(ApiKey.FETCH, version, FetchRequest(max_wait_ms=500, min_bytes=1, max_bytes=1 << 20, topics=[
+            client.send(ApiKey.FETCH, version, FetchRequest(max_wait_ms=500, min_bytes=1, max_bytes=size, topics=[
                 FetchRequest.FetchTopic(topic=topic, partitions=[FetchRequest.FetchPartition(
-                    partition=0, fetch_offset=offset, partition_max_bytes=1 << 20)])]))
+                    partition=0, fetch_offset=offset, partition_max_bytes=size)])]))
             records = client.receive(ApiKey.FETCH, version).responses[0].partitions[0].records
             for batch in read_batches(records, False):
                 offset = batch.next_offset
@@ -421,7 +424,7 @@ def main(argv: list[str] | None = None) -> int:
         "tansu": tansu_process,
     }
     rows = [(phase, row) for phase, phase_rows in LIBRDKAFKA.items() for row in phase_rows]
-    phases = (*(f"{phase} ({row.label})" for phase, row in rows), "raw produce", "raw fetch")
+    phases = (*(f"{phase} ({row.label})" for phase, row in rows), "raw produce", "raw fetch", "raw fetch 2 MiB")
     results = {name: {phase: [] for phase in (*phases, "raw fetch x10")} for name in brokers}
     raw_requests = n // 1000
     with ExitStack() as stack:
@@ -439,6 +442,9 @@ def main(argv: list[str] | None = None) -> int:
                 requests = count // 1000
                 measured["raw produce"] = requests * 1000 / raw_produce(bootstrap, raw_topic, requests)
                 measured["raw fetch"] = requests * 1000 / raw_fetch(bootstrap, raw_topic, requests * 1000)
+                # poll_arrow's best fetch size (bench/peers.py): the broker's own bound for it (issue 16)
+                measured["raw fetch 2 MiB"] = requests * 1000 / raw_fetch(bootstrap, raw_topic, requests * 1000,
+                                                                          size=2 << 20)
                 if name in ("minibroker disk", "disk, copying"):
                     measured["raw fetch x10"] = 10 * requests * 1000 / raw_fetch(
                         bootstrap, raw_topic, requests * 1000, passes=10)
@@ -454,7 +460,7 @@ def main(argv: list[str] | None = None) -> int:
           "minibroker with logs in memory and on disk, Tansu in memory")
     print("produce/consume: confluent-kafka (librdkafka) from Python at its defaults and at its best settings")
     print("(bench/peers.py), consuming a log written in 1000-record batches; raw: one kproto socket, prebuilt")
-    print("1000-record batches, 5 Produce requests in flight / sequential 1 MiB Fetches (broker-bound)")
+    print("1000-record batches, 5 Produce requests in flight / sequential 1 MiB (2 MiB) Fetches (broker-bound)")
     for phase, row in rows:
         print(f"  {phase} ({row.label}): {row.settings.describe(phase)}")
     print(f"{'':20} {'minibroker':>12} {'mb disk':>12} {'tansu':>12} {'ratio':>8} {'disk ratio':>11}  goal")

@@ -40,7 +40,14 @@ close on both brokers in every sweep, not a fine optimum). What they are and why
   0). Consume: its defaults (``max_poll_records`` 500); more records per poll or larger
   partition fetches were as fast or slower.
 - kproto (Kafka's names). Produce: ``batch.size`` 1 MB (default 16 KB, 3-5x) with
-  ``linger.ms`` 20 (default 5; 5 and 100 were on par). Consume: its defaults.
+  ``linger.ms`` 20 (default 5; 5 and 100 were on par). Consume: ``receive.buffer.bytes``
+  -1 (the OS's socket buffer, which Linux sizes as the data comes; the default is Java's
+  64 KB, which makes a 1 MB Fetch response arrive in about ten reads, each a turn of the
+  event loop: 25% of the client's CPU per record went) and ``max.partition.fetch.bytes``
+  2 MB (default 1 MB: half the Fetch round trips). Chosen for ``poll_arrow()`` (issue 16:
+  1.2-1.4x its rate at the defaults on both brokers, medians of 5, 300,000 records;
+  4 MB and 8 MB were on par or slower, and slower on Tansu); ``poll()`` was as fast or
+  a little faster with them.
 
 A new row (a new API such as ``Consumer.poll_arrow()``) is one function here with the
 same signature and one :class:`Contender` line in the caller's table.
@@ -393,9 +400,10 @@ def kafka_python_consume(bootstrap: str, topic: str, n: int, settings: Settings)
 
 KPROTO = {
     "defaults": Settings(),
-    # Consuming: nothing beat the defaults (max.poll.records 2,000 to 100,000 and larger
-    # partition fetches were as fast or slower).
-    "best": Settings(produce={"linger.ms": 20, "batch.size": 1_000_000}),
+    # Consuming: the socket's receive buffer left to the OS, 2 MB partition fetches (see above;
+    # for poll(), max.poll.records 2,000 to 100,000 were as fast or slower).
+    "best": Settings(produce={"linger.ms": 20, "batch.size": 1_000_000},
+                     consume={"receive.buffer.bytes": -1, "max.partition.fetch.bytes": 2 << 20}),
 }
 CONFLUENT = {
     "defaults": Settings(records=1000),

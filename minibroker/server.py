@@ -115,10 +115,15 @@ class _CloseConnection(Exception):
     """A request whose failure Kafka answers by closing the connection (acks=0 Produce)."""
 
 
+_OWN_PIECE = 64 * 1024  # a slice of a log in memory this large is written as it is, not joined
+
+
 def _pin(parts: list[Any], sendfile: bool) -> list[bytes | LogSlice]:
     """The pieces of a response frame to write, with nothing left that can change.
 
-    Runs of bytes are joined. Each slice of a segment on disk becomes, with ``sendfile``,
+    Runs of bytes are joined, but a large slice of a log in memory (bytes already) stays a
+    piece of its own: joining would copy a Fetch's records once more. Each slice of a segment on
+    disk becomes, with ``sendfile``,
     a slice of a duplicate descriptor of the file, owned by the piece: closing the log
     (DeleteTopics) cannot close it, nor hand its number to another file. That matters
     twice: sendfile would send another file's bytes, and asyncio (3.11) never finishes a
@@ -141,6 +146,11 @@ def _pin(parts: list[Any], sendfile: bool) -> list[bytes | LogSlice]:
                     run = []
                 owned = SegmentFile(piece.source.path, os.dup(piece.source.fileno()))
                 pieces.append(LogSlice(owned, piece.position, piece.length))
+            elif isinstance(piece.source, bytes) and piece.length >= _OWN_PIECE:  # a log in memory
+                if run:
+                    pieces.append(b"".join(run))
+                    run = []
+                pieces.append(piece.tobytes())  # written as it is, not joined (a Fetch's megabytes)
             else:
                 run.append(piece.tobytes())
     if run:

@@ -4,7 +4,13 @@ and the ListOffsets lookups behind resets, ``end_offsets`` and ``offsets_for_tim
 Theory of operation. One background task plans fetches. A partition is fetchable when it
 is assigned, has a position, is not paused, is not in a fetch already and has fewer than
 two undrained responses buffered; each broker leading fetchable partitions gets one
-Fetch for all of them, and at most one at a time (Java's rule). A response is kept as
+Fetch for all of them, and at most one at a time (Java's rule). A broker's next Fetch is
+written as soon as its response is handled, in the same turn of the loop, before poll
+decodes any of it, so the broker serves the next response while the application decodes
+this one (issue 16); unless the responses held reach half of ``fetch.max.bytes``: poll
+(``poll_arrow`` decodes everything buffered at once) then decodes before the next Fetch
+goes out, so that a response arriving meanwhile does not come on top of two responses'
+worth of decoded columns (the memory bound below). A response is kept as
 it came, per partition: a :class:`_Chunk` holding the record set's batch headers (read,
 and CRC-checked, when the response arrives) whose records are decoded one batch at a
 time, by one codec call per batch that makes them ConsumerRecords
@@ -360,13 +366,25 @@ class Fetcher:
     async def _run(self) -> None:
         while self._failure is None:
             self._wake.clear()
-            for node, partitions in self._plan().items():
-                self._busy_nodes.add(node)
-                self._in_flight.update(partitions)
-                task = asyncio.get_running_loop().create_task(self._fetch(node, partitions))
-                self._requests.add(task)
-                task.add_done_callback(self._requests.discard)
+            self._start(self._plan())
             await self._wake.wait()
+
+    def _start(self, plan: dict[int, dict[TopicPartition, int]], asking: int | None = None
+               ) -> dict[TopicPartition, int] | None:
+        """Mark the fetches of ``plan`` in flight and start a task for each node's; the
+        partitions planned for ``asking`` (a node whose task has just handled a response)
+        are returned to that task, which sends them itself."""
+        mine = None
+        for node, partitions in plan.items():
+            self._busy_nodes.add(node)
+            self._in_flight.update(partitions)
+            if node == asking:
+                mine = partitions
+                continue
+            task = asyncio.get_running_loop().create_task(self._fetch(node, partitions))
+            self._requests.add(task)
+            task.add_done_callback(self._requests.discard)
+        return mine
 
     def _plan(self) -> dict[int, dict[TopicPartition, int]]:
         """``{node: {partition: fetch offset}}`` of the fetches to send now (and the
@@ -532,7 +550,27 @@ class Fetcher:
         state = self._subscriptions.get(tp)
         return state.leader_epoch if state is not None else -1
 
-    async def _fetch(self, node: int, offsets: dict[TopicPartition, int]) -> None:
+    async def _fetch(self, node: int, offsets: dict[TopicPartition, int] | None) -> None:
+        """Fetch from ``node`` while it has partitions to fetch, one Fetch at a time.
+
+        As soon as a response is handled (its chunks buffered), the node's next Fetch is
+        planned and written in the same step of the loop, before poll gets its turn to
+        decode what arrived: the broker reads the next response while the application
+        decodes this one (issue 16). Still at most one Fetch in flight per node (Java's
+        ``Fetcher``), each starting where the buffered chunks end. Not while the responses
+        held reach half of ``fetch.max.bytes``: then the planner sends it on its next turn,
+        after poll's, as before.
+        """
+        while offsets is not None:
+            if not await self._fetch_once(node, offsets) or 2 * self._held_bytes() >= self._settings.max_bytes:
+                # Large responses held: the planner's next turn, after poll's (see the module
+                # docstring: memory); wake was set when the fetch ended.
+                return
+            offsets = self._start(self._plan(), asking=node)
+
+    async def _fetch_once(self, node: int, offsets: dict[TopicPartition, int]) -> bool:
+        """One Fetch from ``node``, its answers handled; False when fetching must stop
+        (the client closed, or a bug that poll raises)."""
         versions = {tp: self._subscriptions.get(tp).version for tp in offsets}
         epochs = {tp: self._last_fetched_epoch(tp) for tp in offsets}
         try:
@@ -546,20 +584,22 @@ class Fetcher:
             if self._resting.get(node, 0) <= time.monotonic():
                 self._failures.pop(node, None)  # it answered and asked for no backoff
         except ClientClosedError:
-            return
+            return False
         except KafkaError as exc:
             log.debug("fetch from broker %d failed: %s", node, exc)
             for tp in offsets:  # a read replica that cannot be reached: back to the leader (KIP-392)
                 self._subscriptions.clear_read_replica(tp)
-            self._rest(node)
+            self._rest(node)  # so the plan that follows leaves this node out until the backoff ends
             self._on_stale_metadata()
         except Exception as exc:  # a bug: stop fetching and let poll raise it
             self._failure = exc
             self._on_data()
+            return False
         finally:
             self._busy_nodes.discard(node)
             self._in_flight.difference_update(offsets)
             self._wake.set()
+        return self._failure is None
 
     def _handle(self, tp: TopicPartition, version: int, offset: int, p: Any, node: int) -> None:
         state = self._subscriptions.get(tp)

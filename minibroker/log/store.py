@@ -196,7 +196,10 @@ class MemoryStore:
         return position
 
     def pread(self, position: int, length: int) -> bytes:
-        return bytes(self._buf[position : position + length])
+        # One copy (slicing the bytearray itself would copy twice: a bytearray, then bytes);
+        # the view is released at once, so that appends may resize the buffer again.
+        with memoryview(self._buf) as view:
+            return bytes(view[position : position + length])
 
     def slice(self, position: int, length: int) -> LogSlice:
         return LogSlice(self.pread(position, length), 0, length)

@@ -342,3 +342,38 @@ def test_a_raw_request_pipeline_gets_answers_in_order(disk_broker):
     assert [int.from_bytes(f[:4], "big") for f in got] == list(range(1, 21))
     records = state.topics["many"].partitions[0].log.read(0, 1 << 20, at_least_one=True)
     assert all(records in f for f in got[::2])
+
+
+def test_a_large_fetch_from_a_log_in_memory_is_sent_without_joining_its_records():
+    """issue 16 (poll_arrow 2): a Fetch answered from a log in memory had its records copied
+    three times before the socket (out of the log's buffer twice, then joined with the frame
+    header). The records now leave as the one bytes object read from the log, as a piece of
+    their own, and the frame sent is still byte for byte the plain encoding."""
+    from minibroker.server import _pin
+
+    with MiniBroker() as broker:
+        state = broker._server.state
+
+        def fill():
+            log = state.create_topic("big", 1).partitions[0].log
+            for i in range(10):
+                append(log, batch(1000, start=1000 * i))  # about 110 kB a batch
+            return log
+
+        log = on_loop(broker, fill)
+        request = FetchRequest(max_bytes=1 << 20, topics=[FetchRequest.FetchTopic(topic="big", partitions=[
+            FetchRequest.FetchPartition(partition=0, fetch_offset=0, partition_max_bytes=1 << 20)])])
+        slices = on_loop(broker, log.read_slices, 0, 1 << 20)
+        records = slices[0].source
+        parts = encode_response_parts(ApiKey.FETCH, 12, 1, FetchResponse(responses=[FetchResponse.FetchableTopicResponse(
+            topic="big", partitions=[FetchResponse.PartitionData(partition_index=0, records=RecordSlices(slices))])]))
+        assert any(piece is records for piece in _pin(parts, sendfile=True))  # not copied into a join
+        client = RawClient(broker.port)
+        try:
+            expected = plain_frame(broker, 12, client.correlation_id + 1, request)
+            client.send(ApiKey.FETCH, 12, request)
+            frame = client.receive_frame()
+            assert len(frame) > 1_000_000
+            assert size_prefixed(frame) == expected
+        finally:
+            client.close()
