@@ -40,11 +40,13 @@ from kproto.protocol.types import NULLABLE_STRING, TAGGED_FIELDS, write_tagged_f
 
 __all__ = [
     "DEFAULT_MAX_FRAME_SIZE",
+    "OWN_PIECE",
     "RequestHeader",
     "UnsupportedApiVersionError",
     "request_header_version",
     "response_header_version",
     "encode_request",
+    "encode_request_parts",
     "decode_request",
     "encode_response",
     "encode_response_parts",
@@ -182,6 +184,55 @@ def encode_request(
         ValueError: unknown API key or version (a :class:`~kproto.protocol.schema.EncodeError`
             when ``body`` cannot be encoded).
     """
+    return _finish(_request_parts(api_key, api_version, correlation_id, client_id, body, header_tagged_fields))
+
+
+#: A bytes-like part of a request at least this long is a piece of its own in
+#: :func:`encode_request_parts` (a Produce request's record batches); shorter runs are joined.
+OWN_PIECE = 16 * 1024
+
+
+def encode_request_parts(
+    api_key: int,
+    api_version: int,
+    correlation_id: int,
+    client_id: str | None,
+    body: Message,
+) -> list[Any]:
+    """:func:`encode_request`'s frame as pieces to send in order, for a writer that takes a
+    list of buffers (``writev``, ``sendmsg``, a transport's ``writelines``).
+
+    A bytes-like value of at least :data:`OWN_PIECE` bytes (a Produce request's record
+    batches) is a piece of its own, the caller's object itself, not copied; the runs of
+    smaller parts between them (size prefix, header, fields) are joined. Joined, the pieces
+    are exactly what :func:`encode_request` returns.
+
+    Raises:
+        ValueError: as :func:`encode_request`.
+    """
+    parts = _request_parts(api_key, api_version, correlation_id, client_id, body, None)
+    try:
+        parts[0] = _SIZE.pack(sum(map(len, parts)))
+    except TypeError:
+        return [join_parts(parts)]  # a value without a len(): join_parts names the problem
+    pieces: list[Any] = []
+    run: list[Any] = []
+    for part in parts:
+        if len(part) >= OWN_PIECE and isinstance(part, _BYTES_LIKE):
+            if run:
+                pieces.append(join_parts(run))
+                run = []
+            pieces.append(part)
+        else:
+            run.append(part)
+    if run:
+        pieces.append(join_parts(run))
+    return pieces
+
+
+def _request_parts(api_key: int, api_version: int, correlation_id: int, client_id: str | None, body: Message,
+                   header_tagged_fields: dict[int, bytes] | None) -> list[Any]:
+    # parts[0] is left for the size prefix (see _finish).
     info = _REQUEST_INFO.get(api_key)
     if info is None:
         raise ValueError(f"API key {api_key} is not in kproto's schema table")
@@ -199,7 +250,7 @@ def encode_request(
         else:
             parts.append(b"\x00")
     codec.encode_into(body, api_version, parts.append)
-    return _finish(parts)
+    return parts
 
 
 def _response_parts(api_key: int, api_version: int, correlation_id: int, body: Message) -> list[Any]:
