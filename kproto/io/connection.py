@@ -14,8 +14,15 @@ Reading. The connection is an :class:`asyncio.BufferedProtocol` whose buffers ar
 :class:`~kproto.protocol.FrameReader`'s: the transport reads (``recv_into``; with TLS,
 asyncio's SSL transport decrypts) straight into them, small responses many at a time into
 a scratch buffer copied out once each, a large one (a Fetch) into a buffer of its own that
-becomes the frame the decoder reads, without a copy. No ``StreamReader`` sits in between;
-writing is an :class:`asyncio.StreamWriter`'s, as before.
+becomes the frame the decoder reads, without a copy. No ``StreamReader`` sits in between.
+
+Writing. A request is encoded as pieces (:func:`~kproto.protocol.frames.encode_request_parts`):
+a Produce request's record batches are the producer's own objects, never joined into the
+frame. On a plaintext connection before Python 3.12 the connection writes them itself with
+``os.writev`` and keeps what the socket did not take as views of them, where asyncio's
+transport would join them and copy the rest into its buffer (issue 16: two copies of every
+batch, and memory that ``buffer.memory`` did not count); with TLS, or Python 3.12+, the
+transport's ``writelines`` takes them (see ``_Writer``).
 
 Quotas (KIP-219): a broker that throttles a client answers at once with
 ``throttle_time_ms`` > 0 and expects nothing more on that connection until the time

@@ -42,6 +42,13 @@ with the broker's typed error. ``delivery.timeout.ms`` bounds a batch also while
 flight: a request is given up (as on ``request.timeout.ms``) when its oldest batch's
 delivery time is up, so a broker that stops answering or reading cannot hold a record
 past it.
+
+A bug (an exception no broker answer explains) in the loop, in a request's task, or while
+batches are taken to be sent stops the sender (``_die``): ``failed`` names the cause, and
+every batch not settled fails with it (queued, taken, in the request, and those in flight
+when they are answered), so that no record, ``flush()`` or send waiting for
+``buffer.memory`` waits for ever; ``flush()`` raises it, later sends raise
+:class:`~kproto.errors.ClientClosedError` naming it (issue 16).
 """
 
 from __future__ import annotations

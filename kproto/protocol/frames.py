@@ -1,7 +1,8 @@
 """Whole frames: size prefix, request and response headers, and a sans-I/O frame reader.
 
 This is where peer bytes enter kproto's protocol layer, for both roles: a client calls
-:func:`encode_request` and :func:`decode_response`, a broker :func:`decode_request` and
+:func:`encode_request` (or :func:`encode_request_parts`, which leaves large record batches
+as they are, for a writer that takes a list of buffers) and :func:`decode_response`, a broker :func:`decode_request` and
 :func:`encode_response` (or :func:`encode_response_parts`, which leaves records unread for
 a broker that sends them from files); :class:`FrameReader` cuts a byte stream into frames
 for either. Nothing here touches a socket or a clock.
