@@ -14,8 +14,15 @@ Reading. The connection is an :class:`asyncio.BufferedProtocol` whose buffers ar
 :class:`~kproto.protocol.FrameReader`'s: the transport reads (``recv_into``; with TLS,
 asyncio's SSL transport decrypts) straight into them, small responses many at a time into
 a scratch buffer copied out once each, a large one (a Fetch) into a buffer of its own that
-becomes the frame the decoder reads, without a copy. No ``StreamReader`` sits in between;
-writing is an :class:`asyncio.StreamWriter`'s, as before.
+becomes the frame the decoder reads, without a copy. No ``StreamReader`` sits in between.
+
+Writing. A request is encoded as pieces (:func:`~kproto.protocol.frames.encode_request_parts`):
+a Produce request's record batches are the producer's own objects, never joined into the
+frame. On a plaintext connection before Python 3.12 the connection writes them itself with
+``os.writev`` and keeps what the socket did not take as views of them, where asyncio's
+transport would join them and copy the rest into its buffer (issue 16: two copies of every
+batch, and memory that ``buffer.memory`` did not count); with TLS, or Python 3.12+, the
+transport's ``writelines`` takes them (see ``_Writer``).
 
 Quotas (KIP-219): a broker that throttles a client answers at once with
 ``throttle_time_ms`` > 0 and expects nothing more on that connection until the time
@@ -71,12 +78,16 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import itertools
 import logging
+import os
 import random
 import socket
 import ssl
+import sys
 import time
 from collections import deque
+from collections.abc import Callable
 from typing import Any, NoReturn
 
 from kproto.errors import (
@@ -92,7 +103,8 @@ from kproto.errors import (
     for_code,
 )
 from kproto.io.versions import client_versions
-from kproto.protocol import APIS, ApiKey, FrameReader, Message, decode_response, encode_request
+from kproto.protocol import APIS, ApiKey, FrameReader, Message, decode_response
+from kproto.protocol.frames import encode_request_parts
 from kproto.protocol.messages import (
     REQUESTS,
     ApiVersionsRequest,
@@ -175,14 +187,14 @@ class Connection:
         self.connect_timeout = connect_timeout_ms / 1000
         self._buffers = (send_buffer_bytes, receive_buffer_bytes)
         self._frames = FrameReader(max_frame_size=max_frame_size)
-        self._writer: asyncio.StreamWriter | None = None
+        self._writer: _Writer | None = None
         self._pending: deque[tuple[int, int, int, asyncio.Future]] = deque()  # (correlation id, key, version, future)
         self._next_correlation_id = 0
         self._closed = False
         self._failure: BaseException | None = None
         self.throttled_until = 0.0
         """``time.monotonic()`` until which the broker asked for no requests (0: never)."""
-        self._held: list[bytes] | None = None  # frames written when the throttle ends
+        self._held: list[list[Any]] | None = None  # frames (pieces) written when the throttle ends
         self._release: asyncio.TimerHandle | None = None
         self._unheld: asyncio.Future | None = None  # done once the held frames are written
         self._max_idle = max_idle_ms / 1000 if max_idle_ms >= 0 else None
@@ -254,13 +266,13 @@ class Connection:
                     f"({str(exc) or type(exc).__name__}); is the listener PLAINTEXT? (security.protocol says TLS)"
                 ) from None
             raise KafkaConnectionError(f"cannot connect to {self.host}:{self.port}: {exc}") from exc
-        self._writer = writer = asyncio.StreamWriter(transport, stream, None, loop)
-        sock = writer.get_extra_info("socket")
+        sock = transport.get_extra_info("socket")
         if sock is not None and not transport.is_closing():  # a peer may have closed at once
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # requests are small and latency-bound
             for option, size in zip((socket.SO_SNDBUF, socket.SO_RCVBUF), self._buffers):
                 if size > 0:
                     sock.setsockopt(socket.SOL_SOCKET, option, size)
+        self._writer = _Writer(transport, stream, loop, self._write_failed)
         step = "ApiVersions"
         try:
             await asyncio.wait_for(self._negotiate(), max(deadline - time.monotonic(), 0))
@@ -386,7 +398,7 @@ class Connection:
         answer. Such a broker refuses by closing the connection, with no error text."""
         assert self._writer is not None and not self._pending
         self._raw = asyncio.get_running_loop().create_future()
-        self._writer.write(len(token).to_bytes(4, "big") + token)
+        self._writer.write([len(token).to_bytes(4, "big"), token])
         try:
             return await asyncio.wait_for(asyncio.shield(self._raw), self.request_timeout)
         except KafkaConnectionError as exc:
@@ -443,7 +455,7 @@ class Connection:
                 # shielded: a cancelled wait_closed() cancels the close waiter it shares
                 await asyncio.wait_for(asyncio.shield(closed), self.request_timeout if timeout is None else timeout)
             except asyncio.TimeoutError:
-                self._writer.transport.abort()  # what is left unsent is dropped
+                self._writer.abort()  # what is left unsent is dropped
                 await asyncio.gather(closed, return_exceptions=True)
             except OSError:
                 pass
@@ -453,7 +465,7 @@ class Connection:
                 # a loop that closes its connection on the way out would never end (issue 13).
                 task = asyncio.current_task()
                 if task is not None and task.cancelling():
-                    self._writer.transport.abort()
+                    self._writer.abort()
                     raise
 
     # -- requests -------------------------------------------------------------------------
@@ -523,7 +535,9 @@ class Connection:
         self._next_correlation_id = (self._next_correlation_id + 1) & 0x7FFFFFFF
         correlation_id = self._next_correlation_id
         self._last_active = time.monotonic()
-        data = encode_request(api_key, version, correlation_id, self.client_id, body)
+        # Pieces, not one joined frame: a Produce request's record batches go to the
+        # socket as they are, not copied (issue 16; _Writer).
+        data = encode_request_parts(api_key, version, correlation_id, self.client_id, body)
         future = None
         if expect_response:
             future = asyncio.get_running_loop().create_future()
@@ -536,7 +550,7 @@ class Connection:
         else:
             try:
                 self._writer.write(data)
-                if self._writer.transport.get_write_buffer_size() > 1 << 20:
+                if self._writer.buffered > 1 << 20:
                     # Back-pressure only when the kernel buffer is full. The request's time
                     # runs meanwhile, as in Java (its timeout starts once the request is
                     # handed to the network layer): a broker that stopped reading must not
@@ -549,7 +563,7 @@ class Connection:
                 self._fail(error)
                 raise error from exc
         if self.metrics is not None:  # observability (kproto.metrics)
-            self.metrics.sent(len(data))
+            self.metrics.sent(sum(map(len, data)))
         if future is None:
             return None
         if written is not None:
@@ -675,11 +689,14 @@ class Connection:
         held, unheld, self._held, self._release, self._unheld = self._held, self._unheld, None, None, None
         if held and not self._closed:
             try:
-                self._writer.write(b"".join(held))
+                self._writer.write([piece for frame in held for piece in frame])
             except (OSError, RuntimeError) as exc:
                 self._fail(KafkaConnectionError(f"writing to {self.host}:{self.port} failed: {exc}"))
         if unheld is not None and not unheld.done():
             unheld.set_result(None)
+
+    def _write_failed(self, exc: OSError) -> None:
+        self._fail(KafkaConnectionError(f"writing to {self.host}:{self.port} failed: {exc}"))
 
     def _fail(self, error: BaseException) -> None:
         """Mark the connection broken and fail everything in flight with ``error``."""
@@ -706,7 +723,162 @@ class Connection:
             if isinstance(error, ClientClosedError):
                 self._writer.close()  # its owner's close: what is written still leaves (close() bounds the wait)
             else:
-                self._writer.transport.abort()  # broken: nothing more to send, and a frozen peer would keep it open
+                self._writer.abort()  # broken: nothing more to send, and a frozen peer would keep it open
+
+
+class _Writer:
+    """A :class:`Connection`'s write side: frames handed over as lists of pieces
+    (:func:`~kproto.protocol.frames.encode_request_parts`), sent in order, never joined.
+
+    Python 3.11's transport would copy a Produce request's record batches twice more on
+    their way to the socket: ``writelines`` joins the pieces, and what the socket does not
+    take at once (most of a megabyte request) is copied into the transport's buffer (issue
+    16). So on a plaintext connection (SASL_PLAINTEXT included: Kafka's SASL mechanisms do
+    not wrap the data) of a selector event loop before Python 3.12, this writes itself:
+    ``os.writev`` of the pieces, at once when nothing waits, and what the socket did not
+    take is kept as views of the caller's pieces (their objects, no copy) until the socket
+    is writable again. The transport then never buffers anything and keeps the reading.
+    Elsewhere the transport writes: TLS encrypts each piece of ``writelines`` as it
+    comes, and Python 3.12's transports ``sendmsg`` the pieces without a copy themselves.
+
+    ``close()`` lets what is queued leave first, then closes the transport; ``abort()``
+    drops it; the stream's ``connection_lost`` calls ``lost()``, before the socket closes.
+    """
+
+    DRAINED = 1 << 20  # drain() returns once no more than this waits (Connection's threshold)
+
+    def __init__(self, transport: asyncio.Transport, stream: _Stream, loop: asyncio.AbstractEventLoop,
+                 failed: Callable[[OSError], None]) -> None:
+        self.transport = transport
+        self._failed = failed  # a write failed (the connection fails, and aborts this)
+        self._stream = asyncio.StreamWriter(transport, stream, None, loop)  # the transport's way
+        self._loop: Any = loop
+        self._fd = -1  # writing here (os.writev) when >= 0
+        sock = transport.get_extra_info("socket")
+        if (sys.version_info < (3, 12) and hasattr(os, "writev") and sock is not None
+                and transport.get_extra_info("sslcontext") is None
+                and isinstance(loop, asyncio.selector_events.BaseSelectorEventLoop)):
+            self._fd = sock.fileno()
+        self._queue: deque[Any] = deque()  # pieces (or views of their rests) not written yet
+        self._queued = 0  # their bytes
+        self._watching = False  # the loop calls _writable when the socket can take more
+        self._closing = False
+        self._done = False  # lost, aborted or failed: nothing more is written
+        self._drained: asyncio.Future | None = None
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return self.transport.get_extra_info(name, default)
+
+    @property
+    def buffered(self) -> int:
+        """Bytes written and not yet taken by the socket."""
+        return self._queued if self._fd >= 0 else self.transport.get_write_buffer_size()
+
+    def write(self, pieces: list[Any]) -> None:
+        """Send ``pieces`` (bytes-like, in order) after what was written before."""
+        if self._fd < 0:
+            self._stream.writelines(pieces)
+            return
+        if self._done or self._closing:
+            return  # as a closed transport's write: the connection fails (or failed) the request
+        self._queue.extend(pieces)
+        self._queued += sum(map(_nbytes, pieces))
+        if not self._watching:
+            self._send()
+
+    async def drain(self) -> None:
+        """Wait until no more than :attr:`DRAINED` bytes wait for the socket.
+
+        Raises:
+            ConnectionResetError: the connection was lost meanwhile.
+        """
+        if self._fd < 0:
+            await self._stream.drain()
+            return
+        while self._queued > self.DRAINED and not self._done:
+            if self._drained is None:
+                self._drained = self._loop.create_future()
+            await asyncio.shield(self._drained)
+        if self._done:
+            raise ConnectionResetError("Connection lost")
+
+    def close(self) -> None:
+        """Close once what is queued has left (:meth:`wait_closed` waits for it)."""
+        if self._fd < 0 or not self._queue:
+            self._stream.close()
+        self._closing = True
+
+    async def wait_closed(self) -> None:
+        await self._stream.wait_closed()
+
+    def abort(self) -> None:
+        """Close at once; what is queued is dropped."""
+        self.lost()
+        self.transport.abort()
+
+    def lost(self) -> None:
+        """The connection ended (or is being cut): stop writing, let go of the queue."""
+        if self._done:
+            return
+        self._done = True
+        if self._watching:
+            self._loop._remove_writer(self._fd)
+            self._watching = False
+        self._queue.clear()
+        self._queued = 0
+        self._wake()
+
+    # -- writing (os.writev) --------------------------------------------------------------
+
+    def _send(self) -> None:
+        queue = self._queue
+        while queue:
+            try:
+                sent = os.writev(self._fd, queue if len(queue) <= _IOV_MAX else list(itertools.islice(queue, _IOV_MAX)))
+            except (BlockingIOError, InterruptedError):
+                break
+            except OSError as exc:  # the peer reset or closed the connection
+                self.lost()
+                self._failed(exc)
+                return
+            self._queued -= sent
+            while sent:
+                size = _nbytes(queue[0])
+                if sent >= size:
+                    queue.popleft()
+                    sent -= size
+                else:
+                    queue[0] = memoryview(queue[0]).cast("B")[sent:]  # a view of the rest, no copy
+                    sent = 0
+        if queue and not self._watching:
+            # The transport's way of waiting for its socket (asyncio's selector transports
+            # call the same): the public add_writer refuses a socket a transport owns.
+            self._loop._add_writer(self._fd, self._writable)
+            self._watching = True
+        elif not queue and self._watching:
+            self._loop._remove_writer(self._fd)
+            self._watching = False
+        if self._queued <= self.DRAINED:
+            self._wake()
+        if not queue and self._closing:
+            self._stream.close()
+
+    def _writable(self) -> None:
+        if not self._done:
+            self._send()
+
+    def _wake(self) -> None:
+        if self._drained is not None:
+            if not self._drained.done():
+                self._drained.set_result(None)
+            self._drained = None
+
+
+def _nbytes(piece: Any) -> int:
+    return piece.nbytes if type(piece) is memoryview else len(piece)
+
+
+_IOV_MAX = min(os.sysconf("SC_IOV_MAX"), 1024) if hasattr(os, "sysconf") else 16  # pieces per writev
 
 
 class _Stream(asyncio.streams.FlowControlMixin, asyncio.BufferedProtocol):
@@ -739,6 +911,8 @@ class _Stream(asyncio.streams.FlowControlMixin, asyncio.BufferedProtocol):
                 self._closed.set_exception(exc)
                 self._closed.exception()  # retrieved: wait_closed() may never be called
         super().connection_lost(exc)
+        if self._connection._writer is not None:
+            self._connection._writer.lost()  # before the transport closes the socket
         self._connection._lost(exc)
 
     def _get_close_waiter(self, stream: asyncio.StreamWriter) -> asyncio.Future:

@@ -556,6 +556,8 @@ class AIOProducer:
 
         Raises:
             KafkaTimeoutError: ``timeout`` seconds passed first.
+            KafkaError: the producer's sender stopped on an unexpected error (a bug), which
+                the message names; every record not acknowledged failed with it.
         """
         check_loop(self._home, "AIOProducer")
         if self._sender is None:
@@ -564,10 +566,12 @@ class AIOProducer:
         self._acc.flushing += 1
         try:
             self._sender.wake()
-            while self._waiting or self._acc.unsettled:
-                if self._sender.failed is not None:
+            while True:
+                if self._sender.failed is not None:  # a bug stopped it: says so even when all settled
                     self._sender.fail_queued(self._sender.failed)
                     raise self._sender.failed
+                if not (self._waiting or self._acc.unsettled):
+                    break
                 left = None if deadline is None else deadline - time.monotonic()
                 if left is not None and left <= 0:
                     raise KafkaTimeoutError(f"flush: {self._acc.unsettled} batches still unsettled after {timeout:g} s")

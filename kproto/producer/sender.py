@@ -42,6 +42,13 @@ with the broker's typed error. ``delivery.timeout.ms`` bounds a batch also while
 flight: a request is given up (as on ``request.timeout.ms``) when its oldest batch's
 delivery time is up, so a broker that stops answering or reading cannot hold a record
 past it.
+
+A bug (an exception no broker answer explains) in the loop, in a request's task, or while
+batches are taken to be sent stops the sender (``_die``): ``failed`` names the cause, and
+every batch not settled fails with it (queued, taken, in the request, and those in flight
+when they are answered), so that no record, ``flush()`` or send waiting for
+``buffer.memory`` waits for ever; ``flush()`` raises it, later sends raise
+:class:`~kproto.errors.ClientClosedError` naming it (issue 16).
 """
 
 from __future__ import annotations
@@ -50,10 +57,12 @@ import asyncio
 import logging
 import threading
 import time
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from kproto.codec import rewrite_batch
 from kproto.errors import (
+    ClientClosedError,
     DuplicateSequenceNumberError,
     KafkaError,
     KafkaTimeoutError,
@@ -128,6 +137,7 @@ class Sender:
         self._warned: str | None = None  # the step error last logged: each cause is logged once
         self._last_error: BaseException | None = None  # named by a batch that expires unsent
         self._refreshing: asyncio.Task | None = None
+        self._taking: Sequence[ProducerBatch] = ()  # the step's batches being taken (see _die)
         self.failed: KafkaError | None = None
         """Set when the sender stopped on an unexpected error: every record fails with it."""
         self._thread = threading.get_ident()  # the loop's
@@ -200,6 +210,8 @@ class Sender:
     async def _run(self) -> None:
         try:
             await self._loop_steps()
+        except Exception as exc:  # a bug outside a step: as one inside (_die)
+            self._die(exc)
         finally:
             self._serve(self._asked)  # nobody waits for a sender that stopped
 
@@ -213,6 +225,9 @@ class Sender:
             except asyncio.CancelledError:
                 raise
             except KafkaError as exc:  # e.g. no broker reachable for InitProducerId: try again later
+                if self._taking:  # not while taking batches: those would be lost (a bug, as below)
+                    self._die(exc)
+                    return
                 self._last_error = exc
                 if str(exc) != self._warned:  # not every backoff (issue 11)
                     self._warned = str(exc)
@@ -220,10 +235,7 @@ class Sender:
                 self._step_failures += 1
                 wait = self.retry_backoff.delay(self._step_failures)
             except Exception as exc:  # a bug: fail loudly rather than leave every future pending
-                log.exception("producer: the sender failed; failing every record not yet sent")
-                self.failed = KafkaError(f"the producer's sender failed: {exc!r}")
-                self.acc.appender.closed = True  # later sends raise instead of queueing for nobody
-                self.fail_queued(self.failed)
+                self._die(exc)
                 return
             if wait != 0.0:
                 self._serve(asked)
@@ -293,9 +305,11 @@ class Sender:
         if missing or self.cluster.stale:
             self._refresh(missing)
         for node, batches in by_node.items():
+            self._taking = batches  # taken but in no request yet: _die fails them should one raise
             for batch in batches:
                 self.acc.take(batch)
                 self._prepare(batch)
+            self._taking = ()
             self._in_flight[node] = self._in_flight.get(node, 0) + 1
             for b in batches:
                 tp = (b.topic, b.partition)
@@ -390,6 +404,14 @@ class Sender:
         self._event.set()
 
     async def _send(self, conn: Connection, batches: list[ProducerBatch]) -> None:
+        """One Produce request's task; a bug in it stops the sender (``_die``) rather than
+        leave its batches unsettled, and every flush waiting for them (issue 16)."""
+        try:
+            await self._request(conn, batches)
+        except Exception as exc:
+            self._die(exc, batches)
+
+    async def _request(self, conn: Connection, batches: list[ProducerBatch]) -> None:
         node = conn.node_id
         topics: dict[str, list] = {}
         for b in batches:
@@ -481,6 +503,27 @@ class Sender:
         sender failed (a send racing the failure may have queued one after it)."""
         for batch in self.acc.abort_all():
             self.acc.settle(batch, -1, error=error)
+
+    def _die(self, exc: Exception, batches: Sequence[ProducerBatch] = ()) -> None:
+        """An unexpected exception (a bug) in the loop or in a request: stop, and fail loudly
+        rather than leave records pending and ``flush()`` or a send waiting for
+        ``buffer.memory`` blocked for ever (issue 16). ``failed`` names the cause; every
+        batch not settled fails with it: ``batches`` (the request's), those queued, those a
+        step had taken, and (``_retry_or_fail``) those in flight when they are answered.
+        Later sends raise :class:`~kproto.errors.ClientClosedError` naming it."""
+        if self.failed is None:
+            log.error("producer: the sender failed; failing every record not yet acknowledged", exc_info=exc)
+            self.failed = failed = KafkaError(f"the producer's sender failed: {exc!r}")
+            failed.__cause__ = exc
+            self.acc.policy.refusal = lambda: ClientClosedError(f"the producer is closed: {failed}")
+            self.acc.appender.closed = True  # later sends raise instead of queueing for nobody
+            self._stopping = True
+            self._event.set()
+        self.fail_queued(self.failed)
+        for batch in (*batches, *self._taking):
+            if not batch.result.done:  # settled directly: the bug may be in the bookkeeping of _fail
+                self.acc.settle(batch, -1, error=self.failed)
+        self._taking = ()
 
     def _retry_or_fail(self, batch: ProducerBatch, error: KafkaError, *, force_retriable: bool = False) -> None:
         if (stopped := self.failed or self._refusal()) is not None:  # nobody would send it again

@@ -1,7 +1,8 @@
 """Whole frames: size prefix, request and response headers, and a sans-I/O frame reader.
 
 This is where peer bytes enter kproto's protocol layer, for both roles: a client calls
-:func:`encode_request` and :func:`decode_response`, a broker :func:`decode_request` and
+:func:`encode_request` (or :func:`encode_request_parts`, which leaves large record batches
+as they are, for a writer that takes a list of buffers) and :func:`decode_response`, a broker :func:`decode_request` and
 :func:`encode_response` (or :func:`encode_response_parts`, which leaves records unread for
 a broker that sends them from files); :class:`FrameReader` cuts a byte stream into frames
 for either. Nothing here touches a socket or a clock.
@@ -41,11 +42,13 @@ from kproto.protocol.types import NULLABLE_STRING, TAGGED_FIELDS, write_tagged_f
 
 __all__ = [
     "DEFAULT_MAX_FRAME_SIZE",
+    "OWN_PIECE",
     "RequestHeader",
     "UnsupportedApiVersionError",
     "request_header_version",
     "response_header_version",
     "encode_request",
+    "encode_request_parts",
     "decode_request",
     "encode_response",
     "encode_response_parts",
@@ -183,6 +186,55 @@ def encode_request(
         ValueError: unknown API key or version (a :class:`~kproto.protocol.schema.EncodeError`
             when ``body`` cannot be encoded).
     """
+    return _finish(_request_parts(api_key, api_version, correlation_id, client_id, body, header_tagged_fields))
+
+
+#: A bytes-like part of a request at least this long is a piece of its own in
+#: :func:`encode_request_parts` (a Produce request's record batches); shorter runs are joined.
+OWN_PIECE = 16 * 1024
+
+
+def encode_request_parts(
+    api_key: int,
+    api_version: int,
+    correlation_id: int,
+    client_id: str | None,
+    body: Message,
+) -> list[Any]:
+    """:func:`encode_request`'s frame as pieces to send in order, for a writer that takes a
+    list of buffers (``writev``, ``sendmsg``, a transport's ``writelines``).
+
+    A bytes-like value of at least :data:`OWN_PIECE` bytes (a Produce request's record
+    batches) is a piece of its own, the caller's object itself, not copied; the runs of
+    smaller parts between them (size prefix, header, fields) are joined. Joined, the pieces
+    are exactly what :func:`encode_request` returns.
+
+    Raises:
+        ValueError: as :func:`encode_request`.
+    """
+    parts = _request_parts(api_key, api_version, correlation_id, client_id, body, None)
+    try:
+        parts[0] = _SIZE.pack(sum(map(len, parts)))
+    except TypeError:
+        return [join_parts(parts)]  # a value without a len(): join_parts names the problem
+    pieces: list[Any] = []
+    run: list[Any] = []
+    for part in parts:
+        if len(part) >= OWN_PIECE and isinstance(part, _BYTES_LIKE):
+            if run:
+                pieces.append(join_parts(run))
+                run = []
+            pieces.append(part)
+        else:
+            run.append(part)
+    if run:
+        pieces.append(join_parts(run))
+    return pieces
+
+
+def _request_parts(api_key: int, api_version: int, correlation_id: int, client_id: str | None, body: Message,
+                   header_tagged_fields: dict[int, bytes] | None) -> list[Any]:
+    # parts[0] is left for the size prefix (see _finish).
     info = _REQUEST_INFO.get(api_key)
     if info is None:
         raise ValueError(f"API key {api_key} is not in kproto's schema table")
@@ -200,7 +252,7 @@ def encode_request(
         else:
             parts.append(b"\x00")
     codec.encode_into(body, api_version, parts.append)
-    return _finish(parts)
+    return parts
 
 
 def _response_parts(api_key: int, api_version: int, correlation_id: int, body: Message) -> list[Any]:
