@@ -208,18 +208,18 @@ def test_many_polls_racing_fetches_seeks_and_pauses_lose_and_repeat_nothing(brok
         while any(expected[p] < count for p in range(partitions)) or paused:
             assert time.monotonic() < deadline, expected
             roll = rng.random()
-            if roll < 0.03:
+            if roll < 0.08:  # a little way back: the records sought come again
                 p = rng.randrange(partitions)
-                to = rng.randrange(0, max(expected[p], 1))
+                to = rng.randrange(max(expected[p] - 30, 0), expected[p] + 1)
                 c.seek(tps[p], to)
                 expected[p] = to
-            elif roll < 0.06 and not paused:
+            elif roll < 0.16 and not paused:
                 paused = {rng.randrange(partitions)}
                 c.pause([tps[p] for p in paused])
-            elif roll < 0.10 and paused:
+            elif roll < 0.28 and paused:
                 c.resume([tps[p] for p in paused])
                 paused = set()
-            for r in c.poll(0.2, max_records=rng.choice([None, 1, 7, 50, 200])):
+            for r in c.poll(0.2, max_records=rng.choice([None, 1, 7, 50])):
                 assert r.partition not in paused
                 assert r.offset == expected[r.partition], (r.partition, r.offset, expected)
                 expected[r.partition] = r.offset + 1
