@@ -13,6 +13,7 @@ from kproto.consumer import Consumer
 from kproto.structs import TopicPartition
 from tests.consumer.conftest import DEADLINE
 from tests.consumer.test_consumer import create
+from tests.consumer.test_group import member, minibroker_config, poll_until  # noqa: F401 (a fixture)
 from tests.consumer.test_poll_path import buffered
 
 
@@ -241,3 +242,47 @@ def test_many_polls_racing_fetches_seeks_and_pauses_lose_and_repeat_nothing(brok
     finally:
         peer.close()
     assert got == theirs
+
+
+@pytest.mark.parametrize("strategy", ["range", "cooperative-sticky"])
+def test_a_rebalance_while_records_are_drained_ahead_hands_over_exactly_where_polls_stopped(
+        broker, producer, strategy):
+    """issue 16 (sync poll): a second member joins while the first has records drained ahead:
+    the first's rebalance (in its poll, callbacks in its thread) commits what its polls
+    returned, not what was drained, and returns nothing of a partition once revoked; the
+    members together get every record once."""
+    topic, group = f"ahead-rebalance-{strategy}", f"ahead-rebalance-g-{strategy}"
+    create(broker, topic, 4)
+    for p in range(4):
+        for i in range(300):
+            producer.produce(topic, b"%d-%d" % (p, i), partition=p)
+    assert producer.flush(DEADLINE) == 0
+    config = {"max_poll_records": 5, "partition_assignment_strategy": strategy}
+    revoked: set = set()
+    late = []  # records of a partition returned after its revocation
+
+    def on_revoke(consumer, partitions):
+        revoked.update(partitions)
+
+    got: dict = {}
+    a = member(broker, group, **config)
+    b = member(broker, group, **config)
+    try:
+        a.subscribe([topic], on_revoke=on_revoke,
+                    on_assign=lambda consumer, partitions: revoked.difference_update(partitions))
+        poll_until([a], lambda: a._core._ahead is not None and bool(a._core._unconsumed()), got=got)
+        b.subscribe([topic])
+        deadline = time.monotonic() + DEADLINE
+        while sum(map(len, got.values())) < 1200:
+            assert time.monotonic() < deadline, "timed out"
+            for c in (a, b):
+                for r in c.poll(0.02):
+                    if c is a and TopicPartition(topic, r.partition) in revoked:
+                        late.append(r)
+                    got.setdefault(c, []).append((r.partition, r.offset))
+        assert got.get(b), "the second member got nothing"
+    finally:
+        a.close()
+        b.close()
+    assert not late
+    assert sorted(r for rs in got.values() for r in rs) == [(p, i) for p in range(4) for i in range(300)]
