@@ -37,6 +37,7 @@ import time
 import warnings
 from collections.abc import Callable, Iterator, Mapping
 from itertools import islice
+from operator import length_hint
 from typing import TYPE_CHECKING, Any
 
 from kproto._habits import missing
@@ -548,9 +549,11 @@ class Consumer:
         Interceptors see each poll's records on the loop, as before: no read-ahead then."""
         core = self._core
         limit = core._max_poll_records if max_records is None else max_records
-        ahead = core._ahead
-        if ahead is not None and core._ahead_due():
-            records = list(islice(ahead._left, limit))
+        if core._ahead is not None and length_hint(core._ahead._left) and core._ahead_due():
+            if core._commit_results:  # commit callbacks run in poll, in this thread (as Java's)
+                self._portal.call(core._run_commit_callbacks)  # (one may seek: read _ahead after)
+            ahead = core._ahead
+            records = list(islice(ahead._left, limit)) if ahead is not None else None
             if records:
                 return core._served(records)
         ahead_polls = 1 if core._interceptors is not None or limit <= 0 else _AHEAD

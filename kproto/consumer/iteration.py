@@ -24,7 +24,6 @@ waits) replace or drop it, so it needs no lock.
 
 from __future__ import annotations
 
-import time
 from collections.abc import AsyncIterator, Iterable, Iterator
 from operator import length_hint
 
@@ -102,13 +101,13 @@ class Iteration(ConsumerState):
             self._seek_back(_first_per_partition(ahead.records[ahead.consumed:]))
 
     def _ahead_due(self) -> bool:
-        """The sync face may hand out records drained ahead now, in its own thread: no
-        commit callback, group step or auto-commit is waiting for a poll on the loop, and no
-        iteration was left part way (its records come first). Reads only."""
+        """The sync face may hand out records drained ahead now, in its own thread: no group
+        step is waiting for a poll on the loop (a rebalance polls them again first), and no
+        iteration was left part way (its records come first). Reads only. Commit callbacks
+        due meanwhile are run by the face first; an auto-commit waits for the next trip to
+        the loop (a few polls; it commits what polls returned, whenever it runs)."""
         iteration = self._iteration
-        return (not self._commit_results and self._group_idle()
-                and not (self._auto_commit and time.monotonic() >= self._next_auto_commit)
-                and (iteration is None or not length_hint(iteration._left)))
+        return self._group_idle() and (iteration is None or not length_hint(iteration._left))
 
     def _poll_abandoned(self, records: list[ConsumerRecord] | None) -> None:
         """A sync poll's records that its caller never received (Ctrl-C while the quick call

@@ -99,6 +99,47 @@ def test_records_drained_ahead_are_not_consumed_for_position_and_commits(broker,
     assert [r.offset for r in got + rest] == list(range(40))
 
 
+def test_commit_callbacks_run_in_the_polling_thread_without_dropping_records_drained_ahead(broker, filled):
+    """issue 16 (sync poll): poll then commit_async(callback) at every poll, a common loop: the
+    callbacks run in the polling thread at the next polls (as Java's), and the records
+    drained ahead stay (no seek back and fetch again per commit); a callback that seeks
+    is obeyed by the polls after it."""
+    [tp] = filled("ahead-callbacks", count=60)
+    ran = []
+    sought_back = []  # records drained ahead polled again, but by the callback's seek
+    seeking = [False]
+    with sync_consumer(broker, group_id="ahead-callbacks", enable_auto_commit=False, max_poll_records=3) as c:
+        seek_back = c._core._seek_back
+        c._core._seek_back = lambda first: (sought_back.append(dict(first)) if first and not seeking[0] else None,
+                                            seek_back(first))
+
+        def callback(offsets, error):
+            ran.append((threading.current_thread(), error))
+            if len(ran) == 8:
+                seeking[0] = True
+                c.seek(tp, 50)
+                seeking[0] = False
+
+        c.assign([tp])
+        got = [r.offset for r in c.poll(DEADLINE)]
+        buffered(c, tp, 60 - len(got))
+        deadline = time.monotonic() + DEADLINE
+        while not got or got[-1] < 59:
+            assert time.monotonic() < deadline
+            records = c.poll(0.2)
+            got += [r.offset for r in records]
+            if records:
+                c.commit_async(callback=callback)
+                while not c._core._commit_results:  # answered: its callback is due at the next poll
+                    assert time.monotonic() < deadline
+                    time.sleep(0.001)
+        assert len(ran) >= 8 and {t for t, _ in ran} == {threading.current_thread()}
+        assert {e for _, e in ran} == {None}
+        cut = got.index(50)
+        assert got[:cut] == list(range(cut)) and got[cut:] == list(range(50, 60))
+        assert not sought_back
+
+
 def test_seek_and_pause_act_on_the_positions_polls_returned(broker, filled):
     """issue 16 (sync poll): a seek while records are drained ahead starts that partition at
     the offset sought, with the other partition going on where its polls stopped; a paused
