@@ -25,6 +25,7 @@ waits) replace or drop it, so it needs no lock.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterable, Iterator
+from itertools import islice
 from operator import length_hint
 
 from kproto.consumer.state import ConsumerState
@@ -79,10 +80,12 @@ class Iteration(ConsumerState):
         """First record per partition that iteration handed out of a batch but not yet
         yielded, or else that the sync face drained ahead but no poll returned yet."""
         first: dict[TopicPartition, ConsumerRecord] = {}
+        assigned = self._subscriptions.assigned()
         # In offset order: an iteration's batch was taken before what is still ahead.
         for batch in (self._iteration, self._ahead):
             if batch is not None:
-                for tp, record in _first_per_partition(batch.records[batch.consumed:]).items():
+                records = islice(batch.records, batch.consumed, None)
+                for tp, record in _first_per_partition(records, assigned).items():
                     first.setdefault(tp, record)
         return first
 
@@ -98,7 +101,8 @@ class Iteration(ConsumerState):
         the assignment are about to change); an iteration's batch is left as it is."""
         ahead, self._ahead = self._ahead, None
         if ahead is not None:
-            self._seek_back(_first_per_partition(ahead.records[ahead.consumed:]))
+            records = islice(ahead.records, ahead.consumed, None)
+            self._seek_back(_first_per_partition(records, self._subscriptions.assigned()))
 
     def _ahead_due(self) -> bool:
         """The sync face may hand out records drained ahead now, in its own thread: no group
@@ -121,8 +125,19 @@ class Iteration(ConsumerState):
                 self.seek(tp, OffsetAndMetadata(record.offset, "", record.leader_epoch))
 
 
-def _first_per_partition(records: Iterable[ConsumerRecord]) -> dict[TopicPartition, ConsumerRecord]:
+def _first_per_partition(records: Iterable[ConsumerRecord], assigned: Iterable[TopicPartition] | None = None
+                         ) -> dict[TopicPartition, ConsumerRecord]:
+    """The first of ``records`` of each partition; with ``assigned``, the walk stops once
+    each of those is found (records drained ahead are thousands: position() and commit()
+    after each poll must not walk them all)."""
     first: dict[TopicPartition, ConsumerRecord] = {}
+    wanted = None if assigned is None else set(assigned)
     for record in records:
-        first.setdefault(TopicPartition(record.topic, record.partition), record)
+        tp = TopicPartition(record.topic, record.partition)
+        if tp not in first:
+            first[tp] = record
+            if wanted is not None:
+                wanted.discard(tp)
+                if not wanted:
+                    break
     return first
