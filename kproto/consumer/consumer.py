@@ -558,14 +558,14 @@ class Consumer:
                 return core._served(records)
         ahead_polls = 1 if core._interceptors is not None or limit <= 0 else _AHEAD
         # Ctrl-C meanwhile: records drained for nobody are sought back to (on_abandoned).
-        records = self._portal.call_plain(core._poll_now, max_records, False, ahead_polls,
+        drained = self._portal.call_plain(core._poll_now, max_records, False, ahead_polls,
                                           on_abandoned=core._poll_abandoned)
-        if records is None or ahead_polls == 1:
-            return records
-        if len(records) > limit:
-            core._ahead = Batch(records)
-            records = list(islice(core._ahead._left, limit))
-        return core._served(records)
+        if drained is None or ahead_polls == 1:
+            return drained
+        if len(drained) > limit:
+            core._ahead = Batch(drained)
+            drained = list(islice(core._ahead._left, limit))
+        return core._served(drained)
 
     def poll_arrow(self, timeout: float | None = None, *, max_records: int | None = None,
                    include_headers: bool = True) -> pa.RecordBatch:
