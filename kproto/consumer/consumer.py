@@ -548,6 +548,8 @@ class Consumer:
         rest are drained ahead; kproto.consumer.iteration); None when the full poll is due.
         Interceptors see each poll's records on the loop, as before: no read-ahead then."""
         core = self._core
+        if core._closed:  # by another thread: what was drained ahead is not handed out
+            raise ClientClosedError("the consumer is closed")
         limit = core._max_poll_records if max_records is None else max_records
         if core._ahead is not None and length_hint(core._ahead._left) and core._ahead_due():
             if core._commit_results:  # commit callbacks run in poll, in this thread (as Java's)

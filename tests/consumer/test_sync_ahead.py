@@ -140,6 +140,30 @@ def test_commit_callbacks_run_in_the_polling_thread_without_dropping_records_dra
         assert not sought_back
 
 
+def test_a_close_from_another_thread_ends_iteration_before_the_records_drained_ahead(broker, filled):
+    """issue 16 (sync poll): ``for record in consumer`` closed from another thread ends once
+    the batch being yielded is done; the records drained ahead, which the close counted as
+    not consumed, are not handed out after it."""
+    [tp] = filled("ahead-close", count=100)
+    c = sync_consumer(broker, max_poll_records=5)
+    try:
+        c.assign([tp])
+        got = [r.offset for r in c.poll(DEADLINE)]
+        buffered(c, tp, 100 - len(got))
+        after = []
+        for record in c:
+            if not c._core._closed and got[-1] == 12:  # here, with records drained ahead
+                assert c._core._ahead is not None and c._core._unconsumed()
+                closing = threading.Thread(target=c.close)
+                closing.start()
+                closing.join()
+            (after if c._core._closed else got).append(record.offset)
+        assert got == list(range(13)) and after == list(range(13, 13 + len(after)))
+        assert len(after) < 5, after
+    finally:
+        c.close()
+
+
 def test_seek_and_pause_act_on_the_positions_polls_returned(broker, filled):
     """issue 16 (sync poll): a seek while records are drained ahead starts that partition at
     the offset sought, with the other partition going on where its polls stopped; a paused
