@@ -554,6 +554,9 @@ class Consumer:
         if core._ahead is not None and length_hint(core._ahead._left) and core._ahead_due():
             if core._commit_results:  # commit callbacks run in poll, in this thread (as Java's)
                 self._portal.call(core._run_commit_callbacks)  # (one may seek: read _ahead after)
+            if core._auto_commit and time.monotonic() >= core._next_auto_commit:
+                # On time, as Java's poll does it (it commits what polls returned: _consumed)
+                self._portal.call_plain(core._maybe_auto_commit)
             ahead = core._ahead
             records = list(islice(ahead._left, limit)) if ahead is not None else None
             if records:

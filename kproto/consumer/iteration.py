@@ -108,8 +108,8 @@ class Iteration(ConsumerState):
         """The sync face may hand out records drained ahead now, in its own thread: no group
         step is waiting for a poll on the loop (a rebalance polls them again first), and no
         iteration was left part way (its records come first). Reads only. Commit callbacks
-        due meanwhile are run by the face first; an auto-commit waits for the next trip to
-        the loop (a few polls; it commits what polls returned, whenever it runs)."""
+        and an auto-commit due meanwhile are the face's to run first (they leave the
+        records drained ahead as they are: commits count only what polls returned)."""
         iteration = self._iteration
         return self._group_idle() and (iteration is None or not length_hint(iteration._left))
 
