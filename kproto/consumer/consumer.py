@@ -20,16 +20,24 @@ its rebalance and commit callbacks run in the thread that called poll (or close)
 may call the consumer's blocking methods, ``commit`` included. A sync poll that finds
 records buffered and nothing else due takes them through the portal's quick call
 (:meth:`AIOConsumer._poll_now`: no task, about a third of a full call), since a poll per
-``max.poll.records`` records makes that cost count per record.
+``max.poll.records`` records makes that cost count per record. Even so, a trip to the loop
+thread costs about twice the decoding of the records it takes (two thread wake-ups, two
+hand-overs of the GIL), so the quick call drains up to ``_AHEAD`` polls' worth and the next
+polls hand the rest out in the caller's thread without a trip: records drained ahead,
+which count as not consumed until a poll returns them
+(:mod:`~kproto.consumer.iteration`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 import warnings
 from collections.abc import Callable, Iterator, Mapping
+from itertools import islice
+from operator import length_hint
 from typing import TYPE_CHECKING, Any
 
 from kproto._habits import missing
@@ -62,6 +70,10 @@ log = logging.getLogger("kproto.consumer")
 _CLOSE_TIMEOUT_S = 30.0  # Java's KafkaConsumer.DEFAULT_CLOSE_TIMEOUT_MS
 
 _IMPLAUSIBLE = 300  # seconds: a poll as long as max.poll.interval.ms's default is surely in ms
+
+# Polls' worth of records a sync poll's trip to the loop thread drains (issue 16): a trip
+# costs about what decoding 1,000 records does; the rest is handed out without a trip.
+_AHEAD = 8
 
 
 def _seconds(timeout: float | None, timeout_ms: int | None) -> float | None:
@@ -118,6 +130,7 @@ class AIOConsumer(Positions, Rebalancing, Commits, Iteration, Columnar):
         self._tasks: list[asyncio.Task] = []
         self._positions: asyncio.Task | None = None
         self._iteration: Batch | None = None
+        self._ahead: Batch | None = None  # the sync face's records drained ahead (kproto.consumer.iteration)
         self._home: asyncio.AbstractEventLoop | None = None  # the loop its tasks run on
         self._closed = False
         # Groups: the coordinator (with group.id), the running join, callbacks, auto-commit.
@@ -295,13 +308,15 @@ class AIOConsumer(Positions, Rebalancing, Commits, Iteration, Columnar):
         self._started()
         return await self._poll(timeout, max_records)
 
-    def _poll_now(self, max_records: int | None, columns: bool = False) -> list | None:
+    def _poll_now(self, max_records: int | None, columns: bool = False, ahead: int = 1) -> list | None:
         """A poll that finishes at once, run on the loop with no task (the sync face's quick
         path, :meth:`~kproto._loop.Portal.call_plain`): the buffered records, or None when
         the full :meth:`poll` is due instead, because nothing is buffered or because a commit
         callback or a group step is waiting (they may run callbacks in the caller's thread).
         Otherwise the same steps as :meth:`_poll`'s, in its order. With ``columns``, the
-        fetcher's columns (poll_arrow's quick path, which counts the rows it returns)."""
+        fetcher's columns (poll_arrow's quick path, which counts the rows it returns). With
+        ``ahead`` > 1, up to that many polls' worth of records, not counted: the sync face
+        hands them out a poll at a time (:meth:`Consumer.poll`), counting each poll."""
         fetcher = self._started()
         if self._subscriptions.type is SubscriptionType.NONE or self._commit_results or not self._group_idle():
             return None
@@ -311,14 +326,22 @@ class AIOConsumer(Positions, Rebalancing, Commits, Iteration, Columnar):
             self._event.clear()
             self._step_positions()
             limit = self._max_poll_records if max_records is None else max_records
-            records = fetcher.drain_columns(limit) if columns else fetcher.drain(limit)
-            if not records:
-                return None
+            records = fetcher.drain_columns(limit) if columns else fetcher.drain(limit * ahead)
+            if not records or ahead > 1:
+                return records or None
             self._metrics.poll_started()  # the full poll that follows a None counts its own
             # metrics, interceptors (observability); poll_arrow counts the rows it makes
             return records if columns else self._polled(records)
         finally:
             self._last_poll = time.monotonic()
+
+    def _served(self, records: list[ConsumerRecord]) -> list[ConsumerRecord]:
+        """A sync poll returns ``records`` drained ahead (:meth:`Consumer.poll`), in its own
+        thread: what a poll on the loop records (metrics; max.poll.interval.ms's clock).
+        The loop reads these as the application's thread writes them, as ``metrics()`` does."""
+        self._metrics.poll_started()
+        self._last_poll = time.monotonic()
+        return self._metrics.polled(records)
 
     async def _poll(self, timeout: float | None, max_records: int | None = None,
                     drain: Callable[[int], list] | None = None) -> list:
@@ -431,6 +454,25 @@ class AIOConsumer(Positions, Rebalancing, Commits, Iteration, Columnar):
 
 # -- the face for threads ------------------------------------------------------------------
 
+def _dropping_ahead(method: Callable[..., Any]) -> Callable[..., Any]:
+    """:func:`~kproto._loop.blocking`'s twin for the calls that move positions or the
+    assignment: on the loop, the records drained ahead of the sync polls are sought back to
+    first (:meth:`~kproto.consumer.iteration.Iteration._drop_ahead`), so that the call acts
+    on the positions the application has seen (a pause keeps a paused partition's records,
+    a commit before reassigning commits only what polls returned)."""
+    name = method.__name__
+
+    def dropped(core: AIOConsumer, *args: Any, **kwargs: Any) -> Any:
+        core._drop_ahead()
+        return getattr(core, name)(*args, **kwargs)
+
+    @functools.wraps(method)
+    def call(self: Consumer, /, *args: Any, **kwargs: Any) -> Any:
+        return self._portal.call(dropped, self._core, *args, **kwargs)
+
+    return call
+
+
 @refuse_when_closed("consumer", lambda self: self._core._closed)
 class Consumer:
     """The consumer for threads: :class:`AIOConsumer` on a background loop.
@@ -465,8 +507,7 @@ class Consumer:
         while True:
             try:
                 # The previous batch was all yielded: the quick call's abandoning seeks nothing.
-                batch = (self._portal.call_plain(core._poll_now, None, on_abandoned=core._poll_abandoned)
-                         or self._portal.call(core._poll, None))
+                batch = self._take(None) or self._portal.call(core._poll, None)
             except ClientClosedError:
                 return
             yield from core._yielding(batch)
@@ -480,9 +521,9 @@ class Consumer:
         """The consumer's metrics now; see :meth:`AIOConsumer.metrics`."""
         return self._core.metrics()
 
-    subscribe = blocking(AIOConsumer.subscribe)
-    unsubscribe = blocking(AIOConsumer.unsubscribe)
-    assign = blocking(AIOConsumer.assign)
+    subscribe = _dropping_ahead(AIOConsumer.subscribe)
+    unsubscribe = _dropping_ahead(AIOConsumer.unsubscribe)
+    assign = _dropping_ahead(AIOConsumer.assign)
     assignment = blocking(AIOConsumer.assignment)
     subscription = blocking(AIOConsumer.subscription)
     commit = blocking(AIOConsumer.commit)
@@ -494,14 +535,42 @@ class Consumer:
         # Records already buffered come back through the portal's quick call (a poll every
         # max.poll.records records: its cost counts per record); anything else, the full poll.
         if (timeout is None or timeout_ms is None) and (timeout is None or timeout < _IMPLAUSIBLE):
-            # Ctrl-C meanwhile: records drained for nobody are sought back to (on_abandoned).
-            records = self._portal.call_plain(self._core._poll_now, max_records,
-                                              on_abandoned=self._core._poll_abandoned)
+            records = self._take(max_records)
             if records is not None:
                 return records
         return self._portal.call(self._core.poll, timeout, max_records=max_records, timeout_ms=timeout_ms)
 
     poll.__doc__ = AIOConsumer.poll.__doc__  # one docstring, as blocking() gives the others
+
+    def _take(self, max_records: int | None) -> list[ConsumerRecord] | None:
+        """A poll's records without waiting: from those drained ahead, in this thread, or
+        through the portal's quick call, which drains up to ``_AHEAD`` polls' worth (the
+        rest are drained ahead; kproto.consumer.iteration); None when the full poll is due.
+        Interceptors see each poll's records on the loop, as before: no read-ahead then."""
+        core = self._core
+        if core._closed:  # by another thread: what was drained ahead is not handed out
+            raise ClientClosedError("the consumer is closed")
+        limit = core._max_poll_records if max_records is None else max_records
+        if core._ahead is not None and length_hint(core._ahead._left) and core._ahead_due():
+            if core._commit_results:  # commit callbacks run in poll, in this thread (as Java's)
+                self._portal.call(core._run_commit_callbacks)  # (one may seek: read _ahead after)
+            if core._auto_commit and time.monotonic() >= core._next_auto_commit:
+                # On time, as Java's poll does it (it commits what polls returned: _consumed)
+                self._portal.call_plain(core._maybe_auto_commit)
+            ahead = core._ahead
+            records = list(islice(ahead._left, limit)) if ahead is not None else None
+            if records:
+                return core._served(records)
+        ahead_polls = 1 if core._interceptors is not None or limit <= 0 else _AHEAD
+        # Ctrl-C meanwhile: records drained for nobody are sought back to (on_abandoned).
+        drained = self._portal.call_plain(core._poll_now, max_records, False, ahead_polls,
+                                          on_abandoned=core._poll_abandoned)
+        if drained is None or ahead_polls == 1:
+            return drained
+        if len(drained) > limit:
+            core._ahead = Batch(drained)
+            drained = list(islice(core._ahead._left, limit))
+        return core._served(drained)
 
     def poll_arrow(self, timeout: float | None = None, *, max_records: int | None = None,
                    include_headers: bool = True) -> pa.RecordBatch:
@@ -520,10 +589,10 @@ class Consumer:
 
     poll_arrow.__doc__ = AIOConsumer.poll_arrow.__doc__
     position = blocking(AIOConsumer.position)
-    seek = blocking(AIOConsumer.seek)
-    seek_to_beginning = blocking(AIOConsumer.seek_to_beginning)
-    seek_to_end = blocking(AIOConsumer.seek_to_end)
-    pause = blocking(AIOConsumer.pause)
+    seek = _dropping_ahead(AIOConsumer.seek)
+    seek_to_beginning = _dropping_ahead(AIOConsumer.seek_to_beginning)
+    seek_to_end = _dropping_ahead(AIOConsumer.seek_to_end)
+    pause = _dropping_ahead(AIOConsumer.pause)
     resume = blocking(AIOConsumer.resume)
     paused = blocking(AIOConsumer.paused)
     beginning_offsets = blocking(AIOConsumer.beginning_offsets)

@@ -1,16 +1,31 @@
 """The consumer's iteration: ``for record in consumer`` and ``async for`` (:class:`Iteration`,
-a part of :class:`~kproto.consumer.AIOConsumer`).
+a part of :class:`~kproto.consumer.AIOConsumer`), and the sync face's records drained ahead.
 
 Iteration polls batches and yields their records one by one. A record counts as consumed
 once yielded: a commit inside the loop commits up to it, and after leaving the loop
 early, the next poll starts each partition at its first record not yet yielded (the
 consumer seeks back), so nothing is skipped. Both faces yield through
 :meth:`Iteration._yielding`, which keeps that count.
+
+Records drained ahead (issue 16). Each trip of the sync :class:`~kproto.consumer.Consumer`
+to the loop thread costs about twice the decoding of the ``max.poll.records`` records it
+fetches (two thread wake-ups and two hand-overs of the GIL), so its poll drains a few
+polls' worth in one trip and hands the rest out from :attr:`Iteration._ahead` in its own
+thread, ``max.poll.records`` at a time, without the trip. Records drained ahead count as
+not consumed, exactly as an iteration's records not yet yielded: ``position`` and commits
+stop at the first of them (:meth:`Iteration._unconsumed`), any poll made on the loop
+seeks back to them first (:meth:`Iteration._abandon_iteration`), and a call that moves
+positions or the assignment (seek, pause, assign, subscribe, unsubscribe) seeks back to
+them before it acts (:meth:`Iteration._drop_ahead`), so the records a poll returns are
+those that a poll without read-ahead would return. Only the application's thread (in
+poll) takes from it, and only calls made from that thread (through the loop, while it
+waits) replace or drop it, so it needs no lock.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterable, Iterator
+from itertools import islice
 from operator import length_hint
 
 from kproto.consumer.state import ConsumerState
@@ -62,17 +77,41 @@ class Iteration(ConsumerState):
         yield from iteration._left
 
     def _unconsumed(self) -> dict[TopicPartition, ConsumerRecord]:
-        """First record per partition that iteration handed out of a batch but not yet yielded."""
-        iteration = self._iteration
-        if iteration is None:
-            return {}
-        return _first_per_partition(iteration.records[iteration.consumed:])
+        """First record per partition that iteration handed out of a batch but not yet
+        yielded, or else that the sync face drained ahead but no poll returned yet."""
+        first: dict[TopicPartition, ConsumerRecord] = {}
+        assigned = self._subscriptions.assigned()
+        # In offset order: an iteration's batch was taken before what is still ahead.
+        for batch in (self._iteration, self._ahead):
+            if batch is not None:
+                records = islice(batch.records, batch.consumed, None)
+                for tp, record in _first_per_partition(records, assigned).items():
+                    first.setdefault(tp, record)
+        return first
 
     def _abandon_iteration(self) -> None:
-        """An iteration was left early: its records not yet yielded are to be polled again."""
+        """An iteration was left early, or the sync face's records drained ahead are still
+        there (a poll on the loop comes first): they are to be polled again."""
         unconsumed = self._unconsumed()
-        self._iteration = None
+        self._iteration = self._ahead = None
         self._seek_back(unconsumed)
+
+    def _drop_ahead(self) -> None:
+        """The sync face's records drained ahead are to be polled again (the positions or
+        the assignment are about to change); an iteration's batch is left as it is."""
+        ahead, self._ahead = self._ahead, None
+        if ahead is not None:
+            records = islice(ahead.records, ahead.consumed, None)
+            self._seek_back(_first_per_partition(records, self._subscriptions.assigned()))
+
+    def _ahead_due(self) -> bool:
+        """The sync face may hand out records drained ahead now, in its own thread: no group
+        step is waiting for a poll on the loop (a rebalance polls them again first), and no
+        iteration was left part way (its records come first). Reads only. Commit callbacks
+        and an auto-commit due meanwhile are the face's to run first (they leave the
+        records drained ahead as they are: commits count only what polls returned)."""
+        iteration = self._iteration
+        return self._group_idle() and (iteration is None or not length_hint(iteration._left))
 
     def _poll_abandoned(self, records: list[ConsumerRecord] | None) -> None:
         """A sync poll's records that its caller never received (Ctrl-C while the quick call
@@ -86,8 +125,19 @@ class Iteration(ConsumerState):
                 self.seek(tp, OffsetAndMetadata(record.offset, "", record.leader_epoch))
 
 
-def _first_per_partition(records: Iterable[ConsumerRecord]) -> dict[TopicPartition, ConsumerRecord]:
+def _first_per_partition(records: Iterable[ConsumerRecord], assigned: Iterable[TopicPartition] | None = None
+                         ) -> dict[TopicPartition, ConsumerRecord]:
+    """The first of ``records`` of each partition; with ``assigned``, the walk stops once
+    each of those is found (records drained ahead are thousands: position() and commit()
+    after each poll must not walk them all)."""
     first: dict[TopicPartition, ConsumerRecord] = {}
+    wanted = None if assigned is None else set(assigned)
     for record in records:
-        first.setdefault(TopicPartition(record.topic, record.partition), record)
+        tp = TopicPartition(record.topic, record.partition)
+        if tp not in first:
+            first[tp] = record
+            if wanted is not None:
+                wanted.discard(tp)
+                if not wanted:
+                    break
     return first
