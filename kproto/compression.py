@@ -1,4 +1,5 @@
-"""Kafka's compression codecs (gzip, snappy, lz4, zstd) over cramjam.
+"""Kafka's compression codecs (gzip, snappy, lz4, zstd) over cramjam (zstd decompression
+over the zstandard package when it is installed).
 
 The record codec calls :func:`compress` and :func:`decompress` once per batch with the
 codec id from the batch attributes (bits 0-2). Both take any bytes-like object and
@@ -44,6 +45,16 @@ the input. So memory stays within ``max_size`` (plus the input and one final cop
 ``bytes``), and a valid payload costs one decompression when its size is declared or
 bounded, and otherwise up to three attempts (a failed one stops at its buffer's size, but
 each starts over, with a new decoder).
+
+zstd decompression has a faster path when the optional ``zstandard`` package is
+installed (``pip install kproto[zstd]``; see :func:`zstd_decompressor`): one reused
+decompression context per thread (a context is not thread-safe) instead of cramjam's new
+decoder per call, about 15% faster on a 33 KB batch (issue 16). It is taken only where one
+call is known to be right and bounded: a single frame that declares a non-zero content
+size within ``max_size``, or a single frame without one whose block-header bound is
+within ``max_size``. Every other payload, and any error, goes to the cramjam path above,
+so both accept and reject the same payloads with the same errors. ``KPROTO_ZSTD=cramjam``
+in the environment at import keeps cramjam.
 """
 
 from __future__ import annotations
