@@ -20,7 +20,8 @@ kproto / aiokafka next to the goal it should meet:
   issue 16's goal is the zstd "+ touch" line (values touched).
 - the zstd batch again as Java's producer writes it (zstd-jni's streaming
   ZstdOutputStream: one frame that declares no content size, so kproto's bounded
-  decompression starts from a guessed buffer size): decode and "+ touch" rows, no goal.
+  decompression sizes its output from the frame's block headers): decode and "+ touch"
+  rows, no goal.
 - 1000 log lines, which zstd compresses far past 4:1, in the same Java framing: decode and
   "+ touch" rows, no goal (kproto sizes its buffer from the frame's block headers).
 - what bounds the zstd rows: the zstd decompression alone, timed in the same run as the
