@@ -743,7 +743,7 @@ _ZSTD_DECOMPRESSORS = {"cramjam": _zstd_decompress_cramjam}
 try:
     import zstandard as _zstandard
 except ImportError:  # the optional extra kproto[zstd] is not installed
-    _zstandard = None
+    _zstandard = None  # type: ignore[assignment]
 else:
     _zstd_local = threading.local()
     _ZSTD_DECOMPRESSORS["zstandard"] = _zstd_decompress_zstandard
