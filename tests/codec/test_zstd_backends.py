@@ -205,3 +205,18 @@ def test_one_frame_takes_one_zstandard_call_without_cramjam(monkeypatch, make):
 
     monkeypatch.setattr(compression, "_zstd_decompress_cramjam", no_cramjam)
     assert FAST(make(TEXT), MAX) == TEXT
+
+
+def test_without_zstandard_cramjam_decompresses():
+    """Without the zstd extra: cramjam, and KPROTO_ZSTD=zstandard fails loudly at import."""
+    code = ("import sys; sys.modules['zstandard'] = None\n"
+            "from kproto import compression\n"
+            "import cramjam\n"
+            "assert compression.decompress(4, bytes(cramjam.zstd.compress(b'abc'))) == b'abc'\n"
+            "print(compression.zstd_decompressor())")
+    env = {k: v for k, v in os.environ.items() if k != "KPROTO_ZSTD"}
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env)
+    assert run.returncode == 0 and run.stdout.strip() == "cramjam", run.stderr
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                         env={**env, "KPROTO_ZSTD": "zstandard"})
+    assert run.returncode != 0 and "zstandard package is not installed" in run.stderr
