@@ -20,11 +20,13 @@ kproto / aiokafka next to the goal it should meet:
   issue 16's goal is the zstd "+ touch" line (values touched).
 - the zstd batch again as Java's producer writes it (zstd-jni's streaming
   ZstdOutputStream: one frame that declares no content size, so kproto's bounded
-  decompression starts from a guessed buffer size): decode and "+ touch" rows, no goal.
+  decompression sizes its output from the frame's block headers): decode and "+ touch"
+  rows, no goal.
 - 1000 log lines, which zstd compresses far past 4:1, in the same Java framing: decode and
   "+ touch" rows, no goal (kproto sizes its buffer from the frame's block headers).
 - what bounds the zstd rows: the zstd decompression alone, timed in the same run as the
-  decodes (kproto's ``compression.decompress_view``, cramjam's ``zstd.decompress_into``;
+  decodes (kproto's ``compression.decompress_view``: one reused ``zstandard`` context when
+  that package is installed, the ``zstd`` extra, else cramjam's ``zstd.decompress_into``;
   aiokafka's ``codec.zstd_decode``, cramjam's ``zstd.decompress`` and a copy to bytes),
   its share of each library's "+ touch" decode, and the ratio kproto would reach if all
   its other work were free (aiokafka's time / kproto's decompression time).
@@ -36,6 +38,9 @@ kproto / aiokafka next to the goal it should meet:
 - CRC-32C: ``kproto.codec.crc32c`` vs the ``crc32c`` package, 1 MiB and 100 B. Goal >= 0.9x.
 
 The last lines repeat issue 16's goals, each "met" or "MISSED".
+
+The header says which zstd decompressor kproto used (``compression.zstd_decompressor()``:
+"zstandard" or "cramjam"); ``KPROTO_ZSTD=cramjam`` in the environment measures cramjam's.
 
 Method: for each case every library's operation is first checked to give the same
 records (encoders: the same batch bytes from kproto's two ways), then timed in interleaved runs (kproto, aiokafka, kafka-python, kproto, ...) so
@@ -367,7 +372,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     backend = kproto.codec_backend()
-    print(f"kproto codec backend: {backend}")
+    print(f"kproto codec backend: {backend}; zstd decompressor: {compression.zstd_decompressor()}")
     if backend != "cython" and not args.allow_python:
         print("bench/codec.py: the Cython codec is not in use (build it: python setup.py build_ext --inplace); "
               "pass --allow-python to benchmark the pure-Python twin anyway", file=sys.stderr)
@@ -461,7 +466,8 @@ def main(argv: list[str] | None = None) -> int:
             print(row(f"  validate {label} vs aio decode", n / t["validate"], aio, None, None))
         if zstd_bound:
             ours, theirs = t["kproto zstd"], t["aiokafka zstd"]
-            print(f"  what bounds it: the zstd decompression alone (both cramjam) takes kproto {ours * 1e6:.0f} us,"
+            print(f"  what bounds it: the zstd decompression alone (kproto {compression.zstd_decompressor()}, "
+                  f"aiokafka cramjam) takes kproto {ours * 1e6:.0f} us,"
                   f" aiokafka {theirs * 1e6:.0f} us per batch:")
             print(f"    {ours / t['kproto+touch']:.0%} of kproto's decode + touch, {theirs / t['aiokafka+touch']:.0%} of"
                   f" aiokafka's; were the rest free, kproto's + touch ratio would be {t['aiokafka+touch'] / ours:.2f}x")

@@ -28,7 +28,7 @@ from tests.codec.test_differential import decoded, rec_tuple
 from tests.codec.test_fuzz import V2_HEADER, seal_v2
 from tests.support.codec_strategies import byte_values, headers
 
-pytestmark = pytest.mark.codec
+pytestmark = [pytest.mark.codec, pytest.mark.usefixtures("zstd_decompressor")]
 
 cy = pytest.importorskip("kproto._codec", reason="the Cython extension is not built")
 
