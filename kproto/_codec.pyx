@@ -2119,3 +2119,22 @@ cdef class Appender:
         batch.size += grown
         self.used += grown
         return index
+
+
+# ---------------------------------------------------------------------------
+# broker produce validation (issue 16 "broker produce"): a stored batch without a copy
+# ---------------------------------------------------------------------------
+
+def stamped_head(buf, base_offset, partition_leader_epoch):
+    cdef _View v = _View(buf)
+    _whole_v2(v.ptr, v.size)
+    _twin._offsets_fit(_twin._field("base_offset", base_offset, 64), _ld32(v.ptr + LAST_OFFSET_DELTA))
+    _twin._field("partition_leader_epoch", partition_leader_epoch, 32)
+    out = PyBytes_FromStringAndSize(<const char*>v.ptr, MAGIC)
+    cdef uint8_t* b = <uint8_t*>PyBytes_AS_STRING(out)
+    _st64(b + BASE_OFFSET, base_offset)
+    _st32(b + LEADER_EPOCH, partition_leader_epoch)
+    return out
+
+
+stamped_head.__doc__ = _twin.stamped_head.__doc__

@@ -404,3 +404,36 @@ def test_a_builder_used_after_build_gives_what_a_fresh_one_gives(first, second, 
         out[backend] = (one, again, b.build(), b.size_in_bytes(), b.record_count)
         assert one == kept
     assert out[py] == out[cy]
+
+
+# broker produce validation (issue 16, "broker produce")
+
+@settings(max_examples=300, deadline=None)
+@given(batch_specs(magics=(2,)), int_or_none, int_or_none)
+def test_stamped_head_is_the_head_of_rewrite_batch(spec, base_offset, leader_epoch):
+    """issue 16 (broker produce): the 16-byte head a broker writes before the records as
+    received is what rewrite_batch writes there, on both backends, or both refuse alike;
+    with the rest of the batch it reads back as a valid batch (the CRC does not cover it)."""
+    raw = build(py, *spec)
+    base_offset = 0 if base_offset is None else base_offset
+    leader_epoch = 0 if leader_epoch is None else leader_epoch
+    a = outcome(lambda: py.stamped_head(raw, base_offset, leader_epoch))
+    assert a == outcome(lambda: cy.stamped_head(raw, base_offset, leader_epoch))
+    whole = outcome(lambda: py.rewrite_batch(raw, base_offset=base_offset, partition_leader_epoch=leader_epoch))
+    assert a[0] == whole[0]
+    if a[0] == "ok":
+        assert len(a[1]) == 16 and a[1] + raw[16:] == whole[1]
+        batch = next(iter(cy.read_batches(a[1] + raw[16:])))  # CRC checked
+        assert (batch.base_offset, batch.partition_leader_epoch) == (base_offset, leader_epoch)
+    else:
+        assert a == whole
+
+
+@settings(max_examples=200, deadline=None)
+@given(batch_specs(), st.data())
+def test_stamped_head_refuses_alike_what_is_not_one_whole_v2_batch(spec, data):
+    raw = build(py, *spec)
+    bad = damaged(data, raw)[: data.draw(st.integers(0, len(raw) + 1))] + data.draw(st.binary(max_size=2))
+    a = outcome(lambda: py.stamped_head(bad, 7, 0))
+    assert a == outcome(lambda: cy.stamped_head(bad, 7, 0))
+    assert a[0] == outcome(lambda: py.rewrite_batch(bad, base_offset=7, partition_leader_epoch=0))[0]
