@@ -158,7 +158,6 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from kproto.codec import stamped_head
 from kproto.errors import KafkaStorageError, OffsetOutOfRangeError
 from kproto.log_files import (
     DELETED_SUFFIX,
@@ -177,6 +176,7 @@ from kproto.log_files import LOG_START_OFFSET_CHECKPOINT as CHECKPOINT_FILE
 from kproto.records import (
     decode_record_set,
     read_batches,
+    stamped_head,
 )
 from minibroker.log.cleaner import CleanerStats, clean, complete_swaps
 from minibroker.log.config import LogConfig
