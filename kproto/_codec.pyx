@@ -2125,7 +2125,8 @@ cdef class Appender:
 
 
 # ---------------------------------------------------------------------------
-# broker produce validation (issue 16 "broker produce"): a stored batch without a copy
+# broker produce validation (issue 16 "broker produce"): a stored batch without a copy,
+# and the record walk of validate_batch
 # ---------------------------------------------------------------------------
 
 def stamped_head(buf, base_offset, partition_leader_epoch):
