@@ -688,8 +688,9 @@ cdef int _decode_v2(Batch batch, int64_t fetch_offset, list out, _Columns cols, 
                 pos += vlen
             _read_varint(p, &pos, end, &count)
             # A header takes at least 2 bytes (two length varints): a larger count is a lie,
-            # and must be caught before anything is sized by it.
-            if count < 0 or count > (rec_end - pos) // 2:
+            # and must be caught before anything is sized by it. (No division: cdivision
+            # truncates a negative room towards 0, where the twin's // floors it.)
+            if count < 0 or 2 * <int64_t>count > rec_end - pos:
                 raise _corrupt("bad header count")
             if (off_delta > 0 and base_offset > INT64_MAX - off_delta) or (off_delta < 0 and base_offset < INT64_MIN - off_delta):
                 raise _corrupt("record offset or timestamp overflows 64 bits")
@@ -2209,7 +2210,7 @@ cdef int _walk_records(const uint8_t* p, Py_ssize_t end, int32_t count, int64_t 
             return -1
         if vlen > 0:
             pos += vlen
-        if not _short_varint(p, &pos, end, &headers) or headers < 0 or headers > (rec_end - pos) // 2:
+        if not _short_varint(p, &pos, end, &headers) or headers < 0 or 2 * headers > rec_end - pos:
             return -1
         if (off_delta > 0 and base_offset > INT64_MAX - off_delta) or (off_delta < 0 and base_offset < INT64_MIN - off_delta):
             return -1
