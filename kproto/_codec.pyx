@@ -764,8 +764,9 @@ cdef int _decode_v2(Batch batch, int64_t fetch_offset, list out, _Columns cols, 
                 pos += vlen
             _read_varint(p, &pos, end, &count)
             # A header takes at least 2 bytes (two length varints): a larger count is a lie,
-            # and must be caught before anything is sized by it.
-            if count < 0 or count > (rec_end - pos) // 2:
+            # and must be caught before anything is sized by it. (No division: cdivision
+            # truncates a negative room towards 0, where the twin's // floors it.)
+            if count < 0 or 2 * <int64_t>count > rec_end - pos:
                 raise _corrupt("bad header count")
             if (off_delta > 0 and base_offset > INT64_MAX - off_delta) or (off_delta < 0 and base_offset < INT64_MIN - off_delta):
                 raise _corrupt("record offset or timestamp overflows 64 bits")
@@ -1247,6 +1248,9 @@ def validate_batch(buf):
         raise _corrupt("expected exactly one whole record batch")
     cdef Batch batch = <Batch>obj
     _twin._check_produced(batch)
+    cdef int quick = _walk_produced(batch)  # a record walk in C alone; -1: let _decode_v2 say why
+    if quick >= 0:
+        return batch, quick == 1
     try:
         _decode_v2(batch, INT64_MIN, None, None, True)
     except InvalidRecordError:  # a null key, raised only once every record parsed
@@ -2195,3 +2199,112 @@ cdef class Appender:
         batch.size += grown
         self.used += grown
         return index
+
+
+# ---------------------------------------------------------------------------
+# broker produce validation (issue 16 "broker produce"): a stored batch without a copy,
+# and the record walk of validate_batch
+# ---------------------------------------------------------------------------
+
+def stamped_head(buf, base_offset, partition_leader_epoch):
+    cdef _View v = _View(buf)
+    _whole_v2(v.ptr, v.size)
+    _twin._offsets_fit(_twin._field("base_offset", base_offset, 64), _ld32(v.ptr + LAST_OFFSET_DELTA))
+    _twin._field("partition_leader_epoch", partition_leader_epoch, 32)
+    out = PyBytes_FromStringAndSize(<const char*>v.ptr, MAGIC)
+    cdef uint8_t* b = <uint8_t*>PyBytes_AS_STRING(out)
+    _st64(b + BASE_OFFSET, base_offset)
+    _st32(b + LEADER_EPOCH, partition_leader_epoch)
+    return out
+
+
+stamped_head.__doc__ = _twin.stamped_head.__doc__
+
+
+# The Produce path's record walk (validate_batch): the checks of _decode_v2's checking pass
+# on an uncompressed batch, in C alone with no exception machinery, for the common shapes
+# (varints of up to 3 bytes, ASCII header keys). Anything else, valid or not, is -1:
+# _decode_v2 then walks the batch again and gives the verdict and its error, so that the
+# two walks never disagree on what is accepted (tests/codec/test_differential.py).
+
+cdef inline bint _short_varint(const uint8_t* p, Py_ssize_t* pos, Py_ssize_t end, int64_t* out) noexcept nogil:
+    cdef Py_ssize_t i = pos[0]
+    cdef uint64_t z
+    if i < end and p[i] < 0x80:
+        z = p[i]
+        pos[0] = i + 1
+    elif i + 1 < end and p[i + 1] < 0x80:
+        z = (p[i] & 0x7F) | (<uint64_t>p[i + 1] << 7)
+        pos[0] = i + 2
+    elif i + 2 < end and p[i + 2] < 0x80:
+        z = (p[i] & 0x7F) | (<uint64_t>(p[i + 1] & 0x7F) << 7) | (<uint64_t>p[i + 2] << 14)
+        pos[0] = i + 3
+    else:
+        return False
+    out[0] = <int64_t>((z >> 1) ^ (-(<int64_t>(z & 1))))
+    return True
+
+
+cdef int _walk_produced(Batch batch) except -2:
+    """1 when every record of an uncompressed v2 batch parses and one has a null key, 0
+    when they parse and none has, -1 when this walk cannot tell (see above)."""
+    if batch.attributes & CODEC_MASK:
+        return -1
+    cdef _View v = _View(batch._buf)
+    cdef const uint8_t* p = v.ptr + batch._start + V2_HEADER
+    cdef Py_ssize_t end = batch.size - V2_HEADER
+    cdef int32_t count = batch.records_count
+    cdef int64_t base_offset = batch.base_offset
+    cdef int64_t base_ts = batch.base_timestamp
+    cdef bint log_append = batch.attributes & TIMESTAMP_TYPE_BIT
+    cdef int result
+    with nogil:
+        result = _walk_records(p, end, count, base_offset, base_ts, log_append)
+    return result
+
+
+cdef int _walk_records(const uint8_t* p, Py_ssize_t end, int32_t count, int64_t base_offset, int64_t base_ts,
+                       bint log_append) noexcept nogil:
+    cdef Py_ssize_t pos = 0, rec_end, j
+    cdef int64_t length, ts_delta, off_delta, klen, vlen, headers, hklen, hvlen
+    cdef int32_t i, h
+    cdef int keyless = 0
+    for i in range(count):
+        if not _short_varint(p, &pos, end, &length) or length < 0 or length > end - pos:
+            return -1
+        rec_end = pos + length
+        pos += 1  # record attributes: unused
+        if not _short_varint(p, &pos, end, &ts_delta) or not _short_varint(p, &pos, end, &off_delta):
+            return -1
+        if not _short_varint(p, &pos, end, &klen) or klen < -1 or klen > rec_end - pos:
+            return -1
+        if klen > 0:
+            pos += klen
+        elif klen < 0:
+            keyless = 1
+        if not _short_varint(p, &pos, end, &vlen) or vlen < -1 or vlen > rec_end - pos:
+            return -1
+        if vlen > 0:
+            pos += vlen
+        if not _short_varint(p, &pos, end, &headers) or headers < 0 or 2 * headers > rec_end - pos:
+            return -1
+        if (off_delta > 0 and base_offset > INT64_MAX - off_delta) or (off_delta < 0 and base_offset < INT64_MIN - off_delta):
+            return -1
+        if not log_append and ((ts_delta > 0 and base_ts > INT64_MAX - ts_delta) or (ts_delta < 0 and base_ts < INT64_MIN - ts_delta)):
+            return -1
+        for h in range(headers):
+            if not _short_varint(p, &pos, end, &hklen) or hklen < 0 or hklen > rec_end - pos:
+                return -1
+            for j in range(pos, pos + hklen):
+                if p[j] >= 0x80:
+                    return -1  # maybe UTF-8, maybe not: _decode_v2 decodes it
+            pos += hklen
+            if not _short_varint(p, &pos, end, &hvlen) or hvlen < -1 or hvlen > rec_end - pos:
+                return -1
+            if hvlen > 0:
+                pos += hvlen
+        if pos != rec_end:
+            return -1
+    if pos != end:
+        return -1
+    return keyless

@@ -89,6 +89,7 @@ __all__ = [
     "BinaryArray",
     "largest_record",
     "partition_rows",
+    "stamped_head",
 ]
 
 # Byte positions in a v2 batch header, each derived from the one before.
@@ -1801,3 +1802,33 @@ class Appender:
         batch.size += grown
         self.used += grown
         return index
+
+
+# ---------------------------------------------------------------------------
+# broker produce validation (issue 16 "broker produce"): a stored batch without a copy
+# ---------------------------------------------------------------------------
+
+# The part of a v2 batch that a broker stamps outside the CRC: base offset, length and
+# partition leader epoch (Kafka's DefaultRecordBatch.setLastOffset / setPartitionLeaderEpoch).
+_STAMPED_HEAD = _MAGIC
+
+
+def stamped_head(buf: Any, base_offset: int, partition_leader_epoch: int) -> bytes:
+    """The first 16 bytes of one whole v2 batch with ``base_offset`` and
+    ``partition_leader_epoch`` written in: what :func:`rewrite_batch` would make of them.
+
+    A broker stores the batch as this head followed by ``memoryview(buf)[16:]`` as
+    received, so that no copy of its records is made (both fields lie outside the CRC-32C,
+    which stays valid).
+
+    Raises:
+        CorruptRecordError: ``buf`` is not exactly one whole v2 batch.
+        ValueError: a value does not fit its field, or the batch's offsets would overflow
+            64 bits from ``base_offset``.
+    """
+    _whole_v2(buf)
+    _offsets_fit(_field("base_offset", base_offset, 64), _i32.unpack_from(buf, _LAST_OFFSET_DELTA)[0])
+    head = bytearray(memoryview(buf)[:_STAMPED_HEAD])
+    _i64.pack_into(head, _BASE_OFFSET, base_offset)
+    _i32.pack_into(head, _LEADER_EPOCH, _field("partition_leader_epoch", partition_leader_epoch, 32))
+    return bytes(head)

@@ -45,6 +45,7 @@ __all__ = [
     "rewrite_batch",
     "empty_batch",
     "validate_batch",
+    "stamped_head",
     "decode_record_set",
     "decode_columnar",
     "record_tuples",
@@ -132,6 +133,7 @@ read_batch_header = _impl.read_batch_header
 rewrite_batch = _impl.rewrite_batch
 empty_batch = _impl.empty_batch
 validate_batch = _impl.validate_batch
+stamped_head = _impl.stamped_head
 decode_record_set = _impl.decode_record_set
 decode_columnar = _impl.decode_columnar
 record_tuples = _impl.record_tuples

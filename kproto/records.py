@@ -25,7 +25,9 @@ Writing: :class:`BatchBuilder` for data batches (magic 2, or legacy 0/1) and
 :func:`build_control_batch` for transaction markers. :func:`rewrite_batch` is the one
 way to change header fields of a built batch (the broker's base offset, leader epoch and
 LogAppendTime, the producer's idempotence fields, the cleaner's lastOffsetDelta): the
-CRC is computed again when it covers them. :func:`empty_batch` writes the records-less
+CRC is computed again when it covers them. :func:`stamped_head` is its copy-free variant
+for the broker's append: the first 16 bytes with the base offset and leader epoch written
+in, to store before the rest of the batch as received. :func:`empty_batch` writes the records-less
 batch the cleaner keeps for a producer's sequence numbers.
 
 The batch header layouts (v2 and legacy) live in the codec alone: outside it, kproto and
@@ -51,6 +53,7 @@ from kproto.codec import (
     read_batch_header,
     read_batches,
     rewrite_batch,
+    stamped_head,
     validate_batch,
 )
 from kproto.errors import CorruptRecordError
@@ -67,6 +70,7 @@ __all__ = [
     "read_batches",
     "read_batch_header",
     "rewrite_batch",
+    "stamped_head",
     "empty_batch",
     "validate_batch",
     "decode_record_set",

@@ -176,7 +176,7 @@ from kproto.log_files import LOG_START_OFFSET_CHECKPOINT as CHECKPOINT_FILE
 from kproto.records import (
     decode_record_set,
     read_batches,
-    rewrite_batch,
+    stamped_head,
 )
 from minibroker.log.cleaner import CleanerStats, clean, complete_swaps
 from minibroker.log.config import LogConfig
@@ -300,7 +300,7 @@ class PartitionLog:
 
     # -- writing --------------------------------------------------------------------------
 
-    def append(self, batch: bytes, *, last_offset_delta: int, max_timestamp: int, leader_epoch: int) -> int:
+    def append(self, batch: bytes | memoryview, *, last_offset_delta: int, max_timestamp: int, leader_epoch: int) -> int:
         """Append one validated v2 batch; returns the base offset it was given.
 
         Raises:
@@ -308,19 +308,22 @@ class PartitionLog:
                 retry may succeed), or the log is (now) offline; see "Durability" above.
         """
         base = self.log_end_offset
-        # Both outside the CRC: the codec copies the batch and writes them, no CRC pass.
-        data = rewrite_batch(batch, base_offset=base, partition_leader_epoch=leader_epoch)
+        # Both outside the CRC, in the batch's first 16 bytes: those are written stamped,
+        # then the rest as received, with no copy of the records and no CRC pass (issue 16).
+        head = stamped_head(batch, base, leader_epoch)
+        rest = memoryview(batch)[len(head):]
+        size = len(head) + len(rest)
         last = base + last_offset_delta
         with self._storage("append"):
             segment = self._segments[-1]
             now = self._clock()
             if segment.should_roll(
-                batch_size=len(data), max_timestamp=max_timestamp, last_offset=last, now_ms=now,
+                batch_size=size, max_timestamp=max_timestamp, last_offset=last, now_ms=now,
                 segment_bytes=self.config.segment_bytes, segment_ms=self.config.segment_ms,
                 index_bytes=self.config.segment_index_bytes,
             ):
                 segment = self.roll(now_ms=now)
-            segment.append(data, last_offset=last, max_timestamp=max_timestamp)
+            segment.append(head, rest, last_offset=last, max_timestamp=max_timestamp)
             # Only now, with the batch and its index entries written: a failed write never
             # moves the log end offset, so no offset is ever handed out twice.
             self.log_end_offset = last + 1

@@ -280,8 +280,10 @@ class LogSegment:
         return (waited > segment_ms - self.roll_jitter_ms or self.offset_index.is_full(index_bytes)
                 or self.time_index.is_full(index_bytes) or not self.can_hold(last_offset))
 
-    def append(self, data: bytes | bytearray, *, last_offset: int, max_timestamp: int) -> int:
-        """Write one whole batch at the end; returns its position.
+    def append(self, *parts: bytes | bytearray | memoryview, last_offset: int, max_timestamp: int) -> int:
+        """Write one whole batch at the end, given as one buffer or as consecutive pieces
+        (a stamped head and the records as received: no copy is made to join them);
+        returns its position.
 
         Raises:
             ValueError: the batch's offsets go backwards or do not fit this segment.
@@ -289,10 +291,10 @@ class LogSegment:
         if last_offset < self.next_offset or not self.can_hold(last_offset):
             raise ValueError(f"batch ending at offset {last_offset} does not fit segment {self.base_offset} (next {self.next_offset})")
         with self._all_or_nothing():
-            position = self._store.append(data)
+            position = self._store.append(*parts)
             if position == 0:
                 self.first_batch_timestamp = max_timestamp
-            self._note_batch(position, len(data), last_offset, max_timestamp)
+            self._note_batch(position, self._store.size - position, last_offset, max_timestamp)
         self.next_offset = last_offset + 1
         return position
 

@@ -135,15 +135,17 @@ class FileStore:
     def path(self) -> Path:
         return self.file.path
 
-    def append(self, data: bytes | bytearray) -> int:
+    def append(self, *parts: bytes | bytearray | memoryview) -> int:
+        """Write ``parts`` one after the other at the end; returns where the first starts."""
         position = self.size
-        view = memoryview(data)
         fd = self.file.fileno()
         at = position
-        while view:
-            written = os.pwrite(fd, view, at)
-            view = view[written:]
-            at += written
+        for part in parts:
+            view = memoryview(part)
+            while view:
+                written = os.pwrite(fd, view, at)
+                view = view[written:]
+                at += written
         self.size = at
         return position
 
@@ -190,9 +192,10 @@ class MemoryStore:
     def size(self) -> int:
         return len(self._buf)
 
-    def append(self, data: bytes | bytearray) -> int:
+    def append(self, *parts: bytes | bytearray | memoryview) -> int:
         position = len(self._buf)
-        self._buf += data
+        for part in parts:
+            self._buf += part
         return position
 
     def pread(self, position: int, length: int) -> bytes:

@@ -404,3 +404,131 @@ def test_a_builder_used_after_build_gives_what_a_fresh_one_gives(first, second, 
         out[backend] = (one, again, b.build(), b.size_in_bytes(), b.record_count)
         assert one == kept
     assert out[py] == out[cy]
+
+
+# broker produce validation (issue 16, "broker produce")
+
+@settings(max_examples=300, deadline=None)
+@given(batch_specs(magics=(2,)), int_or_none, int_or_none)
+def test_stamped_head_is_the_head_of_rewrite_batch(spec, base_offset, leader_epoch):
+    """issue 16 (broker produce): the 16-byte head a broker writes before the records as
+    received is what rewrite_batch writes there, on both backends, or both refuse alike;
+    with the rest of the batch it reads back as a valid batch (the CRC does not cover it)."""
+    raw = build(py, *spec)
+    base_offset = 0 if base_offset is None else base_offset
+    leader_epoch = 0 if leader_epoch is None else leader_epoch
+    a = outcome(lambda: py.stamped_head(raw, base_offset, leader_epoch))
+    assert a == outcome(lambda: cy.stamped_head(raw, base_offset, leader_epoch))
+    whole = outcome(lambda: py.rewrite_batch(raw, base_offset=base_offset, partition_leader_epoch=leader_epoch))
+    assert a[0] == whole[0]
+    if a[0] == "ok":
+        assert len(a[1]) == 16 and a[1] + raw[16:] == whole[1]
+        batch = next(iter(cy.read_batches(a[1] + raw[16:])))  # CRC checked
+        assert (batch.base_offset, batch.partition_leader_epoch) == (base_offset, leader_epoch)
+    else:
+        assert a == whole
+
+
+@settings(max_examples=200, deadline=None)
+@given(batch_specs(), st.data())
+def test_stamped_head_refuses_alike_what_is_not_one_whole_v2_batch(spec, data):
+    raw = build(py, *spec)
+    bad = damaged(data, raw)[: data.draw(st.integers(0, len(raw) + 1))] + data.draw(st.binary(max_size=2))
+    a = outcome(lambda: py.stamped_head(bad, 7, 0))
+    assert a == outcome(lambda: cy.stamped_head(bad, 7, 0))
+    assert a[0] == outcome(lambda: py.rewrite_batch(bad, base_offset=7, partition_leader_epoch=0))[0]
+
+
+def resealed(raw: bytes | bytearray) -> bytes:
+    """A v2 batch with its length and CRC-32C made right again over whatever it holds."""
+    out = bytearray(raw)
+    out[8:12] = (len(out) - 12).to_bytes(4, "big")
+    out[17:21] = py.crc32c(bytes(out[21:])).to_bytes(4, "big")
+    return bytes(out)
+
+
+def verdict_and_message(backend, buf):
+    try:
+        batch, keyless = backend.validate_batch(buf)
+    except Exception as exc:  # noqa: BLE001 - the error is the result under comparison
+        return "raise", type(exc).__name__, str(exc)
+    return "ok", tuple(getattr(batch, f) for f in BATCH_FIELDS), keyless
+
+
+@settings(max_examples=500, deadline=None)
+@given(batch_specs(magics=(2,), codecs=(0,)), st.data())
+def test_validate_batch_walks_records_of_a_valid_crc_batch_alike(spec, data):
+    """issue 16 (broker produce): validate_batch's record walk in C (the Produce path)
+    accepts and refuses exactly what the twin does, with the same error and message, for
+    uncompressed batches whose records were damaged, cut or grown and the CRC made right
+    again, so that only the record walk can tell (Kafka's LogValidator: CORRUPT_MESSAGE)."""
+    raw = bytearray(build(py, *spec))
+    for _ in range(data.draw(st.integers(0, 3))):
+        i = data.draw(st.integers(61, len(raw) - 1))
+        raw[i] = data.draw(st.sampled_from([0x00, 0x01, 0x7F, 0x80, 0xFF, 0xC3, 0x9F, data.draw(st.integers(0, 255))]))
+    cut = data.draw(st.sampled_from([None, None, data.draw(st.integers(61, len(raw)))]))
+    if cut is not None:
+        raw = raw[:cut] + data.draw(st.binary(max_size=3))
+    buf = resealed(raw)
+    a = verdict_and_message(py, buf)
+    assert a == verdict_and_message(cy, buf)
+    if a[0] == "ok":
+        assert a[2] == any(r.key is None for r in py.read_batches(buf).__iter__().__next__().records())
+
+
+def _varint_bytes(value: int, width: int) -> bytes:
+    """``value`` zigzag-encoded as a varint of at least ``width`` bytes (padded with
+    continuation groups, as Kafka's readers accept)."""
+    z = (value << 1) ^ (value >> 63)
+    z &= (1 << 64) - 1
+    out = bytearray()
+    while True:
+        byte, z = z & 0x7F, z >> 7
+        if z or len(out) + 1 < width:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+@st.composite
+def crafted_records(draw):
+    """The records part of a v2 batch written field by field, each varint of a drawn width
+    (1 to 5 bytes), some records with bytes their fields do not account for or with
+    lengths and counts that lie: the shapes a random byte flip seldom makes."""
+    count = draw(st.integers(1, 4))
+    payload = b""
+    for _ in range(count):
+        def v(value):
+            return _varint_bytes(value, draw(st.sampled_from([1, 1, 1, 2, 3, 4, 5])))
+        key = draw(st.one_of(st.none(), st.binary(max_size=6)))
+        value = draw(st.one_of(st.none(), st.binary(max_size=6)))
+        headers = draw(st.lists(st.tuples(st.one_of(st.binary(max_size=4), st.sampled_from([b"\xc3\xa9", b"\xff"])),
+                                          st.one_of(st.none(), st.binary(max_size=4))), max_size=2))
+        body = b"\x00" + v(draw(st.integers(-3, 1 << 22))) + v(draw(st.integers(-2, 3)))
+        body += v(-1 if key is None else len(key) + draw(st.sampled_from([0, 0, 0, 1, -1]))) + (key or b"")
+        body += v(-1 if value is None else len(value)) + (value or b"")
+        body += v(len(headers) + draw(st.sampled_from([0, 0, 0, 1, 5])))
+        for hk, hv in headers:
+            body += v(len(hk)) + hk + v(-1 if hv is None else len(hv)) + (hv or b"")
+        body += draw(st.sampled_from([b"", b"", b"", b"\x00", b"\x01\x02"]))  # unaccounted bytes
+        payload += v(len(body) + draw(st.sampled_from([0, 0, 0, 0, 1, -1]))) + body
+    return count, payload + draw(st.sampled_from([b"", b"", b"\x00"]))
+
+
+@settings(max_examples=600, deadline=None)
+@given(crafted_records(), st.sampled_from([0, 0x08]))
+def test_validate_batch_walks_crafted_records_alike(crafted, timestamp_type):
+    """issue 16 (broker produce): as above, for records written field by field (long and
+    padded varints, lengths off by one, bytes no field accounts for, header keys in and
+    out of UTF-8, a LogAppendTime batch), so that each check of the record walk is
+    reached with the CRC right."""
+    count, payload = crafted
+    builder = py.BatchBuilder(2, 0)
+    for _ in range(count):
+        builder.append(1_000, b"k", b"v")
+    head = bytearray(builder.build()[:61])
+    head[22] |= timestamp_type  # attributes' low byte: the timestamp type bit
+    buf = resealed(head + payload)
+    a = verdict_and_message(py, buf)
+    assert a == verdict_and_message(cy, buf)

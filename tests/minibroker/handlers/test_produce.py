@@ -12,10 +12,17 @@ from __future__ import annotations
 import pytest
 
 from kproto import compression
-from kproto.errors import InvalidRecordError
+from kproto.errors import CorruptMessageError, InvalidRecordError
 from kproto.protocol import ApiKey
-from kproto.records import decode_record_set
-from tests.minibroker.test_server import create_compacted, fetch_request, keyed_batch, produce
+from kproto.records import BatchBuilder, decode_record_set
+from tests.minibroker.test_server import (
+    create,
+    create_compacted,
+    fetch_request,
+    keyed_batch,
+    produce,
+    reseal,
+)
 
 KEYLESS = set(range(3, 100, 10))  # 10 of 100 records have no key
 MESSAGE = "Compacted topic cannot accept message without key in topic partition compacted-0."
@@ -58,3 +65,27 @@ def test_confluent_kafka_fails_the_keyless_records_as_invalid_and_the_others_apa
     assert len(outcome) == 100
     assert {i for i, code in outcome.items() if code == ck.KafkaError.INVALID_RECORD} == KEYLESS
     assert {code for i, code in outcome.items() if i not in KEYLESS} == {ck.KafkaError._INVALID_DIFFERENT_RECORD}
+
+
+def test_the_record_walk_accepts_long_varints_and_utf8_header_keys_and_refuses_bad_utf8(raw):
+    """Issue 16 (broker produce): the Produce path walks an uncompressed batch's records in
+    C for the common shapes and hands the others to the full walk. Records whose
+    timestamp deltas take 6-byte varints and header keys in UTF-8 beyond ASCII are
+    accepted and read back as sent; a header key that is not UTF-8, in a batch whose CRC
+    is right, is CORRUPT_MESSAGE and nothing is appended (Kafka's LogValidator)."""
+    client = raw()
+    create(client, "walk")
+    builder = BatchBuilder()
+    builder.append(1_000, b"k", b"first", [("clé", b"v")])
+    builder.append(1_000 + 10**12, b"k", b"a day of years later", [("kk", b"w")])
+    good = builder.build()
+    assert good.count("clé".encode()) == 1 and good.count(b"kk") == 1
+    bad = reseal(good, good[61:].replace(b"kk", b"\xff\xfe"))
+    response = produce(client, "walk", bad)
+    assert (response.error_code, response.base_offset) == (CorruptMessageError.code, -1)
+    assert "header key is not UTF-8" in response.error_message
+    assert produce(client, "walk", good).error_code == 0
+    fetched = client.request(ApiKey.FETCH, 12, fetch_request("walk", 0)).responses[0].partitions[0]
+    records = decode_record_set(fetched.records)[0]
+    assert [(r.offset, r.timestamp, r.headers) for r in records] == [
+        (0, 1_000, (("clé", b"v"),)), (1, 1_000 + 10**12, (("kk", b"w"),))]

@@ -109,6 +109,23 @@ def test_round_trip_across_segments(open_log):
     assert all(s.size <= 400 for s in plog.segments)
 
 
+def test_a_batch_given_as_a_view_into_a_request_is_stored_stamped_and_left_untouched(open_log):
+    """Issue 16 (broker produce): the Produce handler hands the log a memoryview into the
+    request frame; the log writes the base offset and leader epoch into its own 16-byte
+    head and the records as they are, so the stored batch is the stamped one (CRC still
+    right) and the request's bytes are not changed."""
+    plog = open_log()
+    append(plog, [(1_000, b"k", b"first")])
+    data = make_batch([(2_000, b"k%d" % i, b"v%d" % i) for i in range(50)])
+    frame = b"request header" + data + b"next partition"
+    view = memoryview(frame)[14:14 + len(data)]
+    assert plog.append(view, last_offset_delta=49, max_timestamp=2_000, leader_epoch=3) == 1
+    assert frame == b"request header" + data + b"next partition"
+    assert plog.read(1, 1 << 20) == stored(data, 1)
+    assert [r.offset for r in all_records(plog)] == list(range(51))  # CRCs checked
+    plog.close()
+
+
 @pytest.mark.parametrize("offset", [0, 1, 2, 3, 37, 38, 59, 119])
 def test_read_from_any_offset_starts_with_the_batch_holding_it(open_log, offset):
     plog = open_log(segment_bytes=400, index_interval_bytes=100)

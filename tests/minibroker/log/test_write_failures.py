@@ -309,3 +309,23 @@ def test_a_failed_fsync_takes_the_partition_offline(tmp_path, faults):
         data = reopened.read(0, 1 << 30)
         assert data.startswith(b"".join(d for _, d in written))
         assert [o for o, _ in values_of(reopened)] == list(range(reopened.log_end_offset))
+
+
+@pytest.mark.parametrize("partial", [0, 16, 17])
+def test_a_write_failing_between_the_stamped_head_and_the_records_is_undone(tmp_path, faults, partial):
+    """Issue 16 (broker produce): a batch is written as its stamped 16-byte head, then the
+    records as received (no joined copy); a disk that fills before, at or just after that
+    seam leaves the files and the log end offset as they were, and the retry is stored whole."""
+    directory = tmp_path / "t-0"
+    plog = PartitionLog(directory, config=LogConfig(index_interval_bytes=100))
+    written = fill(plog, batches=3)
+    before = file_sizes(directory)
+    faults.fail_writes(".log", partial=partial)
+    with pytest.raises(KafkaStorageError):
+        append(plog, [(5_000, b"k", b"refused")])
+    assert faults.hits and file_sizes(directory) == before and plog.log_end_offset == 9
+    faults.heal()
+    retry = make_batch([(5_000, b"k", b"retried")])
+    assert plog.append(retry, last_offset_delta=0, max_timestamp=5_000, leader_epoch=3) == 9
+    assert plog.read(0, 1 << 30) == b"".join(data for _, data in written) + stored(retry, 9)
+    plog.close()
