@@ -21,8 +21,9 @@ a Produce request's record batches are the producer's own objects, never joined 
 frame. On a plaintext connection before Python 3.12 the connection writes them itself with
 ``os.writev`` and keeps what the socket did not take as views of them, where asyncio's
 transport would join them and copy the rest into its buffer (issue 16: two copies of every
-batch, and memory that ``buffer.memory`` did not count); with TLS, or Python 3.12+, the
-transport's ``writelines`` takes them (see ``_Writer``).
+batch, and memory that ``buffer.memory`` did not count); with TLS the SSL transport's
+``writelines`` takes them, on Python 3.12+ the transport's ``write`` one by one (see
+``_Writer``).
 
 Quotas (KIP-219): a broker that throttles a client answers at once with
 ``throttle_time_ms`` > 0 and expects nothing more on that connection until the time
@@ -738,8 +739,20 @@ class _Writer:
     ``os.writev`` of the pieces, at once when nothing waits, and what the socket did not
     take is kept as views of the caller's pieces (their objects, no copy) until the socket
     is writable again. The transport then never buffers anything and keeps the reading.
-    Elsewhere the transport writes: TLS encrypts each piece of ``writelines`` as it
-    comes, and Python 3.12's transports ``sendmsg`` the pieces without a copy themselves.
+
+    Elsewhere the transport writes. TLS: the SSL transport's ``writelines`` (asyncio's
+    ``sslproto``, every version) queues each piece and encrypts it as it comes; it refuses
+    writes once closing, and its ciphertext goes through the socket transport's ``write``,
+    which pauses the protocol. Plaintext on Python 3.12+: ``write`` of each piece, which
+    keeps it uncopied (the 3.12 selector transport buffers views, sent with ``sendmsg``),
+    pauses the protocol and drops writes after the connection was lost. Not the socket
+    transport's ``writelines``: it did not pause the protocol before 3.12.9 / 3.13.2
+    (CPython gh-127655: ``drain()`` never waited, a peer that read nothing let a producer
+    pile up its whole buffer), and it registers a writer on a socket already closing
+    (gh-136234: the next connection given the same fd number broke). In every mode a
+    write once the transport is closing (its owner's ``close()``, or a read error that
+    made it abort itself, before ``connection_lost``) is dropped: the connection fails the
+    request when the loss is reported.
 
     ``close()`` lets what is queued leave first, then closes the transport; ``abort()``
     drops it; the stream's ``connection_lost`` calls ``lost()``, before the socket closes.
@@ -754,9 +767,9 @@ class _Writer:
         self._stream = asyncio.StreamWriter(transport, stream, None, loop)  # the transport's way
         self._loop: Any = loop
         self._fd = -1  # writing here (os.writev) when >= 0
+        self._tls = transport.get_extra_info("sslcontext") is not None  # else: write() per piece
         sock = transport.get_extra_info("socket")
-        if (sys.version_info < (3, 12) and hasattr(os, "writev") and sock is not None
-                and transport.get_extra_info("sslcontext") is None
+        if (_OWN_WRITEV and sock is not None and not self._tls
                 and isinstance(loop, asyncio.selector_events.BaseSelectorEventLoop)):
             self._fd = sock.fileno()
         self._queue: deque[Any] = deque()  # pieces (or views of their rests) not written yet
@@ -776,11 +789,16 @@ class _Writer:
 
     def write(self, pieces: list[Any]) -> None:
         """Send ``pieces`` (bytes-like, in order) after what was written before."""
-        if self._fd < 0:
-            self._stream.writelines(pieces)
-            return
-        if self._done or self._closing:
+        if self._done or self._closing or self.transport.is_closing():
             return  # as a closed transport's write: the connection fails (or failed) the request
+        if self._fd < 0:
+            if self._tls:
+                self.transport.writelines(pieces)
+            else:
+                for piece in pieces:
+                    self.transport.write(piece)
+            return
+        pieces = [piece for piece in pieces if _nbytes(piece)]  # os.writev would take none of it
         self._queue.extend(pieces)
         self._queued += sum(map(_nbytes, pieces))
         if not self._watching:
@@ -878,7 +896,20 @@ def _nbytes(piece: Any) -> int:
     return piece.nbytes if type(piece) is memoryview else len(piece)
 
 
-_IOV_MAX = min(os.sysconf("SC_IOV_MAX"), 1024) if hasattr(os, "sysconf") else 16  # pieces per writev
+def _iov_max(sysconf: Callable[[str], int] | None = None) -> int:
+    """Pieces per ``os.writev``: the system's IOV_MAX, at least POSIX's minimum of 16
+    (``_POSIX_UIO_MAXIOV``), and 1024 (Linux's) at most or when the system has no limit
+    (sysconf says -1) or does not say."""
+    sysconf = sysconf or getattr(os, "sysconf", None)
+    try:
+        limit = sysconf("SC_IOV_MAX") if sysconf is not None else -1
+    except (ValueError, OSError):
+        limit = -1
+    return 1024 if limit < 0 else min(max(limit, 16), 1024)
+
+
+_IOV_MAX = _iov_max()
+_OWN_WRITEV = sys.version_info < (3, 12) and hasattr(os, "writev")  # else the transport writes (_Writer)
 
 
 class _Stream(asyncio.streams.FlowControlMixin, asyncio.BufferedProtocol):

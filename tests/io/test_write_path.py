@@ -11,6 +11,8 @@ socket closes.
 """
 
 import asyncio
+import signal
+import socket
 
 import pytest
 
@@ -145,3 +147,177 @@ def test_megabyte_requests_over_tls_and_sasl_arrive_whole(secure_broker, pki, li
             if len(got) >= len(values):
                 break
     assert got == values
+
+
+# -- _Writer on its own, on a socket pair (issue 16b) ----------------------------------------
+
+
+class _Pair:
+    """A _Writer on one end of a socket pair, its transport asyncio's selector transport;
+    ``peer`` is the other end, which reads only when the test says so."""
+
+    def __init__(self, loop, send_buffer=None):
+        from kproto.io.connection import _Writer  # noqa: F401
+
+        self.a, self.peer = socket.socketpair()
+        if send_buffer:
+            self.a.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, send_buffer)
+        self.peer.setblocking(False)
+        self.loop = loop
+        self.closed = loop.create_future()
+        self.failures = []
+
+    async def open(self):
+        from kproto.io.connection import _Writer
+
+        pair = self
+
+        class Protocol(asyncio.streams.FlowControlMixin, asyncio.Protocol):  # as _Stream, for writing
+            def _get_close_waiter(self, stream):
+                return pair.closed
+
+            def connection_lost(self, exc):
+                super().connection_lost(exc)
+                pair.writer.lost()
+                if not pair.closed.done():
+                    pair.closed.set_result(None)
+
+        self.transport, protocol = await self.loop.connect_accepted_socket(Protocol, self.a)
+        self.writer = _Writer(self.transport, protocol, self.loop, self.failures.append)
+        return self
+
+    async def read_all(self):
+        """What the peer reads until the writer's side closes."""
+        got = bytearray()
+        while chunk := await self.loop.sock_recv(self.peer, 1 << 20):
+            got += chunk
+        return bytes(got)
+
+    def close(self):
+        self.transport.abort()
+        self.peer.close()
+
+
+@pytest.fixture(params=["writev", "transport"])
+def write_mode(request, monkeypatch):
+    """Both ways _Writer writes on a plaintext selector transport: itself (os.writev, this
+    Python 3.11) and the transport's ``write`` per piece (3.12+, forced here)."""
+    from kproto.io import connection
+
+    if request.param == "transport":
+        monkeypatch.setattr(connection, "_OWN_WRITEV", False, raising=False)
+    return request.param
+
+
+def test_a_write_after_the_transport_began_closing_is_dropped(write_mode):
+    """Issue 16b item 1: a request written in the turn between the transport's own close
+    (a read error makes it abort itself: ``_force_close``) and ``connection_lost`` is
+    dropped without error: nothing of it reaches the peer, and the socket is not watched
+    for writing (CPython gh-136234: ``writelines`` registered a writer on a socket about
+    to close, which broke the next connection given the same fd number)."""
+
+    async def run():
+        pair = await _Pair(asyncio.get_running_loop(), send_buffer=4096).open()
+        try:
+            assert (pair.writer._fd >= 0) == (write_mode == "writev")
+            fd = pair.a.fileno()
+            pair.transport.abort()  # what the transport does itself on a read error
+            pair.writer.write([b"\0\0\0\x10", bytes(1 << 20)])  # no error
+            assert pair.writer.buffered == 0
+            assert fd not in pair.loop._selector.get_map()
+            await pair.closed
+            assert await pair.read_all() == b""  # nothing of it left
+            assert pair.failures == []
+        finally:
+            pair.close()
+
+    asyncio.run(run())
+
+
+def test_drain_waits_while_the_peer_reads_nothing(write_mode, monkeypatch):
+    """Issue 16b item 1: back-pressure in both modes. A producer writes megabyte requests
+    and drains after each, as Connection does; a peer that reads nothing makes drain()
+    wait once the socket and a little more are full (CPython gh-127655: the transport's
+    ``writelines`` of 3.12.0-3.12.8 and 3.13.0-3.13.1 never paused, and 63 MiB piled up).
+    The transport's ``writelines`` is not used on a plaintext transport; once the peer
+    reads, everything arrives whole and in order."""
+
+    def no_writelines(self, pieces):
+        raise AssertionError("the selector transport's writelines (gh-127655, gh-136234)")
+
+    monkeypatch.setattr(asyncio.selector_events._SelectorSocketTransport, "writelines", no_writelines)
+
+    async def run():
+        pair = await _Pair(asyncio.get_running_loop()).open()
+        try:
+            expected, blocked = bytearray(), False
+            for i in range(64):
+                pieces = [i.to_bytes(4, "big"), bytes([i]) * (1 << 20)]
+                pair.writer.write(pieces)
+                expected += b"".join(pieces)
+                try:
+                    await asyncio.wait_for(pair.writer.drain(), 0.5)
+                except asyncio.TimeoutError:
+                    blocked = True
+                    break
+            assert blocked, "drain() never waited"
+            assert pair.writer.buffered <= 4 << 20
+            reading = asyncio.ensure_future(pair.read_all())
+            await asyncio.wait_for(pair.writer.drain(), 30)  # the peer reads: drain returns
+            pair.writer.close()
+            await asyncio.wait_for(pair.writer.wait_closed(), 30)
+            assert await asyncio.wait_for(reading, 30) == expected
+        finally:
+            pair.close()
+
+    asyncio.run(run())
+
+
+def test_an_empty_piece_is_written_as_nothing(write_mode):
+    """Issue 16b item 2: a zero-length piece (SaslHandshake v0's raw frame of an empty
+    token: ``[len(token).to_bytes(4), token]``) made the os.writev loop spin for ever
+    (writev returned 0, nothing was taken off the queue). It is written as nothing, and
+    the peer reads the rest whole."""
+
+    def timed_out(signum, frame):
+        raise _Hung("write() did not return")
+
+    async def run():
+        pair = await _Pair(asyncio.get_running_loop()).open()
+        try:
+            previous = signal.signal(signal.SIGALRM, timed_out)
+            signal.setitimer(signal.ITIMER_REAL, 10)
+            try:
+                pair.writer.write([b"\0\0\0\0", b""])
+                pair.writer.write([b"", b"\0\0\0\x02", b"", memoryview(b"ok"), bytearray()])
+            finally:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+                signal.signal(signal.SIGALRM, previous)
+            pair.writer.close()
+            await asyncio.wait_for(pair.writer.wait_closed(), 30)
+            assert await pair.read_all() == b"\0\0\0\0\0\0\0\x02ok"
+        finally:
+            pair.close()
+
+    asyncio.run(run())
+
+
+class _Hung(Exception):
+    """Not an OSError: the writer's loop must not take it for a socket error."""
+
+
+@pytest.mark.parametrize("reported, used", [(-1, 1024), (None, 1024), (1, 16), (16, 16), (1024, 1024),
+                                            (4096, 1024)])
+def test_pieces_per_writev_is_sane_whatever_sysconf_says(reported, used):
+    """Issue 16b item 3: ``sysconf(SC_IOV_MAX)`` is -1 where there is no limit (and
+    may be unknown): os.writev is still handed at least POSIX's minimum of 16 pieces
+    (``_POSIX_UIO_MAXIOV``), 1024 at most or when the system does not say."""
+    from kproto.io.connection import _iov_max
+
+    def sysconf(name):
+        assert name == "SC_IOV_MAX"
+        if reported is None:
+            raise ValueError("unrecognized configuration name")
+        return reported
+
+    assert _iov_max(sysconf) == used
