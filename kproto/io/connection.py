@@ -796,6 +796,8 @@ class _Writer:
                 self.transport.writelines(pieces)
             else:
                 for piece in pieces:
+                    if type(piece) is memoryview and piece.itemsize != 1:
+                        piece = piece.cast("B")  # the transport slices the unsent rest by bytes sent
                     self.transport.write(piece)
             return
         pieces = [piece for piece in pieces if _nbytes(piece)]  # os.writev would take none of it
