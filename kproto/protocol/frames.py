@@ -441,8 +441,11 @@ class FrameReader:
       becomes the frame handed out without a copy (only what arrived with its size
       prefix, at most one read, is copied into it). A client takes ``fetch.max.bytes``
       responses this way with about one frame's memory, not three; and once nothing
-      references one of the last two such frames any more, the next frame of its size (or
-      up to a quarter smaller) is read into it again, whose pages are already mapped.
+      references the last such frame any more, the next frame of its size (or up to a
+      quarter smaller) is read into it again, whose pages are already mapped. Only the
+      last one is kept: a frame kept is memory its users no longer count (a consumer's
+      bound, about twice ``fetch.max.bytes``, grows by one frame per broker), and the
+      reader lets go of it when the stream ends.
 
     Frames come out as ``bytes`` without the size prefix, ready for
     :func:`decode_request` / :func:`decode_response`.
@@ -456,7 +459,7 @@ class FrameReader:
     #: Frames this large or larger are read straight into their own buffer by :meth:`get_buffer`.
     DIRECT_SIZE = 64 * 1024
     _SCRATCH = 256 * 1024  # the scratch buffer get_buffer hands out: asyncio's read size
-    _REUSE = 2  # frames read into their own buffer kept to be filled again (see _start_frame)
+    _REUSE = 1  # frames read into their own buffer kept to be filled again (see _start_frame)
     _MIN_ROOM = 16 * 1024  # less free room than this and the scratch is compacted first
 
     def __init__(self, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> None:
@@ -508,6 +511,7 @@ class FrameReader:
         """
         if not data:
             self._eof = True
+            self._recent.clear()  # nothing more will be read into it
             return
         if self._eof:
             raise RuntimeError("received data after end of stream")

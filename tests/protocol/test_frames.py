@@ -340,6 +340,32 @@ def test_a_large_frame_nobody_holds_any_more_is_filled_again_in_place() -> None:
     assert got == [b"d" * (size - 1000), b"e" * 10, b"f" * size]
 
 
+def test_the_reader_keeps_at_most_one_large_frame_its_users_dropped() -> None:
+    """issue 16b item 4: frames kept to be filled again are memory nobody else counts (a
+    consumer's bound is about twice fetch.max.bytes, per broker): once their users drop
+    them, the reader keeps at most one (it kept the last two, through idle time), and none
+    once the stream ended. Fetch responses of 4, 2 and 1 MiB (none fits another's buffer),
+    each held while the next one arrives, as a consumer decodes one while it fetches ahead."""
+    mib = 1 << 20
+    reader, got = FrameReader(), []
+    tracemalloc.start()
+    try:
+        held = None
+        for size in (4 * mib, 2 * mib, mib):
+            _feed(reader, frame(bytes([size >> 20]) * size), got)
+            held = got.pop()  # the previous frame's users let go of it now
+            assert len(held) == size
+        del held
+        kept = tracemalloc.get_traced_memory()[0]  # what is still allocated: the reader's
+        reader.receive_data(b"")  # the broker closed the connection
+        kept_after_eof = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    scratch = FrameReader._SCRATCH + (64 << 10)  # the scratch buffer, and some slack
+    assert kept <= mib + scratch  # the last frame, not the last two (3 MiB)
+    assert kept_after_eof <= scratch
+
+
 @settings(max_examples=50, deadline=None)
 @given(payloads=st.lists(st.binary(max_size=300), max_size=8),
        cuts=st.lists(st.tuples(st.integers(1, 120), st.booleans()), max_size=40))
