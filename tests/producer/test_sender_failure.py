@@ -34,7 +34,9 @@ def test_a_bug_in_a_request_task_fails_its_records_and_flush_raises_instead_of_h
     """Issue 16, item 2: the request task dies (here its metrics raise, as in the merge
     defect); flush, which hung for ever, raises the sender's failure naming the cause."""
     with MiniBroker() as broker:
-        producer = Producer(bootstrap_servers=broker.bootstrap_servers, linger_ms=0)
+        # linger: the 20 records wait in one batch until flush, so the sender (its own
+        # thread) cannot fail on the first of them while the others are still being sent
+        producer = Producer(bootstrap_servers=broker.bootstrap_servers, linger_ms=60_000)
         try:
             producer.partitions_for("bug")
             monkeypatch.setattr(ProducerMetrics, "request_sent", _raise)  # fault injection: a bug
