@@ -1307,14 +1307,24 @@ cdef class BatchBuilder:
             return self._legacy.size_in_bytes()
         return V2_HEADER + self.used
 
+    @property
+    def capacity(self):
+        if self._legacy is not None:
+            return self._legacy.capacity
+        return V2_HEADER + self.cap
+
     cdef inline uint8_t* _reserve(self, Py_ssize_t n) except NULL:
         cdef Py_ssize_t need = self.used + n
         cdef Py_ssize_t cap = self.cap
         if need > cap or self.buf is None:
             if need > cap:
-                cap = cap * 2 if cap else 1024
-                while cap < need:
-                    cap *= 2
+                if cap == 0 and self.max_bytes > 0:
+                    # Bounded: all of max_bytes at once, or the first record if bigger (see the twin).
+                    cap = max(self.max_bytes - V2_HEADER, need)
+                else:
+                    cap = cap * 2 if cap else 1024
+                    while cap < need:
+                        cap *= 2
             self._own(cap)
         return self.body + self.used
 
@@ -1936,6 +1946,7 @@ cdef class Appender:
     cdef object _key_serializer
     cdef object _value_serializer
     cdef Py_ssize_t _max_record
+    cdef Py_ssize_t _batch_size
     cdef public object waiting
     cdef object _register
     cdef public bint hold
@@ -1960,6 +1971,7 @@ cdef class Appender:
         self._key_serializer = policy.key_serializer
         self._value_serializer = policy.value_serializer
         self._max_record = policy.max_record
+        self._batch_size = policy.batch_size
         self.waiting = policy.waiting
         self._register = policy.register
         self.used = 0
@@ -2034,14 +2046,13 @@ cdef class Appender:
         cdef bint sticky = False
         cdef bint wake
         cdef bint full = False
+        cdef bint no_room = False
         cdef OpenBatch batch
         cdef object found
         cdef list opened
         cdef int64_t index = -1
         self._lock.take()
         try:
-            if self.used + need > self.buffer_memory:
-                return None  # it waits for room: buffer.memory is never exceeded
             if partition < 0:
                 if key is not None and self._hash_keys:
                     if PyBytes_CheckExact(key):
@@ -2078,21 +2089,28 @@ cdef class Appender:
                         index = self._try(batch, timestamp, key, value, headers)
                         full = full or index < 0
                 if index < 0:
-                    batch = self._new_batch(topic, partition)
-                    while len(opened) <= partition:
-                        opened.append(None)
-                    opened[partition] = batch
-                    index = self._try(batch, timestamp, key, value, headers)
-                    batch.size += V2_HEADER  # the batch's header is held with it
-                    self.used += V2_HEADER
-            wake = self.idle
-            self.idle = False
+                    # A new batch takes max(batch.size, the record) (see the twin).
+                    if self.used + (need if need > self._batch_size else self._batch_size) > self.buffer_memory:
+                        no_room = True
+                    else:
+                        batch = self._new_batch(topic, partition)
+                        while len(opened) <= partition:
+                            opened.append(None)
+                        opened[partition] = batch
+                        batch.size += V2_HEADER  # the batch's header is held with it
+                        self.used += V2_HEADER
+                        index = self._try(batch, timestamp, key, value, headers)
+            wake = self.idle and not no_room
+            if wake:
+                self.idle = False
         finally:
             self._lock.give()
         if full:
             self._full()  # a full batch need not linger
         elif wake:
             self._wake()
+        if no_room:
+            return None  # it waits for room: buffer.memory is never exceeded
         # tp_new alone, with no arguments to box and parse: the fields are set here.
         cdef RecordRef record = <RecordRef>self._future_type.tp_new(self._future_type, _NO_ARGS, NULL)
         record._batch = batch.result
@@ -2102,7 +2120,7 @@ cdef class Appender:
 
     cdef int64_t _try(self, OpenBatch batch, int64_t timestamp, object key, object value, object headers) except -2:
         cdef BatchBuilder b = batch.builder
-        cdef Py_ssize_t before = b.used
+        cdef Py_ssize_t before = b.cap if b._legacy is None else b._legacy.capacity
         cdef int64_t index
         if b._legacy is None and (key is None or PyBytes_CheckExact(key)) and (value is None or PyBytes_CheckExact(value)):
             index = b._append(
@@ -2115,7 +2133,7 @@ cdef class Appender:
         if index < 0:
             batch.closed = True
             return -1
-        cdef Py_ssize_t grown = b.used - before
+        cdef Py_ssize_t grown = (b.cap if b._legacy is None else b._legacy.capacity) - before
         batch.size += grown
         self.used += grown
         return index
