@@ -1937,6 +1937,7 @@ cdef class Appender:
     cdef public Py_ssize_t used
     cdef public bint idle
     cdef public bint closed
+    cdef public bint exhausted
     cdef dict _open
     cdef object _partitioner
     cdef object _chooser
@@ -1977,6 +1978,7 @@ cdef class Appender:
         self.used = 0
         self.idle = True
         self.closed = False
+        self.exhausted = False
         self.hold = False
         self._open = {}
 
@@ -2091,7 +2093,7 @@ cdef class Appender:
                 if index < 0:
                     # A new batch takes max(batch.size, the record) (see the twin).
                     if self.used + (need if need > self._batch_size else self._batch_size) > self.buffer_memory:
-                        no_room = True
+                        no_room = self.exhausted = True
                     else:
                         batch = self._new_batch(topic, partition)
                         while len(opened) <= partition:
@@ -2105,8 +2107,8 @@ cdef class Appender:
                 self.idle = False
         finally:
             self._lock.give()
-        if full:
-            self._full()  # a full batch need not linger
+        if full or no_room:
+            self._full()  # a full batch need not linger; nor do open ones while memory is exhausted
         elif wake:
             self._wake()
         if no_room:

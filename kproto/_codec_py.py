@@ -1671,6 +1671,7 @@ class Appender:
     buffer is taken whole at the first record and never grows, so a record that goes into
     an open batch takes no more memory. A batch closes when a record does not fit (its
     builder's ``max_bytes``); the owner closes them too when it takes them to send.
+    A record without room sets :attr:`exhausted`.
 
     Args:
         policy: read once: ``new_batch``, ``wake``, ``full``, ``buffer_memory``,
@@ -1686,6 +1687,9 @@ class Appender:
         idle: True when no batch is open; the next record starts a linger clock (the owner
             sets it back).
         closed: set by the owner; :meth:`send` then raises ``policy.closed_error()``.
+        exhausted: set when a record found no room in memory for a new batch (``full`` is
+            called then too); the owner sends its open batches at once and clears it (Java's
+            ``RecordAccumulator.ready``: batches are sendable while the pool is exhausted).
         hold: set by the owner while records wait, so that later ones queue behind them.
         waiting: ``policy.waiting``, which the owner may replace.
     """
@@ -1715,6 +1719,7 @@ class Appender:
         self.used = 0
         self.idle = True
         self.closed = False
+        self.exhausted = False
         self.hold = False
         self._open: dict[tuple[str, int], Any] = {}
 
@@ -1805,7 +1810,7 @@ class Appender:
                     # A new batch takes max(batch.size, the record), as a Java producer's takes
                     # from its BufferPool (RecordAccumulator.append: BufferPool.allocate).
                     if self.used + max(need, self._batch_size) > self.buffer_memory:
-                        no_room = True
+                        no_room = self.exhausted = True
                     else:
                         batch = self._open[(topic, partition)] = self._new_batch(topic, partition)
                         batch.size += BATCH_HEADER_SIZE  # the batch's header is held with it
@@ -1814,8 +1819,8 @@ class Appender:
             wake = self.idle and not no_room
             if wake:
                 self.idle = False
-        if full:
-            self._full()  # a full batch need not linger
+        if full or no_room:
+            self._full()  # a full batch need not linger; nor do open ones while memory is exhausted
         elif wake:
             self._wake()
         if no_room:

@@ -254,13 +254,17 @@ class RecordAccumulator:
         """The head batch of every partition that may be sent now, and when to look again.
 
         A head batch is ready when it is closed, ``linger.ms`` old, flushed, or a retry
-        whose backoff passed. The second value is the earliest time a waiting head batch
+        whose backoff passed, and every one (but a retry in backoff) while a record waits
+        for memory (the appender's ``exhausted``: Java's ``RecordAccumulator.ready`` sends
+        them when its ``BufferPool`` has waiters, since only settled batches free memory). The second value is the earliest time a waiting head batch
         becomes ready (None: nothing waits).
         """
         ready = []
         soonest = None
         with self.lock:
             idle = True
+            exhausted = self.appender.exhausted
+            self.appender.exhausted = False
             for queue in self.queues.values():
                 if not queue:
                     continue
@@ -269,7 +273,8 @@ class RecordAccumulator:
                     idle = False
                 if batch.attempts and batch.next_attempt > now:
                     at = batch.next_attempt
-                elif batch.closed or len(queue) > 1 or self.flushing or now >= batch.created + self.linger:
+                elif (batch.closed or len(queue) > 1 or self.flushing or exhausted
+                      or now >= batch.created + self.linger):
                     ready.append(batch)
                     continue
                 else:
