@@ -1318,13 +1318,11 @@ cdef class BatchBuilder:
         cdef Py_ssize_t cap = self.cap
         if need > cap or self.buf is None:
             if need > cap:
-                if cap == 0 and self.max_bytes > 0:
-                    # Bounded: all of max_bytes at once, or the first record if bigger (see the twin).
-                    cap = max(self.max_bytes - V2_HEADER, need)
-                else:
-                    cap = cap * 2 if cap else 1024
-                    while cap < need:
-                        cap *= 2
+                cap = cap * 2 if cap else 1024
+                while cap < need:
+                    cap *= 2
+                if self.max_bytes > 0:  # never past max_bytes, or the first record if bigger (see the twin)
+                    cap = min(cap, max(self.max_bytes - V2_HEADER, need))
             self._own(cap)
         return self.body + self.used
 
@@ -2050,6 +2048,8 @@ cdef class Appender:
         cdef bint full = False
         cdef bint no_room = False
         cdef OpenBatch batch
+        cdef BatchBuilder b
+        cdef Py_ssize_t grown
         cdef object found
         cdef list opened
         cdef int64_t index = -1
@@ -2099,9 +2099,14 @@ cdef class Appender:
                         while len(opened) <= partition:
                             opened.append(None)
                         opened[partition] = batch
-                        batch.size += V2_HEADER  # the batch's header is held with it
-                        self.used += V2_HEADER
                         index = self._try(batch, timestamp, key, value, headers)
+                        # It holds up to max(batch.size, this record): counted now, whole.
+                        b = batch.builder
+                        grown = V2_HEADER + (b.cap if b._legacy is None else b._legacy.capacity)
+                        if grown < self._batch_size:
+                            grown = self._batch_size
+                        batch.size = grown
+                        self.used += grown
             wake = self.idle and not no_room
             if wake:
                 self.idle = False
@@ -2122,7 +2127,6 @@ cdef class Appender:
 
     cdef int64_t _try(self, OpenBatch batch, int64_t timestamp, object key, object value, object headers) except -2:
         cdef BatchBuilder b = batch.builder
-        cdef Py_ssize_t before = b.cap if b._legacy is None else b._legacy.capacity
         cdef int64_t index
         if b._legacy is None and (key is None or PyBytes_CheckExact(key)) and (value is None or PyBytes_CheckExact(value)):
             index = b._append(
@@ -2135,7 +2139,4 @@ cdef class Appender:
         if index < 0:
             batch.closed = True
             return -1
-        cdef Py_ssize_t grown = (b.cap if b._legacy is None else b._legacy.capacity) - before
-        batch.size += grown
-        self.used += grown
         return index

@@ -1146,13 +1146,12 @@ class BatchBuilder:
     def _reserve(self, need: int) -> None:
         # The Cython backend's buffer growth, for ``capacity``: the records' bytes reach ``need``.
         if need > self._cap:
-            if self._cap == 0 and self.max_bytes > 0:
-                self._cap = max(self.max_bytes - (_V2_HEADER if self.magic == 2 else 0), need)
-            else:
-                cap = self._cap * 2 if self._cap else 1024
-                while cap < need:
-                    cap *= 2
-                self._cap = cap
+            cap = self._cap * 2 if self._cap else 1024
+            while cap < need:
+                cap *= 2
+            if self.max_bytes > 0:  # never past max_bytes, or the first record if bigger
+                cap = min(cap, max(self.max_bytes - (_V2_HEADER if self.magic == 2 else 0), need))
+            self._cap = cap
 
     def append(self, timestamp: int, key: Any, value: Any, headers: Sequence[tuple[str, Any]] | None = None, offset_delta: int = -1) -> int:
         """Add a record.
@@ -1813,9 +1812,10 @@ class Appender:
                         no_room = self.exhausted = True
                     else:
                         batch = self._open[(topic, partition)] = self._new_batch(topic, partition)
-                        batch.size += BATCH_HEADER_SIZE  # the batch's header is held with it
-                        self.used += BATCH_HEADER_SIZE
                         index = self._try(batch, timestamp, key, value, headers)
+                        # It holds up to max(batch.size, this record): counted now, whole.
+                        batch.size = max(self._batch_size, batch.builder.capacity)
+                        self.used += batch.size
             wake = self.idle and not no_room
             if wake:
                 self.idle = False
@@ -1842,13 +1842,8 @@ class Appender:
         return need
 
     def _try(self, batch: Any, timestamp: int, key: Any, value: Any, headers: Any) -> int:
-        builder = batch.builder
-        before = builder.capacity
-        index = builder.append(timestamp, key, value, headers)
+        index = batch.builder.append(timestamp, key, value, headers)
         if index < 0:
             batch.closed = True
             return -1
-        grown = builder.capacity - before
-        batch.size += grown
-        self.used += grown
         return index
