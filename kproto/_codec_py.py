@@ -1066,15 +1066,17 @@ class BatchBuilder:
         timestamp_type: 0 CreateTime; 1 LogAppendTime (brokers only).
         max_bytes: when > 0, :meth:`append` refuses a record that would take the batch's
             estimated size past it (the first record is always accepted), and the
-            builder's buffer is taken whole at the first record: ``max_bytes``, or the
-            record's size if bigger, and never grows after (:attr:`capacity`).
+            builder's buffer never grows past ``max_bytes`` (or the first record's size,
+            if bigger): see :attr:`capacity`.
 
-    The records are written into one buffer. Without ``max_bytes`` it grows by doubling
-    from 1 KiB. With it, it is allocated once at the first record, as Java's producer takes
-    ``max(batch.size, record size)`` bytes from its ``BufferPool`` per batch: what a
-    producer counts against ``buffer.memory`` (:attr:`capacity`) is then what it holds,
-    not a fraction of a doubled buffer (issue 16). This backend keeps a ``bytearray``
-    but reports the same :attr:`capacity` as the Cython one.
+    The records are written into one buffer that grows by doubling from 1 KiB. With
+    ``max_bytes`` the doubling stops at ``max(max_bytes, first record)``, the bytes a
+    Java producer takes per batch from its ``BufferPool`` (``max(batch.size, record
+    size)``), which is what a producer counts per batch against ``buffer.memory``: the
+    builder never holds more than is counted (issue 16). Taking it whole at the first
+    record was measured to cost more resident memory (the allocator's) than doubling.
+    This backend keeps a ``bytearray`` but reports the same :attr:`capacity` as the
+    Cython one.
 
     Raises:
         ValueError: a field is out of range, or v2-only fields with magic 0/1.
@@ -1138,9 +1140,9 @@ class BatchBuilder:
     @property
     def capacity(self) -> int:
         """The bytes the builder holds for the batch: its header and its records' buffer
-        (at least :meth:`size_in_bytes`). With ``max_bytes`` it is ``max(max_bytes,
-        first record's size)`` from the first record on; an empty builder holds its
-        header's only."""
+        (at least :meth:`size_in_bytes`): its header and a doubling from 1 KiB, which with
+        ``max_bytes`` stops at ``max(max_bytes, first record's size)``; an empty builder
+        holds its header's only."""
         return (_V2_HEADER if self.magic == 2 else 0) + self._cap
 
     def _reserve(self, need: int) -> None:
@@ -1598,8 +1600,8 @@ class OpenBatch:
     Attributes:
         builder: the :class:`BatchBuilder` records are appended to.
         result: what each record's future refers to.
-        size: bytes counted against the producer's memory: its builder's
-            :attr:`~BatchBuilder.capacity` (its header and its records' buffer).
+        size: bytes counted against the producer's memory: ``max(policy.batch_size,
+            its builder's capacity at its first record)``, the most it may hold.
         closed: no more records go in (full, or taken to be sent).
     """
 
@@ -1660,15 +1662,16 @@ class Appender:
     already waiting: :attr:`hold`) goes to ``waiting`` instead. Producers bind their
     ``send`` to it, so the common case runs no Python code of theirs.
 
-    Memory: ``used`` counts what the open batches hold, their builders'
-    :attr:`~BatchBuilder.capacity`, and never exceeds ``buffer_memory``. As Java's
-    ``BufferPool`` gives each new batch ``max(batch.size, record size)`` bytes, a record
-    that opens a batch is appended only if ``used`` plus the larger of ``policy.batch_size``
-    and its bound (its key, value and headers, at most 36 bytes of framing, 10 per header,
-    and a new batch's 61-byte header) stays within ``buffer_memory``; else it waits.
-    ``new_batch`` must give builders whose ``max_bytes`` is ``policy.batch_size``: their
-    buffer is taken whole at the first record and never grows, so a record that goes into
-    an open batch takes no more memory. A batch closes when a record does not fit (its
+    Memory: ``used`` counts, per batch not yet settled, the most it may hold, and never
+    exceeds ``buffer_memory``. As Java's ``BufferPool`` gives each new batch
+    ``max(batch.size, record size)`` bytes, a record that opens a batch is appended only
+    if ``used`` plus the larger of ``policy.batch_size`` and its bound (its key, value and
+    headers, at most 36 bytes of framing, 10 per header, and a new batch's 61-byte header)
+    stays within ``buffer_memory`` (else it waits), and the batch counts
+    ``max(policy.batch_size, its builder's capacity)`` from then on. ``new_batch`` must
+    give builders whose ``max_bytes`` is ``policy.batch_size``: their buffer never grows
+    past that (:attr:`BatchBuilder.capacity`), so a record that goes into an open batch
+    takes no more memory than is counted. A batch closes when a record does not fit (its
     builder's ``max_bytes``); the owner closes them too when it takes them to send.
     A record without room sets :attr:`exhausted`.
 
@@ -1681,8 +1684,7 @@ class Appender:
     Attributes:
         lock: held while appending; the owner takes it for everything it shares with the
             appender (a ``threading.Lock``, or the Cython backend's C mutex with its methods).
-        used: bytes held by batches not yet settled, their builders' capacity (the owner
-            subtracts settled ones).
+        used: bytes counted for batches not yet settled (the owner subtracts settled ones).
         idle: True when no batch is open; the next record starts a linger clock (the owner
             sets it back).
         closed: set by the owner; :meth:`send` then raises ``policy.closed_error()``.

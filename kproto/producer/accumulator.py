@@ -20,11 +20,11 @@ it only to look at and take batches.
 
 Memory: ``used`` counts what unsettled batches hold and never exceeds ``buffer.memory``
 (issue 16). As in Java's producer, whose ``BufferPool`` gives each new batch
-``max(batch.size, record size)`` bytes, a batch's builder takes its buffer whole at its
-first record (``max_bytes`` is ``batch.size``: see :attr:`~kproto.codec.BatchBuilder.capacity`)
-and that capacity is what is counted, not the bytes written into it: a 10,000-byte record
-alone in a 16 KiB batch holds 16 KiB. A record that needs a new batch is appended only
-if that batch's capacity fits in what is left, else it waits (up to ``max.block.ms``, in
+``max(batch.size, record size)`` bytes, each batch counts that from its first record,
+not the bytes written into it, and its builder's buffer never grows past it
+(``max_bytes`` is ``batch.size``: see :attr:`~kproto.codec.BatchBuilder.capacity`): a
+10,000-byte record alone in a 16 KiB batch sits in a 16 KiB buffer and counts 16 KiB.
+A record that needs a new batch is appended only if that fits in what is left, else it waits (up to ``max.block.ms``, in
 the producer) for settled batches to free room; records that go into an open batch take
 no more. A record that could never fit is refused at once with
 :class:`~kproto.errors.MessageTooLargeError`, as Java's ``ensureValidRecordSize`` refuses
@@ -230,12 +230,12 @@ class RecordAccumulator:
 
     @property
     def used(self) -> int:
-        """Bytes held by unsettled batches (their builders' capacity)."""
+        """Bytes counted for unsettled batches: ``max(batch.size, first record)`` each."""
         return self.appender.used
 
     def _new_batch(self, topic: str, partition: int) -> ProducerBatch:
         # Called by the appender, with the lock held.
-        # max_bytes: its buffer is taken whole at the first record, which the appender counts.
+        # max_bytes: its buffer never grows past max(batch.size, first record), which the appender counts.
         builder = BatchBuilder(compression=self.compression, compression_level=self.compression_level,
                                max_bytes=self.policy.batch_size, is_transactional=self.transactional)
         batch = ProducerBatch(topic, partition, builder, time.monotonic(), self.delivery_timeout)

@@ -1,8 +1,8 @@
 """What the producer counts against ``buffer.memory`` is what its batches hold (issue 16,
 memory: "producing with buffer.memory never exceeds it").
 
-A batch's builder takes ``max(batch.size, record size)`` bytes at its first record, as a
-Java producer's batch takes them from its ``BufferPool``, and that capacity is counted:
+A batch counts ``max(batch.size, record size)`` bytes from its first record, as a Java
+producer's batch takes them from its ``BufferPool``, and its builder never holds more:
 records that leave batches mostly empty (one 1,000-byte record per 16 KiB batch) fill
 ``buffer.memory`` with few bytes written, and the next record that needs a batch waits.
 """
@@ -27,8 +27,8 @@ def minibroker_config():
 
 def test_each_open_batch_counts_batch_size_and_a_send_that_needs_another_waits():
     """Issue 16, memory: four 1,000-byte records on four partitions open four 16 KiB batches,
-    which hold all of a 64 KiB ``buffer.memory`` (before: 4.3 KiB counted, the bytes written,
-    while the builders held 4 x 1 KiB..16 KiB). A record into an open batch takes no more;
+    which count all of a 64 KiB ``buffer.memory`` (before: 4.3 KiB counted, the bytes written,
+    while the builders held 4 x 1 KiB). A record into an open batch takes no more;
     one that needs a fifth batch waits ``max.block.ms`` and raises (the broker never
     answers, so nothing is freed), and nothing is appended for it."""
     with FaultProxy(never_answer_produce, **{"num.partitions": 8}) as proxy:
