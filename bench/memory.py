@@ -24,18 +24,20 @@ the copies on the way to the socket any more: a request's batches go to the sock
 they are (kproto.io.connection). It was the codec's ``BatchBuilder``, whose buffer grew
 by doubling from 1 KiB while the appender counted the bytes written: a 10,000 B record
 alone in a 16 KiB batch sat in a 16 KiB buffer and counted 10 KB (1.97x of the bound).
-Now what is counted is what the builders hold, as Java counts ``max(batch.size, record
-size)`` per batch taken from its BufferPool: a producer's builder takes ``batch.size``
-(or the record, if bigger) at its first record and never grows
-(``BatchBuilder.capacity``), and a record that needs a new batch waits until that fits.
-Measured on a shared 2-core machine, peak RSS over the baseline before -> after (counted
-at most 32.0 MiB in every run), ``--modes produce --value-bytes N``: 100 B 40.4 -> 46.9
-MiB (1.26x -> 1.47x), 1,000 B 37.7 -> 42.2 (1.18x -> 1.32x), 8,100 B 42.0 -> 47.7 (1.31x ->
-1.49x), 10,000 B 62.9 -> 38.6 (1.97x -> 1.20x). The values that fill their batches hold
-~5 MiB more than before for the same counted bytes; not the builders (32 MiB of full
-16 KiB builders take the same resident memory either way, measured alone): the rest is
-the allocator's (glibc's heap keeps freed buffers, and batches are freed on the sender's
-thread) and the per-batch objects, not yet explained further.
+Now each batch counts ``max(batch.size, record size)`` from its first record, as Java
+counts per batch taken from its BufferPool, and its builder's doubling stops there
+(``BatchBuilder.capacity``): the builders never hold more than is counted, and a record
+that needs a new batch waits until that fits. Measured on a shared 2-core machine, the
+two trees one after the other per size, peak RSS over the baseline before -> after
+(counted at most 32.0 MiB in every run), ``--modes produce --value-bytes N``: 10,000 B
+63.3 -> 38.3 MiB (1.98x -> 1.20x), 8,100 B 42.2 -> 47.3 (1.32x -> 1.48x), 1,000 B 37.5
+-> 39.1 (1.17x -> 1.22x), 100 B 40.7 -> 45.2 (1.27x -> 1.41x; this row reaches
+``buffer.memory`` only when the producer outruns the broker: one run before stayed at
+12 MiB counted). The ~5 MiB more for 8,100 B and 100 B values is not the builders'
+buffers (the same for full batches either way; taking ``batch.size`` whole at the first
+record instead of doubling measured no better: 100 B 46.9, 8,100 B 47.7): what
+else is resident beyond the counted bytes (allocator, per-batch and per-request objects)
+is not explained yet.
 
 The consumer's bound is ``2 x fetch.max.bytes + CONSTANT``: the fetcher holds under one
 ``fetch.max.bytes`` of responses when it sends a Fetch and one response arrives (see
