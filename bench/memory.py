@@ -19,19 +19,25 @@ sampled every 5 ms. What is reported is peak minus baseline: memory the work too
   RSS): the accounting never passes ``buffer.memory``; RSS does.
 
 What the producer's RSS beyond ``buffer.memory`` is (issue 16, measured with the defaults:
-128 MiB of 10,000 B values, 4 partitions, ``buffer.memory`` 32 MiB, ``batch.size`` 16 KiB).
-Not the copies on the way to the socket any more: a request's batches go to the socket
-as they are (kproto.io.connection), which took the row from 65 to 63 MiB only. RSS grows
-~1.7 MiB per MiB counted from the start, and reaches ~56 MiB when the counted bytes reach
-32 MiB (then creeps to ~65 MiB as the heap fragments). The cause is the codec's
-``BatchBuilder``, whose buffer grows by doubling from 1 KiB: a 10,000 B record (one per
-16 KiB batch) sits in a 16 KiB buffer, its pages touched (45 MiB resident for 32 MiB of
-such builders, measured alone), while the appender counts the record's bytes. With values
-whose batches fill their buffer the row is far closer: ``--value-bytes 8100`` (8 KiB
-buffers nearly full) 1.32x, ``--value-bytes 1000`` (16 records a batch) 1.17x, against
-1.97x for 10,000 B; the rest is the allocator's (glibc's heap keeps freed buffers) and the
-per-batch objects. Counting a builder's capacity (Java counts ``batch.size`` per batch,
-its BufferPool's unit) or growing it to what the record needs is a codec change.
+128 MiB of values, 4 partitions, ``buffer.memory`` 32 MiB, ``batch.size`` 16 KiB). Not
+the copies on the way to the socket any more: a request's batches go to the socket as
+they are (kproto.io.connection). It was the codec's ``BatchBuilder``, whose buffer grew
+by doubling from 1 KiB while the appender counted the bytes written: a 10,000 B record
+alone in a 16 KiB batch sat in a 16 KiB buffer and counted 10 KB (1.97x of the bound).
+Now each batch counts ``max(batch.size, record size)`` from its first record, as Java
+counts per batch taken from its BufferPool, and its builder's doubling stops there
+(``BatchBuilder.capacity``): the builders never hold more than is counted, and a record
+that needs a new batch waits until that fits. Measured on a shared 2-core machine, the
+two trees one after the other per size, peak RSS over the baseline before -> after
+(counted at most 32.0 MiB in every run), ``--modes produce --value-bytes N``: 10,000 B
+63.3 -> 38.3 MiB (1.98x -> 1.20x), 8,100 B 42.2 -> 47.3 (1.32x -> 1.48x), 1,000 B 37.5
+-> 39.1 (1.17x -> 1.22x), 100 B 40.7 -> 45.2 (1.27x -> 1.41x; this row reaches
+``buffer.memory`` only when the producer outruns the broker: one run before stayed at
+12 MiB counted). The ~5 MiB more for 8,100 B and 100 B values is not the builders'
+buffers (the same for full batches either way; taking ``batch.size`` whole at the first
+record instead of doubling measured no better: 100 B 46.9, 8,100 B 47.7): what
+else is resident beyond the counted bytes (allocator, per-batch and per-request objects)
+is not explained yet.
 
 The consumer's bound is ``2 x fetch.max.bytes + CONSTANT``: the fetcher holds under one
 ``fetch.max.bytes`` of responses when it sends a Fetch and one response arrives (see

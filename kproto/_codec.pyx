@@ -1387,6 +1387,12 @@ cdef class BatchBuilder:
             return self._legacy.size_in_bytes()
         return V2_HEADER + self.used
 
+    @property
+    def capacity(self):
+        if self._legacy is not None:
+            return self._legacy.capacity
+        return V2_HEADER + self.cap
+
     cdef inline uint8_t* _reserve(self, Py_ssize_t n) except NULL:
         cdef Py_ssize_t need = self.used + n
         cdef Py_ssize_t cap = self.cap
@@ -1395,6 +1401,8 @@ cdef class BatchBuilder:
                 cap = cap * 2 if cap else 1024
                 while cap < need:
                     cap *= 2
+                if self.max_bytes > 0:  # never past max_bytes, or the first record if bigger (see the twin)
+                    cap = min(cap, max(self.max_bytes - V2_HEADER, need))
             self._own(cap)
         return self.body + self.used
 
@@ -2007,6 +2015,7 @@ cdef class Appender:
     cdef public Py_ssize_t used
     cdef public bint idle
     cdef public bint closed
+    cdef public bint exhausted
     cdef dict _open
     cdef object _partitioner
     cdef object _chooser
@@ -2016,6 +2025,7 @@ cdef class Appender:
     cdef object _key_serializer
     cdef object _value_serializer
     cdef Py_ssize_t _max_record
+    cdef Py_ssize_t _batch_size
     cdef public object waiting
     cdef object _register
     cdef public bint hold
@@ -2040,11 +2050,13 @@ cdef class Appender:
         self._key_serializer = policy.key_serializer
         self._value_serializer = policy.value_serializer
         self._max_record = policy.max_record
+        self._batch_size = policy.batch_size
         self.waiting = policy.waiting
         self._register = policy.register
         self.used = 0
         self.idle = True
         self.closed = False
+        self.exhausted = False
         self.hold = False
         self._open = {}
 
@@ -2114,14 +2126,15 @@ cdef class Appender:
         cdef bint sticky = False
         cdef bint wake
         cdef bint full = False
+        cdef bint no_room = False
         cdef OpenBatch batch
+        cdef BatchBuilder b
+        cdef Py_ssize_t grown
         cdef object found
         cdef list opened
         cdef int64_t index = -1
         self._lock.take()
         try:
-            if self.used + need > self.buffer_memory:
-                return None  # it waits for room: buffer.memory is never exceeded
             if partition < 0:
                 if key is not None and self._hash_keys:
                     if PyBytes_CheckExact(key):
@@ -2158,21 +2171,33 @@ cdef class Appender:
                         index = self._try(batch, timestamp, key, value, headers)
                         full = full or index < 0
                 if index < 0:
-                    batch = self._new_batch(topic, partition)
-                    while len(opened) <= partition:
-                        opened.append(None)
-                    opened[partition] = batch
-                    index = self._try(batch, timestamp, key, value, headers)
-                    batch.size += V2_HEADER  # the batch's header is held with it
-                    self.used += V2_HEADER
-            wake = self.idle
-            self.idle = False
+                    # A new batch takes max(batch.size, the record) (see the twin).
+                    if self.used + (need if need > self._batch_size else self._batch_size) > self.buffer_memory:
+                        no_room = self.exhausted = True
+                    else:
+                        batch = self._new_batch(topic, partition)
+                        while len(opened) <= partition:
+                            opened.append(None)
+                        opened[partition] = batch
+                        index = self._try(batch, timestamp, key, value, headers)
+                        # It holds up to max(batch.size, this record): counted now, whole.
+                        b = batch.builder
+                        grown = V2_HEADER + (b.cap if b._legacy is None else b._legacy.capacity)
+                        if grown < self._batch_size:
+                            grown = self._batch_size
+                        batch.size = grown
+                        self.used += grown
+            wake = self.idle and not no_room
+            if wake:
+                self.idle = False
         finally:
             self._lock.give()
-        if full:
-            self._full()  # a full batch need not linger
+        if full or no_room:
+            self._full()  # a full batch need not linger; nor do open ones while memory is exhausted
         elif wake:
             self._wake()
+        if no_room:
+            return None  # it waits for room: buffer.memory is never exceeded
         # tp_new alone, with no arguments to box and parse: the fields are set here.
         cdef RecordRef record = <RecordRef>self._future_type.tp_new(self._future_type, _NO_ARGS, NULL)
         record._batch = batch.result
@@ -2182,7 +2207,6 @@ cdef class Appender:
 
     cdef int64_t _try(self, OpenBatch batch, int64_t timestamp, object key, object value, object headers) except -2:
         cdef BatchBuilder b = batch.builder
-        cdef Py_ssize_t before = b.used
         cdef int64_t index
         if b._legacy is None and (key is None or PyBytes_CheckExact(key)) and (value is None or PyBytes_CheckExact(value)):
             index = b._append(
@@ -2195,9 +2219,6 @@ cdef class Appender:
         if index < 0:
             batch.closed = True
             return -1
-        cdef Py_ssize_t grown = b.used - before
-        batch.size += grown
-        self.used += grown
         return index
 
 

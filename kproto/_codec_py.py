@@ -1066,7 +1066,18 @@ class BatchBuilder:
         partition_leader_epoch: -1 from producers.
         timestamp_type: 0 CreateTime; 1 LogAppendTime (brokers only).
         max_bytes: when > 0, :meth:`append` refuses a record that would take the batch's
-            estimated size past it (the first record is always accepted).
+            estimated size past it (the first record is always accepted), and the
+            builder's buffer never grows past ``max_bytes`` (or the first record's size,
+            if bigger): see :attr:`capacity`.
+
+    The records are written into one buffer that grows by doubling from 1 KiB. With
+    ``max_bytes`` the doubling stops at ``max(max_bytes, first record)``, the bytes a
+    Java producer takes per batch from its ``BufferPool`` (``max(batch.size, record
+    size)``), which is what a producer counts per batch against ``buffer.memory``: the
+    builder never holds more than is counted (issue 16). Taking it whole at the first
+    record was measured to cost more resident memory (the allocator's) than doubling.
+    This backend keeps a ``bytearray`` but reports the same :attr:`capacity` as the
+    Cython one.
 
     Raises:
         ValueError: a field is out of range, or v2-only fields with magic 0/1.
@@ -1112,6 +1123,7 @@ class BatchBuilder:
         self.timestamp_type = timestamp_type
         self.max_bytes = max_bytes
         self._body = bytearray()
+        self._cap = 0  # the records' buffer, as the Cython backend sizes it (capacity)
         self._count = 0
         self._last_delta = -1
         self._first_ts = -1
@@ -1125,6 +1137,24 @@ class BatchBuilder:
     def size_in_bytes(self) -> int:
         """The batch's size so far, before compression."""
         return (_V2_HEADER if self.magic == 2 else 0) + len(self._body)
+
+    @property
+    def capacity(self) -> int:
+        """The bytes the builder holds for the batch: its header and its records' buffer
+        (at least :meth:`size_in_bytes`): its header and a doubling from 1 KiB, which with
+        ``max_bytes`` stops at ``max(max_bytes, first record's size)``; an empty builder
+        holds its header's only."""
+        return (_V2_HEADER if self.magic == 2 else 0) + self._cap
+
+    def _reserve(self, need: int) -> None:
+        # The Cython backend's buffer growth, for ``capacity``: the records' bytes reach ``need``.
+        if need > self._cap:
+            cap = self._cap * 2 if self._cap else 1024
+            while cap < need:
+                cap *= 2
+            if self.max_bytes > 0:  # never past max_bytes, or the first record if bigger
+                cap = min(cap, max(self.max_bytes - (_V2_HEADER if self.magic == 2 else 0), need))
+            self._cap = cap
 
     def append(self, timestamp: int, key: Any, value: Any, headers: Sequence[tuple[str, Any]] | None = None, offset_delta: int = -1) -> int:
         """Add a record.
@@ -1160,6 +1190,7 @@ class BatchBuilder:
             rec = _encode_legacy(self.magic, 0, self.timestamp_type, offset_delta if inner_relative else self.base_offset + offset_delta, timestamp, key, value)
         if self.max_bytes > 0 and self._count and self.size_in_bytes() + len(rec) > self.max_bytes:
             return -1
+        self._reserve(len(self._body) + len(rec))
         self._body += rec
         if self._count == 0:
             self._first_ts = timestamp
@@ -1254,6 +1285,8 @@ class BatchBuilder:
                 payload = packed
             else:
                 codec = 0
+        if not codec:
+            self._cap = len(self._body)  # handed out as it is: no spare bytes (the Cython backend's realloc)
         attributes = codec
         if self.timestamp_type:
             attributes |= _TIMESTAMP_TYPE_BIT
@@ -1568,7 +1601,8 @@ class OpenBatch:
     Attributes:
         builder: the :class:`BatchBuilder` records are appended to.
         result: what each record's future refers to.
-        size: bytes counted against the producer's memory: its records' and its header's.
+        size: bytes counted against the producer's memory: ``max(policy.batch_size,
+            its builder's capacity at its first record)``, the most it may hold.
         closed: no more records go in (full, or taken to be sent).
     """
 
@@ -1629,25 +1663,35 @@ class Appender:
     already waiting: :attr:`hold`) goes to ``waiting`` instead. Producers bind their
     ``send`` to it, so the common case runs no Python code of theirs.
 
-    Memory: a record is appended only if ``used`` plus its bound (its key, value and
+    Memory: ``used`` counts, per batch not yet settled, the most it may hold, and never
+    exceeds ``buffer_memory``. As Java's ``BufferPool`` gives each new batch
+    ``max(batch.size, record size)`` bytes, a record that opens a batch is appended only
+    if ``used`` plus the larger of ``policy.batch_size`` and its bound (its key, value and
     headers, at most 36 bytes of framing, 10 per header, and a new batch's 61-byte header)
-    stays within ``buffer_memory``, so ``used`` never exceeds it; a new batch counts its
-    header. A batch closes when a record does not fit (its builder's ``max_bytes``); the
-    owner closes them too when it takes them to send.
+    stays within ``buffer_memory`` (else it waits), and the batch counts
+    ``max(policy.batch_size, its builder's capacity)`` from then on. ``new_batch`` must
+    give builders whose ``max_bytes`` is ``policy.batch_size``: their buffer never grows
+    past that (:attr:`BatchBuilder.capacity`), so a record that goes into an open batch
+    takes no more memory than is counted. A batch closes when a record does not fit (its
+    builder's ``max_bytes``); the owner closes them too when it takes them to send.
+    A record without room sets :attr:`exhausted`.
 
     Args:
         policy: read once: ``new_batch``, ``wake``, ``full``, ``buffer_memory``,
             ``partitioner``, ``future_class`` (a :class:`RecordRef` subclass), ``counts``,
-            ``key_serializer``, ``value_serializer``, ``max_record``, ``waiting``,
-            ``register``; called: ``check_size(bound)``, ``closed_error()``.
+            ``key_serializer``, ``value_serializer``, ``max_record``, ``batch_size``,
+            ``waiting``, ``register``; called: ``check_size(bound)``, ``closed_error()``.
 
     Attributes:
         lock: held while appending; the owner takes it for everything it shares with the
             appender (a ``threading.Lock``, or the Cython backend's C mutex with its methods).
-        used: bytes appended to batches not yet settled (the owner subtracts settled ones).
+        used: bytes counted for batches not yet settled (the owner subtracts settled ones).
         idle: True when no batch is open; the next record starts a linger clock (the owner
             sets it back).
         closed: set by the owner; :meth:`send` then raises ``policy.closed_error()``.
+        exhausted: set when a record found no room in memory for a new batch (``full`` is
+            called then too); the owner sends its open batches at once and clears it (Java's
+            ``RecordAccumulator.ready``: batches are sendable while the pool is exhausted).
         hold: set by the owner while records wait, so that later ones queue behind them.
         waiting: ``policy.waiting``, which the owner may replace.
     """
@@ -1671,11 +1715,13 @@ class Appender:
         self._key_serializer = policy.key_serializer
         self._value_serializer = policy.value_serializer
         self._max_record = policy.max_record
+        self._batch_size = policy.batch_size
         self.waiting = policy.waiting
         self._register = policy.register
         self.used = 0
         self.idle = True
         self.closed = False
+        self.exhausted = False
         self.hold = False
         self._open: dict[tuple[str, int], Any] = {}
 
@@ -1735,10 +1781,8 @@ class Appender:
             TypeError: key, value or a header has the wrong type (as :meth:`BatchBuilder.append`).
         """
         need = self._need(key, value, headers)
-        full = False
+        full = no_room = False
         with self.lock:
-            if self.used + need > self.buffer_memory:
-                return None  # it waits for room: buffer.memory is never exceeded
             sticky = False
             if partition < 0:
                 if key is not None and self._hash_keys:
@@ -1765,16 +1809,25 @@ class Appender:
                         index = self._try(batch, timestamp, key, value, headers)
                         full = full or index < 0
                 if index < 0:
-                    batch = self._open[(topic, partition)] = self._new_batch(topic, partition)
-                    index = self._try(batch, timestamp, key, value, headers)
-                    batch.size += BATCH_HEADER_SIZE  # the batch's header is held with it
-                    self.used += BATCH_HEADER_SIZE
-            wake = self.idle
-            self.idle = False
-        if full:
-            self._full()  # a full batch need not linger
+                    # A new batch takes max(batch.size, the record), as a Java producer's takes
+                    # from its BufferPool (RecordAccumulator.append: BufferPool.allocate).
+                    if self.used + max(need, self._batch_size) > self.buffer_memory:
+                        no_room = self.exhausted = True
+                    else:
+                        batch = self._open[(topic, partition)] = self._new_batch(topic, partition)
+                        index = self._try(batch, timestamp, key, value, headers)
+                        # It holds up to max(batch.size, this record): counted now, whole.
+                        batch.size = max(self._batch_size, batch.builder.capacity)
+                        self.used += batch.size
+            wake = self.idle and not no_room
+            if wake:
+                self.idle = False
+        if full or no_room:
+            self._full()  # a full batch need not linger; nor do open ones while memory is exhausted
         elif wake:
             self._wake()
+        if no_room:
+            return None  # it waits for room: buffer.memory is never exceeded
         return self._future_class(batch.result, index, timestamp)
 
     def _need(self, key: Any, value: Any, headers: Any) -> int:
@@ -1792,15 +1845,10 @@ class Appender:
         return need
 
     def _try(self, batch: Any, timestamp: int, key: Any, value: Any, headers: Any) -> int:
-        builder = batch.builder
-        before = builder.size_in_bytes()
-        index = builder.append(timestamp, key, value, headers)
+        index = batch.builder.append(timestamp, key, value, headers)
         if index < 0:
             batch.closed = True
             return -1
-        grown = builder.size_in_bytes() - before
-        batch.size += grown
-        self.used += grown
         return index
 
 

@@ -18,10 +18,15 @@ any batch not yet sent, in sequence order (the broker needs an idempotent produc
 sequences in order). One lock (the appender's) guards everything here; the sender holds
 it only to look at and take batches.
 
-Memory: ``used`` counts the bytes of unsettled batches (their records and headers) and
-never exceeds ``buffer.memory`` (issue 16): a record is appended only if its size bound
-fits in what is left, else it waits (up to ``max.block.ms``, in the producer) for
-settled batches to free room; a record that could never fit is refused at once with
+Memory: ``used`` counts what unsettled batches hold and never exceeds ``buffer.memory``
+(issue 16). As in Java's producer, whose ``BufferPool`` gives each new batch
+``max(batch.size, record size)`` bytes, each batch counts that from its first record,
+not the bytes written into it, and its builder's buffer never grows past it
+(``max_bytes`` is ``batch.size``: see :attr:`~kproto.codec.BatchBuilder.capacity`): a
+10,000-byte record alone in a 16 KiB batch sits in a 16 KiB buffer and counts 16 KiB.
+A record that needs a new batch is appended only if that fits in what is left, else it waits (up to ``max.block.ms``, in
+the producer) for settled batches to free room; records that go into an open batch take
+no more. A record that could never fit is refused at once with
 :class:`~kproto.errors.MessageTooLargeError`, as Java's ``ensureValidRecordSize`` refuses
 one bigger than ``buffer.memory``. A whole batch appended by other means must count its
 ``size`` into ``appender.used`` under the lock in the same way.
@@ -65,8 +70,8 @@ class SendPolicy:
             :class:`~kproto.codec.OpenBatch` whose builder's ``max_bytes`` is
             ``batch.size``), registered by the owner; called with the appender's lock held.
         wake: called when a record arrives while no batch was open (a linger clock starts).
-        buffer_memory: ``buffer.memory``: a record is appended only if the bytes of
-            unsettled batches stay within it with the record (else the record waits).
+        buffer_memory: ``buffer.memory``: a record is appended only if what unsettled
+            batches hold stays within it with the record (else the record waits).
         partitioner: which partition a record without one goes to.
         future_class: what a record's future is: a :class:`~kproto.codec.RecordRef`
             subclass, made without its ``__init__`` (the codec sets its three fields).
@@ -81,18 +86,21 @@ class SendPolicy:
         register: ``(future, on_delivery)``: attaches a delivery callback to a future.
         full: called, after the appender let go of its lock, when a batch filled up and
             closed (it need not linger); ``wake`` when not given.
+        batch_size: ``batch.size``: what a new batch holds (its builder's ``max_bytes``;
+            more for a bigger record). Taken as ``buffer.memory`` when bigger, so that a
+            batch always fits.
     """
 
     __slots__ = ("new_batch", "wake", "full", "buffer_memory", "partitioner", "future_class", "counts",
                  "key_serializer", "value_serializer", "max_request_size", "max_record", "waiting", "register",
-                 "refusal")
+                 "refusal", "batch_size")
 
     def __init__(self, new_batch: Callable[[str, int], OpenBatch], wake: Callable[[], None],
                  buffer_memory: int, partitioner: Partitioner | None = None, future_class: type = RecordFuture,
                  counts: dict[str, int] | None = None, key_serializer: Callable[[Any], Any] | None = None,
                  value_serializer: Callable[[Any], Any] | None = None, max_request_size: int = 1048576,
                  waiting: Callable[..., Any] | None = None, register: Callable[[Any, Any], None] | None = None,
-                 full: Callable[[], None] | None = None) -> None:
+                 full: Callable[[], None] | None = None, batch_size: int = 16384) -> None:
         self.new_batch = new_batch
         self.wake = wake
         self.full = wake if full is None else full
@@ -106,6 +114,7 @@ class SendPolicy:
         # The codec bounds each record's size (key, value, headers, framing and a batch
         # header) and asks check_size only for records over this.
         self.max_record = min(max_request_size, buffer_memory)
+        self.batch_size = min(batch_size, buffer_memory)
         self.waiting = waiting
         self.register = register
         # What a send raises while the appender is closed; the owner may replace it (a
@@ -161,7 +170,8 @@ class ProducerBatch(OpenBatch):
 
     def seal(self, data: bytes | None = None) -> bytes:
         """Build the batch's bytes (``data``) once it was taken to be sent, and let go of its
-        builder, whose buffer (up to twice its records' size) is not needed any more.
+        builder, whose buffer is not needed any more (its memory stays counted until the
+        batch settles, as Java's producer gives a batch's buffer back to its pool then).
         ``data``: the builder's ``build()`` made already (send_batch builds on the caller's
         thread). ``raw_size`` keeps the records' uncompressed size (the metrics'
         compression rate)."""
@@ -210,7 +220,7 @@ class RecordAccumulator:
         self._hand_off_every = max(1, BEHIND_BYTES // max(batch_size, 1))  # batches
         self.flushing = 0  # > 0 while a flush wants every open batch sent now
         self.home: Any = None  # the sender's event loop, which settles batches (set when it starts)
-        self.policy = SendPolicy(self._new_batch, wake, buffer_memory, **per_record)
+        self.policy = SendPolicy(self._new_batch, wake, buffer_memory, batch_size=max(batch_size, 1), **per_record)
         self.appender = Appender(self.policy)
         self.lock = self.appender.lock  # one lock for the appender's state and the queues
         self.space = threading.Condition(self.lock)  # notified when memory is freed or batches settle
@@ -220,13 +230,14 @@ class RecordAccumulator:
 
     @property
     def used(self) -> int:
-        """Bytes held by unsettled batches."""
+        """Bytes counted for unsettled batches: ``max(batch.size, first record)`` each."""
         return self.appender.used
 
     def _new_batch(self, topic: str, partition: int) -> ProducerBatch:
         # Called by the appender, with the lock held.
+        # max_bytes: its buffer never grows past max(batch.size, first record), which the appender counts.
         builder = BatchBuilder(compression=self.compression, compression_level=self.compression_level,
-                               max_bytes=self.batch_size, is_transactional=self.transactional)
+                               max_bytes=self.policy.batch_size, is_transactional=self.transactional)
         batch = ProducerBatch(topic, partition, builder, time.monotonic(), self.delivery_timeout)
         batch.result.home = self.home
         queue = self.queues.setdefault((topic, partition), deque())
@@ -243,13 +254,17 @@ class RecordAccumulator:
         """The head batch of every partition that may be sent now, and when to look again.
 
         A head batch is ready when it is closed, ``linger.ms`` old, flushed, or a retry
-        whose backoff passed. The second value is the earliest time a waiting head batch
+        whose backoff passed, and every one (but a retry in backoff) while a record waits
+        for memory (the appender's ``exhausted``: Java's ``RecordAccumulator.ready`` sends
+        them when its ``BufferPool`` has waiters, since only settled batches free memory). The second value is the earliest time a waiting head batch
         becomes ready (None: nothing waits).
         """
         ready = []
         soonest = None
         with self.lock:
             idle = True
+            exhausted = self.appender.exhausted
+            self.appender.exhausted = False
             for queue in self.queues.values():
                 if not queue:
                     continue
@@ -258,7 +273,8 @@ class RecordAccumulator:
                     idle = False
                 if batch.attempts and batch.next_attempt > now:
                     at = batch.next_attempt
-                elif batch.closed or len(queue) > 1 or self.flushing or now >= batch.created + self.linger:
+                elif (batch.closed or len(queue) > 1 or self.flushing or exhausted
+                      or now >= batch.created + self.linger):
                     ready.append(batch)
                     continue
                 else:

@@ -42,7 +42,7 @@ def run(backend, ops, *, partitions=3, batch_bytes=300, memory=1 << 30, ignore_k
         return batch
 
     appender = backend.Appender(SendPolicy(new_batch, lambda: wakes.append(1), memory,
-                                           Partitioner(ignore_keys=ignore_keys), ref(backend)))
+                                           Partitioner(ignore_keys=ignore_keys), ref(backend), batch_size=batch_bytes))
     futures = []
     for i, (topic, partition, key, value, headers) in enumerate(ops):
         f = appender.append(topic, partition, partitions, 1000 + i, key, value, headers)
@@ -51,7 +51,7 @@ def run(backend, ops, *, partitions=3, batch_bytes=300, memory=1 << 30, ignore_k
             for b in batches:
                 b.closed = True  # the sender took everything open
             appender.idle = True
-    return futures, [(b.result, b.builder.build(), b.size) for b in batches], appender.used, len(wakes)
+    return futures, [(b.result, b.builder.capacity, b.builder.build(), b.size) for b in batches], appender.used, len(wakes)
 
 
 ops_strategy = st.lists(st.tuples(
@@ -84,11 +84,14 @@ def test_keys_follow_murmur2_and_keyless_records_stick_until_a_batch_fills(backe
 
 @pytest.mark.parametrize("backend", [cy, py], ids=["cython", "python"])
 def test_a_record_without_room_in_memory_appends_nothing(backend):
-    """Issue 16, item 2: memory never goes over buffer.memory; a record is appended only
-    if its bound fits in what is left, and a batch's header counts."""
+    """Issue 16, item 2: memory never goes over buffer.memory; a record that needs a new
+    batch is appended only if the batch's capacity (batch.size, here 300) fits in what is
+    left. The first batch holds 300 bytes: a second record goes into it, the third needs
+    a new batch and waits."""
     futures, batches, used, _ = run(backend, [("t", 0, None, b"x" * 100, None)] * 3, memory=300)
-    assert futures[0] is not None and futures[1:] == [None, None]
-    assert used == batches[0][2] == len(batches[0][1]) <= 300
+    assert futures[0] is not None and futures[1] is not None and futures[2] is None
+    assert len(batches) == 1
+    assert used == batches[0][3] == batches[0][1] == 300 >= len(batches[0][2])
 
 
 @pytest.mark.parametrize("backend", [cy, py], ids=["cython", "python"])
@@ -97,7 +100,7 @@ def test_a_record_that_could_never_fit_in_memory_is_refused(backend):
     check_size (MessageTooLargeError), not to the waiting path, whatever makes it big."""
     from kproto.errors import MessageTooLargeError
 
-    appender = backend.Appender(SendPolicy(lambda t, p: backend.OpenBatch(backend.BatchBuilder(), (t, p)),
+    appender = backend.Appender(SendPolicy(lambda t, p: backend.OpenBatch(backend.BatchBuilder(max_bytes=300), (t, p)),
                                            lambda: None, 300, future_class=ref(backend), counts={"t": 1}))
     for key, value, headers in [(None, b"x" * 250, None), (b"k" * 250, None, None),
                                 (None, b"v", [("h" * 200, b"x" * 10)])]:
@@ -109,7 +112,7 @@ def test_a_record_that_could_never_fit_in_memory_is_refused(backend):
 
 @pytest.mark.parametrize("backend", [cy, py], ids=["cython", "python"])
 def test_wrong_types_raise_before_anything_is_counted(backend):
-    appender = backend.Appender(SendPolicy(lambda t, p: backend.OpenBatch(backend.BatchBuilder(), (t, p)),
+    appender = backend.Appender(SendPolicy(lambda t, p: backend.OpenBatch(backend.BatchBuilder(max_bytes=16384), (t, p)),
                                            lambda: None, 1 << 20, future_class=ref(backend)))
     with pytest.raises(TypeError):
         appender.append("t", 0, 1, 0, None, "text", None)
@@ -159,7 +162,7 @@ def test_send_is_the_whole_per_record_path(backend):
 def test_a_partition_beyond_the_topics_is_refused_whoever_chose_it(backend):
     partitioner = Partitioner()
     partitioner.chooser = lambda topic, key, n: 10**9  # a chooser that does not check (the user's ones are checked)
-    appender = backend.Appender(SendPolicy(lambda t, p: backend.OpenBatch(backend.BatchBuilder(), (t, p)),
+    appender = backend.Appender(SendPolicy(lambda t, p: backend.OpenBatch(backend.BatchBuilder(max_bytes=16384), (t, p)),
                                            lambda: None, 1 << 20, partitioner, ref(backend),
                                            counts={"t": 3}))
     with pytest.raises(ValueError, match=r"partition 1000000000 is not in \[0, 3\)"):
@@ -174,7 +177,7 @@ def test_a_partition_beyond_the_topics_is_refused_whoever_chose_it(backend):
         def next_sticky(self, topic, previous, partitions):
             return -1
 
-    appender = backend.Appender(SendPolicy(lambda t, p: backend.OpenBatch(backend.BatchBuilder(), (t, p)),
+    appender = backend.Appender(SendPolicy(lambda t, p: backend.OpenBatch(backend.BatchBuilder(max_bytes=16384), (t, p)),
                                            lambda: None, 1 << 20, Wrong(), ref(backend),
                                            counts={"t": 3}))
     with pytest.raises(ValueError, match=r"partition -1 is not in \[0, 3\)"):
