@@ -145,33 +145,43 @@ cdef inline int _read_unsigned(const uint8_t* p, Py_ssize_t* pos, Py_ssize_t end
     raise _corrupt(f"varint longer than {max_bytes} bytes")
 
 
-cdef inline int _read_varint(const uint8_t* p, Py_ssize_t* pos, Py_ssize_t end, int32_t* out) except -1:
-    cdef uint64_t z
+# Varints of up to 3 bytes (lengths, small deltas: most of them) in C alone; False for a
+# longer or truncated one, left to _read_unsigned (which raises). The Produce path's record
+# walk uses it as it is (no exception machinery there).
+cdef inline bint _short_varint(const uint8_t* p, Py_ssize_t* pos, Py_ssize_t end, int64_t* out) noexcept nogil:
     cdef Py_ssize_t i = pos[0]
-    # One- and two-byte varints are most of them (lengths, small deltas): take them first.
+    cdef uint64_t z
     if i < end and p[i] < 0x80:
         z = p[i]
         pos[0] = i + 1
     elif i + 1 < end and p[i + 1] < 0x80:
         z = (p[i] & 0x7F) | (<uint64_t>p[i + 1] << 7)
         pos[0] = i + 2
+    elif i + 2 < end and p[i + 2] < 0x80:
+        z = (p[i] & 0x7F) | (<uint64_t>(p[i + 1] & 0x7F) << 7) | (<uint64_t>p[i + 2] << 14)
+        pos[0] = i + 3
     else:
-        _read_unsigned(p, pos, end, 5, 32, &z)
+        return False
+    out[0] = <int64_t>((z >> 1) ^ (-(<int64_t>(z & 1))))
+    return True
+
+
+cdef inline int _read_varint(const uint8_t* p, Py_ssize_t* pos, Py_ssize_t end, int32_t* out) except -1:
+    cdef int64_t v
+    cdef uint64_t z
+    if _short_varint(p, pos, end, &v):
+        out[0] = <int32_t>v
+        return 0
+    _read_unsigned(p, pos, end, 5, 32, &z)
     out[0] = <int32_t>((z >> 1) ^ (-(<int64_t>(z & 1))))
     return 0
 
 
 cdef inline int _read_varlong(const uint8_t* p, Py_ssize_t* pos, Py_ssize_t end, int64_t* out) except -1:
     cdef uint64_t z
-    cdef Py_ssize_t i = pos[0]
-    if i < end and p[i] < 0x80:
-        z = p[i]
-        pos[0] = i + 1
-    elif i + 1 < end and p[i + 1] < 0x80:
-        z = (p[i] & 0x7F) | (<uint64_t>p[i + 1] << 7)
-        pos[0] = i + 2
-    else:
-        _read_unsigned(p, pos, end, 10, 64, &z)
+    if _short_varint(p, pos, end, out):
+        return 0
+    _read_unsigned(p, pos, end, 10, 64, &z)
     out[0] = <int64_t>((z >> 1) ^ (-(<int64_t>(z & 1))))
     return 0
 
@@ -2247,24 +2257,6 @@ stamped_head.__doc__ = _twin.stamped_head.__doc__
 # (varints of up to 3 bytes, ASCII header keys). Anything else, valid or not, is -1:
 # _decode_v2 then walks the batch again and gives the verdict and its error, so that the
 # two walks never disagree on what is accepted (tests/codec/test_differential.py).
-
-cdef inline bint _short_varint(const uint8_t* p, Py_ssize_t* pos, Py_ssize_t end, int64_t* out) noexcept nogil:
-    cdef Py_ssize_t i = pos[0]
-    cdef uint64_t z
-    if i < end and p[i] < 0x80:
-        z = p[i]
-        pos[0] = i + 1
-    elif i + 1 < end and p[i + 1] < 0x80:
-        z = (p[i] & 0x7F) | (<uint64_t>p[i + 1] << 7)
-        pos[0] = i + 2
-    elif i + 2 < end and p[i + 2] < 0x80:
-        z = (p[i] & 0x7F) | (<uint64_t>(p[i + 1] & 0x7F) << 7) | (<uint64_t>p[i + 2] << 14)
-        pos[0] = i + 3
-    else:
-        return False
-    out[0] = <int64_t>((z >> 1) ^ (-(<int64_t>(z & 1))))
-    return True
-
 
 cdef int _walk_produced(Batch batch) except -2:
     """1 when every record of an uncompressed v2 batch parses and one has a null key, 0
