@@ -10,9 +10,11 @@ consumer seeks back), so nothing is skipped. Both faces yield through
 Records drained ahead (issue 16). Each trip of the sync :class:`~kproto.consumer.Consumer`
 to the loop thread costs about twice the decoding of the ``max.poll.records`` records it
 fetches (two thread wake-ups and two hand-overs of the GIL), so its poll drains a few
-polls' worth in one trip and hands the rest out from :attr:`Iteration._ahead` in its own
-thread, ``max.poll.records`` at a time, without the trip. Records drained ahead count as
-not consumed, exactly as an iteration's records not yet yielded: ``position`` and commits
+polls' worth in one trip and hands them out from :attr:`Iteration._ahead` (an :class:`Ahead`)
+in its own thread, ``max.poll.records`` at a time, without the trip. Records drained ahead
+count as not consumed, exactly as an iteration's records not yet yielded, from the moment
+they leave the loop (the trip puts them in ``_ahead`` there) until a poll returns them
+(one interrupted while handing them out gives them back): ``position`` and commits
 stop at the first of them (:meth:`Iteration._unconsumed`), any poll made on the loop
 seeks back to them first (:meth:`Iteration._abandon_iteration`), and a call that moves
 positions or the assignment (seek, pause, assign, subscribe, unsubscribe) seeks back to
@@ -24,8 +26,9 @@ waits) replace or drop it, so it needs no lock.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import AsyncIterator, Iterable, Iterator
-from itertools import islice
+from itertools import chain, islice
 from operator import length_hint
 
 from kproto.consumer.state import ConsumerState
@@ -33,7 +36,7 @@ from kproto.consumer.structs import ConsumerRecord
 from kproto.errors import ClientClosedError
 from kproto.structs import OffsetAndMetadata, TopicPartition
 
-__all__ = ["Batch", "Iteration"]
+__all__ = ["Ahead", "Batch", "Iteration"]
 
 
 class Batch:
@@ -51,6 +54,47 @@ class Batch:
     def consumed(self) -> int:
         """Records yielded so far."""
         return len(self.records) - length_hint(self._left)
+
+
+class Ahead:
+    """The sync face's records drained ahead: one list per poll's worth, in offset order.
+
+    A poll takes the first list in two steps, :meth:`peek` then :meth:`advance` once
+    nothing can fail any more (its metrics counted), so that a poll interrupted in between
+    (Ctrl-C) leaves them here, still not consumed. A list handed out is let go of (the
+    application may have dropped its records). Another thread's call reads the lists on
+    the loop (:meth:`records`) while this thread advances: each change is one store or one
+    ``popleft`` (atomic under the GIL), and a list is never changed once made.
+    """
+
+    __slots__ = ("_polls",)
+
+    def __init__(self, records: list[ConsumerRecord], limit: int) -> None:
+        self._polls = deque([records] if len(records) <= limit else
+                            (records[i:i + limit] for i in range(0, len(records), limit)))
+
+    def __bool__(self) -> bool:
+        return bool(self._polls)
+
+    def peek(self, limit: int) -> list[ConsumerRecord]:
+        """The next poll's records (at most ``limit``; none when all were handed out)."""
+        polls = self._polls
+        if not polls:
+            return []
+        first = polls[0]
+        return first if len(first) <= limit else first[:limit]
+
+    def advance(self, count: int) -> None:
+        """The ``count`` records :meth:`peek` gave were returned by a poll."""
+        polls = self._polls
+        if count >= len(polls[0]):
+            polls.popleft()
+        else:
+            polls[0] = polls[0][count:]
+
+    def records(self) -> Iterator[ConsumerRecord]:
+        """The records not yet handed out, in order (from any thread)."""
+        return chain.from_iterable(list(self._polls))  # list(): a snapshot, taken at once
 
 
 class Iteration(ConsumerState):
@@ -82,11 +126,12 @@ class Iteration(ConsumerState):
         first: dict[TopicPartition, ConsumerRecord] = {}
         assigned = self._subscriptions.assigned()
         # In offset order: an iteration's batch was taken before what is still ahead.
-        for batch in (self._iteration, self._ahead):
-            if batch is not None:
-                records = islice(batch.records, batch.consumed, None)
-                for tp, record in _first_per_partition(records, assigned).items():
-                    first.setdefault(tp, record)
+        iteration, ahead = self._iteration, self._ahead
+        if iteration is not None:
+            first = _first_per_partition(islice(iteration.records, iteration.consumed, None), assigned)
+        if ahead:
+            for tp, record in _first_per_partition(ahead.records(), assigned).items():
+                first.setdefault(tp, record)
         return first
 
     def _abandon_iteration(self) -> None:
@@ -100,9 +145,8 @@ class Iteration(ConsumerState):
         """The sync face's records drained ahead are to be polled again (the positions or
         the assignment are about to change); an iteration's batch is left as it is."""
         ahead, self._ahead = self._ahead, None
-        if ahead is not None:
-            records = islice(ahead.records, ahead.consumed, None)
-            self._seek_back(_first_per_partition(records, self._subscriptions.assigned()))
+        if ahead:
+            self._seek_back(_first_per_partition(ahead.records(), self._subscriptions.assigned()))
 
     def _ahead_due(self) -> bool:
         """The sync face may hand out records drained ahead now, in its own thread: no group

@@ -58,7 +58,7 @@ class ConsumerState:
     _commit_results: list[tuple[Callable[..., Any], dict, BaseException | None]]
     # iteration
     _iteration: Any  # the iteration.Batch being handed out
-    _ahead: Any  # the sync face's records drained ahead of its polls (an iteration.Batch)
+    _ahead: Any  # the sync face's records drained ahead of its polls (an iteration.Ahead)
     # poll_arrow (columnar): per partition, the Arrow batch made of columns still being taken
     _arrow_built: dict[TopicPartition, tuple[Any, bool, Any]]
 

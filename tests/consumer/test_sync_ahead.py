@@ -351,3 +351,107 @@ def test_a_rebalance_while_records_are_drained_ahead_hands_over_exactly_where_po
         b.close()
     assert not late
     assert sorted(r for rs in got.values() for r in rs) == [(p, i) for p in range(4) for i in range(300)]
+
+
+# -- the hand-out: records drained ahead stay not consumed until a poll returns them -----
+
+def committed(broker, group, tp):
+    with Consumer(bootstrap_servers=broker.bootstrap_servers, group_id=group, enable_auto_commit=False) as c:
+        return c.committed([tp])[tp]
+
+
+def test_ctrl_c_while_a_poll_hands_out_records_drained_ahead_loses_none(broker, filled):
+    """issue 16, item 1 (a): a KeyboardInterrupt while a poll hands out records drained ahead
+    (here raised by the metrics of the hand-out, once) loses nothing: the next poll returns
+    them, and the commit of close (auto-commit) commits only what polls returned (before:
+    those records were taken from the read-ahead and lost; close committed past them)."""
+    [tp] = filled("handout-ctrl-c", count=100)
+    c = sync_consumer(broker, group_id="handout-ctrl-c", enable_auto_commit=True, max_poll_records=5)
+    try:
+        c.assign([tp])
+        got = [r.offset for r in c.poll(DEADLINE)]
+        buffered(c, tp, 50)
+        got += [r.offset for r in c.poll(DEADLINE)]  # a trip that drains ahead
+        metrics = c._core._metrics
+        real = metrics.polled
+
+        def interrupted(records):
+            metrics.polled = real
+            raise KeyboardInterrupt
+        metrics.polled = interrupted
+        with pytest.raises(KeyboardInterrupt):
+            c.poll(DEADLINE)  # one from the records drained ahead
+        assert c.position(tp) == got[-1] + 1
+        got += [r.offset for r in c.poll(DEADLINE)]
+        assert got == list(range(len(got)))
+    finally:
+        c.close()
+    assert committed(broker, "handout-ctrl-c", tp).offset == got[-1] + 1
+
+
+def test_ctrl_c_while_the_trip_s_records_are_handed_out_loses_none(broker, filled):
+    """issue 16, item 1 (a): the same at the poll whose trip drained the records ahead: the
+    records of that poll are not lost either (before: the whole trip's were)."""
+    [tp] = filled("handout-trip-ctrl-c", count=100)
+    c = sync_consumer(broker, group_id="handout-trip-ctrl-c", enable_auto_commit=True, max_poll_records=5)
+    try:
+        c.assign([tp])
+        got = [r.offset for r in c.poll(DEADLINE)]
+        buffered(c, tp, 50)
+        metrics = c._core._metrics
+        real = metrics.polled
+
+        def interrupted(records):
+            metrics.polled = real
+            raise KeyboardInterrupt
+        metrics.polled = interrupted
+        with pytest.raises(KeyboardInterrupt):
+            c.poll(DEADLINE)  # the trip that drains ahead
+        assert c.position(tp) == got[-1] + 1
+        while len(got) < 40:
+            got += [r.offset for r in c.poll(DEADLINE)]
+        assert got == list(range(len(got)))
+    finally:
+        c.close()
+    assert committed(broker, "handout-trip-ctrl-c", tp).offset == got[-1] + 1
+
+
+@pytest.mark.parametrize("at_trip", [True, False], ids=["the-trip", "from-ahead"])
+def test_another_thread_s_commit_during_a_hand_out_commits_only_what_polls_returned(broker, filled, at_trip):
+    """issue 16, item 1 (b): another thread's commit() and position() while a poll is handing
+    out records drained ahead (held here in the metrics of the hand-out) see the position
+    after the records polls returned, not after those being handed out (before: past
+    them, and during the trip's hand-out past all the records drained)."""
+    [tp] = filled(f"handout-race-{at_trip}", count=100)
+    c = sync_consumer(broker, group_id=f"handout-race-{at_trip}", enable_auto_commit=False, max_poll_records=5)
+    try:
+        c.assign([tp])
+        got = [r.offset for r in c.poll(DEADLINE)]
+        buffered(c, tp, 50)
+        if not at_trip:
+            got += [r.offset for r in c.poll(DEADLINE)]
+        metrics = c._core._metrics
+        real = metrics.polled
+        held, release = threading.Event(), threading.Event()
+
+        def slow(records):
+            metrics.polled = real
+            held.set()
+            release.wait(DEADLINE)
+            return real(records)
+        metrics.polled = slow
+        polled = []
+        poller = threading.Thread(target=lambda: polled.extend(r.offset for r in c.poll(DEADLINE)))
+        poller.start()
+        try:
+            assert held.wait(DEADLINE)
+            position = c.position(tp)
+            c.commit()
+        finally:
+            release.set()
+            poller.join()
+        assert position == got[-1] + 1
+        assert committed(broker, f"handout-race-{at_trip}", tp).offset == got[-1] + 1
+        assert polled == list(range(got[-1] + 1, got[-1] + 6))
+    finally:
+        c.close()
