@@ -432,6 +432,9 @@ class AIOConsumer(Positions, Rebalancing, Commits, Iteration, Columnar):
             return
         check_loop(self._home, "AIOConsumer")
         self._closing_by = time.monotonic() + self._close_timeout
+        # Records drained ahead (sync face) are polled again, not handed out by a poll in
+        # another thread while close revokes their partitions; close commits up to them.
+        self._drop_ahead()
         try:
             if self._group is not None:
                 await self._close_group()
@@ -458,11 +461,11 @@ class AIOConsumer(Positions, Rebalancing, Commits, Iteration, Columnar):
 # -- the face for threads ------------------------------------------------------------------
 
 def _dropping_ahead(method: Callable[..., Any]) -> Callable[..., Any]:
-    """:func:`~kproto._loop.blocking`'s twin for the calls that move positions or the
-    assignment: on the loop, the records drained ahead of the sync polls are sought back to
-    first (:meth:`~kproto.consumer.iteration.Iteration._drop_ahead`), so that the call acts
-    on the positions the application has seen (a pause keeps a paused partition's records,
-    a commit before reassigning commits only what polls returned)."""
+    """:func:`~kproto._loop.blocking`'s twin for the calls that change the assignment: on
+    the loop, the records drained ahead of the sync polls are sought back to first
+    (:meth:`~kproto.consumer.iteration.Iteration._drop_ahead`), so that the call acts on
+    the positions the application has seen (a commit before reassigning commits only what
+    polls returned). Seeks and pause do it for their partitions themselves."""
     name = method.__name__
 
     def dropped(core: AIOConsumer, *args: Any, **kwargs: Any) -> Any:
@@ -564,7 +567,7 @@ class Consumer:
             ahead = core._ahead
             if ahead:
                 return self._hand_out(ahead, limit)
-        if core._interceptors is not None or limit <= 0:
+        if core._interceptors is not None or limit <= 0 or _AHEAD == 1:
             # Ctrl-C meanwhile: records drained for nobody are sought back to (on_abandoned).
             return self._portal.call_plain(core._poll_now, max_records, on_abandoned=core._poll_abandoned)
         ahead = self._portal.call_plain(core._poll_now, max_records, False, _AHEAD)
@@ -595,10 +598,11 @@ class Consumer:
 
     poll_arrow.__doc__ = AIOConsumer.poll_arrow.__doc__
     position = blocking(AIOConsumer.position)
-    seek = _dropping_ahead(AIOConsumer.seek)
-    seek_to_beginning = _dropping_ahead(AIOConsumer.seek_to_beginning)
-    seek_to_end = _dropping_ahead(AIOConsumer.seek_to_end)
-    pause = _dropping_ahead(AIOConsumer.pause)
+    # (seeks and pause see to the records drained ahead of their partitions themselves)
+    seek = blocking(AIOConsumer.seek)
+    seek_to_beginning = blocking(AIOConsumer.seek_to_beginning)
+    seek_to_end = blocking(AIOConsumer.seek_to_end)
+    pause = blocking(AIOConsumer.pause)
     resume = blocking(AIOConsumer.resume)
     paused = blocking(AIOConsumer.paused)
     beginning_offsets = blocking(AIOConsumer.beginning_offsets)

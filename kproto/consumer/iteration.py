@@ -34,7 +34,7 @@ from operator import length_hint
 from kproto.consumer.state import ConsumerState
 from kproto.consumer.structs import ConsumerRecord
 from kproto.errors import ClientClosedError
-from kproto.structs import OffsetAndMetadata, TopicPartition
+from kproto.structs import TopicPartition
 
 __all__ = ["Ahead", "Batch", "Iteration"]
 
@@ -42,13 +42,16 @@ __all__ = ["Ahead", "Batch", "Iteration"]
 class Batch:
     """A polled batch that ``for``/``async for`` hands out one record at a time."""
 
-    __slots__ = ("records", "_left")
+    __slots__ = ("records", "_left", "sought")
 
     def __init__(self, records: list[ConsumerRecord]) -> None:
         self.records = records
         # The iterator the records are yielded from: what it has given out is what was
         # yielded, so nothing is counted per record.
         self._left = iter(records)
+        # Partitions sought since (Iteration._sought): their records not yet yielded are
+        # no longer pending (the seek wins).
+        self.sought: frozenset[TopicPartition] = frozenset()
 
     @property
     def consumed(self) -> int:
@@ -96,6 +99,14 @@ class Ahead:
         """The records not yet handed out, in order (from any thread)."""
         return chain.from_iterable(list(self._polls))  # list(): a snapshot, taken at once
 
+    def without(self, partitions: set[TopicPartition]) -> Ahead:
+        """The records not yet handed out but those of ``partitions``, as a new one (a poll
+        handing out from this one meanwhile, in another thread, changes only this one)."""
+        ahead = Ahead.__new__(Ahead)
+        kept = ([r for r in poll if TopicPartition(r.topic, r.partition) not in partitions] for poll in list(self._polls))
+        ahead._polls = deque(poll for poll in kept if poll)
+        return ahead
+
 
 class Iteration(ConsumerState):
     """Iteration over records; :class:`~kproto.consumer.AIOConsumer` holds the batch
@@ -124,14 +135,14 @@ class Iteration(ConsumerState):
         """First record per partition that iteration handed out of a batch but not yet
         yielded, or else that the sync face drained ahead but no poll returned yet."""
         first: dict[TopicPartition, ConsumerRecord] = {}
-        assigned = self._subscriptions.assigned()
+        assigned = set(self._subscriptions.assigned())
         # In offset order: an iteration's batch was taken before what is still ahead.
         iteration, ahead = self._iteration, self._ahead
         if iteration is not None:
-            first = _first_per_partition(islice(iteration.records, iteration.consumed, None), assigned)
+            first = _first_per_partition(islice(iteration.records, iteration.consumed, None),
+                                         assigned - iteration.sought)
         if ahead:
-            for tp, record in _first_per_partition(ahead.records(), assigned).items():
-                first.setdefault(tp, record)
+            first.update(_first_per_partition(ahead.records(), assigned - first.keys()))
         return first
 
     def _abandon_iteration(self) -> None:
@@ -141,12 +152,30 @@ class Iteration(ConsumerState):
         self._iteration = self._ahead = None
         self._seek_back(unconsumed)
 
-    def _drop_ahead(self) -> None:
-        """The sync face's records drained ahead are to be polled again (the positions or
-        the assignment are about to change); an iteration's batch is left as it is."""
+    def _drop_ahead(self, partitions: Iterable[TopicPartition] | None = None) -> None:
+        """The sync face's records drained ahead (of ``partitions``; None: all) are to be
+        polled again (the partitions are paused, or the assignment is about to change); an
+        iteration's batch is left as it is. The other partitions' stay, with what the
+        fetcher holds for them."""
         ahead, self._ahead = self._ahead, None
         if ahead:
-            self._seek_back(_first_per_partition(ahead.records(), self._subscriptions.assigned()))
+            wanted = set(self._subscriptions.assigned())
+            if partitions is not None:
+                wanted &= set(partitions)
+                self._ahead = ahead.without(wanted)
+            self._seek_back(_first_per_partition(ahead.records(), wanted))
+
+    def _sought(self, partitions: Iterable[TopicPartition]) -> None:
+        """The application moved the positions of ``partitions`` (seek): their records not
+        yet yielded by an iteration left early, or drained ahead, are pending no more, so
+        the next poll does not seek them back (issue 16): the last seek says where a
+        partition's next record comes from, as Java's ``SubscriptionState.seek``."""
+        partitions = set(partitions)
+        iteration, ahead = self._iteration, self._ahead
+        if iteration is not None:
+            iteration.sought = iteration.sought | partitions
+        if ahead:
+            self._ahead = ahead.without(partitions)
 
     def _ahead_due(self) -> bool:
         """The sync face may hand out records drained ahead now, in its own thread: no group
@@ -165,20 +194,22 @@ class Iteration(ConsumerState):
 
     def _seek_back(self, first: dict[TopicPartition, ConsumerRecord]) -> None:
         for tp, record in first.items():
-            if self._subscriptions.get(tp) is not None:  # still assigned
-                self.seek(tp, OffsetAndMetadata(record.offset, "", record.leader_epoch))
+            self._rewind(tp, record.offset, record.leader_epoch)
 
 
-def _first_per_partition(records: Iterable[ConsumerRecord], assigned: Iterable[TopicPartition] | None = None
+def _first_per_partition(records: Iterable[ConsumerRecord], wanted: Iterable[TopicPartition] | None = None
                          ) -> dict[TopicPartition, ConsumerRecord]:
-    """The first of ``records`` of each partition; with ``assigned``, the walk stops once
-    each of those is found (records drained ahead are thousands: position() and commit()
-    after each poll must not walk them all)."""
+    """The first of ``records`` of each partition (of those ``wanted``, None: any); with
+    ``wanted``, the walk stops once each of those is found (records drained ahead are
+    thousands: position() and commit() after each poll must not walk them all)."""
     first: dict[TopicPartition, ConsumerRecord] = {}
-    wanted = None if assigned is None else set(assigned)
+    if wanted is not None:
+        wanted = set(wanted)
+        if not wanted:
+            return first
     for record in records:
         tp = TopicPartition(record.topic, record.partition)
-        if tp not in first:
+        if tp not in first and (wanted is None or tp in wanted):
             first[tp] = record
             if wanted is not None:
                 wanted.discard(tp)

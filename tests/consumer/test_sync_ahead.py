@@ -455,3 +455,66 @@ def test_another_thread_s_commit_during_a_hand_out_commits_only_what_polls_retur
         assert polled == list(range(got[-1] + 1, got[-1] + 6))
     finally:
         c.close()
+
+
+def test_pause_with_records_drained_ahead_keeps_the_other_partitions_fetched_data(broker, filled):
+    """issue 16, item 3: pause() of one partition while records of two are drained ahead
+    seeks back only the paused one, without validating that position again (no
+    OffsetsForLeaderEpoch: the client read it from this leader just now), and keeps what
+    was fetched for the other, whose position does not move (before: both were sought
+    back with their leader epoch, dropping the fetched data and awaiting validation)."""
+    tp0, tp1 = filled("ahead-pause-kept", count=300, partitions=2)
+    with sync_consumer(broker, max_poll_records=5) as c:
+        c.assign([tp0, tp1])
+        got = c.poll(DEADLINE)
+        buffered(c, tp1, 100)
+        core = c._core
+        deadline = time.monotonic() + DEADLINE
+        while not (core._ahead and {r.partition for r in core._ahead.records()} == {0, 1}):
+            assert time.monotonic() < deadline  # the case under test: records of both ahead
+            got += c.poll(DEADLINE)
+
+        def state():
+            return {tp: (list(core._fetcher._buffered.get(tp, ())), core._subscriptions.state(tp).awaiting_validation)
+                    for tp in (tp0, tp1)}
+        before = c._portal.call(state)
+        c.pause([tp0])
+        after = c._portal.call(state)
+        assert after[tp0][1] is False and after[tp1][1] is False
+        kept = before[tp1][0]
+        assert kept and after[tp1][0][:len(kept)] == kept  # the same chunks (and maybe more)
+        assert {r.partition for r in core._ahead.records()} == {1}
+        seen = {0: [r.offset for r in got if r.partition == 0], 1: [r.offset for r in got if r.partition == 1]}
+        assert c.position(tp0) == seen[0][-1] + 1
+        while len(seen[1]) < 300:
+            assert time.monotonic() < deadline
+            records = c.poll(0.2)
+            assert {r.partition for r in records} <= {1}
+            seen[1] += [r.offset for r in records]
+        c.resume([tp0])
+        while len(seen[0]) < 300:
+            assert time.monotonic() < deadline
+            seen[0] += [r.offset for r in c.poll(0.2)]
+        assert seen == {0: list(range(300)), 1: list(range(300))}
+
+
+@pytest.mark.parametrize("ahead", [True, False], ids=["read-ahead", "no-read-ahead"])
+def test_a_seek_after_leaving_iteration_early_is_where_the_next_poll_starts(broker, filled, monkeypatch, ahead):
+    """issue 16, item 4: ``for record in consumer`` left part way through a batch, then
+    seek(): the next poll starts at the offset sought, as Java's position is what the last
+    seek said (before: the poll sought the partition back to the iteration's first record
+    not yet yielded, undoing the seek silently)."""
+    import kproto.consumer.consumer as module
+    if not ahead:
+        monkeypatch.setattr(module, "_AHEAD", 1)
+    [tp] = filled(f"iter-seek-{ahead}", count=100)
+    with sync_consumer(broker, max_poll_records=5) as c:
+        c.assign([tp])
+        c.poll(DEADLINE)
+        buffered(c, tp, 50)
+        for record in c:
+            if record.offset == 6:
+                break
+        c.seek(tp, 30)
+        assert c.position(tp) == 30
+        assert [r.offset for r in c.poll(DEADLINE)] == list(range(30, 35))
