@@ -4,8 +4,9 @@ a part of :class:`~kproto.consumer.AIOConsumer`), and the sync face's records dr
 Iteration polls batches and yields their records one by one. A record counts as consumed
 once yielded: a commit inside the loop commits up to it, and after leaving the loop
 early, the next poll starts each partition at its first record not yet yielded (the
-consumer seeks back), so nothing is skipped. Both faces yield through
-:meth:`Iteration._yielding`, which keeps that count.
+consumer seeks back), so nothing is skipped, unless the application sought the partition
+since: the last seek says where it starts (:meth:`Iteration._sought`). Both faces yield
+through :meth:`Iteration._yielding`, which keeps that count.
 
 Records drained ahead (issue 16). Each trip of the sync :class:`~kproto.consumer.Consumer`
 to the loop thread costs about twice the decoding of the ``max.poll.records`` records it
@@ -16,12 +17,16 @@ count as not consumed, exactly as an iteration's records not yet yielded, from t
 they leave the loop (the trip puts them in ``_ahead`` there) until a poll returns them
 (one interrupted while handing them out gives them back): ``position`` and commits
 stop at the first of them (:meth:`Iteration._unconsumed`), any poll made on the loop
-seeks back to them first (:meth:`Iteration._abandon_iteration`), and a call that moves
-positions or the assignment (seek, pause, assign, subscribe, unsubscribe) seeks back to
-them before it acts (:meth:`Iteration._drop_ahead`), so the records a poll returns are
-those that a poll without read-ahead would return. Only the application's thread (in
-poll) takes from it, and only calls made from that thread (through the loop, while it
-waits) replace or drop it, so it needs no lock.
+seeks back to them first (:meth:`Iteration._abandon_iteration`), a call that changes
+the assignment (assign, subscribe, unsubscribe) or closes seeks back to them before it
+acts (:meth:`Iteration._drop_ahead`), pause does for its partitions only (the others
+keep their records ahead and what the fetcher holds), and a seek drops those of its
+partition; so the records a poll returns are those that a poll without read-ahead would
+return. Seeking back to them is not validated again (:meth:`Positions._rewind
+<kproto.consumer.positions.Positions._rewind>`): they were just fetched. Only the
+application's thread (in poll) takes from it, and only calls made from that thread
+(through the loop, while it waits) replace or drop it, so it needs no lock; another
+thread's commit or position reads it on the loop (:meth:`Ahead.records`).
 """
 
 from __future__ import annotations
