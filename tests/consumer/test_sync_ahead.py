@@ -518,3 +518,37 @@ def test_a_seek_after_leaving_iteration_early_is_where_the_next_poll_starts(brok
         c.seek(tp, 30)
         assert c.position(tp) == 30
         assert [r.offset for r in c.poll(DEADLINE)] == list(range(30, 35))
+
+
+def test_records_a_poll_returned_are_not_kept_with_those_drained_ahead(broker, filled):
+    """issue 16, item 2: once a poll returned records drained ahead, the consumer holds no
+    reference to them (the application may have dropped them): only the records not yet
+    returned stay (before: the whole trip's list, until the next trip)."""
+    import gc
+
+    from kproto.consumer.structs import ConsumerRecord
+
+    def held(root):
+        """The records reachable from ``root`` through containers."""
+        seen, found, todo = set(), set(), [root]
+        while todo:
+            obj = todo.pop()
+            if id(obj) in seen:
+                continue
+            seen.add(id(obj))
+            if isinstance(obj, ConsumerRecord):
+                found.add(id(obj))
+            elif obj is root or not isinstance(obj, (str, bytes, int, type)):
+                todo.extend(o for o in gc.get_referents(obj) if not isinstance(o, (str, bytes, int, type)))
+        return found
+
+    [tp] = filled("ahead-let-go", count=100)
+    with sync_consumer(broker, max_poll_records=5) as c:
+        c.assign([tp])
+        c.poll(DEADLINE)
+        buffered(c, tp, 50)
+        returned = c.poll(DEADLINE) + c.poll(DEADLINE)  # a trip that drains ahead, one more
+        ahead = c._core._ahead
+        assert ahead  # the case under test
+        kept = held(ahead)
+        assert kept and not kept & {id(r) for r in returned}
