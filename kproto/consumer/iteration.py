@@ -95,6 +95,8 @@ class Ahead:
     def advance(self, count: int) -> None:
         """The ``count`` records :meth:`peek` gave were returned by a poll."""
         polls = self._polls
+        if not count:
+            return
         if count >= len(polls[0]):
             polls.popleft()
         else:
