@@ -306,14 +306,14 @@ class AIOConsumer(Positions, Rebalancing, Commits, Iteration, Columnar):
         self._started()
         return await self._poll(timeout, max_records)
 
-    def _poll_now(self, max_records: int | None, columns: bool = False, ahead: int = 1) -> list | None:
+    def _poll_now(self, max_records: int | None, columns: bool = False, ahead: int = 1) -> Any:
         """A poll that finishes at once, run on the loop with no task (the sync face's quick
         path, :meth:`~kproto._loop.Portal.call_plain`): the buffered records, or None when
         the full :meth:`poll` is due instead, because nothing is buffered or because a commit
         callback or a group step is waiting (they may run callbacks in the caller's thread).
         Otherwise the same steps as :meth:`_poll`'s, in its order. With ``columns``, the
         fetcher's columns (poll_arrow's quick path, which counts the rows it returns). With
-        ``ahead`` > 1, up to that many polls' worth of records, put in ``_ahead`` here on the
+        ``ahead`` > 1, up to that many polls' worth of records, put in ``_ahead`` (an Ahead) here on the
         loop and returned: the sync face hands them out a poll at a time
         (:meth:`Consumer.poll`), counting each poll; until then they count as not consumed,
         so a Ctrl-C that abandons this call has nothing to undo."""
@@ -326,7 +326,7 @@ class AIOConsumer(Positions, Rebalancing, Commits, Iteration, Columnar):
             self._event.clear()
             self._step_positions()
             limit = self._max_poll_records if max_records is None else max_records
-            records = fetcher.drain_columns(limit) if columns else fetcher.drain(limit * ahead)
+            records: list = fetcher.drain_columns(limit) if columns else fetcher.drain(limit * ahead)
             if not records:
                 return None
             if ahead > 1:  # not consumed until a poll hands them out (from here: whatever
@@ -570,8 +570,8 @@ class Consumer:
         if core._interceptors is not None or limit <= 0 or _AHEAD == 1:
             # Ctrl-C meanwhile: records drained for nobody are sought back to (on_abandoned).
             return self._portal.call_plain(core._poll_now, max_records, on_abandoned=core._poll_abandoned)
-        ahead = self._portal.call_plain(core._poll_now, max_records, False, _AHEAD)
-        return None if ahead is None else self._hand_out(ahead, limit)
+        drained = self._portal.call_plain(core._poll_now, max_records, False, _AHEAD)
+        return None if drained is None else self._hand_out(drained, limit)
 
     def _hand_out(self, ahead: Ahead, limit: int) -> list[ConsumerRecord]:
         """A poll's records from those drained ahead: they stay there, not consumed, until
