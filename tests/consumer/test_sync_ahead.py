@@ -552,3 +552,39 @@ def test_records_a_poll_returned_are_not_kept_with_those_drained_ahead(broker, f
         assert ahead  # the case under test
         kept = held(ahead)
         assert kept and not kept & {id(r) for r in returned}
+
+
+def test_a_close_from_another_thread_leaves_no_records_drained_ahead_to_hand_out(broker, filled):
+    """issue 16, item 5: close() from another thread while records are drained ahead: by the
+    time it revokes the partitions (its on_revoke runs, in the closing thread), the records
+    drained ahead are gone, so a poll in the application's thread meanwhile cannot hand
+    them out without the loop (before: they stayed until the close ended, and a poll
+    handed them out during the revocation and LeaveGroup), and the close commits what
+    polls returned."""
+    [tp] = filled("ahead-close-revoke", count=100)
+    in_revoke, go = threading.Event(), threading.Event()
+    ahead_in_revoke = []
+
+    def on_revoke(consumer, partitions):
+        if consumer._core._closing_by is not None:
+            ahead_in_revoke.append(bool(consumer._core._ahead))
+            in_revoke.set()
+            go.wait(DEADLINE)
+
+    c = member(broker, "ahead-close-revoke", max_poll_records=5)
+    closing = threading.Thread(target=c.close)
+    try:
+        c.subscribe([tp.topic], on_revoke=on_revoke)
+        got: dict = {}
+        poll_until([c], lambda: bool(c._core._ahead), got=got)
+        returned = [offset for _, offset in got.get(c, [])]
+        closing.start()
+        assert in_revoke.wait(DEADLINE)
+        assert ahead_in_revoke == [False]
+    finally:
+        go.set()
+        if closing.is_alive():
+            closing.join()
+        c.close()
+    with sync_consumer(broker, group_id="ahead-close-revoke", enable_auto_commit=False) as again:
+        assert again.committed([tp])[tp].offset == len(returned) == returned[-1] + 1
