@@ -36,8 +36,6 @@ import logging
 import time
 import warnings
 from collections.abc import Callable, Iterator, Mapping
-from itertools import islice
-from operator import length_hint
 from typing import TYPE_CHECKING, Any
 
 from kproto._habits import missing
@@ -47,7 +45,7 @@ from kproto.consumer.columnar import Columnar
 from kproto.consumer.commits import CommitCallback, Commits
 from kproto.consumer.coordinator import GroupCoordinator
 from kproto.consumer.fetcher import Fetcher
-from kproto.consumer.iteration import Batch, Iteration
+from kproto.consumer.iteration import Ahead, Batch, Iteration
 from kproto.consumer.membership import Membership
 from kproto.consumer.positions import Positions
 from kproto.consumer.rebalance import RebalanceCallback, Rebalancing, assignors, topics_or_pattern
@@ -130,7 +128,7 @@ class AIOConsumer(Positions, Rebalancing, Commits, Iteration, Columnar):
         self._tasks: list[asyncio.Task] = []
         self._positions: asyncio.Task | None = None
         self._iteration: Batch | None = None
-        self._ahead: Batch | None = None  # the sync face's records drained ahead (kproto.consumer.iteration)
+        self._ahead: Ahead | None = None  # the sync face's records drained ahead (kproto.consumer.iteration)
         self._home: asyncio.AbstractEventLoop | None = None  # the loop its tasks run on
         self._closed = False
         # Groups: the coordinator (with group.id), the running join, callbacks, auto-commit.
@@ -308,15 +306,17 @@ class AIOConsumer(Positions, Rebalancing, Commits, Iteration, Columnar):
         self._started()
         return await self._poll(timeout, max_records)
 
-    def _poll_now(self, max_records: int | None, columns: bool = False, ahead: int = 1) -> list | None:
+    def _poll_now(self, max_records: int | None, columns: bool = False, ahead: int = 1) -> Any:
         """A poll that finishes at once, run on the loop with no task (the sync face's quick
         path, :meth:`~kproto._loop.Portal.call_plain`): the buffered records, or None when
         the full :meth:`poll` is due instead, because nothing is buffered or because a commit
         callback or a group step is waiting (they may run callbacks in the caller's thread).
         Otherwise the same steps as :meth:`_poll`'s, in its order. With ``columns``, the
         fetcher's columns (poll_arrow's quick path, which counts the rows it returns). With
-        ``ahead`` > 1, up to that many polls' worth of records, not counted: the sync face
-        hands them out a poll at a time (:meth:`Consumer.poll`), counting each poll."""
+        ``ahead`` > 1, up to that many polls' worth of records, put in ``_ahead`` (an Ahead) here on the
+        loop and returned: the sync face hands them out a poll at a time
+        (:meth:`Consumer.poll`), counting each poll; until then they count as not consumed,
+        so a Ctrl-C that abandons this call has nothing to undo."""
         fetcher = self._started()
         if self._subscriptions.type is SubscriptionType.NONE or self._commit_results or not self._group_idle():
             return None
@@ -326,9 +326,12 @@ class AIOConsumer(Positions, Rebalancing, Commits, Iteration, Columnar):
             self._event.clear()
             self._step_positions()
             limit = self._max_poll_records if max_records is None else max_records
-            records = fetcher.drain_columns(limit) if columns else fetcher.drain(limit * ahead)
-            if not records or ahead > 1:
-                return records or None
+            records: list = fetcher.drain_columns(limit) if columns else fetcher.drain(limit * ahead)
+            if not records:
+                return None
+            if ahead > 1:  # not consumed until a poll hands them out (from here: whatever
+                self._ahead = Ahead(records, limit)  # happens in the caller's thread meanwhile)
+                return self._ahead
             self._metrics.poll_started()  # the full poll that follows a None counts its own
             # metrics, interceptors (observability); poll_arrow counts the rows it makes
             return records if columns else self._polled(records)
@@ -429,6 +432,9 @@ class AIOConsumer(Positions, Rebalancing, Commits, Iteration, Columnar):
             return
         check_loop(self._home, "AIOConsumer")
         self._closing_by = time.monotonic() + self._close_timeout
+        # Records drained ahead (sync face) are polled again, not handed out by a poll in
+        # another thread while close revokes their partitions; close commits up to them.
+        self._drop_ahead()
         try:
             if self._group is not None:
                 await self._close_group()
@@ -455,11 +461,11 @@ class AIOConsumer(Positions, Rebalancing, Commits, Iteration, Columnar):
 # -- the face for threads ------------------------------------------------------------------
 
 def _dropping_ahead(method: Callable[..., Any]) -> Callable[..., Any]:
-    """:func:`~kproto._loop.blocking`'s twin for the calls that move positions or the
-    assignment: on the loop, the records drained ahead of the sync polls are sought back to
-    first (:meth:`~kproto.consumer.iteration.Iteration._drop_ahead`), so that the call acts
-    on the positions the application has seen (a pause keeps a paused partition's records,
-    a commit before reassigning commits only what polls returned)."""
+    """:func:`~kproto._loop.blocking`'s twin for the calls that change the assignment: on
+    the loop, the records drained ahead of the sync polls are sought back to first
+    (:meth:`~kproto.consumer.iteration.Iteration._drop_ahead`), so that the call acts on
+    the positions the application has seen (a commit before reassigning commits only what
+    polls returned). Seeks and pause do it for their partitions themselves."""
     name = method.__name__
 
     def dropped(core: AIOConsumer, *args: Any, **kwargs: Any) -> Any:
@@ -544,33 +550,36 @@ class Consumer:
 
     def _take(self, max_records: int | None) -> list[ConsumerRecord] | None:
         """A poll's records without waiting: from those drained ahead, in this thread, or
-        through the portal's quick call, which drains up to ``_AHEAD`` polls' worth (the
-        rest are drained ahead; kproto.consumer.iteration); None when the full poll is due.
-        Interceptors see each poll's records on the loop, as before: no read-ahead then."""
+        through the portal's quick call, which drains up to ``_AHEAD`` polls' worth into
+        ``_ahead`` (kproto.consumer.iteration) and hands out the first; None when the full
+        poll is due. Interceptors see each poll's records on the loop, as before: no
+        read-ahead then."""
         core = self._core
         if core._closed:  # by another thread: what was drained ahead is not handed out
             raise ClientClosedError("the consumer is closed")
         limit = core._max_poll_records if max_records is None else max_records
-        if core._ahead is not None and length_hint(core._ahead._left) and core._ahead_due():
+        if core._ahead and core._ahead_due():
             if core._commit_results:  # commit callbacks run in poll, in this thread (as Java's)
                 self._portal.call(core._run_commit_callbacks)  # (one may seek: read _ahead after)
             if core._auto_commit and time.monotonic() >= core._next_auto_commit:
                 # On time, as Java's poll does it (it commits what polls returned: _consumed)
                 self._portal.call_plain(core._maybe_auto_commit)
             ahead = core._ahead
-            records = list(islice(ahead._left, limit)) if ahead is not None else None
-            if records:
-                return core._served(records)
-        ahead_polls = 1 if core._interceptors is not None or limit <= 0 else _AHEAD
-        # Ctrl-C meanwhile: records drained for nobody are sought back to (on_abandoned).
-        drained = self._portal.call_plain(core._poll_now, max_records, False, ahead_polls,
-                                          on_abandoned=core._poll_abandoned)
-        if drained is None or ahead_polls == 1:
-            return drained
-        if len(drained) > limit:
-            core._ahead = Batch(drained)
-            drained = list(islice(core._ahead._left, limit))
-        return core._served(drained)
+            if ahead:
+                return self._hand_out(ahead, limit)
+        if core._interceptors is not None or limit <= 0 or _AHEAD == 1:
+            # Ctrl-C meanwhile: records drained for nobody are sought back to (on_abandoned).
+            return self._portal.call_plain(core._poll_now, max_records, on_abandoned=core._poll_abandoned)
+        drained = self._portal.call_plain(core._poll_now, max_records, False, _AHEAD)
+        return None if drained is None else self._hand_out(drained, limit)
+
+    def _hand_out(self, ahead: Ahead, limit: int) -> list[ConsumerRecord]:
+        """A poll's records from those drained ahead: they stay there, not consumed, until
+        nothing can fail (Ctrl-C in the metrics leaves them for the next poll)."""
+        records = ahead.peek(limit)
+        served = self._core._served(records)
+        ahead.advance(len(records))
+        return served
 
     def poll_arrow(self, timeout: float | None = None, *, max_records: int | None = None,
                    include_headers: bool = True) -> pa.RecordBatch:
@@ -589,10 +598,11 @@ class Consumer:
 
     poll_arrow.__doc__ = AIOConsumer.poll_arrow.__doc__
     position = blocking(AIOConsumer.position)
-    seek = _dropping_ahead(AIOConsumer.seek)
-    seek_to_beginning = _dropping_ahead(AIOConsumer.seek_to_beginning)
-    seek_to_end = _dropping_ahead(AIOConsumer.seek_to_end)
-    pause = _dropping_ahead(AIOConsumer.pause)
+    # (seeks and pause see to the records drained ahead of their partitions themselves)
+    seek = blocking(AIOConsumer.seek)
+    seek_to_beginning = blocking(AIOConsumer.seek_to_beginning)
+    seek_to_end = blocking(AIOConsumer.seek_to_end)
+    pause = blocking(AIOConsumer.pause)
     resume = blocking(AIOConsumer.resume)
     paused = blocking(AIOConsumer.paused)
     beginning_offsets = blocking(AIOConsumer.beginning_offsets)

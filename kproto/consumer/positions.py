@@ -101,6 +101,20 @@ class Positions(ConsumerState):
         else:
             self._subscriptions.seek(partition, offset)
         fetcher.forget([partition])
+        self._sought([partition])
+
+    def _rewind(self, partition: TopicPartition, offset: int, leader_epoch: int) -> None:
+        """Move ``partition`` (if still assigned) back to a record this client fetched and
+        no poll returned (records drained ahead, an iteration left early). Not validated
+        again: the fetch just now was (Java's ``SubscriptionState.seekValidated`` with the
+        current leader), and a leader change since is still caught (``maybe_validate``)."""
+        state = self._subscriptions.get(partition)
+        if state is None:
+            return
+        current, validating = state.current_leader_epoch, state.awaiting_validation
+        self._subscriptions.seek(partition, offset, leader_epoch, validate=validating)
+        state.current_leader_epoch = current
+        self._fetcher.forget([partition])  # what it holds starts past the position now
 
     def seek_to_beginning(self, partitions: Iterable[TopicPartition] | None = None) -> None:
         """Move ``partitions`` (default: all assigned) to their first offset, by the next poll."""
@@ -117,11 +131,14 @@ class Positions(ConsumerState):
         for tp in partitions:
             self._subscriptions.request_reset(tp, strategy)
         fetcher.forget(partitions)
+        self._sought(partitions)
 
     def pause(self, partitions: Iterable[TopicPartition]) -> None:
         """Stop fetching and returning ``partitions`` until :meth:`resume`; what was
         fetched already is kept."""
         fetcher = self._started()
+        partitions = list(partitions)
+        self._drop_ahead(partitions)  # the sync face's records drained ahead of them: polled after resume
         self._subscriptions.pause(partitions)
         fetcher.wakeup()  # what they hold no longer holds back the others' fetches
 

@@ -351,3 +351,240 @@ def test_a_rebalance_while_records_are_drained_ahead_hands_over_exactly_where_po
         b.close()
     assert not late
     assert sorted(r for rs in got.values() for r in rs) == [(p, i) for p in range(4) for i in range(300)]
+
+
+# -- the hand-out: records drained ahead stay not consumed until a poll returns them -----
+
+def committed(broker, group, tp):
+    with Consumer(bootstrap_servers=broker.bootstrap_servers, group_id=group, enable_auto_commit=False) as c:
+        return c.committed([tp])[tp]
+
+
+def test_ctrl_c_while_a_poll_hands_out_records_drained_ahead_loses_none(broker, filled):
+    """issue 16, item 1 (a): a KeyboardInterrupt while a poll hands out records drained ahead
+    (here raised by the metrics of the hand-out, once) loses nothing: the next poll returns
+    them, and the commit of close (auto-commit) commits only what polls returned (before:
+    those records were taken from the read-ahead and lost; close committed past them)."""
+    [tp] = filled("handout-ctrl-c", count=100)
+    c = sync_consumer(broker, group_id="handout-ctrl-c", enable_auto_commit=True, max_poll_records=5)
+    try:
+        c.assign([tp])
+        got = [r.offset for r in c.poll(DEADLINE)]
+        buffered(c, tp, 50)
+        got += [r.offset for r in c.poll(DEADLINE)]  # a trip that drains ahead
+        metrics = c._core._metrics
+        real = metrics.polled
+
+        def interrupted(records):
+            metrics.polled = real
+            raise KeyboardInterrupt
+        metrics.polled = interrupted
+        with pytest.raises(KeyboardInterrupt):
+            c.poll(DEADLINE)  # one from the records drained ahead
+        assert c.position(tp) == got[-1] + 1
+        got += [r.offset for r in c.poll(DEADLINE)]
+        assert got == list(range(len(got)))
+    finally:
+        c.close()
+    assert committed(broker, "handout-ctrl-c", tp).offset == got[-1] + 1
+
+
+def test_ctrl_c_while_the_trip_s_records_are_handed_out_loses_none(broker, filled):
+    """issue 16, item 1 (a): the same at the poll whose trip drained the records ahead: the
+    records of that poll are not lost either (before: the whole trip's were)."""
+    [tp] = filled("handout-trip-ctrl-c", count=100)
+    c = sync_consumer(broker, group_id="handout-trip-ctrl-c", enable_auto_commit=True, max_poll_records=5)
+    try:
+        c.assign([tp])
+        got = [r.offset for r in c.poll(DEADLINE)]
+        buffered(c, tp, 50)
+        metrics = c._core._metrics
+        real = metrics.polled
+
+        def interrupted(records):
+            metrics.polled = real
+            raise KeyboardInterrupt
+        metrics.polled = interrupted
+        with pytest.raises(KeyboardInterrupt):
+            c.poll(DEADLINE)  # the trip that drains ahead
+        assert c.position(tp) == got[-1] + 1
+        while len(got) < 40:
+            got += [r.offset for r in c.poll(DEADLINE)]
+        assert got == list(range(len(got)))
+    finally:
+        c.close()
+    assert committed(broker, "handout-trip-ctrl-c", tp).offset == got[-1] + 1
+
+
+@pytest.mark.parametrize("at_trip", [True, False], ids=["the-trip", "from-ahead"])
+def test_another_thread_s_commit_during_a_hand_out_commits_only_what_polls_returned(broker, filled, at_trip):
+    """issue 16, item 1 (b): another thread's commit() and position() while a poll is handing
+    out records drained ahead (held here in the metrics of the hand-out) see the position
+    after the records polls returned, not after those being handed out (before: past
+    them, and during the trip's hand-out past all the records drained)."""
+    [tp] = filled(f"handout-race-{at_trip}", count=100)
+    c = sync_consumer(broker, group_id=f"handout-race-{at_trip}", enable_auto_commit=False, max_poll_records=5)
+    try:
+        c.assign([tp])
+        got = [r.offset for r in c.poll(DEADLINE)]
+        buffered(c, tp, 50)
+        if not at_trip:
+            got += [r.offset for r in c.poll(DEADLINE)]
+        metrics = c._core._metrics
+        real = metrics.polled
+        held, release = threading.Event(), threading.Event()
+
+        def slow(records):
+            metrics.polled = real
+            held.set()
+            release.wait(DEADLINE)
+            return real(records)
+        metrics.polled = slow
+        polled = []
+        poller = threading.Thread(target=lambda: polled.extend(r.offset for r in c.poll(DEADLINE)))
+        poller.start()
+        try:
+            assert held.wait(DEADLINE)
+            position = c.position(tp)
+            c.commit()
+        finally:
+            release.set()
+            poller.join()
+        assert position == got[-1] + 1
+        assert committed(broker, f"handout-race-{at_trip}", tp).offset == got[-1] + 1
+        assert polled == list(range(got[-1] + 1, got[-1] + 6))
+    finally:
+        c.close()
+
+
+def test_pause_with_records_drained_ahead_keeps_the_other_partitions_fetched_data(broker, filled):
+    """issue 16, item 3: pause() of one partition while records of two are drained ahead
+    seeks back only the paused one, without validating that position again (no
+    OffsetsForLeaderEpoch: the client read it from this leader just now), and keeps what
+    was fetched for the other, whose position does not move (before: both were sought
+    back with their leader epoch, dropping the fetched data and awaiting validation)."""
+    tp0, tp1 = filled("ahead-pause-kept", count=300, partitions=2)
+    with sync_consumer(broker, max_poll_records=5) as c:
+        c.assign([tp0, tp1])
+        got = c.poll(DEADLINE)
+        buffered(c, tp1, 100)
+        core = c._core
+        deadline = time.monotonic() + DEADLINE
+        while not (core._ahead and {r.partition for r in core._ahead.records()} == {0, 1}):
+            assert time.monotonic() < deadline  # the case under test: records of both ahead
+            got += c.poll(DEADLINE)
+
+        def state():
+            return {tp: (list(core._fetcher._buffered.get(tp, ())), core._subscriptions.state(tp).awaiting_validation)
+                    for tp in (tp0, tp1)}
+        before = c._portal.call(state)
+        c.pause([tp0])
+        after = c._portal.call(state)
+        assert after[tp0][1] is False and after[tp1][1] is False
+        kept = before[tp1][0]
+        assert kept and after[tp1][0][:len(kept)] == kept  # the same chunks (and maybe more)
+        assert {r.partition for r in core._ahead.records()} == {1}
+        seen = {0: [r.offset for r in got if r.partition == 0], 1: [r.offset for r in got if r.partition == 1]}
+        assert c.position(tp0) == seen[0][-1] + 1
+        while len(seen[1]) < 300:
+            assert time.monotonic() < deadline
+            records = c.poll(0.2)
+            assert {r.partition for r in records} <= {1}
+            seen[1] += [r.offset for r in records]
+        c.resume([tp0])
+        while len(seen[0]) < 300:
+            assert time.monotonic() < deadline
+            seen[0] += [r.offset for r in c.poll(0.2)]
+        assert seen == {0: list(range(300)), 1: list(range(300))}
+
+
+@pytest.mark.parametrize("ahead", [True, False], ids=["read-ahead", "no-read-ahead"])
+def test_a_seek_after_leaving_iteration_early_is_where_the_next_poll_starts(broker, filled, monkeypatch, ahead):
+    """issue 16, item 4: ``for record in consumer`` left part way through a batch, then
+    seek(): the next poll starts at the offset sought, as Java's position is what the last
+    seek said (before: the poll sought the partition back to the iteration's first record
+    not yet yielded, undoing the seek silently)."""
+    import kproto.consumer.consumer as module
+    if not ahead:
+        monkeypatch.setattr(module, "_AHEAD", 1)
+    [tp] = filled(f"iter-seek-{ahead}", count=100)
+    with sync_consumer(broker, max_poll_records=5) as c:
+        c.assign([tp])
+        c.poll(DEADLINE)
+        buffered(c, tp, 50)
+        for record in c:
+            if record.offset == 6:
+                break
+        c.seek(tp, 30)
+        assert c.position(tp) == 30
+        assert [r.offset for r in c.poll(DEADLINE)] == list(range(30, 35))
+
+
+def test_records_a_poll_returned_are_not_kept_with_those_drained_ahead(broker, filled):
+    """issue 16, item 2: once a poll returned records drained ahead, the consumer holds no
+    reference to them (the application may have dropped them): only the records not yet
+    returned stay (before: the whole trip's list, until the next trip)."""
+    import gc
+
+    from kproto.consumer.structs import ConsumerRecord
+
+    def held(root):
+        """The records reachable from ``root`` through containers."""
+        seen, found, todo = set(), set(), [root]
+        while todo:
+            obj = todo.pop()
+            if id(obj) in seen:
+                continue
+            seen.add(id(obj))
+            if isinstance(obj, ConsumerRecord):
+                found.add(id(obj))
+            elif obj is root or not isinstance(obj, (str, bytes, int, type)):
+                todo.extend(o for o in gc.get_referents(obj) if not isinstance(o, (str, bytes, int, type)))
+        return found
+
+    [tp] = filled("ahead-let-go", count=100)
+    with sync_consumer(broker, max_poll_records=5) as c:
+        c.assign([tp])
+        c.poll(DEADLINE)
+        buffered(c, tp, 50)
+        returned = c.poll(DEADLINE) + c.poll(DEADLINE)  # a trip that drains ahead, one more
+        ahead = c._core._ahead
+        assert ahead  # the case under test
+        kept = held(ahead)
+        assert kept and not kept & {id(r) for r in returned}
+
+
+def test_a_close_from_another_thread_leaves_no_records_drained_ahead_to_hand_out(broker, filled):
+    """issue 16, item 5: close() from another thread while records are drained ahead: by the
+    time it revokes the partitions (its on_revoke runs, in the closing thread), the records
+    drained ahead are gone, so a poll in the application's thread meanwhile cannot hand
+    them out without the loop (before: they stayed until the close ended, and a poll
+    handed them out during the revocation and LeaveGroup), and the close commits what
+    polls returned."""
+    [tp] = filled("ahead-close-revoke", count=100)
+    in_revoke, go = threading.Event(), threading.Event()
+    ahead_in_revoke = []
+
+    def on_revoke(consumer, partitions):
+        if consumer._core._closing_by is not None:
+            ahead_in_revoke.append(bool(consumer._core._ahead))
+            in_revoke.set()
+            go.wait(DEADLINE)
+
+    c = member(broker, "ahead-close-revoke", max_poll_records=5)
+    closing = threading.Thread(target=c.close)
+    try:
+        c.subscribe([tp.topic], on_revoke=on_revoke)
+        got: dict = {}
+        poll_until([c], lambda: bool(c._core._ahead), got=got)
+        returned = [offset for _, offset in got.get(c, [])]
+        closing.start()
+        assert in_revoke.wait(DEADLINE)
+        assert ahead_in_revoke == [False]
+    finally:
+        go.set()
+        if closing.is_alive():
+            closing.join()
+        c.close()
+    with sync_consumer(broker, group_id="ahead-close-revoke", enable_auto_commit=False) as again:
+        assert again.committed([tp])[tp].offset == len(returned) == returned[-1] + 1
