@@ -232,6 +232,149 @@ class RequestMemory:
                 self._freed = None
 
 
+class _RequestStream(asyncio.streams.FlowControlMixin, asyncio.BufferedProtocol):
+    """One connection's asyncio protocol, which starts its :meth:`Server._serve` task.
+
+    Reading: a :class:`asyncio.BufferedProtocol` whose buffers are the connection's
+    :class:`~kproto.protocol.FrameReader`'s (as a client's connection, :mod:`kproto.io.connection`):
+    the transport reads (with TLS, asyncio's SSL transport decrypts) straight into them,
+    small requests into a scratch buffer, a large one (a Produce's megabyte) into a buffer
+    of its own that becomes the frame the handlers decode, without a copy (issue 16: a
+    ``StreamReader`` in between copied every byte about four times). Reading goes on
+    while the frame at the head is incomplete and its memory reserved; once a frame is
+    complete, or the head's size is known and not yet reserved (see the module
+    docstring), or the stream ended, reading pauses and the task is woken; it goes on once
+    the task took the frame (:meth:`taken`) or reserved the next (:meth:`wait`). So while
+    the task answers, or is muted by a quota (KIP-219), nothing is read past the next
+    frame's size prefix (Kafka mutes its channel), but a peer's close is seen.
+
+    Writing: an :class:`asyncio.StreamWriter`'s (``send_response``, ``loop.sendfile``), whose
+    ``drain()`` takes its flow control from here (``FlowControlMixin``, asyncio's base for
+    that, as for a ``StreamReaderProtocol``).
+    """
+
+    def __init__(self, server: Server, listener: ListenerSecurity) -> None:
+        loop = asyncio.get_running_loop()
+        super().__init__(loop)
+        self._server = server
+        self._listener = listener
+        self._loop = loop
+        self.frames = FrameReader(max_frame_size=server.config["socket.request.max.bytes"])
+        #: Bytes reserved from the server's RequestMemory for the frame at the head, None
+        #: until the task reserved them (it releases them when the frame is complete).
+        self.reserved: int | None = None
+        self.eof = False  # the peer closed (or the connection ended without an error)
+        self.error: BaseException | None = None  # the connection failed, or a bad size prefix
+        self.transport: Any = None
+        self._reading = True
+        self._waiter: asyncio.Future | None = None
+        self._closed = loop.create_future()
+
+    def connection_made(self, transport: Any) -> None:
+        self.transport = transport
+        writer = asyncio.StreamWriter(transport, self, None, self._loop)
+        if self._listener.ssl_context is not None:
+            self._pause()  # nothing is read before the TLS handshake (start_tls reads again)
+        self._loop.create_task(self._server._serve(self, writer, listener=self._listener))
+
+    # asyncio.StreamWriter.start_tls's contract with its protocol (as a StreamReaderProtocol's):
+    # a protocol with a connection callback is the server side, and it is told of the TLS
+    # transport, which the same writer then writes to (a second writer would close the
+    # plain transport under the TLS one when collected: StreamWriter.__del__)
+    _client_connected_cb = True
+
+    def _replace_writer(self, writer: asyncio.StreamWriter) -> None:
+        self.transport = writer.transport
+        self._reading = True  # the TLS transport reads from the start
+
+    async def wait(self) -> None:
+        """Read until a frame is complete at the head, or the head's size needs reserving
+        (:attr:`reserved` is None), or the stream ended or failed."""
+        if self._ready():
+            return
+        self._resume()
+        self._waiter = self._loop.create_future()
+        try:
+            await self._waiter
+        finally:
+            self._waiter = None
+
+    def taken(self) -> None:
+        """The task took a frame: read on unless the next one is complete or its size
+        needs reserving. While the task answers, the peer's close is seen (an SSL
+        transport then closes at once, as with a ``StreamReaderProtocol``), and at most
+        the next frame's first bytes are read: a task muted by a quota reads nothing more."""
+        if not self._ready():
+            self._resume()
+
+    def _ready(self) -> bool:
+        if self.eof or self.error is not None:
+            return True
+        size = self.frames.pending_size
+        if size is None:
+            return False
+        return self.reserved is None or self.frames.buffered >= size + 4
+
+    def _pause(self) -> None:
+        if self._reading:
+            self._reading = False
+            self.transport.pause_reading()
+
+    def _resume(self) -> None:
+        if not self._reading:
+            self._reading = True
+            self.transport.resume_reading()
+
+    def _wake(self) -> None:
+        self._pause()
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        if self.error is None and not self.eof:
+            try:
+                return self.frames.get_buffer()
+            except Exception as exc:  # a bad size prefix: the task closes the connection
+                self.error = exc
+                self._wake()
+        return memoryview(bytearray(FrameReader.DIRECT_SIZE))  # failed: what still arrives is dropped
+
+    def buffer_updated(self, nbytes: int) -> None:
+        if self.error is not None or self.eof:
+            return
+        try:
+            self.frames.buffer_updated(nbytes)
+        except Exception as exc:
+            self.error = exc
+        if self._ready():
+            self._wake()
+
+    def eof_received(self) -> bool:
+        self.eof = True
+        self._wake()
+        # plaintext: keep the transport open to answer what came before (a half close), as
+        # StreamReaderProtocol does; an SSL transport cannot
+        return self.transport.get_extra_info("sslcontext") is None
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if not self._closed.done():
+            if exc is None:
+                self._closed.set_result(None)
+            else:
+                self._closed.set_exception(exc)
+                self._closed.exception()  # retrieved: wait_closed() may never be called
+        super().connection_lost(exc)
+        if exc is None:
+            self.eof = True
+        elif self.error is None:
+            self.error = exc
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
+
+    def _get_close_waiter(self, stream: asyncio.StreamWriter) -> asyncio.Future:
+        return self._closed
+
+
 class Server:
     """One broker listening on each of its listeners (:mod:`minibroker.listeners`).
 
@@ -263,13 +406,14 @@ class Server:
         self.faults = BrokerFaults(f"broker {cluster.node_id}" if cluster is not None else f"minibroker {host}:{port}")
 
     async def start(self) -> None:
+        loop = asyncio.get_running_loop()
         try:
             for listener in self.listeners:  # a JWKS validator fetches its keys (minibroker.sasl)
                 if listener.sasl is not None:
                     await asyncio.to_thread(listener.sasl.open)
             for i, listener in enumerate(self.listeners):
                 host, port = (self.host, self.port) if i == 0 else (listener.bind.host or "0.0.0.0", listener.bind.port)
-                server = await asyncio.start_server(functools.partial(self._serve, listener=listener), host, port)
+                server = await loop.create_server(functools.partial(_RequestStream, self, listener), host, port)
                 self._servers.append(server)
                 self.ports[listener.name] = server.sockets[0].getsockname()[1]
         except BaseException:  # a port taken: nothing stays bound
@@ -391,7 +535,7 @@ class Server:
             except Exception:  # one failure must not stop the upkeep for good
                 log.exception("%s failed", what)
 
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, *,
+    async def _serve(self, stream: _RequestStream, writer: asyncio.StreamWriter, *,
                      listener: ListenerSecurity) -> None:
         task = asyncio.current_task()
         self._connections[task] = writer
@@ -404,37 +548,40 @@ class Server:
                 writer.close()
         if channel is None:
             return
-        frames = FrameReader(max_frame_size=self.config["socket.request.max.bytes"])
+        frames = stream.frames
         if channel.authenticator is not None:  # SaslServerAuthenticator's saslAuthRequestMaxReceiveSize
             frames.max_frame_size = min(frames.max_frame_size, self.config["sasl.server.max.receive.size"])
         host = client_host(writer.get_extra_info("peername"))
         loop = asyncio.get_running_loop()
         idle = self.config["connections.max.idle.ms"] / 1000
         memory = self.request_memory
-        reserved = 0  # for the incomplete frame at the head of ``frames`` (see the module docstring)
         dropped = False  # a request control dropped a request: answer nothing more
         mute = ChannelMute()  # KIP-219: over a quota, nothing more is read until the throttle ends
         try:
             while True:
                 try:  # the deadline restarts after every read and every answer: idle time only
                     async with asyncio.timeout_at(loop.time() + idle):
-                        if not reserved and (size := frames.pending_size) is not None and 0 <= size <= frames.max_frame_size:
-                            await memory.reserve(size)
-                            reserved = size
-                        data = await reader.read(256 * 1024)
+                        if stream.reserved is None and (size := frames.pending_size) is not None and 0 <= size <= frames.max_frame_size:
+                            await memory.reserve(size)  # (stream.reserved is what the finally releases)
+                            stream.reserved = size
+                        await stream.wait()
                 except TimeoutError:
                     log.info("closing connection from %s: idle for connections.max.idle.ms (%d ms)",
                              writer.get_extra_info("peername"), self.config["connections.max.idle.ms"])
                     return
-                frames.receive_data(data)
+                if stream.error is not None:
+                    raise stream.error
+                if stream.eof:
+                    frames.receive_data(b"")
                 while (frame := frames.next_frame()) is not None:
-                    memory.release(reserved)
-                    reserved = 0
+                    memory.release(stream.reserved or 0)
+                    stream.reserved = None
+                    stream.taken()
                     if dropped:
                         continue
                     if channel.authenticator is not None and not await self._authenticate(channel, frame, writer, frames):
                         continue
-                    parts = await self._answer(frame, host, reader, channel, mute)
+                    parts = await self._answer(frame, host, stream, channel, mute)
                     if parts is _DROPPED:
                         dropped = True
                     elif parts is not None:
@@ -447,19 +594,20 @@ class Server:
                             writer.transport.abort()  # close() would wait to flush what it never reads
                             return
                     await mute.wait()
-                if not data:
+                if stream.eof:
                     return
         except (ProtocolError, _CloseConnection) as exc:
             log.info("closing connection from %s on listener %s: %s", writer.get_extra_info("peername"),
                      channel.listener_name, exc)
-        except (ConnectionError, asyncio.IncompleteReadError):
+        except ConnectionError:
             pass
         except asyncio.CancelledError:
             pass
         except Exception:  # a handler bug must cost one connection, never the broker
             log.exception("closing connection after an internal error")
         finally:
-            memory.release(reserved)
+            memory.release(stream.reserved or 0)
+            stream.reserved = None
             self._connections.pop(task, None)
             writer.close()
 
@@ -476,7 +624,7 @@ class Server:
             await writer.start_tls(listener.ssl_context,
                                    ssl_handshake_timeout=self.config["connections.max.idle.ms"] / 1000)
             channel.tls_established(writer.get_extra_info("ssl_object"))
-        except (ssl.SSLError, ConnectionError, TimeoutError, asyncio.IncompleteReadError) as exc:
+        except (ssl.SSLError, ConnectionError, TimeoutError) as exc:
             log.info("closing connection from %s on listener %s: TLS handshake failed: %s", peer, listener.name, exc)
             return None
         except ValueError as exc:  # no ssl.principal.mapping.rules rule applies
@@ -510,7 +658,7 @@ class Server:
             raise _CloseConnection(step.close)
         return False
 
-    async def _answer(self, frame: bytes, host: str, reader: asyncio.StreamReader, channel: Channel,
+    async def _answer(self, frame: bytes, host: str, stream: _RequestStream, channel: Channel,
                       mute: ChannelMute) -> list[Any] | None:
         """The pieces of the response frame (see :func:`send_response`), None when none is
         due, or ``_DROPPED`` (a request control dropped the request, or it was held by an
@@ -529,7 +677,7 @@ class Server:
         faults = self.faults
         if faults.silent_to(header.client_id):  # isolated: as if the request were still on its way
             await faults.reachable(header.client_id)
-            if reader.at_eof():
+            if stream.eof:
                 return _DROPPED  # the peer gave up meanwhile: its request never arrives
         control = faults.requests.match(header.api_key, header.client_id)
         action = control.action if control is not None else None
