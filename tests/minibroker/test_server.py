@@ -289,3 +289,52 @@ def test_broker_log_settings_govern_topics_without_their_own():
             assert produce(client, "__consumer_offsets", b"k") == InvalidTopicError.code  # clients may not write it
         finally:
             client.close()
+
+
+def test_a_large_produce_request_is_read_into_its_own_frame_buffer(monkeypatch):
+    """Issue 16, the broker's read path: the server reads through the FrameReader's
+    buffers (get_buffer / buffer_updated, as a client's connection does), so a large
+    Produce request is read straight into a buffer of its own that becomes the frame the
+    handler decodes; no bytes go through receive_data (a StreamReader's chunks, each
+    copied into the reader and then out of it) on the way."""
+    from kproto.protocol import FrameReader
+
+    seen = {"received": 0, "into_own": 0, "frames": []}
+
+    class Spy(FrameReader):
+        def receive_data(self, data):
+            seen["received"] += len(data)
+            super().receive_data(data)
+
+        def get_buffer(self, sizehint=-1):
+            view = super().get_buffer(sizehint)
+            self._spy_own = not isinstance(view.obj, bytearray)  # a frame's own buffer, not the scratch
+            return view
+
+        def buffer_updated(self, nbytes):
+            if self._spy_own:
+                seen["into_own"] += nbytes
+            super().buffer_updated(nbytes)
+
+        def next_frame(self):
+            frame = super().next_frame()
+            if frame is not None:
+                seen["frames"].append(len(frame))
+            return frame
+
+    monkeypatch.setattr("minibroker.server.FrameReader", Spy)
+    records = batch(*[bytes([i % 251]) * 1000 for i in range(900)])  # ~900 KB: a send_batch request
+    with MiniBroker() as broker:
+        client = RawClient(broker.port)
+        try:
+            create(client, "big")
+            assert produce(client, "big", records).error_code == 0
+            answer = client.request(ApiKey.FETCH, 12, fetch_request("big", 0, partition_max_bytes=4 << 20))
+            assert len(answer.responses[0].partitions[0].records) == len(records)  # (the broker sets the epoch)
+        finally:
+            client.close()
+    assert seen["received"] == 0
+    large = [size for size in seen["frames"] if size >= len(records)]
+    assert len(large) == 1
+    # all of it but what came in the read that brought its size prefix (at most the scratch)
+    assert seen["into_own"] >= large[0] - 256 * 1024
