@@ -11,6 +11,14 @@ connection, as Kafka does when it cannot parse a request.
 Handlers get a :class:`~minibroker.handlers.RequestContext` (the header's fields and the
 peer's address) and return a response object; the server does all the I/O.
 
+Reading: each connection's asyncio protocol (``_RequestStream``) is a
+:class:`asyncio.BufferedProtocol` whose buffers are the connection's
+:class:`~kproto.protocol.FrameReader`'s, as a client's connection's are
+(:mod:`kproto.io.connection`): a large request (a Produce's megabyte) is read into a
+buffer of its own, which becomes the frame the handler decodes without a copy; small ones
+into a scratch buffer, copied out once each. No ``StreamReader`` sits in between (issue 16:
+it cost about four copies of every byte, and page faults, per Produce).
+
 Zero-copy Fetch: a Fetch response's records are
 :class:`~minibroker.log.segment.RecordSlices`, runs of segment bytes not yet read.
 :func:`~kproto.protocol.frames.encode_response_parts` encodes the rest of the frame
