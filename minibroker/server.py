@@ -40,8 +40,9 @@ Idle connections and memory (Kafka's ``Selector`` and ``MemoryPool``): a connect
 that has received and sent nothing for ``connections.max.idle.ms`` is closed, whatever
 state its frame is in; time spent answering a request does not count, but a response
 that the peer does not take within that time closes the connection too (the peer stopped
-reading: Kafka sees no progress either). A request is never allocated at its announced
-size: its bytes are read as they come. What partially received requests may hold,
+reading: Kafka sees no progress either). A large request's buffer is allocated at its
+announced size only once that is reserved (below), and zeroed lazily by the system: its
+pages are touched only as its bytes come. What partially received requests may hold,
 across connections, is bounded by ``queued.max.request.bytes``: once a frame's size prefix is read, its announced size is
 reserved (accounting only) from :class:`RequestMemory` before more of it is read, and
 released when the frame is complete or the connection goes. While the reservations
