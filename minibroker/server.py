@@ -292,8 +292,11 @@ class _RequestStream(asyncio.streams.FlowControlMixin, asyncio.BufferedProtocol)
     # plain transport under the TLS one when collected: StreamWriter.__del__)
     _client_connected_cb = True
 
-    def _replace_writer(self, writer: asyncio.StreamWriter) -> None:
-        self.transport = writer.transport
+    def _replace_writer(self, writer: asyncio.StreamWriter) -> None:  # Python 3.11, 3.12
+        self._replace_transport(writer.transport)
+
+    def _replace_transport(self, transport: Any) -> None:  # Python 3.13+ calls this instead
+        self.transport = transport
         self._reading = True  # the TLS transport reads from the start
 
     async def wait(self) -> None:
