@@ -2027,6 +2027,8 @@ cdef class Appender:
     cdef public bint closed
     cdef public bint exhausted
     cdef dict _open
+    cdef str _last_topic  # the topic of the last append and its list in _open: a run of sends
+    cdef list _last_opened  # to one topic skips the dict lookup (lists are never replaced)
     cdef object _partitioner
     cdef object _chooser
     cdef bint _hash_keys
@@ -2164,9 +2166,14 @@ cdef class Appender:
             if not 0 <= partition < partitions:
                 raise self._partitioner.refuse(topic, partition, partitions)
             # Open batches by topic, then by partition in a list: no (topic, partition) tuple per record.
-            opened = self._open.get(topic)
-            if opened is None:
-                opened = self._open[topic] = []
+            if topic is self._last_topic:
+                opened = self._last_opened
+            else:
+                opened = self._open.get(topic)
+                if opened is None:
+                    opened = self._open[topic] = []
+                self._last_topic = topic
+                self._last_opened = opened
             batch = _open_batch(opened, partition)
             if batch is not None and not batch.closed:
                 index = self._try(batch, timestamp, key, value, headers)

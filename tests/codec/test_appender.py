@@ -219,3 +219,18 @@ def test_the_sticky_choice_is_the_partitioners_asked_per_batch_not_per_record(ba
     first = batches[0].result[1]
     assert [b.result[1] for b in batches] == [(first + i) % 5 for i in range(4)]
     assert [f[0] for f in futures] == [b.result for b in batches for _ in range(b.builder.record_count)]
+
+
+@pytest.mark.parametrize("backend", [cy, py], ids=["cython", "python"])
+def test_runs_of_sends_switching_topics_land_in_their_topics_batches(backend):
+    """issue 16 (asyncio send): the Appender keeps the last topic's open batches at hand; a
+    switch of topic, or an equal topic string that is another object, still finds its own."""
+    a, b = "topic-a", "topic-b"
+    other_a = "".join(["topic-", "a"])  # equal to a, not the same object
+    assert other_a == a and other_a is not a
+    topics = [a, a, b, other_a, b, b, a]  # seven: run() closes every batch after the seventh
+    ops = [(topic, 0, None, b"v%d" % i, None) for i, topic in enumerate(topics)]
+    futures, batches, _, _ = run(backend, ops, partitions=1, batch_bytes=1 << 20)
+    assert [f[0][0] for f in futures] == topics
+    assert [f[1] for f in futures] == [0, 1, 0, 2, 1, 2, 3]  # each topic's one batch, in order
+    assert len(batches) == 2
