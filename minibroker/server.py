@@ -93,7 +93,6 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from kproto.errors import ProtocolError, UnsupportedVersionError
-from kproto.io.connection import StreamProtocol
 from kproto.protocol import (
     ApiKey,
     FrameReader,
@@ -242,7 +241,7 @@ class RequestMemory:
                 self._freed = None
 
 
-class _RequestStream(StreamProtocol):
+class _RequestStream(asyncio.streams.FlowControlMixin, asyncio.BufferedProtocol):
     """One connection's asyncio protocol, which starts its :meth:`Server._serve` task.
 
     Reading: a :class:`asyncio.BufferedProtocol` whose buffers are the connection's
@@ -259,8 +258,8 @@ class _RequestStream(StreamProtocol):
     frame's size prefix (Kafka mutes its channel), but a peer's close is seen.
 
     Writing: an :class:`asyncio.StreamWriter`'s (``send_response``, ``loop.sendfile``), whose
-    ``drain()`` and ``wait_closed()`` take their flow control and close waiter from here
-    (:class:`~kproto.io.connection.StreamProtocol`, as a client connection's).
+    ``drain()`` takes its flow control from here (``FlowControlMixin``, asyncio's base for
+    that, as for a ``StreamReaderProtocol``).
     """
 
     def __init__(self, server: Server, listener: ListenerSecurity) -> None:
@@ -278,6 +277,7 @@ class _RequestStream(StreamProtocol):
         self.transport: Any = None
         self._reading = True
         self._waiter: asyncio.Future | None = None
+        self._closed = loop.create_future()
 
     def connection_made(self, transport: Any) -> None:
         self.transport = transport
@@ -369,6 +369,12 @@ class _RequestStream(StreamProtocol):
         return self.transport.get_extra_info("sslcontext") is None
 
     def connection_lost(self, exc: Exception | None) -> None:
+        if not self._closed.done():
+            if exc is None:
+                self._closed.set_result(None)
+            else:
+                self._closed.set_exception(exc)
+                self._closed.exception()  # retrieved: wait_closed() may never be called
         super().connection_lost(exc)
         if exc is None:
             self.eof = True
@@ -376,6 +382,9 @@ class _RequestStream(StreamProtocol):
             self.error = exc
         if self._waiter is not None and not self._waiter.done():
             self._waiter.set_result(None)
+
+    def _get_close_waiter(self, stream: asyncio.StreamWriter) -> asyncio.Future:
+        return self._closed
 
 
 class Server:

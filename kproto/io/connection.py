@@ -115,7 +115,7 @@ from kproto.protocol.messages import (
 from kproto.security.sasl import SaslClient
 from kproto.security.tls import describe_failure
 
-__all__ = ["Connection", "StreamProtocol"]
+__all__ = ["Connection"]
 
 log = logging.getLogger("kproto.connection")
 
@@ -914,40 +914,17 @@ _IOV_MAX = _iov_max()
 _OWN_WRITEV = sys.version_info < (3, 12) and hasattr(os, "writev")  # else the transport writes (_Writer)
 
 
-class StreamProtocol(asyncio.streams.FlowControlMixin, asyncio.BufferedProtocol):
-    """What an :class:`asyncio.StreamWriter` needs of a :class:`asyncio.BufferedProtocol`
-    beneath it, as of a ``StreamReaderProtocol``: flow control for ``drain()``
-    (``FlowControlMixin``, asyncio's base for that) and a close waiter for
-    ``wait_closed()``. The base of a client connection's protocol here and of minibroker's
-    server connection's (``minibroker.server``); subclasses say what a read fills and
-    extend :meth:`connection_lost`."""
-
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        super().__init__(loop)
-        self._closed = loop.create_future()
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        if not self._closed.done():
-            if exc is None:
-                self._closed.set_result(None)
-            else:
-                self._closed.set_exception(exc)
-                self._closed.exception()  # retrieved: wait_closed() may never be called
-        super().connection_lost(exc)
-
-    def _get_close_waiter(self, stream: asyncio.StreamWriter) -> asyncio.Future:
-        return self._closed
-
-
-class _Stream(StreamProtocol):
+class _Stream(asyncio.streams.FlowControlMixin, asyncio.BufferedProtocol):
     """A :class:`Connection`'s asyncio protocol. Reading: a :class:`asyncio.BufferedProtocol`
     whose buffers are the FrameReader's (asyncio's TLS transport fills them as it decrypts).
-    Writing: a :class:`_Writer`'s, through an :class:`asyncio.StreamWriter` where the
-    transport writes (:class:`StreamProtocol`)."""
+    Writing: an :class:`asyncio.StreamWriter`'s, whose ``drain()`` and ``wait_closed()`` take
+    their flow control and close waiter from here, as from a ``StreamReaderProtocol``
+    (``FlowControlMixin`` is asyncio's base for that)."""
 
     def __init__(self, connection: Connection, loop: asyncio.AbstractEventLoop) -> None:
         super().__init__(loop)
         self._connection = connection
+        self._closed = loop.create_future()
 
     def get_buffer(self, sizehint: int) -> memoryview:
         return self._connection._get_buffer()
@@ -960,10 +937,19 @@ class _Stream(StreamProtocol):
         return False  # close the transport
 
     def connection_lost(self, exc: Exception | None) -> None:
+        if not self._closed.done():
+            if exc is None:
+                self._closed.set_result(None)
+            else:
+                self._closed.set_exception(exc)
+                self._closed.exception()  # retrieved: wait_closed() may never be called
         super().connection_lost(exc)
         if self._connection._writer is not None:
             self._connection._writer.lost()  # before the transport closes the socket
         self._connection._lost(exc)
+
+    def _get_close_waiter(self, stream: asyncio.StreamWriter) -> asyncio.Future:
+        return self._closed
 
 
 _CLIENT_CERT_HINT = " (the broker refused the client certificate: check ssl.keystore.* / ssl.certificate.location)"
