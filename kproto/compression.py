@@ -758,7 +758,7 @@ def zstd_decompressor() -> str:
     ``"zstandard"`` when the `zstandard <https://pypi.org/project/zstandard/>`_ package is
     installed (``pip install kproto[zstd]``), which is faster on small batches;
     ``"cramjam"`` otherwise, or when the environment variable ``KPROTO_ZSTD=cramjam`` is
-    set at import. Both accept and reject the same payloads with the same errors.
+    set at import (any case). Both accept and reject the same payloads with the same errors.
     """
     return _zstd_decompressor_name
 
@@ -774,7 +774,8 @@ def _select_zstd(name: str | None = None) -> str:
     """
     global _zstd_decompress, _zstd_decompressor_name
     if name is None:
-        name = os.environ.get("KPROTO_ZSTD") or ("zstandard" if _zstandard else "cramjam")
+        # Names are matched as a user means them: "CramJam" and " cramjam" are cramjam.
+        name = os.environ.get("KPROTO_ZSTD", "").strip().lower() or ("zstandard" if _zstandard else "cramjam")
     if name not in ("zstandard", "cramjam"):
         raise ValueError(f"unknown zstd decompressor {name!r}: expected zstandard or cramjam")
     if name not in _ZSTD_DECOMPRESSORS:

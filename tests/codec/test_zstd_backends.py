@@ -184,6 +184,13 @@ def test_kproto_zstd_env_selects_the_decompressor():
     assert bad.returncode != 0 and "unknown zstd decompressor 'zlib'" in bad.stderr
 
 
+def test_kproto_zstd_env_ignores_case_and_spaces():
+    """Issue 16 (left from step 2): ``KPROTO_ZSTD=CramJam`` or a stray space is the name a user
+    meant, not an import-time ValueError."""
+    assert _decompressor_in_subprocess(KPROTO_ZSTD=" CramJam ").stdout.strip() == "cramjam"
+    assert _decompressor_in_subprocess(KPROTO_ZSTD="ZSTANDARD").stdout.strip() == "zstandard"
+
+
 def test_select_zstd_switches_and_reports():
     previous = compression._select_zstd("cramjam")
     try:
