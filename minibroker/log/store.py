@@ -2,8 +2,8 @@
 
 :class:`FileStore` writes a segment's ``.log`` with ``os.pwrite`` (no user-space buffer:
 once an append returns, the bytes are in the OS page cache and survive the death of this
-process) and reads it with ``os.pread``; :class:`MemoryStore` keeps the same bytes in a
-``bytearray`` for a broker without a data directory. Both have one interface, so
+process) and reads it with ``os.pread``; :class:`MemoryStore` keeps the same bytes in
+memory (a ``bytearray``, then maps of 8 MiB) for a broker without a data directory. Both have one interface, so
 :class:`~minibroker.log.segment.LogSegment` has one code path for both modes.
 
 Reads for ``os.sendfile`` are :class:`LogSlice` objects holding the store's
