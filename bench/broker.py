@@ -16,13 +16,14 @@
   fresh topic (deleted after it), runs alternate between the brokers so they share the
   machine's noise, and a first, smaller run warms up and is not counted. Goal (issue 16):
   minibroker / Tansu >= 1.0x in each row; the raw rows (one kproto socket, nothing decoded)
-  are each broker's own bound, "raw fetch 2 MiB" the one for ``poll_arrow()`` at its best
-  fetch size (bench/peers.py);
+  are each broker's own bound, "raw produce 1 MB" the one for ``send_batch()`` at its best
+  ``batch.size`` (1 MB batches, ~9,000 records of 100 B) and "raw fetch 2 MiB" the one for
+  ``poll_arrow()`` at its best fetch size (bench/peers.py);
 - Fetch throughput from a minibroker on disk with ``os.sendfile`` against the same broker
   copying the records through Python (``MINIBROKER_SENDFILE=0``, see minibroker.server).
 
 Prints medians of ``--runs`` runs (default 5) and ratios. Usage:
-``python bench/broker.py [--messages N] [--runs R] [--quick]``.
+``python bench/broker.py [--messages N] [--runs R] [--quick] [--raw-only]``.
 """
 
 from __future__ import annotations
@@ -65,6 +66,10 @@ from tests.support import process  # noqa: E402  (python -m minibroker, as the t
 
 JOIN_TIMEOUT = 10  # seconds a client gets for its first assignment
 FILL_BATCH = 1000  # records per batch of the log that consumers read (raw_produce)
+# kproto's best batch.size (bench/peers.py): send_batch() makes batches of this size, so
+# "raw produce 1 MB" is each broker's own bound for it (issue 16)
+BIG_BATCH_BYTES = peers.KPROTO["best"].produce["batch.size"]
+BIG_BATCH_MIN_REQUESTS = 20  # at least this many 1 MB requests per measurement (a few in flight)
 _topics = itertools.count()
 
 # librdkafka (confluent-kafka) at its defaults and at its best settings (bench/peers.py).
@@ -198,6 +203,16 @@ def batch_of(records: int) -> bytes:
     for _ in range(records):
         builder.append(1_700_000_000_000, None, b"x" * 100)
     return builder.build()
+
+
+def records_per_full_batch(max_bytes: int) -> int:
+    """How many 100-byte values a producer's batch of ``max_bytes`` (its ``batch.size``)
+    holds: the codec's builder refuses the record that would not fit, as in kproto's
+    accumulator."""
+    builder = BatchBuilder(max_bytes=max_bytes)
+    while builder.append(1_700_000_000_000, None, b"x" * 100) >= 0:
+        pass
+    return builder.record_count
 
 
 def raw_produce(bootstrap: str, topic: str, requests: int, per_batch: int = 1000, in_flight: int = 5) -> float:
@@ -401,21 +416,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--messages", type=int, default=200_000)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--quick", action="store_true", help="50,000 messages, 3 runs: a few minutes")
+    parser.add_argument("--raw-only", action="store_true",
+                        help="the raw rows alone (no start-up, joins or librdkafka rows): the brokers' own bounds")
     args = parser.parse_args(argv)
     if args.quick:
         args.messages, args.runs = 50_000, 3
     n = max(FILL_BATCH, args.messages // FILL_BATCH * FILL_BATCH)
 
-    ready = start_to_ready(30)
-    print(f"MiniBroker() start-to-ready, in-process: {ms(ready)}; goal <= 50 ms")
+    if not args.raw_only:
+        ready = start_to_ready(30)
+        print(f"MiniBroker() start-to-ready, in-process: {ms(ready)}; goal <= 50 ms")
 
-    joins, missed = first_join(7)
-    print("\nFirst consumer-group join, fresh in-process MiniBroker(), group.initial.rebalance.delay.ms=0, "
-          "median of 7 (subscribe to first assignment; raw: the broker's round trips alone)")
-    for name, times in joins.items():
-        goal = "" if name.startswith("raw") else f"  goal <= 100 ms {'ok' if times and statistics.median(times) <= 0.1 else 'MISSED'}"
-        timeouts = f"  ({missed[name]} of 7 not assigned within {JOIN_TIMEOUT} s)" if missed[name] else ""
-        print(f"  {name:18} {ms(times) if times else 'no join':45}{goal}{timeouts}")
+        joins, missed = first_join(7)
+        print("\nFirst consumer-group join, fresh in-process MiniBroker(), group.initial.rebalance.delay.ms=0, "
+              "median of 7 (subscribe to first assignment; raw: the broker's round trips alone)")
+        for name, times in joins.items():
+            goal = "" if name.startswith("raw") else f"  goal <= 100 ms {'ok' if times and statistics.median(times) <= 0.1 else 'MISSED'}"
+            timeouts = f"  ({missed[name]} of 7 not assigned within {JOIN_TIMEOUT} s)" if missed[name] else ""
+            print(f"  {name:18} {ms(times) if times else 'no join':45}{goal}{timeouts}")
 
     brokers = {
         "minibroker": minibroker_process,
@@ -423,8 +441,10 @@ def main(argv: list[str] | None = None) -> int:
         "disk, copying": partial(minibroker_process, on_disk=True, sendfile=False),
         "tansu": tansu_process,
     }
-    rows = [(phase, row) for phase, phase_rows in LIBRDKAFKA.items() for row in phase_rows]
-    phases = (*(f"{phase} ({row.label})" for phase, row in rows), "raw produce", "raw fetch", "raw fetch 2 MiB")
+    rows = [] if args.raw_only else [(phase, row) for phase, phase_rows in LIBRDKAFKA.items() for row in phase_rows]
+    big = records_per_full_batch(BIG_BATCH_BYTES)
+    phases = (*(f"{phase} ({row.label})" for phase, row in rows), "raw produce", "raw produce 1 MB", "raw fetch",
+              "raw fetch 2 MiB")
     results = {name: {phase: [] for phase in (*phases, "raw fetch x10")} for name in brokers}
     raw_requests = n // 1000
     with ExitStack() as stack:
@@ -441,6 +461,14 @@ def main(argv: list[str] | None = None) -> int:
                 create_topic(bootstrap, raw_topic)
                 requests = count // 1000
                 measured["raw produce"] = requests * 1000 / raw_produce(bootstrap, raw_topic, requests)
+                if name != "disk, copying":
+                    # kproto's best batch.size (send_batch's batches): the broker's own bound for it
+                    big_topic = f"raw-{next(_topics)}"
+                    create_topic(bootstrap, big_topic)
+                    big_requests = max(BIG_BATCH_MIN_REQUESTS, count // big)
+                    measured["raw produce 1 MB"] = big_requests * big / raw_produce(
+                        bootstrap, big_topic, big_requests, per_batch=big)
+                    delete_topic(bootstrap, big_topic)
                 measured["raw fetch"] = requests * 1000 / raw_fetch(bootstrap, raw_topic, requests * 1000)
                 # poll_arrow's best fetch size (bench/peers.py): the broker's own bound for it (issue 16)
                 measured["raw fetch 2 MiB"] = requests * 1000 / raw_fetch(bootstrap, raw_topic, requests * 1000,
@@ -460,7 +488,9 @@ def main(argv: list[str] | None = None) -> int:
           "minibroker with logs in memory and on disk, Tansu in memory")
     print("produce/consume: confluent-kafka (librdkafka) from Python at its defaults and at its best settings")
     print("(bench/peers.py), consuming a log written in 1000-record batches; raw: one kproto socket, prebuilt")
-    print("1000-record batches, 5 Produce requests in flight / sequential 1 MiB (2 MiB) Fetches (broker-bound)")
+    print("1000-record batches, 5 Produce requests in flight / sequential 1 MiB (2 MiB) Fetches (broker-bound);")
+    print(f"raw produce 1 MB: the same with batches of kproto's best batch.size ({BIG_BATCH_BYTES:,} B: {big:,} "
+          f"records), at least {BIG_BATCH_MIN_REQUESTS} requests")
     for phase, row in rows:
         print(f"  {phase} ({row.label}): {row.settings.describe(phase)}")
     print(f"{'':20} {'minibroker':>12} {'mb disk':>12} {'tansu':>12} {'ratio':>8} {'disk ratio':>11}  goal")

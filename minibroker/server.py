@@ -125,6 +125,7 @@ class _CloseConnection(Exception):
 
 
 _OWN_PIECE = 64 * 1024  # a slice of a log in memory this large is written as it is, not joined
+_AT_ONCE = 64 * 1024  # a response of bytes up to this size is written without a drain (_written_at_once)
 
 
 def _pin(parts: list[Any], sendfile: bool) -> list[bytes | LogSlice]:
@@ -207,6 +208,33 @@ async def send_response(writer: asyncio.StreamWriter, parts: list[Any], *, sendf
         for piece in pieces:
             if type(piece) is not bytes:
                 piece.source.close()
+
+
+def _written_at_once(writer: asyncio.StreamWriter, parts: list[Any]) -> bool:
+    """Write a response frame made of bytes alone (a Produce's answer, most others) when
+    nothing is waiting to be sent before it; False, with nothing written, otherwise, for
+    :func:`send_response`.
+
+    The transport then sends it at once or buffers what the socket does not take (at most
+    ``_AT_ONCE`` bytes), and there is nothing to drain: no idle deadline and no
+    ``drain()`` per request (issue 16: a Produce's per-request cost). Whatever stays
+    buffered makes the next response go through :func:`send_response`, which waits for
+    it under the idle deadline; a peer that sends nothing more is closed when idle (reset,
+    as when it takes no response).
+    """
+    transport = writer.transport
+    if transport.get_write_buffer_size() or transport.is_closing():
+        return False
+    size = 0
+    for part in parts:
+        if type(part) is not bytes:
+            return False
+        size += len(part)
+    if size > _AT_ONCE:
+        return False
+    for part in parts:
+        writer.write(part)
+    return True
 
 
 class RequestMemory:
@@ -580,6 +608,8 @@ class Server:
                 except TimeoutError:
                     log.info("closing connection from %s: idle for connections.max.idle.ms (%d ms)",
                              writer.get_extra_info("peername"), self.config["connections.max.idle.ms"])
+                    if writer.transport.get_write_buffer_size():  # an answer it never took
+                        writer.transport.abort()  # close() would wait to flush what it never reads
                     return
                 if stream.error is not None:
                     raise stream.error
@@ -596,7 +626,7 @@ class Server:
                     parts = await self._answer(frame, host, stream, channel, mute)
                     if parts is _DROPPED:
                         dropped = True
-                    elif parts is not None:
+                    elif parts is not None and not _written_at_once(writer, parts):
                         try:  # a peer that takes nothing is as idle as one that sends nothing
                             async with asyncio.timeout_at(loop.time() + idle):
                                 await send_response(writer, parts, sendfile=self.sendfile)

@@ -11,8 +11,9 @@ named by the base offset in 20 digits, in the partition directory (Kafka's
     00000000000000000000.txnindex    aborted transactions (see minibroker.log.txn_index;
                                      made by the first entry)
 
-A segment without a directory keeps the same bytes in a ``bytearray`` and the same
-indexes in memory only: one code path for both modes.
+A segment without a directory keeps the same bytes in memory (a
+:class:`~minibroker.log.store.MemoryStore`) and the same indexes in memory only: one code
+path for both modes.
 
 Theory of operation (Kafka's ``LogSegment``):
 
