@@ -140,6 +140,14 @@ class SendPolicy:
         """What a send raises while the appender is closed (``refusal``)."""
         return self.refusal()
 
+    def thread_error(self) -> BaseException:
+        """What a send from another thread raises when the appender has an owner thread
+        (an asyncio producer's loop: it appends without a lock)."""
+        return RuntimeError(
+            "this AIOProducer belongs to the thread of the event loop it started on and was "
+            "called from another thread; use the thread-safe Producer, which works from any "
+            "thread and any loop")
+
 
 class ProducerBatch(OpenBatch):
     """One batch of one partition, from its first record until it is settled.

@@ -35,6 +35,7 @@ import asyncio
 import atexit
 import contextlib
 import logging
+import threading
 import time
 import warnings
 from collections import deque
@@ -250,6 +251,10 @@ class AIOProducer:
             if self._closed:
                 raise ClientClosedError("the producer is closed")
             self._home = self._acc.home = loop
+            if not self._threaded:
+                # Only the loop's thread appends: the per-record path skips the appender's
+                # lock, and refuses sends from other threads (the thread face shares it).
+                self._acc.appender.owner_thread = threading.get_ident()
             self._space = asyncio.Event()
             if self.transactional_id is not None:
                 self._txn = Transactions(self._idempotence, self._cluster, self.config, self.flush, self._wake)
