@@ -305,6 +305,8 @@ class AIOProducer:
                 most 249 characters, not "." or "..").
             MessageTooLargeError: the record alone is over ``max.request.size``.
             ClientClosedError: the producer is closed.
+            RuntimeError: called from another thread than its event loop's (it appends
+                without a lock; :class:`Producer` is the face for threads).
         """
         return self._acc.send(topic, value, key, partition, timestamp_ms, headers, on_delivery)
 
