@@ -1701,8 +1701,8 @@ class Appender:
         owner_thread: 0, or the identity (``threading.get_ident()``) of the one thread that
             appends and takes :attr:`lock` (an asyncio producer's loop thread), set by the
             owner before it appends. The per-record path then takes no lock (nothing can
-            contend for it; an uncontended lock taken and given per record was 5-7% of a
-            send), and refuses a record from another thread (raises ``policy.thread_error()``).
+            contend for it; an uncontended lock taken and given per record was a few per
+            cent of a send), and refuses a record from another thread (raises ``policy.thread_error()``).
         waiting: ``policy.waiting``, which the owner may replace.
     """
 

@@ -16,7 +16,9 @@ open ones once they are ``linger.ms`` old or a flush asks for them.
 Each partition's queue is in send order: retried batches go back to its head, before
 any batch not yet sent, in sequence order (the broker needs an idempotent producer's
 sequences in order). One lock (the appender's) guards everything here; the sender holds
-it only to look at and take batches.
+it only to look at and take batches. An asyncio producer, whose loop's thread alone
+appends and sends, gives the appender that thread (``owner_thread``): its per-record
+path then skips the lock, which nothing can contend for.
 
 Memory: ``used`` counts what unsettled batches hold and never exceeds ``buffer.memory``
 (issue 16). As in Java's producer, whose ``BufferPool`` gives each new batch
