@@ -24,6 +24,7 @@ from cpython.ref cimport Py_INCREF
 from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_New, PyTuple_SET_ITEM
 from cpython.mem cimport PyMem_Free, PyMem_Realloc
 from cpython.ref cimport Py_DECREF
+from cpython.pythread cimport PyThread_get_thread_ident
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.string cimport memcmp, memcpy
@@ -2041,6 +2042,7 @@ cdef class Appender:
     cdef public object waiting
     cdef object _register
     cdef public bint hold
+    cdef public unsigned long owner_thread  # 0, or the one thread that appends: no lock then (see the twin)
 
     def __init__(self, policy):
         future_class = policy.future_class
@@ -2070,12 +2072,16 @@ cdef class Appender:
         self.closed = False
         self.exhausted = False
         self.hold = False
+        self.owner_thread = 0
         self._open = {}
 
     @property
     def lock(self):
         return self._lock
 
+    @cython.binding(False)  # a plain method: called without the cyfunction layer (a producer's send)
+    @cython.embedsignature(True)
+    @cython.embedsignature.format("clinic")  # so that inspect.signature still reads it
     def send(self, str topic, value=None, key=None, partition=None, timestamp_ms=None, headers=None,
              on_delivery=None):
         record = None if self.hold else self.try_send(topic, value, key, partition, timestamp_ms, headers)
@@ -2123,10 +2129,18 @@ cdef class Appender:
         """The memory a record may take at most (with a new batch's header), checked
         against the largest record the policy allows."""
         cdef Py_ssize_t need = RECORD_BOUND + V2_HEADER
+        # The bytes case in C alone: a conditional expression with the twin's call in it
+        # would box both sides and add them as Python ints (two int objects per record).
         if value is not None:
-            need += PyBytes_GET_SIZE(value) if PyBytes_CheckExact(value) else _twin._length("value", value)
+            if PyBytes_CheckExact(value):
+                need += PyBytes_GET_SIZE(value)
+            else:
+                need += <Py_ssize_t>_twin._length("value", value)
         if key is not None:
-            need += PyBytes_GET_SIZE(key) if PyBytes_CheckExact(key) else _twin._length("key", key)
+            if PyBytes_CheckExact(key):
+                need += PyBytes_GET_SIZE(key)
+            else:
+                need += <Py_ssize_t>_twin._length("key", key)
         if headers:
             need += _headers_bound(headers)
         if need > self._max_record:
@@ -2145,7 +2159,11 @@ cdef class Appender:
         cdef object found
         cdef list opened
         cdef int64_t index = -1
-        self._lock.take()
+        cdef bint locked = self.owner_thread == 0
+        if locked:
+            self._lock.take()
+        elif PyThread_get_thread_ident() != self.owner_thread:
+            raise self._policy.thread_error()
         try:
             if partition < 0:
                 if key is not None and self._hash_keys:
@@ -2208,7 +2226,8 @@ cdef class Appender:
             if wake:
                 self.idle = False
         finally:
-            self._lock.give()
+            if locked:
+                self._lock.give()
         if full or no_room:
             self._full()  # a full batch need not linger; nor do open ones while memory is exhausted
         elif wake:

@@ -40,6 +40,7 @@ offset of the last inner message; with magic 0 inner offsets are absolute.
 from __future__ import annotations
 
 import array
+import contextlib
 import itertools
 import struct
 import threading
@@ -1632,6 +1633,9 @@ class RecordRef:
         self._timestamp = timestamp
 
 
+_UNLOCKED = contextlib.nullcontext()  # an Appender's lock when its owner thread alone appends
+
+
 def _headers_bound(headers: Any) -> int:
     """At most what ``headers`` add to a record (0 for a key or value of a wrong type:
     the builder refuses those)."""
@@ -1680,7 +1684,8 @@ class Appender:
         policy: read once: ``new_batch``, ``wake``, ``full``, ``buffer_memory``,
             ``partitioner``, ``future_class`` (a :class:`RecordRef` subclass), ``counts``,
             ``key_serializer``, ``value_serializer``, ``max_record``, ``batch_size``,
-            ``waiting``, ``register``; called: ``check_size(bound)``, ``closed_error()``.
+            ``waiting``, ``register``; called: ``check_size(bound)``, ``closed_error()``,
+            ``thread_error()``.
 
     Attributes:
         lock: held while appending; the owner takes it for everything it shares with the
@@ -1693,6 +1698,11 @@ class Appender:
             called then too); the owner sends its open batches at once and clears it (Java's
             ``RecordAccumulator.ready``: batches are sendable while the pool is exhausted).
         hold: set by the owner while records wait, so that later ones queue behind them.
+        owner_thread: 0, or the identity (``threading.get_ident()``) of the one thread that
+            appends and takes :attr:`lock` (an asyncio producer's loop thread), set by the
+            owner before it appends. The per-record path then takes no lock (nothing can
+            contend for it; an uncontended lock taken and given per record was a few per
+            cent of a send), and refuses a record from another thread (raises ``policy.thread_error()``).
         waiting: ``policy.waiting``, which the owner may replace.
     """
 
@@ -1723,6 +1733,7 @@ class Appender:
         self.closed = False
         self.exhausted = False
         self.hold = False
+        self.owner_thread = 0
         self._open: dict[tuple[str, int], Any] = {}
 
     def send(self, topic: str, value: Any = None, key: Any = None, partition: int | None = None,
@@ -1782,7 +1793,13 @@ class Appender:
         """
         need = self._need(key, value, headers)
         full = no_room = False
-        with self.lock:
+        if not self.owner_thread:
+            lock = self.lock
+        elif threading.get_ident() == self.owner_thread:
+            lock = _UNLOCKED
+        else:
+            raise self._policy.thread_error()
+        with lock:
             sticky = False
             if partition < 0:
                 if key is not None and self._hash_keys:

@@ -16,7 +16,9 @@ open ones once they are ``linger.ms`` old or a flush asks for them.
 Each partition's queue is in send order: retried batches go back to its head, before
 any batch not yet sent, in sequence order (the broker needs an idempotent producer's
 sequences in order). One lock (the appender's) guards everything here; the sender holds
-it only to look at and take batches.
+it only to look at and take batches. An asyncio producer, whose loop's thread alone
+appends and sends, gives the appender that thread (``owner_thread``): its per-record
+path then skips the lock, which nothing can contend for.
 
 Memory: ``used`` counts what unsettled batches hold and never exceeds ``buffer.memory``
 (issue 16). As in Java's producer, whose ``BufferPool`` gives each new batch
@@ -139,6 +141,14 @@ class SendPolicy:
     def closed_error(self) -> BaseException:
         """What a send raises while the appender is closed (``refusal``)."""
         return self.refusal()
+
+    def thread_error(self) -> BaseException:
+        """What a send from another thread raises when the appender has an owner thread
+        (an asyncio producer's loop: it appends without a lock)."""
+        return RuntimeError(
+            "this AIOProducer belongs to the thread of the event loop it started on and was "
+            "called from another thread; use the thread-safe Producer, which works from any "
+            "thread and any loop")
 
 
 class ProducerBatch(OpenBatch):

@@ -35,6 +35,7 @@ import asyncio
 import atexit
 import contextlib
 import logging
+import threading
 import time
 import warnings
 from collections import deque
@@ -250,6 +251,10 @@ class AIOProducer:
             if self._closed:
                 raise ClientClosedError("the producer is closed")
             self._home = self._acc.home = loop
+            if not self._threaded:
+                # Only the loop's thread appends: the per-record path skips the appender's
+                # lock, and refuses sends from other threads (the thread face shares it).
+                self._acc.appender.owner_thread = threading.get_ident()
             self._space = asyncio.Event()
             if self.transactional_id is not None:
                 self._txn = Transactions(self._idempotence, self._cluster, self.config, self.flush, self._wake)
@@ -300,6 +305,8 @@ class AIOProducer:
                 most 249 characters, not "." or "..").
             MessageTooLargeError: the record alone is over ``max.request.size``.
             ClientClosedError: the producer is closed.
+            RuntimeError: called from another thread than its event loop's (it appends
+                without a lock; :class:`Producer` is the face for threads).
         """
         return self._acc.send(topic, value, key, partition, timestamp_ms, headers, on_delivery)
 

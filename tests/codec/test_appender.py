@@ -234,3 +234,35 @@ def test_runs_of_sends_switching_topics_land_in_their_topics_batches(backend):
     assert [f[0][0] for f in futures] == topics
     assert [f[1] for f in futures] == [0, 1, 0, 2, 1, 2, 3]  # each topic's one batch, in order
     assert len(batches) == 2
+
+
+@pytest.mark.parametrize("backend", [cy, py], ids=["cython", "python"])
+def test_an_owner_thread_appends_without_the_lock_and_other_threads_are_refused(backend):
+    """Issue 16, asyncio send: with ``owner_thread`` set (an asyncio producer's loop thread)
+    the per-record path takes no lock, so it appends even while the lock is held (by its own
+    thread: nothing else may use the appender then), and a record from any other thread is
+    refused with ``policy.thread_error()``, nothing appended. Without one, it locks as before."""
+    import threading
+
+    appender = backend.Appender(SendPolicy(lambda t, p: backend.OpenBatch(backend.BatchBuilder(max_bytes=16384), (t, p)),
+                                           lambda: None, 1 << 20, Partitioner(), ref(backend), counts={"t": 1}))
+    assert appender.owner_thread == 0
+    appender.owner_thread = threading.get_ident()
+    with appender.lock:  # a locking path would wait for itself here, for ever
+        first = appender.send("t", b"v", partition=0)
+    assert first == (("t", 0), 0, first._timestamp)
+    refused = []
+
+    def elsewhere():
+        try:
+            appender.send("t", b"w", partition=0)
+        except RuntimeError as exc:
+            refused.append(str(exc))
+
+    thread = threading.Thread(target=elsewhere)
+    thread.start()
+    thread.join()
+    assert refused and "thread-safe Producer" in refused[0]
+    assert appender.send("t", b"x", partition=0)._index == 1  # nothing was appended from the other thread
+    appender.owner_thread = 0
+    assert appender.send("t", b"y", partition=0)._index == 2 and not appender.lock.locked()

@@ -74,6 +74,31 @@ def test_delivery_callbacks_headers_and_serializers(broker):
     assert records[0].timestamp == 1_600_000_000_000
 
 
+def test_a_send_from_another_thread_than_the_loops_is_refused(broker):
+    """Issue 16, asyncio send: an AIOProducer appends without a lock, which is safe because
+    only its loop's thread may send; a send from another thread raises RuntimeError naming
+    the thread-safe Producer (and appends nothing), while the loop's own sends go on."""
+    async def main():
+        async with AIOProducer(bootstrap_servers=broker.bootstrap_servers) as producer:
+            await producer.partitions_for("aio-thread")
+            refused = []
+
+            def elsewhere():
+                try:
+                    producer.send("aio-thread", b"from a thread", partition=0)
+                except RuntimeError as exc:
+                    refused.append(exc)
+
+            await asyncio.to_thread(elsewhere)
+            metadata = await producer.send("aio-thread", b"from the loop", partition=0)
+            return refused, metadata
+
+    refused, metadata = run(main())
+    assert len(refused) == 1 and "thread-safe Producer" in str(refused[0])
+    assert metadata.offset == 0  # the refused record was not appended
+    assert [r.value for r in stored(broker, "aio-thread")] == [b"from the loop"]
+
+
 def test_a_failed_record_reaches_its_callback_and_its_awaiter():
     def rule(api_key, version, request, n):
         return error_response(request, TopicAuthorizationFailedError.code) if api_key == ApiKey.PRODUCE else FORWARD
