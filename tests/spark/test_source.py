@@ -199,3 +199,54 @@ def test_a_task_that_spark_stops_early_leaves_no_fetch_behind(broker, caplog):
         del batches
         gc.collect()
     assert [r.getMessage() for r in caplog.records if r.name == "asyncio"] == []
+
+
+def first_batch_rows(broker, topic: str, **kafka: str) -> int:
+    options = SourceOptions.parse({"kafka.bootstrap.servers": broker.bootstrap_servers, "subscribe": topic,
+                                   **{f"kafka.{k}": v for k, v in kafka.items()}}, streaming=False)
+    batches = read_range(options, OffsetRange(topic, 0, 0, WIDE_RECORDS))
+    try:
+        return next(batches).num_rows
+    finally:
+        batches.close()
+
+
+WIDE_RECORDS = 30_000  # of about 110 bytes each in their batches: 3.3 MB
+
+
+def test_a_task_fetches_two_mib_of_its_partition_unless_told_otherwise(broker):
+    """issue 16, item 2 (the source's consumer settings): a task's Fetch asks for up to 2 MiB of
+    its partition, not the Java consumer's 1 MiB, so the range takes half the round trips;
+    ``kafka.max.partition.fetch.bytes`` set by the user still wins."""
+    with AdminClient(bootstrap_servers=broker.bootstrap_servers) as admin:
+        admin.create_topics([NewTopic("wide", 1, 1)])
+    with Producer(bootstrap_servers=broker.bootstrap_servers, linger_ms=20, batch_size=64 * 1024) as producer:
+        for i in range(WIDE_RECORDS):
+            producer.send("wide", b"%08d" % i + b"v" * 92, b"key-%d" % (i % 100), partition=0)
+        producer.flush()
+    one_mib = first_batch_rows(broker, "wide", **{"max.partition.fetch.bytes": str(1 << 20)})
+    assert 0 < one_mib < WIDE_RECORDS // 2
+    assert first_batch_rows(broker, "wide") > 1.8 * one_mib  # a Fetch returns whole batches: about 2x
+    assert first_batch_rows(broker, "wide", **{"max.partition.fetch.bytes": str(1 << 19)}) < 0.6 * one_mib
+
+
+def test_a_tasks_client_leaves_its_socket_receive_buffer_to_the_os_unless_told_otherwise(broker):
+    """issue 16, item 2: ``receive.buffer.bytes`` -1 for a task's client (the OS sizes the socket's
+    buffer as data comes, as librdkafka leaves it): with the Java default of 64 KiB a 2 MiB
+    Fetch answer arrives in dozens of reads and the broker stalls on a full buffer; a user's
+    ``kafka.receive.buffer.bytes`` still wins, and the other consumer defaults stay Kafka's."""
+    from kproto.config import ClientConfig
+    from kproto.spark.fetch import task_config
+
+    def config(**kafka: str) -> ClientConfig:
+        return task_config(SourceOptions.parse({"kafka.bootstrap.servers": broker.bootstrap_servers,
+                                                "subscribe": "wide", **{f"kafka.{k}": v for k, v in kafka.items()}},
+                                               streaming=False))
+
+    default = config()
+    assert default["receive.buffer.bytes"] == -1 and default["max.partition.fetch.bytes"] == 2 << 20
+    kafka_defaults = ClientConfig("consumer", {"bootstrap.servers": broker.bootstrap_servers})
+    assert {k: v for k, v in default.items() if k not in ("receive.buffer.bytes", "max.partition.fetch.bytes")} \
+        == {k: v for k, v in kafka_defaults.items() if k not in ("receive.buffer.bytes", "max.partition.fetch.bytes")}
+    assert config(**{"receive.buffer.bytes": "65536"})["receive.buffer.bytes"] == 65536
+    assert config(**{"max.partition.fetch.bytes": "1048576"})["max.partition.fetch.bytes"] == 1 << 20
