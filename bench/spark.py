@@ -40,7 +40,7 @@ Arrow batches hold ``--arrow-batch-rows`` rows
 of 10,000 rows makes batches of a million records here, which slows all three.
 
 Usage: ``python bench/spark.py [--records 2000000] [--per-row 100] [--compression none]
-[--topic-records 4000000] [--sink-records 200000] [--runs 5] [--arrow-batch-rows 1000]
+[--topic-records 4000000] [--source-option NAME=VALUE ...] [--sink-records 200000] [--runs 5] [--arrow-batch-rows 1000]
 [--only decode|source|sink ...]``.
 """
 
@@ -327,7 +327,7 @@ def floor_source(partitions: list[FloorPartition]) -> type:
     return SparkOnly
 
 
-def source_batches(bootstrap: str, topic: str) -> list[FloorPartition]:
+def source_batches(options: dict[str, str]) -> list[FloorPartition]:
     """Read ``topic`` on the driver with the source's own task code (planning, then
     :func:`~kproto.spark.fetch.read_range` per range): each range's largest batch as the
     floor's template and every batch's row count."""
@@ -335,7 +335,7 @@ def source_batches(bootstrap: str, topic: str) -> list[FloorPartition]:
     from kproto.spark.planning import SourceOptions
     from kproto.spark.source import KafkaBatchReader
 
-    options = SourceOptions.parse({"kafka.bootstrap.servers": bootstrap, "subscribe": topic}, streaming=False)
+    options = SourceOptions.parse(options, streaming=False)
     out = []
     for task in KafkaBatchReader(options).partitions():
         biggest, sizes = None, []
@@ -350,16 +350,17 @@ def source_batches(bootstrap: str, topic: str) -> list[FloorPartition]:
     return out
 
 
-def bench_source(spark, bootstrap: str, topic: str, n: int, runs: int, broker: int) -> dict[str, Rate]:
-    """format("kproto") and its Spark-only floor, both into the noop sink (``broker``: the
-    broker's pid, whose CPU time is shown apart)."""
-    floor = source_batches(bootstrap, topic)
+def bench_source(spark, bootstrap: str, topic: str, n: int, runs: int, broker: int,
+                 extra: dict[str, str]) -> dict[str, Rate]:
+    """format("kproto") with the options ``extra`` and its Spark-only floor, both into the noop
+    sink (``broker``: the broker's pid, whose CPU time is shown apart)."""
+    options = {"kafka.bootstrap.servers": bootstrap, "subscribe": topic, **extra}
+    floor = source_batches(options)
     spark.dataSource.register(floor_source(floor))
     print(f"  the source's batches: {sum(len(p.sizes) for p in floor)} over {len(floor)} tasks, "
           f"{max(max(p.sizes) for p in floor)} rows at most", flush=True)
     frames = {
-        "kproto": spark.read.format("kproto").option("kafka.bootstrap.servers", bootstrap)
-        .option("subscribe", topic).load(),
+        "kproto": spark.read.format("kproto").options(**options).load(),
         "spark-only": spark.read.format("spark-only").load(),
     }
     for name, df in frames.items():
@@ -412,6 +413,9 @@ def main() -> None:
     parser.add_argument("--arrow-batch-rows", type=int, default=1000,
                         help="spark.sql.execution.arrow.maxRecordsPerBatch, for all three UDFs alike (Spark's "
                              "default, 10000 rows of 100 records, makes million-record Arrow batches)")
+    parser.add_argument("--source-option", action="append", default=[], metavar="NAME=VALUE",
+                        help="an option of the source's reads, e.g. kafka.max.partition.fetch.bytes=4194304 "
+                             "(repeatable; the floor replays the batches the source makes with it)")
     parser.add_argument("--sink-records", type=int, default=200_000, help="rows written by the sink")
     parser.add_argument("--only", choices=("decode", "source", "sink"), action="append",
                         help="run only these parts (repeatable; default all)")
@@ -437,7 +441,7 @@ def main() -> None:
             with minibroker_process("--port", "0") as (broker, bootstrap):
                 if "source" in parts:
                     print(f"source: spark.read.format('kproto'), {args.topic_records} records on minibroker "
-                          f"(own process), two partitions", flush=True)
+                          f"(own process), two partitions, options {args.source_option or 'default'}", flush=True)
                     from kproto import AdminClient
                     from kproto.admin import NewTopic
 
@@ -446,7 +450,9 @@ def main() -> None:
                     start = time.perf_counter()
                     produce_topic(bootstrap, "spark-bench", args.topic_records)
                     print(f"  produced {args.topic_records} records in {time.perf_counter() - start:.1f} s")
-                    rates = bench_source(spark, bootstrap, "spark-bench", args.topic_records, args.runs, broker.pid)
+                    extra = dict(option.split("=", 1) for option in args.source_option)
+                    rates = bench_source(spark, bootstrap, "spark-bench", args.topic_records, args.runs, broker.pid,
+                                         extra)
                     ratio = rates["kproto"].per_second / rates["spark-only"].per_second
                     print(f"  kproto / spark-only floor: {rates['kproto'].ratio(rates['spark-only'])}; "
                           f"goal >= 0.8x: {'ok' if ratio >= 0.8 else 'MISSED'}")
