@@ -191,6 +191,10 @@ class _RangeReader:
                 data = loop.run_until_complete(self.fetch() if ahead is None else ahead)
                 ahead = None
                 batch = None if data is None else self.take(data)
+                # Let go of the answer (its records are a view of the response's frame): the
+                # connection fills that frame again with the next answer, rather than a fresh
+                # buffer that page-faults as it fills (kproto.protocol.frames).
+                data = None
                 if self.position > before:
                     last_progress = time.monotonic()
                 elif time.monotonic() - last_progress > timeout:

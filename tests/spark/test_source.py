@@ -214,16 +214,22 @@ def first_batch_rows(broker, topic: str, **kafka: str) -> int:
 WIDE_RECORDS = 30_000  # of about 110 bytes each in their batches: 3.3 MB
 
 
-def test_a_task_fetches_two_mib_of_its_partition_unless_told_otherwise(broker):
-    """issue 16, item 2 (the source's consumer settings): a task's Fetch asks for up to 2 MiB of
-    its partition, not the Java consumer's 1 MiB, so the range takes half the round trips;
-    ``kafka.max.partition.fetch.bytes`` set by the user still wins."""
+@pytest.fixture(scope="module")
+def wide(broker) -> str:
+    """A one-partition topic of WIDE_RECORDS records in batches of 64 KiB."""
     with AdminClient(bootstrap_servers=broker.bootstrap_servers) as admin:
         admin.create_topics([NewTopic("wide", 1, 1)])
     with Producer(bootstrap_servers=broker.bootstrap_servers, linger_ms=20, batch_size=64 * 1024) as producer:
         for i in range(WIDE_RECORDS):
             producer.send("wide", b"%08d" % i + b"v" * 92, b"key-%d" % (i % 100), partition=0)
         producer.flush()
+    return "wide"
+
+
+def test_a_task_fetches_two_mib_of_its_partition_unless_told_otherwise(broker, wide):
+    """issue 16, item 2 (the source's consumer settings): a task's Fetch asks for up to 2 MiB of
+    its partition, not the Java consumer's 1 MiB, so the range takes half the round trips;
+    ``kafka.max.partition.fetch.bytes`` set by the user still wins."""
     one_mib = first_batch_rows(broker, "wide", **{"max.partition.fetch.bytes": str(1 << 20)})
     assert 0 < one_mib < WIDE_RECORDS // 2
     assert first_batch_rows(broker, "wide") > 1.8 * one_mib  # a Fetch returns whole batches: about 2x
@@ -250,3 +256,29 @@ def test_a_tasks_client_leaves_its_socket_receive_buffer_to_the_os_unless_told_o
         == {k: v for k, v in kafka_defaults.items() if k not in ("receive.buffer.bytes", "max.partition.fetch.bytes")}
     assert config(**{"receive.buffer.bytes": "65536"})["receive.buffer.bytes"] == 65536
     assert config(**{"max.partition.fetch.bytes": "1048576"})["max.partition.fetch.bytes"] == 1 << 20
+
+
+def test_a_task_fills_one_frame_buffer_again_with_each_fetch_answer(broker, wide, monkeypatch):
+    """issue 16, item 2 (the task's cost per Fetch): a task lets go of each Fetch answer before it
+    waits for the next, so that its connection reads the next answer into the buffer of the
+    last one (kproto.protocol.frames reuses it once nothing holds it) rather than into a fresh
+    buffer that page-faults as the socket fills it (a quarter of a millisecond per MiB here).
+    Held until the next answer came, every answer took a fresh buffer."""
+    from kproto.protocol.frames import FrameReader
+
+    starts = []
+    start_frame = FrameReader._start_frame
+
+    def spy(self, size):
+        before = len(self._recent)
+        start_frame(self, size)
+        starts.append("reused" if len(self._recent) < before else "fresh")
+
+    monkeypatch.setattr(FrameReader, "_start_frame", spy)
+    options = SourceOptions.parse({"kafka.bootstrap.servers": broker.bootstrap_servers, "subscribe": "wide",
+                                   "kafka.max.partition.fetch.bytes": str(512 << 10)}, streaming=False)
+    batches = list(read_range(options, OffsetRange("wide", 0, 0, WIDE_RECORDS)))
+    assert sum(b.num_rows for b in batches) == WIDE_RECORDS and len(batches) >= 5
+    # Fresh: the first answer's buffer, and one a little too small for the next answer (a
+    # buffer is reused for an answer of its size or up to a quarter smaller), such as the last.
+    assert len(starts) >= 5 and starts.count("reused") >= len(starts) - 3, " ".join(starts)
