@@ -26,6 +26,12 @@ the sink against Spark-only floors.
    few tenths of a second, which made the ratio swing by tens of percent between runs.
    The broker shares the machine's cores with Spark here, as it would not in a cluster:
    its CPU is shown apart, and the ratio by CPU is given with and without it.
+   Where the time goes (issue 16, 2 cores, 4 M records of ~95 bytes): the query is CPU
+   bound, so the ratio by wall time follows the one by CPU. The floor costs ~0.40 CPU s
+   per M rows (Spark's JVM ~0.35, the Python worker's Arrow hand-over ~0.05); the source
+   adds ~0.10 in its tasks (the codec's decode ~0.04, the socket's copy ~0.02, CRCs, Arrow
+   assembly, ~0.2 ms of Python per Fetch) and ~0.06 in the broker: ~0.70x by CPU with
+   the broker's share, ~0.8x without it.
 3. Sink: rows/s of ``df.write.format("kproto")`` of a cached DataFrame of (key, value)
    rows like the source's, with Kafka's default producer batches and with bigger ones;
    the floor is the ``spark-only`` Arrow writer, which takes the same Arrow batches and
