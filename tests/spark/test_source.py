@@ -5,6 +5,8 @@ from __future__ import annotations
 import gc
 import json
 import logging
+import os
+import socket
 
 import pyarrow as pa
 import pytest
@@ -236,11 +238,42 @@ def test_a_task_fetches_two_mib_of_its_partition_unless_told_otherwise(broker, w
     assert first_batch_rows(broker, "wide", **{"max.partition.fetch.bytes": str(1 << 19)}) < 0.6 * one_mib
 
 
-def test_a_tasks_client_leaves_its_socket_receive_buffer_to_the_os_unless_told_otherwise(broker):
+def task_receive_buffers(broker, **kafka: str) -> set[int]:
+    """SO_RCVBUF of the sockets a task holds to the broker once it has handed over a first batch."""
+    host, port = broker.bootstrap_servers.rsplit(":", 1)
+    options = SourceOptions.parse({"kafka.bootstrap.servers": broker.bootstrap_servers, "subscribe": "wide",
+                                   **{f"kafka.{k}": v for k, v in kafka.items()}}, streaming=False)
+    batches = read_range(options, OffsetRange("wide", 0, 0, WIDE_RECORDS))
+    try:
+        next(batches)
+        sizes = set()
+        for fd in map(int, os.listdir("/proc/self/fd")):
+            try:
+                copy = os.dup(fd)
+            except OSError:
+                continue  # closed since listed (the listing's own descriptor)
+            try:
+                sock = socket.socket(fileno=copy)
+            except OSError:
+                os.close(copy)
+                continue  # not a socket
+            with sock:
+                try:
+                    if sock.family == socket.AF_INET and sock.getpeername() == (host, int(port)):
+                        sizes.add(sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF))
+                except OSError:
+                    pass  # not connected
+        return sizes
+    finally:
+        batches.close()
+
+
+def test_a_tasks_client_leaves_its_socket_receive_buffer_to_the_os_unless_told_otherwise(broker, wide):
     """issue 16, item 2: ``receive.buffer.bytes`` -1 for a task's client (the OS sizes the socket's
-    buffer as data comes, as librdkafka leaves it): with the Java default of 64 KiB a 2 MiB
-    Fetch answer arrives in dozens of reads and the broker stalls on a full buffer; a user's
-    ``kafka.receive.buffer.bytes`` still wins, and the other consumer defaults stay Kafka's."""
+    buffer as data comes, as librdkafka leaves it): with a fixed 32 KiB (kproto's default; the
+    Java consumer's is 64 KiB) a 2 MiB Fetch answer arrives in dozens of reads and the broker
+    stalls on a full buffer. A user's ``kafka.receive.buffer.bytes`` still wins, and the other
+    consumer settings keep their defaults."""
     from kproto.config import ClientConfig
     from kproto.spark.fetch import task_config
 
@@ -256,6 +289,13 @@ def test_a_tasks_client_leaves_its_socket_receive_buffer_to_the_os_unless_told_o
         == {k: v for k, v in kafka_defaults.items() if k not in ("receive.buffer.bytes", "max.partition.fetch.bytes")}
     assert config(**{"receive.buffer.bytes": "65536"})["receive.buffer.bytes"] == 65536
     assert config(**{"max.partition.fetch.bytes": "1048576"})["max.partition.fetch.bytes"] == 1 << 20
+    # On the task's sockets: Linux reports twice the size set (socket(7)); left alone, the buffer
+    # starts at tcp_rmem's default and grows.
+    assert task_receive_buffers(broker, **{"receive.buffer.bytes": "32768"}) == {65536}
+    with open("/proc/sys/net/ipv4/tcp_rmem") as f:
+        os_default = int(f.read().split()[1])
+    mine = task_receive_buffers(broker)
+    assert mine and min(mine) >= os_default and os_default != 65536, (mine, os_default)
 
 
 def test_a_task_fills_one_frame_buffer_again_with_each_fetch_answer(broker, wide, monkeypatch):
