@@ -72,12 +72,13 @@ a ``kafka.*`` option of the same name wins.
 - ``receive.buffer.bytes`` -1: SO_RCVBUF is left to the OS, which grows it as data comes
   (librdkafka leaves it so too). With a fixed 32 KiB (kproto's default; the Java
   consumer's is 64 KiB) a 2 MiB Fetch answer arrives in dozens of reads, each a turn of
-  the task's event loop, and the broker stalls on the full buffer: a quarter more CPU per
-  record (issue 16). Spark's connector too sets this one on its executors when unset
-  (to 64 KiB, KAFKA-3135).
+  the task's event loop, and TCP's window holds the broker back to that size: a quarter
+  more of a task's CPU per record (issue 16). Spark's connector too sets this one on its
+  executors when unset (to 64 KiB, KAFKA-3135).
 - ``max.partition.fetch.bytes`` 2 MiB (Java: 1 MiB): a task reads one partition, so this
   is what each Fetch brings, and one Arrow batch: half the round trips. 4 and 8 MiB were
-  no faster (bench/peers.py, the consumer's ``poll_arrow`` sweep).
+  no faster for the consumer's ``poll_arrow`` (bench/peers.py), nor 4 MiB measurably
+  faster here (``bench/spark.py --source-option``).
 """
 
 
