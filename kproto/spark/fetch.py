@@ -12,6 +12,11 @@ Before handing a batch to Spark the task sends its next Fetch, so that the broke
 the following records while Spark takes this batch in; closing the generator early (a
 LIMIT) cancels that Fetch.
 
+A task's client takes the ``kafka.*`` options over :data:`TASK_DEFAULTS`, two settings
+where a task's work differs from a consumer's (Spark's connector likewise sets
+``receive.buffer.bytes`` on its executors when unset): the socket's receive buffer is
+left to the OS, and a Fetch asks for 2 MiB of the partition (see :data:`TASK_DEFAULTS`).
+
 Theory of operation, per Fetch (the request, its error actions and the read_committed
 filter are :mod:`kproto.io.fetch`'s, shared with the consumer):
 
@@ -58,7 +63,32 @@ from kproto.io.retry import Backoff
 from kproto.spark.planning import DataLossError, OffsetRange, SourceOptions
 from kproto.structs import TopicPartition
 
-__all__ = ["read_range"]
+__all__ = ["TASK_DEFAULTS", "read_range", "task_config"]
+
+TASK_DEFAULTS = {"receive.buffer.bytes": "-1", "max.partition.fetch.bytes": str(2 << 20)}
+"""The consumer settings of a task's client where the source's default is not Kafka's;
+a ``kafka.*`` option of the same name wins.
+
+- ``receive.buffer.bytes`` -1: SO_RCVBUF is left to the OS, which grows it as data comes
+  (librdkafka leaves it so too). With a fixed 32 KiB (kproto's default; the Java
+  consumer's is 64 KiB) a 2 MiB Fetch answer arrives in dozens of reads, each a turn of
+  the task's event loop, and TCP's window holds the broker back to that size: a quarter
+  more of a task's CPU per record (issue 16). Spark's connector too sets this one on its
+  executors when unset (to 64 KiB, KAFKA-3135).
+- ``max.partition.fetch.bytes`` 2 MiB (Java: 1 MiB): a task reads one partition, so this
+  is what each Fetch brings, and one Arrow batch: half the round trips. 4 and 8 MiB were
+  no faster for the consumer's ``poll_arrow`` (bench/peers.py), nor 4 MiB measurably
+  faster here (``bench/spark.py --source-option``).
+"""
+
+
+def task_config(options: SourceOptions) -> ClientConfig:
+    """The consumer settings of a task's client: ``options``' ``kafka.*`` over :data:`TASK_DEFAULTS`.
+
+    Raises:
+        ConfigError: a ``kafka.*`` option kproto's consumer does not take.
+    """
+    return ClientConfig("consumer", {**TASK_DEFAULTS, **options.kafka})
 
 
 class _RangeReader:
@@ -67,7 +97,7 @@ class _RangeReader:
     def __init__(self, options: SourceOptions, task: OffsetRange) -> None:
         self.options = options
         self.task = task
-        self.config = ClientConfig("consumer", options.kafka)
+        self.config = task_config(options)
         self.cluster = Cluster(self.config)
         self.position = task.start
         self.settings = FetchSettings.from_config(self.config)
@@ -162,6 +192,10 @@ class _RangeReader:
                 data = loop.run_until_complete(self.fetch() if ahead is None else ahead)
                 ahead = None
                 batch = None if data is None else self.take(data)
+                # Let go of the answer (its records are a view of the response's frame): the
+                # connection fills that frame again with the next answer, rather than a fresh
+                # buffer that page-faults as it fills (kproto.protocol.frames).
+                data = None
                 if self.position > before:
                     last_progress = time.monotonic()
                 elif time.monotonic() - last_progress > timeout:

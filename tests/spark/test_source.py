@@ -5,6 +5,8 @@ from __future__ import annotations
 import gc
 import json
 import logging
+import os
+import socket
 
 import pyarrow as pa
 import pytest
@@ -199,3 +201,124 @@ def test_a_task_that_spark_stops_early_leaves_no_fetch_behind(broker, caplog):
         del batches
         gc.collect()
     assert [r.getMessage() for r in caplog.records if r.name == "asyncio"] == []
+
+
+def first_batch_rows(broker, topic: str, **kafka: str) -> int:
+    options = SourceOptions.parse({"kafka.bootstrap.servers": broker.bootstrap_servers, "subscribe": topic,
+                                   **{f"kafka.{k}": v for k, v in kafka.items()}}, streaming=False)
+    batches = read_range(options, OffsetRange(topic, 0, 0, WIDE_RECORDS))
+    try:
+        return next(batches).num_rows
+    finally:
+        batches.close()
+
+
+WIDE_RECORDS = 30_000  # of about 110 bytes each in their batches: 3.3 MB
+
+
+@pytest.fixture(scope="module")
+def wide(broker) -> str:
+    """A one-partition topic of WIDE_RECORDS records in batches of 64 KiB."""
+    with AdminClient(bootstrap_servers=broker.bootstrap_servers) as admin:
+        admin.create_topics([NewTopic("wide", 1, 1)])
+    with Producer(bootstrap_servers=broker.bootstrap_servers, linger_ms=20, batch_size=64 * 1024) as producer:
+        for i in range(WIDE_RECORDS):
+            producer.send("wide", b"%08d" % i + b"v" * 92, b"key-%d" % (i % 100), partition=0)
+        producer.flush()
+    return "wide"
+
+
+def test_a_task_fetches_two_mib_of_its_partition_unless_told_otherwise(broker, wide):
+    """issue 16, item 2 (the source's consumer settings): a task's Fetch asks for up to 2 MiB of
+    its partition, not the Java consumer's 1 MiB, so the range takes half the round trips;
+    ``kafka.max.partition.fetch.bytes`` set by the user still wins."""
+    one_mib = first_batch_rows(broker, "wide", **{"max.partition.fetch.bytes": str(1 << 20)})
+    assert 0 < one_mib < WIDE_RECORDS // 2
+    assert first_batch_rows(broker, "wide") > 1.8 * one_mib  # a Fetch returns whole batches: about 2x
+    assert first_batch_rows(broker, "wide", **{"max.partition.fetch.bytes": str(1 << 19)}) < 0.6 * one_mib
+
+
+def task_receive_buffers(broker, **kafka: str) -> set[int]:
+    """SO_RCVBUF of the sockets a task holds to the broker once it has handed over a first batch."""
+    host, port = broker.bootstrap_servers.rsplit(":", 1)
+    options = SourceOptions.parse({"kafka.bootstrap.servers": broker.bootstrap_servers, "subscribe": "wide",
+                                   **{f"kafka.{k}": v for k, v in kafka.items()}}, streaming=False)
+    batches = read_range(options, OffsetRange("wide", 0, 0, WIDE_RECORDS))
+    try:
+        next(batches)
+        sizes = set()
+        for fd in map(int, os.listdir("/proc/self/fd")):
+            try:
+                copy = os.dup(fd)
+            except OSError:
+                continue  # closed since listed (the listing's own descriptor)
+            try:
+                sock = socket.socket(fileno=copy)
+            except OSError:
+                os.close(copy)
+                continue  # not a socket
+            with sock:
+                try:
+                    if sock.family == socket.AF_INET and sock.getpeername() == (host, int(port)):
+                        sizes.add(sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF))
+                except OSError:
+                    pass  # not connected
+        return sizes
+    finally:
+        batches.close()
+
+
+def test_a_tasks_client_leaves_its_socket_receive_buffer_to_the_os_unless_told_otherwise(broker, wide):
+    """issue 16, item 2: ``receive.buffer.bytes`` -1 for a task's client (the OS sizes the socket's
+    buffer as data comes, as librdkafka leaves it): with a fixed 32 KiB (kproto's default; the
+    Java consumer's is 64 KiB) a 2 MiB Fetch answer arrives in dozens of reads and the broker
+    stalls on a full buffer. A user's ``kafka.receive.buffer.bytes`` still wins, and the other
+    consumer settings keep their defaults."""
+    from kproto.config import ClientConfig
+    from kproto.spark.fetch import task_config
+
+    def config(**kafka: str) -> ClientConfig:
+        return task_config(SourceOptions.parse({"kafka.bootstrap.servers": broker.bootstrap_servers,
+                                                "subscribe": "wide", **{f"kafka.{k}": v for k, v in kafka.items()}},
+                                               streaming=False))
+
+    default = config()
+    assert default["receive.buffer.bytes"] == -1 and default["max.partition.fetch.bytes"] == 2 << 20
+    kafka_defaults = ClientConfig("consumer", {"bootstrap.servers": broker.bootstrap_servers})
+    assert {k: v for k, v in default.items() if k not in ("receive.buffer.bytes", "max.partition.fetch.bytes")} \
+        == {k: v for k, v in kafka_defaults.items() if k not in ("receive.buffer.bytes", "max.partition.fetch.bytes")}
+    assert config(**{"receive.buffer.bytes": "65536"})["receive.buffer.bytes"] == 65536
+    assert config(**{"max.partition.fetch.bytes": "1048576"})["max.partition.fetch.bytes"] == 1 << 20
+    # On the task's sockets: Linux reports twice the size set (socket(7)); left alone, the buffer
+    # starts at tcp_rmem's default and grows.
+    assert task_receive_buffers(broker, **{"receive.buffer.bytes": "32768"}) == {65536}
+    with open("/proc/sys/net/ipv4/tcp_rmem") as f:
+        os_default = int(f.read().split()[1])
+    mine = task_receive_buffers(broker)
+    assert mine and min(mine) >= os_default and os_default != 65536, (mine, os_default)
+
+
+def test_a_task_fills_one_frame_buffer_again_with_each_fetch_answer(broker, wide, monkeypatch):
+    """issue 16, item 2 (the task's cost per Fetch): a task lets go of each Fetch answer before it
+    waits for the next, so that its connection reads the next answer into the buffer of the
+    last one (kproto.protocol.frames reuses it once nothing holds it) rather than into a fresh
+    buffer that page-faults as the socket fills it (a quarter of a millisecond per MiB here).
+    Held until the next answer came, every answer took a fresh buffer."""
+    from kproto.protocol.frames import FrameReader
+
+    starts = []
+    start_frame = FrameReader._start_frame
+
+    def spy(self, size):
+        before = len(self._recent)
+        start_frame(self, size)
+        starts.append("reused" if len(self._recent) < before else "fresh")
+
+    monkeypatch.setattr(FrameReader, "_start_frame", spy)
+    options = SourceOptions.parse({"kafka.bootstrap.servers": broker.bootstrap_servers, "subscribe": "wide",
+                                   "kafka.max.partition.fetch.bytes": str(512 << 10)}, streaming=False)
+    batches = list(read_range(options, OffsetRange("wide", 0, 0, WIDE_RECORDS)))
+    assert sum(b.num_rows for b in batches) == WIDE_RECORDS and len(batches) >= 5
+    # Fresh: the first answer's buffer, and one a little too small for the next answer (a
+    # buffer is reused for an answer of its size or up to a quarter smaller), such as the last.
+    assert len(starts) >= 5 and starts.count("reused") >= len(starts) - 3, " ".join(starts)
