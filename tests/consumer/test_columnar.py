@@ -28,6 +28,7 @@ from tests.consumer.test_fetcher import (
     TP,
     ControlType,
     FetchResponse,
+    bad_crc,
     data_batch,
     marker,
 )
@@ -143,6 +144,21 @@ def test_take_columns_stops_at_a_corrupt_batch_with_the_position_at_it():
     assert chunk.position == 2 and chunk.error is None
     assert chunk.take_columns(100) is None
     assert chunk.exhausted and isinstance(chunk.error, CorruptRecordError) and chunk.position == 2
+
+
+@pytest.mark.parametrize("bad_one", ["data", "control"])
+def test_take_columns_stops_at_a_batch_with_a_bad_crc_with_the_position_at_it(bad_one):
+    """issue 16, poll_arrow lead 1: with the CRCs checked when the chunk is first drained (no
+    longer on arrival), poll_arrow sees what it saw: the records before a batch whose CRC
+    does not match, then its error with the position at it; a skipped batch (a transaction
+    marker) is checked too."""
+    bad = data_batch(2, 2) if bad_one == "data" else marker(2, 1, ControlType.COMMIT)
+    chunk = chunk_of(data_batch(0, 2) + bad_crc(bad) + data_batch(4, 1))
+    assert offsets_taken(chunk) == [0, 1]
+    assert chunk.position == 2
+    assert chunk.take_columns(100) is None
+    assert chunk.exhausted and isinstance(chunk.error, CorruptRecordError) and "CRC" in str(chunk.error)
+    assert chunk.position == 2 and chunk.end == 2
 
 
 # -- against minibroker --------------------------------------------------------------------------
