@@ -9,8 +9,9 @@ consumer needs ``pip install kproto[arrow]`` only; ``import kproto`` needs neith
 Theory of operation. :func:`kproto.records.decode_columnar` writes a record set's
 records straight into Arrow-layout buffers (int64 offsets and timestamps, binary
 offsets + data + validity bitmaps, header lists). :func:`record_arrays` wraps those
-buffers with ``pyarrow.Array.from_buffers`` (no copy) and applies the two casts Spark
-needs (milliseconds to microseconds, int8 to int32), both vectorised.
+buffers with ``pyarrow.Array.from_buffers`` (no copy), in their final types (the codec
+writes ``timestampType`` as int32), and makes the one cast Spark needs: timestamps from
+milliseconds to microseconds (vectorised; out of range raises, as Spark's does).
 
 Facts (Spark's Kafka connector, ``KafkaRecordToRowConverter``): the columns are ``key,
 value, topic, partition, offset, timestamp, timestampType`` and, with ``includeHeaders``,
@@ -83,7 +84,7 @@ def record_arrays(cols: Columns, headers: bool = True) -> dict[str, pa.Array]:
         "offset": pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(cols.offsets)]),
         "timestamp": pa.Array.from_buffers(pa.timestamp("ms", tz="UTC"), n, [None, pa.py_buffer(cols.timestamps)]
                                            ).cast(ARROW_RECORD_FIELDS["timestamp"]),
-        "timestampType": pa.Array.from_buffers(pa.int8(), n, [None, pa.py_buffer(cols.timestamp_types)]).cast(pa.int32()),
+        "timestampType": pa.Array.from_buffers(pa.int32(), n, [None, pa.py_buffer(cols.timestamp_types)]),
         "key": _binary(pa.binary(), n, cols.key_validity, cols.key_offsets, cols.key_data, cols.key_nulls),
         "value": _binary(pa.binary(), n, cols.value_validity, cols.value_offsets, cols.value_data, cols.value_nulls),
     }
