@@ -16,10 +16,11 @@ import pytest
 
 from kproto.admin import AdminClient, NewTopic
 from kproto.aio import AIOConsumer
-from kproto.arrow import arrow_schema
+from kproto.arrow import arrow_schema, record_batch
 from kproto.consumer import Consumer
 from kproto.consumer.fetcher import _Chunk
 from kproto.errors import ConfigError, CorruptRecordError
+from kproto.records import decode_columnar
 from kproto.serialization import string_deserializer
 from kproto.structs import TopicPartition
 from tests.consumer.test_fetcher import (
@@ -159,6 +160,20 @@ def test_take_columns_stops_at_a_batch_with_a_bad_crc_with_the_position_at_it(ba
     assert chunk.take_columns(100) is None
     assert chunk.exhausted and isinstance(chunk.error, CorruptRecordError) and "CRC" in str(chunk.error)
     assert chunk.position == 2 and chunk.end == 2
+
+
+def test_record_batch_topic_and_partition_columns_for_any_row_count_and_many_topics():
+    """issue 16, poll_arrow: the topic column is a slice of one made before when one is long
+    enough (not made again for every batch): each batch still holds its own topic on every
+    row, whatever the row counts before it (larger, smaller) and however many topics."""
+    cols = {n: decode_columnar(data_batch(0, n)) for n in (1, 3, 5)}
+    for topic in [f"t{i}" for i in range(40)] + ["t0", "t1"]:
+        for n in (3, 5, 1, 5):
+            batch = record_batch(cols[n], topic, 7, arrow_schema(False))
+            assert batch.column("topic").to_pylist() == [topic] * n
+            assert batch.column("partition").to_pylist() == [7] * n
+            assert batch.column("timestampType").to_pylist() == [0] * n
+            assert batch.schema == arrow_schema(False)
 
 
 # -- against minibroker --------------------------------------------------------------------------
