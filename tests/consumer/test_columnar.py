@@ -266,7 +266,9 @@ def test_poll_arrow_returns_what_poll_returns_for_a_peers_records(broker, shared
         assert table.num_rows == 400
         assert by_partition(table.to_pylist()) == by_partition(as_rows(records))
         assert [arrow_consumer.position(tp) for tp in partitions] == [200, 200]
-        assert arrow_consumer.poll_arrow(0.2).num_rows == 0
+        for include_headers in (True, False, True):  # nothing left: no rows, in the schema asked for
+            empty = arrow_consumer.poll_arrow(0.1, include_headers=include_headers)
+            assert empty.num_rows == 0 and empty.schema == arrow_schema(include_headers)
     row = by_partition(table.to_pylist())[1]  # partition 0, offset 1: record 2
     assert (row["key"], row["value"], row["headers"]) == (b"k2", b"\x00v2", [])
     assert table.column("timestampType").to_pylist() == [0] * 400
