@@ -653,7 +653,7 @@ cdef class _Columns:
         self.hvals = _BinCol(0, 64)
         self.offsets = _Growable(8 * rows)
         self.timestamps = _Growable(8 * rows)
-        self.ts_types = _Growable(rows)
+        self.ts_types = _Growable(4 * rows)  # int32: Arrow's (and Spark's) timestampType, no cast
         self.header_offsets = _Growable(4 * (rows + 1))
         cdef int32_t zero = 0
         self.header_offsets.put(&zero, 4)
@@ -664,7 +664,7 @@ cdef class _Columns:
         """Room for ``rows`` more records whose keys and values total at most ``data`` bytes."""
         self.offsets.ensure(8 * rows)
         self.timestamps.ensure(8 * rows)
-        self.ts_types.ensure(rows)
+        self.ts_types.ensure(4 * rows)
         self.header_offsets.ensure(4 * rows)
         self.keys.ensure(rows, data)
         self.values.ensure(rows, data)
@@ -679,10 +679,10 @@ cdef class _Columns:
 
     cdef inline int add_record(self, int64_t offset, int64_t timestamp, int ts_type, const uint8_t* key, Py_ssize_t klen, const uint8_t* value, Py_ssize_t vlen, int32_t nheaders) except -1:
         """Append a record; room must have been ensured."""
-        cdef int8_t t = <int8_t>ts_type
+        cdef int32_t t = ts_type
         self.offsets.put(&offset, 8)
         self.timestamps.put(&timestamp, 8)
-        self.ts_types.put(&t, 1)
+        self.ts_types.put(&t, 4)
         self.keys.add(key, klen)
         self.values.add(value, vlen)
         self.nheaders += nheaders

@@ -1494,7 +1494,8 @@ class Columns:
         count: number of records.
         next_offset, whole_bytes: as :func:`decode_record_set` returns.
         offsets, timestamps: int64 × count.
-        timestamp_types: int8 × count.
+        timestamp_types: int32 × count (0 create time, 1 log append time, -1 none: the
+            type of Spark's ``timestampType`` column, so that Arrow wraps it without a cast).
         key_offsets, value_offsets: int32 × (count + 1) into ``key_data`` / ``value_data``.
         key_validity, value_validity: validity bitmaps (bit i set = not null, LSB first).
         key_nulls, value_nulls: how many keys / values are null.
@@ -1562,7 +1563,7 @@ def decode_columnar(buf: Any, fetch_offset: int = 0, check_crc: bool = True) -> 
     for r in records:
         offsets += struct.pack("<q", r.offset)
         timestamps += struct.pack("<q", r.timestamp)
-        ts_types += struct.pack("<b", r.timestamp_type)
+        ts_types += struct.pack("<i", r.timestamp_type)
         keys.add(r.key)
         values.add(r.value)
         for hk, hv in r.headers:

@@ -9,8 +9,9 @@ consumer needs ``pip install kproto[arrow]`` only; ``import kproto`` needs neith
 Theory of operation. :func:`kproto.records.decode_columnar` writes a record set's
 records straight into Arrow-layout buffers (int64 offsets and timestamps, binary
 offsets + data + validity bitmaps, header lists). :func:`record_arrays` wraps those
-buffers with ``pyarrow.Array.from_buffers`` (no copy) and applies the two casts Spark
-needs (milliseconds to microseconds, int8 to int32), both vectorised.
+buffers with ``pyarrow.Array.from_buffers`` (no copy), in their final types (the codec
+writes ``timestampType`` as int32), and makes the one cast Spark needs: timestamps from
+milliseconds to microseconds (vectorised; out of range raises, as Spark's does).
 
 Facts (Spark's Kafka connector, ``KafkaRecordToRowConverter``): the columns are ``key,
 value, topic, partition, offset, timestamp, timestampType`` and, with ``includeHeaders``,
@@ -83,7 +84,7 @@ def record_arrays(cols: Columns, headers: bool = True) -> dict[str, pa.Array]:
         "offset": pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(cols.offsets)]),
         "timestamp": pa.Array.from_buffers(pa.timestamp("ms", tz="UTC"), n, [None, pa.py_buffer(cols.timestamps)]
                                            ).cast(ARROW_RECORD_FIELDS["timestamp"]),
-        "timestampType": pa.Array.from_buffers(pa.int8(), n, [None, pa.py_buffer(cols.timestamp_types)]).cast(pa.int32()),
+        "timestampType": pa.Array.from_buffers(pa.int32(), n, [None, pa.py_buffer(cols.timestamp_types)]),
         "key": _binary(pa.binary(), n, cols.key_validity, cols.key_offsets, cols.key_data, cols.key_nulls),
         "value": _binary(pa.binary(), n, cols.value_validity, cols.value_offsets, cols.value_data, cols.value_nulls),
     }
@@ -105,10 +106,31 @@ def record_struct(cols: Columns) -> pa.StructArray:
     return pa.StructArray.from_arrays(list(arrays.values()), fields=[pa.field(k, v) for k, v in ARROW_RECORD_FIELDS.items()])
 
 
+_TOPIC_COLUMNS: dict[str, pa.Array] = {}  # topic -> the longest topic column made (a slice is taken)
+_TOPIC_CACHE_BYTES = 1 << 20  # per topic: a column longer than this is made each time
+_TOPIC_CACHE_ENTRIES = 16
+
+
+def _topic_column(topic: str, n: int) -> pa.Array:
+    """``topic`` n times, as a string array: a slice of one made before when there is one
+    long enough (arrays are immutable, so batches may share its buffers). Making one
+    (``pa.repeat``) costs about a microsecond per thousand rows, a tenth of a poll_arrow's
+    wrapping (issue 16); the cache holds at most 16 topics of 1 MiB."""
+    column = _TOPIC_COLUMNS.get(topic)
+    if column is not None and len(column) >= n:
+        return column.slice(0, n)
+    column = pa.repeat(pa.scalar(topic, pa.string()), n)
+    if n * (len(topic.encode()) + 4) <= _TOPIC_CACHE_BYTES:
+        if topic not in _TOPIC_COLUMNS and len(_TOPIC_COLUMNS) >= _TOPIC_CACHE_ENTRIES:
+            _TOPIC_COLUMNS.clear()  # many topics: start again (they come back a response at a time)
+        _TOPIC_COLUMNS[topic] = column
+    return column
+
+
 def record_batch(cols: Columns, topic: str, partition: int, schema: pa.Schema) -> pa.RecordBatch:
     """The records of one partition as a batch of ``schema`` (an :func:`arrow_schema`)."""
     arrays = record_arrays(cols, "headers" in schema.names)
-    arrays["topic"] = pa.repeat(pa.scalar(topic, pa.string()), cols.count)
+    arrays["topic"] = _topic_column(topic, cols.count)
     # The same int32 n times: bytes repeated are a memset, several times pa.repeat's speed.
     arrays["partition"] = pa.Array.from_buffers(pa.int32(), cols.count,
                                                 [None, pa.py_buffer(partition.to_bytes(4, "little", signed=True) * cols.count)])

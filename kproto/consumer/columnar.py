@@ -146,5 +146,17 @@ def _record_batch(arrow: Any, parts: list[tuple[TopicPartition, Columns, int, in
     if len(batches) == 1:
         return batches[0]
     if not batches:
-        return pa.RecordBatch.from_pylist([], schema=schema)
+        return _empty(pa, schema)
     return pa.concat_batches(batches)
+
+
+_EMPTY: dict[Any, pa.RecordBatch] = {}
+
+
+def _empty(pa: Any, schema: pa.Schema) -> pa.RecordBatch:
+    """A batch of no rows of ``schema``, made once (batches are immutable): a poll that times
+    out costs no ``from_pylist`` (which reads the environment), about half an empty poll."""
+    batch = _EMPTY.get(schema)
+    if batch is None:
+        batch = _EMPTY[schema] = pa.RecordBatch.from_pylist([], schema=schema)
+    return batch

@@ -11,8 +11,9 @@ this one (issue 16); unless the responses held reach half of ``fetch.max.bytes``
 (``poll_arrow`` decodes everything buffered at once) then decodes before the next Fetch
 goes out, so that a response arriving meanwhile does not come on top of two responses'
 worth of decoded columns (the memory bound below). A response is kept as
-it came, per partition: a :class:`_Chunk` holding the record set's batch headers (read,
-and CRC-checked, when the response arrives) whose records are decoded one batch at a
+it came, per partition: a :class:`_Chunk` holding the record set's batch headers (read
+when the response arrives; their CRCs checked, as Java's are, when poll first drains the
+chunk: after the next Fetch is written) whose records are decoded one batch at a
 time, by one codec call per batch that makes them ConsumerRecords
 (:func:`~kproto.codec.record_tuples`), only when :meth:`Fetcher.drain` needs them. So poll
 decodes about ``max.poll.records`` records, and while the application works on them the
@@ -106,7 +107,8 @@ class _Chunk:
     """One partition's share of one Fetch response, decoded a batch at a time."""
 
     __slots__ = ("tp", "version", "position", "end", "end_epoch", "epoch", "batches", "records", "index", "batch_end",
-                 "error", "filter", "key_deserializer", "value_deserializer", "columns", "columns_from", "columns_end")
+                 "error", "filter", "key_deserializer", "value_deserializer", "columns", "columns_from", "columns_end",
+                 "unchecked")
 
     def __init__(self, tp: TopicPartition, version: int, fetch_offset: int, data: Any, *, check_crcs: bool,
                  aborted: Iterable[Any] | None, deserializers: tuple[Callable | None, Callable | None]) -> None:
@@ -124,17 +126,50 @@ class _Chunk:
         self.columns_from = 0
         self.columns_end = fetch_offset
         self.batches: deque[Batch] = deque()
+        # The batch headers now, for the next fetch's offset; the CRCs (check.crcs) when the
+        # chunk is first drained (_check), after that fetch is on the wire (issue 16).
+        self.unchecked = data if check_crcs else None
         try:
-            self.batches.extend(read_batches(data, check_crcs))
+            self.batches.extend(read_batches(data, False))
         except KafkaError as exc:  # the batches before the bad one are still good
             self.error = exc
-        self.end = max(fetch_offset, self.batches[-1].next_offset) if self.batches else fetch_offset
-        # The leader epoch of the record before end: the next fetch's last_fetched_epoch (KIP-320).
-        self.end_epoch = self.batches[-1].partition_leader_epoch if self.batches else -1
+        self._set_end(fetch_offset)
         if self.error is None and not self.batches and data and len(data):
             log.debug("%s-%d: no whole batch at offset %d in %d bytes", tp.topic, tp.partition, fetch_offset, len(data))
         self.filter = BatchFilter(aborted)  # skips control batches, and aborted ones under read_committed
         self.key_deserializer, self.value_deserializer = deserializers
+
+    def _set_end(self, fetch_offset: int) -> None:
+        self.end = max(fetch_offset, self.batches[-1].next_offset) if self.batches else fetch_offset
+        # The leader epoch of the record before end: the next fetch's last_fetched_epoch (KIP-320).
+        self.end_epoch = self.batches[-1].partition_leader_epoch if self.batches else -1
+
+    def _check(self) -> None:
+        """Check the CRCs of the chunk's batches, before any of its records is handed out.
+
+        Java's consumer checks a batch's CRC as poll reaches it (``CompletedFetch``'s
+        ``maybeEnsureValid``), not as the response arrives: here the whole chunk at its
+        first drain, which comes after the next Fetch was written (issue 16: the check no
+        longer delays that Fetch). What the user sees is what a check on arrival gave: the
+        records of the batches before a bad one, then its error (:attr:`error`), the position
+        left at it; and the next fetch of the partition starts at it again.
+        """
+        data, self.unchecked = self.unchecked, None
+        try:
+            _walk(read_batches(data, True))  # one call: headers and CRCs, no record decoded
+            return
+        except KafkaError:
+            pass
+        good = 0  # a bad batch (rare): find it, walking again one batch at a time
+        batches = read_batches(data, True)
+        try:
+            for _ in batches:
+                good += 1
+        except KafkaError as exc:
+            self.error = exc
+        while len(self.batches) > good:
+            self.batches.pop()
+        self._set_end(self.position)
 
     @property
     def exhausted(self) -> bool:
@@ -143,6 +178,8 @@ class _Chunk:
 
     def take(self, out: list[ConsumerRecord], limit: int) -> None:
         """Move up to ``limit`` records to ``out``, advancing :attr:`position`."""
+        if self.unchecked is not None:
+            self._check()
         self.columns = None  # decoded again from the position if take_columns comes back
         while limit > 0:
             if self.index >= len(self.records) and not self._next_batch():
@@ -219,6 +256,8 @@ class _Chunk:
         ``limit`` records at a time stays linear). Must not be called while :meth:`take` has
         a batch part way (``index < len(records)``).
         """
+        if self.unchecked is not None:
+            self._check()
         cols = self.columns if self.columns is not None else self._decode_columns(limit)
         if cols is None:
             return None
@@ -269,7 +308,7 @@ class _Chunk:
             i += 1
         while kept:
             try:
-                cols = decode_columnar(_joined(kept), self.position, False)  # CRCs were checked on arrival
+                cols = decode_columnar(_joined(kept), self.position, False)  # CRCs: checked by _check
                 break
             except (KafkaError, ValueError) as exc:  # ValueError: a header key that is not UTF-8
                 bad = _first_bad(kept, self.position)
@@ -299,6 +338,11 @@ def _first_bad(batches: list[Batch], position: int) -> int:
         except (KafkaError, ValueError):
             return i
     return len(batches)
+
+
+def _walk(items: Iterable[Any]) -> None:
+    """Run through ``items`` at C speed, keeping nothing."""
+    deque(items, maxlen=0)
 
 
 def _identity(data: bytes) -> bytes:

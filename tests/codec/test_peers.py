@@ -398,7 +398,7 @@ def column_rows(cols) -> list[tuple]:
     assert len(cols.offsets) == 8 * n and len(cols.key_offsets) == 4 * (n + 1)
     offsets = ints(cols.offsets, "q", n)
     timestamps = ints(cols.timestamps, "q", n)
-    ts_types = ints(cols.timestamp_types, "b", n)
+    ts_types = ints(cols.timestamp_types, "i", n)
     keys = binary(cols.key_offsets, cols.key_data, cols.key_validity, n)
     values = binary(cols.value_offsets, cols.value_data, cols.value_validity, n)
     assert cols.key_nulls == keys.count(None) and cols.value_nulls == values.count(None)

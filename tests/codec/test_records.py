@@ -391,6 +391,21 @@ def test_legacy_crc_is_checked(codec):
 
 # --- columnar --------------------------------------------------------------------------
 
+def test_column_timestamp_types_are_int32_of_each_batch_kind(codec):
+    """issue 16, poll_arrow lead 2: ``timestamp_types`` is int32, Spark's ``timestampType``
+    type, so that kproto.arrow wraps it without a cast: 0 create time, 1 log append time,
+    -1 none (magic 0); both backends alike."""
+    create = build(codec, [(7, None, b"a"), (8, None, b"b")])
+    log_append = patch_v2(build(codec, [(9, None, b"c")], base_offset=2), attributes=0x08)
+    magic0 = build(codec, [(0, None, b"d")], magic=0, base_offset=3)
+    raw = create + log_append + magic0
+    cols = codec.decode_columnar(raw)
+    assert cols.count == 4 and len(cols.timestamp_types) == 4 * 4
+    assert struct.unpack("<4i", cols.timestamp_types) == (0, 0, 1, -1)
+    for twin in (_codec_py, _codec_cy or _codec_py):
+        assert twin.decode_columnar(raw).timestamp_types == cols.timestamp_types
+
+
 def test_columns_match_the_records(codec):
     recs = [(1, b"k1", b"v1", [("a", b"x"), ("b", None)]), (2, None, b"", None), (3, b"", None, [("c", b"yy")])]
     raw = build(codec, recs, base_offset=5)

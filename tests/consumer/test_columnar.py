@@ -16,10 +16,11 @@ import pytest
 
 from kproto.admin import AdminClient, NewTopic
 from kproto.aio import AIOConsumer
-from kproto.arrow import arrow_schema
+from kproto.arrow import arrow_schema, record_batch
 from kproto.consumer import Consumer
 from kproto.consumer.fetcher import _Chunk
 from kproto.errors import ConfigError, CorruptRecordError
+from kproto.records import decode_columnar
 from kproto.serialization import string_deserializer
 from kproto.structs import TopicPartition
 from tests.consumer.test_fetcher import (
@@ -28,6 +29,7 @@ from tests.consumer.test_fetcher import (
     TP,
     ControlType,
     FetchResponse,
+    bad_crc,
     data_batch,
     marker,
 )
@@ -145,6 +147,35 @@ def test_take_columns_stops_at_a_corrupt_batch_with_the_position_at_it():
     assert chunk.exhausted and isinstance(chunk.error, CorruptRecordError) and chunk.position == 2
 
 
+@pytest.mark.parametrize("bad_one", ["data", "control"])
+def test_take_columns_stops_at_a_batch_with_a_bad_crc_with_the_position_at_it(bad_one):
+    """issue 16, poll_arrow lead 1: with the CRCs checked when the chunk is first drained (no
+    longer on arrival), poll_arrow sees what it saw: the records before a batch whose CRC
+    does not match, then its error with the position at it; a skipped batch (a transaction
+    marker) is checked too."""
+    bad = data_batch(2, 2) if bad_one == "data" else marker(2, 1, ControlType.COMMIT)
+    chunk = chunk_of(data_batch(0, 2) + bad_crc(bad) + data_batch(4, 1))
+    assert offsets_taken(chunk) == [0, 1]
+    assert chunk.position == 2
+    assert chunk.take_columns(100) is None
+    assert chunk.exhausted and isinstance(chunk.error, CorruptRecordError) and "CRC" in str(chunk.error)
+    assert chunk.position == 2 and chunk.end == 2
+
+
+def test_record_batch_topic_and_partition_columns_for_any_row_count_and_many_topics():
+    """issue 16, poll_arrow: the topic column is a slice of one made before when one is long
+    enough (not made again for every batch): each batch still holds its own topic on every
+    row, whatever the row counts before it (larger, smaller) and however many topics."""
+    cols = {n: decode_columnar(data_batch(0, n)) for n in (1, 3, 5)}
+    for topic in [f"t{i}" for i in range(40)] + ["t0", "t1"]:
+        for n in (3, 5, 1, 5):
+            batch = record_batch(cols[n], topic, 7, arrow_schema(False))
+            assert batch.column("topic").to_pylist() == [topic] * n
+            assert batch.column("partition").to_pylist() == [7] * n
+            assert batch.column("timestampType").to_pylist() == [0] * n
+            assert batch.schema == arrow_schema(False)
+
+
 # -- against minibroker --------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
@@ -235,7 +266,9 @@ def test_poll_arrow_returns_what_poll_returns_for_a_peers_records(broker, shared
         assert table.num_rows == 400
         assert by_partition(table.to_pylist()) == by_partition(as_rows(records))
         assert [arrow_consumer.position(tp) for tp in partitions] == [200, 200]
-        assert arrow_consumer.poll_arrow(0.2).num_rows == 0
+        for include_headers in (True, False, True):  # nothing left: no rows, in the schema asked for
+            empty = arrow_consumer.poll_arrow(0.1, include_headers=include_headers)
+            assert empty.num_rows == 0 and empty.schema == arrow_schema(include_headers)
     row = by_partition(table.to_pylist())[1]  # partition 0, offset 1: record 2
     assert (row["key"], row["value"], row["headers"]) == (b"k2", b"\x00v2", [])
     assert table.column("timestampType").to_pylist() == [0] * 400

@@ -70,6 +70,34 @@ def test_a_corrupt_batch_stops_the_position_at_it():
     assert chunk.end == 2  # the next fetch starts at the bad batch again
 
 
+def bad_crc(batch):
+    """``batch`` with its last byte changed: its CRC no longer matches."""
+    bad = bytearray(batch)
+    bad[-1] ^= 0xFF
+    return bytes(bad)
+
+
+@pytest.mark.parametrize("read_committed", [True, False])
+def test_a_control_batch_with_a_bad_crc_stops_the_position_at_it(read_committed):
+    """issue 16, poll_arrow lead 1: the CRCs are checked when poll first drains the chunk,
+    no longer on arrival; a batch that is skipped, not returned (a transaction marker), is
+    checked all the same (Java's ``CompletedFetch`` checks every batch it steps over)."""
+    data = data_batch(0, 2, 1, True) + bad_crc(marker(2, 1, ControlType.COMMIT)) + data_batch(3, 1)
+    chunk = _Chunk(TP, 0, 0, data, check_crcs=True, aborted=[] if read_committed else None,
+                   deserializers=(None, None))
+    assert [r.offset for r in drain(chunk)] == [0, 1]
+    assert chunk.exhausted and isinstance(chunk.error, CorruptRecordError) and chunk.position == 2
+    assert "CRC" in str(chunk.error) and chunk.end == 2
+    assert drain(chunk) == [] and chunk.position == 2  # stuck there
+
+
+def test_without_check_crcs_a_batch_with_a_bad_crc_is_returned():
+    chunk = _Chunk(TP, 0, 0, data_batch(0, 2) + bad_crc(data_batch(2, 2)), check_crcs=False, aborted=None,
+                   deserializers=(None, None))
+    assert [r.offset for r in drain(chunk)] == [0, 1, 2, 3]
+    assert chunk.error is None and chunk.position == 4
+
+
 def test_a_failing_deserializer_leaves_the_position_at_its_record():
     def value(data):
         if data == b"v3":

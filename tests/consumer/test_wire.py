@@ -13,6 +13,8 @@ import pytest
 
 from kproto.admin import AdminClient, NewTopic
 from kproto.consumer import Consumer
+from kproto.errors import CorruptRecordError
+from kproto.producer import Producer
 from kproto.protocol import ApiKey
 from kproto.protocol.messages import FetchResponse
 from kproto.records import BatchBuilder, ControlType, build_control_batch, read_batches
@@ -215,6 +217,75 @@ def test_fetch_retries_back_off_exponentially():
                 assert consumer.poll(0.1) == []
             fetches = [t for t in rule.fetches if t < end]
     assert 2 <= len(fetches) <= 12, [round(t - fetches[0], 3) for t in fetches]
+
+
+# -- check.crcs ------------------------------------------------------------------------------------
+
+def _changing_a_value(old, new):
+    """A proxy rule forwarding everything, but writing ``new`` over the value ``old`` in every
+    Fetch response that holds it: a byte changed on the way, the batch's CRC no longer its own."""
+    def change(response):
+        for t in response.responses:
+            for p in t.partitions:
+                if p.records and old in bytes(p.records):
+                    p.records = bytes(p.records).replace(old, new)
+        return response
+
+    def rule(api_key, version, request, n):
+        return Edit(change) if api_key == ApiKey.FETCH else FORWARD
+    return rule
+
+
+def _polls(consumer, arrow):
+    if arrow:
+        batch = consumer.poll_arrow(0.5)
+        return [(o, bytes(v)) for o, v in zip(batch.column("offset").to_pylist(), batch.column("value").to_pylist())]
+    return [(r.offset, r.value) for r in consumer.poll(0.5)]
+
+
+@pytest.mark.parametrize("arrow", [False, True], ids=["poll", "poll_arrow"])
+@pytest.mark.parametrize("check_crcs", [True, False])
+def test_a_batch_changed_on_the_way_is_refused_by_its_crc_at_its_offset(arrow, check_crcs):
+    """issue 16, poll_arrow lead 1: the CRCs are checked when poll first drains a response
+    (after the next Fetch is written), no longer on arrival, and the application sees what it
+    saw: with ``check.crcs`` (the default) the records of the batches before the changed one,
+    then CorruptRecordError from every poll, the position left at the changed batch; without
+    it, the changed record as it came. Three batches of 3 records (offsets 0-2, 3-5, 6-8), the
+    proxy changing a value of the second."""
+    with FaultProxy(_changing_a_value(b"value-4", b"value-X")) as proxy:
+        bs = proxy.bootstrap_servers
+        with Producer(bootstrap_servers=bs, linger_ms=60_000) as producer:
+            for batch in range(3):
+                for i in range(3 * batch, 3 * batch + 3):
+                    producer.send("changed", b"value-%d" % i, partition=0)
+                producer.flush()  # one batch each
+        tp = TopicPartition("changed", 0)
+        with Consumer(bootstrap_servers=bs, fetch_max_wait_ms=100, check_crcs=check_crcs) as consumer:
+            consumer.assign([tp])
+            consumer.seek(tp, 0)
+            got, deadline = [], time.monotonic() + DEADLINE
+            if not check_crcs:
+                while len(got) < 9:
+                    assert time.monotonic() < deadline, "timed out"
+                    got += _polls(consumer, arrow)
+                assert got == [(i, b"value-X" if i == 4 else b"value-%d" % i) for i in range(9)]
+                return
+            while len(got) < 3:
+                assert time.monotonic() < deadline, "timed out"
+                got += _polls(consumer, arrow)
+            assert got == [(i, b"value-%d" % i) for i in range(3)], got
+            for _ in range(2):  # raised again by each poll, the position staying at the bad batch
+                with pytest.raises(CorruptRecordError, match="CRC"):
+                    while True:
+                        assert time.monotonic() < deadline, "no error raised"
+                        assert _polls(consumer, arrow) == []
+                assert consumer.position(tp) == 3
+            consumer.seek(tp, 6)  # the application steps past it
+            got = []
+            while len(got) < 3:
+                assert time.monotonic() < deadline, "timed out"
+                got += _polls(consumer, arrow)
+            assert got == [(i, b"value-%d" % i) for i in range(6, 9)]
 
 
 # -- isolation.level ---------------------------------------------------------------------------------
