@@ -33,6 +33,11 @@ as Java's clients throw once closed). An asyncio client belongs to the event loo
 started on: its tasks, futures and sockets are that loop's. Used from another loop (a
 second ``asyncio.run``, pytest-asyncio's loop per test) it would wait forever for a
 loop that no longer runs, so :func:`check_loop` refuses at once, saying what to do.
+
+Every bounded wait of kproto and minibroker goes through :func:`wait_for`, not
+``asyncio.wait_for``: on Python 3.11 the latter drops a cancel that arrives as what it
+awaits completes (CPython gh-86296), and a task that loses its cancel runs on, so the
+close that cancelled it waits forever.
 """
 
 from __future__ import annotations
@@ -50,12 +55,24 @@ from typing import Any, Concatenate, ParamSpec, TypeVar, overload
 
 from kproto.errors import ClientClosedError
 
-__all__ = ["Portal", "blocking", "check_loop", "refuse_when_closed", "run_in_caller"]
+__all__ = ["Portal", "blocking", "check_loop", "refuse_when_closed", "run_in_caller", "wait_for"]
 
 T = TypeVar("T")
 P = ParamSpec("P")
 
 _SLICE = 0.2  # seconds: how often a blocked call lets signals in
+
+
+async def wait_for(aw: Awaitable[T], timeout: float | None) -> T:
+    """``await aw`` for at most ``timeout`` seconds (None: no limit), else TimeoutError.
+
+    ``asyncio.wait_for`` without its Python 3.11 flaw (see the module docstring): ``aw``
+    is awaited in the calling task under ``asyncio.timeout``, so a cancel of the caller
+    always ends it with CancelledError, whenever it arrives. On a timeout ``aw`` is
+    cancelled (a shielded one keeps running), as ``asyncio.wait_for`` does.
+    """
+    async with asyncio.timeout(timeout):
+        return await aw
 
 
 class _LoopThread:

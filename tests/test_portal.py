@@ -11,7 +11,7 @@ import threading
 import pytest
 
 from kproto import AdminClient, Consumer, Producer
-from kproto._loop import Portal, run_in_caller
+from kproto._loop import Portal, run_in_caller, wait_for
 from kproto.errors import ClientClosedError
 
 # Nothing listens there: the constructors need no broker (issue 11), and no call below
@@ -190,3 +190,46 @@ def test_ctrl_c_interrupts_a_blocked_call_and_cancels_its_coroutine():
     finally:
         timer.join()
         portal.close()
+
+
+async def _cancel_as_the_wait_ends(wait) -> str:
+    """Set an event and cancel the task waiting on it in the same loop turn: how the task
+    ends ("cancelled", or "ran on" when the cancel was dropped)."""
+    event = asyncio.Event()
+
+    async def waiter():
+        await wait(event.wait(), 10)
+        await asyncio.sleep(0.5)  # a cancel that was kept ends the task before this
+        return "ran on"
+
+    task = asyncio.get_running_loop().create_task(waiter())
+    await asyncio.sleep(0)
+    event.set()
+    task.cancel()
+    try:
+        return await task
+    except asyncio.CancelledError:
+        return "cancelled"
+
+
+def test_wait_for_keeps_a_cancel_that_arrives_as_the_wait_ends():
+    """Issue 16 (found measuring poll_arrow): ``Consumer.close()`` hung forever when it
+    cancelled the metadata task just as a refresh was wanted: on Python 3.11
+    ``asyncio.wait_for`` drops that cancel (CPython gh-86296). kproto's wait_for keeps it."""
+    assert asyncio.run(_cancel_as_the_wait_ends(wait_for)) == "cancelled"
+
+
+def test_wait_for_times_out_and_returns_like_asyncio_wait_for():
+    async def main():
+        assert await wait_for(asyncio.sleep(0, "done"), 1) == "done"
+        assert await wait_for(asyncio.sleep(0, "none"), None) == "none"
+        inner = asyncio.ensure_future(asyncio.sleep(10))
+        with pytest.raises(TimeoutError):
+            await wait_for(inner, 0.01)
+        assert inner.cancelled()
+        shielded = asyncio.ensure_future(asyncio.sleep(0.05, "kept"))
+        with pytest.raises(TimeoutError):
+            await wait_for(asyncio.shield(shielded), 0.01)
+        assert await shielded == "kept"
+
+    asyncio.run(main())
