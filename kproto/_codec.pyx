@@ -1570,7 +1570,18 @@ cdef class BatchBuilder:
         cdef Py_ssize_t klen, vlen
         cdef object hdr = None
         cdef object kobj, vobj
+        cdef bint full = False
         while pos < stop:
+            if headers is None:
+                # The records without headers whose key and value are bytes or None: in C,
+                # without a call per record. It stops before any other record (the code
+                # below takes that one, and says why it fails if it does).
+                pos = self._append_cells(vcol, kcol, has_ts, &ts_view[0] if has_ts and ts_view.shape[0] else NULL,
+                                         ts_view.shape[0] if has_ts else 0, timestamp, has_rows,
+                                         &row_view[0] if has_rows and row_view.shape[0] else NULL,
+                                         row_view.shape[0] if has_rows else 0, pos, stop, &full)
+                if full or pos >= stop:
+                    break
             if has_rows:
                 if not 0 <= pos < row_view.shape[0]:
                     raise IndexError(f"position {pos} is outside rows ({row_view.shape[0]})")
@@ -1595,6 +1606,82 @@ cdef class BatchBuilder:
                 index = self.append(ts, kobj, vobj, hdr)
             if index < 0:
                 break
+            pos += 1
+        return pos
+
+    cdef Py_ssize_t _append_cells(self, _Cells vcol, _Cells kcol, bint has_ts, const int64_t* ts, Py_ssize_t nts,
+                                  int64_t timestamp, bint has_rows, const int64_t* rows, Py_ssize_t nrows,
+                                  Py_ssize_t pos, Py_ssize_t stop, bint* full) except -1:
+        """append_columns' loop for records without headers: rows[pos:stop] (pos:stop
+        without rows) as _append would write them, until one is not bytes or None (or is
+        too large for a varint length), the batch is full (``full`` set), or ``stop``.
+        Returns the position reached. Raises append_columns' IndexErrors."""
+        cdef Py_ssize_t i, klen, vlen, body_len, total, need
+        cdef const uint8_t* kp
+        cdef const uint8_t* vp
+        cdef int64_t t, delta
+        cdef uint8_t* w
+        while pos < stop:
+            if has_rows:
+                if not 0 <= pos < nrows:
+                    raise IndexError(f"position {pos} is outside rows ({nrows})")
+                i = <Py_ssize_t>rows[pos]
+            else:
+                i = pos
+            if not 0 <= i < vcol.length:
+                raise IndexError(f"row {i} is outside the columns ({vcol.length} records)")
+            if has_ts:
+                if i >= nts:
+                    raise IndexError(f"row {i} is outside timestamps ({nts})")
+                t = ts[i]
+            else:
+                t = timestamp
+            if not vcol.get(i, &vp, &vlen) or not kcol.get(i, &kp, &klen):
+                return pos
+            delta = self.last_delta + 1
+            if self.count == 0:
+                self.first_ts = self.max_ts = t
+            body_len = 1 + _varint_size(t - self.first_ts) + _varint_size(delta) + 1  # 1: no headers
+            body_len += (_varint_size(klen) + klen) if klen >= 0 else 1
+            body_len += (_varint_size(vlen) + vlen) if vlen >= 0 else 1
+            if delta > INT32_MAX or body_len > INT32_MAX:
+                return pos  # _append raises OverflowError
+            total = _varint_size(body_len) + body_len
+            if self.max_bytes > 0 and self.count and V2_HEADER + self.used + total > self.max_bytes:
+                full[0] = True
+                return pos
+            need = self.used + total
+            if need > self.cap or self.buf is None:
+                if self.count == 0 and self.max_bytes > 0:
+                    # A batch's first record: room for as many more as the batch takes (one
+                    # allocation, not a realloc per doubling) when the rows left fill it.
+                    need = max(need, min(self.max_bytes - V2_HEADER, total * (stop - pos)))
+                self._reserve(need - self.used)
+            w = self.body + self.used
+            w = _write_uvarint(w, <uint64_t>body_len << 1)  # zigzag of a non-negative int
+            w[0] = 0
+            w = _write_varint(w + 1, t - self.first_ts)
+            w = _write_uvarint(w, <uint64_t>delta << 1)
+            if klen < 0:
+                w[0] = 1  # zigzag(-1): a null key
+                w += 1
+            else:
+                w = _write_uvarint(w, <uint64_t>klen << 1)
+                memcpy(w, kp, klen)
+                w += klen
+            if vlen < 0:
+                w[0] = 1
+                w += 1
+            else:
+                w = _write_uvarint(w, <uint64_t>vlen << 1)
+                memcpy(w, vp, vlen)
+                w += vlen
+            w[0] = 0  # no headers
+            self.used += total
+            if t > self.max_ts:
+                self.max_ts = t
+            self.count += 1
+            self.last_delta = delta
             pos += 1
         return pos
 
@@ -1732,6 +1819,14 @@ cdef class BinaryArray:
         return None if n < 0 else PyBytes_FromStringAndSize(<const char*>p, n)
 
 
+cdef extern from "Python.h":
+    # A column's element by its borrowed pointer (the column holds it), without reference counting.
+    ctypedef struct _Cell "PyObject"
+    bint _cell_is_bytes "PyBytes_CheckExact"(_Cell*)
+    char* _cell_bytes "PyBytes_AS_STRING"(_Cell*)
+    Py_ssize_t _cell_size "PyBytes_GET_SIZE"(_Cell*)
+
+
 cdef enum _CellKind:
     CELLS_NONE, CELLS_LIST, CELLS_TUPLE, CELLS_ARROW, CELLS_OTHER
 
@@ -1763,10 +1858,11 @@ cdef class _Cells:
             else:
                 self.kind = CELLS_OTHER
 
-    cdef int get(self, Py_ssize_t i, const uint8_t** p, Py_ssize_t* n) except -1:
+    cdef inline int get(self, Py_ssize_t i, const uint8_t** p, Py_ssize_t* n) except -1:
         """Point at row ``i``'s bytes (NULL, -1: None); 0 when it is another type (the caller
-        takes the general path), 1 otherwise. IndexError past the column's end."""
-        cdef object x
+        takes the general path), 1 otherwise. IndexError past the column's end. The pointer
+        is borrowed from the column: valid while it holds the element."""
+        cdef _Cell* x
         if self.kind == CELLS_NONE:
             p[0] = NULL
             n[0] = -1
@@ -1777,18 +1873,18 @@ cdef class _Cells:
             self.arrow.get(i, p, n)
             return 1
         if self.kind == CELLS_LIST:
-            x = <object>PyList_GET_ITEM(self.column, i)
+            x = <_Cell*>PyList_GET_ITEM(self.column, i)  # borrowed: no reference counting per row
         elif self.kind == CELLS_TUPLE:
-            x = <object>PyTuple_GET_ITEM(self.column, i)
+            x = <_Cell*>PyTuple_GET_ITEM(self.column, i)
         else:
             return 0
-        if x is None:
+        if x == <_Cell*><void*>None:
             p[0] = NULL
             n[0] = -1
             return 1
-        if PyBytes_CheckExact(x):
-            p[0] = <const uint8_t*>PyBytes_AS_STRING(x)
-            n[0] = PyBytes_GET_SIZE(x)
+        if _cell_is_bytes(x):
+            p[0] = <const uint8_t*>_cell_bytes(x)
+            n[0] = _cell_size(x)
             return 1
         return 0
 

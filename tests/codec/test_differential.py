@@ -364,6 +364,31 @@ def test_append_columns_is_a_loop_of_append(pairs, max_bytes):
         assert many.build() == one.build()
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.one_of(st.none(), st.binary(max_size=300), st.binary(max_size=4).map(bytearray)), max_size=300),
+       st.sampled_from([0, 500, 4096, 1 << 20]), st.sampled_from(["list", "tuple", "arrow"]), st.booleans())
+def test_long_columns_cut_into_batches_alike(values, max_bytes, kind, keyed):
+    """issue 16, send_batch (the C loop of append_columns, and its first allocation sized for
+    the batch): long columns, where a row of another type (bytearray) now and then takes the
+    general path, are cut into the same batches, byte for byte, on both backends."""
+    keys = [None if v is None else bytes(v[:3]) for v in values] if keyed else None
+    out = {}
+    for backend in (py, cy):
+        if kind == "arrow":
+            vcol = binary_array(backend, values, 2, False)
+            kcol = None if keys is None else binary_array(backend, keys, 0, True)
+        else:
+            vcol = values if kind == "list" else tuple(values)
+            kcol = keys
+        batches, pos = [], 0
+        while pos < len(values):
+            b = backend.BatchBuilder(2, 0, max_bytes=max_bytes)
+            pos = b.append_columns(vcol, kcol, None, None, 1_600_000_000_000, None, pos)
+            batches.append((pos, b.build()))
+        out[backend] = batches
+    assert out[py] == out[cy]
+
+
 def test_bad_columns_fail_alike():
     """issue 16, send_batch: wrong types, short columns and Arrow buffers too short for
     their length fail with the same exception type on both backends."""
