@@ -19,7 +19,7 @@ from cpython cimport array
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_FromStringAndSize, PyByteArray_Resize
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
-from cpython.list cimport PyList_Append, PyList_GET_ITEM
+from cpython.list cimport PyList_Append, PyList_GET_ITEM, PyList_GET_SIZE
 from cpython.ref cimport Py_INCREF
 from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_New, PyTuple_SET_ITEM
 from cpython.mem cimport PyMem_Free, PyMem_Realloc
@@ -1609,6 +1609,27 @@ cdef class BatchBuilder:
             pos += 1
         return pos
 
+    def reuse(self, list spares):
+        if self._legacy is not None or self.count or self.used or not spares:
+            return False
+        cdef Py_ssize_t i = PyList_GET_SIZE(spares) - 1, size
+        cdef _Cell* x
+        while i >= 0:
+            x = <_Cell*>PyList_GET_ITEM(spares, i)
+            # Held by the list alone: no request, connection or caller can see it any more.
+            if _cell_is_bytes(x) and _cell_refcnt(x) == 1 and _cell_size(x) > V2_HEADER:
+                break
+            i -= 1
+        if i < 0:
+            return False
+        self.buf = spares.pop(i)
+        self.built = None
+        _forget_hash(self.buf)  # a bytes object caches its hash: it is new bytes now
+        size = PyBytes_GET_SIZE(self.buf)
+        self.body = <uint8_t*>PyBytes_AS_STRING(self.buf) + V2_HEADER
+        self.cap = size - V2_HEADER
+        return True
+
     cdef Py_ssize_t _append_cells(self, _Cells vcol, _Cells kcol, bint has_ts, const int64_t* ts, Py_ssize_t nts,
                                   int64_t timestamp, bint has_rows, const int64_t* rows, Py_ssize_t nrows,
                                   Py_ssize_t pos, Py_ssize_t stop, bint* full) except -1:
@@ -1833,6 +1854,20 @@ cdef extern from *:
     int _madvise "madvise"(void* addr, size_t length, int advice) nogil
 
 
+cdef extern from *:
+    """
+    #if defined(__GNUC__)
+    #pragma GCC diagnostic push
+    #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+    #endif
+    static inline void kproto_forget_hash(PyObject* o) { ((PyBytesObject*)o)->ob_shash = -1; }
+    #if defined(__GNUC__)
+    #pragma GCC diagnostic pop
+    #endif
+    """
+    void _forget_hash "kproto_forget_hash"(object o)
+
+
 cdef inline void _populate(uint8_t* p, Py_ssize_t n) noexcept:
     """Fault in the whole pages of a new batch buffer at once, before the records are written
     into it: a fresh megabyte otherwise takes a page fault per 4 KiB as it is first written
@@ -1851,6 +1886,7 @@ cdef extern from "Python.h":
     bint _cell_is_bytes "PyBytes_CheckExact"(_Cell*)
     char* _cell_bytes "PyBytes_AS_STRING"(_Cell*)
     Py_ssize_t _cell_size "PyBytes_GET_SIZE"(_Cell*)
+    Py_ssize_t _cell_refcnt "Py_REFCNT"(_Cell*)
 
 
 cdef enum _CellKind:
