@@ -249,7 +249,7 @@ class _Spares:
     """
 
     SMALLEST = 64 << 10
-    KEPT = 8
+    KEPT = 64  # a bound on the list; buffer.memory bounds the bytes
 
     def __init__(self) -> None:
         self.items: list[bytes] = []
