@@ -245,7 +245,9 @@ class _Spares:
     are kept, the oldest let go first. A request or connection may still hold it for a
     while: the codec takes a spare only once the list alone refers to it
     (:meth:`~kproto.codec.BatchBuilder.reuse`), so no byte anyone can still read changes.
-    The spares go with the producer.
+    The spares go with the producer. Limit: the per-record path (``send``) does not see
+    them, so its batches made after a ``send_batch`` can hold ``buffer.memory`` besides the
+    spares kept before (Java's pool would give them up to it).
     """
 
     SMALLEST = 64 << 10
