@@ -1353,6 +1353,8 @@ cdef class BatchBuilder:
     cdef int64_t first_ts
     cdef int64_t max_ts
     cdef object _legacy  # the twin's builder, for magic 0/1
+    cdef uint8_t* faulted_body  # send_batch's path: body[:faulted] was faulted in (_fault_in)
+    cdef Py_ssize_t faulted
 
     def __init__(self, int magic=2, int compression=0, compression_level=None, *, int64_t base_offset=0,
                  int64_t producer_id=-1, int producer_epoch=-1, int32_t base_sequence=-1,
@@ -1630,6 +1632,17 @@ cdef class BatchBuilder:
         self.cap = size - V2_HEADER
         return True
 
+    cdef void _fault_in(self, Py_ssize_t end) noexcept:
+        """Fault in the records' pages up to ``end`` and a step beyond it (_populate), as the
+        records are about to be written there: only what is written, whatever was reserved."""
+        if self.body != self.faulted_body:  # a new buffer (or one moved by realloc)
+            self.faulted_body = self.body
+            self.faulted = self.used
+        cdef Py_ssize_t target = min(self.cap, max(end, self.faulted) + FAULT_STEP)
+        if target > self.faulted:
+            _populate(self.body + self.faulted, target - self.faulted)
+            self.faulted = target
+
     cdef Py_ssize_t _append_cells(self, _Cells vcol, _Cells kcol, bint has_ts, const int64_t* ts, Py_ssize_t nts,
                                   int64_t timestamp, bint has_rows, const int64_t* rows, Py_ssize_t nrows,
                                   Py_ssize_t pos, Py_ssize_t stop, bint* full) except -1:
@@ -1677,10 +1690,9 @@ cdef class BatchBuilder:
                     # A batch's first record: room for as many more as the batch takes (one
                     # allocation, not a realloc per doubling) when the rows left fill it.
                     need = max(need, min(self.max_bytes - V2_HEADER, total * (stop - pos)))
-                    self._reserve(need - self.used)
-                    _populate(self.body + self.used, self.cap - self.used)
-                else:
-                    self._reserve(need - self.used)
+                self._reserve(need - self.used)
+            if self.used + total > self.faulted or self.body != self.faulted_body:
+                self._fault_in(self.used + total)
             w = self.body + self.used
             w = _write_uvarint(w, <uint64_t>body_len << 1)  # zigzag of a non-negative int
             w[0] = 0
@@ -1868,11 +1880,14 @@ cdef extern from *:
     void _forget_hash "kproto_forget_hash"(object o)
 
 
+cdef Py_ssize_t FAULT_STEP = 256 << 10  # bytes of a batch buffer faulted in ahead of its records
+
+
 cdef inline void _populate(uint8_t* p, Py_ssize_t n) noexcept:
     """Fault in the whole pages of a new batch buffer at once, before the records are written
     into it: a fresh megabyte otherwise takes a page fault per 4 KiB as it is first written
-    (in a VM, 30-50 ns per 100-B record; with one madvise, a third less). Only a hint:
-    failure (an old kernel) changes nothing."""
+    (in a VM, 30-50 ns per 100-B record; with madvise per 256 KiB, a third less). Only a
+    hint: failure (an old kernel) changes nothing."""
     cdef uintptr_t start = (<uintptr_t>p + 4095) & ~(<uintptr_t>4095)
     cdef uintptr_t end = (<uintptr_t>p + <uintptr_t>n) & ~(<uintptr_t>4095)
     if n >= (64 << 10) and end > start:
