@@ -1891,8 +1891,9 @@ cdef inline void _populate(uint8_t* p, Py_ssize_t n) noexcept:
     cdef uintptr_t start = (<uintptr_t>p + 4095) & ~(<uintptr_t>4095)
     cdef uintptr_t end = (<uintptr_t>p + <uintptr_t>n) & ~(<uintptr_t>4095)
     if n >= (64 << 10) and end > start:
-        with nogil:
-            _madvise(<void*>start, end - start, MADV_POPULATE_WRITE)
+        # With the GIL held: the caller holds borrowed pointers into a column another
+        # thread could change meanwhile.
+        _madvise(<void*>start, end - start, MADV_POPULATE_WRITE)
 
 
 cdef extern from "Python.h":
