@@ -19,14 +19,14 @@ from cpython cimport array
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_FromStringAndSize, PyByteArray_Resize
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
-from cpython.list cimport PyList_Append, PyList_GET_ITEM
+from cpython.list cimport PyList_Append, PyList_GET_ITEM, PyList_GET_SIZE
 from cpython.ref cimport Py_INCREF
 from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_New, PyTuple_SET_ITEM
 from cpython.mem cimport PyMem_Free, PyMem_Realloc
 from cpython.ref cimport Py_DECREF
 from cpython.pythread cimport PyThread_get_thread_ident
 from cpython.unicode cimport PyUnicode_DecodeUTF8
-from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
+from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t, uintptr_t
 from libc.string cimport memcmp, memcpy
 from posix.time cimport CLOCK_REALTIME, clock_gettime, timespec
 
@@ -1354,6 +1354,8 @@ cdef class BatchBuilder:
     cdef int64_t first_ts
     cdef int64_t max_ts
     cdef object _legacy  # the twin's builder, for magic 0/1
+    cdef uint8_t* faulted_body  # send_batch's path: body[:faulted] was faulted in (_fault_in)
+    cdef Py_ssize_t faulted
 
     def __init__(self, int magic=2, int compression=0, compression_level=None, *, int64_t base_offset=0,
                  int64_t producer_id=-1, int producer_epoch=-1, int32_t base_sequence=-1,
@@ -1571,7 +1573,18 @@ cdef class BatchBuilder:
         cdef Py_ssize_t klen, vlen
         cdef object hdr = None
         cdef object kobj, vobj
+        cdef bint full = False
         while pos < stop:
+            if headers is None:
+                # The records without headers whose key and value are bytes or None: in C,
+                # without a call per record. It stops before any other record (the code
+                # below takes that one, and says why it fails if it does).
+                pos = self._append_cells(vcol, kcol, has_ts, &ts_view[0] if has_ts and ts_view.shape[0] else NULL,
+                                         ts_view.shape[0] if has_ts else 0, timestamp, has_rows,
+                                         &row_view[0] if has_rows and row_view.shape[0] else NULL,
+                                         row_view.shape[0] if has_rows else 0, pos, stop, &full)
+                if full or pos >= stop:
+                    break
             if has_rows:
                 if not 0 <= pos < row_view.shape[0]:
                     raise IndexError(f"position {pos} is outside rows ({row_view.shape[0]})")
@@ -1596,6 +1609,116 @@ cdef class BatchBuilder:
                 index = self.append(ts, kobj, vobj, hdr)
             if index < 0:
                 break
+            pos += 1
+        return pos
+
+    def reuse(self, list spares):
+        if self._legacy is not None or self.count or self.used or not spares:
+            return False
+        cdef Py_ssize_t i = PyList_GET_SIZE(spares) - 1, size
+        cdef _Cell* x
+        while i >= 0:
+            x = <_Cell*>PyList_GET_ITEM(spares, i)
+            # Held by the list alone: no request, connection or caller can see it any more.
+            if _cell_is_bytes(x) and _cell_refcnt(x) == 1 and _cell_size(x) > V2_HEADER:
+                break
+            i -= 1
+        if i < 0:
+            return False
+        self.buf = spares.pop(i)
+        self.built = None
+        _forget_hash(self.buf)  # a bytes object caches its hash: it is new bytes now
+        size = PyBytes_GET_SIZE(self.buf)
+        self.body = <uint8_t*>PyBytes_AS_STRING(self.buf) + V2_HEADER
+        self.cap = size - V2_HEADER
+        return True
+
+    cdef void _fault_in(self, Py_ssize_t end) noexcept:
+        """Fault in the records' pages up to ``end`` and a step beyond it (_populate), as the
+        records are about to be written there: only what is written, whatever was reserved."""
+        if self.body != self.faulted_body:  # a new buffer (or one moved by realloc)
+            self.faulted_body = self.body
+            self.faulted = self.used
+        cdef Py_ssize_t target = min(self.cap, max(end, self.faulted) + FAULT_STEP)
+        if target > self.faulted:
+            _populate(self.body + self.faulted, target - self.faulted)
+            self.faulted = target
+
+    cdef Py_ssize_t _append_cells(self, _Cells vcol, _Cells kcol, bint has_ts, const int64_t* ts, Py_ssize_t nts,
+                                  int64_t timestamp, bint has_rows, const int64_t* rows, Py_ssize_t nrows,
+                                  Py_ssize_t pos, Py_ssize_t stop, bint* full) except -1:
+        """append_columns' loop for records without headers: rows[pos:stop] (pos:stop
+        without rows) as _append would write them, until one is not bytes or None (or is
+        too large for a varint length), the batch is full (``full`` set), or ``stop``.
+        Returns the position reached. Raises append_columns' IndexErrors."""
+        cdef Py_ssize_t i, klen, vlen, body_len, total, need
+        cdef const uint8_t* kp
+        cdef const uint8_t* vp
+        cdef int64_t t, delta
+        cdef uint8_t* w
+        while pos < stop:
+            if has_rows:
+                if not 0 <= pos < nrows:
+                    raise IndexError(f"position {pos} is outside rows ({nrows})")
+                i = <Py_ssize_t>rows[pos]
+            else:
+                i = pos
+            if not 0 <= i < vcol.length:
+                raise IndexError(f"row {i} is outside the columns ({vcol.length} records)")
+            if has_ts:
+                if i >= nts:
+                    raise IndexError(f"row {i} is outside timestamps ({nts})")
+                t = ts[i]
+            else:
+                t = timestamp
+            if not vcol.get(i, &vp, &vlen) or not kcol.get(i, &kp, &klen):
+                return pos
+            delta = self.last_delta + 1
+            if self.count == 0:
+                self.first_ts = self.max_ts = t
+            body_len = 1 + _varint_size(t - self.first_ts) + _varint_size(delta) + 1  # 1: no headers
+            body_len += (_varint_size(klen) + klen) if klen >= 0 else 1
+            body_len += (_varint_size(vlen) + vlen) if vlen >= 0 else 1
+            if delta > INT32_MAX or body_len > INT32_MAX:
+                return pos  # _append raises OverflowError
+            total = _varint_size(body_len) + body_len
+            if self.max_bytes > 0 and self.count and V2_HEADER + self.used + total > self.max_bytes:
+                full[0] = True
+                return pos
+            need = self.used + total
+            if need > self.cap or self.buf is None:
+                if self.count == 0 and self.max_bytes > 0:
+                    # A batch's first record: room for as many more as the batch takes (one
+                    # allocation, not a realloc per doubling) when the rows left fill it.
+                    need = max(need, min(self.max_bytes - V2_HEADER, total * (stop - pos)))
+                self._reserve(need - self.used)
+            if self.used + total > self.faulted or self.body != self.faulted_body:
+                self._fault_in(self.used + total)
+            w = self.body + self.used
+            w = _write_uvarint(w, <uint64_t>body_len << 1)  # zigzag of a non-negative int
+            w[0] = 0
+            w = _write_varint(w + 1, t - self.first_ts)
+            w = _write_uvarint(w, <uint64_t>delta << 1)
+            if klen < 0:
+                w[0] = 1  # zigzag(-1): a null key
+                w += 1
+            else:
+                w = _write_uvarint(w, <uint64_t>klen << 1)
+                memcpy(w, kp, klen)
+                w += klen
+            if vlen < 0:
+                w[0] = 1
+                w += 1
+            else:
+                w = _write_uvarint(w, <uint64_t>vlen << 1)
+                memcpy(w, vp, vlen)
+                w += vlen
+            w[0] = 0  # no headers
+            self.used += total
+            if t > self.max_ts:
+                self.max_ts = t
+            self.count += 1
+            self.last_delta = delta
             pos += 1
         return pos
 
@@ -1733,6 +1856,56 @@ cdef class BinaryArray:
         return None if n < 0 else PyBytes_FromStringAndSize(<const char*>p, n)
 
 
+cdef extern from *:
+    """
+    #include <sys/mman.h>
+    #ifndef MADV_POPULATE_WRITE
+    #define MADV_POPULATE_WRITE 23  /* Linux 5.14+; elsewhere madvise refuses it (EINVAL) */
+    #endif
+    """
+    int MADV_POPULATE_WRITE
+    int _madvise "madvise"(void* addr, size_t length, int advice) nogil
+
+
+cdef extern from *:
+    """
+    #if defined(__GNUC__)
+    #pragma GCC diagnostic push
+    #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+    #endif
+    static inline void kproto_forget_hash(PyObject* o) { ((PyBytesObject*)o)->ob_shash = -1; }
+    #if defined(__GNUC__)
+    #pragma GCC diagnostic pop
+    #endif
+    """
+    void _forget_hash "kproto_forget_hash"(object o)
+
+
+cdef Py_ssize_t FAULT_STEP = 256 << 10  # bytes of a batch buffer faulted in ahead of its records
+
+
+cdef inline void _populate(uint8_t* p, Py_ssize_t n) noexcept:
+    """Fault in the whole pages of a new batch buffer at once, before the records are written
+    into it: a fresh megabyte otherwise takes a page fault per 4 KiB as it is first written
+    (in a VM, 30-50 ns per 100-B record; with madvise per 256 KiB, a third less). Only a
+    hint: failure (an old kernel) changes nothing."""
+    cdef uintptr_t start = (<uintptr_t>p + 4095) & ~(<uintptr_t>4095)
+    cdef uintptr_t end = (<uintptr_t>p + <uintptr_t>n) & ~(<uintptr_t>4095)
+    if n >= (64 << 10) and end > start:
+        # With the GIL held: the caller holds borrowed pointers into a column another
+        # thread could change meanwhile.
+        _madvise(<void*>start, end - start, MADV_POPULATE_WRITE)
+
+
+cdef extern from "Python.h":
+    # A column's element by its borrowed pointer (the column holds it), without reference counting.
+    ctypedef struct _Cell "PyObject"
+    bint _cell_is_bytes "PyBytes_CheckExact"(_Cell*)
+    char* _cell_bytes "PyBytes_AS_STRING"(_Cell*)
+    Py_ssize_t _cell_size "PyBytes_GET_SIZE"(_Cell*)
+    Py_ssize_t _cell_refcnt "Py_REFCNT"(_Cell*)
+
+
 cdef enum _CellKind:
     CELLS_NONE, CELLS_LIST, CELLS_TUPLE, CELLS_ARROW, CELLS_OTHER
 
@@ -1764,10 +1937,11 @@ cdef class _Cells:
             else:
                 self.kind = CELLS_OTHER
 
-    cdef int get(self, Py_ssize_t i, const uint8_t** p, Py_ssize_t* n) except -1:
+    cdef inline int get(self, Py_ssize_t i, const uint8_t** p, Py_ssize_t* n) except -1:
         """Point at row ``i``'s bytes (NULL, -1: None); 0 when it is another type (the caller
-        takes the general path), 1 otherwise. IndexError past the column's end."""
-        cdef object x
+        takes the general path), 1 otherwise. IndexError past the column's end. The pointer
+        is borrowed from the column: valid while it holds the element."""
+        cdef _Cell* x
         if self.kind == CELLS_NONE:
             p[0] = NULL
             n[0] = -1
@@ -1778,18 +1952,18 @@ cdef class _Cells:
             self.arrow.get(i, p, n)
             return 1
         if self.kind == CELLS_LIST:
-            x = <object>PyList_GET_ITEM(self.column, i)
+            x = <_Cell*>PyList_GET_ITEM(self.column, i)  # borrowed: no reference counting per row
         elif self.kind == CELLS_TUPLE:
-            x = <object>PyTuple_GET_ITEM(self.column, i)
+            x = <_Cell*>PyTuple_GET_ITEM(self.column, i)
         else:
             return 0
-        if x is None:
+        if x == <_Cell*><void*>None:
             p[0] = NULL
             n[0] = -1
             return 1
-        if PyBytes_CheckExact(x):
-            p[0] = <const uint8_t*>PyBytes_AS_STRING(x)
-            n[0] = PyBytes_GET_SIZE(x)
+        if _cell_is_bytes(x):
+            p[0] = <const uint8_t*>_cell_bytes(x)
+            n[0] = _cell_size(x)
             return 1
         return 0
 

@@ -33,6 +33,11 @@ Theory of operation.
    settle, up to ``max.block.ms`` without progress (then
    :class:`~kproto.errors.KafkaTimeoutError`, naming how many records were queued: those
    are sent).
+4. Reuse memory (Java's ``BufferPool`` gives a settled batch's buffer to the next one): a
+   settled batch of the producer's earlier calls (or of this one) is kept as a spare
+   (:class:`_Spares`), and a new batch is written into one that nothing refers to any
+   more (:meth:`~kproto.codec.BatchBuilder.reuse`) rather than into fresh memory, whose
+   page faults cost as much CPU as encoding the records (issue 16).
 
 The call returns a :class:`BatchFuture` of one :class:`BatchMetadata` per record batch.
 Records of one call to one partition keep their order, and come after the records that
@@ -100,8 +105,10 @@ class BatchFuture(concurrent.futures.Future[list[BatchMetadata]]):
         with self._lock:
             return [b for b in self._slots if b is not None]
 
-    def _add(self, batch: ProducerBatch, rows: Sequence[int]) -> None:
-        """Watch a queued batch: its outcome fills its slot."""
+    def _add(self, batch: ProducerBatch, rows: Sequence[int], spares: _Spares | None = None,
+             acc: Any = None) -> None:
+        """Watch a queued batch: its outcome fills its slot (and its memory goes to
+        ``spares``, ``acc`` being the accumulator that counts memory)."""
         with self._lock:
             slot = len(self._slots)
             self._slots.append(None)
@@ -110,6 +117,8 @@ class BatchFuture(concurrent.futures.Future[list[BatchMetadata]]):
         result = batch.result
 
         def settled(_: Any) -> None:
+            if spares is not None:
+                spares.offer(batch.data, acc.appender.used, acc.buffer_memory)
             error = result.error
             meta = BatchMetadata(batch.topic, batch.partition, result.base_offset if error is None else -1, count,
                                  rows, error)
@@ -226,6 +235,46 @@ def _headers(headers: Any, count: int) -> Any:
     return [h if h is None or isinstance(h, (list, tuple)) else list(h.items()) for h in headers]
 
 
+class _Spares:
+    """A producer's settled ``send_batch`` batches, whose memory its next batches reuse.
+
+    Theory of operation. A batch that settles is offered (:meth:`offer`, on the sender's
+    loop) when it is large (:data:`SMALLEST`: smaller ones come from the allocator's free
+    lists anyway) and when the spares, the memory in use (``buffer.memory``'s count) and it
+    fit in ``buffer.memory``, so that memory is still bounded by it; at most :data:`KEPT`
+    are kept, the oldest let go first. A request or connection may still hold it for a
+    while: the codec takes a spare only once the list alone refers to it
+    (:meth:`~kproto.codec.BatchBuilder.reuse`), so no byte anyone can still read changes.
+    The spares go with the producer. Limit: the per-record path (``send``) does not see
+    them, so its batches made after a ``send_batch`` can hold ``buffer.memory`` besides the
+    spares kept before (Java's pool would give them up to it).
+    """
+
+    SMALLEST = 64 << 10
+    KEPT = 64  # a bound on the list; buffer.memory bounds the bytes
+
+    def __init__(self) -> None:
+        self.items: list[bytes] = []
+        self.reused = 0  # batches written into a spare so far
+
+    def offer(self, data: Any, used: int, buffer_memory: int) -> None:
+        if type(data) is not bytes or len(data) < self.SMALLEST:
+            return
+        items = self.items
+        if used + sum(map(len, items)) + len(data) > buffer_memory:
+            return
+        if len(items) >= self.KEPT:
+            del items[0]
+        items.append(data)
+
+
+def _spares(core: AIOProducer) -> _Spares:
+    spares = core._batch_spares
+    if spares is None:
+        spares = core._batch_spares = _Spares()
+    return spares
+
+
 class _Job:
     """One ``send_batch`` call: its checked columns, its batches, its future."""
 
@@ -258,6 +307,7 @@ class _Job:
         self.build_later = core.idempotent and not acc.compression
         self.queued = 0  # records queued so far
         self.future = BatchFuture()
+        self.spares = _spares(core)
 
     def _runs(self, partitions: int) -> tuple[Any, list[tuple[int, int, int]], int]:
         """``(rows, runs, sticky)``: the rows grouped by partition (None: in column order),
@@ -291,6 +341,7 @@ class _Job:
             while pos < stop:
                 builder = BatchBuilder(compression=acc.compression, compression_level=acc.compression_level,
                                        max_bytes=min(acc.batch_size, acc.buffer_memory), is_transactional=acc.transactional)
+                self.spares.reused += builder.reuse(self.spares.items)
                 end = builder.append_columns(self.values, self.keys, self.headers, self.timestamps, self.timestamp,
                                              rows, pos, stop)
                 taken: Sequence[int] = range(pos, end) if rows is None else rows[pos:end]
@@ -306,7 +357,7 @@ class _Job:
         if batch is None:
             return False
         self.queued += builder.record_count
-        self.future._add(batch, rows)
+        self.future._add(batch, rows, self.spares, self.core._acc)
         return True
 
     def out_of_memory(self) -> KafkaTimeoutError:

@@ -219,6 +219,7 @@ class AIOProducer:
         self._waiting: deque[_Waiting] = deque()
         self._waiting_task: asyncio.Task | None = None
         self._space: asyncio.Event | None = None
+        self._batch_spares: Any = None  # send_batch's settled batches, reused (kproto.producer.batches)
         self._home: asyncio.AbstractEventLoop | None = None  # the loop the sender runs on
         self._metadata_errors: dict[str, BaseException] = {}  # why a topic's metadata is missing
         self._metadata_attempts: dict[str, int] = {}  # failed looks at a topic: their backoff grows

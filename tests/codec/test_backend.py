@@ -52,7 +52,7 @@ def test_extension_has_the_twins_names_and_parameters():
         ours, twin = getattr(cy, name), getattr(_codec_py, name)
         if inspect.isfunction(twin):
             assert list(inspect.signature(ours).parameters) == list(inspect.signature(twin).parameters), name
-    for cls, methods in (("BatchBuilder", ("append", "append_columns", "build", "size_in_bytes")),
+    for cls, methods in (("BatchBuilder", ("append", "append_columns", "build", "size_in_bytes", "reuse")),
                          ("Batch", ("records", "validate")), ("Appender", ("send", "try_send", "append"))):
         for method in methods:
             ours = inspect.signature(getattr(getattr(cy, cls), method))

@@ -364,6 +364,63 @@ def test_append_columns_is_a_loop_of_append(pairs, max_bytes):
         assert many.build() == one.build()
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.one_of(st.none(), st.binary(max_size=300), st.binary(max_size=4).map(bytearray)), max_size=300),
+       st.sampled_from([0, 500, 4096, 1 << 20]), st.sampled_from(["list", "tuple", "arrow"]), st.booleans())
+def test_long_columns_cut_into_batches_alike(values, max_bytes, kind, keyed):
+    """issue 16, send_batch (the C loop of append_columns, and its first allocation sized for
+    the batch): long columns, where a row of another type (bytearray) now and then takes the
+    general path, are cut into the same batches, byte for byte, on both backends."""
+    keys = [None if v is None else bytes(v[:3]) for v in values] if keyed else None
+    out = {}
+    for backend in (py, cy):
+        if kind == "arrow":
+            vcol = binary_array(backend, values, 2, False)
+            kcol = None if keys is None else binary_array(backend, keys, 0, True)
+        else:
+            vcol = values if kind == "list" else tuple(values)
+            kcol = keys
+        batches, pos = [], 0
+        while pos < len(values):
+            b = backend.BatchBuilder(2, 0, max_bytes=max_bytes)
+            pos = b.append_columns(vcol, kcol, None, None, 1_600_000_000_000, None, pos)
+            batches.append((pos, b.build()))
+        out[backend] = batches
+    assert out[py] == out[cy]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.binary(max_size=300), min_size=1, max_size=200), st.lists(st.binary(max_size=300), max_size=200),
+       st.sampled_from([0, 500, 1 << 20]), st.sampled_from([0, 0, 4]), st.booleans(), st.booleans())
+def test_a_batch_written_into_a_spare_is_what_a_fresh_builder_writes(first, second, max_bytes, codec, headers,
+                                                                       held):
+    """issue 16, send_batch item 2 (memory): a builder that writes into an earlier batch's
+    memory (BatchBuilder.reuse: the Cython builder takes a spare that only the list refers
+    to, larger or smaller than what it needs; the twin takes none) builds the same bytes as
+    a fresh builder on both backends, and a spare held elsewhere is neither taken nor changed."""
+    hdrs = [[("h", v[:2])] for v in second] if headers else None
+    out = {}
+    for backend in (py, cy):
+        b = backend.BatchBuilder(2, 0)
+        b.append_columns(first)
+        spares = [b.build()]
+        del b  # its last build is the spare's only other holder
+        keep = spares[0] if held else None
+        copy = bytearray(spares[0])  # (bytes() of a bytes object is the object itself)
+        r = backend.BatchBuilder(2, codec, max_bytes=max_bytes)
+        took = r.reuse(spares)
+        assert took == (backend is cy and not held)
+        assert len(spares) == (0 if took else 1)
+        r.append_columns(second, None, hdrs)
+        out[backend] = (r.build(), r.record_count)
+        if keep is not None:
+            assert keep == copy
+    assert out[py] == out[cy]
+    fresh = cy.BatchBuilder(2, codec, max_bytes=max_bytes)
+    fresh.append_columns(second, None, hdrs)
+    assert out[cy][0] == fresh.build()
+
+
 def test_bad_columns_fail_alike():
     """issue 16, send_batch: wrong types, short columns and Arrow buffers too short for
     their length fail with the same exception type on both backends."""

@@ -286,3 +286,40 @@ def test_a_batch_the_broker_refuses_fails_the_future_and_the_others_are_listed(b
             future.result(15)
     outcomes = sorted((b.record_count, b.base_offset, type(b.error).__name__) for b in future.batches)
     assert outcomes == [(10, 0, "NoneType"), (50, -1, "MessageTooLargeError")]
+
+
+def test_later_calls_write_into_settled_batches_memory_and_every_record_arrives(broker):
+    """issue 16, send_batch item 2 (memory): batches of a producer's later send_batch calls
+    are written into the memory of its earlier, settled ones (Java's BufferPool), and what
+    the broker holds is exactly what each call gave (nothing written twice or mixed)."""
+    topic = fresh("sb-spare")
+    calls = [[b"%d-%06d-" % (c, i) + bytes([65 + c]) * 90 for i in range(3000)] for c in range(4)]
+    config = {"bootstrap.servers": broker.bootstrap_servers, "batch.size": 100_000, "linger.ms": 0}
+    with Producer(config) as producer:
+        for values in calls:
+            producer.send_batch(topic, values, partition=0).result(15)
+        spares = producer._core._batch_spares
+        assert spares.items and all(len(b) >= spares.SMALLEST for b in spares.items)
+        assert spares.reused > 0  # calls after the first took settled batches' memory
+        assert len(spares.items) <= spares.KEPT
+    got = read_back(broker.bootstrap_servers, topic, 4 * 3000, partitions=[0])
+    assert [v for *_, v, _, _ in got] == [v for values in calls for v in values]
+
+
+def test_spares_stay_within_buffer_memory():
+    """issue 16, send_batch item 2 (memory): a settled batch is kept for reuse only while the
+    spares and the memory in use fit in ``buffer.memory``, at most KEPT of them, and only
+    batches of at least SMALLEST bytes (the oldest let go first)."""
+    from kproto.producer.batches import _Spares
+
+    spares = _Spares()
+    big = _Spares.SMALLEST
+    spares.offer(b"x" * (big - 1), 0, 1 << 30)
+    spares.offer(bytearray(big), 0, 1 << 30)
+    assert spares.items == []
+    spares.offer(b"a" * big, 0, 2 * big)
+    spares.offer(b"b" * big, big, 2 * big)  # used + spares + it: over buffer.memory
+    assert [b[:1] for b in spares.items] == [b"a"]
+    for i in range(_Spares.KEPT + 2):
+        spares.offer(bytes([48 + i]) * big, 0, 1 << 30)
+    assert len(spares.items) == _Spares.KEPT and spares.items[0][:1] == bytes([48 + 2])
