@@ -37,7 +37,8 @@ Theory of operation.
    settled batch of the producer's earlier calls (or of this one) is kept as a spare
    (:class:`_Spares`), and a new batch is written into one that nothing refers to any
    more (:meth:`~kproto.codec.BatchBuilder.reuse`) rather than into fresh memory, whose
-   page faults cost as much CPU as encoding the records (issue 16).
+   page faults cost as much CPU as encoding the records (issue 16). Spares count against
+   ``buffer.memory`` and are let go when a send finds no room.
 
 The call returns a :class:`BatchFuture` of one :class:`BatchMetadata` per record batch.
 Records of one call to one partition keep their order, and come after the records that
@@ -61,6 +62,7 @@ from kproto.producer.futures import RecordFuture
 from kproto.structs import check_topic
 
 if TYPE_CHECKING:
+    from kproto.producer.accumulator import RecordAccumulator
     from kproto.producer.producer import AIOProducer, Producer
 
 __all__ = ["BatchFuture", "BatchMetadata", "send_batch_async", "send_batch_blocking"]
@@ -118,7 +120,7 @@ class BatchFuture(concurrent.futures.Future[list[BatchMetadata]]):
 
         def settled(_: Any) -> None:
             if spares is not None:
-                spares.offer(batch.data, acc.appender.used, acc.buffer_memory)
+                spares.offer(batch.data, acc)
             error = result.error
             meta = BatchMetadata(batch.topic, batch.partition, result.base_offset if error is None else -1, count,
                                  rows, error)
@@ -240,14 +242,16 @@ class _Spares:
 
     Theory of operation. A batch that settles is offered (:meth:`offer`, on the sender's
     loop) when it is large (:data:`SMALLEST`: smaller ones come from the allocator's free
-    lists anyway) and when the spares, the memory in use (``buffer.memory``'s count) and it
-    fit in ``buffer.memory``, so that memory is still bounded by it; at most :data:`KEPT`
-    are kept, the oldest let go first. A request or connection may still hold it for a
-    while: the codec takes a spare only once the list alone refers to it
+    lists anyway) and when it fits in ``buffer.memory`` beside the memory in use; at most
+    :data:`KEPT` are kept, the oldest let go first. Kept spares count in the accumulator's
+    memory in use (``appender.used``), as Java's ``BufferPool`` counts its free buffers in
+    its total, so what the producer holds stays within ``buffer.memory``; a batch written
+    into one (:meth:`take`) gives its bytes back before its own are counted, and a send or
+    ``send_batch`` that finds no room lets them all go (:meth:`release`) before it waits for
+    batches to settle. A request or connection may still hold a spare for a while: the
+    codec takes one only once the list alone refers to it
     (:meth:`~kproto.codec.BatchBuilder.reuse`), so no byte anyone can still read changes.
-    The spares go with the producer. Limit: the per-record path (``send``) does not see
-    them, so its batches made after a ``send_batch`` can hold ``buffer.memory`` besides the
-    spares kept before (Java's pool would give them up to it).
+    The spares go with the producer.
     """
 
     SMALLEST = 64 << 10
@@ -255,17 +259,50 @@ class _Spares:
 
     def __init__(self) -> None:
         self.items: list[bytes] = []
+        self.held = 0  # bytes of the items, counted in the accumulator's appender.used
         self.reused = 0  # batches written into a spare so far
 
-    def offer(self, data: Any, used: int, buffer_memory: int) -> None:
+    def offer(self, data: Any, acc: RecordAccumulator) -> None:
+        """Keep ``data``, a settled batch's bytes, if it is worth it and fits."""
         if type(data) is not bytes or len(data) < self.SMALLEST:
             return
+        size = len(data)
         items = self.items
-        if used + sum(map(len, items)) + len(data) > buffer_memory:
-            return
-        if len(items) >= self.KEPT:
-            del items[0]
-        items.append(data)
+        with acc.lock:
+            used = acc.appender.used
+            if used + size > acc.buffer_memory:
+                return
+            if len(items) >= self.KEPT:
+                oldest = len(items.pop(0))
+                self.held -= oldest
+                used -= oldest
+            items.append(data)
+            self.held += size
+            acc.appender.used = used + size
+
+    def take(self, builder: BatchBuilder, acc: RecordAccumulator) -> bool:
+        """Have the empty ``builder`` write into a spare, if one is free; whether it did."""
+        if not self.items:
+            return False
+        with acc.lock:
+            if not builder.reuse(self.items):
+                return False
+            freed = self.held - sum(map(len, self.items))
+            self.held -= freed
+            acc.appender.used -= freed
+        self.reused += 1
+        return True
+
+    def release(self, acc: RecordAccumulator) -> bool:
+        """Let every spare go, for a send that finds no room; whether there were any."""
+        with acc.lock:
+            if not self.items:
+                return False
+            acc.appender.used -= self.held
+            self.items.clear()
+            self.held = 0
+            acc.space.notify_all()
+        return True
 
 
 def _spares(core: AIOProducer) -> _Spares:
@@ -341,7 +378,7 @@ class _Job:
             while pos < stop:
                 builder = BatchBuilder(compression=acc.compression, compression_level=acc.compression_level,
                                        max_bytes=min(acc.batch_size, acc.buffer_memory), is_transactional=acc.transactional)
-                self.spares.reused += builder.reuse(self.spares.items)
+                self.spares.take(builder, acc)
                 end = builder.append_columns(self.values, self.keys, self.headers, self.timestamps, self.timestamp,
                                              rows, pos, stop)
                 taken: Sequence[int] = range(pos, end) if rows is None else rows[pos:end]
@@ -383,6 +420,8 @@ def send_batch_blocking(face: Producer, topic: str, values: Any, keys: Any = Non
     for partition_, builder, data, rows in job.batches(acc.policy.counts[topic]):
         deadline = time.monotonic() + core._max_block
         while not job.enqueue(partition_, builder, data, rows):
+            if job.spares.release(acc):
+                continue
             with acc.space:
                 left = deadline - time.monotonic()
                 if left <= 0:
@@ -406,6 +445,8 @@ async def send_batch_async(core: AIOProducer, topic: str, values: Any, keys: Any
     for partition_, builder, data, rows in job.batches(acc.policy.counts[topic]):
         deadline = time.monotonic() + core._max_block
         while not job.enqueue(partition_, builder, data, rows):
+            if job.spares.release(acc):
+                continue
             left = deadline - time.monotonic()
             if left <= 0:
                 raise job.out_of_memory()

@@ -208,7 +208,7 @@ class AIOProducer:
         # below documents it, and this instance attribute is what calls reach.
         self.send = self._acc.send
         # -- observability: metrics (always on, as Java's), statistics, interceptors --------
-        self._metrics = ProducerMetrics(c, lambda: self._acc.used, lambda: sum(self._sender._in_flight.values()) if self._sender else 0)
+        self._metrics = ProducerMetrics(c, self._buffer_in_use, lambda: sum(self._sender._in_flight.values()) if self._sender else 0)
         self._metrics.attach(self._cluster)
         self._statistics = Statistics(c, self._metrics)
         self._interceptors = ProducerInterceptors(load(c, ProducerInterceptor)) if c["interceptor.classes"] else None
@@ -281,6 +281,17 @@ class AIOProducer:
                 self._sender.hand_off()
             else:
                 self._sender.wake()
+
+    def _buffer_in_use(self) -> int:
+        """What ``buffer-available-bytes`` counts as used: unsettled batches, not the free
+        spares send_batch keeps (Java's BufferPool counts its free buffers as available)."""
+        spares = self._batch_spares
+        return self._acc.used - (spares.held if spares is not None else 0)
+
+    def _release_spares(self) -> bool:
+        """Let send_batch's spares go (they count in buffer.memory) for a send that finds no
+        room; whether there were any."""
+        return self._batch_spares is not None and self._batch_spares.release(self._acc)
 
     def _freed(self) -> None:
         if self._space is not None:
@@ -366,6 +377,8 @@ class AIOProducer:
             raise KafkaTimeoutError(f"waited {self._max_block * 1000:.0f} ms (max.block.ms) for memory (buffer.memory)")
         if self._cluster.partitions_for(topic) is None:
             await self._fetch_metadata(topic, deadline)
+        elif self._release_spares():
+            return  # send_batch's spares held the memory: the caller appends again
         else:
             self._space.clear()
             try:
@@ -762,6 +775,8 @@ class Producer:
             left = deadline - time.monotonic()
             if core._cluster.partitions_for(topic) is None:
                 self._portal.call(core._prepare, topic)  # bounded by max.block.ms itself
+                continue
+            if core._release_spares():
                 continue
             with acc.space:
                 if left <= 0:

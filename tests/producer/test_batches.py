@@ -306,20 +306,77 @@ def test_later_calls_write_into_settled_batches_memory_and_every_record_arrives(
     assert [v for *_, v, _, _ in got] == [v for values in calls for v in values]
 
 
-def test_spares_stay_within_buffer_memory():
-    """issue 16, send_batch item 2 (memory): a settled batch is kept for reuse only while the
-    spares and the memory in use fit in ``buffer.memory``, at most KEPT of them, and only
-    batches of at least SMALLEST bytes (the oldest let go first)."""
+def test_spares_stay_within_buffer_memory(broker):
+    """issue 16, send_batch item 2 (memory): kept spares count against ``buffer.memory``
+    (as Java's BufferPool counts its free buffers in its total): a settled batch is kept
+    only while it and the memory in use fit, at most KEPT of them, only batches of at
+    least SMALLEST bytes (the oldest let go first), and taking one gives its bytes back."""
+    from kproto.codec import BatchBuilder
     from kproto.producer.batches import _Spares
 
-    spares = _Spares()
     big = _Spares.SMALLEST
-    spares.offer(b"x" * (big - 1), 0, 1 << 30)
-    spares.offer(bytearray(big), 0, 1 << 30)
-    assert spares.items == []
-    spares.offer(b"a" * big, 0, 2 * big)
-    spares.offer(b"b" * big, big, 2 * big)  # used + spares + it: over buffer.memory
-    assert [b[:1] for b in spares.items] == [b"a"]
-    for i in range(_Spares.KEPT + 2):
-        spares.offer(bytes([48 + i]) * big, 0, 1 << 30)
-    assert len(spares.items) == _Spares.KEPT and spares.items[0][:1] == bytes([48 + 2])
+    config = {"bootstrap.servers": broker.bootstrap_servers, "buffer.memory": 2 * big}
+    with Producer(config) as producer:
+        acc = producer._core._acc
+        spares = _Spares()
+        spares.offer(b"x" * (big - 1), acc)
+        spares.offer(bytearray(big), acc)
+        assert spares.items == [] and acc.used == 0
+        spares.offer(b"a" * big, acc)
+        assert acc.used == big == spares.held
+        acc.appender.used += big // 2  # a batch of send's in flight
+        spares.offer(b"b" * big, acc)  # it, the spares and what is in use: over buffer.memory
+        assert [b[:1] for b in spares.items] == [b"a"] and acc.used == big + big // 2
+        acc.appender.used -= big // 2
+        builder = BatchBuilder(max_bytes=big)
+        taken = spares.take(builder, acc)
+        assert acc.used == (0 if taken else big) and spares.held == acc.used
+        acc.buffer_memory = 1 << 30
+        for i in range(_Spares.KEPT + 2):
+            spares.offer(bytes([48 + i]) * big, acc)
+        assert len(spares.items) == _Spares.KEPT and spares.items[0][:1] == bytes([48 + 2])
+        assert acc.used == spares.held == _Spares.KEPT * big
+        assert spares.release(acc) and acc.used == spares.held == 0 and spares.items == []
+        assert not spares.release(acc)
+
+
+def test_a_send_that_needs_the_spares_memory_gets_it_at_once(broker):
+    """issue 16, send_batch item 2 (memory): the spares a ``send_batch`` left fill
+    ``buffer.memory``; a later ``send`` (and ``send_batch``) that needs that memory frees them
+    at once instead of waiting ``max.block.ms`` for batches that will never settle, and the
+    memory the producer holds never goes past ``buffer.memory``."""
+    topic = fresh("sb-spare-full")
+    memory = 1 << 20
+    config = {"bootstrap.servers": broker.bootstrap_servers, "batch.size": 200_000, "linger.ms": 0,
+              "buffer.memory": memory, "max.block.ms": 300}
+    with Producer(config) as producer:
+        values = [b"%06d" % i + b"v" * 94 for i in range(8000)]
+        producer.send_batch(topic, values, partition=0).result(15)
+        spares = producer._core._batch_spares
+        acc = producer._core._acc
+        assert spares.held > 0 and acc.used == spares.held <= memory
+        producer.send(topic, b"b" * (memory - spares.held // 2), partition=0).result(15)
+        assert spares.held == 0
+        producer.send_batch(topic, values, partition=0).result(15)
+        assert acc.used == spares.held <= memory
+        producer.flush(15)
+    assert len(read_back(broker.bootstrap_servers, topic, 16001, partitions=[0])) == 16001
+
+
+def test_an_asyncio_send_that_needs_the_spares_memory_gets_it_at_once(broker):
+    """issue 16, send_batch item 2 (memory): as above, through AIOProducer's slow path."""
+    topic = fresh("sb-spare-full-aio")
+    memory = 1 << 20
+
+    async def main():
+        config = {"bootstrap.servers": broker.bootstrap_servers, "batch.size": 200_000, "linger.ms": 0,
+                  "buffer.memory": memory, "max.block.ms": 300}
+        async with AIOProducer(config) as producer:
+            await (await producer.send_batch(topic, [b"%06d" % i + b"v" * 94 for i in range(8000)], partition=0))
+            spares = producer._batch_spares
+            assert spares.held > 0 and producer._acc.used == spares.held <= memory
+            await producer.send(topic, b"b" * (memory - spares.held // 2), partition=0)
+            assert spares.held == 0
+
+    asyncio.run(main())
+    assert len(read_back(broker.bootstrap_servers, topic, 8001, partitions=[0])) == 8001
