@@ -41,6 +41,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from kproto._loop import wait_for
 from kproto.errors import (
     CoordinatorNotAvailableError,
     KafkaCodeError,
@@ -400,7 +401,7 @@ class BrokerState:
         NOT_LEADER_OR_FOLLOWER (leadership lost) or REQUEST_TIMED_OUT."""
         assert partition.log is not None
         try:
-            return await asyncio.wait_for(partition.wait_for_ack(partition.log.log_end_offset, min_isr),
+            return await wait_for(partition.wait_for_ack(partition.log.log_end_offset, min_isr),
                                           timeout_ms / 1000)
         except asyncio.TimeoutError:
             return RequestTimedOutError.code
@@ -1043,6 +1044,6 @@ class BrokerState:
     async def wait_for_data(self, timeout: float) -> None:
         """Return when data arrives or ``timeout`` seconds pass, whichever is first."""
         try:
-            await asyncio.wait_for(self._data.wait(), timeout)
+            await wait_for(self._data.wait(), timeout)
         except asyncio.TimeoutError:
             pass

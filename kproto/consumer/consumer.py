@@ -39,7 +39,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from kproto._habits import missing
-from kproto._loop import Portal, blocking, check_loop, refuse_when_closed
+from kproto._loop import Portal, blocking, check_loop, refuse_when_closed, wait_for
 from kproto.config import ClientConfig
 from kproto.consumer.columnar import Columnar
 from kproto.consumer.commits import CommitCallback, Commits
@@ -241,7 +241,7 @@ class AIOConsumer(Positions, Rebalancing, Commits, Iteration, Columnar):
         backoff, failures = Backoff.retry(self.config), 0
         while True:
             try:
-                await asyncio.wait_for(wanted.wait(), max_age)
+                await wait_for(wanted.wait(), max_age)
             except asyncio.TimeoutError:
                 pass
             wanted.clear()
@@ -268,7 +268,7 @@ class AIOConsumer(Positions, Rebalancing, Commits, Iteration, Columnar):
         if remaining <= 0:
             return False
         try:
-            await asyncio.wait_for(event.wait(), remaining)
+            await wait_for(event.wait(), remaining)
         except asyncio.TimeoutError:
             return False
         return True

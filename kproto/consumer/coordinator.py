@@ -35,6 +35,7 @@ import time
 from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping
 from typing import Any, TypeVar
 
+from kproto._loop import wait_for
 from kproto.consumer.errors import CommitFailedError
 from kproto.consumer.membership import Membership, MemberState, NeedPartitions
 from kproto.consumer.protocol import Assignment
@@ -209,7 +210,7 @@ class GroupCoordinator:
             if deadline is not None:
                 wait = max(min(wait, deadline - time.monotonic()), 0)
             try:
-                response = await asyncio.wait_for(
+                response = await wait_for(
                     self._send(ApiKey.LEAVE_GROUP, lambda version: membership.leave_request(version, reason)), wait)
                 if response.error_code:
                     log.info("group %r: LeaveGroup answered %s", membership.group_id, for_code(response.error_code).name)
@@ -252,7 +253,7 @@ class GroupCoordinator:
         """One commit, after every commit made before it (see the class docstring)."""
         membership = self.membership
         try:
-            await asyncio.wait_for(self._commit_line.acquire(), max(deadline - time.monotonic(), 0))
+            await wait_for(self._commit_line.acquire(), max(deadline - time.monotonic(), 0))
         except asyncio.TimeoutError:
             raise KafkaTimeoutError(f"group {membership.group_id!r}: an earlier commit was still running") from None
 

@@ -91,6 +91,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any, NoReturn
 
+from kproto._loop import wait_for
 from kproto.errors import (
     ClientClosedError,
     IllegalSaslStateError,
@@ -247,7 +248,7 @@ class Connection:
         loop = asyncio.get_running_loop()
         stream = _Stream(self, loop)
         try:
-            transport, _ = await asyncio.wait_for(loop.create_connection(
+            transport, _ = await wait_for(loop.create_connection(
                 lambda: stream, self.host, self.port, ssl=self._ssl,
                 server_hostname=self.host if self._ssl is not None else None), self.connect_timeout)
         except asyncio.TimeoutError:
@@ -276,10 +277,10 @@ class Connection:
         self._writer = _Writer(transport, stream, loop, self._write_failed)
         step = "ApiVersions"
         try:
-            await asyncio.wait_for(self._negotiate(), max(deadline - time.monotonic(), 0))
+            await wait_for(self._negotiate(), max(deadline - time.monotonic(), 0))
             if self._sasl is not None:
                 step = "the SASL exchange"
-                await asyncio.wait_for(self._authenticate(), max(deadline - time.monotonic(), 0))
+                await wait_for(self._authenticate(), max(deadline - time.monotonic(), 0))
         except BaseException as exc:
             await self.close()
             if isinstance(exc, asyncio.TimeoutError):
@@ -401,7 +402,7 @@ class Connection:
         self._raw = asyncio.get_running_loop().create_future()
         self._writer.write([len(token).to_bytes(4, "big"), token])
         try:
-            return await asyncio.wait_for(asyncio.shield(self._raw), self.request_timeout)
+            return await wait_for(asyncio.shield(self._raw), self.request_timeout)
         except KafkaConnectionError as exc:
             raise SaslAuthenticationFailedError(
                 f"{self.host}:{self.port} closed the connection during {mechanism} authentication (SaslHandshake "
@@ -427,7 +428,7 @@ class Connection:
             due = [future for *_, future in self._pending]
             if due:
                 await asyncio.wait(due)
-            await asyncio.wait_for(self._authenticate(), self.connect_timeout)
+            await wait_for(self._authenticate(), self.connect_timeout)
         except asyncio.TimeoutError:
             error: BaseException = KafkaTimeoutError(
                 f"re-authentication with {self.host}:{self.port} took over {self.connect_timeout:g} s")
@@ -454,7 +455,7 @@ class Connection:
             closed = asyncio.ensure_future(self._writer.wait_closed())
             try:
                 # shielded: a cancelled wait_closed() cancels the close waiter it shares
-                await asyncio.wait_for(asyncio.shield(closed), self.request_timeout if timeout is None else timeout)
+                await wait_for(asyncio.shield(closed), self.request_timeout if timeout is None else timeout)
             except asyncio.TimeoutError:
                 self._writer.abort()  # what is left unsent is dropped
                 await asyncio.gather(closed, return_exceptions=True)
@@ -556,7 +557,7 @@ class Connection:
                     # runs meanwhile, as in Java (its timeout starts once the request is
                     # handed to the network layer): a broker that stopped reading must not
                     # hold the caller for longer than request.timeout.ms (issue 10, item 14).
-                    await asyncio.wait_for(self._writer.drain(), wait)
+                    await wait_for(self._writer.drain(), wait)
             except asyncio.TimeoutError:
                 await self._timed_out(api_key, version, wait, "could not write")
             except (OSError, RuntimeError) as exc:
@@ -969,7 +970,7 @@ async def _tls_probe(host: str, port: int, timeout: float) -> bytes | None:
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
     try:
-        _, writer = await asyncio.wait_for(asyncio.open_connection(host, port, ssl=context), timeout)
+        _, writer = await wait_for(asyncio.open_connection(host, port, ssl=context), timeout)
     except (OSError, asyncio.TimeoutError):
         return None
     try:

@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from kproto._loop import wait_for
 from kproto.errors import KafkaError, KafkaTimeoutError
 
 __all__ = ["Backoff", "retrying"]
@@ -95,7 +96,7 @@ async def retrying(attempt: Callable[[], Awaitable[T]], *, deadline: float, back
 async def _until(step: Awaitable[T], deadline: float, last: KafkaError | None) -> T:
     """``step``, cancelled when ``deadline`` passes (KafkaTimeoutError, caused by ``last``)."""
     try:
-        return await asyncio.wait_for(step, max(deadline - time.monotonic(), 0))
+        return await wait_for(step, max(deadline - time.monotonic(), 0))
     except asyncio.TimeoutError:
         error = KafkaTimeoutError("no success before the call's deadline" + (f"; last error: {last}" if last else ""))
         raise error from last

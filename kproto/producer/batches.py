@@ -55,6 +55,7 @@ import time
 from collections.abc import Generator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from kproto._loop import wait_for
 from kproto.codec import BatchBuilder, BinaryArray, largest_record, partition_rows
 from kproto.errors import KafkaTimeoutError, MessageTooLargeError
 from kproto.producer.accumulator import RECORD_OVERHEAD, ProducerBatch
@@ -454,7 +455,7 @@ async def send_batch_async(core: AIOProducer, topic: str, values: Any, keys: Any
             assert space is not None  # made by _start
             space.clear()
             try:
-                await asyncio.wait_for(space.wait(), min(left, 0.2))
+                await wait_for(space.wait(), min(left, 0.2))
             except asyncio.TimeoutError:
                 pass
         await asyncio.sleep(0)  # let the sender take what is queued while the next batch is built

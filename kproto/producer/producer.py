@@ -51,7 +51,7 @@ from collections.abc import (
 from typing import Any
 
 from kproto._habits import missing
-from kproto._loop import Portal, blocking, check_loop, refuse_when_closed
+from kproto._loop import Portal, blocking, check_loop, refuse_when_closed, wait_for
 from kproto.compression import GZIP, LZ4, ZSTD, codec_id
 from kproto.config import CONFIGS, ClientConfig
 from kproto.errors import (
@@ -382,7 +382,7 @@ class AIOProducer:
         else:
             self._space.clear()
             try:
-                await asyncio.wait_for(self._space.wait(), left)
+                await wait_for(self._space.wait(), left)
             except asyncio.TimeoutError:
                 pass
 
@@ -395,7 +395,7 @@ class AIOProducer:
         """
         self._cluster.want([topic])
         try:
-            await asyncio.wait_for(self._cluster.refresh([topic]), max(deadline - time.monotonic(), 0.001))
+            await wait_for(self._cluster.refresh([topic]), max(deadline - time.monotonic(), 0.001))
         except (KafkaConnectionError, asyncio.TimeoutError) as exc:
             self._metadata_errors[topic] = exc
         info = self._cluster.topics.get(topic)
@@ -598,7 +598,7 @@ class AIOProducer:
                     raise KafkaTimeoutError(f"flush: {self._acc.unsettled} batches still unsettled after {timeout:g} s")
                 self._space.clear()
                 try:
-                    await asyncio.wait_for(self._space.wait(), left if left is not None else 1.0)
+                    await wait_for(self._space.wait(), left if left is not None else 1.0)
                 except asyncio.TimeoutError:
                     pass
         finally:

@@ -60,6 +60,7 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from kproto._loop import wait_for
 from kproto.codec import rewrite_batch
 from kproto.errors import (
     ClientClosedError,
@@ -194,7 +195,7 @@ class Sender:
         self._closing = True
         self.wake()
         try:
-            await asyncio.wait_for(asyncio.shield(self.task), timeout)
+            await wait_for(asyncio.shield(self.task), timeout)
         except asyncio.TimeoutError:
             pass
         finally:
@@ -242,7 +243,7 @@ class Sender:
             if self._closing and self.acc.unsettled == 0:
                 break
             try:
-                await asyncio.wait_for(self._event.wait(), wait)
+                await wait_for(self._event.wait(), wait)
             except asyncio.TimeoutError:
                 pass
 

@@ -81,6 +81,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from kproto._loop import wait_for
 from kproto.errors import ConfigError, SaslAuthenticationFailedError
 from kproto.security import jaas
 from kproto.security.oauthbearer import TokenValidationError, b64url_json
@@ -655,7 +656,7 @@ class ClientCredentialsTokenProvider:
             else:
                 self._waiters.append(lambda: loop.call_soon_threadsafe(wake))
         try:
-            await asyncio.wait_for(ended, max(0.0, deadline - time.monotonic()))
+            await wait_for(ended, max(0.0, deadline - time.monotonic()))
             finished = True
         except asyncio.TimeoutError:
             finished = False

@@ -49,6 +49,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from kproto._loop import wait_for
 from kproto.errors import (
     IllegalSaslStateError,
     KafkaCodeError,
@@ -316,7 +317,7 @@ class ControllerServer:
             if p.fetch_offset < end or p.current_leader_epoch != quorum.controller_epoch or remaining <= 0:
                 break
             try:
-                await asyncio.wait_for(self._committed.wait(), min(remaining, tick))
+                await wait_for(self._committed.wait(), min(remaining, tick))
             except asyncio.TimeoutError:
                 pass
         entries = quorum.log.read(p.fetch_offset) if code == 0 else []

@@ -57,6 +57,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from kproto._loop import wait_for
 from kproto.errors import (
     FencedLeaderEpochError,
     KafkaError,
@@ -168,7 +169,7 @@ class ReplicaFetcher:
                     waits = [f.not_before - now for f in self.targets.values() if not f.parked]
                     self._wake.clear()
                     try:
-                        await asyncio.wait_for(self._wake.wait(), min(waits) if waits else None)
+                        await wait_for(self._wake.wait(), min(waits) if waits else None)
                     except asyncio.TimeoutError:
                         pass
                     continue

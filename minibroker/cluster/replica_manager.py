@@ -43,6 +43,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
+from kproto._loop import wait_for
 from minibroker.cluster.api import ClusterContext
 from minibroker.cluster.fetcher import FetcherManager, FetchTarget
 from minibroker.cluster.metadata import NO_LEADER, MetadataImage, Record, TopicImage
@@ -248,7 +249,7 @@ class ReplicaManager:
         next_checkpoint = loop.time() + checkpoint_every
         while not self._closed.is_set():
             try:
-                await asyncio.wait_for(self._closed.wait(), max(0.0, min(next_isr, next_checkpoint) - loop.time()))
+                await wait_for(self._closed.wait(), max(0.0, min(next_isr, next_checkpoint) - loop.time()))
                 return
             except asyncio.TimeoutError:
                 pass

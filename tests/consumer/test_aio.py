@@ -151,3 +151,23 @@ def test_headers_and_deserializers_and_a_record_they_cannot_read(broker, produce
             (last,) = await consume(consumer, 1)
             assert (last.key, last.value, last.headers) == (None, [2], ())
     run(main)
+
+
+def test_the_metadata_task_ends_on_a_cancel_that_meets_a_wanted_refresh(broker):
+    """Issue 16 (found measuring poll_arrow): ``close()`` hung forever when its cancel of the
+    metadata task met a refresh being wanted in the same loop turn: Python 3.11's
+    ``asyncio.wait_for`` dropped the cancel and the task ran on. kproto._loop.wait_for keeps it."""
+    create(broker, "aio-meta-cancel")
+
+    async def main():
+        async with AIOConsumer(bootstrap_servers=broker.bootstrap_servers, **FAST) as consumer:
+            consumer.assign([TopicPartition("aio-meta-cancel", 0)])
+            await consumer.poll(0)
+            task = next(t for t in consumer._tasks if t.get_name() == "kproto-metadata")
+            await asyncio.sleep(0.2)  # in its wait for the next refresh
+            consumer._metadata_wanted.set()
+            task.cancel()
+            await asyncio.wait({task}, timeout=5)
+            assert task.cancelled()
+
+    run(main)
