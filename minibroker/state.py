@@ -403,7 +403,7 @@ class BrokerState:
         try:
             return await wait_for(partition.wait_for_ack(partition.log.log_end_offset, min_isr),
                                           timeout_ms / 1000)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             return RequestTimedOutError.code
 
     def new_topic(self, name: str, configs: dict[str, str | None] | None = None) -> Topic:
@@ -1045,5 +1045,5 @@ class BrokerState:
         """Return when data arrives or ``timeout`` seconds pass, whichever is first."""
         try:
             await wait_for(self._data.wait(), timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             pass

@@ -29,7 +29,7 @@ from kproto.errors import GroupIdNotFoundError, NonEmptyGroupError
 
 __all__ = ["register"]
 
-_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 _INACTIVE = ("Empty", "Dead")  # the states in which a group's offsets may be reset
 _OFFSET_COLUMNS = ("group", "topic", "partition", "current_offset", "log_end_offset", "lag",
                    "consumer_id", "host", "client_id")
@@ -121,7 +121,7 @@ def _timestamp_ms(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected an ISO 8601 date-time or milliseconds, not {text!r}") from None
     # astimezone takes a naive date-time as local time, as Kafka's tool does; timedelta
     # arithmetic is exact where float seconds would turn .007 into 6 ms.
-    return (when.astimezone(datetime.timezone.utc) - _EPOCH) // datetime.timedelta(milliseconds=1)
+    return (when.astimezone(datetime.UTC) - _EPOCH) // datetime.timedelta(milliseconds=1)
 
 
 # -- list, describe, delete ----------------------------------------------------------------

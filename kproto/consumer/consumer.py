@@ -242,7 +242,7 @@ class AIOConsumer(Positions, Rebalancing, Commits, Iteration, Columnar):
         while True:
             try:
                 await wait_for(wanted.wait(), max_age)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
             wanted.clear()
             try:
@@ -269,7 +269,7 @@ class AIOConsumer(Positions, Rebalancing, Commits, Iteration, Columnar):
             return False
         try:
             await wait_for(event.wait(), remaining)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             return False
         return True
 

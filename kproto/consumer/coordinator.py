@@ -214,7 +214,7 @@ class GroupCoordinator:
                     self._send(ApiKey.LEAVE_GROUP, lambda version: membership.leave_request(version, reason)), wait)
                 if response.error_code:
                     log.info("group %r: LeaveGroup answered %s", membership.group_id, for_code(response.error_code).name)
-            except (KafkaError, asyncio.TimeoutError) as exc:
+            except (TimeoutError, KafkaError) as exc:
                 log.info("group %r: LeaveGroup failed: %s", membership.group_id, exc)
         membership.reset()
 
@@ -254,7 +254,7 @@ class GroupCoordinator:
         membership = self.membership
         try:
             await wait_for(self._commit_line.acquire(), max(deadline - time.monotonic(), 0))
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raise KafkaTimeoutError(f"group {membership.group_id!r}: an earlier commit was still running") from None
 
         async def attempt() -> None:

@@ -251,7 +251,7 @@ class Connection:
             transport, _ = await wait_for(loop.create_connection(
                 lambda: stream, self.host, self.port, ssl=self._ssl,
                 server_hostname=self.host if self._ssl is not None else None), self.connect_timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raise KafkaTimeoutError(f"{what} {self.host}:{self.port} took over {self.connect_timeout:g} s") from None
         except ssl.SSLCertVerificationError as exc:
             der = await _tls_probe(self.host, self.port, deadline - time.monotonic())
@@ -407,7 +407,7 @@ class Connection:
             raise SaslAuthenticationFailedError(
                 f"{self.host}:{self.port} closed the connection during {mechanism} authentication (SaslHandshake "
                 f"v0, a broker before Kafka 1.0, gives no reason): wrong credentials? ({exc})") from None
-        except asyncio.TimeoutError:
+        except TimeoutError:
             error = KafkaTimeoutError(f"{self.host}:{self.port} did not answer a SASL token within "
                                       f"{self.request_timeout:g} s")
             self._fail(error)
@@ -429,7 +429,7 @@ class Connection:
             if due:
                 await asyncio.wait(due)
             await wait_for(self._authenticate(), self.connect_timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             error: BaseException = KafkaTimeoutError(
                 f"re-authentication with {self.host}:{self.port} took over {self.connect_timeout:g} s")
         except BaseException as exc:
@@ -456,7 +456,7 @@ class Connection:
             try:
                 # shielded: a cancelled wait_closed() cancels the close waiter it shares
                 await wait_for(asyncio.shield(closed), self.request_timeout if timeout is None else timeout)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 self._writer.abort()  # what is left unsent is dropped
                 await asyncio.gather(closed, return_exceptions=True)
             except OSError:
@@ -558,7 +558,7 @@ class Connection:
                     # handed to the network layer): a broker that stopped reading must not
                     # hold the caller for longer than request.timeout.ms (issue 10, item 14).
                     await wait_for(self._writer.drain(), wait)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 await self._timed_out(api_key, version, wait, "could not write")
             except (OSError, RuntimeError) as exc:
                 error = KafkaConnectionError(f"writing to {self.host}:{self.port} failed: {exc}")
@@ -971,7 +971,7 @@ async def _tls_probe(host: str, port: int, timeout: float) -> bytes | None:
     context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
     try:
         _, writer = await wait_for(asyncio.open_connection(host, port, ssl=context), timeout)
-    except (OSError, asyncio.TimeoutError):
+    except (TimeoutError, OSError):
         return None
     try:
         return writer.get_extra_info("ssl_object").getpeercert(binary_form=True)

@@ -97,6 +97,6 @@ async def _until(step: Awaitable[T], deadline: float, last: KafkaError | None) -
     """``step``, cancelled when ``deadline`` passes (KafkaTimeoutError, caused by ``last``)."""
     try:
         return await wait_for(step, max(deadline - time.monotonic(), 0))
-    except asyncio.TimeoutError:
+    except TimeoutError:
         error = KafkaTimeoutError("no success before the call's deadline" + (f"; last error: {last}" if last else ""))
         raise error from last

@@ -56,7 +56,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from kproto.admin import AdminClient, NewTopic
@@ -548,7 +548,7 @@ def run_pipeline(spark: SparkSession, bootstrap_servers: str, *, events: int = D
 
 
 def _minute(ms: int) -> str:
-    return datetime.fromtimestamp(ms / 1000, timezone.utc).strftime("%H:%M")
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%H:%M")
 
 
 def format_report(report: Report) -> str:

@@ -456,7 +456,7 @@ async def send_batch_async(core: AIOProducer, topic: str, values: Any, keys: Any
             space.clear()
             try:
                 await wait_for(space.wait(), min(left, 0.2))
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
         await asyncio.sleep(0)  # let the sender take what is queued while the next batch is built
     job.future._seal()

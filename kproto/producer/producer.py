@@ -383,7 +383,7 @@ class AIOProducer:
             self._space.clear()
             try:
                 await wait_for(self._space.wait(), left)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
 
     async def _fetch_metadata(self, topic: str, deadline: float) -> None:
@@ -396,7 +396,7 @@ class AIOProducer:
         self._cluster.want([topic])
         try:
             await wait_for(self._cluster.refresh([topic]), max(deadline - time.monotonic(), 0.001))
-        except (KafkaConnectionError, asyncio.TimeoutError) as exc:
+        except (TimeoutError, KafkaConnectionError) as exc:
             self._metadata_errors[topic] = exc
         info = self._cluster.topics.get(topic)
         if info is not None and info.error_code:
@@ -599,7 +599,7 @@ class AIOProducer:
                 self._space.clear()
                 try:
                     await wait_for(self._space.wait(), left if left is not None else 1.0)
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     pass
         finally:
             self._acc.flushing -= 1

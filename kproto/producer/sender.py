@@ -196,7 +196,7 @@ class Sender:
         self.wake()
         try:
             await wait_for(asyncio.shield(self.task), timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             pass
         finally:
             self._stopping = True
@@ -244,7 +244,7 @@ class Sender:
                 break
             try:
                 await wait_for(self._event.wait(), wait)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
 
     async def _step(self) -> float | None:

@@ -658,7 +658,7 @@ class ClientCredentialsTokenProvider:
         try:
             await wait_for(ended, max(0.0, deadline - time.monotonic()))
             finished = True
-        except asyncio.TimeoutError:
+        except TimeoutError:
             finished = False
         return self._outcome(finished, timeout_ms)
 

@@ -318,7 +318,7 @@ class ControllerServer:
                 break
             try:
                 await wait_for(self._committed.wait(), min(remaining, tick))
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
         entries = quorum.log.read(p.fetch_offset) if code == 0 else []
         end = quorum.log.end_offset

@@ -170,7 +170,7 @@ class ReplicaFetcher:
                     self._wake.clear()
                     try:
                         await wait_for(self._wake.wait(), min(waits) if waits else None)
-                    except asyncio.TimeoutError:
+                    except TimeoutError:
                         pass
                     continue
                 try:

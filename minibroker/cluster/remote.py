@@ -518,7 +518,7 @@ class RemoteControllerChannel:
         try:  # the endpoint answers errors in the body: anything raised here is the transport's
             conn = await self._connection()
             return await conn.request_versioned(body, VERSIONS[_KEYS[type(body)]])
-        except (OSError, asyncio.TimeoutError, KafkaError) as exc:
+        except (TimeoutError, OSError, KafkaError) as exc:
             await self.close()
             raise NotControllerError(f"the controller endpoint is unreachable: {exc}") from exc
 
@@ -530,7 +530,7 @@ class RemoteControllerChannel:
             return
         try:
             await follower.fetch_once(await self._connection(), 0)
-        except (OSError, asyncio.TimeoutError, KafkaError) as exc:
+        except (TimeoutError, OSError, KafkaError) as exc:
             # The change is committed: answering it as failed would be a lie. The long poll
             # applies it shortly; only read-your-writes is lost for this once.
             log.info("node %d: catching up after a committed change failed (%s)", follower.node_id, exc)

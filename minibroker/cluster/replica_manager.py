@@ -251,7 +251,7 @@ class ReplicaManager:
             try:
                 await wait_for(self._closed.wait(), max(0.0, min(next_isr, next_checkpoint) - loop.time()))
                 return
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
             now = loop.time()
             if now >= next_isr:

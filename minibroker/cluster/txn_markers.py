@@ -79,7 +79,7 @@ async def send_txn_markers(host: str, port: int, *, node_id: int, producer_id: i
                         host, port, *_VERSIONS, offered)
             return failed
         response = await conn.request_versioned(request, min(offered[1], _VERSIONS[1]))
-    except (KafkaError, OSError, asyncio.TimeoutError) as exc:
+    except (TimeoutError, KafkaError, OSError) as exc:
         log.info("WriteTxnMarkers to %s:%d failed: %s", host, port, exc)
         return failed
     finally:
@@ -171,7 +171,7 @@ class AddPartitionsToTxnSender:
                 return {tid: {} for tid in batch}
             request = AddPartitionsToTxnRequest(transactions=[txn for txn, _, _ in batch.values()])
             response = await conn.request_versioned(request, min(offered[1], _ADD_VERSIONS[1]))
-        except (KafkaError, OSError, asyncio.TimeoutError) as exc:
+        except (TimeoutError, KafkaError, OSError) as exc:
             log.info("AddPartitionsToTxn to %s:%d failed: %s", host, port, exc)
             return failed
         finally:

@@ -258,7 +258,7 @@ def test_drain_waits_while_the_peer_reads_nothing(write_mode, monkeypatch):
                 expected += b"".join(pieces)
                 try:
                     await asyncio.wait_for(pair.writer.drain(), 0.5)
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     blocked = True
                     break
             assert blocked, "drain() never waited"

@@ -39,7 +39,7 @@ MECHANISMS = "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER"
 def secure(pki, tmp_path_factory):
     """The module's broker (see the module docstring) and its SCRAM users alice (both
     mechanisms, made through confluent-kafka's AdminClient: AlterUserScramCredentials)."""
-    now = dt.datetime.now(dt.timezone.utc)
+    now = dt.datetime.now(dt.UTC)
     wrong_host = pki.ca.issue("elsewhere.example", hosts=("elsewhere.example",))
     expired = pki.ca.issue("localhost", hosts=("localhost", "127.0.0.1"), not_before=now - dt.timedelta(days=10),
                            not_after=now - dt.timedelta(days=1))

@@ -29,7 +29,7 @@ from tests.support.leaks import nothing_left_behind  # noqa: F401 (autouse)
 from tests.support.secure_broker import SaslLog, brokers_named, secure_config
 
 GENEROUS = 5.0  # seconds: "at once" under a loaded machine
-EXPIRED_AT = dt.datetime.now(dt.timezone.utc) - dt.timedelta(days=2)  # the EXPIRED listener's notAfter
+EXPIRED_AT = dt.datetime.now(dt.UTC) - dt.timedelta(days=2)  # the EXPIRED listener's notAfter
 
 
 @pytest.fixture(scope="module")

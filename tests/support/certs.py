@@ -32,7 +32,7 @@ __all__ = ["CertificateAuthority", "Issued"]
 
 
 def _now() -> dt.datetime:
-    return dt.datetime.now(dt.timezone.utc)
+    return dt.datetime.now(dt.UTC)
 
 
 def _name(common_name: str) -> x509.Name:

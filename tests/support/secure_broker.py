@@ -53,7 +53,7 @@ def secure_config(pki: Any, directory: Path, *, expired_at: dt.datetime | None =
     listener's certificate expired at ``expired_at`` (default: two days ago); ``more``
     (Kafka's names, given as a dict's keys) adds to them or overrides them."""
     directory.mkdir(parents=True, exist_ok=True)
-    past = expired_at or dt.datetime.now(dt.timezone.utc) - dt.timedelta(days=2)
+    past = expired_at or dt.datetime.now(dt.UTC) - dt.timedelta(days=2)
     # a name no other test's certificate shares up to a dot: certs.py names the files by
     # Path.with_suffix, and "elsewhere" after "elsewhere.example" (both "elsewhere.crt")
     # makes its free-name loop spin forever
