@@ -445,10 +445,12 @@ class FrameReader:
       quarter smaller) is read into it again, whose pages are already mapped. Only the
       last one is kept: a frame kept is memory its users no longer count (a consumer's
       bound, about twice ``fetch.max.bytes``, grows by one frame per broker), and the
-      reader lets go of it when the stream ends. After such a frame, the next read is
-      only the next frame's size prefix: another large frame then goes to its own buffer
+      reader lets go of it when the stream ends. After such a frame larger than one read
+      of the scratch (256 KiB), the next read is only the next frame's size prefix:
+      another such frame, which takes two reads either way, then goes to its own buffer
       without passing through the scratch (issue 16: a 1 MB Produce's first 256 KiB were
       read into the scratch and copied, 1.5 ns a record); a small one costs one read more.
+      After a smaller one, many frames of its size still come in one read.
 
     Frames come out as ``bytes`` without the size prefix, ready for
     :func:`decode_request` / :func:`decode_response`.
@@ -648,7 +650,8 @@ class FrameReader:
                 frame.truncate(self._size)  # a larger frame filled again: cut to size (no copy)
                 out = frame.getvalue()  # the buffer itself (see __init__)
                 self._recent.append(out)  # to be filled again once nobody holds it (_start_frame)
-                self._prefix_first = True  # another may follow: its prefix alone first (get_buffer)
+                # another may follow: its prefix alone first (get_buffer), when it took more than a read
+                self._prefix_first = self._size > self._SCRATCH
                 if len(self._recent) > self._REUSE:
                     del self._recent[0]
                 return out

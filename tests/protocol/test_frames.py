@@ -477,7 +477,7 @@ def test_frame_reader_mixed_feeding_and_misuse() -> None:
 
 def test_after_a_large_frame_the_next_read_is_its_size_prefix_alone() -> None:
     """issue 16 (1 MB Produce requests back to back): after a frame read into its own
-    buffer, the reader's next buffer is just the next size prefix, so that a large frame
+    buffer, larger than the scratch, the reader's next buffer is just the next size prefix, so that a large frame
     after it is read into its own buffer whole (its first 256 KiB went through the scratch
     and were copied); a small one comes in the read after. With ``prefix_only`` (a broker
     answering a request) every buffer stops at the next size prefix."""
@@ -508,6 +508,15 @@ def test_after_a_large_frame_the_next_read_is_its_size_prefix_alone() -> None:
     reader.buffer_updated(0)
     _feed(reader, frame(b"d") + frame(b"e"), got)
     assert got[2:] == [b"d", b"e"]
+    # a frame of its own buffer that one read of the scratch could hold (here 110 KB, a
+    # 1,000-record Produce): the next read may bring several such frames, not only a prefix
+    wire = frame(b"f" * 110_000)
+    buf = reader.get_buffer(-1)
+    buf[:100] = wire[:100]
+    reader.buffer_updated(100)
+    _feed(reader, wire[100:], got)
+    assert got[4:] == [b"f" * 110_000]
+    assert len(reader.get_buffer(-1)) > 220_000
 
 
 def test_a_read_before_a_large_frame_is_taken_goes_to_the_scratch() -> None:
