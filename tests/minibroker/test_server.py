@@ -398,3 +398,43 @@ def test_pipelined_large_produce_requests_are_read_without_a_copy_or_a_pause(mon
     assert all(n <= frame_size for n in own)
     assert all(n >= frame_size - 100 for n in own[1:]), own  # all of each frame after the first
     assert pauses == 0
+
+
+def test_while_a_request_is_answered_nothing_is_read_past_the_next_size(monkeypatch):
+    """Issue 16 (reading is no longer paused when a frame is complete, only once the next
+    size is known): while the broker answers a request (here held 0.3 s by a request
+    control, as a quota's mute or acks=all hold it), it reads at most the next frame's size
+    prefix (Kafka mutes its channel); it read one read's worth (up to 256 KiB) of the next
+    frame before. That one is read, and answered, once the first is answered."""
+    from kproto.protocol import FrameReader
+    from minibroker.faults import Delay
+
+    seen = {"held": None}
+
+    class Spy(FrameReader):
+        def buffer_updated(self, nbytes):
+            super().buffer_updated(nbytes)
+            if seen["held"] is not None:
+                seen["held"] = max(seen["held"], self.buffered)
+
+    monkeypatch.setattr("minibroker.server.FrameReader", Spy)
+    with MiniBroker() as broker:
+        client = RawClient(broker.port)
+        try:
+            create(client, "held")
+            broker.requests.control(ApiKey.PRODUCE, Delay(0.3), times=1)
+            client.send(ApiKey.PRODUCE, 9, ProduceRequest(acks=1, timeout_ms=5000, topic_data=[
+                ProduceRequest.TopicProduceData(name="held", partition_data=[
+                    ProduceRequest.PartitionProduceData(index=0, records=batch(b"a"))])]))
+            time.sleep(0.1)  # the first is being answered
+            seen["held"] = 0
+            client.send(ApiKey.PRODUCE, 9, ProduceRequest(acks=1, timeout_ms=5000, topic_data=[
+                ProduceRequest.TopicProduceData(name="held", partition_data=[
+                    ProduceRequest.PartitionProduceData(index=0, records=batch(b"b" * 100_000))])]))
+            time.sleep(0.1)
+            held = seen["held"]
+            answers = [client.receive(ApiKey.PRODUCE, 9)[1].responses[0].partition_responses[0] for _ in range(2)]
+        finally:
+            client.close()
+    assert [(a.error_code, a.base_offset) for a in answers] == [(0, 0), (0, 1)]
+    assert held <= 4  # the next frame's size at most
