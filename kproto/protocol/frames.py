@@ -445,7 +445,12 @@ class FrameReader:
       quarter smaller) is read into it again, whose pages are already mapped. Only the
       last one is kept: a frame kept is memory its users no longer count (a consumer's
       bound, about twice ``fetch.max.bytes``, grows by one frame per broker), and the
-      reader lets go of it when the stream ends.
+      reader lets go of it when the stream ends. After such a frame larger than one read
+      of the scratch (256 KiB), the next read is only the next frame's size prefix:
+      another such frame, which takes two reads either way, then goes to its own buffer
+      without passing through the scratch (issue 16: a 1 MB Produce's first 256 KiB were
+      read into the scratch and copied, 1.5 ns a record); a small one costs one read more.
+      After a smaller one, many frames of its size still come in one read.
 
     Frames come out as ``bytes`` without the size prefix, ready for
     :func:`decode_request` / :func:`decode_response`.
@@ -478,6 +483,7 @@ class FrameReader:
         self._lent: memoryview | None = None  # handed out by get_buffer, until buffer_updated
         self._eof = False
         self._recent: list[bytes] = []  # the last frames read into their own buffers (see _start_frame)
+        self._prefix_first = False  # a frame read into its own buffer just ended (see get_buffer)
 
     @property
     def buffered(self) -> int:
@@ -530,12 +536,18 @@ class FrameReader:
             buf += data
         self._end = end + len(data)
 
-    def get_buffer(self, sizehint: int = -1) -> memoryview:
+    def get_buffer(self, sizehint: int = -1, *, prefix_only: bool = False) -> memoryview:
         """A writable buffer for the next received bytes (:meth:`asyncio.BufferedProtocol.get_buffer`):
         the unfilled part of the frame being read into its own buffer, else free room in
         the scratch buffer. Say how much was written with :meth:`buffer_updated`; the
         buffer must not be used after that, nor after another call (which means that
         nothing was written in the previous one).
+
+        With ``prefix_only``, while the size prefix of the frame at the head is
+        incomplete, the buffer holds just the bytes that complete it (a broker that
+        answers a request reads no more than the next one's size, as Kafka mutes its
+        channel); once it is complete, as without. The reader does the same by itself for
+        the first read after a frame read into its own buffer (see the class docstring).
 
         Raises:
             ProtocolError: the frame at the head has a negative or oversized size.
@@ -547,13 +559,14 @@ class FrameReader:
         if self._eof:
             raise RuntimeError("received data after end of stream")
         self._keep = self._SCRATCH
-        if self._frame is None:
+        # a frame complete in its own buffer and not yet taken: what comes next goes to the scratch
+        if (complete := self._frame is not None and self._filled == self._size) or self._frame is None:
             buf, start, end = self._buf, self._start, self._end
-            if end - start >= 4:
+            if not complete and end - start >= 4:
                 size = self._check_size(start)
                 if size >= self.DIRECT_SIZE and start + 4 + size > end:
                     self._start_frame(size)
-            if self._frame is None:
+            if complete or self._frame is None:
                 if len(buf) - end < self._MIN_ROOM:
                     if start:
                         del buf[:start]
@@ -561,7 +574,11 @@ class FrameReader:
                     room = len(buf) - self._end
                     if room < self._MIN_ROOM:
                         buf += bytes(max(self._SCRATCH - len(buf), self._MIN_ROOM - room))
-                self._lent = memoryview(buf)[self._end :]
+                if (prefix_only or complete or self._prefix_first) and (have := self._end - self._start) < 4:
+                    self._lent = memoryview(buf)[self._end : self._end + 4 - have]
+                else:
+                    self._prefix_first = False
+                    self._lent = memoryview(buf)[self._end :]
                 return self._lent
         self._lent = self._frame_view[self._filled : self._size]  # type: ignore[index]
         return self._lent
@@ -579,7 +596,7 @@ class FrameReader:
         if not 0 <= nbytes <= len(lent):
             raise RuntimeError(f"buffer_updated({nbytes}) with a buffer of {len(lent)} bytes")
         lent.release()  # the scratch may be resized again, the frame handed out without a copy
-        if self._frame is not None:
+        if self._frame is not None and self._filled < self._size:  # (else the scratch was lent)
             self._filled += nbytes
         else:
             self._end += nbytes
@@ -633,6 +650,8 @@ class FrameReader:
                 frame.truncate(self._size)  # a larger frame filled again: cut to size (no copy)
                 out = frame.getvalue()  # the buffer itself (see __init__)
                 self._recent.append(out)  # to be filled again once nobody holds it (_start_frame)
+                # another may follow: its prefix alone first (get_buffer), when it took more than a read
+                self._prefix_first = self._size > self._SCRATCH
                 if len(self._recent) > self._REUSE:
                     del self._recent[0]
                 return out

@@ -306,8 +306,8 @@ def test_a_large_produce_request_is_read_into_its_own_frame_buffer(monkeypatch):
             seen["received"] += len(data)
             super().receive_data(data)
 
-        def get_buffer(self, sizehint=-1):
-            view = super().get_buffer(sizehint)
+        def get_buffer(self, sizehint=-1, **kwargs):
+            view = super().get_buffer(sizehint, **kwargs)
             self._spy_own = not isinstance(view.obj, bytearray)  # a frame's own buffer, not the scratch
             return view
 
@@ -338,3 +338,103 @@ def test_a_large_produce_request_is_read_into_its_own_frame_buffer(monkeypatch):
     assert len(large) == 1
     # all of it but what came in the read that brought its size prefix (at most the scratch)
     assert seen["into_own"] >= large[0] - 256 * 1024
+
+
+def test_pipelined_large_produce_requests_are_read_without_a_copy_or_a_pause(monkeypatch):
+    """Issue 16 (send_batch at 1 MB, the broker's per-request cost): a 1 MB Produce
+    request's first 256 KiB were read into the FrameReader's scratch buffer and copied into
+    the frame's own buffer, and reading was paused and resumed twice per request (once to
+    reserve the frame's memory, once to answer it: four epoll_ctl calls and two more loop
+    turns). Requests sent back to back are now each read straight into their own buffer,
+    all of it (after the first, whose size came with the requests before it), and reading
+    is never paused: memory is left, and each is answered without waiting."""
+    from kproto.protocol import FrameReader
+    from minibroker.server import _RequestStream
+
+    seen = {"own": [], "pauses": 0}
+
+    class Spy(FrameReader):
+        def get_buffer(self, sizehint=-1, **kwargs):
+            view = super().get_buffer(sizehint, **kwargs)
+            self._spy_own = not isinstance(view.obj, bytearray)  # a frame's own buffer, not the scratch
+            return view
+
+        def buffer_updated(self, nbytes):
+            if self._spy_own:
+                seen["own"][-1] += nbytes
+            super().buffer_updated(nbytes)
+
+        def next_frame(self):
+            frame = super().next_frame()
+            if frame is not None:
+                seen["own"].append(0)
+            return frame
+
+    pause = _RequestStream._pause
+
+    def counted(self):
+        seen["pauses"] += self._reading
+        pause(self)
+
+    monkeypatch.setattr("minibroker.server.FrameReader", Spy)
+    monkeypatch.setattr(_RequestStream, "_pause", counted)
+    records = batch(*[bytes([i % 251]) * 1000 for i in range(900)])  # ~900 KB: a send_batch request
+    request = ProduceRequest(acks=1, timeout_ms=5000, topic_data=[ProduceRequest.TopicProduceData(
+        name="big", partition_data=[ProduceRequest.PartitionProduceData(index=0, records=records)])])
+    with MiniBroker() as broker:
+        client = RawClient(broker.port)
+        try:
+            create(client, "big")
+            seen["own"], seen["pauses"] = [0], 0
+            for _ in range(5):  # all sent before any answer is read (5 in flight, as a producer's)
+                client.send(ApiKey.PRODUCE, 9, request)
+            answers = [client.receive(ApiKey.PRODUCE, 9)[1].responses[0].partition_responses[0] for _ in range(5)]
+            pauses = seen["pauses"]  # (the close pauses reading: it is the end)
+        finally:
+            client.close()
+    assert [(a.error_code, a.base_offset) for a in answers] == [(0, 900 * i) for i in range(5)]
+    frame_size = len(records) + 100  # header and fields: under 100 bytes
+    own = seen["own"][:5]
+    assert all(n <= frame_size for n in own)
+    assert all(n >= frame_size - 100 for n in own[1:]), own  # all of each frame after the first
+    assert pauses == 0
+
+
+def test_while_a_request_is_answered_nothing_is_read_past_the_next_size(monkeypatch):
+    """Issue 16 (reading is no longer paused when a frame is complete, only once the next
+    size is known): while the broker answers a request (here held 0.3 s by a request
+    control, as a quota's mute or acks=all hold it), it reads at most the next frame's size
+    prefix (Kafka mutes its channel); it read one read's worth (up to 256 KiB) of the next
+    frame before. That one is read, and answered, once the first is answered."""
+    from kproto.protocol import FrameReader
+    from minibroker.faults import Delay
+
+    seen = {"held": None}
+
+    class Spy(FrameReader):
+        def buffer_updated(self, nbytes):
+            super().buffer_updated(nbytes)
+            if seen["held"] is not None:
+                seen["held"] = max(seen["held"], self.buffered)
+
+    monkeypatch.setattr("minibroker.server.FrameReader", Spy)
+    with MiniBroker() as broker:
+        client = RawClient(broker.port)
+        try:
+            create(client, "held")
+            broker.requests.control(ApiKey.PRODUCE, Delay(0.3), times=1)
+            client.send(ApiKey.PRODUCE, 9, ProduceRequest(acks=1, timeout_ms=5000, topic_data=[
+                ProduceRequest.TopicProduceData(name="held", partition_data=[
+                    ProduceRequest.PartitionProduceData(index=0, records=batch(b"a"))])]))
+            time.sleep(0.1)  # the first is being answered
+            seen["held"] = 0
+            client.send(ApiKey.PRODUCE, 9, ProduceRequest(acks=1, timeout_ms=5000, topic_data=[
+                ProduceRequest.TopicProduceData(name="held", partition_data=[
+                    ProduceRequest.PartitionProduceData(index=0, records=batch(b"b" * 100_000))])]))
+            time.sleep(0.1)
+            held = seen["held"]
+            answers = [client.receive(ApiKey.PRODUCE, 9)[1].responses[0].partition_responses[0] for _ in range(2)]
+        finally:
+            client.close()
+    assert [(a.error_code, a.base_offset) for a in answers] == [(0, 0), (0, 1)]
+    assert held <= 4  # the next frame's size at most

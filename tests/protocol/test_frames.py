@@ -473,3 +473,72 @@ def test_frame_reader_mixed_feeding_and_misuse() -> None:
     small = FrameReader()
     with pytest.raises(RuntimeError, match="with a buffer of"):
         small.buffer_updated(len(small.get_buffer(-1)) + 1)
+
+
+def test_after_a_large_frame_the_next_read_is_its_size_prefix_alone() -> None:
+    """issue 16 (1 MB Produce requests back to back): after a frame read into its own
+    buffer, larger than the scratch, the reader's next buffer is just the next size prefix, so that a large frame
+    after it is read into its own buffer whole (its first 256 KiB went through the scratch
+    and were copied); a small one comes in the read after. With ``prefix_only`` (a broker
+    answering a request) every buffer stops at the next size prefix."""
+    size = 300_000  # more than the first read brings: read into its own buffer
+    reader, got = FrameReader(), []
+    _feed(reader, frame(b"a" * size), got)
+    assert got == [b"a" * size]
+    assert len(reader.get_buffer(-1)) == 4
+    reader.buffer_updated(0)
+    wire = frame(b"b" * size) + frame(b"c")
+    buf = reader.get_buffer(-1)
+    buf[:2] = wire[:2]  # a read may bring part of it: the rest of the prefix next
+    reader.buffer_updated(2)
+    buf = reader.get_buffer(-1)
+    assert len(buf) == 2
+    buf[:] = wire[2:4]
+    reader.buffer_updated(2)
+    buf = reader.get_buffer(-1)  # the frame's own buffer, nothing copied into it
+    assert not isinstance(buf.obj, bytearray) and len(buf) == size
+    buf[:] = wire[4 : 4 + size]
+    reader.buffer_updated(size)
+    assert reader.next_frame() == b"b" * size
+    _feed(reader, wire[4 + size :], got)  # a small one: the prefix, then the rest
+    assert got[1:] == [b"c"] and reader.buffered == 0
+    assert len(reader.get_buffer(-1)) > 4  # the scratch again: after a small frame, any read size
+    reader.buffer_updated(0)
+    assert len(reader.get_buffer(-1, prefix_only=True)) == 4
+    reader.buffer_updated(0)
+    _feed(reader, frame(b"d") + frame(b"e"), got)
+    assert got[2:] == [b"d", b"e"]
+    # a frame of its own buffer that one read of the scratch could hold (here 110 KB, a
+    # 1,000-record Produce): the next read may bring several such frames, not only a prefix
+    wire = frame(b"f" * 110_000)
+    buf = reader.get_buffer(-1)
+    buf[:100] = wire[:100]
+    reader.buffer_updated(100)
+    _feed(reader, wire[100:], got)
+    assert got[4:] == [b"f" * 110_000]
+    assert len(reader.get_buffer(-1)) > 220_000
+
+
+def test_a_read_before_a_large_frame_is_taken_goes_to_the_scratch() -> None:
+    """issue 16: a broker no longer pauses reading when a frame is complete, and asyncio's
+    TLS transport reads again before the frame is taken: the buffer handed out then is not
+    the complete frame's (an empty one, which asyncio refuses and which kept the frame's
+    buffer exported: BufferError when the frame was cut to size) but the scratch, up to the
+    next size prefix; the frame comes out whole, then the next one."""
+    size = 300_000
+    wire = frame(b"a" * size) + frame(b"b" * 10)
+    reader = FrameReader()
+    pos = 0
+    while pos < 4 + size:  # the first frame, complete, not taken
+        buf = reader.get_buffer(-1)
+        n = min(len(buf), 4 + size - pos)
+        buf[:n] = wire[pos : pos + n]
+        reader.buffer_updated(n)
+        pos += n
+    buf = reader.get_buffer(-1)
+    assert isinstance(buf.obj, bytearray) and len(buf) == 4
+    buf[:] = wire[pos : pos + 4]
+    reader.buffer_updated(4)
+    assert reader.next_frame() == b"a" * size
+    _feed(reader, wire[pos + 4 :], got := [])
+    assert got == [b"b" * 10] and reader.buffered == 0
