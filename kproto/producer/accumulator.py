@@ -358,6 +358,8 @@ class RecordAccumulator:
             ClientClosedError, KafkaError: the appender is closed (as a send would raise).
         """
         size = builder.size_in_bytes()
+        if data is None:  # the builder holds its buffer until sent, a reused spare's all of it
+            size = max(size, builder.capacity)
         with self.lock:
             if self.appender.closed:
                 raise self.policy.closed_error()

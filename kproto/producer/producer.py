@@ -644,6 +644,7 @@ class AIOProducer:
             await self._statistics.stop()
             if self._interceptors is not None:
                 self._interceptors.close()
+            self._release_spares()  # send_batch's, offered as the last batches settled
 
 
     def metrics(self) -> dict[MetricName, float]:
