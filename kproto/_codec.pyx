@@ -1585,17 +1585,9 @@ cdef class BatchBuilder:
                                          row_view.shape[0] if has_rows else 0, pos, stop, &full)
                 if full or pos >= stop:
                     break
-            if has_rows:
-                if not 0 <= pos < row_view.shape[0]:
-                    raise IndexError(f"position {pos} is outside rows ({row_view.shape[0]})")
-                i = <Py_ssize_t>row_view[pos]
-            else:
-                i = pos
-            if not 0 <= i < vcol.length:
-                raise IndexError(f"row {i} is outside the columns ({vcol.length} records)")
+            i = _column_row(pos, has_rows, row_view.shape[0] if has_rows else 0, vcol.length, has_ts,
+                            ts_view.shape[0] if has_ts else 0, &row_view[0] if has_rows and row_view.shape[0] else NULL)
             if has_ts:
-                if i >= ts_view.shape[0]:
-                    raise IndexError(f"row {i} is outside timestamps ({ts_view.shape[0]})")
                 ts = ts_view[i]
             else:
                 ts = timestamp
@@ -1657,17 +1649,8 @@ cdef class BatchBuilder:
         cdef int64_t t, delta
         cdef uint8_t* w
         while pos < stop:
-            if has_rows:
-                if not 0 <= pos < nrows:
-                    raise IndexError(f"position {pos} is outside rows ({nrows})")
-                i = <Py_ssize_t>rows[pos]
-            else:
-                i = pos
-            if not 0 <= i < vcol.length:
-                raise IndexError(f"row {i} is outside the columns ({vcol.length} records)")
+            i = _column_row(pos, has_rows, nrows, vcol.length, has_ts, nts, rows)
             if has_ts:
-                if i >= nts:
-                    raise IndexError(f"row {i} is outside timestamps ({nts})")
                 t = ts[i]
             else:
                 t = timestamp
@@ -1911,6 +1894,25 @@ cdef enum _CellKind:
 
 
 @cython.final
+cdef inline Py_ssize_t _column_row(Py_ssize_t pos, bint has_rows, Py_ssize_t nrows, Py_ssize_t length,
+                                   bint has_ts, Py_ssize_t nts, const int64_t* rows) except -1:
+    """The column row of append_columns' position ``pos`` (``rows[pos]``, or ``pos`` without
+    rows), checked against the rows, the columns' ``length`` and the timestamps: the one
+    place both of its loops (the C one and the general one) raise their IndexErrors."""
+    cdef Py_ssize_t i
+    if has_rows:
+        if not 0 <= pos < nrows:
+            raise IndexError(f"position {pos} is outside rows ({nrows})")
+        i = <Py_ssize_t>rows[pos]
+    else:
+        i = pos
+    if not 0 <= i < length:
+        raise IndexError(f"row {i} is outside the columns ({length} records)")
+    if has_ts and i >= nts:
+        raise IndexError(f"row {i} is outside timestamps ({nts})")
+    return i
+
+
 cdef class _Cells:
     """One key or value column, read row by row without Python calls where it can be."""
     cdef object column

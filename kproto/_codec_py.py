@@ -1231,9 +1231,13 @@ class BatchBuilder:
             stop = len(rows) if rows is not None else len(values)
         pos = start
         while pos < stop:
+            if rows is not None and not 0 <= pos < len(rows):
+                raise IndexError(f"position {pos} is outside rows ({len(rows)})")
             i = pos if rows is None else rows[pos]
             if not 0 <= i < len(values):
                 raise IndexError(f"row {i} is outside the columns ({len(values)} records)")
+            if timestamps is not None and i >= len(timestamps):
+                raise IndexError(f"row {i} is outside timestamps ({len(timestamps)})")
             ts = timestamp if timestamps is None else timestamps[i]
             key = None if keys is None else keys[i]
             if self.append(ts, key, values[i], None if headers is None else headers[i]) < 0:

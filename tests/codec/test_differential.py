@@ -589,3 +589,23 @@ def test_validate_batch_walks_crafted_records_alike(crafted, timestamp_type):
     buf = resealed(head + payload)
     a = verdict_and_message(py, buf)
     assert a == verdict_and_message(cy, buf)
+
+
+@pytest.mark.parametrize("with_headers", [False, True], ids=["no-headers", "headers"])
+@pytest.mark.parametrize("case", [
+    dict(rows=array.array("q", [0, 5])),
+    dict(rows=array.array("q", [0, -1])),
+    dict(timestamps=array.array("q", [1])),
+    dict(rows=array.array("q", [0]), stop=3),
+], ids=["row-past-the-columns", "negative-row", "short-timestamps", "stop-past-the-rows"])
+def test_append_columns_refuses_rows_outside_its_columns_alike(case, with_headers):
+    """issue 16 (send_batch): a row, a position or a timestamp outside what was given is the
+    same IndexError, with the same message, from both backends (the twin used to say
+    "array index out of range" for the last two) and from both of the extension's loops."""
+    errors = []
+    for backend in (cy, py):
+        with pytest.raises(IndexError) as raised:
+            backend.BatchBuilder().append_columns([b"a", b"b", b"c"], None, [[], [], []] if with_headers else None,
+                                                  **case)
+        errors.append(str(raised.value))
+    assert errors[0] == errors[1]
