@@ -34,8 +34,11 @@ cache to the socket without entering Python. The frame is byte for byte the one
 retention or compaction deletes meanwhile stays readable through its open descriptor
 (see :mod:`minibroker.log.segment`); against a topic deleted meanwhile, which closes its
 logs' descriptors, each slice's descriptor is duplicated as soon as the handler returns,
-before anything can await. Slices of logs in memory are bytes already and are written
-as they are. The copying path, used when ``os.sendfile``
+before anything can await. Slices of logs in memory are bytes, or read-only views of
+the log's own memory whose bytes never change (see
+:class:`~minibroker.log.store.MemoryStore`), and are written as they are, not copied
+to build the frame (what the socket does not take at once, asyncio's transport
+buffers). The copying path, used when ``os.sendfile``
 cannot serve (a TLS transport, a file system without it: asyncio reports
 ``SendfileNotAvailableError``) or when turned off, reads each slice with ``pread`` and
 writes the bytes.
@@ -785,7 +788,7 @@ class Server:
         if parts is None:
             return None
         if isinstance(action, Hold) or faults.silent_to(header.client_id):
-            parts = _pin(parts, sendfile=False)  # bytes now: nothing it refers to may change while it waits
+            parts = _pin(parts, sendfile=False)  # bytes (views that never change) now: safe while it waits
             if control is not None and isinstance(action, Hold):
                 await control.wait_released()
             await faults.reachable(header.client_id)
