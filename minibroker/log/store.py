@@ -274,7 +274,7 @@ class MemoryStore:
         k, offset = divmod(position - FIRST_CHUNK, CHUNK)
         if position >= FIRST_CHUNK and offset + length <= CHUNK:
             return self._maps[k][offset : offset + length]  # bytes: one copy
-        parts = []
+        parts: list[bytes | memoryview] = []
         at = position
         while at < end:
             if at < FIRST_CHUNK:
