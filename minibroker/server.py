@@ -34,8 +34,11 @@ cache to the socket without entering Python. The frame is byte for byte the one
 retention or compaction deletes meanwhile stays readable through its open descriptor
 (see :mod:`minibroker.log.segment`); against a topic deleted meanwhile, which closes its
 logs' descriptors, each slice's descriptor is duplicated as soon as the handler returns,
-before anything can await. Slices of logs in memory are bytes already and are written
-as they are. The copying path, used when ``os.sendfile``
+before anything can await. Slices of logs in memory are bytes, or read-only views of
+the log's own memory whose bytes never change (see
+:class:`~minibroker.log.store.MemoryStore`), and are written as they are, not copied
+to build the frame (what the socket does not take at once, asyncio's transport
+buffers). The copying path, used when ``os.sendfile``
 cannot serve (a TLS transport, a file system without it: asyncio reports
 ``SendfileNotAvailableError``) or when turned off, reads each slice with ``pread`` and
 writes the bytes.
@@ -132,13 +135,13 @@ _OWN_PIECE = 64 * 1024  # a slice of a log in memory this large is written as it
 _AT_ONCE = 64 * 1024  # a response of bytes up to this size is written without a drain (_written_at_once)
 
 
-def _pin(parts: list[Any], sendfile: bool) -> list[bytes | LogSlice]:
+def _pin(parts: list[Any], sendfile: bool) -> list[bytes | memoryview | LogSlice]:
     """The pieces of a response frame to write, with nothing left that can change.
 
-    Runs of bytes are joined, but a large slice of a log in memory (bytes already) stays a
-    piece of its own: joining would copy a Fetch's records once more. Each slice of a segment on
-    disk becomes, with ``sendfile``,
-    a slice of a duplicate descriptor of the file, owned by the piece: closing the log
+    Runs of bytes are joined, but a large slice of a log in memory (bytes, or a read-only
+    view of a map whose bytes never change, see :class:`~minibroker.log.store.MemoryStore`)
+    stays a piece of its own, written as it is: joining would copy a Fetch's records once
+    more. Each slice of a segment on disk becomes, with ``sendfile``, a slice of a duplicate descriptor of the file, owned by the piece: closing the log
     (DeleteTopics) cannot close it, nor hand its number to another file. That matters
     twice: sendfile would send another file's bytes, and asyncio (3.11) never finishes a
     ``loop.sendfile`` whose descriptor is closed midway (its error path ``lseek``s the
@@ -147,11 +150,17 @@ def _pin(parts: list[Any], sendfile: bool) -> list[bytes | LogSlice]:
     before the first ``await`` after the handler returns, so what is sent is what the
     handler chose.
     """
-    pieces: list[bytes | LogSlice] = []
+    pieces: list[bytes | memoryview | LogSlice] = []
     run: list[bytes] = []
     for part in parts:
         if type(part) is bytes:
             run.append(part)
+            continue
+        if type(part) is memoryview:  # pinned before (a held response): a piece of its own
+            if run:
+                pieces.append(b"".join(run))
+                run = []
+            pieces.append(part)
             continue
         for piece in part.slices:
             if sendfile and isinstance(piece.source, SegmentFile):
@@ -160,11 +169,11 @@ def _pin(parts: list[Any], sendfile: bool) -> list[bytes | LogSlice]:
                     run = []
                 owned = SegmentFile(piece.source.path, os.dup(piece.source.fileno()))
                 pieces.append(LogSlice(owned, piece.position, piece.length))
-            elif isinstance(piece.source, bytes) and piece.length >= _OWN_PIECE:  # a log in memory
+            elif not isinstance(piece.source, SegmentFile) and piece.length >= _OWN_PIECE:  # in memory
                 if run:
                     pieces.append(b"".join(run))
                     run = []
-                pieces.append(piece.tobytes())  # written as it is, not joined (a Fetch's megabytes)
+                pieces.append(piece.source)  # written as it is, not joined (a Fetch's megabytes)
             else:
                 run.append(piece.tobytes())
     if run:
@@ -195,7 +204,7 @@ async def send_response(writer: asyncio.StreamWriter, parts: list[Any], *, sendf
     try:
         loop = asyncio.get_running_loop()
         for piece in pieces:
-            if type(piece) is bytes:
+            if type(piece) is bytes or type(piece) is memoryview:
                 writer.write(piece)
                 continue
             if writer.transport.is_closing():  # loop.sendfile would raise RuntimeError
@@ -210,7 +219,7 @@ async def send_response(writer: asyncio.StreamWriter, parts: list[Any], *, sendf
         await writer.drain()
     finally:
         for piece in pieces:
-            if type(piece) is not bytes:
+            if type(piece) is LogSlice:
                 piece.source.close()
 
 
@@ -779,7 +788,7 @@ class Server:
         if parts is None:
             return None
         if isinstance(action, Hold) or faults.silent_to(header.client_id):
-            parts = _pin(parts, sendfile=False)  # bytes now: nothing it refers to may change while it waits
+            parts = _pin(parts, sendfile=False)  # bytes (views that never change) now: safe while it waits
             if control is not None and isinstance(action, Hold):
                 await control.wait_released()
             await faults.reachable(header.client_id)

@@ -68,18 +68,19 @@ class LogSlice(NamedTuple):
     """A run of whole batches: ``length`` bytes at ``position`` of ``source``.
 
     ``source`` is a :class:`SegmentFile` for a log on disk (``os.sendfile(out,
-    source.fileno(), position, length)``) or ``bytes`` for a log in memory (then
-    ``position`` is 0 and ``length`` is ``len(source)``).
+    source.fileno(), position, length)``) or, for a log in memory, ``bytes`` or a read-only
+    ``memoryview`` of the bytes that never change (see :meth:`MemoryStore.slice`); then
+    ``position`` is 0 and ``length`` is ``len(source)``.
     """
 
-    source: SegmentFile | bytes
+    source: SegmentFile | bytes | memoryview
     position: int
     length: int
 
     def tobytes(self) -> bytes:
-        if isinstance(self.source, bytes):
-            return self.source[self.position : self.position + self.length]
-        return _pread_exact(self.source.fileno(), self.length, self.position)
+        if isinstance(self.source, SegmentFile):
+            return _pread_exact(self.source.fileno(), self.length, self.position)
+        return bytes(self.source[self.position : self.position + self.length])
 
 
 class RecordSlices:
@@ -200,12 +201,21 @@ class MemoryStore:
     costs what it holds, not a map. Positions are arithmetic: chunk ``k >= 1`` starts at
     ``FIRST_CHUNK + (k - 1) * CHUNK``; a write or a read that crosses a boundary is
     split, and a read returns ``bytes`` (one copy), as before.
+
+    :meth:`slice` of bytes within one map lends a read-only view of the map instead (issue
+    16: a 2 MiB Fetch read as ``bytes`` cost a copy and, as glibc grew its heap again for
+    each, a fresh page's fault per 4 KiB; the server writes the view to the socket). So a
+    map's written bytes never change once lent: :meth:`truncate` drops maps without
+    closing them (an exported map cannot be closed; it is unmapped when its last view
+    goes) and gives the map it cuts into, if lent, a copy of the bytes it keeps, so that
+    appends after the cut write into the copy, not under a view.
     """
 
     def __init__(self, created_ms: int):
         self._first = bytearray()
         self._maps: list[mmap.mmap] = []  # chunk k >= 1 is _maps[k - 1]
         self._present = 0  # bytes of the last map made present (see _populate)
+        self._lent: set[int] = set()  # indexes in _maps of the maps slice() lent a view of
         self._size = 0
         self._created_ms = created_ms
 
@@ -264,7 +274,7 @@ class MemoryStore:
         k, offset = divmod(position - FIRST_CHUNK, CHUNK)
         if position >= FIRST_CHUNK and offset + length <= CHUNK:
             return self._maps[k][offset : offset + length]  # bytes: one copy
-        parts = []
+        parts: list[bytes | memoryview] = []
         at = position
         while at < end:
             if at < FIRST_CHUNK:
@@ -273,18 +283,35 @@ class MemoryStore:
                 continue
             k, offset = divmod(at - FIRST_CHUNK, CHUNK)
             take = min(end - at, CHUNK - offset)
-            parts.append(self._maps[k][offset : offset + take])
+            parts.append(memoryview(self._maps[k])[offset : offset + take])  # joined: one copy
             at += take
         return b"".join(parts)
 
     def slice(self, position: int, length: int) -> LogSlice:
-        return LogSlice(self.pread(position, length), 0, length)
+        length = min(length, self._size - position)
+        k, offset = divmod(position - FIRST_CHUNK, CHUNK)
+        if position < FIRST_CHUNK or length <= 0 or offset + length > CHUNK:
+            return LogSlice(self.pread(position, length), 0, max(length, 0))
+        self._lent.add(k)  # see the class docstring: these bytes must never change now
+        with memoryview(self._maps[k]) as whole:
+            view = whole[offset : offset + length].toreadonly()
+        return LogSlice(view, 0, length)
 
     def truncate(self, size: int) -> None:
         keep = 0 if size <= FIRST_CHUNK else -(-(size - FIRST_CHUNK) // CHUNK)  # chunks still used
         while len(self._maps) > keep:
-            self._maps.pop().close()
+            self._maps.pop()  # not closed: a lent view may still use it (see the class docstring)
+            self._lent.discard(len(self._maps))
             self._present = CHUNK  # the map now last, if any, was filled (or written over)
+        cut = size - FIRST_CHUNK - (keep - 1) * CHUNK  # bytes kept of the last map, if any
+        if keep and keep - 1 in self._lent and size < self._size and cut < CHUNK:
+            # Appends will write after the cut: into a copy, never under a lent view.
+            copy = mmap.mmap(-1, CHUNK, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+            self._present = 0
+            self._populate(copy, cut)
+            copy[:cut] = self._maps[keep - 1][:cut]
+            self._maps[keep - 1] = copy
+            self._lent.discard(keep - 1)
         if size < len(self._first):
             del self._first[size:]
         self._size = size

@@ -50,9 +50,11 @@ def test_batches_across_chunk_boundaries_read_back_whole():
 def test_memory_store_matches_a_bytearray():
     """Issue 16 (the store in memory): writes in pieces of every size, reads anywhere
     (past the end too: short, as a file's pread), truncations into the bytearray, into a
-    map and at a boundary, and an unlink, against a plain bytearray doing the same."""
+    map and at a boundary, and an unlink, against a plain bytearray doing the same; the
+    slices taken keep the bytes they had whatever comes after."""
     rng = random.Random(16)
     store, ref = MemoryStore(0), bytearray()
+    lent = []
     sizes = [0, 1, 100, 4_095, 65_536, FIRST_CHUNK - 1, CHUNK // 2, CHUNK + 3]
     for step in range(200):
         action = rng.random()
@@ -72,8 +74,39 @@ def test_memory_store_matches_a_bytearray():
             at = rng.randrange(len(ref) + 10)
             length = rng.choice(sizes)
             assert store.pread(at, length) == ref[at : at + length], (step, at, length)
-            assert store.slice(at, length).tobytes() == ref[at : at + length]
+            piece = store.slice(at, length)
+            assert piece.tobytes() == ref[at : at + length]
+            lent.append((piece, bytes(ref[at : at + length])))
         assert store.size == len(ref)
+        for piece, was in lent[-5:]:  # what a slice lent stays as it was read (a view too)
+            assert piece.tobytes() == was, step
         if len(ref) > 3 * CHUNK:  # keep the test's memory small
             store.truncate(0)
             del ref[:]
+
+
+def test_a_slice_of_a_map_is_a_view_whose_bytes_never_change():
+    """Issue 16 (raw Fetch from a log in memory): a slice within one map is lent as a
+    read-only view (no 2 MiB copy per Fetch, no fresh pages); a truncation into it and
+    appends after that write into a copy, not under the view, and dropping the maps
+    (truncate, unlink: DeleteTopics, retention) while a view is out neither fails nor
+    changes the view's bytes."""
+    store = MemoryStore(0)
+    first = random.Random(1).randbytes(FIRST_CHUNK + CHUNK // 2)
+    store.append(first)
+    piece = store.slice(FIRST_CHUNK + 100, 2 << 20)
+    assert type(piece.source) is memoryview and piece.source.readonly
+    assert piece.length == len(piece.source) == 2 << 20
+    assert piece.tobytes() == first[FIRST_CHUNK + 100 : FIRST_CHUNK + 100 + (2 << 20)]
+
+    store.truncate(FIRST_CHUNK + 1000)  # into the lent bytes
+    store.append(b"\xff" * CHUNK)  # written after the cut, and into the next map
+    assert piece.tobytes() == first[FIRST_CHUNK + 100 : FIRST_CHUNK + 100 + (2 << 20)]
+    assert store.pread(FIRST_CHUNK, 1000) == first[FIRST_CHUNK : FIRST_CHUNK + 1000]
+    assert store.pread(FIRST_CHUNK + 1000, 10) == b"\xff" * 10
+
+    again = store.slice(FIRST_CHUNK + CHUNK - 10, 100)  # across a boundary: bytes
+    assert again.tobytes() == b"\xff" * 100
+    store.unlink()  # the maps go while views of them are out
+    assert store.size == 0
+    assert piece.tobytes() == first[FIRST_CHUNK + 100 : FIRST_CHUNK + 100 + (2 << 20)]
