@@ -99,6 +99,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+from kproto._streams import StreamProtocol
 from kproto.errors import ProtocolError, UnsupportedVersionError
 from kproto.protocol import (
     ApiKey,
@@ -288,7 +289,7 @@ class RequestMemory:
                 self._freed = None
 
 
-class _RequestStream(asyncio.streams.FlowControlMixin, asyncio.BufferedProtocol):
+class _RequestStream(StreamProtocol):
     """One connection's asyncio protocol, which starts its :meth:`Server._serve` task.
 
     Reading: a :class:`asyncio.BufferedProtocol` whose buffers are the connection's
@@ -310,8 +311,8 @@ class _RequestStream(asyncio.streams.FlowControlMixin, asyncio.BufferedProtocol)
     turns per 1 MB Produce).
 
     Writing: an :class:`asyncio.StreamWriter`'s (``send_response``, ``loop.sendfile``), whose
-    ``drain()`` takes its flow control from here (``FlowControlMixin``, asyncio's base for
-    that, as for a ``StreamReaderProtocol``).
+    ``drain()`` and ``wait_closed()`` take their flow control and close waiter from here
+    (:class:`~kproto._streams.StreamProtocol`, as a client's connection).
     """
 
     def __init__(self, server: Server, listener: ListenerSecurity) -> None:
@@ -334,7 +335,6 @@ class _RequestStream(asyncio.streams.FlowControlMixin, asyncio.BufferedProtocol)
         self.done = False
         self._reading = True
         self._waiter: asyncio.Future | None = None
-        self._closed = loop.create_future()
 
     def connection_made(self, transport: Any) -> None:
         self.transport = transport
@@ -443,12 +443,6 @@ class _RequestStream(asyncio.streams.FlowControlMixin, asyncio.BufferedProtocol)
         return self.transport.get_extra_info("sslcontext") is None
 
     def connection_lost(self, exc: Exception | None) -> None:
-        if not self._closed.done():
-            if exc is None:
-                self._closed.set_result(None)
-            else:
-                self._closed.set_exception(exc)
-                self._closed.exception()  # retrieved: wait_closed() may never be called
         super().connection_lost(exc)
         if exc is None:
             self.eof = True
@@ -456,9 +450,6 @@ class _RequestStream(asyncio.streams.FlowControlMixin, asyncio.BufferedProtocol)
             self.error = exc
         if self._waiter is not None and not self._waiter.done():
             self._waiter.set_result(None)
-
-    def _get_close_waiter(self, stream: asyncio.StreamWriter) -> asyncio.Future:
-        return self._closed
 
 
 class Server:

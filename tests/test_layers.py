@@ -32,7 +32,7 @@ _BELOW_CLIENTS = (*_SHARED, "kproto.config", "kproto.io", "kproto.observability"
 LAYERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     # kproto, bottom up
     "kproto.base": (("kproto.errors", "kproto.structs", "kproto._habits", "kproto._loop",
-                     "kproto.serialization", "kproto.acl"), ()),
+                     "kproto._streams", "kproto.serialization", "kproto.acl"), ()),
     # Kafka's byte formats: batches (the codec), compression, the log's files on disk, and
     # records in Arrow's form (kproto.arrow: the codec's columns wrapped, for consumer and Spark)
     "kproto.codec": (("kproto._codec", "kproto._codec_py", "kproto.codec", "kproto.records",

@@ -92,6 +92,7 @@ from collections.abc import Callable
 from typing import Any, NoReturn
 
 from kproto._loop import wait_for
+from kproto._streams import StreamProtocol
 from kproto.errors import (
     ClientClosedError,
     IllegalSaslStateError,
@@ -915,17 +916,15 @@ _IOV_MAX = _iov_max()
 _OWN_WRITEV = sys.version_info < (3, 12) and hasattr(os, "writev")  # else the transport writes (_Writer)
 
 
-class _Stream(asyncio.streams.FlowControlMixin, asyncio.BufferedProtocol):
+class _Stream(StreamProtocol):
     """A :class:`Connection`'s asyncio protocol. Reading: a :class:`asyncio.BufferedProtocol`
     whose buffers are the FrameReader's (asyncio's TLS transport fills them as it decrypts).
     Writing: an :class:`asyncio.StreamWriter`'s, whose ``drain()`` and ``wait_closed()`` take
-    their flow control and close waiter from here, as from a ``StreamReaderProtocol``
-    (``FlowControlMixin`` is asyncio's base for that)."""
+    their flow control and close waiter from here (:class:`~kproto._streams.StreamProtocol`)."""
 
     def __init__(self, connection: Connection, loop: asyncio.AbstractEventLoop) -> None:
         super().__init__(loop)
         self._connection = connection
-        self._closed = loop.create_future()
 
     def get_buffer(self, sizehint: int) -> memoryview:
         return self._connection._get_buffer()
@@ -938,19 +937,10 @@ class _Stream(asyncio.streams.FlowControlMixin, asyncio.BufferedProtocol):
         return False  # close the transport
 
     def connection_lost(self, exc: Exception | None) -> None:
-        if not self._closed.done():
-            if exc is None:
-                self._closed.set_result(None)
-            else:
-                self._closed.set_exception(exc)
-                self._closed.exception()  # retrieved: wait_closed() may never be called
         super().connection_lost(exc)
         if self._connection._writer is not None:
             self._connection._writer.lost()  # before the transport closes the socket
         self._connection._lost(exc)
-
-    def _get_close_waiter(self, stream: asyncio.StreamWriter) -> asyncio.Future:
-        return self._closed
 
 
 _CLIENT_CERT_HINT = " (the broker refused the client certificate: check ssl.keystore.* / ssl.certificate.location)"
