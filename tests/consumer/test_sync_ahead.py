@@ -43,6 +43,18 @@ def trips(consumer):
     return count
 
 
+def polled_with_records_ahead(c, tps):
+    """Assign ``tps`` and poll until records of them are drained ahead (the case under
+    test): the records the polls returned."""
+    c.assign(tps)
+    got = c.poll(DEADLINE)
+    for tp in tps:
+        buffered(c, tp, 1)
+    got += c.poll(DEADLINE) + c.poll(DEADLINE)
+    assert c._core._ahead is not None and c._core._unconsumed()
+    return got
+
+
 def offsets(records):
     return [(r.partition, r.offset) for r in records]
 
@@ -171,12 +183,7 @@ def test_seek_and_pause_act_on_the_positions_polls_returned(broker, filled):
     lost or returned twice."""
     tp0, tp1 = filled("ahead-seek", partitions=2)
     with sync_consumer(broker, max_poll_records=3) as c:
-        c.assign([tp0, tp1])
-        got = c.poll(DEADLINE)
-        buffered(c, tp0, 1)
-        buffered(c, tp1, 1)
-        got += c.poll(DEADLINE) + c.poll(DEADLINE)
-        assert c._core._ahead is not None and c._core._unconsumed()
+        got = polled_with_records_ahead(c, [tp0, tp1])
         seen = {0: [r.offset for r in got if r.partition == 0], 1: [r.offset for r in got if r.partition == 1]}
         c.seek(tp0, 30)
         c.pause([tp1])
@@ -202,12 +209,7 @@ def test_assign_drops_records_drained_ahead_of_partitions_given_up(broker, fille
     stopped."""
     tp0, tp1 = filled("ahead-assign", partitions=2)
     with sync_consumer(broker, max_poll_records=3) as c:
-        c.assign([tp0, tp1])
-        got = c.poll(DEADLINE)
-        buffered(c, tp0, 1)
-        buffered(c, tp1, 1)
-        got += c.poll(DEADLINE) + c.poll(DEADLINE)
-        assert c._core._ahead is not None and c._core._unconsumed()
+        got = polled_with_records_ahead(c, [tp0, tp1])
         kept = [r.offset for r in got if r.partition == 1]
         c.assign([tp1])
         rest = []

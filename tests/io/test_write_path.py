@@ -193,6 +193,11 @@ class _Pair:
             got += chunk
         return bytes(got)
 
+    async def close_writer(self):
+        """Close the writer's side and wait until it is closed (what it holds sent)."""
+        self.writer.close()
+        await asyncio.wait_for(self.writer.wait_closed(), 30)
+
     def close(self):
         if not self.transport.is_closing():  # (3.11's transport fails an abort() after its close())
             self.transport.abort()
@@ -265,8 +270,7 @@ def test_drain_waits_while_the_peer_reads_nothing(write_mode, monkeypatch):
             assert pair.writer.buffered <= 4 << 20
             reading = asyncio.ensure_future(pair.read_all())
             await asyncio.wait_for(pair.writer.drain(), 30)  # the peer reads: drain returns
-            pair.writer.close()
-            await asyncio.wait_for(pair.writer.wait_closed(), 30)
+            await pair.close_writer()
             assert await asyncio.wait_for(reading, 30) == expected
         finally:
             pair.close()
@@ -294,8 +298,7 @@ def test_an_empty_piece_is_written_as_nothing(write_mode):
             finally:
                 signal.setitimer(signal.ITIMER_REAL, 0)
                 signal.signal(signal.SIGALRM, previous)
-            pair.writer.close()
-            await asyncio.wait_for(pair.writer.wait_closed(), 30)
+            await pair.close_writer()
             assert await pair.read_all() == b"\0\0\0\0\0\0\0\x02ok"
         finally:
             pair.close()
@@ -342,8 +345,7 @@ def test_pieces_of_any_buffer_format_arrive_byte_exact(write_mode):
                 pair.writer.write(pieces)
                 expected += b"".join(bytes(p) for p in pieces)
                 await pair.writer.drain()
-            pair.writer.close()
-            await asyncio.wait_for(pair.writer.wait_closed(), 30)
+            await pair.close_writer()
             assert await asyncio.wait_for(reading, 30) == expected
         finally:
             pair.close()

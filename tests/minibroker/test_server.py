@@ -291,21 +291,12 @@ def test_broker_log_settings_govern_topics_without_their_own():
             client.close()
 
 
-def test_a_large_produce_request_is_read_into_its_own_frame_buffer(monkeypatch):
-    """Issue 16, the broker's read path: the server reads through the FrameReader's
-    buffers (get_buffer / buffer_updated, as a client's connection does), so a large
-    Produce request is read straight into a buffer of its own that becomes the frame the
-    handler decodes; no bytes go through receive_data (a StreamReader's chunks, each
-    copied into the reader and then out of it) on the way."""
+def _own_buffer_spy(into_own, taken):
+    """A FrameReader for minibroker.server that calls ``into_own(nbytes)`` for the bytes read
+    into a frame's own buffer (not the scratch) and ``taken(frame)`` for each frame taken."""
     from kproto.protocol import FrameReader
 
-    seen = {"received": 0, "into_own": 0, "frames": []}
-
     class Spy(FrameReader):
-        def receive_data(self, data):
-            seen["received"] += len(data)
-            super().receive_data(data)
-
         def get_buffer(self, sizehint=-1, **kwargs):
             view = super().get_buffer(sizehint, **kwargs)
             self._spy_own = not isinstance(view.obj, bytearray)  # a frame's own buffer, not the scratch
@@ -313,14 +304,33 @@ def test_a_large_produce_request_is_read_into_its_own_frame_buffer(monkeypatch):
 
         def buffer_updated(self, nbytes):
             if self._spy_own:
-                seen["into_own"] += nbytes
+                into_own(nbytes)
             super().buffer_updated(nbytes)
 
         def next_frame(self):
             frame = super().next_frame()
             if frame is not None:
-                seen["frames"].append(len(frame))
+                taken(frame)
             return frame
+
+    return Spy
+
+
+def test_a_large_produce_request_is_read_into_its_own_frame_buffer(monkeypatch):
+    """Issue 16, the broker's read path: the server reads through the FrameReader's
+    buffers (get_buffer / buffer_updated, as a client's connection does), so a large
+    Produce request is read straight into a buffer of its own that becomes the frame the
+    handler decodes; no bytes go through receive_data (a StreamReader's chunks, each
+    copied into the reader and then out of it) on the way."""
+    seen = {"received": 0, "into_own": 0, "frames": []}
+
+    def into_own(nbytes):
+        seen["into_own"] += nbytes
+
+    class Spy(_own_buffer_spy(into_own, lambda frame: seen["frames"].append(len(frame)))):
+        def receive_data(self, data):
+            seen["received"] += len(data)
+            super().receive_data(data)
 
     monkeypatch.setattr("minibroker.server.FrameReader", Spy)
     records = batch(*[bytes([i % 251]) * 1000 for i in range(900)])  # ~900 KB: a send_batch request
@@ -348,27 +358,14 @@ def test_pipelined_large_produce_requests_are_read_without_a_copy_or_a_pause(mon
     turns). Requests sent back to back are now each read straight into their own buffer,
     all of it (after the first, whose size came with the requests before it), and reading
     is never paused: memory is left, and each is answered without waiting."""
-    from kproto.protocol import FrameReader
     from minibroker.server import _RequestStream
 
     seen = {"own": [], "pauses": 0}
 
-    class Spy(FrameReader):
-        def get_buffer(self, sizehint=-1, **kwargs):
-            view = super().get_buffer(sizehint, **kwargs)
-            self._spy_own = not isinstance(view.obj, bytearray)  # a frame's own buffer, not the scratch
-            return view
+    def into_own(nbytes):
+        seen["own"][-1] += nbytes
 
-        def buffer_updated(self, nbytes):
-            if self._spy_own:
-                seen["own"][-1] += nbytes
-            super().buffer_updated(nbytes)
-
-        def next_frame(self):
-            frame = super().next_frame()
-            if frame is not None:
-                seen["own"].append(0)
-            return frame
+    Spy = _own_buffer_spy(into_own, lambda frame: seen["own"].append(0))
 
     pause = _RequestStream._pause
 
