@@ -212,6 +212,39 @@ cdef inline uint8_t* _write_varint(uint8_t* p, int64_t v) noexcept nogil:
     return _write_uvarint(p, (<uint64_t>v << 1) ^ <uint64_t>(v >> 63))
 
 
+cdef inline Py_ssize_t _record_body_len(int64_t ts_delta, int64_t offset_delta, Py_ssize_t klen,
+                                         Py_ssize_t vlen) noexcept nogil:
+    """A v2 record's body up to its headers: attributes, the two deltas, key and value."""
+    cdef Py_ssize_t n = 1 + _varint_size(ts_delta) + _varint_size(offset_delta)
+    n += (_varint_size(klen) + klen) if klen >= 0 else 1
+    n += (_varint_size(vlen) + vlen) if vlen >= 0 else 1
+    return n
+
+
+cdef inline uint8_t* _write_record_head(uint8_t* w, Py_ssize_t body_len, int64_t ts_delta, int64_t offset_delta,
+                                        const uint8_t* kp, Py_ssize_t klen, const uint8_t* vp,
+                                        Py_ssize_t vlen) noexcept nogil:
+    """Write a v2 record up to its header count (BatchBuilder._append and _append_cells):
+    its length, attributes, deltas, key and value; returns where the header count goes."""
+    w = _write_varint(w, body_len)
+    w[0] = 0
+    w = _write_varint(w + 1, ts_delta)
+    w = _write_varint(w, offset_delta)
+    if klen < 0:
+        w = _write_varint(w, -1)
+    else:
+        w = _write_varint(w, klen)
+        memcpy(w, kp, klen)
+        w += klen
+    if vlen < 0:
+        w = _write_varint(w, -1)
+    else:
+        w = _write_varint(w, vlen)
+        memcpy(w, vp, vlen)
+        w += vlen
+    return w
+
+
 @cython.final
 cdef class _View:
     """A borrowed C view of any bytes-like object, released when dropped."""
@@ -1483,9 +1516,7 @@ cdef class BatchBuilder:
             raise OverflowError(f"varint out of range: {offset_delta}")
         cdef int64_t base_ts = timestamp if self.count == 0 else self.first_ts
         cdef Py_ssize_t nheaders = 0
-        cdef Py_ssize_t body_len = 1 + _varint_size(timestamp - base_ts) + _varint_size(offset_delta)
-        body_len += (_varint_size(klen) + klen) if klen >= 0 else 1
-        body_len += (_varint_size(vlen) + vlen) if vlen >= 0 else 1
+        cdef Py_ssize_t body_len = _record_body_len(timestamp - base_ts, offset_delta, klen, vlen)
         cdef list prepared = None
         cdef Py_ssize_t hklen, hvlen
         cdef const char* hkp
@@ -1508,24 +1539,8 @@ cdef class BatchBuilder:
         cdef Py_ssize_t total = _varint_size(body_len) + body_len
         if self.max_bytes > 0 and self.count and V2_HEADER + self.used + total > self.max_bytes:
             return -1
-        cdef uint8_t* w = self._reserve(total)
-        w = _write_varint(w, body_len)
-        w[0] = 0
-        w += 1
-        w = _write_varint(w, timestamp - base_ts)
-        w = _write_varint(w, offset_delta)
-        if klen < 0:
-            w = _write_varint(w, -1)
-        else:
-            w = _write_varint(w, klen)
-            memcpy(w, kp, klen)
-            w += klen
-        if vlen < 0:
-            w = _write_varint(w, -1)
-        else:
-            w = _write_varint(w, vlen)
-            memcpy(w, vp, vlen)
-            w += vlen
+        cdef uint8_t* w = _write_record_head(self._reserve(total), body_len, timestamp - base_ts, offset_delta,
+                                             kp, klen, vp, vlen)
         w = _write_varint(w, nheaders)
         if nheaders:
             for hkey, hval in prepared:
@@ -1659,9 +1674,7 @@ cdef class BatchBuilder:
             delta = self.last_delta + 1
             if self.count == 0:
                 self.first_ts = self.max_ts = t
-            body_len = 1 + _varint_size(t - self.first_ts) + _varint_size(delta) + 1  # 1: no headers
-            body_len += (_varint_size(klen) + klen) if klen >= 0 else 1
-            body_len += (_varint_size(vlen) + vlen) if vlen >= 0 else 1
+            body_len = _record_body_len(t - self.first_ts, delta, klen, vlen) + 1  # 1: no headers
             if delta > INT32_MAX or body_len > INT32_MAX:
                 return pos  # _append raises OverflowError
             total = _varint_size(body_len) + body_len
@@ -1677,25 +1690,7 @@ cdef class BatchBuilder:
                 self._reserve(need - self.used)
             if self.used + total > self.faulted or self.body != self.faulted_body:
                 self._fault_in(self.used + total)
-            w = self.body + self.used
-            w = _write_uvarint(w, <uint64_t>body_len << 1)  # zigzag of a non-negative int
-            w[0] = 0
-            w = _write_varint(w + 1, t - self.first_ts)
-            w = _write_uvarint(w, <uint64_t>delta << 1)
-            if klen < 0:
-                w[0] = 1  # zigzag(-1): a null key
-                w += 1
-            else:
-                w = _write_uvarint(w, <uint64_t>klen << 1)
-                memcpy(w, kp, klen)
-                w += klen
-            if vlen < 0:
-                w[0] = 1
-                w += 1
-            else:
-                w = _write_uvarint(w, <uint64_t>vlen << 1)
-                memcpy(w, vp, vlen)
-                w += vlen
+            w = _write_record_head(self.body + self.used, body_len, t - self.first_ts, delta, kp, klen, vp, vlen)
             w[0] = 0  # no headers
             self.used += total
             if t > self.max_ts:
