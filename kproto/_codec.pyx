@@ -1888,7 +1888,6 @@ cdef enum _CellKind:
     CELLS_NONE, CELLS_LIST, CELLS_TUPLE, CELLS_ARROW, CELLS_OTHER
 
 
-@cython.final
 cdef inline Py_ssize_t _column_row(Py_ssize_t pos, bint has_rows, Py_ssize_t nrows, Py_ssize_t length,
                                    bint has_ts, Py_ssize_t nts, const int64_t* rows) except -1:
     """The column row of append_columns' position ``pos`` (``rows[pos]``, or ``pos`` without
@@ -1908,6 +1907,7 @@ cdef inline Py_ssize_t _column_row(Py_ssize_t pos, bint has_rows, Py_ssize_t nro
     return i
 
 
+@cython.final
 cdef class _Cells:
     """One key or value column, read row by row without Python calls where it can be."""
     cdef object column
