@@ -230,19 +230,16 @@ cdef inline uint8_t* _write_record_head(uint8_t* w, Py_ssize_t body_len, int64_t
     w[0] = 0
     w = _write_varint(w + 1, ts_delta)
     w = _write_varint(w, offset_delta)
-    if klen < 0:
-        w = _write_varint(w, -1)
-    else:
-        w = _write_varint(w, klen)
-        memcpy(w, kp, klen)
-        w += klen
-    if vlen < 0:
-        w = _write_varint(w, -1)
-    else:
-        w = _write_varint(w, vlen)
-        memcpy(w, vp, vlen)
-        w += vlen
-    return w
+    return _write_nullable(_write_nullable(w, kp, klen), vp, vlen)
+
+
+cdef inline uint8_t* _write_nullable(uint8_t* w, const uint8_t* p, Py_ssize_t n) noexcept nogil:
+    """A key's or value's length and bytes (length -1: null, no bytes)."""
+    if n < 0:
+        return _write_varint(w, -1)
+    w = _write_varint(w, n)
+    memcpy(w, p, n)
+    return w + n
 
 
 @cython.final
