@@ -50,12 +50,17 @@ close on both brokers in every sweep, not a fine optimum). What they are and why
   a little faster with them.
 
 A new row (a new API such as ``Consumer.poll_arrow()``) is one function here with the
-same signature and one :class:`Contender` line in the caller's table.
+same signature and one :class:`Contender` line in the caller's table. Each function times
+its loop with :func:`clock_start` and :func:`clock_stop`, which also take the CPU that this
+process (every thread: librdkafka's, a sync producer's sender) and the broker's process
+(:data:`CPU_OF`, when a caller sets it) used in that time: :data:`last_cpu`
+(``bench/clients.py --cpu``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -64,13 +69,46 @@ from typing import Any
 __all__ = ["AIOKAFKA", "CONFLUENT", "KAFKA_PYTHON", "KPROTO", "SWEEP", "VALUE", "Contender", "Settings",
            "aiokafka_consume", "aiokafka_produce", "confluent_consume", "confluent_produce",
            "kafka_python_consume", "kafka_python_produce", "kproto_async_produce", "kproto_consume",
-           "kproto_produce"]
+           "kproto_produce", "clock_start", "clock_stop", "process_cpu"]
 
 VALUE = b"x" * 100
 TIMEOUT = 120.0  # seconds a measurement may take before it is called stuck
 CHUNK = 1000  # confluent-kafka's producer loop serves delivery reports (poll(0)) every CHUNK sends
 
 Measure = Callable[[str, str, int, "Settings"], float]
+
+CPU_OF: int | None = None  # the broker's process id, whose CPU clock_stop takes (None: not taken)
+last_cpu: tuple[float, float | None] = (0.0, None)  # (this process, the broker) CPU seconds of the last timing
+_cpu_at_start: tuple[float, float | None] = (0.0, None)
+
+
+def process_cpu(pid: int) -> float:
+    """CPU seconds that every thread of process ``pid`` used so far (schedstat: nanoseconds,
+    not the 10 ms ticks of /proc/PID/stat)."""
+    total = 0
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                total += int(f.read().split()[0])
+        except (FileNotFoundError, ProcessLookupError):  # a thread that just ended
+            pass
+    return total / 1e9
+
+
+def clock_start() -> float:
+    """Start timing a measurement's loop: its ``time.perf_counter()``."""
+    global _cpu_at_start
+    _cpu_at_start = (time.process_time(), None if CPU_OF is None else process_cpu(CPU_OF))
+    return time.perf_counter()
+
+
+def clock_stop(start: float) -> float:
+    """The seconds since :func:`clock_start` returned ``start``; sets :data:`last_cpu`."""
+    global last_cpu
+    elapsed = time.perf_counter() - start
+    client, broker = _cpu_at_start
+    last_cpu = (time.process_time() - client, None if broker is None or CPU_OF is None else process_cpu(CPU_OF) - broker)
+    return elapsed
 
 
 @dataclass(frozen=True)
@@ -126,11 +164,11 @@ def kproto_produce(bootstrap: str, topic: str, n: int, settings: Settings) -> fl
         producer.send(topic, VALUE, partition=0)
         producer.flush()
         send = producer.send
-        start = time.perf_counter()
+        start = clock_start()
         for _ in range(n):
             send(topic, VALUE, partition=0)
         producer.flush()
-        return time.perf_counter() - start
+        return clock_stop(start)
 
 
 def kproto_async_produce(bootstrap: str, topic: str, n: int, settings: Settings) -> float:
@@ -142,13 +180,13 @@ def kproto_async_produce(bootstrap: str, topic: str, n: int, settings: Settings)
         async with AIOProducer({"bootstrap.servers": bootstrap, **settings.produce}) as producer:
             await producer.send(topic, VALUE, partition=0)
             send = producer.send
-            start = time.perf_counter()
+            start = clock_start()
             for i in range(n):
                 send(topic, VALUE, partition=0)
                 if i % 1000 == 0:
                     await asyncio.sleep(0)
             await producer.flush()
-            return time.perf_counter() - start
+            return clock_stop(start)
     return asyncio.run(run())
 
 
@@ -165,12 +203,12 @@ def _kproto_sync_consume(bootstrap: str, topic: str, n: int, settings: Settings,
         partition = TopicPartition(topic, 0)
         consumer.end_offsets([partition])
         got = 0
-        start = time.perf_counter()
+        start = clock_start()
         consumer.assign([partition])
         while got < n:
             got += take(consumer)
             _check(got, n, start, client)
-        return time.perf_counter() - start
+        return clock_stop(start)
 
 
 def kproto_consume(bootstrap: str, topic: str, n: int, settings: Settings) -> float:
@@ -197,10 +235,10 @@ def kproto_send_batch(bootstrap: str, topic: str, n: int, settings: Settings) ->
     with Producer(config) as producer:
         producer.send(topic, VALUE, partition=0)
         producer.flush()
-        start = time.perf_counter()
+        start = clock_start()
         batches = producer.send_batch(topic, values, partition=0).result(TIMEOUT)
         producer.flush()
-        elapsed = time.perf_counter() - start
+        elapsed = clock_stop(start)
     if sum(b.record_count for b in batches) != n:
         raise RuntimeError("kproto send_batch wrote fewer records than it was given")
     return elapsed
@@ -219,7 +257,7 @@ def kproto_async_consume(bootstrap: str, topic: str, n: int, settings: Settings)
             partition = TopicPartition(topic, 0)
             await consumer.end_offsets([partition])
             got = 0
-            start = time.perf_counter()
+            start = clock_start()
             consumer.assign([partition])
             poll = consumer.poll
             while got < n:
@@ -228,7 +266,7 @@ def kproto_async_consume(bootstrap: str, topic: str, n: int, settings: Settings)
                     len(record.value)
                 got += len(records)
                 _check(got, n, start, "kproto asyncio")
-            return time.perf_counter() - start
+            return clock_stop(start)
 
     return asyncio.run(run())
 
@@ -259,7 +297,7 @@ def confluent_produce(bootstrap: str, topic: str, n: int, settings: Settings) ->
     if producer.flush(30):
         raise RuntimeError("confluent-kafka did not deliver the warm-up record")
     produce, poll = producer.produce, producer.poll
-    start = time.perf_counter()
+    start = clock_start()
     for first in range(0, n, CHUNK):
         for _ in range(min(CHUNK, n - first)):
             try:
@@ -274,7 +312,7 @@ def confluent_produce(bootstrap: str, topic: str, n: int, settings: Settings) ->
                         pass
         poll(0)
     left = producer.flush(TIMEOUT)
-    elapsed = time.perf_counter() - start
+    elapsed = clock_stop(start)
     if left:
         raise RuntimeError(f"confluent-kafka did not deliver {left} records")
     return elapsed
@@ -291,7 +329,7 @@ def confluent_consume(bootstrap: str, topic: str, n: int, settings: Settings) ->
         batch = settings.records or 1000
         consume = consumer.consume
         got = 0
-        start = time.perf_counter()
+        start = clock_start()
         consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
         while got < n:
             for message in consume(batch, 1.0):
@@ -299,7 +337,7 @@ def confluent_consume(bootstrap: str, topic: str, n: int, settings: Settings) ->
                     len(message.value())
                     got += 1
             _check(got, n, start, "confluent-kafka")
-        return time.perf_counter() - start
+        return clock_stop(start)
     finally:
         consumer.close()
 
@@ -317,11 +355,11 @@ def aiokafka_produce(bootstrap: str, topic: str, n: int, settings: Settings) -> 
         try:
             await producer.send_and_wait(topic, VALUE, partition=0)
             send = producer.send
-            start = time.perf_counter()
+            start = clock_start()
             for _ in range(n):
                 await send(topic, VALUE, partition=0)
             await producer.flush()
-            return time.perf_counter() - start
+            return clock_stop(start)
         finally:
             await producer.stop()
     return asyncio.run(run())
@@ -339,7 +377,7 @@ def aiokafka_consume(bootstrap: str, topic: str, n: int, settings: Settings) -> 
             partition = TopicPartition(topic, 0)
             await consumer.end_offsets([partition])
             got = 0
-            start = time.perf_counter()
+            start = clock_start()
             consumer.assign([partition])
             while got < n:
                 batches = await consumer.getmany(timeout_ms=1000, max_records=settings.records)
@@ -348,7 +386,7 @@ def aiokafka_consume(bootstrap: str, topic: str, n: int, settings: Settings) -> 
                         len(record.value)
                     got += len(records)
                 _check(got, n, start, "aiokafka")
-            return time.perf_counter() - start
+            return clock_stop(start)
         finally:
             await consumer.stop()
     return asyncio.run(run())
@@ -364,11 +402,11 @@ def kafka_python_produce(bootstrap: str, topic: str, n: int, settings: Settings)
     try:
         producer.send(topic, VALUE, partition=0).get(30)
         send = producer.send
-        start = time.perf_counter()
+        start = clock_start()
         for _ in range(n):
             send(topic, VALUE, partition=0)
         producer.flush(TIMEOUT)
-        return time.perf_counter() - start
+        return clock_stop(start)
     finally:
         producer.close(5)
 
@@ -383,7 +421,7 @@ def kafka_python_consume(bootstrap: str, topic: str, n: int, settings: Settings)
         partition = TopicPartition(topic, 0)
         consumer.end_offsets([partition])
         got = 0
-        start = time.perf_counter()
+        start = clock_start()
         consumer.assign([partition])
         while got < n:
             for records in consumer.poll(timeout_ms=1000, max_records=settings.records).values():
@@ -391,7 +429,7 @@ def kafka_python_consume(bootstrap: str, topic: str, n: int, settings: Settings)
                     len(record.value)
                 got += len(records)
             _check(got, n, start, "kafka-python")
-        return time.perf_counter() - start
+        return clock_stop(start)
     finally:
         consumer.close()
 
