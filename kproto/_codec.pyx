@@ -2064,6 +2064,33 @@ cdef extern from "Python.h":
     ctypedef struct _NewSlot "PyTypeObject":
         object (*tp_new)(_NewSlot*, object, PyObject*)
 
+cdef extern from *:
+    """
+    /* Whether ``o``, a record's future the appender made, is seen by nobody else: no
+       reference but the appender's, no weak reference, no attribute set on it, still of
+       the class it was made as (``t``), no finalizer. Then handing it out again for the
+       next record is invisible to anyone. */
+    static int kproto_unseen(PyObject *o, void *t_) {
+        PyTypeObject *t = (PyTypeObject *)t_;
+        if (Py_REFCNT(o) != 1 || Py_TYPE(o) != t || t->tp_finalize != NULL || t->tp_del != NULL)
+            return 0;
+        if (t->tp_weaklistoffset != 0 && *(PyObject **)((char *)o + t->tp_weaklistoffset) != NULL)
+            return 0;
+        if (t->tp_dictoffset != 0) {
+            PyObject **dict = _PyObject_GetDictPtr(o);
+            if (dict == NULL) {
+                PyErr_Clear();
+                return 0;
+            }
+            if (*dict != NULL)
+                return 0;
+        }
+        return 1;
+    }
+    """
+    bint _unseen "kproto_unseen"(PyObject* o, void* t)  # o borrowed: a reference of ours would count
+
+
 cdef extern from "<pthread.h>" nogil:
     ctypedef struct pthread_mutex_t:
         pass
@@ -2211,6 +2238,7 @@ cdef class Appender:
     cdef object _register
     cdef public bint hold
     cdef public unsigned long owner_thread  # 0, or the one thread that appends: no lock then (see the twin)
+    cdef RecordRef _last  # the last record's future, handed out again when nobody else holds it (_unseen)
 
     def __init__(self, policy):
         future_class = policy.future_class
@@ -2402,8 +2430,15 @@ cdef class Appender:
             self._wake()
         if no_room:
             return None  # it waits for room: buffer.memory is never exceeded
-        # tp_new alone, with no arguments to box and parse: the fields are set here.
-        cdef RecordRef record = <RecordRef>self._future_type.tp_new(self._future_type, _NO_ARGS, NULL)
+        # The last record's future again when nobody else can see it (its caller dropped it,
+        # as a loop of sends does): no allocation and no deallocation per record. Else a new
+        # one: tp_new alone, with no arguments to box and parse; the fields are set here.
+        cdef RecordRef record
+        if self._last is not None and _unseen(<PyObject*>self._last, self._future_type):
+            record = self._last
+        else:
+            record = <RecordRef>self._future_type.tp_new(self._future_type, _NO_ARGS, NULL)
+            self._last = record
         record._batch = batch.result
         record._index = index
         record._timestamp = timestamp
