@@ -6,7 +6,9 @@ state lives on :class:`BatchResult` (one lock, one outcome, one base offset) and
 :class:`concurrent.futures.Future` (``result()``, ``add_done_callback()``,
 ``concurrent.futures.wait()`` and ``asyncio.wrap_future()`` all work) whose state
 attributes are read from the batch instead of being stored per record; creating one
-costs a small object rather than a lock and a condition. It is also awaitable, which is
+costs a small object rather than a lock and a condition, and a send whose caller dropped
+the previous send's future at once reuses that object (the codec's appender, when nothing
+else can see it: see :class:`~kproto.codec.RecordRef`). It is also awaitable, which is
 what the asyncio producer hands out.
 
 Completion runs on the producer's loop thread: :meth:`BatchResult.complete` records the
