@@ -33,14 +33,15 @@ the sink against Spark-only floors.
    Where the time goes (issue 16, 2 cores, 4 M records of ~95 bytes, 2.5 MB Fetch answers;
    perf and thread-time splits of the Python workers): the query is CPU bound, so the ratio
    by wall time follows the one by CPU. The floor costs ~0.40 CPU s per M rows (Spark's JVM
-   ~0.35, the Python worker's Arrow hand-over ~0.05). The source adds ~0.08 in its tasks and
-   ~0.04 in the broker (~0.75x by CPU, ~0.82x without the broker): the codec's CRC and
-   decode into columns ~0.04 (0.02 with hot caches: an answer and its columns overflow the
-   2 MiB L2), Arrow assembly ~0.007, the Fetch loop ~0.03 (~0.7 ms per answer: the
-   socket's copy, asyncio and the client's Python), and the hand-over of fresh columns
-   ~0.015 more than the floor's slices of one cache-hot batch. pyspark's daemon runs
-   gc.collect() after each task in both. Larger answers (4 MiB) did not lower the tasks'
-   CPU and raised the broker's.
+   ~0.35, the Python worker's Arrow hand-over ~0.05). The source adds ~0.09 in its tasks and
+   ~0.04 in the broker (~0.76x by CPU, ~0.82x without the broker). ``fetch-only`` reaches
+   ~0.83x: the Fetch path alone (the task's Fetch loop ~0.04, the broker ~0.04) takes most
+   of the ~0.10 that 0.8x allows. In the tasks: the codec's CRC and decode into columns
+   ~0.035 (0.02 with hot caches: an answer and its columns overflow the 2 MiB L2), Arrow
+   assembly ~0.007, the Fetch loop ~0.03-0.04 (~0.7 ms per answer: the socket's copy,
+   asyncio and the client's Python), and the hand-over of fresh columns ~0.015 more than
+   the floor's slices of one cache-hot batch. pyspark's daemon runs gc.collect() after each
+   task in both. Larger answers (4 MiB) did not lower the tasks' CPU and raised the broker's.
 3. Sink: rows/s of ``df.write.format("kproto")`` of a cached DataFrame of (key, value)
    rows like the source's, with Kafka's default producer batches and with bigger ones;
    the floor is the ``spark-only`` Arrow writer, which takes the same Arrow batches and
