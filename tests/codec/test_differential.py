@@ -635,7 +635,7 @@ def test_columns_at_varint_boundaries_agree(batches, fetch_offset):
     raw, offset = b"", 0
     for records in batches:
         spec = [(1_000 + i, None if k is None else b"k" * k, None if v is None else b"v" * v,
-                 [("h%d" % j, None if j else b"x" * (v or 0)) for j in range(h)])
+                 [(f"h{j}", None if j else b"x" * (v or 0)) for j in range(h)])
                 for i, (k, v, h) in enumerate(records)]
         raw += build(py, {"magic": 2, "compression": 0, "base_offset": offset}, spec)
         offset += len(records)
