@@ -178,6 +178,25 @@ cdef inline int _read_varint(const uint8_t* p, Py_ssize_t* pos, Py_ssize_t end, 
     return 0
 
 
+# The record loop's varints: the one- and two-byte ones (nearly every length and delta)
+# in the loop itself, ``if not _loop_varint(...): _read_varint(...)`` (a fallback inside
+# this function would be inlined into it and make it too large to inline in the loop).
+cdef inline bint _loop_varint(const uint8_t* p, Py_ssize_t pos, Py_ssize_t end, int32_t* out, Py_ssize_t* next) noexcept nogil:
+    cdef uint32_t z
+    if pos + 1 < end:
+        if p[pos] < 0x80:
+            z = p[pos]
+            next[0] = pos + 1
+            out[0] = <int32_t>((z >> 1) ^ (-(z & 1)))
+            return True
+        if p[pos + 1] < 0x80:
+            z = (p[pos] & 0x7F) | (<uint32_t>p[pos + 1] << 7)
+            next[0] = pos + 2
+            out[0] = <int32_t>((z >> 1) ^ (-(z & 1)))
+            return True
+    return False
+
+
 cdef inline int _read_varlong(const uint8_t* p, Py_ssize_t* pos, Py_ssize_t end, int64_t* out) except -1:
     cdef uint64_t z
     if _short_varint(p, pos, end, out):
@@ -584,6 +603,57 @@ cdef class Batch(BatchHeader):
 
 # Column buffers for decode_columnar, filled from the decode loop below.
 
+# Raw write positions into a _Columns' buffers, for the decode loop: the record writer
+# below works on C locals, not on the objects. Valid between _Columns.begin (after its
+# ensure) and _Columns.commit; indexes are absolute (record i's offset is offsets[i]).
+cdef struct _BinCursor:
+    uint8_t* data
+    int32_t* offsets
+    uint8_t* validity
+    Py_ssize_t n
+    Py_ssize_t used
+    Py_ssize_t nulls
+
+cdef struct _Cursor:
+    int64_t* offsets
+    int64_t* timestamps
+    int32_t* ts_types
+    int32_t* header_offsets
+    Py_ssize_t count
+    int32_t nheaders
+    _BinCursor keys
+    _BinCursor values
+
+
+cdef inline void _put_value(_BinCursor* c, const uint8_t* p, Py_ssize_t n) noexcept nogil:
+    """Append a value (n < 0: null). The int32 offset may wrap past 2 GiB: commit refuses that."""
+    cdef Py_ssize_t i = c.n
+    if i & 7 == 0:
+        c.validity[i >> 3] = 0
+    if n < 0:
+        c.nulls += 1
+    else:
+        memcpy(c.data + c.used, p, n)
+        c.used += n
+        c.validity[i >> 3] |= <uint8_t>(1 << (i & 7))
+    c.offsets[i + 1] = <int32_t>c.used
+    c.n = i + 1
+
+
+cdef inline void _put_record(_Cursor* c, int64_t offset, int64_t timestamp, int32_t ts_type, const uint8_t* key,
+                             Py_ssize_t klen, const uint8_t* value, Py_ssize_t vlen, int32_t nheaders) noexcept nogil:
+    """Append a record (its headers went to the header columns before)."""
+    cdef Py_ssize_t i = c.count
+    c.offsets[i] = offset
+    c.timestamps[i] = timestamp
+    c.ts_types[i] = ts_type
+    _put_value(&c.keys, key, klen)
+    _put_value(&c.values, value, vlen)
+    c.nheaders += nheaders
+    c.header_offsets[i + 1] = c.nheaders
+    c.count = i + 1
+
+
 @cython.final
 cdef class _Growable:
     """A bytearray filled from C through a raw pointer; trimmed to its length at the end.
@@ -650,23 +720,30 @@ cdef class _BinCol:
         self.validity.ensure(rows // 8 + 1)
         return 0
 
+    cdef inline void begin(self, _BinCursor* c) noexcept:
+        c.data = self.data.ptr
+        c.offsets = <int32_t*>self.offsets.ptr
+        c.validity = self.validity.ptr
+        c.n = self.n
+        c.used = self.data.used
+        c.nulls = self.nulls
+
+    cdef inline int commit(self, _BinCursor* c) except -1:
+        if c.used > INT32_MAX:
+            raise OverflowError("record set too large for int32 Arrow offsets: decode it in parts")
+        self.n = c.n
+        self.nulls = c.nulls
+        self.data.used = c.used
+        self.offsets.used = 4 * (c.n + 1)
+        self.validity.used = (c.n + 7) >> 3
+        return 0
+
     cdef inline int add(self, const uint8_t* p, Py_ssize_t n) except -1:
         """Append a value (n < 0: null); room must have been ensured."""
-        cdef _Growable validity = self.validity
-        if self.n & 7 == 0:
-            validity.ptr[validity.used] = 0
-            validity.used += 1
-        if n < 0:
-            self.nulls += 1
-        else:
-            self.data.put(p, n)
-            validity.ptr[validity.used - 1] |= <uint8_t>(1 << (self.n & 7))
-            if self.data.used > INT32_MAX:
-                raise OverflowError("record set too large for int32 Arrow offsets: decode it in parts")
-        cdef int32_t end = <int32_t>self.data.used
-        self.offsets.put(&end, 4)
-        self.n += 1
-        return 0
+        cdef _BinCursor c
+        self.begin(&c)
+        _put_value(&c, p, n)
+        return self.commit(&c)
 
 
 @cython.final
@@ -707,17 +784,28 @@ cdef class _Columns:
         self.hvals.add(value, vlen)
         return 0
 
-    cdef inline int add_record(self, int64_t offset, int64_t timestamp, int ts_type, const uint8_t* key, Py_ssize_t klen, const uint8_t* value, Py_ssize_t vlen, int32_t nheaders) except -1:
-        """Append a record; room must have been ensured."""
-        cdef int32_t t = ts_type
-        self.offsets.put(&offset, 8)
-        self.timestamps.put(&timestamp, 8)
-        self.ts_types.put(&t, 4)
-        self.keys.add(key, klen)
-        self.values.add(value, vlen)
-        self.nheaders += nheaders
-        self.header_offsets.put(&self.nheaders, 4)
-        self.count += 1
+    cdef inline void begin(self, _Cursor* c) noexcept:
+        """Point ``c`` at the ends of the buffers: room must have been ensured for what
+        ``c`` will write (the pointers hold until the next ``ensure``)."""
+        c.offsets = <int64_t*>self.offsets.ptr
+        c.timestamps = <int64_t*>self.timestamps.ptr
+        c.ts_types = <int32_t*>self.ts_types.ptr
+        c.header_offsets = <int32_t*>self.header_offsets.ptr
+        c.count = self.count
+        c.nheaders = self.nheaders
+        self.keys.begin(&c.keys)
+        self.values.begin(&c.values)
+
+    cdef inline int commit(self, _Cursor* c) except -1:
+        """Take in what ``c`` wrote since :meth:`begin`."""
+        self.count = c.count
+        self.nheaders = c.nheaders
+        self.offsets.used = 8 * c.count
+        self.timestamps.used = 8 * c.count
+        self.ts_types.used = 4 * c.count
+        self.header_offsets.used = 4 * (c.count + 1)
+        self.keys.commit(&c.keys)
+        self.values.commit(&c.values)
         return 0
 
     cdef int add_object(self, Record r) except -1:
@@ -731,9 +819,11 @@ cdef class _Columns:
         if r.value is not None:
             vv = _View(r.value)
             vp, vn = vv.ptr, vv.size
+        cdef _Cursor c
         self.ensure(1, (kn if kn > 0 else 0) + (vn if vn > 0 else 0))
-        self.add_record(r.offset, r.timestamp, r.timestamp_type, kp, kn, vp, vn, 0)
-        return 0
+        self.begin(&c)
+        _put_record(&c, r.offset, r.timestamp, r.timestamp_type, kp, kn, vp, vn, 0)
+        return self.commit(&c)
 
 
 cdef class _RecordTuples  # the consumer's records, below
@@ -776,34 +866,36 @@ cdef int _decode_v2(Batch batch, int64_t fetch_offset, list out, _Columns cols, 
     cdef int64_t keyless_offset = 0  # the first such record's
     cdef object key, value, headers, hkey, hval, pair
     cdef _HeaderKeys keys = _HeaderKeys()
+    cdef _Cursor cur
     if cols is not None:
         # A record takes at least 7 bytes, and its keys and values fit in the payload:
         # bounds for the whole batch, so the loop below writes without checks.
         cols.ensure(min(<Py_ssize_t>batch.records_count, end // 7 + 1), end)
+        cols.begin(&cur)
     cdef Record rec
     cdef Py_ssize_t key_pos, value_pos, hkey_pos
     try:
         for i in range(batch.records_count):
-            _read_varint(p, &pos, end, &length)
+            if not _loop_varint(p, pos, end, &length, &pos): _read_varint(p, &pos, end, &length)
             if length < 0 or length > end - pos:
                 raise _corrupt("record length runs past the batch")
             rec_end = pos + length
             pos += 1  # record attributes: unused
             _read_varlong(p, &pos, end, &ts_delta)
-            _read_varint(p, &pos, end, &off_delta)
-            _read_varint(p, &pos, end, &klen)
+            if not _loop_varint(p, pos, end, &off_delta, &pos): _read_varint(p, &pos, end, &off_delta)
+            if not _loop_varint(p, pos, end, &klen, &pos): _read_varint(p, &pos, end, &klen)
             if klen < -1 or klen > rec_end - pos:
                 raise _corrupt("bad key length")
             key_pos = pos
             if klen > 0:
                 pos += klen
-            _read_varint(p, &pos, end, &vlen)
+            if not _loop_varint(p, pos, end, &vlen, &pos): _read_varint(p, &pos, end, &vlen)
             if vlen < -1 or vlen > rec_end - pos:
                 raise _corrupt("bad value length")
             value_pos = pos
             if vlen > 0:
                 pos += vlen
-            _read_varint(p, &pos, end, &count)
+            if not _loop_varint(p, pos, end, &count, &pos): _read_varint(p, &pos, end, &count)
             # A header takes at least 2 bytes (two length varints): a larger count is a lie,
             # and must be caught before anything is sized by it. (No division: cdivision
             # truncates a negative room towards 0, where the twin's // floors it.)
@@ -821,13 +913,13 @@ cdef int _decode_v2(Batch batch, int64_t fetch_offset, list out, _Columns cols, 
             if out is None:
                 # Columnar (copy straight into the column buffers) or only checking: no objects.
                 for h in range(count):
-                    _read_varint(p, &pos, end, &hklen)
+                    if not _loop_varint(p, pos, end, &hklen, &pos): _read_varint(p, &pos, end, &hklen)
                     if hklen < 0 or hklen > rec_end - pos:
                         raise _corrupt("bad header key length")
                     _check_utf8(p + pos, hklen)
                     hkey_pos = pos
                     pos += hklen
-                    _read_varint(p, &pos, end, &hvlen)
+                    if not _loop_varint(p, pos, end, &hvlen, &pos): _read_varint(p, &pos, end, &hvlen)
                     if hvlen < -1 or hvlen > rec_end - pos:
                         raise _corrupt("bad header value length")
                     if cols is not None and offset >= fetch_offset:
@@ -841,18 +933,18 @@ cdef int _decode_v2(Batch batch, int64_t fetch_offset, list out, _Columns cols, 
                         keyless = True
                         keyless_offset = offset
                 elif offset >= fetch_offset:
-                    cols.add_record(offset, timestamp, ts_type, p + key_pos, klen, p + value_pos, vlen, count)
+                    _put_record(&cur, offset, timestamp, ts_type, p + key_pos, klen, p + value_pos, vlen, count)
                 continue
             headers = _EMPTY
             if count:
                 headers = PyTuple_New(count)
                 for h in range(count):
-                    _read_varint(p, &pos, end, &hklen)
+                    if not _loop_varint(p, pos, end, &hklen, &pos): _read_varint(p, &pos, end, &hklen)
                     if hklen < 0 or hklen > rec_end - pos:
                         raise _corrupt("bad header key length")
                     hkey = keys.get(p + pos, hklen)
                     pos += hklen
-                    _read_varint(p, &pos, end, &hvlen)
+                    if not _loop_varint(p, pos, end, &hvlen, &pos): _read_varint(p, &pos, end, &hvlen)
                     if hvlen < -1 or hvlen > rec_end - pos:
                         raise _corrupt("bad header value length")
                     if hvlen < 0:
@@ -887,6 +979,8 @@ cdef int _decode_v2(Batch batch, int64_t fetch_offset, list out, _Columns cols, 
         raise
     if pos != end:
         raise _corrupt("bytes left after the last record of the batch", batch.base_offset, batch.base_offset + batch.last_offset_delta)
+    if cols is not None:
+        cols.commit(&cur)
     if require_keys and keyless:
         raise _keyless(keyless_offset)
     return 0
