@@ -7,8 +7,8 @@ encodes, so the loop's thread runs only while that thread waits. A megabyte requ
 more than a socket takes at once (``send.buffer.bytes`` 128 KiB); if the hand-off ended
 as soon as the sender had started its requests, the rest of each would wait for the next
 hand-off and the broker would wait for it too (measured, send_batch of 100 B records
-handing off after each 1 MB batch: 7.2-7.7 M rec/s against 8.8-9.9 once the hand-off
-waits for the write).
+handing off after each 1 MB batch: 7.7 M rec/s against 8.5 M once the hand-off waits
+for the write).
 """
 
 from kproto import Producer
