@@ -229,6 +229,21 @@ class Connection:
         """Requests sent and not yet answered."""
         return len(self._pending)
 
+    def when_written(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` (on the loop, without arguments) once every request written so
+        far has gone to the socket, or the connection ended; at once, from here, when
+        nothing waits. Requests held by a throttle (KIP-219) are not waited for. Where the
+        transport writes (TLS, Python 3.12+: see ``_Writer``) at once, as its buffer says
+        nothing when it empties.
+
+        The producer's sender uses it to hand the loop back to a thread only once what it
+        sent is in the kernel (:meth:`~kproto.producer.sender.Sender.hand_off`).
+        """
+        if self._writer is None or self._closed:
+            callback()
+        else:
+            self._writer.when_written(callback)
+
     # -- life cycle -----------------------------------------------------------------------
 
     async def open(self) -> None:
@@ -780,6 +795,7 @@ class _Writer:
         self._closing = False
         self._done = False  # lost, aborted or failed: nothing more is written
         self._drained: asyncio.Future | None = None
+        self._on_written: list[Callable[[], None]] = []  # when_written's callbacks
 
     def get_extra_info(self, name: str, default: Any = None) -> Any:
         return self.transport.get_extra_info(name, default)
@@ -824,6 +840,15 @@ class _Writer:
         if self._done:
             raise ConnectionResetError("Connection lost")
 
+    def when_written(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` once the queue is empty (all of it taken by the socket) or the
+        connection is lost; at once when it is empty already, or when the transport writes
+        (its buffer gives no signal when it empties)."""
+        if self._fd < 0 or not self._queue or self._done:
+            callback()
+        else:
+            self._on_written.append(callback)
+
     def close(self) -> None:
         """Close once what is queued has left (:meth:`wait_closed` waits for it)."""
         if self._fd < 0 or not self._queue:
@@ -849,6 +874,7 @@ class _Writer:
         self._queue.clear()
         self._queued = 0
         self._wake()
+        self._written()
 
     # -- writing (os.writev) --------------------------------------------------------------
 
@@ -882,8 +908,10 @@ class _Writer:
             self._watching = False
         if self._queued <= self.DRAINED:
             self._wake()
-        if not queue and self._closing:
-            self._stream.close()
+        if not queue:
+            self._written()
+            if self._closing:
+                self._stream.close()
 
     def _writable(self) -> None:
         if not self._done:
@@ -894,6 +922,12 @@ class _Writer:
             if not self._drained.done():
                 self._drained.set_result(None)
             self._drained = None
+
+    def _written(self) -> None:
+        if self._on_written:
+            callbacks, self._on_written = self._on_written, []
+            for callback in callbacks:
+                callback()
 
 
 def _nbytes(piece: Any) -> int:

@@ -351,3 +351,40 @@ def test_pieces_of_any_buffer_format_arrive_byte_exact(write_mode):
             pair.close()
 
     asyncio.run(run())
+
+
+def test_when_written_fires_once_the_socket_took_every_byte():
+    """Issue 16, the send_batch stall: the producer's sender hands the loop back to a
+    thread only once what it sent is in the kernel (``Sender.hand_off``), which it learns
+    from ``when_written``. The callback runs at once when nothing waits; with a megabyte
+    queued behind a 4 KiB send buffer, not before the peer has read enough for the socket
+    to take all of it; and when the connection is lost with bytes still queued."""
+
+    async def run():
+        loop = asyncio.get_running_loop()
+        pair = await _Pair(loop, send_buffer=4096).open()
+        try:
+            assert pair.writer._fd >= 0  # the writer's own writev (Python 3.11 in this venv)
+            called = []
+            pair.writer.when_written(lambda: called.append("idle"))
+            assert called == ["idle"]
+            pair.writer.write([b"\0\0\0\x10", bytes(1 << 20)])
+            written = loop.create_future()
+            pair.writer.when_written(lambda: written.set_result(pair.writer.buffered))
+            assert pair.writer.buffered > 0
+            got = 0
+            while not written.done():
+                assert got < (1 << 20) + 4, "everything was read and the callback did not run"
+                got += len(await loop.sock_recv(pair.peer, 1 << 16))
+                await asyncio.sleep(0)  # the loop's turn: the writer takes the room made
+            assert await written == 0
+            pair.writer.write([bytes(1 << 20)])
+            lost = []
+            pair.writer.when_written(lambda: lost.append(pair.writer.buffered))
+            assert lost == []
+            pair.writer.lost()
+            assert lost == [0]
+        finally:
+            pair.close()
+
+    asyncio.run(run())
