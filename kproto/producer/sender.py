@@ -54,7 +54,6 @@ when they are answered), so that no record, ``flush()`` or send waiting for
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 import threading
 import time
@@ -145,7 +144,7 @@ class Sender:
         self._thread = threading.get_ident()  # the loop's
         self._served = threading.Condition()  # hand_off's tickets: asked by threads, served by steps
         self._asked = self._done = 0
-        self._writing: set[Connection] = set()  # connections sent to since the last hand-off was served
+        self._sent_to: set[Connection] = set()  # open connections requests went to (_when_written)
         self.task = self._loop.create_task(self._run())
 
     # -- waking -----------------------------------------------------------------------------
@@ -202,19 +201,28 @@ class Sender:
                 self._served.notify_all()
 
     def _serve_written(self, asked: int) -> None:
-        """As :meth:`_serve`, once the requests sent so far are written to their sockets."""
+        """As :meth:`_serve`, once every request sent so far is written to its socket."""
         if self._done >= asked:  # no hand-off waits
-            self._writing.clear()
-        elif not self._writing:
-            self._serve(asked)
-        else:
-            for conn in list(self._writing):
-                conn.when_written(functools.partial(self._written, conn, asked))
+            return
+        # The step's request tasks were made before this call_soon, so they run first and
+        # have queued their requests (they write before they first wait) when it looks.
+        self._loop.call_soon(self._when_written, asked)
 
-    def _written(self, conn: Connection, asked: int) -> None:
-        self._writing.discard(conn)
-        if not self._writing:
-            self._serve(asked)
+    def _when_written(self, asked: int) -> None:
+        # Every connection, not only this step's: a step that sent nothing must not serve a
+        # hand-off while an earlier step's request still waits for its socket.
+        self._sent_to = {conn for conn in self._sent_to if not conn.closed}
+        left = len(self._sent_to) + 1
+
+        def written() -> None:
+            nonlocal left
+            left -= 1
+            if left == 0:
+                self._serve(asked)
+
+        for conn in self._sent_to:
+            conn.when_written(written)
+        written()
 
     async def close(self, timeout: float | None) -> None:
         """Send what is queued (within ``timeout`` seconds), then stop; the rest fails."""
@@ -343,7 +351,7 @@ class Sender:
                 self._partitions_in_flight[tp] = self._partitions_in_flight.get(tp, 0) + 1
             # Tasks start in the order they are made and write before they first wait, so
             # a broker gets the requests (and each partition its sequences) in this order.
-            self._writing.add(conns[node])  # a hand-off waits until it is written (_serve_written)
+            self._sent_to.add(conns[node])  # a hand-off waits until it is written (_serve_written)
             task = self._loop.create_task(self._send(conns[node], batches))
             self._requests.add(task)
             task.add_done_callback(self._requests.discard)
