@@ -418,6 +418,7 @@ def send_batch_blocking(face: Producer, topic: str, values: Any, keys: Any = Non
     acc = core._acc
     if acc.policy.counts.get(topic) is None:
         face._portal.call(core._prepare, topic)  # bounded by max.block.ms itself
+    queued, every = 0, acc._hand_off_every  # batches queued since the last hand-off (per BEHIND_BYTES)
     for partition_, builder, data, rows in job.batches(acc.policy.counts[topic]):
         deadline = time.monotonic() + core._max_block
         while not job.enqueue(partition_, builder, data, rows):
@@ -429,6 +430,12 @@ def send_batch_blocking(face: Producer, topic: str, values: Any, keys: Any = Non
                     raise job.out_of_memory()
                 if acc.used and acc.used + builder.size_in_bytes() > acc.buffer_memory:
                     acc.space.wait(min(left, 0.2))
+        queued += 1
+        if queued >= every and core._sender is not None:
+            # The GIL: while this thread encodes, the loop's thread cannot send what is
+            # queued; hand over to it (Sender.hand_off) so the broker works meanwhile.
+            queued = 0
+            core._sender.hand_off()
     job.future._seal()
     return job.future
 

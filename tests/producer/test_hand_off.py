@@ -33,3 +33,24 @@ def test_a_hand_off_returns_once_the_requests_it_let_go_are_written(monkeypatch)
         written = future.result(15)
     assert len(written) == 3 and sum(m.record_count for m in written) == 25_000
     assert [m.error for m in written] == [None] * 3
+
+
+def test_send_batch_lets_the_sender_write_each_megabyte_while_it_encodes_the_next(monkeypatch):
+    """Issue 16, send_batch stall: the calling thread holds the GIL while it encodes, so
+    the loop's thread sent nothing until send_batch returned (0 of 34 requests, measured).
+    It hands over after each megabyte of batches: when send_batch returns, every batch
+    but the last is written (4 of 5 here; max.in.flight 5 leaves room for them)."""
+    monkeypatch.setattr(sender_module, "HAND_OFF_TIMEOUT", 60)  # the behaviour, not the time bound
+    with MiniBroker() as broker, Producer(bootstrap_servers=broker.bootstrap_servers, batch_size=1_000_000,
+                                          linger_ms=60_000) as producer:
+        producer.send("encode-while-sending", b"first", partition=0)
+        producer.flush(15)
+        sent = []
+        monkeypatch.setattr(sender_module.Sender, "_request",
+                            lambda self, conn, batches, orig=sender_module.Sender._request:
+                            (sent.append(len(batches)), orig(self, conn, batches))[1])
+        future = producer.send_batch("encode-while-sending", [b"v" * 100] * 45_000, partition=0)
+        at_return = len(sent)
+        written = future.result(15)
+    assert len(written) == 5
+    assert at_return >= 4
