@@ -145,21 +145,23 @@ GOALS = [
 def measure(bootstrap: str, tables: dict[str, list[Contender]], n: int, runs: int,
             cpu: dict[str, dict[str, list[tuple[float, float, float]]]] | None = None) -> dict[str, dict[str, float]]:
     """Median records/s of every row by phase (bench/broker.py's ``rate``: a fresh topic per
-    measurement); a first round of ``n / 5`` is not counted; each run goes through every
+    measurement, produced topics counted after each run); a first round of ``n / 5`` is not counted; each run goes through every
     row, in reverse order every other run. ``cpu``, when given, gets per row and run the
     timed part's (wall, client CPU, broker CPU) seconds per record."""
     rates: dict[str, dict[str, list[float]]] = {phase: {row.name: [] for row in rows} for phase, rows in tables.items()}
     for run in range(runs + 1):
+        produced: list[tuple[str, int, str]] = []  # counted once the run's rows are timed (broker.rate)
         for phase, rows in tables.items():
             for row in rows if run % 2 else rows[::-1]:
                 count = max(FILL_BATCH, int((n if run else n // 5) * row.share) // FILL_BATCH * FILL_BATCH)
-                rate = broker.rate(bootstrap, phase, row, count)
+                rate = broker.rate(bootstrap, phase, row, count, later=produced)
                 if run:
                     rates[phase][row.name].append(rate)
                     if cpu is not None:
                         client, broker_cpu = peers.last_cpu
                         cpu.setdefault(phase, {}).setdefault(row.name, []).append(
                             (1 / rate, client / count, (broker_cpu or 0.0) / count))
+        broker.check_produced(bootstrap, produced)
     return {phase: {name: statistics.median(r) for name, r in by.items()} for phase, by in rates.items()}
 
 
