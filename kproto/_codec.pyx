@@ -2185,6 +2185,21 @@ cdef extern from *:
     bint _unseen "kproto_unseen"(PyObject* o, void* t)  # o borrowed: a reference of ours would count
 
 
+cdef bint _reusable(type future_class):
+    """Whether a future of ``future_class`` nobody sees any more may be handed out again:
+    only when a fresh one would be no different. Not when the class makes its own
+    (``__new__``: it runs per future) or has slots (_unseen cannot see their values)."""
+    if (<_NewSlot*>future_class).tp_new != (<_NewSlot*>RecordRef).tp_new:
+        return False
+    for klass in future_class.__mro__:
+        if klass is not RecordRef and klass is not object:
+            slots = vars(klass).get("__slots__", ())
+            names = {slots} if isinstance(slots, str) else set(slots)
+            if not names <= {"__dict__", "__weakref__"}:
+                return False
+    return True
+
+
 cdef extern from "<pthread.h>" nogil:
     ctypedef struct pthread_mutex_t:
         pass
@@ -2333,6 +2348,7 @@ cdef class Appender:
     cdef public bint hold
     cdef public unsigned long owner_thread  # 0, or the one thread that appends: no lock then (see the twin)
     cdef RecordRef _last  # the last record's future, handed out again when nobody else holds it (_unseen)
+    cdef bint _reuse  # future_class allows that (_reusable)
 
     def __init__(self, policy):
         future_class = policy.future_class
@@ -2341,6 +2357,7 @@ cdef class Appender:
         self._policy = policy
         self._future_class = future_class
         self._future_type = <_NewSlot*>future_class
+        self._reuse = _reusable(future_class)
         self._new_batch = policy.new_batch
         self._wake = policy.wake
         self._full = policy.full
@@ -2525,10 +2542,12 @@ cdef class Appender:
         if no_room:
             return None  # it waits for room: buffer.memory is never exceeded
         # The last record's future again when nobody else can see it (its caller dropped it,
-        # as a loop of sends does): no allocation and no deallocation per record. Else a new
+        # as a loop of sends does): no allocation and no deallocation per record. Safe
+        # because the GIL is held from the check to the incref (the module declares that it
+        # needs the GIL, so a free-threaded build turns it on). Else a new
         # one: tp_new alone, with no arguments to box and parse; the fields are set here.
         cdef RecordRef record
-        if self._last is not None and _unseen(<PyObject*>self._last, self._future_type):
+        if self._last is not None and self._reuse and _unseen(<PyObject*>self._last, self._future_type):
             record = self._last
         else:
             record = <RecordRef>self._future_type.tp_new(self._future_type, _NO_ARGS, NULL)

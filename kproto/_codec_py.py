@@ -1646,7 +1646,8 @@ class RecordRef:
     the next record when nobody else can see it any more (only the appender refers to it: no
     weak reference, no attribute set on it, the same class, no finalizer), which is the
     common case of a loop of sends that drops what they return: no allocation per record.
-    Nothing can tell the two backends apart by it.
+    It never does so for a subclass with slots or its own ``__new__``, where a fresh object
+    could differ.
     """
 
     __slots__ = ("_batch", "_index", "_timestamp")

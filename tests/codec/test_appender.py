@@ -266,3 +266,36 @@ def test_an_owner_thread_appends_without_the_lock_and_other_threads_are_refused(
     assert appender.send("t", b"x", partition=0)._index == 1  # nothing was appended from the other thread
     appender.owner_thread = 0
     assert appender.send("t", b"y", partition=0)._index == 2 and not appender.lock.locked()
+
+
+@pytest.mark.parametrize("backend", [py, cy], ids=["python", "cython"])
+def test_a_future_class_with_slots_or_its_own_new_gets_a_fresh_future_per_record(backend):
+    """Issue 16 (review): the Cython appender hands a dropped future out again only when a
+    fresh one would be no different. A ``future_class`` with slots (whose values it cannot
+    see) or its own ``__new__`` (which runs per future) gets a new one per record, as in
+    the twin: the next record's future did carry the last one's slot value, and
+    ``__new__`` ran once for five sends."""
+    made = []
+
+    class Tagged(backend.RecordRef):
+        __slots__ = ("tag",)
+
+    class Counted(backend.RecordRef):
+        def __new__(cls, *args):
+            made.append(cls)
+            return super().__new__(cls)
+
+    def appender(future_class):
+        return backend.Appender(SendPolicy(
+            lambda t, p: backend.OpenBatch(backend.BatchBuilder(max_bytes=16384), (t, p)),
+            lambda: None, 1 << 20, future_class=future_class, counts={"t": 1}))
+
+    tagged = appender(Tagged)
+    first = tagged.send("t", b"a", partition=0)
+    first.tag = "record a's tag"
+    del first
+    assert not hasattr(tagged.send("t", b"b", partition=0), "tag")
+    counted = appender(Counted)
+    for _ in range(5):
+        counted.send("t", b"b", partition=0)
+    assert len(made) == 5
