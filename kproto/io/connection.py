@@ -15,6 +15,10 @@ Reading. The connection is an :class:`asyncio.BufferedProtocol` whose buffers ar
 asyncio's SSL transport decrypts) straight into them, small responses many at a time into
 a scratch buffer copied out once each, a large one (a Fetch) into a buffer of its own that
 becomes the frame the decoder reads, without a copy. No ``StreamReader`` sits in between.
+On a plaintext connection a large frame costs one or two turns of the event loop, not one
+per segment: after a read that filled its buffer, the connection reads the rest of the
+frame itself in the same turn, and while some of it is still due it sets ``SO_RCVLOWAT``
+to that (Linux), so that the loop wakes once it is all queued (``_read_rest``).
 
 Writing. A request is encoded as pieces (:func:`~kproto.protocol.frames.encode_request_parts`):
 a Produce request's record batches are the producer's own objects, never joined into the
@@ -134,6 +138,7 @@ _CONNECT_ERRNOS = frozenset({errno.ECONNREFUSED, errno.EHOSTUNREACH, errno.ENETU
 # Linux's epoll honours SO_RCVLOWAT for TCP (tcp_poll), and caps it at half the receive
 # buffer itself (tcp_set_rcvlowat), growing an autotuned one to fit: see Connection._read_rest
 _RCVLOWAT = sys.platform == "linux"
+_READV = hasattr(os, "readv")  # (not on Windows: the transport reads every byte there)
 
 SOFTWARE_NAME = "kproto"
 
@@ -283,7 +288,7 @@ class Connection:
             for option, size in zip((socket.SO_SNDBUF, socket.SO_RCVBUF), self._buffers):
                 if size > 0:
                     sock.setsockopt(socket.SOL_SOCKET, option, size)
-            if self._ssl is None:  # (with TLS the transport's bytes are records, not frames: see _read_rest)
+            if self._ssl is None and _READV:  # (with TLS the socket's bytes are records, not frames: see _read_rest)
                 self._fd, self._sock = sock.fileno(), sock
                 if _RCVLOWAT:  # a receive.buffer.bytes set: at most half of it, as Linux caps it
                     self._lowat_cap = sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF) // 2 \
