@@ -319,6 +319,6 @@ def test_a_task_fills_one_frame_buffer_again_with_each_fetch_answer(broker, wide
                                    "kafka.max.partition.fetch.bytes": str(512 << 10)}, streaming=False)
     batches = list(read_range(options, OffsetRange("wide", 0, 0, WIDE_RECORDS)))
     assert sum(b.num_rows for b in batches) == WIDE_RECORDS and len(batches) >= 5
-    # Fresh: the first answer's buffer, and maybe the last's (the range's tail, much smaller);
-    # a larger answer grows the last one's buffer in place.
-    assert len(starts) >= 5 and set(starts[1:-1]) == {"reused"}, " ".join(starts)
+    # Fresh: the first answer's buffer, and one a little too small for the next answer (a
+    # buffer is reused for an answer of its size or up to a quarter smaller), such as the last.
+    assert len(starts) >= 5 and starts.count("reused") >= len(starts) - 3, " ".join(starts)
