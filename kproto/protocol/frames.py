@@ -441,9 +441,9 @@ class FrameReader:
       becomes the frame handed out without a copy (only what arrived with its size
       prefix, at most one read, is copied into it). A client takes ``fetch.max.bytes``
       responses this way with about one frame's memory, not three; and once nothing
-      references the last such frame any more, the next one of at least four fifths of its
-      size (a larger one grows it in place) is read into it again, whose pages are already
-      mapped. Only the last one is kept: a frame kept is memory its users no longer count (a consumer's
+      references the last such frame any more, the next frame of its size (or up to a
+      quarter smaller) is read into it again, whose pages are already mapped. Only the
+      last one is kept: a frame kept is memory its users no longer count (a consumer's
       bound, about twice ``fetch.max.bytes``, grows by one frame per broker), and the
       reader lets go of it when the stream ends. After such a frame larger than one read
       of the scratch (256 KiB), the next read is only the next frame's size prefix:
@@ -612,9 +612,9 @@ class FrameReader:
         holds) into a buffer of its own, of exactly its size.
 
         That buffer is, when there is one, a frame handed out before (one of the last
-        :attr:`_REUSE`) of at most a quarter more than this size (cut to size when
-        complete; a smaller one is grown in place), that nothing references any more: the
-        bytes object is unreachable, so nobody sees it change, and it is filled again in place.
+        :attr:`_REUSE`) of this size or up to a quarter larger (cut to size when complete),
+        that nothing references any more: the bytes object is unreachable, so nobody sees
+        it change, and it is filled again in place.
         A fresh buffer costs a page fault per 4 KiB page as the socket fills it (glibc maps
         each allocation of this size anew, and faults are dear under a hypervisor: a
         quarter of a millisecond per megabyte), on the path between a Fetch response's
@@ -623,17 +623,8 @@ class FrameReader:
         recent = self._recent
         for i in range(len(recent) if _getrefcount is not None else 0):
             # 2: the list's reference and the argument's; a view or a slice of it holds one more
-            if len(recent[i]) <= size + (size >> 2) and _getrefcount(recent[i]) == 2:
-                short = len(recent[i]) < size
+            if size <= len(recent[i]) <= size + (size >> 2) and _getrefcount(recent[i]) == 2:
                 self._frame = io.BytesIO(recent.pop(i))  # the BytesIO's is then the only reference
-                if short:
-                    # Grown in place: a write past the end of an unshared BytesIO reallocs its
-                    # bytes (glibc's mremap for a large one: the pages already mapped stay,
-                    # nothing is copied), and only the new part is zeroed. Answers of one
-                    # partition vary in size by a batch; without this, one in four came a
-                    # little larger than the last and took a fresh buffer (issue 16).
-                    self._frame.seek(size - 1)
-                    self._frame.write(b"\0")
                 break
         else:
             self._frame = io.BytesIO(bytes(size))  # calloc'd: pages are touched only when filled

@@ -542,29 +542,3 @@ def test_a_read_before_a_large_frame_is_taken_goes_to_the_scratch() -> None:
     assert reader.next_frame() == b"a" * size
     _feed(reader, wire[pos + 4 :], got := [])
     assert got == [b"b" * 10] and reader.buffered == 0
-
-
-def test_a_larger_frame_grows_the_free_buffer_of_the_last_one_in_place() -> None:
-    """issue 16, Fetch read path: the answers of one partition vary in size by a batch, and
-    a frame was read into the free buffer of the last one only when no larger: one Fetch
-    answer in four (a Spark task's 2 MiB answers) took a fresh zero-filled buffer. A larger
-    frame now grows that buffer in place (its mapped pages stay, nothing is copied)."""
-    size = 1_000_000
-    first, larger = frame(b"a" * size), frame(b"b" * (size + size // 5))
-    reader, got = FrameReader(), []
-    tracemalloc.start()  # (a realloc is traced as growth only for memory allocated while tracing)
-    try:
-        _feed(reader, first, got)
-        got.clear()  # nobody holds the frame any more
-        before = tracemalloc.get_traced_memory()[0]
-        tracemalloc.reset_peak()
-        _feed(reader, larger, got)
-        allocated = tracemalloc.get_traced_memory()[1] - before
-    finally:
-        tracemalloc.stop()
-    assert got == [b"b" * (size + size // 5)]
-    assert allocated < size // 2  # the 200 kB it grew by, not a new 1.2 MB buffer
-    # a frame still held is never grown nor written
-    held = got.pop()
-    _feed(reader, frame(b"c" * (2 * size)) + frame(b"d" * 10), got)
-    assert got == [b"c" * (2 * size), b"d" * 10] and held == b"b" * (size + size // 5)
