@@ -225,7 +225,7 @@ class Connection:
         self._sock: Any = None  # the transport's socket (its setsockopt), when _fd is set
         self._asked = 0  # the size of the buffer handed to the transport's last read
         self._lowat = 1  # SO_RCVLOWAT as set (see _read_rest)
-        self._lowat_cap = 0  # the most SO_RCVLOWAT may ask (0: never set it)
+        self._lowat_cap = 0  # the most SO_RCVLOWAT may ask (0: never set it; -1: not known yet)
         self._raw: asyncio.Future | None = None  # SaslHandshake v0: the broker's next raw frame
 
     metrics: Any = None  # kproto.metrics.NodeSensors of the client (set by the Cluster), or None
@@ -288,11 +288,6 @@ class Connection:
             for option, size in zip((socket.SO_SNDBUF, socket.SO_RCVBUF), self._buffers):
                 if size > 0:
                     sock.setsockopt(socket.SOL_SOCKET, option, size)
-            if self._ssl is None and _READV:  # (with TLS the socket's bytes are records, not frames: see _read_rest)
-                self._fd, self._sock = sock.fileno(), sock
-                if _RCVLOWAT:  # a receive.buffer.bytes set: at most half of it, as Linux caps it
-                    self._lowat_cap = sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF) // 2 \
-                        if self._buffers[1] > 0 else 1 << 30
         self._writer = _Writer(transport, stream, loop, self._write_failed)
         step = "ApiVersions"
         try:
@@ -624,6 +619,13 @@ class Connection:
                 self._read_failed(exc)
         return memoryview(bytearray(FrameReader.DIRECT_SIZE))  # closed: what still arrives is dropped
 
+    def _connected(self, transport: asyncio.BaseTransport) -> None:
+        """The transport is there: a plaintext one's socket is read by _read_rest too."""
+        sock = transport.get_extra_info("socket")
+        if self._ssl is None and _READV and sock is not None:  # (with TLS: see _read_rest)
+            self._fd, self._sock = sock.fileno(), sock
+            self._lowat_cap = -1 if _RCVLOWAT else 0  # known at its first use (open() sets SO_RCVBUF)
+
     def _received(self, nbytes: int) -> None:
         frames = self._frames
         if self._closed:
@@ -678,6 +680,9 @@ class Connection:
             if n == rest:
                 return True  # complete: dispatched, then maybe the next one
             due -= n  # (n == 0 also at end of stream: the transport's next read sees it)
+        if self._lowat_cap < 0:  # a receive.buffer.bytes set: at most half of it, as Linux caps it
+            self._lowat_cap = self._sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF) // 2 \
+                if self._buffers[1] > 0 else 1 << 30
         want = min(due, self._lowat_cap) or 1
         if want != self._lowat and self._lowat_cap:
             self._lowat = want
@@ -987,6 +992,10 @@ class _Stream(StreamProtocol):
     def __init__(self, connection: Connection, loop: asyncio.AbstractEventLoop) -> None:
         super().__init__(loop)
         self._connection = connection
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(transport)
+        self._connection._connected(transport)
 
     def get_buffer(self, sizehint: int) -> memoryview:
         return self._connection._get_buffer()
