@@ -182,3 +182,116 @@ def test_responses_cut_in_pieces_on_the_wire_arrive_whole():
     with Twice(b"") as broker:
         a, b = asyncio.run(run(broker.port))
     assert records_of(a) == b"a" * 100 and records_of(b) == b"b" * 200_000
+
+
+class Trickle(PreparedBroker):
+    """Answers the Fetch with ``first`` bytes of ``reply``, waits for ``resume``, then sends the
+    rest: most of it at once, its last ``tail`` bytes in ``pieces`` writes a little apart."""
+
+    first, tail, pieces = 100_000, 200_000, 100
+
+    def __init__(self, reply: bytes, **kwargs) -> None:
+        super().__init__(reply, **kwargs)
+        self.resume = threading.Event()
+
+    def _serve(self) -> None:
+        try:
+            sock, _ = self.listener.accept()
+            sock.settimeout(10)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if self.ssl_context is not None:
+                sock = self.ssl_context.wrap_socket(sock, server_side=True)
+            with sock:
+                frames = FrameReader()
+                while data := sock.recv(65536):
+                    frames.receive_data(data)
+                    while (f := frames.next_frame()) is not None:
+                        header, _ = decode_request(f, strict=False)
+                        if header.api_key == ApiKey.API_VERSIONS:
+                            sock.sendall(self.versions)
+                            continue
+                        reply = memoryview(self.reply)
+                        sock.sendall(reply[: self.first])
+                        self.resume.wait(10)
+                        cut = len(reply) - self.tail
+                        sock.sendall(reply[self.first : cut])
+                        step = self.tail // self.pieces
+                        for at in range(cut, len(reply), step):
+                            sock.sendall(reply[at : at + step])
+                            threading.Event().wait(0.001)
+        except OSError:
+            pass  # the client went away
+
+
+def rcvlowat(conn: Connection) -> int:
+    return conn._writer.get_extra_info("socket").getsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT)
+
+
+async def trickled_fetch(broker: Trickle, **settings) -> tuple[FetchResponse, int, int, int, int]:
+    """A Fetch whose answer ``broker`` trickles; returns it, SO_RCVLOWAT while its rest was
+    due, the bytes then due, SO_RCVLOWAT after it, and how many reads the transport made
+    for the rest."""
+    conn = Connection("127.0.0.1", broker.port, **settings)
+    await conn.open()
+    reads, received = 0, conn._received
+
+    def counted(nbytes: int) -> None:
+        nonlocal reads
+        reads += 1
+        received(nbytes)
+
+    conn._received = counted  # what the connection's protocol calls after each read of the transport
+    try:
+        answer = asyncio.ensure_future(conn.request(FetchRequest(topics=[])))
+        for _ in range(1000):  # until the client read all that was sent before the pause, or waits for more
+            if rcvlowat(conn) > 1 or conn._frames.buffered == broker.first:
+                break
+            await asyncio.sleep(0.005)
+        during, due, before = rcvlowat(conn), len(broker.reply) - conn._frames.buffered, reads
+        assert during > 1 or conn._frames.buffered == broker.first
+        broker.resume.set()
+        response = await answer
+        return response, during, due, rcvlowat(conn), reads - before
+    finally:
+        await conn.close()
+
+
+def test_a_large_response_trickling_in_wakes_the_reader_once_it_is_all_there():
+    """issue 16, Fetch read path: while the rest of a large response is due, the plaintext
+    connection sets SO_RCVLOWAT to it, so the loop wakes once it is all queued rather than
+    at every segment (a Spark task's 2 MiB answer took a turn of the loop per 64-256 KiB);
+    back to 1 after it. The response, sent in a hundred small writes at the end, arrives
+    whole and in order."""
+    records = bytes(range(251)) * ((2 << 20) // 251)
+    reply = fetch_response(records)
+    with Trickle(reply) as broker:
+        response, during, due, after, reads = asyncio.run(trickled_fetch(broker))
+    assert records_of(response) == records
+    assert during == due  # all that is still due
+    assert after == 1
+    assert reads <= 3, reads  # not one per write (100)
+
+
+def test_a_small_receive_buffer_caps_the_low_mark_and_nothing_stalls():
+    """issue 16: with receive.buffer.bytes set (locked), SO_RCVLOWAT asks at most half of the
+    receive buffer, which the broker's window lets come: a 2 MiB response through a
+    32 KiB buffer still arrives whole."""
+    records = bytes(range(251)) * ((2 << 20) // 251)
+    with Trickle(fetch_response(records)) as broker:
+        response, during, _, after, _ = asyncio.run(trickled_fetch(broker, receive_buffer_bytes=32 * 1024))
+    assert records_of(response) == records
+    assert 1 < during <= 32 * 1024 and after == 1
+
+
+def test_a_large_response_trickling_in_over_tls_leaves_the_low_mark_alone(pki):
+    """issue 16: with TLS the socket's bytes are records, more than the frame's, and the SSL
+    transport may hold decrypted bytes back: SO_RCVLOWAT stays 1 (a low mark in frame bytes
+    could wait for bytes that never come), and the trickled response arrives whole."""
+    server = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server.load_cert_chain(pki.server.cert_path, pki.server.key_path)
+    context = ssl.create_default_context(cafile=str(pki.ca.cert_path))
+    records = bytes(range(251)) * ((2 << 20) // 251)
+    with Trickle(fetch_response(records), ssl_context=server) as broker:
+        response, during, _, after, _ = asyncio.run(trickled_fetch(broker, ssl_context=context))
+    assert records_of(response) == records
+    assert during == 1 and after == 1
