@@ -167,11 +167,12 @@ def rate(bootstrap: str, phase: str, row: Contender, count: int,
             raw_produce(bootstrap, topic, count // FILL_BATCH, per_batch=FILL_BATCH)
             return count / row(bootstrap, topic, count)
         seconds = row(bootstrap, topic, count)
+        produced = (topic, count + 1, row.name)  # with the warm-up record
+        kept = True  # check_produced deletes it, now or after the run
         if later is not None:
-            later.append((topic, count + 1, row.name))  # with the warm-up record
-            kept = True
+            later.append(produced)
         else:
-            check_produced(bootstrap, [(topic, count + 1, row.name)])
+            check_produced(bootstrap, [produced])
         return count / seconds
     finally:
         if not kept:
