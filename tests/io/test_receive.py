@@ -57,6 +57,7 @@ class PreparedBroker:
         try:
             sock, _ = self.listener.accept()
             sock.settimeout(10)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             if self.ssl_context is not None:
                 sock = self.ssl_context.wrap_socket(sock, server_side=True)
             with sock:
@@ -67,12 +68,15 @@ class PreparedBroker:
                         header, _ = decode_request(f, strict=False)
                         if header.api_key == ApiKey.API_VERSIONS:
                             sock.sendall(self.versions)
-                            continue
-                        sock.sendall(memoryview(self.reply))
-                        if self.close:
+                        elif not self._answer(sock):
                             return
         except OSError:
             pass  # the client went away
+
+    def _answer(self, sock: socket.socket) -> bool:
+        """Answer a Fetch; False: close the connection."""
+        sock.sendall(memoryview(self.reply))
+        return not self.close
 
 
 async def fetch(port: int, **settings) -> FetchResponse:
@@ -194,33 +198,17 @@ class Trickle(PreparedBroker):
         super().__init__(reply, **kwargs)
         self.resume = threading.Event()
 
-    def _serve(self) -> None:
-        try:
-            sock, _ = self.listener.accept()
-            sock.settimeout(10)
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            if self.ssl_context is not None:
-                sock = self.ssl_context.wrap_socket(sock, server_side=True)
-            with sock:
-                frames = FrameReader()
-                while data := sock.recv(65536):
-                    frames.receive_data(data)
-                    while (f := frames.next_frame()) is not None:
-                        header, _ = decode_request(f, strict=False)
-                        if header.api_key == ApiKey.API_VERSIONS:
-                            sock.sendall(self.versions)
-                            continue
-                        reply = memoryview(self.reply)
-                        sock.sendall(reply[: self.first])
-                        self.resume.wait(10)
-                        cut = len(reply) - self.tail
-                        sock.sendall(reply[self.first : cut])
-                        step = self.tail // self.pieces
-                        for at in range(cut, len(reply), step):
-                            sock.sendall(reply[at : at + step])
-                            threading.Event().wait(0.001)
-        except OSError:
-            pass  # the client went away
+    def _answer(self, sock: socket.socket) -> bool:
+        reply = memoryview(self.reply)
+        sock.sendall(reply[: self.first])
+        self.resume.wait(10)
+        cut = len(reply) - self.tail
+        sock.sendall(reply[self.first : cut])
+        step = self.tail // self.pieces
+        for at in range(cut, len(reply), step):
+            sock.sendall(reply[at : at + step])
+            threading.Event().wait(0.001)
+        return True
 
 
 def rcvlowat(conn: Connection) -> int:
