@@ -144,7 +144,7 @@ class Sender:
         self._thread = threading.get_ident()  # the loop's
         self._served = threading.Condition()  # hand_off's tickets: asked by threads, served by steps
         self._asked = self._done = 0
-        self._sent_to: set[Connection] = set()  # open connections requests went to (_when_written)
+        self._sent_to: set[Connection] = set()  # the connections requests went to (_when_written)
         self.task = self._loop.create_task(self._run())
 
     # -- waking -----------------------------------------------------------------------------
@@ -211,7 +211,6 @@ class Sender:
     def _when_written(self, asked: int) -> None:
         # Every connection, not only this step's: a step that sent nothing must not serve a
         # hand-off while an earlier step's request still waits for its socket.
-        self._sent_to = {conn for conn in self._sent_to if not conn.closed}
         left = len(self._sent_to) + 1
 
         def written() -> None:
@@ -351,7 +350,10 @@ class Sender:
                 self._partitions_in_flight[tp] = self._partitions_in_flight.get(tp, 0) + 1
             # Tasks start in the order they are made and write before they first wait, so
             # a broker gets the requests (and each partition its sequences) in this order.
-            self._sent_to.add(conns[node])  # a hand-off waits until it is written (_serve_written)
+            if conns[node] not in self._sent_to:  # a hand-off waits until it is written (_when_written)
+                # (closed ones go as a new one comes: reconnects must not pile them up)
+                self._sent_to = {conn for conn in self._sent_to if not conn.closed}
+                self._sent_to.add(conns[node])
             task = self._loop.create_task(self._send(conns[node], batches))
             self._requests.add(task)
             task.add_done_callback(self._requests.discard)

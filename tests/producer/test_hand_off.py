@@ -54,3 +54,17 @@ def test_send_batch_lets_the_sender_write_each_megabyte_while_it_encodes_the_nex
         written = future.result(15)
     assert len(written) == 5
     assert at_return >= 4
+
+
+def test_the_sender_keeps_no_closed_connection_for_its_hand_offs():
+    """Issue 16 (the hand-off waits on every connection the sender wrote to): what the
+    sender remembers for that keeps no closed connection once a new one is used, so
+    reconnects do not pile them up (before: one more per reconnect)."""
+    with MiniBroker() as broker, Producer(bootstrap_servers=broker.bootstrap_servers) as producer:
+        for _ in range(3):
+            producer.send("reconnects", b"x", partition=0).result(15)
+            for conn in list(producer._core._cluster._connections.values()):
+                producer._portal.call(conn.close)
+        producer.send("reconnects", b"x", partition=0).result(15)
+        sent_to = producer._core._sender._sent_to
+        assert len(sent_to) == 1 and not any(conn.closed for conn in sent_to)
