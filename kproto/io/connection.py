@@ -277,9 +277,7 @@ class Connection:
         loop = asyncio.get_running_loop()
         stream = _Stream(self, loop)
         try:
-            transport, _ = await wait_for(loop.create_connection(
-                lambda: stream, self.host, self.port, ssl=self._ssl,
-                server_hostname=self.host if self._ssl is not None else None), self.connect_timeout)
+            transport, _ = await wait_for(self._connect(loop, stream), self.connect_timeout)
         except TimeoutError:
             raise KafkaTimeoutError(f"{what} {self.host}:{self.port} took over {self.connect_timeout:g} s") from None
         except ssl.SSLCertVerificationError as exc:
@@ -300,9 +298,6 @@ class Connection:
         sock = transport.get_extra_info("socket")
         if sock is not None and not transport.is_closing():  # a peer may have closed at once
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # requests are small and latency-bound
-            for option, size in zip((socket.SO_SNDBUF, socket.SO_RCVBUF), self._buffers):
-                if size > 0:
-                    sock.setsockopt(socket.SOL_SOCKET, option, size)
         self._writer = _Writer(transport, stream, loop, self._write_failed)
         step = "ApiVersions"
         try:
@@ -623,6 +618,36 @@ class Connection:
     # Called by _Stream, the connection's asyncio protocol: the transport reads (or TLS
     # decrypts) straight into the buffers the FrameReader hands out, so a response's bytes
     # are copied once at most (a large one not at all) on their way to the decoder.
+
+    async def _connect(self, loop: asyncio.AbstractEventLoop,
+                       stream: _Stream) -> tuple[asyncio.BaseTransport, asyncio.BaseProtocol]:
+        """A transport over a socket whose buffer sizes (``send.buffer.bytes``,
+        ``receive.buffer.bytes``) are set before connect(2), as Java's Selector sets them:
+        tcp(7) has them take effect only then. Set after, a receive buffer smaller than
+        loopback's 64 KiB segments let a Fetch answer come one window probe (8 KiB) per
+        200 ms. The addresses are tried in getaddrinfo's order, as create_connection does."""
+        errors: list[OSError] = []
+        for family, kind, proto, _, address in await loop.getaddrinfo(self.host, self.port,
+                                                                     type=socket.SOCK_STREAM):
+            sock = socket.socket(family, kind, proto)
+            try:
+                for option, size in zip((socket.SO_SNDBUF, socket.SO_RCVBUF), self._buffers):
+                    if size > 0:
+                        sock.setsockopt(socket.SOL_SOCKET, option, size)
+                sock.setblocking(False)
+                await loop.sock_connect(sock, address)
+            except OSError as exc:
+                sock.close()
+                errors.append(exc)
+                continue
+            except BaseException:
+                sock.close()
+                raise
+            return await loop.create_connection(lambda: stream, sock=sock, ssl=self._ssl,
+                                                server_hostname=self.host if self._ssl is not None else None)
+        if len({str(exc) for exc in errors}) > 1:
+            raise OSError(f"Multiple exceptions: {', '.join(str(exc) for exc in errors)}")
+        raise errors[0] if errors else OSError(f"no address for {self.host}")
 
     def _get_buffer(self) -> memoryview:
         if not self._closed:

@@ -9,14 +9,17 @@ import socket
 import ssl
 import struct
 import threading
+import time
 import tracemalloc
 
 import pytest
 
+from kproto import Consumer, Producer
 from kproto.errors import KafkaConnectionError
 from kproto.io import Connection
 from kproto.protocol import ApiKey, FrameReader, decode_request, encode_response
 from kproto.protocol.messages import ApiVersionsResponse, FetchRequest, FetchResponse
+from minibroker import MiniBroker
 
 FETCH_VERSION = 12
 FETCH_CORRELATION_ID = 2  # the connection's second request: ApiVersions is the first
@@ -283,3 +286,24 @@ def test_a_large_response_trickling_in_over_tls_leaves_the_low_mark_alone(pki):
         response, during, _, after, _ = asyncio.run(trickled_fetch(broker, ssl_context=context))
     assert records_of(response) == records
     assert during == 1 and after == 1
+
+
+def test_a_small_receive_buffer_is_set_before_connecting_so_a_large_answer_flows():
+    """Issue 16 (review): receive.buffer.bytes was set after connect(2), where tcp(7) says
+    it does not take effect as it should: with 4096 on loopback (64 KiB segments) a 1 MB
+    Fetch answer came 8 KiB per 200 ms window probe, and the consumer got 0 of 10,000
+    records in 15 s (confluent-kafka with socket.receive.buffer.bytes 4096: all at once).
+    Set before connecting, as Java's Selector does, the records come at once."""
+    with MiniBroker() as broker:
+        with Producer(bootstrap_servers=broker.bootstrap_servers, batch_size=1_000_000, linger_ms=5) as producer:
+            for _ in range(10_000):
+                producer.send("small-window", b"v" * 100, partition=0)
+            producer.flush(15)
+        with Consumer(bootstrap_servers=broker.bootstrap_servers, group_id=None, receive_buffer_bytes=4096,
+                      auto_offset_reset="earliest", max_partition_fetch_bytes=4 << 20,
+                      request_timeout_ms=30_000) as consumer:
+            consumer.assign([("small-window", 0)])
+            got, deadline = 0, time.monotonic() + 15
+            while got < 10_000 and time.monotonic() < deadline:
+                got += len(consumer.poll(1.0))
+    assert got == 10_000
