@@ -627,8 +627,12 @@ class Connection:
         loopback's 64 KiB segments let a Fetch answer come one window probe (8 KiB) per
         200 ms. The addresses are tried in getaddrinfo's order, as create_connection does."""
         errors: list[OSError] = []
-        for family, kind, proto, _, address in await loop.getaddrinfo(self.host, self.port,
-                                                                     type=socket.SOCK_STREAM):
+        try:  # an address as it is, as create_connection takes it: no resolver thread
+            addresses = socket.getaddrinfo(self.host, self.port, type=socket.SOCK_STREAM,
+                                           flags=socket.AI_NUMERICHOST)
+        except socket.gaierror:
+            addresses = await loop.getaddrinfo(self.host, self.port, type=socket.SOCK_STREAM)
+        for family, kind, proto, _, address in addresses:
             sock = socket.socket(family, kind, proto)
             try:
                 for option, size in zip((socket.SO_SNDBUF, socket.SO_RCVBUF), self._buffers):
