@@ -147,9 +147,10 @@ GOALS = [
 def measure(bootstrap: str, tables: dict[str, list[Contender]], n: int, runs: int,
             cpu: dict[str, dict[str, list[tuple[float, float, float]]]] | None = None) -> dict[str, dict[str, float]]:
     """Median records/s of every row by phase (bench/broker.py's ``rate``: a fresh topic per
-    measurement, produced topics counted after each run); a first round of ``n / 5`` is not counted; each run goes through every
-    row, in reverse order every other run. ``cpu``, when given, gets per row and run the
-    timed part's (wall, client CPU, broker CPU) seconds per record."""
+    measurement, produced topics counted after each run); a first round of ``n / 5`` is not
+    counted; each run goes through every row, in reverse order every other run. ``cpu``,
+    when given, gets per row and run the timed part's (wall, client CPU, broker CPU)
+    seconds per record."""
     rates: dict[str, dict[str, list[float]]] = {phase: {row.name: [] for row in rows} for phase, rows in tables.items()}
     for run in range(runs + 1):
         produced: list[tuple[str, int, str]] = []  # counted once the run's rows are timed (broker.rate)
