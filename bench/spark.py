@@ -378,16 +378,9 @@ def fetch_only_source(options: dict[str, str], template: bytes) -> type:
             return KafkaBatchReader(parsed).partitions()
 
         def read(self, partition):
-            import asyncio
-
-            loop = asyncio.new_event_loop()
             reader = NoDecode(parsed, partition)
             reader.batch = pa.ipc.open_stream(template).read_next_batch()
-            try:
-                yield from reader.batches(loop)
-            finally:
-                loop.run_until_complete(reader.cluster.close())
-                loop.close()
+            yield from reader.read()
 
     class FetchOnly(DataSource):
         @classmethod

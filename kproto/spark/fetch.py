@@ -182,6 +182,15 @@ class _RangeReader:
         keep = int(np.searchsorted(offsets, t.end))  # offsets increase within a partition
         return batch if keep == cols.count else batch.slice(0, keep)
 
+    def read(self) -> Iterator[pa.RecordBatch]:
+        """:meth:`batches` on an event loop of its own, closed with the client at the end."""
+        loop = asyncio.new_event_loop()
+        try:
+            yield from self.batches(loop)
+        finally:
+            loop.run_until_complete(self.cluster.close())
+            loop.close()
+
     def batches(self, loop: asyncio.AbstractEventLoop) -> Iterator[pa.RecordBatch]:
         timeout = self.options.poll_timeout_ms / 1000
         last_progress = time.monotonic()
@@ -224,10 +233,4 @@ def read_range(options: SourceOptions, task: OffsetRange) -> Iterator[pa.RecordB
         KafkaTimeoutError: no progress for ``kafkaConsumer.pollTimeoutMs``.
         KafkaError: a non-retriable error from the broker.
     """
-    loop = asyncio.new_event_loop()
-    reader = _RangeReader(options, task)
-    try:
-        yield from reader.batches(loop)
-    finally:
-        loop.run_until_complete(reader.cluster.close())
-        loop.close()
+    yield from _RangeReader(options, task).read()
