@@ -2594,6 +2594,15 @@ def stamped_head(buf, base_offset, partition_leader_epoch):
 stamped_head.__doc__ = _twin.stamped_head.__doc__
 
 
+def uninitialized_bytes(Py_ssize_t size):
+    if size < 0:
+        raise ValueError(f"negative size {size}")
+    return PyBytes_FromStringAndSize(NULL, size)
+
+
+uninitialized_bytes.__doc__ = _twin.uninitialized_bytes.__doc__
+
+
 # The Produce path's record walk (validate_batch): the checks of _decode_v2's checking pass
 # on an uncompressed batch, in C alone with no exception machinery, for the common shapes
 # (varints of up to 3 bytes, ASCII header keys). Anything else, valid or not, is -1:

@@ -91,6 +91,7 @@ __all__ = [
     "largest_record",
     "partition_rows",
     "stamped_head",
+    "uninitialized_bytes",
 ]
 
 # Byte positions in a v2 batch header, each derived from the one before.
@@ -1901,6 +1902,22 @@ class Appender:
 # The part of a v2 batch that a broker stamps outside the CRC: base offset, length and
 # partition leader epoch (Kafka's DefaultRecordBatch.setLastOffset / setPartitionLeaderEpoch).
 _STAMPED_HEAD = _MAGIC
+
+
+def uninitialized_bytes(size: int) -> bytes:
+    """A bytes object of ``size`` bytes whose content is undefined, to be filled in place
+    before anyone reads it (:class:`~kproto.protocol.frames.FrameReader`'s frame buffers).
+
+    The extension's leaves the memory as malloc gives it: ``bytes(size)`` is calloc, which
+    zeroes a block that the heap reuses (a memset of every byte, that the socket then
+    overwrites). Here it is ``bytes(size)``.
+
+    Raises:
+        ValueError: ``size`` is negative.
+    """
+    if size < 0:
+        raise ValueError(f"negative size {size}")
+    return bytes(size)
 
 
 def stamped_head(buf: Any, base_offset: int, partition_leader_epoch: int) -> bytes:

@@ -46,6 +46,7 @@ __all__ = [
     "empty_batch",
     "validate_batch",
     "stamped_head",
+    "uninitialized_bytes",
     "decode_record_set",
     "decode_columnar",
     "record_tuples",
@@ -144,3 +145,4 @@ Appender = _impl.Appender
 BinaryArray = _impl.BinaryArray
 largest_record = _impl.largest_record
 partition_rows = _impl.partition_rows
+uninitialized_bytes = _impl.uninitialized_bytes

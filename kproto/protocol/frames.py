@@ -35,6 +35,7 @@ import struct
 import sys
 from typing import Any, NamedTuple
 
+from kproto.codec import uninitialized_bytes
 from kproto.errors import ProtocolError
 from kproto.protocol.messages import APIS, REQUESTS, RESPONSES, ApiKey
 from kproto.protocol.schema import EncodeError, Message, join_parts
@@ -627,7 +628,10 @@ class FrameReader:
                 self._frame = io.BytesIO(recent.pop(i))  # the BytesIO's is then the only reference
                 break
         else:
-            self._frame = io.BytesIO(bytes(size))  # calloc'd: pages are touched only when filled
+            # Not bytes(size): calloc zeroes a block that the heap reuses, a memset of every
+            # byte before the socket overwrites them (a tenth of a millisecond per 2 MiB Fetch
+            # answer, issue 16). Nothing reads the buffer before it is filled.
+            self._frame = io.BytesIO(uninitialized_bytes(size))
         self._frame_view = self._frame.getbuffer()
         start, end = self._start + 4, self._end
         with memoryview(self._buf) as scratch:

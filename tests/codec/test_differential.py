@@ -674,3 +674,14 @@ def test_append_columns_refuses_rows_outside_its_columns_alike(case, with_header
                                                   **case)
         errors.append(str(raised.value))
     assert errors[0] == errors[1]
+
+
+@pytest.mark.parametrize("size", [0, 1, 4096, 2 << 20])
+def test_uninitialized_bytes_are_bytes_of_the_size_asked(size):
+    # The content is undefined (the extension's is malloc's, the twin's zeros): only the
+    # type and the length are the same. FrameReader fills every byte before handing it out.
+    for backend in (py, cy):
+        out = backend.uninitialized_bytes(size)
+        assert type(out) is bytes and len(out) == size
+        with pytest.raises(ValueError, match="negative size"):
+            backend.uninitialized_bytes(-1)
