@@ -843,6 +843,10 @@ cdef object _payload(Batch batch):
 
 
 
+cdef extern from *:
+    void __builtin_prefetch(const void* addr) noexcept nogil
+
+
 cdef int _decode_v2(Batch batch, int64_t fetch_offset, list out, _Columns cols, bint require_keys,
                     _RecordTuples tuples=None) except -1:
     """Decode a v2 batch's records with offset >= fetch_offset into ``out`` or ``cols``.
@@ -876,6 +880,12 @@ cdef int _decode_v2(Batch batch, int64_t fetch_offset, list out, _Columns cols, 
     cdef Py_ssize_t key_pos, value_pos, hkey_pos
     try:
         for i in range(batch.records_count):
+            # Ask for the bytes a dozen records on: the walk from one record to the next is a
+            # chain of dependent loads (each length says where the next field starts), and
+            # the hardware prefetcher falls behind it when the answer is not in the cache
+            # (20-30% of the decode time of a fresh 2 MiB Fetch answer, issue 16). A hint
+            # past the end of the batch is harmless: a prefetch never faults.
+            __builtin_prefetch(p + pos + 1024)
             if not _loop_varint(p, pos, end, &length, &pos): _read_varint(p, &pos, end, &length)
             if length < 0 or length > end - pos:
                 raise _corrupt("record length runs past the batch")
