@@ -2613,6 +2613,30 @@ def uninitialized_bytes(Py_ssize_t size):
 uninitialized_bytes.__doc__ = _twin.uninitialized_bytes.__doc__
 
 
+def millis_to_micros(buf):
+    cdef _View v = _View(buf)
+    if v.size % 8:
+        raise ValueError(f"{v.size} bytes are not int64 values")
+    cdef Py_ssize_t n = v.size // 8, i
+    out = PyByteArray_FromStringAndSize(NULL, v.size)
+    cdef int64_t* o = <int64_t*>PyByteArray_AS_STRING(out)
+    cdef int64_t t
+    cdef bint out_of_range = False
+    for i in range(n):
+        memcpy(&t, v.ptr + 8 * i, 8)
+        out_of_range |= (t > INT64_MAX // 1000) | (t < -(INT64_MAX // 1000))
+        o[i] = <int64_t>(<uint64_t>t * 1000u)  # unsigned: no undefined behaviour when it wraps
+    if out_of_range:
+        for i in range(n):
+            memcpy(&t, v.ptr + 8 * i, 8)
+            if t > INT64_MAX // 1000 or t < -(INT64_MAX // 1000):
+                raise OverflowError(f"timestamp {t} ms does not fit int64 microseconds")
+    return out
+
+
+millis_to_micros.__doc__ = _twin.millis_to_micros.__doc__
+
+
 # The Produce path's record walk (validate_batch): the checks of _decode_v2's checking pass
 # on an uncompressed batch, in C alone with no exception machinery, for the common shapes
 # (varints of up to 3 bytes, ASCII header keys). Anything else, valid or not, is -1:

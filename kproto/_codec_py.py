@@ -92,6 +92,7 @@ __all__ = [
     "partition_rows",
     "stamped_head",
     "uninitialized_bytes",
+    "millis_to_micros",
 ]
 
 # Byte positions in a v2 batch header, each derived from the one before.
@@ -1918,6 +1919,33 @@ def uninitialized_bytes(size: int) -> bytes:
     if size < 0:
         raise ValueError(f"negative size {size}")
     return bytes(size)
+
+
+_MICROS_MAX_MS = (2**63 - 1) // 1000  # the extremes of int64 milliseconds that fit in int64 microseconds
+_MICROS_MIN_MS = -(2**63 // 1000)  # (C's division, towards zero, as Arrow's cast checks)
+
+
+def millis_to_micros(buf: Any) -> bytearray:
+    """int64 milliseconds (:attr:`Columns.timestamps`: native byte order) as int64
+    microseconds, a new buffer: what Spark's and Arrow's ``timestamp("us")`` hold.
+
+    One pass over the column in the extension, where Arrow's cast costs an allocation
+    from its own pool and a checked multiply per value (issue 16).
+
+    Raises:
+        ValueError: the buffer's size is not a multiple of 8.
+        OverflowError: a timestamp beyond +-292,471 years from 1970, which microseconds
+            cannot hold.
+    """
+    view = memoryview(buf).cast("B")
+    if len(view) % 8:
+        raise ValueError(f"{len(view)} bytes are not int64 values")
+    values = array.array("q")
+    values.frombytes(view)
+    for t in values:
+        if t > _MICROS_MAX_MS or t < _MICROS_MIN_MS:
+            raise OverflowError(f"timestamp {t} ms does not fit int64 microseconds")
+    return bytearray(array.array("q", [t * 1000 for t in values]).tobytes())
 
 
 def stamped_head(buf: Any, base_offset: int, partition_leader_epoch: int) -> bytes:

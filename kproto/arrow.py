@@ -10,8 +10,9 @@ Theory of operation. :func:`kproto.records.decode_columnar` writes a record set'
 records straight into Arrow-layout buffers (int64 offsets and timestamps, binary
 offsets + data + validity bitmaps, header lists). :func:`record_arrays` wraps those
 buffers with ``pyarrow.Array.from_buffers`` (no copy), in their final types (the codec
-writes ``timestampType`` as int32), and makes the one cast Spark needs: timestamps from
-milliseconds to microseconds (vectorised; out of range raises, as Spark's does).
+writes ``timestampType`` as int32), and makes the one conversion Spark needs: timestamps
+from milliseconds to microseconds (:func:`kproto.codec.millis_to_micros`, one pass; out
+of range raises Arrow's cast error, as Spark's conversion raises too).
 
 Facts (Spark's Kafka connector, ``KafkaRecordToRowConverter``): the columns are ``key,
 value, topic, partition, offset, timestamp, timestampType`` and, with ``includeHeaders``,
@@ -29,7 +30,7 @@ try:
 except ImportError as exc:  # pragma: no cover - depends on the installation
     raise ImportError("kproto's Arrow support needs pyarrow: pip install kproto[arrow]") from exc
 
-from kproto.codec import Columns
+from kproto.codec import Columns, millis_to_micros
 
 __all__ = [
     "ARROW_HEADERS",
@@ -80,10 +81,15 @@ def record_arrays(cols: Columns, headers: bool = True) -> dict[str, pa.Array]:
     """The records of ``cols`` as Arrow arrays, named and typed as :data:`ARROW_RECORD_FIELDS`
     (without ``headers`` when ``headers`` is false)."""
     n = cols.count
+    try:
+        timestamps = pa.Array.from_buffers(ARROW_RECORD_FIELDS["timestamp"], n,
+                                           [None, pa.py_buffer(millis_to_micros(cols.timestamps))])
+    except OverflowError:  # Arrow's cast then raises, naming the value, as it always did here
+        timestamps = pa.Array.from_buffers(pa.timestamp("ms", tz="UTC"), n, [None, pa.py_buffer(cols.timestamps)]
+                                           ).cast(ARROW_RECORD_FIELDS["timestamp"])
     arrays = {
         "offset": pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(cols.offsets)]),
-        "timestamp": pa.Array.from_buffers(pa.timestamp("ms", tz="UTC"), n, [None, pa.py_buffer(cols.timestamps)]
-                                           ).cast(ARROW_RECORD_FIELDS["timestamp"]),
+        "timestamp": timestamps,
         "timestampType": pa.Array.from_buffers(pa.int32(), n, [None, pa.py_buffer(cols.timestamp_types)]),
         "key": _binary(pa.binary(), n, cols.key_validity, cols.key_offsets, cols.key_data, cols.key_nulls),
         "value": _binary(pa.binary(), n, cols.value_validity, cols.value_offsets, cols.value_data, cols.value_nulls),

@@ -47,6 +47,7 @@ __all__ = [
     "validate_batch",
     "stamped_head",
     "uninitialized_bytes",
+    "millis_to_micros",
     "decode_record_set",
     "decode_columnar",
     "record_tuples",
@@ -146,3 +147,4 @@ BinaryArray = _impl.BinaryArray
 largest_record = _impl.largest_record
 partition_rows = _impl.partition_rows
 uninitialized_bytes = _impl.uninitialized_bytes
+millis_to_micros = _impl.millis_to_micros

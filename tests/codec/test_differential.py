@@ -685,3 +685,29 @@ def test_uninitialized_bytes_are_bytes_of_the_size_asked(size):
         assert type(out) is bytes and len(out) == size
         with pytest.raises(ValueError, match="negative size"):
             backend.uninitialized_bytes(-1)
+
+
+INT64 = st.integers(-(2**63), 2**63 - 1)
+NEAR_THE_EDGE = st.integers(2**63 // 1000 - 3, 2**63 // 1000 + 3).flatmap(lambda m: st.sampled_from([m, -m]))
+
+
+@given(st.lists(st.one_of(st.integers(-(10**15), 10**15), NEAR_THE_EDGE, INT64), max_size=40))
+def test_millis_to_micros_agrees_with_the_twin_and_with_arrows_cast(values):
+    pa = pytest.importorskip("pyarrow")
+    buf = array.array("q", values).tobytes()
+    results = {name: outcome(backend.millis_to_micros, buf) for name, backend in (("py", py), ("cy", cy))}
+    assert results["py"][0] == results["cy"][0]
+    try:
+        arrow = pa.Array.from_buffers(pa.timestamp("ms"), len(values), [None, pa.py_buffer(buf)]).cast(
+            pa.timestamp("us")).cast(pa.int64()).to_pylist()
+    except pa.ArrowInvalid:
+        assert results["cy"][:2] == ("raise", "OverflowError")
+    else:
+        assert results["cy"][0] == "ok" and bytes(results["py"][1]) == bytes(results["cy"][1])
+        assert array.array("q", bytes(results["cy"][1])).tolist() == arrow
+
+
+@pytest.mark.parametrize("backend", [py, cy], ids=["py", "cy"])
+def test_millis_to_micros_refuses_a_partial_value(backend):
+    with pytest.raises(ValueError, match="not int64 values"):
+        backend.millis_to_micros(b"\0" * 12)

@@ -446,3 +446,22 @@ def test_kproto_imports_without_pyarrow_and_poll_arrow_names_the_extra(broker, t
                          env=child_env())
     assert out.returncode == 0, out.stderr
     assert "ImportError:" in out.stdout and "pip install kproto[arrow]" in out.stdout
+
+
+def test_record_batch_timestamps_in_microseconds_and_out_of_range_raises_arrows_error():
+    """Timestamps go from Kafka's milliseconds to Spark's microseconds in one pass; one that
+    microseconds cannot hold fails the batch with Arrow's cast error, as before."""
+    from kproto.codec import BatchBuilder
+
+    def batch_of(timestamps):
+        builder = BatchBuilder()
+        for ts in timestamps:
+            builder.append(ts, b"k", b"v")
+        return record_batch(decode_columnar(builder.build()), "t", 0, arrow_schema())
+
+    stamps = [0, 1_700_000_000_123, -1, 2**63 // 1000]
+    column = batch_of(stamps).column("timestamp")
+    assert column.type == pa.timestamp("us", tz="UTC")
+    assert column.cast(pa.int64()).to_pylist() == [t * 1000 for t in stamps]
+    with pytest.raises(pa.ArrowInvalid):
+        batch_of([0, 2**63 // 1000 + 1])
