@@ -42,6 +42,11 @@ the sink against Spark-only floors.
    asyncio and the client's Python), and the hand-over of fresh columns ~0.015 more than
    the floor's slices of one cache-hot batch. pyspark's daemon runs gc.collect() after each
    task in both. Larger answers (4 MiB) did not lower the tasks' CPU and raised the broker's.
+   Later (``perf record -a`` over 4 runs of each row): the broker's ~0.05 is nearly all the
+   kernel's loopback TCP (with ``--data-dir`` and sendfile it costs the same); in the tasks
+   the decode's record walk ~0.023 (with a prefetch; ~0.025 before), the CRC-32C ~0.01, the
+   socket's copy into the frame ~0.014, Python ~0.015, the copies of keys and values ~0.007.
+   4 MiB answers cut into batches of the 2 MiB answers' sizes were no faster either.
 3. Sink: rows/s of ``df.write.format("kproto")`` of a cached DataFrame of (key, value)
    rows like the source's, with Kafka's default producer batches and with bigger ones;
    the floor is the ``spark-only`` Arrow writer, which takes the same Arrow batches and
