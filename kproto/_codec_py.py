@@ -1926,8 +1926,8 @@ _MICROS_MIN_MS = -(2**63 // 1000)  # (C's division, towards zero, as Arrow's cas
 
 
 def millis_to_micros(buf: Any) -> bytearray:
-    """int64 milliseconds (:attr:`Columns.timestamps`: native byte order) as int64
-    microseconds, a new buffer: what Spark's and Arrow's ``timestamp("us")`` hold.
+    """int64 milliseconds, laid out as :attr:`Columns.timestamps`, as int64 microseconds
+    in a new buffer: what Spark's and Arrow's ``timestamp("us")`` hold.
 
     One pass over the column in the extension, where Arrow's cast costs an allocation
     from its own pool and a checked multiply per value (issue 16).
