@@ -1934,8 +1934,8 @@ def millis_to_micros(buf: Any) -> bytearray:
 
     Raises:
         ValueError: the buffer's size is not a multiple of 8.
-        OverflowError: a timestamp beyond +-292,471 years from 1970, which microseconds
-            cannot hold.
+        OverflowError: a timestamp more than about 292,000 years from 1970, which
+            microseconds cannot hold.
     """
     view = memoryview(buf).cast("B")
     if len(view) % 8:

@@ -83,7 +83,7 @@ def record_arrays(cols: Columns, headers: bool = True) -> dict[str, pa.Array]:
     n = cols.count
     try:
         timestamps = pa.Array.from_buffers(ARROW_RECORD_FIELDS["timestamp"], n,
-                                           [None, pa.py_buffer(millis_to_micros(cols.timestamps))])
+                                           [None, pa.py_buffer(millis_to_micros(memoryview(cols.timestamps)[: 8 * n]))])
     except OverflowError:  # Arrow's cast then raises, naming the value, as it always did here
         timestamps = pa.Array.from_buffers(pa.timestamp("ms", tz="UTC"), n, [None, pa.py_buffer(cols.timestamps)]
                                            ).cast(ARROW_RECORD_FIELDS["timestamp"])
