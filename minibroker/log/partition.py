@@ -514,8 +514,9 @@ class PartitionLog:
     ) -> list[LogSlice]:
         """Like :meth:`read`, as ``(source, position, length)`` runs for ``os.sendfile``.
 
-        One slice per segment touched; a slice of a segment on disk holds its open file,
-        which stays valid even if retention or compaction deletes the segment meanwhile.
+        In order: one slice per segment on disk touched, which holds its open file (valid
+        even if retention or compaction deletes the segment meanwhile); for a segment in
+        memory, one per chunk (see :meth:`~minibroker.log.store.MemoryStore.slices`).
         """
         self._check_online()
         end = self.log_end_offset if max_offset is None else min(max_offset, self.log_end_offset)
@@ -536,7 +537,7 @@ class PartitionLog:
                 continue  # nothing at or after offset here (a gap left by compaction)
             position, length, stopped = found
             if length:
-                out.append(segment.slice(position, length))
+                out.extend(segment.slices(position, length))
                 total += length
             if stopped:
                 break

@@ -352,8 +352,8 @@ class LogSegment:
     def pread(self, position: int, length: int) -> bytes:
         return self._store.pread(position, length)
 
-    def slice(self, position: int, length: int) -> LogSlice:
-        return self._store.slice(position, length)
+    def slices(self, position: int, length: int) -> list[LogSlice]:
+        return self._store.slices(position, length)
 
     def batches(self, position: int = 0) -> Iterator[BatchInfo]:
         """Walk batch headers from ``position`` (a batch start) to the end."""

@@ -74,9 +74,10 @@ def test_memory_store_matches_a_bytearray():
             at = rng.randrange(len(ref) + 10)
             length = rng.choice(sizes)
             assert store.pread(at, length) == ref[at : at + length], (step, at, length)
-            piece = store.slice(at, length)
-            assert piece.tobytes() == ref[at : at + length]
-            lent.append((piece, bytes(ref[at : at + length])))
+            pieces = store.slices(at, length)
+            assert b"".join(p.tobytes() for p in pieces) == ref[at : at + length]
+            assert all(p.length == len(p.source) > 0 for p in pieces)
+            lent.extend((p, p.tobytes()) for p in pieces)
         assert store.size == len(ref)
         for piece, was in lent[-5:]:  # what a slice lent stays as it was read (a view too)
             assert piece.tobytes() == was, step
@@ -94,7 +95,7 @@ def test_a_slice_of_a_map_is_a_view_whose_bytes_never_change():
     store = MemoryStore(0)
     first = random.Random(1).randbytes(FIRST_CHUNK + CHUNK // 2)
     store.append(first)
-    piece = store.slice(FIRST_CHUNK + 100, 2 << 20)
+    [piece] = store.slices(FIRST_CHUNK + 100, 2 << 20)
     assert type(piece.source) is memoryview and piece.source.readonly
     assert piece.length == len(piece.source) == 2 << 20
     assert piece.tobytes() == first[FIRST_CHUNK + 100 : FIRST_CHUNK + 100 + (2 << 20)]
@@ -105,8 +106,14 @@ def test_a_slice_of_a_map_is_a_view_whose_bytes_never_change():
     assert store.pread(FIRST_CHUNK, 1000) == first[FIRST_CHUNK : FIRST_CHUNK + 1000]
     assert store.pread(FIRST_CHUNK + 1000, 10) == b"\xff" * 10
 
-    again = store.slice(FIRST_CHUNK + CHUNK - 10, 100)  # across a boundary: bytes
-    assert again.tobytes() == b"\xff" * 100
+    # Across a boundary: a view of each map, not a copy (a quarter of the 2 MiB Fetches of
+    # a long partition cross one); from the first chunk (a bytearray that grows): bytes.
+    across = store.slices(FIRST_CHUNK + CHUNK - 10, 100)
+    assert [(type(p.source), p.length) for p in across] == [(memoryview, 10), (memoryview, 90)]
+    assert b"".join(p.tobytes() for p in across) == b"\xff" * 100
+    head = store.slices(FIRST_CHUNK - 10, 20)
+    assert [(type(p.source), p.length) for p in head] == [(bytes, 10), (memoryview, 10)]
+    assert b"".join(p.tobytes() for p in head) == first[FIRST_CHUNK - 10 : FIRST_CHUNK] + first[FIRST_CHUNK : FIRST_CHUNK + 10]
     store.unlink()  # the maps go while views of them are out
     assert store.size == 0
     assert piece.tobytes() == first[FIRST_CHUNK + 100 : FIRST_CHUNK + 100 + (2 << 20)]
