@@ -29,6 +29,16 @@ batch, and memory that ``buffer.memory`` did not count); with TLS the SSL transp
 ``writelines`` takes them, on Python 3.12+ the transport's ``write`` one by one (see
 ``_Writer``).
 
+Without the loop. A caller that owns the loop and is not running it (a Spark task's fetch
+loop, between the batches it hands over) may write a request with :meth:`Connection.send_now`
+and read its answer on its own thread with :meth:`SentRequest.result`, which does what the
+loop's transport does on a readable socket, with ``poll`` for the loop's wait: no turns of
+the loop, whose Python per Fetch cost a Spark worker about as much CPU as the CRC check,
+decode and Arrow assembly of its 2 MiB answer (issue 16). Only on a plaintext connection this module
+writes with ``os.writev`` (Python < 3.12), with nothing queued, held or re-authenticating;
+otherwise ``send_now`` declines and the caller takes the loop's way. The loop's timers
+(a throttle's end, the idle check) wait until the loop runs again.
+
 Quotas (KIP-219): a broker that throttles a client answers at once with
 ``throttle_time_ms`` > 0 and expects nothing more on that connection until the time
 is up. Any response saying so holds the connection: requests made meanwhile get their
@@ -85,6 +95,7 @@ import asyncio
 import errno
 import itertools
 import logging
+import math
 import os
 import random
 import select
@@ -648,28 +659,35 @@ class Connection:
     def _receive_now(self, sent: SentRequest) -> Any:
         """``sent``'s answer, read from the socket on this thread (see :meth:`send_now`):
         what the transport does on a readable socket (the stream's get_buffer, a read,
-        buffer_updated, or eof_received), with ``poll`` for the loop's wait."""
+        buffer_updated, or eof_received), with ``poll`` for the loop's wait. As the loop
+        reads what is ready before its timers run (and Java's client handles what it
+        received before it expires requests), an answer that came before the deadline
+        is taken even when this is called after it."""
         future = sent.future
         poller = select.poll()
         registered = 0
-        while not future.done():
+        while not future.done() and not self._closed:
             writer = self._writer
             events = select.POLLIN | (select.POLLOUT if writer is not None and writer._queue else 0)
             if events != registered:
                 poller.register(self._fd, events)  # (again: modifies)
                 registered = events
             remaining = sent.deadline - time.monotonic()
-            if remaining <= 0:
-                error = KafkaTimeoutError(f"{APIS[sent.api_key].name} v{sent.version} to {self.host}:{self.port} "
-                                          f"got no response in {sent.timeout:g} s")
-                self._fail(error)  # as _timed_out: a late answer would arrive out of step
-                raise error
-            ready = poller.poll(max(1, int(remaining * 1000 + 1)))
+            ready = poller.poll(min(max(0, math.ceil(remaining * 1000)), _POLL_MAX_MS))
             if not ready:
+                if remaining <= 0:
+                    error = KafkaTimeoutError(f"{APIS[sent.api_key].name} v{sent.version} to {self.host}:{self.port} "
+                                              f"got no response in {sent.timeout:g} s")
+                    self._fail(error)  # as _timed_out: a late answer would arrive out of step
+                    raise error
                 continue
-            if ready[0][1] & select.POLLOUT and writer is not None:
+            revents = ready[0][1]
+            if revents & select.POLLNVAL:  # (the descriptor is closed: never while the connection is open)
+                self._fail(KafkaConnectionError(f"connection to {self.host}:{self.port} lost its socket"))
+                break
+            if revents & select.POLLOUT and writer is not None:
                 writer._send()
-            if not ready[0][1] & (select.POLLIN | select.POLLERR | select.POLLHUP):
+            if not revents & (select.POLLIN | select.POLLERR | select.POLLHUP):
                 continue
             buf = self._get_buffer()
             try:
@@ -683,6 +701,8 @@ class Connection:
                 self._received(nbytes)
             else:
                 self._received_eof()
+        if not future.done():  # (the connection failed first: _fail settles what is pending)
+            raise KafkaConnectionError(f"connection to {self.host}:{self.port} is closed: {self._failure}")
         if self.metrics is not None and not future.cancelled() and future.exception() is None:
             self.metrics.answered(time.monotonic() - sent.started)
         return future.result()
@@ -855,6 +875,8 @@ class Connection:
             self.metrics.received(len(frame))
         got = int.from_bytes(frame[:4], "big", signed=True)
         if got != correlation_id:
+            # (back in the queue: the connection's failure settles it with the others)
+            self._pending.appendleft((correlation_id, api_key, version, future))
             raise ProtocolError(f"{self.host}:{self.port} answered correlation id {got}, expected {correlation_id}")
         if future.done():
             return  # its caller gave up (cancelled)
@@ -938,15 +960,19 @@ class SentRequest:
         self.deadline = self.started + timeout
 
     def result(self) -> Any:
-        """The decoded response, read on this thread (the event loop must not be running).
+        """The decoded response, read on this thread.
 
         Raises:
             KafkaTimeoutError: no answer within the timeout; the connection is closed, as
                 when :meth:`Connection.request` times out.
-            KafkaConnectionError: the connection failed or closed meanwhile.
-            ProtocolError: the answer is malformed (the connection is closed).
+            KafkaConnectionError: the connection failed meanwhile (a malformed answer too:
+                a :class:`~kproto.errors.ProtocolError` when it is this request's own).
+            ClientClosedError: its owner closed the connection meanwhile.
             asyncio.CancelledError: :meth:`cancel` was called.
+            RuntimeError: the connection's event loop is running (its reader owns the socket).
         """
+        if self.connection._loop is not None and self.connection._loop.is_running():
+            raise RuntimeError("SentRequest.result() while the connection's event loop runs")
         return self.connection._receive_now(self)
 
     def cancel(self) -> None:
@@ -1157,6 +1183,7 @@ def _iov_max(sysconf: Callable[[str], int] | None = None) -> int:
 
 
 _IOV_MAX = _iov_max()
+_POLL_MAX_MS = 1 << 30  # poll(2) takes an int: a longer wait is several
 _OWN_WRITEV = sys.version_info < (3, 12) and hasattr(os, "writev")  # else the transport writes (_Writer)
 
 

@@ -13,9 +13,9 @@ the following records while Spark takes this batch in; closing the generator ear
 LIMIT) cancels that Fetch. Once the leader's connection is open, that Fetch is written and
 its answer read on the task's thread, without turns of the event loop
 (:meth:`~kproto.io.Connection.send_now`): in a Spark worker, whose caches the JVM keeps
-cold, the loop's Python per Fetch cost as much CPU as the socket's copy of the answer
-(issue 16). The first Fetch, any error, and connections that cannot be driven so (TLS)
-take the loop's way.
+cold, the loop's Python per Fetch cost about as much CPU as the CRC check, decode and
+Arrow assembly together (issue 16). The first Fetch, any error, and connections that
+cannot be driven so (TLS; Python 3.12+, see ``send_now``) take the loop's way.
 
 A task's client takes the ``kafka.*`` options over :data:`TASK_DEFAULTS`, two settings
 where a task's work differs from a consumer's (Spark's connector likewise sets

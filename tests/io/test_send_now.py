@@ -5,6 +5,7 @@ minibroker and against small servers on threads (the loop must stay stopped) for
 import asyncio
 import contextlib
 import socket
+import sys
 import threading
 import time
 
@@ -13,8 +14,12 @@ import pytest
 from kproto.errors import KafkaConnectionError, KafkaTimeoutError
 from kproto.io import Connection
 from kproto.protocol import ApiKey, FrameReader, decode_request, encode_response
-from kproto.protocol.messages import MetadataRequest
+from kproto.protocol.messages import MetadataRequest, MetadataResponse
 from tests.io.test_connection import versions_answer
+
+# Only where the connection writes with os.writev (plaintext, Python < 3.12: see _Writer);
+# elsewhere send_now declines and callers take the loop's way.
+pytestmark = pytest.mark.skipif(sys.version_info >= (3, 12), reason="send_now drives os.writev writers only")
 
 
 @contextlib.contextmanager
@@ -33,8 +38,8 @@ def open_connection(port, **settings):
 @contextlib.contextmanager
 def thread_server(after_versions):
     """A server on a thread that answers ApiVersions, then does ``after_versions``
-    ("silent": reads and never answers; "close": closes the connection) with the next
-    request. Yields its port."""
+    ("silent": reads and never answers; "close": closes the connection; "wrong id": answers
+    under another correlation id) with the next request. Yields its port."""
     listener = socket.create_server(("127.0.0.1", 0))
     done = threading.Event()
 
@@ -55,6 +60,9 @@ def thread_server(after_versions):
                                                      answer))
                     elif after_versions == "close":
                         return
+                    elif after_versions == "wrong id":
+                        conn.sendall(encode_response(header.api_key, header.api_version, header.correlation_id + 1,
+                                                     MetadataResponse()))
             # "silent": wait for the test to end
 
     thread = threading.Thread(target=serve, daemon=True)
@@ -119,3 +127,47 @@ def test_a_broker_that_closes_fails_the_request():
         assert conn.closed and conn.in_flight == 0
         loop.run_until_complete(asyncio.sleep(0))
 
+
+
+def test_an_answer_that_came_in_time_is_taken_when_asked_for_after_the_deadline(broker):
+    """Review of issue 16's send_now: a Spark task may hold a batch longer than the next
+    Fetch's timeout while its answer waits in the socket; that answer is taken, as the
+    loop reads what is ready before its timers fire, not a timeout and a new connection."""
+    with open_connection(broker.port) as (conn, loop):
+        sent = conn.send_now(MetadataRequest(topics=[]), timeout=0.2)
+        time.sleep(0.5)
+        assert sent.result().brokers[0].port == broker.port
+        assert not conn.closed
+
+
+def test_a_timeout_longer_than_poll_takes_is_waited_in_several_polls(broker):
+    """kafka.request.timeout.ms=2147483647 (Java's "no timeout") plus fetch.max.wait.ms is
+    more milliseconds than poll(2) takes (an int): waited in turns, not an OverflowError."""
+    with open_connection(broker.port) as (conn, loop):
+        assert conn.send_now(MetadataRequest(topics=[]), timeout=2_147_484_147 / 1000).result().brokers
+
+
+def test_an_answer_under_another_correlation_id_fails_the_request_at_once():
+    """The stream is broken: the connection fails every request in flight, the one whose
+    answer was expected too (it waited for its timeout before), and result() stops reading."""
+    with thread_server("wrong id") as port, open_connection(port) as (conn, loop):
+        sent = conn.send_now(MetadataRequest(topics=[]), timeout=30)
+        started = time.monotonic()
+        with pytest.raises(KafkaConnectionError, match="answered correlation id"):
+            sent.result()
+        assert time.monotonic() - started < 5 and conn.closed and conn.in_flight == 0
+        loop.run_until_complete(asyncio.sleep(0))
+    with thread_server("wrong id") as port, open_connection(port) as (conn, loop):
+        with pytest.raises(KafkaConnectionError, match="answered correlation id"):
+            loop.run_until_complete(asyncio.wait_for(conn.request(MetadataRequest(topics=[]), timeout=30), 5))
+
+
+def test_result_refuses_while_the_loop_runs(broker):
+    with open_connection(broker.port) as (conn, loop):
+        sent = conn.send_now(MetadataRequest(topics=[]))
+
+        async def inside():
+            with pytest.raises(RuntimeError, match="event loop runs"):
+                sent.result()
+        loop.run_until_complete(inside())
+        assert sent.result().brokers  # (the answer is still there for the caller's thread)

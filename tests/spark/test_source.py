@@ -7,6 +7,7 @@ import json
 import logging
 import os
 import socket
+import sys
 
 import pyarrow as pa
 import pytest
@@ -324,11 +325,13 @@ def test_a_task_fills_one_frame_buffer_again_with_each_fetch_answer(broker, wide
     assert len(starts) >= 5 and starts.count("reused") >= len(starts) - 3, " ".join(starts)
 
 
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason="send_now drives os.writev writers only (Python < 3.12)")
 def test_a_task_writes_its_fetches_after_the_first_and_reads_their_answers_without_the_loop(broker, wide, monkeypatch):
     """issue 16 (the task's cost per Fetch): once the leader's connection is open, each Fetch is
     written and its answer read on the task's thread (Connection.send_now), not through turns
-    of the event loop, whose Python cost as much as the socket's copy of a 2 MiB answer in a
-    Spark worker. Only the first Fetch takes the loop's way; the records are the same."""
+    of the event loop, whose Python cost about as much as the CRC check, decode and Arrow
+    assembly of a 2 MiB answer in a Spark worker. Only the first Fetch takes the loop's way;
+    the records are the same."""
     from kproto.io import Connection
 
     ways = []
