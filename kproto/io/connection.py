@@ -34,9 +34,9 @@ loop, between the batches it hands over) may write a request with :meth:`Connect
 and read its answer on its own thread with :meth:`SentRequest.result`, which does what the
 loop's transport does on a readable socket, with ``poll`` for the loop's wait: no turns of
 the loop, whose Python per Fetch cost a Spark worker about as much CPU as the CRC check,
-decode and Arrow assembly of its 2 MiB answer (issue 16). Only on a plaintext connection this module
-writes with ``os.writev`` (Python < 3.12), with nothing queued, held or re-authenticating;
-otherwise ``send_now`` declines and the caller takes the loop's way. The loop's timers
+decode and Arrow assembly of its 2 MiB answer (issue 16). It serves a plaintext connection
+that this module writes with ``os.writev`` (Python < 3.12), with nothing queued, held or
+re-authenticating; otherwise ``send_now`` declines and the caller takes the loop's way. The loop's timers
 (a throttle's end, the idle check) wait until the loop runs again.
 
 Quotas (KIP-219): a broker that throttles a client answers at once with
@@ -643,6 +643,7 @@ class Connection:
         """
         writer = self._writer
         if (self._closed or self._fd < 0 or writer is None or writer._fd < 0 or writer._queue
+                or writer._done or writer._closing or writer.transport.is_closing()  # (write() would drop it)
                 or self._held is not None or self._raw is not None or self._reauth is not None
                 or (self._reauth_at is not None and time.monotonic() >= self._reauth_at)
                 or self._loop is None or self._loop.is_running()):
@@ -965,8 +966,9 @@ class SentRequest:
         Raises:
             KafkaTimeoutError: no answer within the timeout; the connection is closed, as
                 when :meth:`Connection.request` times out.
-            KafkaConnectionError: the connection failed meanwhile (a malformed answer too:
-                a :class:`~kproto.errors.ProtocolError` when it is this request's own).
+            KafkaConnectionError: the connection failed meanwhile (or an answer to another
+                request was malformed).
+            ProtocolError: this request's answer is malformed; the connection is closed.
             ClientClosedError: its owner closed the connection meanwhile.
             asyncio.CancelledError: :meth:`cancel` was called.
             RuntimeError: the connection's event loop is running (its reader owns the socket).

@@ -132,7 +132,7 @@ def answers(cluster: Cluster, node: int, response: Any) -> dict[TopicPartition, 
     """
     if response.error_code:
         raise for_code(response.error_code)(f"Fetch from broker {node}")
-    by_partition = {}
+    by_partition: dict[TopicPartition, Any] = {}
     for t in response.responses:
         for p in t.partitions:
             by_partition[TopicPartition(t.topic, p.partition_index)] = p

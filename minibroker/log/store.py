@@ -204,10 +204,10 @@ class MemoryStore:
 
     :meth:`slices` lends a read-only view of each map the bytes lie in instead (issue 16: a
     2 MiB Fetch read as ``bytes`` cost a copy and, as glibc grew its heap again for each, a
-    fresh page's fault per 4 KiB; the server writes the views to the socket; one that
-    crossed a boundary into the next map was still copied whole, a quarter of the 2 MiB
-    answers of a long partition). So a
-    map's written bytes never change once lent: :meth:`truncate` drops maps without
+    fresh page's fault per 4 KiB; the server writes the views to the socket. A read across
+    a boundary into the next map, a quarter of the 2 MiB answers of a long partition, was
+    still copied whole until it became a view of each). So a map's written bytes never
+    change once lent: :meth:`truncate` drops maps without
     closing them (an exported map cannot be closed; it is unmapped when its last view
     goes) and gives the map it cuts into, if lent, a copy of the bytes it keeps, so that
     appends after the cut write into the copy, not under a view.
