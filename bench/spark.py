@@ -47,11 +47,13 @@ the sink against Spark-only floors.
    the decode's record walk ~0.023 (with a prefetch; ~0.025 before), the CRC-32C ~0.01, the
    socket's copy into the frame ~0.014, Python ~0.015, the copies of keys and values ~0.007.
    4 MiB answers cut into batches of the 2 MiB answers' sizes were no faster either.
-   Then (py-spy in the Spark workers): the Fetch path cost the tasks as much as the CRC,
-   decode and Arrow together, most of it the event loop's Python, several times dearer in
-   a worker whose caches the JVM keeps cold than in a process of its own (where the task's
-   split hid it). A task now writes each Fetch and reads its answer on its own thread
-   (``Connection.send_now``): kproto 0.68 -> 0.64 CPU s per M rows, 0.74x -> 0.78x.
+   Tried and dropped (issue 16, tenth session): a task writing each Fetch and reading its
+   answer on its own thread with ``poll``, without turns of the event loop. It halved the
+   task's Python calls per Fetch (~600 -> ~300), but A/B runs against the code before
+   showed no change in the workers' CPU (perf: libpython 1870 -> 1771 samples per 16 M
+   rows) nor in the ratio, whose spread between runs (0.73-0.79x for one build) is
+   larger than the gain. py-spy had overstated it: it charges the syscalls (the socket's
+   copy, the wake-up a Fetch request costs the broker) to the Python frames that make them.
 3. Sink: rows/s of ``df.write.format("kproto")`` of a cached DataFrame of (key, value)
    rows like the source's, with Kafka's default producer batches and with bigger ones;
    the floor is the ``spark-only`` Arrow writer, which takes the same Arrow batches and

@@ -204,12 +204,6 @@ class Cluster:
             return 0.0
         return max(0.0, at + Backoff.reconnect(self.config).delay(failures) - time.monotonic())
 
-    def connected(self, node_id: int) -> Connection | None:
-        """The open connection to broker ``node_id``, or None: none is open now (nothing
-        is started; :meth:`connection` opens one)."""
-        conn = self._connections.get(node_id)
-        return conn if conn is not None and not conn.closed else None
-
     async def connection(self, node_id: int) -> Connection:
         """An open connection to broker ``node_id`` (opened, or reopened after a backoff).
 

@@ -29,16 +29,6 @@ batch, and memory that ``buffer.memory`` did not count); with TLS the SSL transp
 ``writelines`` takes them, on Python 3.12+ the transport's ``write`` one by one (see
 ``_Writer``).
 
-Without the loop. A caller that owns the loop and is not running it (a Spark task's fetch
-loop, between the batches it hands over) may write a request with :meth:`Connection.send_now`
-and read its answer on its own thread with :meth:`SentRequest.result`, which does what the
-loop's transport does on a readable socket, with ``poll`` for the loop's wait: no turns of
-the loop, whose Python per Fetch cost a Spark worker about as much CPU as the CRC check,
-decode and Arrow assembly of its 2 MiB answer (issue 16). It serves a plaintext connection
-that this module writes with ``os.writev`` (Python < 3.12), with nothing queued, held or
-re-authenticating; otherwise ``send_now`` declines and the caller takes the loop's way. The loop's timers
-(a throttle's end, the idle check) wait until the loop runs again.
-
 Quotas (KIP-219): a broker that throttles a client answers at once with
 ``throttle_time_ms`` > 0 and expects nothing more on that connection until the time
 is up. Any response saying so holds the connection: requests made meanwhile get their
@@ -95,10 +85,8 @@ import asyncio
 import errno
 import itertools
 import logging
-import math
 import os
 import random
-import select
 import socket
 import ssl
 import sys
@@ -133,7 +121,7 @@ from kproto.protocol.messages import (
 from kproto.security.sasl import SaslClient
 from kproto.security.tls import describe_failure
 
-__all__ = ["Connection", "SentRequest"]
+__all__ = ["Connection"]
 
 log = logging.getLogger("kproto.connection")
 
@@ -239,7 +227,6 @@ class Connection:
         self._lowat = 1  # SO_RCVLOWAT as set (see _read_rest)
         self._lowat_cap = 0  # the most SO_RCVLOWAT may ask (0: never set it; -1: not known yet)
         self._raw: asyncio.Future | None = None  # SaslHandshake v0: the broker's next raw frame
-        self._loop: asyncio.AbstractEventLoop | None = None  # open()'s: futures and timers, also from send_now
 
     metrics: Any = None  # kproto.metrics.NodeSensors of the client (set by the Cluster), or None
 
@@ -287,7 +274,7 @@ class Connection:
         """
         deadline = time.monotonic() + self.connect_timeout
         what = "connecting to" if self._ssl is None else "connecting and the TLS handshake with"
-        loop = self._loop = asyncio.get_running_loop()
+        loop = asyncio.get_running_loop()
         stream = _Stream(self, loop)
         try:
             transport, _ = await wait_for(self._connect(loop, stream), self.connect_timeout)
@@ -571,7 +558,16 @@ class Connection:
                 raise ClientClosedError(f"connection to {self.host}:{self.port} is closed")
             # It failed or closed itself: a retriable condition, a new connection may work.
             raise KafkaConnectionError(f"connection to {self.host}:{self.port} is closed: {self._failure}")
-        data, future = self._frame(api_key, version, body, expect_response)
+        self._next_correlation_id = (self._next_correlation_id + 1) & 0x7FFFFFFF
+        correlation_id = self._next_correlation_id
+        self._last_active = time.monotonic()
+        # Pieces, not one joined frame: a Produce request's record batches go to the
+        # socket as they are, not copied (issue 16; _Writer).
+        data = encode_request_parts(api_key, version, correlation_id, self.client_id, body)
+        future = None
+        if expect_response:
+            future = asyncio.get_running_loop().create_future()
+            self._pending.append((correlation_id, api_key, version, future))
         wait = self.request_timeout if timeout is None else timeout
         written = self._unheld
         started = time.monotonic()
@@ -607,105 +603,6 @@ class Connection:
             await self._timed_out(api_key, version, wait, "got no response")
         if self.metrics is not None:  # observability (kproto.metrics)
             self.metrics.answered(time.monotonic() - started)
-        return future.result()
-
-    def _frame(self, api_key: int, version: int, body: Message, expect_response: bool
-               ) -> tuple[list[Any], asyncio.Future | None]:
-        """A request's frame (pieces) under the next correlation id, and the future its
-        answer will settle, awaited in ``_pending`` (None: no answer expected)."""
-        self._next_correlation_id = (self._next_correlation_id + 1) & 0x7FFFFFFF
-        correlation_id = self._next_correlation_id
-        self._last_active = time.monotonic()
-        # Pieces, not one joined frame: a Produce request's record batches go to the
-        # socket as they are, not copied (issue 16; _Writer).
-        data = encode_request_parts(api_key, version, correlation_id, self.client_id, body)
-        future = None
-        if expect_response:
-            future = self._loop.create_future()  # type: ignore[union-attr]
-            self._pending.append((correlation_id, api_key, version, future))
-        return data, future
-
-    def send_now(self, body: Message, *, timeout: float | None = None) -> SentRequest | None:
-        """Write ``body`` now, from this thread, and return the :class:`SentRequest` whose
-        ``result()`` reads its answer here too: no turn of the event loop, for a caller
-        that owns the loop and is not running it (a Spark task's fetch loop, issue 16).
-
-        The version is the one :meth:`request` would choose, the timeout ``timeout``
-        seconds (default ``request.timeout.ms``) from now. None, with nothing sent, when
-        the connection cannot be driven so; the caller then uses :meth:`request`: it is
-        closed, TLS (the SSL transport holds what it decrypts), not written with
-        ``os.writev`` (Python 3.12+: see ``_Writer``), writes are queued, a throttle holds
-        it, a SASL exchange or re-authentication is under way or due, or the loop is
-        running (its reader owns the socket).
-
-        Raises:
-            UnsupportedVersionError: the broker has no version of ``body``'s API for us.
-        """
-        writer = self._writer
-        if (self._closed or self._fd < 0 or writer is None or writer._fd < 0 or writer._queue
-                or writer._done or writer._closing or writer.transport.is_closing()  # (write() would drop it)
-                or self._held is not None or self._raw is not None or self._reauth is not None
-                or (self._reauth_at is not None and time.monotonic() >= self._reauth_at)
-                or self._loop is None or self._loop.is_running()):
-            return None
-        api_key = _KEY_OF[type(body)]
-        version = self.version_for(api_key)
-        data, future = self._frame(api_key, version, body, True)
-        writer.write(data)  # os.writev at once; a rest the socket did not take, result() writes
-        if self.metrics is not None:  # observability (kproto.metrics)
-            self.metrics.sent(sum(map(len, data)))
-        wait = self.request_timeout if timeout is None else timeout
-        return SentRequest(self, future, api_key, version, wait)  # type: ignore[arg-type]
-
-    def _receive_now(self, sent: SentRequest) -> Any:
-        """``sent``'s answer, read from the socket on this thread (see :meth:`send_now`):
-        what the transport does on a readable socket (the stream's get_buffer, a read,
-        buffer_updated, or eof_received), with ``poll`` for the loop's wait. As the loop
-        reads what is ready before its timers run (and Java's client handles what it
-        received before it expires requests), an answer that came before the deadline
-        is taken even when this is called after it."""
-        future = sent.future
-        poller = select.poll()
-        registered = 0
-        while not future.done() and not self._closed:
-            writer = self._writer
-            events = select.POLLIN | (select.POLLOUT if writer is not None and writer._queue else 0)
-            if events != registered:
-                poller.register(self._fd, events)  # (again: modifies)
-                registered = events
-            remaining = sent.deadline - time.monotonic()
-            ready = poller.poll(min(max(0, math.ceil(remaining * 1000)), _POLL_MAX_MS))
-            if not ready:
-                if remaining <= 0:
-                    error = KafkaTimeoutError(f"{APIS[sent.api_key].name} v{sent.version} to {self.host}:{self.port} "
-                                              f"got no response in {sent.timeout:g} s")
-                    self._fail(error)  # as _timed_out: a late answer would arrive out of step
-                    raise error
-                continue
-            revents = ready[0][1]
-            if revents & select.POLLNVAL:  # (the descriptor is closed: never while the connection is open)
-                self._fail(KafkaConnectionError(f"connection to {self.host}:{self.port} lost its socket"))
-                break
-            if revents & select.POLLOUT and writer is not None:
-                writer._send()
-            if not revents & (select.POLLIN | select.POLLERR | select.POLLHUP):
-                continue
-            buf = self._get_buffer()
-            try:
-                nbytes = os.readv(self._fd, [buf])
-            except (BlockingIOError, InterruptedError):
-                continue  # (the buffer is taken back at the next get_buffer, as after the transport's)
-            except OSError as exc:
-                self._read_failed(exc)
-                break
-            if nbytes:
-                self._received(nbytes)
-            else:
-                self._received_eof()
-        if not future.done():  # (the connection failed first: _fail settles what is pending)
-            raise KafkaConnectionError(f"connection to {self.host}:{self.port} is closed: {self._failure}")
-        if self.metrics is not None and not future.cancelled() and future.exception() is None:
-            self.metrics.answered(time.monotonic() - sent.started)
         return future.result()
 
     async def _timed_out(self, api_key: int, version: int, wait: float, what: str) -> NoReturn:
@@ -876,7 +773,7 @@ class Connection:
             self.metrics.received(len(frame))
         got = int.from_bytes(frame[:4], "big", signed=True)
         if got != correlation_id:
-            # (back in the queue: the connection's failure settles it with the others)
+            # (back in the queue: the connection's failure settles it with the others, at once)
             self._pending.appendleft((correlation_id, api_key, version, future))
             raise ProtocolError(f"{self.host}:{self.port} answered correlation id {got}, expected {correlation_id}")
         if future.done():
@@ -899,10 +796,10 @@ class Connection:
         self.throttled_until = until
         if self._held is None:
             self._held = []
-            self._unheld = self._loop.create_future()  # type: ignore[union-attr]
+            self._unheld = asyncio.get_running_loop().create_future()
         if self._release is not None:
             self._release.cancel()
-        self._release = self._loop.call_later(throttle_ms / 1000, self._write_held)  # type: ignore[union-attr]
+        self._release = asyncio.get_running_loop().call_later(throttle_ms / 1000, self._write_held)
 
     def _write_held(self) -> None:
         held, unheld, self._held, self._release, self._unheld = self._held, self._unheld, None, None, None
@@ -943,43 +840,6 @@ class Connection:
                 self._writer.close()  # its owner's close: what is written still leaves (close() bounds the wait)
             else:
                 self._writer.abort()  # broken: nothing more to send, and a frozen peer would keep it open
-
-
-class SentRequest:
-    """A request that :meth:`Connection.send_now` wrote: :meth:`result` reads its answer."""
-
-    __slots__ = ("connection", "future", "api_key", "version", "timeout", "started", "deadline")
-
-    def __init__(self, connection: Connection, future: asyncio.Future, api_key: int, version: int,
-                 timeout: float) -> None:
-        self.connection = connection
-        self.future = future
-        self.api_key = api_key
-        self.version = version
-        self.timeout = timeout
-        self.started = time.monotonic()
-        self.deadline = self.started + timeout
-
-    def result(self) -> Any:
-        """The decoded response, read on this thread.
-
-        Raises:
-            KafkaTimeoutError: no answer within the timeout; the connection is closed, as
-                when :meth:`Connection.request` times out.
-            KafkaConnectionError: the connection failed meanwhile (or an answer to another
-                request was malformed).
-            ProtocolError: this request's answer is malformed; the connection is closed.
-            ClientClosedError: its owner closed the connection meanwhile.
-            asyncio.CancelledError: :meth:`cancel` was called.
-            RuntimeError: the connection's event loop is running (its reader owns the socket).
-        """
-        if self.connection._loop is not None and self.connection._loop.is_running():
-            raise RuntimeError("SentRequest.result() while the connection's event loop runs")
-        return self.connection._receive_now(self)
-
-    def cancel(self) -> None:
-        """Give up on the answer: it is dropped when it comes."""
-        self.future.cancel()
 
 
 class _Writer:
@@ -1185,7 +1045,6 @@ def _iov_max(sysconf: Callable[[str], int] | None = None) -> int:
 
 
 _IOV_MAX = _iov_max()
-_POLL_MAX_MS = 1 << 30  # poll(2) takes an int: a longer wait is several
 _OWN_WRITEV = sys.version_info < (3, 12) and hasattr(os, "writev")  # else the transport writes (_Writer)
 
 

@@ -59,7 +59,7 @@ from kproto.protocol.messages import FetchRequest
 from kproto.records import Batch, ControlType, parse_control_record, read_batches
 from kproto.structs import TopicPartition
 
-__all__ = ["Action", "BatchFilter", "FetchSettings", "answers", "fetch", "fetch_request", "kept_batches", "partition_action"]
+__all__ = ["Action", "BatchFilter", "FetchSettings", "fetch", "kept_batches", "partition_action"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,37 +110,19 @@ async def fetch(cluster: Cluster, node: int, settings: FetchSettings, offsets: M
     Raises:
         KafkaError: the request failed, or the broker refused it as a whole.
     """
-    request = fetch_request(cluster, settings, offsets, last_fetched_epochs)
-    return answers(cluster, node, await cluster.request(node, request, timeout=settings.timeout))
-
-
-def fetch_request(cluster: Cluster, settings: FetchSettings, offsets: Mapping[TopicPartition, int],
-                  last_fetched_epochs: Mapping[TopicPartition, int] = {}) -> FetchRequest:
-    """The request :func:`fetch` sends, for a caller that sends it itself
-    (:meth:`~kproto.io.Connection.send_now`, then :func:`answers`)."""
     epochs = {tp: (cluster.leader_epoch(tp.topic, tp.partition), last_fetched_epochs.get(tp, -1)) for tp in offsets}
-    return settings.request(offsets, epochs)
-
-
-def answers(cluster: Cluster, node: int, response: Any) -> dict[TopicPartition, Any]:
-    """A Fetch ``response`` from broker ``node`` by partition, as :func:`fetch` returns it,
-    for a caller that sent the request itself (:meth:`~kproto.io.Connection.send_now`);
-    leader hints (KIP-951) update ``cluster``'s metadata here.
-
-    Raises:
-        KafkaError: the broker refused the request as a whole.
-    """
+    response = await cluster.request(node, settings.request(offsets, epochs), timeout=settings.timeout)
     if response.error_code:
         raise for_code(response.error_code)(f"Fetch from broker {node}")
-    by_partition: dict[TopicPartition, Any] = {}
+    answers = {}
     for t in response.responses:
         for p in t.partitions:
-            by_partition[TopicPartition(t.topic, p.partition_index)] = p
+            answers[TopicPartition(t.topic, p.partition_index)] = p
             hint = p.current_leader
             if p.error_code and hint is not None and hint.leader_id >= 0:
                 cluster.update_leader(t.topic, p.partition_index, hint.leader_id, hint.leader_epoch,
                                       response.node_endpoints or ())
-    return by_partition
+    return answers
 
 
 class Action(enum.Enum):

@@ -10,12 +10,7 @@ range and the last may run past it). Spark takes these ``pyarrow.RecordBatch`` o
 as they are (the Arrow path of Python data sources): no record becomes a Python object.
 Before handing a batch to Spark the task sends its next Fetch, so that the broker reads
 the following records while Spark takes this batch in; closing the generator early (a
-LIMIT) cancels that Fetch. Once the leader's connection is open, that Fetch is written and
-its answer read on the task's thread, without turns of the event loop
-(:meth:`~kproto.io.Connection.send_now`): in a Spark worker, whose caches the JVM keeps
-cold, the loop's Python per Fetch cost about as much CPU as the CRC check, decode and
-Arrow assembly together (issue 16). The first Fetch, any error, and connections that
-cannot be driven so (TLS; Python 3.12+, see ``send_now``) take the loop's way.
+LIMIT) cancels that Fetch.
 
 A task's client takes the ``kafka.*`` options over :data:`TASK_DEFAULTS`, two settings
 where a task's work differs from a consumer's (Spark's connector likewise sets
@@ -56,14 +51,11 @@ from kproto.codec import decode_columnar
 from kproto.config import ClientConfig
 from kproto.errors import KafkaError, KafkaTimeoutError, LeaderNotAvailableError, for_code
 from kproto.io import Cluster
-from kproto.io.connection import SentRequest
 from kproto.io.fetch import (
     Action,
     BatchFilter,
     FetchSettings,
-    answers,
     fetch,
-    fetch_request,
     kept_batches,
     partition_action,
 )
@@ -107,7 +99,6 @@ class _RangeReader:
         self.task = task
         self.config = task_config(options)
         self.cluster = Cluster(self.config)
-        self.tp = TopicPartition(task.topic, task.partition)
         self.position = task.start
         self.settings = FetchSettings.from_config(self.config)
         self.read_committed = self.settings.read_committed
@@ -127,51 +118,22 @@ class _RangeReader:
 
     async def fetch(self) -> Any:
         """One Fetch; returns the partition's data, or None after a retriable error."""
+        t = self.task
+        tp = TopicPartition(t.topic, t.partition)
         try:
             leader = await self._leader()
-            data = (await fetch(self.cluster, leader, self.settings, {self.tp: self.position}))[self.tp]
+            data = (await fetch(self.cluster, leader, self.settings, {tp: self.position}))[tp]
         except KafkaError as exc:
-            return await self._failed(exc)
-        return await self._checked(data)
-
-    async def _failed(self, exc: KafkaError) -> None:
-        if not exc.retriable:
-            raise exc
-        await self._retry_later(exc)
-
-    async def _checked(self, data: Any) -> Any:
-        """``data`` when its error code lets the task take it, else None after a backoff."""
-        t = self.task
+            if not exc.retriable:
+                raise
+            await self._retry_later(exc)
+            return None
         action = partition_action(data.error_code)
         if action is Action.REFRESH or action is Action.RETRY:
             await self._retry_later(for_code(data.error_code)(f"fetching {t.topic}-{t.partition} at {self.position}"))
             return None
         if action is Action.RAISE:
             raise for_code(data.error_code)(f"fetching {t.topic}-{t.partition} at {self.position}")
-        self.failures = 0
-        return data
-
-    def send_now(self) -> SentRequest | None:
-        """The next Fetch, written now on the leader's open connection for :meth:`answer`;
-        None, with nothing sent, when the metadata must be refreshed first or the
-        connection cannot be driven so (:meth:`~kproto.io.Connection.send_now`)."""
-        t = self.task
-        leader = self.cluster.leader(t.topic, t.partition)
-        conn = None if leader < 0 or self.cluster.stale else self.cluster.connected(leader)
-        if conn is None:
-            return None
-        return conn.send_now(fetch_request(self.cluster, self.settings, {self.tp: self.position}),
-                             timeout=self.settings.timeout)
-
-    def answer(self, sent: SentRequest, loop: asyncio.AbstractEventLoop) -> Any:
-        """:meth:`fetch`'s result for the Fetch :meth:`send_now` wrote: its answer read on
-        this thread; errors (rare) go through the loop, as :meth:`fetch` deals with them."""
-        try:
-            data = answers(self.cluster, sent.connection.node_id, sent.result())[self.tp]
-        except KafkaError as exc:
-            return loop.run_until_complete(self._failed(exc))
-        if data.error_code:
-            return loop.run_until_complete(self._checked(data))
         self.failures = 0
         return data
 
@@ -232,16 +194,11 @@ class _RangeReader:
     def batches(self, loop: asyncio.AbstractEventLoop) -> Iterator[pa.RecordBatch]:
         timeout = self.options.poll_timeout_ms / 1000
         last_progress = time.monotonic()
-        # The next Fetch, sent before a batch is handed over: written on the connection
-        # (send_now), else a task of the loop.
-        ahead: SentRequest | asyncio.Task | None = None
+        ahead: asyncio.Task | None = None  # the next Fetch, sent before a batch is handed over
         try:
             while self.position < self.task.end:
                 before = self.position
-                if isinstance(ahead, SentRequest):
-                    data = self.answer(ahead, loop)
-                else:
-                    data = loop.run_until_complete(self.fetch() if ahead is None else ahead)
+                data = loop.run_until_complete(self.fetch() if ahead is None else ahead)
                 ahead = None
                 batch = None if data is None else self.take(data)
                 # Let go of the answer (its records are a view of the response's frame): the
@@ -258,16 +215,12 @@ class _RangeReader:
                 if batch is not None and batch.num_rows:
                     if self.position < self.task.end:
                         # Ask for what follows before Spark takes this batch: the broker reads
-                        # it meanwhile. Else one loop step writes the request (the task then waits).
-                        ahead = self.send_now()
-                        if ahead is None:
-                            ahead = loop.create_task(self.fetch())
-                            loop.run_until_complete(asyncio.sleep(0))
+                        # it meanwhile. One loop step writes the request (the task then waits).
+                        ahead = loop.create_task(self.fetch())
+                        loop.run_until_complete(asyncio.sleep(0))
                     yield batch
         finally:
-            if isinstance(ahead, SentRequest):  # Spark stopped reading early (a limit), or the task failed
-                ahead.cancel()  # (its answer is dropped when it comes, or when the client closes)
-            elif ahead is not None:
+            if ahead is not None:  # Spark stopped reading early (a limit), or the task failed
                 ahead.cancel()
                 loop.run_until_complete(asyncio.gather(ahead, return_exceptions=True))
 

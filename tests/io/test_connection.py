@@ -269,6 +269,40 @@ def test_a_dropped_connection_fails_every_request_in_flight():
     asyncio.run(run())
 
 
+
+def test_an_answer_under_another_correlation_id_fails_every_request_at_once():
+    """The stream is broken: every request in flight fails with the connection, the one
+    whose answer was expected too (it was taken off the queue, then waited out its timeout)."""
+    from kproto.protocol.messages import MetadataResponse
+
+    class WrongIds(ScriptedBroker):
+        async def _serve(self, reader, writer):
+            frames = FrameReader()
+            try:
+                while data := await reader.read(65536):
+                    frames.receive_data(data)
+                    while (frame := frames.next_frame()) is not None:
+                        header, request = decode_request(frame, strict=False)
+                        if header.api_key == ApiKey.API_VERSIONS:
+                            answer, correlation_id = only_api_versions(header, request), header.correlation_id
+                        else:
+                            answer, correlation_id = MetadataResponse(), header.correlation_id + 1
+                        writer.write(encode_response(header.api_key, header.api_version, correlation_id, answer))
+            finally:
+                writer.close()
+
+    async def run():
+        async with WrongIds(None) as server:
+            conn = Connection("127.0.0.1", server.port, request_timeout_ms=30_000)
+            await conn.open()
+            started = time.monotonic()
+            results = await asyncio.gather(*(conn.request(MetadataRequest(topics=[])) for _ in range(2)),
+                                           return_exceptions=True)
+            assert all(isinstance(r, KafkaConnectionError) and "answered correlation id" in str(r)
+                       for r in results), results
+            assert time.monotonic() - started < 5 and conn.closed and conn.in_flight == 0
+    asyncio.run(run())
+
 def test_api_versions_falls_back_as_kip_511_says():
     def script(header, request):
         if header.api_key == ApiKey.API_VERSIONS and header.api_version > 2:

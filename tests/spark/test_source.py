@@ -7,7 +7,6 @@ import json
 import logging
 import os
 import socket
-import sys
 
 import pyarrow as pa
 import pytest
@@ -323,36 +322,3 @@ def test_a_task_fills_one_frame_buffer_again_with_each_fetch_answer(broker, wide
     # Fresh: the first answer's buffer, and one a little too small for the next answer (a
     # buffer is reused for an answer of its size or up to a quarter smaller), such as the last.
     assert len(starts) >= 5 and starts.count("reused") >= len(starts) - 3, " ".join(starts)
-
-
-@pytest.mark.skipif(sys.version_info >= (3, 12), reason="send_now drives os.writev writers only (Python < 3.12)")
-def test_a_task_writes_its_fetches_after_the_first_and_reads_their_answers_without_the_loop(broker, wide, monkeypatch):
-    """issue 16 (the task's cost per Fetch): once the leader's connection is open, each Fetch is
-    written and its answer read on the task's thread (Connection.send_now), not through turns
-    of the event loop, whose Python cost about as much as the CRC check, decode and Arrow
-    assembly of a 2 MiB answer in a Spark worker. Only the first Fetch takes the loop's way;
-    the records are the same."""
-    from kproto.io import Connection
-
-    ways = []
-    request, send_now = Connection.request, Connection.send_now
-
-    async def spy_request(self, body, **kwargs):
-        ways.append(("loop", type(body).__name__))
-        return await request(self, body, **kwargs)
-
-    def spy_send_now(self, body, **kwargs):
-        sent = send_now(self, body, **kwargs)
-        ways.append(("thread" if sent is not None else "declined", type(body).__name__))
-        return sent
-
-    monkeypatch.setattr(Connection, "request", spy_request)
-    monkeypatch.setattr(Connection, "send_now", spy_send_now)
-    options = SourceOptions.parse({"kafka.bootstrap.servers": broker.bootstrap_servers, "subscribe": "wide",
-                                   "kafka.max.partition.fetch.bytes": str(512 << 10)}, streaming=False)
-    batches = list(read_range(options, OffsetRange("wide", 0, 0, WIDE_RECORDS)))
-    values = pa.concat_arrays([b.column("value") for b in batches]).to_pylist()
-    assert values == [b"%08d" % i + b"v" * 92 for i in range(WIDE_RECORDS)]
-    fetches = [way for way, name in ways if name == "FetchRequest"]
-    assert len(fetches) == len(batches) >= 5
-    assert fetches == ["loop"] + ["thread"] * (len(fetches) - 1), fetches
