@@ -24,7 +24,8 @@ from minibroker import MiniBroker
 
 class ScriptedBroker:
     """A TCP server on 127.0.0.1 that answers each request with ``script(header, request)``:
-    a response body, None for silence, or "close" to drop the connection."""
+    a response body, ``(body, correlation_id)`` to answer under another id, None for
+    silence, or "close" to drop the connection."""
 
     def __init__(self, script):
         self.script = script
@@ -51,7 +52,8 @@ class ScriptedBroker:
                     if answer == "close":
                         return
                     if answer is not None:
-                        writer.write(encode_response(header.api_key, header.api_version, header.correlation_id, answer))
+                        answer, correlation_id = answer if type(answer) is tuple else (answer, header.correlation_id)
+                        writer.write(encode_response(header.api_key, header.api_version, correlation_id, answer))
         finally:
             writer.close()
 
@@ -269,30 +271,18 @@ def test_a_dropped_connection_fails_every_request_in_flight():
     asyncio.run(run())
 
 
-
 def test_an_answer_under_another_correlation_id_fails_every_request_at_once():
     """The stream is broken: every request in flight fails with the connection, the one
     whose answer was expected too (it was taken off the queue, then waited out its timeout)."""
     from kproto.protocol.messages import MetadataResponse
 
-    class WrongIds(ScriptedBroker):
-        async def _serve(self, reader, writer):
-            frames = FrameReader()
-            try:
-                while data := await reader.read(65536):
-                    frames.receive_data(data)
-                    while (frame := frames.next_frame()) is not None:
-                        header, request = decode_request(frame, strict=False)
-                        if header.api_key == ApiKey.API_VERSIONS:
-                            answer, correlation_id = only_api_versions(header, request), header.correlation_id
-                        else:
-                            answer, correlation_id = MetadataResponse(), header.correlation_id + 1
-                        writer.write(encode_response(header.api_key, header.api_version, correlation_id, answer))
-            finally:
-                writer.close()
+    def script(header, request):
+        if header.api_key == ApiKey.API_VERSIONS:
+            return only_api_versions(header, request)
+        return MetadataResponse(), header.correlation_id + 1
 
     async def run():
-        async with WrongIds(None) as server:
+        async with ScriptedBroker(script) as server:
             conn = Connection("127.0.0.1", server.port, request_timeout_ms=30_000)
             await conn.open()
             started = time.monotonic()
@@ -302,6 +292,7 @@ def test_an_answer_under_another_correlation_id_fails_every_request_at_once():
                        for r in results), results
             assert time.monotonic() - started < 5 and conn.closed and conn.in_flight == 0
     asyncio.run(run())
+
 
 def test_api_versions_falls_back_as_kip_511_says():
     def script(header, request):
