@@ -62,7 +62,9 @@ the sink against Spark-only floors.
 Each figure is the median of ``--runs`` rounds after one warm-up round; a round runs
 every compared query once, in turn, so that load from elsewhere on the machine falls
 on all of them alike. Beside each rate: the CPU seconds that the benchmark's process
-tree (driver, Spark's JVM and Python workers, the broker) spent per million rows.
+tree (driver, Spark's JVM and Python workers, the broker) spent per million rows, and of
+those the broker's and PySpark's Python workers' (where the source's tasks run: a steadier
+measure of kproto's own work than the ratio, which moves by +-0.03 between runs).
 Arrow batches hold ``--arrow-batch-rows`` rows
 (``spark.sql.execution.arrow.maxRecordsPerBatch``) for every UDF alike: Spark's default
 of 10,000 rows makes batches of a million records here, which slows all three.
@@ -228,13 +230,33 @@ def process_cpu(pid: int) -> float:
     return sum(int(x) for x in fields[11:13]) / os.sysconf("SC_CLK_TCK")
 
 
+def workers_cpu() -> float:
+    """CPU seconds used so far by PySpark's Python workers (``python -m pyspark.daemon``
+    and the workers it forks), alone: where the source's tasks run. Steadier than the ratio
+    for what kproto's own work costs (issue 16: the ratio moved by +-0.03 between runs of
+    one build, the workers' CPU by a few percent)."""
+    used = 0.0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                if b"pyspark.daemon" not in f.read():
+                    continue
+            used += process_cpu(int(entry))
+        except OSError:
+            continue  # ended while we looked
+    return used
+
+
 class Rate(NamedTuple):
     """One query's medians: rows per wall-clock second, CPU seconds per row (every process
-    of the benchmark), and of those the broker's."""
+    of the benchmark), and of those the broker's and the Python workers'."""
 
     per_second: float
     cpu: float
     broker_cpu: float = 0.0
+    workers_cpu: float = 0.0
 
     def ratio(self, other: Rate) -> str:
         """How many times faster than ``other``: by wall time, by CPU time, and by CPU time
@@ -257,19 +279,22 @@ def timed(actions: dict[str, Callable[[], object]], runs: int, count: int, label
     seconds: dict[str, list[float]] = {name: [] for name in actions}
     cpu: dict[str, list[float]] = {name: [] for name in actions}
     broker_cpu: dict[str, list[float]] = {name: [] for name in actions}
+    worker_cpu: dict[str, list[float]] = {name: [] for name in actions}
     for _ in range(runs):
         for name, action in actions.items():
-            start, start_cpu = time.perf_counter(), tree_cpu()
+            start, start_cpu, start_workers = time.perf_counter(), tree_cpu(), workers_cpu()
             start_broker = 0.0 if broker is None else process_cpu(broker)
             action()
             seconds[name].append(time.perf_counter() - start)
             cpu[name].append(tree_cpu() - start_cpu)
+            worker_cpu[name].append(workers_cpu() - start_workers)
             broker_cpu[name].append(0.0 if broker is None else process_cpu(broker) - start_broker)
     rates = {}
     for name, times in seconds.items():
         rates[name] = rate = Rate(count / statistics.median(times), statistics.median(cpu[name]) / count,
-                                  statistics.median(broker_cpu[name]) / count)
-        apart = f" ({rate.broker_cpu * 1e6:4.2f} the broker's)" if broker is not None else ""
+                                  statistics.median(broker_cpu[name]) / count, statistics.median(worker_cpu[name]) / count)
+        apart = (f" ({rate.broker_cpu * 1e6:4.2f} the broker's, {rate.workers_cpu * 1e6:4.2f} the Python workers')"
+                 if broker is not None else f" ({rate.workers_cpu * 1e6:4.2f} the Python workers')")
         print(f"  {label:7} {name:13} {rate.per_second / 1e6:6.2f} M records/s, "
               f"{rate.cpu * 1e6:5.2f} CPU s per M{apart}  (runs {', '.join(f'{s:.2f}' for s in times)} s)",
               flush=True)
