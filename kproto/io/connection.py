@@ -767,15 +767,15 @@ class Connection:
             return
         if not self._pending:
             raise ProtocolError(f"{self.host}:{self.port} sent a response nobody asked for")
-        correlation_id, api_key, version, future = self._pending.popleft()
+        correlation_id, api_key, version, future = self._pending[0]
         self._last_active = time.monotonic()
         if self.metrics is not None:  # observability (kproto.metrics)
             self.metrics.received(len(frame))
         got = int.from_bytes(frame[:4], "big", signed=True)
         if got != correlation_id:
-            # (back in the queue: the connection's failure settles it with the others, at once)
-            self._pending.appendleft((correlation_id, api_key, version, future))
+            # (left in the queue: the connection's failure settles it with the others, at once)
             raise ProtocolError(f"{self.host}:{self.port} answered correlation id {got}, expected {correlation_id}")
+        self._pending.popleft()
         if future.done():
             return  # its caller gave up (cancelled)
         try:

@@ -295,9 +295,9 @@ class MemoryStore:
         docstring)."""
         end = min(position + length, self._size)
         out: list[LogSlice] = []
-        at = position
-        if at < min(end, FIRST_CHUNK):
-            out.append(LogSlice(self.pread(at, min(end, FIRST_CHUNK) - at), 0, min(end, FIRST_CHUNK) - at))
+        at, head = position, min(end, FIRST_CHUNK)
+        if at < head:
+            out.append(LogSlice(self.pread(at, head - at), 0, head - at))
             at = FIRST_CHUNK
         while at < end:
             k, offset = divmod(at - FIRST_CHUNK, CHUNK)
