@@ -384,8 +384,8 @@ def floor_source(partitions: list[FloorPartition]) -> type:
 
 def fetch_only_source(options: dict[str, str], template: bytes) -> type:
     """The ``fetch-only`` format: format("kproto")'s own task (planning, Fetch loop, fetch
-    ahead, the broker) with the decode and Arrow assembly replaced by slices of the floor's
-    template of the same row counts. Its ratio to the floor is the most the source could
+    ahead, clients kept between tasks, the broker) with the decode and Arrow assembly
+    replaced by slices of the floor's template of the same row counts. Its ratio to the floor is the most the source could
     reach with a decode that cost nothing: what the Fetch path and the broker leave."""
     from kproto.codec import read_batch_header
     from kproto.spark.fetch import _RangeReader
@@ -417,9 +417,11 @@ def fetch_only_source(options: dict[str, str], template: bytes) -> type:
             return KafkaBatchReader(parsed).partitions()
 
         def read(self, partition):
-            reader = NoDecode(parsed, partition)
-            reader.batch = pa.ipc.open_stream(template).read_next_batch()
-            yield from reader.read()
+            # Imported here, in the worker: the clients it keeps between tasks, as the source's.
+            from kproto.spark.fetch import WORKER_CLIENTS
+
+            NoDecode.batch = pa.ipc.open_stream(template).read_next_batch()
+            yield from WORKER_CLIENTS._read_with(NoDecode, parsed, partition)
 
     class FetchOnly(DataSource):
         @classmethod

@@ -12,6 +12,12 @@ Before handing a batch to Spark the task sends its next Fetch, so that the broke
 the following records while Spark takes this batch in; closing the generator early (a
 LIMIT) cancels that Fetch.
 
+A Spark worker keeps its tasks' clients between tasks (:class:`TaskClients`, the data
+source's readers use :data:`WORKER_CLIENTS`): a task whose settings match a client kept
+from an earlier task of that worker fetches on its connections and metadata rather than
+connecting, asking ApiVersions and Metadata anew, as Spark's connector keeps its
+executors' consumers between tasks and micro-batches.
+
 A task's client takes the ``kafka.*`` options over :data:`TASK_DEFAULTS`, two settings
 where a task's work differs from a consumer's (Spark's connector likewise sets
 ``receive.buffer.bytes`` on its executors when unset): the socket's receive buffer is
@@ -39,8 +45,11 @@ filter are :mod:`kproto.io.fetch`'s, shared with the consumer):
 from __future__ import annotations
 
 import asyncio
+import os
+import threading
 import time
-from collections.abc import Iterator
+from collections import OrderedDict
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import numpy as np
@@ -63,7 +72,7 @@ from kproto.io.retry import Backoff
 from kproto.spark.planning import DataLossError, OffsetRange, SourceOptions
 from kproto.structs import TopicPartition
 
-__all__ = ["TASK_DEFAULTS", "read_range", "task_config"]
+__all__ = ["TASK_DEFAULTS", "WORKER_CLIENTS", "TaskClients", "read_range", "task_config"]
 
 TASK_DEFAULTS = {"receive.buffer.bytes": "-1", "max.partition.fetch.bytes": str(2 << 20)}
 """The consumer settings of a task's client where the source's default is not Kafka's;
@@ -94,11 +103,11 @@ def task_config(options: SourceOptions) -> ClientConfig:
 class _RangeReader:
     """The state of one task's fetch loop (see the module docstring)."""
 
-    def __init__(self, options: SourceOptions, task: OffsetRange) -> None:
+    def __init__(self, options: SourceOptions, task: OffsetRange, cluster: Cluster | None = None) -> None:
         self.options = options
         self.task = task
         self.config = task_config(options)
-        self.cluster = Cluster(self.config)
+        self.cluster = Cluster(self.config) if cluster is None else cluster  # (one kept by TaskClients)
         self.position = task.start
         self.settings = FetchSettings.from_config(self.config)
         self.read_committed = self.settings.read_committed
@@ -225,12 +234,114 @@ class _RangeReader:
                 loop.run_until_complete(asyncio.gather(ahead, return_exceptions=True))
 
 
-def read_range(options: SourceOptions, task: OffsetRange) -> Iterator[pa.RecordBatch]:
-    """Fetch ``task``'s offsets and yield them as Arrow batches of the source's schema.
+class TaskClients:
+    """The clients a process keeps between the Spark tasks it runs: an event loop and a
+    :class:`~kproto.io.Cluster` (its connections and metadata) per task client settings
+    (:func:`task_config`), so that the next task with the same settings fetches at once.
+
+    Spark's Kafka connector keeps its executors' consumers the same way; its defaults
+    (``spark.kafka.consumer.cache.capacity`` 64, ``spark.kafka.consumer.cache.timeout``
+    5 minutes) are the defaults here. A task takes the client kept for its settings, or
+    makes one, and gives it back only when it read its range to the end: a task that
+    failed, or that Spark stopped early (a LIMIT, its Fetch ahead cancelled in flight),
+    closes its client instead, so that no task inherits a broken connection or another
+    task's answer. Clients past the capacity (the least recently used first) and clients
+    unused for ``idle_timeout`` seconds are closed when a task next takes or gives one back
+    (no thread runs meanwhile: a connection the broker closed in the meantime is opened
+    again by the next Fetch, as after any connection loss).
+    """
+
+    def __init__(self, capacity: int = 64, idle_timeout: float = 300.0) -> None:
+        self.capacity = capacity
+        self.idle_timeout = idle_timeout
+        self._lock = threading.Lock()  # (a worker runs one task at a time; a thread may not)
+        self._kept: OrderedDict[tuple, tuple[asyncio.AbstractEventLoop, Cluster, float]] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._kept)
+
+    def read(self, options: SourceOptions, task: OffsetRange) -> Iterator[pa.RecordBatch]:
+        """:func:`read_range` on a kept client (see the class docstring)."""
+        return self._read_with(_RangeReader, options, task)
+
+    def _read_with(self, reader_type: type[_RangeReader], options: SourceOptions, task: OffsetRange
+                   ) -> Iterator[pa.RecordBatch]:
+        # (bench/spark.py's fetch-only row reads with a reader of its own)
+        key = tuple(sorted({**TASK_DEFAULTS, **options.kafka}.items()))  # what task_config is made of
+        with self._lock:
+            kept = self._kept.pop(key, None)
+            stale = self._expired(time.monotonic())
+        _close_all(stale)
+        loop, cluster = (kept[0], kept[1]) if kept is not None else (asyncio.new_event_loop(), None)
+        reader = reader_type(options, task, cluster)
+        done = False
+        try:
+            yield from reader.batches(loop)
+            done = True
+        finally:
+            if done:
+                self._give_back(key, loop, reader.cluster)
+            else:
+                _close_all([(loop, reader.cluster)])
+
+    def close(self) -> None:
+        """Close every kept client."""
+        with self._lock:
+            kept = [(loop, cluster) for loop, cluster, _ in self._kept.values()]
+            self._kept.clear()
+        _close_all(kept)
+
+    def _after_fork(self) -> None:
+        """In a child forked from this process (a PySpark daemon forks its workers): no kept
+        client, for their sockets are the parent's, and a lock no other thread holds."""
+        self._lock = threading.Lock()
+        self._kept.clear()
+
+    def _give_back(self, key: tuple, loop: asyncio.AbstractEventLoop, cluster: Cluster) -> None:
+        now = time.monotonic()
+        with self._lock:
+            stale = self._expired(now)
+            old = self._kept.pop(key, None)  # another thread's task gave one back first
+            if old is not None:
+                stale.append((old[0], old[1]))
+            self._kept[key] = (loop, cluster, now)
+            while len(self._kept) > self.capacity:
+                loop_, cluster_, _ = self._kept.popitem(last=False)[1]
+                stale.append((loop_, cluster_))
+        _close_all(stale)
+
+    def _expired(self, now: float) -> list[tuple[asyncio.AbstractEventLoop, Cluster]]:
+        """Take out the clients unused for ``idle_timeout`` (under the lock)."""
+        expired = [key for key, (_, _, at) in self._kept.items() if now - at > self.idle_timeout]
+        return [self._kept.pop(key)[:2] for key in expired]
+
+
+def _close_all(clients: Iterable[tuple[asyncio.AbstractEventLoop, Cluster]]) -> None:
+    for loop, cluster in clients:
+        try:
+            loop.run_until_complete(cluster.close())
+        finally:
+            loop.close()
+
+
+WORKER_CLIENTS = TaskClients()
+"""The clients a PySpark worker keeps between its tasks: ``spark.read.format("kproto")``
+and ``readStream`` fetch through it (:class:`TaskClients`)."""
+
+os.register_at_fork(after_in_child=WORKER_CLIENTS._after_fork)
+
+
+def read_range(options: SourceOptions, task: OffsetRange, clients: TaskClients | None = None
+               ) -> Iterator[pa.RecordBatch]:
+    """Fetch ``task``'s offsets and yield them as Arrow batches of the source's schema,
+    with a client of its own closed at the end, or one kept in ``clients``.
 
     Raises:
         DataLossError: offsets of the range are gone and ``failOnDataLoss`` is set.
         KafkaTimeoutError: no progress for ``kafkaConsumer.pollTimeoutMs``.
         KafkaError: a non-retriable error from the broker.
     """
-    yield from _RangeReader(options, task).read()
+    if clients is not None:
+        yield from clients.read(options, task)
+    else:
+        yield from _RangeReader(options, task).read()

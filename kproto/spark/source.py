@@ -48,7 +48,7 @@ from pyspark.sql.streaming.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from kproto.spark.fetch import read_range
+from kproto.spark.fetch import WORKER_CLIENTS, read_range
 from kproto.spark.options import check_schema, flag
 from kproto.spark.planning import OffsetRange, Planner, SourceOptions
 from kproto.spark.schema import kafka_schema
@@ -114,7 +114,8 @@ class KafkaBatchReader(DataSourceReader):
 
 def _read(options: SourceOptions, partition: OffsetRange) -> Iterator[pa.RecordBatch]:
     # When partitions() finds nothing to read, Spark still runs one task, with InputPartition(None).
-    return read_range(options, partition) if isinstance(partition, OffsetRange) else iter(())
+    # A task runs in a PySpark worker, which keeps its clients for its next tasks.
+    return read_range(options, partition, WORKER_CLIENTS) if isinstance(partition, OffsetRange) else iter(())
 
 
 class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
