@@ -1,9 +1,9 @@
 """The executors' half of the ``kproto`` source: fetch one offset range into Arrow batches.
 
-One Spark task reads one :class:`~kproto.spark.planning.OffsetRange` with its own
-:class:`~kproto.io.Cluster` (a task is a short-lived Python worker: nothing is shared
-between tasks) and an event loop it drives itself, so the generator Spark iterates
-needs no thread. Each Fetch response's records go through
+One Spark task reads one :class:`~kproto.spark.planning.OffsetRange` with a
+:class:`~kproto.io.Cluster` of its own at a time (made for it, or kept by its worker from
+an earlier task: below) and an event loop it drives itself, so the generator Spark
+iterates needs no thread. Each Fetch response's records go through
 :func:`~kproto.records.decode_columnar` straight into Arrow; records outside the
 range are sliced off (a fetch returns whole batches, so the first may start before the
 range and the last may run past it). Spark takes these ``pyarrow.RecordBatch`` objects
@@ -45,6 +45,7 @@ filter are :mod:`kproto.io.fetch`'s, shared with the consumer):
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import threading
 import time
@@ -73,6 +74,8 @@ from kproto.spark.planning import DataLossError, OffsetRange, SourceOptions
 from kproto.structs import TopicPartition
 
 __all__ = ["TASK_DEFAULTS", "WORKER_CLIENTS", "TaskClients", "read_range", "task_config"]
+
+log = logging.getLogger(__name__)
 
 TASK_DEFAULTS = {"receive.buffer.bytes": "-1", "max.partition.fetch.bytes": str(2 << 20)}
 """The consumer settings of a task's client where the source's default is not Kafka's;
@@ -256,6 +259,7 @@ class TaskClients:
         self.idle_timeout = idle_timeout
         self._lock = threading.Lock()  # (a worker runs one task at a time; a thread may not)
         self._kept: OrderedDict[tuple, tuple[asyncio.AbstractEventLoop, Cluster, float]] = OrderedDict()
+        self._inherited: list[object] = []  # a forked child's copies of its parent's clients
 
     def __len__(self) -> int:
         return len(self._kept)
@@ -272,17 +276,27 @@ class TaskClients:
             kept = self._kept.pop(key, None)
             stale = self._expired(time.monotonic())
         _close_all(stale)
-        loop, cluster = (kept[0], kept[1]) if kept is not None else (asyncio.new_event_loop(), None)
-        reader = reader_type(options, task, cluster)
+        if kept is not None:
+            loop, cluster = kept[0], kept[1]
+            # One turn of the loop first: what came while it stood still (a broker's close of
+            # a connection idle too long) is taken in, so the Fetch opens a new connection
+            # rather than failing on the old one and waiting out a retry backoff.
+            loop.run_until_complete(asyncio.sleep(0))
+        else:
+            loop, cluster = asyncio.new_event_loop(), None
         done = False
         try:
+            reader = reader_type(options, task, cluster)
+            cluster = reader.cluster
             yield from reader.batches(loop)
             done = True
         finally:
             if done:
-                self._give_back(key, loop, reader.cluster)
-            else:
-                _close_all([(loop, reader.cluster)])
+                self._give_back(key, loop, cluster)
+            elif cluster is not None:
+                _close_all([(loop, cluster)])
+            else:  # the reader could not be made (its settings): nothing but the loop to close
+                loop.close()
 
     def close(self) -> None:
         """Close every kept client."""
@@ -293,8 +307,11 @@ class TaskClients:
 
     def _after_fork(self) -> None:
         """In a child forked from this process (a PySpark daemon forks its workers): no kept
-        client, for their sockets are the parent's, and a lock no other thread holds."""
+        client, for their sockets are the parent's, and a lock no other thread holds. The
+        parent's clients stay referenced, never closed: closing a loop or a transport here
+        would take its descriptors out of an epoll set the parent shares."""
         self._lock = threading.Lock()
+        self._inherited.extend(self._kept.values())
         self._kept.clear()
 
     def _give_back(self, key: tuple, loop: asyncio.AbstractEventLoop, cluster: Cluster) -> None:
@@ -317,9 +334,13 @@ class TaskClients:
 
 
 def _close_all(clients: Iterable[tuple[asyncio.AbstractEventLoop, Cluster]]) -> None:
+    """Close each client; one that fails to close is logged, not raised: the task that
+    evicts it read its own range, and the clients after it still close."""
     for loop, cluster in clients:
         try:
             loop.run_until_complete(cluster.close())
+        except Exception:
+            log.warning("closing a Spark task's client failed", exc_info=True)
         finally:
             loop.close()
 

@@ -168,15 +168,17 @@ def test_the_readers_yield_arrow_batches_of_sparks_schema(broker, orders):
     schema = source.schema()
     want = to_arrow_schema(kafka_schema(True), timezone="UTC")
     batch_reader = source.reader(schema)
-    stream = source.streamReader(schema)
     try:
         batches = [b for p in batch_reader.partitions() for b in batch_reader.read(p)]
         assert batches and all(isinstance(b, pa.RecordBatch) and b.schema.equals(want) for b in batches)
         assert arrow_rows(batches) == orders
-        start, end = stream.initialOffset(), stream.latestOffset(stream.initialOffset(), stream.getDefaultReadLimit())
-        batches = [b for p in stream.partitions(start, end) for b in stream.read(p)]
+        stream = source.streamReader(schema)
+        try:
+            start, end = stream.initialOffset(), stream.latestOffset(stream.initialOffset(), stream.getDefaultReadLimit())
+            batches = [b for p in stream.partitions(start, end) for b in stream.read(p)]
+        finally:
+            stream.stop()
     finally:
-        stream.stop()
         WORKER_CLIENTS.close()  # read() keeps its clients for the next task, as in a Spark worker
     assert batches and all(isinstance(b, pa.RecordBatch) and b.schema.equals(want) for b in batches)
     assert arrow_rows(batches) == orders

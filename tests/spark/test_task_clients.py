@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import os
 import socket
+import time
 
 import pytest
 
 from kproto import AdminClient, Producer
 from kproto.admin import NewTopic
+from kproto.errors import ConfigError
 from kproto.spark.fetch import WORKER_CLIENTS, TaskClients
 from kproto.spark.planning import DataLossError, OffsetRange, SourceOptions
 from tests.support.leaks import nothing_left_behind  # noqa: F401  (autouse: no socket outlives a test)
@@ -39,8 +41,9 @@ def offsets(batches) -> list[int]:
     return [o for b in batches for o in b.column("offset").to_pylist()]
 
 
-def broker_sockets(broker) -> dict[int, int]:
-    """The sockets of this process connected to the broker: {inode: a descriptor of it}."""
+def broker_sockets(broker, *, side: str = "client") -> dict[int, int]:
+    """Sockets of this process connected to the broker, {inode: a descriptor of it}: the
+    clients' (``side="client"``), or the in-process broker's ends of them ("broker")."""
     host, port = broker.bootstrap_servers.rsplit(":", 1)
     found = {}
     for fd in map(int, os.listdir("/proc/self/fd")):
@@ -56,10 +59,11 @@ def broker_sockets(broker) -> dict[int, int]:
             continue  # not a socket
         with sock:
             try:
-                if sock.family == socket.AF_INET and sock.getpeername() == (host, int(port)):
+                end = sock.getpeername() if side == "client" else sock.getsockname()
+                if sock.family == socket.AF_INET and end == (host, int(port)) and sock.getpeername():
                     found[int(link[len("socket:["):-1])] = fd
             except OSError:
-                pass  # not connected
+                pass  # not connected (the broker's listening socket, for one)
     return found
 
 
@@ -101,6 +105,17 @@ def test_a_task_that_fails_or_is_stopped_early_closes_its_client(broker):
         clients.close()
 
 
+def test_a_task_whose_client_cannot_be_made_leaves_nothing_open(broker, tmp_path):
+    """Settings that pass the planner's checks but cannot make a client (a trust store that is
+    not there): the task fails with Kafka's error, and its event loop is closed with it."""
+    clients = TaskClients()
+    bad = options(broker, **{"security.protocol": "SSL", "ssl.truststore.location": str(tmp_path / "missing.pem"),
+                             "ssl.truststore.type": "PEM"})
+    with pytest.raises(ConfigError):
+        list(clients.read(bad, OffsetRange("kept", 0, 0, 10)))
+    assert len(clients) == 0
+
+
 def test_clients_past_the_capacity_or_unused_for_the_idle_timeout_are_closed(broker):
     clients = TaskClients(capacity=1)
     try:
@@ -110,7 +125,7 @@ def test_clients_past_the_capacity_or_unused_for_the_idle_timeout_are_closed(bro
         assert len(clients) == 1 and not first & set(broker_sockets(broker))  # the least recently used went
     finally:
         clients.close()
-    clients = TaskClients(idle_timeout=0.0)
+    clients = TaskClients(idle_timeout=-1.0)  # any time unused is too long
     try:
         list(clients.read(options(broker), OffsetRange("kept", 0, 0, 10)))
         first = set(broker_sockets(broker))
@@ -121,17 +136,23 @@ def test_clients_past_the_capacity_or_unused_for_the_idle_timeout_are_closed(bro
 
 
 def test_a_connection_the_broker_closed_between_tasks_is_opened_again(broker):
-    """Brokers close connections idle for connections.max.idle.ms (10 minutes): the next task
-    on a kept client finds its connection gone, and fetches on a new one."""
+    """Brokers close connections idle for connections.max.idle.ms (10 minutes; some services
+    sooner): the next task on a kept client takes the close in before it fetches, and
+    fetches on a new connection at once, not after a failed Fetch and a retry backoff."""
     clients = TaskClients()
+    slow_retries = {"retry.backoff.ms": "5000", "retry.backoff.max.ms": "5000"}
     try:
-        list(clients.read(options(broker), OffsetRange("kept", 0, 0, 10)))
-        closed = broker_sockets(broker)
-        for fd in closed.values():  # as the broker's close would: both directions end
+        list(clients.read(options(broker, **slow_retries), OffsetRange("kept", 0, 0, 10)))
+        old = set(broker_sockets(broker))
+        assert old
+        for fd in broker_sockets(broker, side="broker").values():  # the broker ends them
             with socket.socket(fileno=os.dup(fd)) as sock:
                 sock.shutdown(socket.SHUT_RDWR)
-        assert offsets(clients.read(options(broker), OffsetRange("kept", 0, 0, 1500))) == list(range(1500))
-        assert len(clients) == 1 and broker_sockets(broker) and not set(closed) & set(broker_sockets(broker))
+        started = time.monotonic()
+        assert offsets(clients.read(options(broker, **slow_retries), OffsetRange("kept", 0, 0, 1500))) \
+            == list(range(1500))
+        assert time.monotonic() - started < 2.5  # no retry backoff of 5 s was waited out
+        assert len(clients) == 1 and broker_sockets(broker) and not old & set(broker_sockets(broker))
     finally:
         clients.close()
 
