@@ -5,7 +5,6 @@ from __future__ import annotations
 import gc
 import json
 import logging
-import os
 import socket
 
 import pyarrow as pa
@@ -19,6 +18,7 @@ from kproto.spark.fetch import WORKER_CLIENTS, read_range
 from kproto.spark.planning import OffsetRange, SourceOptions
 from kproto.spark.source import KprotoDataSource
 from kproto.structs import TopicPartition
+from tests.support.sockets import tcp_connections
 
 T0 = 1_700_000_000_000
 PARTITIONS = 3
@@ -249,24 +249,8 @@ def task_receive_buffers(broker, **kafka: str) -> set[int]:
     batches = read_range(options, OffsetRange("wide", 0, 0, WIDE_RECORDS))
     try:
         next(batches)
-        sizes = set()
-        for fd in map(int, os.listdir("/proc/self/fd")):
-            try:
-                copy = os.dup(fd)
-            except OSError:
-                continue  # closed since listed (the listing's own descriptor)
-            try:
-                sock = socket.socket(fileno=copy)
-            except OSError:
-                os.close(copy)
-                continue  # not a socket
-            with sock:
-                try:
-                    if sock.family == socket.AF_INET and sock.getpeername() == (host, int(port)):
-                        sizes.add(sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF))
-                except OSError:
-                    pass  # not connected
-        return sizes
+        return {sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF) for _, _, sock in tcp_connections()
+                if sock.getpeername() == (host, int(port))}
     finally:
         batches.close()
 

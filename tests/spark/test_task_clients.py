@@ -17,6 +17,7 @@ from kproto.errors import ConfigError
 from kproto.spark.fetch import WORKER_CLIENTS, TaskClients
 from kproto.spark.planning import DataLossError, OffsetRange, SourceOptions
 from tests.support.leaks import nothing_left_behind  # noqa: F401  (autouse: no socket outlives a test)
+from tests.support.sockets import tcp_connections
 
 RECORDS = 3_000
 
@@ -45,26 +46,8 @@ def broker_sockets(broker, *, side: str = "client") -> dict[int, int]:
     """Sockets of this process connected to the broker, {inode: a descriptor of it}: the
     clients' (``side="client"``), or the in-process broker's ends of them ("broker")."""
     host, port = broker.bootstrap_servers.rsplit(":", 1)
-    found = {}
-    for fd in map(int, os.listdir("/proc/self/fd")):
-        try:
-            link = os.readlink(f"/proc/self/fd/{fd}")
-            copy = os.dup(fd)
-        except OSError:
-            continue  # closed since listed
-        try:
-            sock = socket.socket(fileno=copy)
-        except OSError:
-            os.close(copy)
-            continue  # not a socket
-        with sock:
-            try:
-                end = sock.getpeername() if side == "client" else sock.getsockname()
-                if sock.family == socket.AF_INET and end == (host, int(port)) and sock.getpeername():
-                    found[int(link[len("socket:["):-1])] = fd
-            except OSError:
-                pass  # not connected (the broker's listening socket, for one)
-    return found
+    return {inode: fd for inode, fd, sock in tcp_connections()
+            if (sock.getpeername() if side == "client" else sock.getsockname()) == (host, int(port))}
 
 
 def test_the_next_task_of_the_same_settings_fetches_on_the_same_connections(broker):
