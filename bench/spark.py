@@ -385,8 +385,9 @@ def floor_source(partitions: list[FloorPartition]) -> type:
 def fetch_only_source(options: dict[str, str], template: bytes) -> type:
     """The ``fetch-only`` format: format("kproto")'s own task (planning, Fetch loop, fetch
     ahead, clients kept between tasks, the broker) with the decode and Arrow assembly
-    replaced by slices of the floor's template of the same row counts. Its ratio to the floor is the most the source could
-    reach with a decode that cost nothing: what the Fetch path and the broker leave."""
+    replaced by slices of the floor's template of the same row counts. Its ratio to the
+    floor is the most the source could reach with a decode that cost nothing: what the
+    Fetch path and the broker leave."""
     from kproto.codec import read_batch_header
     from kproto.spark.fetch import _RangeReader
     from kproto.spark.planning import SourceOptions

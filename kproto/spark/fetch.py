@@ -249,9 +249,9 @@ class TaskClients:
     failed, or that Spark stopped early (a LIMIT, its Fetch ahead cancelled in flight),
     closes its client instead, so that no task inherits a broken connection or another
     task's answer. Clients past the capacity (the least recently used first) and clients
-    unused for ``idle_timeout`` seconds are closed when a task next takes or gives one back
-    (no thread runs meanwhile: a connection the broker closed in the meantime is opened
-    again by the next Fetch, as after any connection loss).
+    unused for ``idle_timeout`` seconds are closed when a task next takes or gives one back:
+    no thread runs meanwhile. A connection the broker closed in the meantime is found closed
+    when the next task takes the client, and that task's Fetch opens a new one.
     """
 
     def __init__(self, capacity: int = 64, idle_timeout: float = 300.0) -> None:
@@ -276,16 +276,14 @@ class TaskClients:
             kept = self._kept.pop(key, None)
             stale = self._expired(time.monotonic())
         _close_all(stale)
-        if kept is not None:
-            loop, cluster = kept[0], kept[1]
-            # One turn of the loop first: what came while it stood still (a broker's close of
-            # a connection idle too long) is taken in, so the Fetch opens a new connection
-            # rather than failing on the old one and waiting out a retry backoff.
-            loop.run_until_complete(asyncio.sleep(0))
-        else:
-            loop, cluster = asyncio.new_event_loop(), None
+        loop, cluster = (kept[0], kept[1]) if kept is not None else (asyncio.new_event_loop(), None)
         done = False
         try:
+            if cluster is not None:
+                # One turn of the loop first: what came while it stood still (a broker's close
+                # of a connection idle too long) is taken in, so the Fetch opens a new
+                # connection rather than failing on the old one and waiting out a retry backoff.
+                loop.run_until_complete(asyncio.sleep(0))
             reader = reader_type(options, task, cluster)
             cluster = reader.cluster
             yield from reader.batches(loop)
