@@ -194,15 +194,6 @@ class _RangeReader:
         keep = int(np.searchsorted(offsets, t.end))  # offsets increase within a partition
         return batch if keep == cols.count else batch.slice(0, keep)
 
-    def read(self) -> Iterator[pa.RecordBatch]:
-        """:meth:`batches` on an event loop of its own, closed with the client at the end."""
-        loop = asyncio.new_event_loop()
-        try:
-            yield from self.batches(loop)
-        finally:
-            loop.run_until_complete(self.cluster.close())
-            loop.close()
-
     def batches(self, loop: asyncio.AbstractEventLoop) -> Iterator[pa.RecordBatch]:
         timeout = self.options.poll_timeout_ms / 1000
         last_progress = time.monotonic()
@@ -360,7 +351,4 @@ def read_range(options: SourceOptions, task: OffsetRange, clients: TaskClients |
         KafkaTimeoutError: no progress for ``kafkaConsumer.pollTimeoutMs``.
         KafkaError: a non-retriable error from the broker.
     """
-    if clients is not None:
-        yield from clients.read(options, task)
-    else:
-        yield from _RangeReader(options, task).read()
+    yield from (TaskClients(capacity=0) if clients is None else clients).read(options, task)  # (0: none kept)
