@@ -216,6 +216,11 @@ class Cluster:
             return conn
         return await asyncio.shield(self._opening_task(node_id))
 
+    def connected(self, node_id: int) -> Connection | None:
+        """The open connection to broker ``node_id``, if there is one now (nothing is started)."""
+        conn = self._connections.get(node_id)
+        return conn if conn is not None and not conn.closed and not self._closed else None
+
     def ready(self, node_id: int, wake: Callable[[BaseException | None], None]) -> Connection | None:
         """The open connection to ``node_id`` now, without waiting; or None, having started
         to open one, and ``wake(error)`` is called when that attempt ends (error None: it

@@ -59,7 +59,8 @@ from kproto.protocol.messages import FetchRequest
 from kproto.records import Batch, ControlType, parse_control_record, read_batches
 from kproto.structs import TopicPartition
 
-__all__ = ["Action", "BatchFilter", "FetchSettings", "fetch", "kept_batches", "partition_action"]
+__all__ = ["Action", "BatchFilter", "FetchSettings", "fetch", "fetch_answers", "fetch_request", "kept_batches",
+           "partition_action"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,8 +111,20 @@ async def fetch(cluster: Cluster, node: int, settings: FetchSettings, offsets: M
     Raises:
         KafkaError: the request failed, or the broker refused it as a whole.
     """
+    response = await cluster.request(node, fetch_request(cluster, settings, offsets, last_fetched_epochs),
+                                     timeout=settings.timeout)
+    return fetch_answers(cluster, node, response)
+
+
+def fetch_request(cluster: Cluster, settings: FetchSettings, offsets: Mapping[TopicPartition, int],
+                  last_fetched_epochs: Mapping[TopicPartition, int] = {}) -> FetchRequest:
+    """The request :func:`fetch` sends (for a caller that sends it itself)."""
     epochs = {tp: (cluster.leader_epoch(tp.topic, tp.partition), last_fetched_epochs.get(tp, -1)) for tp in offsets}
-    response = await cluster.request(node, settings.request(offsets, epochs), timeout=settings.timeout)
+    return settings.request(offsets, epochs)
+
+
+def fetch_answers(cluster: Cluster, node: int, response: Any) -> dict[TopicPartition, Any]:
+    """What :func:`fetch` returns, from broker ``node``'s answer to :func:`fetch_request`."""
     if response.error_code:
         raise for_code(response.error_code)(f"Fetch from broker {node}")
     answers = {}

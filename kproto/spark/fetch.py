@@ -10,7 +10,14 @@ range and the last may run past it). Spark takes these ``pyarrow.RecordBatch`` o
 as they are (the Arrow path of Python data sources): no record becomes a Python object.
 Before handing a batch to Spark the task sends its next Fetch, so that the broker reads
 the following records while Spark takes this batch in; closing the generator early (a
-LIMIT) cancels that Fetch.
+LIMIT) cancels that Fetch, or leaves it unanswered on a client that is then closed.
+
+The event loop runs for what needs it: connecting, metadata, a retry's backoff, a TLS
+connection. Once the leader's connection is open the task writes each Fetch and reads its
+answer itself, with the loop idle (:meth:`~kproto.io.connection.Connection.send_now`,
+``wait_now``): a ``writev``, a ``poll`` and the reads per answer, where the loop took two
+runs and seven ``epoll_wait`` (issue 16: 7% of a task's CPU outside Spark, about a tenth
+of the workers' in ``bench/spark.py``).
 
 A Spark worker keeps its tasks' clients between tasks (:class:`TaskClients`, the data
 source's readers use :data:`WORKER_CLIENTS`): a task whose settings match a client kept
@@ -51,7 +58,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -61,11 +68,14 @@ from kproto.codec import decode_columnar
 from kproto.config import ClientConfig
 from kproto.errors import KafkaError, KafkaTimeoutError, LeaderNotAvailableError, for_code
 from kproto.io import Cluster
+from kproto.io.connection import Connection
 from kproto.io.fetch import (
     Action,
     BatchFilter,
     FetchSettings,
     fetch,
+    fetch_answers,
+    fetch_request,
     kept_batches,
     partition_action,
 )
@@ -118,6 +128,7 @@ class _RangeReader:
         self.failures = 0  # fetches in a row that ended in a retry
         self.schema = arrow_schema(options.include_headers)
         self.last_error: KafkaError | None = None  # of the retries, for the timeout's message
+        self.partition = TopicPartition(task.topic, task.partition)
 
     async def _leader(self) -> int:
         t = self.task
@@ -129,25 +140,64 @@ class _RangeReader:
         return leader
 
     async def fetch(self) -> Any:
-        """One Fetch; returns the partition's data, or None after a retriable error."""
-        t = self.task
-        tp = TopicPartition(t.topic, t.partition)
+        """One Fetch through the event loop (connecting and refreshing the metadata as
+        needed); returns the partition's data, or None after a retriable error."""
         try:
             leader = await self._leader()
-            data = (await fetch(self.cluster, leader, self.settings, {tp: self.position}))[tp]
+            data = (await fetch(self.cluster, leader, self.settings, {self.partition: self.position}))[self.partition]
         except KafkaError as exc:
             if not exc.retriable:
                 raise
             await self._retry_later(exc)
             return None
+        data, retry = self._answer(data)
+        if retry is not None:
+            await self._retry_later(retry)
+        return data
+
+    def send_now(self) -> _Sent | None:
+        """The next Fetch, written at once on the open connection to the leader, without the
+        event loop (:meth:`~kproto.io.connection.Connection.send_now`); None when the loop
+        must send it (no open connection or no leader known, metadata to refresh, a
+        connection the loop writes: see there)."""
+        t = self.task
+        leader = self.cluster.leader(t.topic, t.partition)
+        conn = self.cluster.connected(leader) if leader >= 0 and not self.cluster.stale else None
+        if conn is None:
+            return None
+        future = conn.send_now(fetch_request(self.cluster, self.settings, {self.partition: self.position}))
+        return None if future is None else _Sent(conn, leader, future)
+
+    def wait_now(self, sent: _Sent, loop: asyncio.AbstractEventLoop) -> Any:
+        """The answer to :meth:`send_now`'s Fetch, read without the event loop, as
+        :meth:`fetch` returns it (a retry's backoff runs the loop)."""
+        try:
+            data = fetch_answers(self.cluster, sent.leader, sent.conn.wait_now(sent.future, self.settings.timeout))
+            data = data[self.partition]
+        except KafkaError as exc:
+            if not exc.retriable:
+                raise
+            loop.run_until_complete(self._retry_later(exc))
+            return None
+        data, retry = self._answer(data)
+        if retry is not None:
+            loop.run_until_complete(self._retry_later(retry))
+        return data
+
+    def _answer(self, data: Any) -> tuple[Any, KafkaError | None]:
+        """The partition's answer to take, or the error to retry after a backoff.
+
+        Raises:
+            KafkaError: a partition error that fetching again does not mend.
+        """
+        t = self.task
         action = partition_action(data.error_code)
         if action is Action.REFRESH or action is Action.RETRY:
-            await self._retry_later(for_code(data.error_code)(f"fetching {t.topic}-{t.partition} at {self.position}"))
-            return None
+            return None, for_code(data.error_code)(f"fetching {t.topic}-{t.partition} at {self.position}")
         if action is Action.RAISE:
             raise for_code(data.error_code)(f"fetching {t.topic}-{t.partition} at {self.position}")
         self.failures = 0
-        return data
+        return data, None
 
     async def _retry_later(self, error: KafkaError) -> None:
         self.last_error = error
@@ -197,11 +247,20 @@ class _RangeReader:
     def batches(self, loop: asyncio.AbstractEventLoop) -> Iterator[pa.RecordBatch]:
         timeout = self.options.poll_timeout_ms / 1000
         last_progress = time.monotonic()
-        ahead: asyncio.Task | None = None  # the next Fetch, sent before a batch is handed over
+        # The next Fetch, sent before a batch is handed over: written at once (a _Sent) or,
+        # where only the event loop may send it, a task of the loop.
+        ahead: _Sent | asyncio.Task | None = None
         try:
             while self.position < self.task.end:
                 before = self.position
-                data = loop.run_until_complete(self.fetch() if ahead is None else ahead)
+                if ahead is None:
+                    ahead = self.send_now()
+                if ahead is None:
+                    data = loop.run_until_complete(self.fetch())
+                elif isinstance(ahead, _Sent):
+                    data = self.wait_now(ahead, loop)
+                else:
+                    data = loop.run_until_complete(ahead)
                 ahead = None
                 batch = None if data is None else self.take(data)
                 # Let go of the answer (its records are a view of the response's frame): the
@@ -218,14 +277,26 @@ class _RangeReader:
                 if batch is not None and batch.num_rows:
                     if self.position < self.task.end:
                         # Ask for what follows before Spark takes this batch: the broker reads
-                        # it meanwhile. One loop step writes the request (the task then waits).
-                        ahead = loop.create_task(self.fetch())
-                        loop.run_until_complete(asyncio.sleep(0))
+                        # it meanwhile. Through the loop, one step of it writes the request.
+                        ahead = self.send_now()
+                        if ahead is None:
+                            ahead = loop.create_task(self.fetch())
+                            loop.run_until_complete(asyncio.sleep(0))
                     yield batch
         finally:
-            if ahead is not None:  # Spark stopped reading early (a limit), or the task failed
+            # Spark stopped reading early (a limit), or the task failed. A Fetch written
+            # directly is left unanswered: such a task's client is closed (TaskClients).
+            if isinstance(ahead, asyncio.Task):
                 ahead.cancel()
                 loop.run_until_complete(asyncio.gather(ahead, return_exceptions=True))
+
+
+class _Sent(NamedTuple):
+    """A Fetch written without the event loop (_RangeReader.send_now)."""
+
+    conn: Connection
+    leader: int
+    future: asyncio.Future
 
 
 class TaskClients:

@@ -5,6 +5,7 @@ connection the broker closed meanwhile is opened again."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import socket
 import time
@@ -14,6 +15,7 @@ import pytest
 from kproto import AdminClient, Producer
 from kproto.admin import NewTopic
 from kproto.errors import ConfigError
+from kproto.protocol import ApiKey
 from kproto.spark.fetch import WORKER_CLIENTS, TaskClients
 from kproto.spark.planning import DataLossError, OffsetRange, SourceOptions
 from tests.support.leaks import nothing_left_behind  # noqa: F401  (autouse: no socket outlives a test)
@@ -69,6 +71,37 @@ def test_the_next_task_of_the_same_settings_fetches_on_the_same_connections(brok
     finally:
         clients.close()
     assert len(clients) == 0 and broker_sockets(broker) == {}
+
+
+def test_a_task_fetches_without_running_the_event_loop_once_connected(broker, monkeypatch):
+    """Issue 16: the event loop runs for a task's first Fetch (connecting, ApiVersions,
+    Metadata) and not for the others: each is written, and its answer read, by the task
+    itself on the open connection (Connection.send_now), the next one before the batch is
+    handed over."""
+    runs = []
+    run_until_complete = asyncio.BaseEventLoop.run_until_complete
+    monkeypatch.setattr(asyncio.BaseEventLoop, "run_until_complete",
+                        lambda loop, future: runs.append(future) or run_until_complete(loop, future))
+    with AdminClient(bootstrap_servers=broker.bootstrap_servers) as admin:
+        admin.create_topics([NewTopic("small-batches", 1, 1)])
+    with Producer(bootstrap_servers=broker.bootstrap_servers, batch_size=1024) as producer:
+        for i in range(1200):
+            producer.send("small-batches", b"value %d" % i)
+        producer.flush()
+    fetches = broker.requests.control(ApiKey.FETCH)  # counts
+    clients = TaskClients()
+    try:
+        small = SourceOptions.parse({"kafka.bootstrap.servers": broker.bootstrap_servers, "subscribe": "small-batches",
+                                     "kafka.max.partition.fetch.bytes": "1024"}, streaming=False)  # a Fetch a batch
+        assert offsets(clients.read(small, OffsetRange("small-batches", 0, 0, 600))) == list(range(600))
+        assert fetches.count >= 8 and len(runs) == 1, (fetches.count, runs)
+        # A kept client: one turn of the loop (what came meanwhile), then no more.
+        runs.clear()
+        assert offsets(clients.read(small, OffsetRange("small-batches", 0, 600, 1200))) == list(range(600, 1200))
+        assert fetches.count >= 16 and len(runs) == 1, (fetches.count, runs)
+    finally:
+        fetches.remove()
+        clients.close()
 
 
 def test_a_task_that_fails_or_is_stopped_early_closes_its_client(broker):
