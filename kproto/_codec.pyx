@@ -178,23 +178,33 @@ cdef inline int _read_varint(const uint8_t* p, Py_ssize_t* pos, Py_ssize_t end, 
     return 0
 
 
-# The record loop's varints: the one- and two-byte ones (nearly every length and delta)
-# in the loop itself, ``if not _loop_varint(...): _read_varint(...)`` (a fallback inside
-# this function would be inlined into it and make it too large to inline in the loop).
-cdef inline bint _loop_varint(const uint8_t* p, Py_ssize_t pos, Py_ssize_t end, int32_t* out, Py_ssize_t* next) noexcept nogil:
+# The record loop's varints, returned by value with the position after them, so that the
+# loop's position never has its address taken and stays in a register (issue 16: with
+# ``&pos`` every varint stored it to the stack and loaded it back, on the chain of
+# dependent loads that the walk from one record to the next is). The one- and two-byte
+# ones (nearly every length and delta) in the loop itself; ``next`` is -1 for the rest,
+# which _var_at reads (a fallback inlined here would make this too large to inline).
+cdef struct _Var:
+    Py_ssize_t next
+    int64_t value
+
+
+cdef inline _Var _loop_var(const uint8_t* p, Py_ssize_t pos, Py_ssize_t end) noexcept nogil:
+    cdef _Var v
     cdef uint32_t z
+    v.next = -1
+    v.value = 0
     if pos + 1 < end:
         if p[pos] < 0x80:
             z = p[pos]
-            next[0] = pos + 1
-            out[0] = <int32_t>((z >> 1) ^ (-(z & 1)))
-            return True
-        if p[pos + 1] < 0x80:
+            v.next = pos + 1
+        elif p[pos + 1] < 0x80:
             z = (p[pos] & 0x7F) | (<uint32_t>p[pos + 1] << 7)
-            next[0] = pos + 2
-            out[0] = <int32_t>((z >> 1) ^ (-(z & 1)))
-            return True
-    return False
+            v.next = pos + 2
+        else:
+            return v
+        v.value = <int32_t>((z >> 1) ^ (-(z & 1)))
+    return v
 
 
 cdef inline int _read_varlong(const uint8_t* p, Py_ssize_t* pos, Py_ssize_t end, int64_t* out) except -1:
@@ -204,6 +214,19 @@ cdef inline int _read_varlong(const uint8_t* p, Py_ssize_t* pos, Py_ssize_t end,
     _read_unsigned(p, pos, end, 10, 64, &z)
     out[0] = <int64_t>((z >> 1) ^ (-(<int64_t>(z & 1))))
     return 0
+
+
+cdef _Var _var_at(const uint8_t* p, Py_ssize_t pos, Py_ssize_t end, bint wide) except *:
+    """Any varint at ``pos`` (a varlong when ``wide``), raising as _read_varint and _read_varlong do."""
+    cdef _Var v
+    cdef int32_t n
+    if wide:
+        _read_varlong(p, &pos, end, &v.value)
+    else:
+        _read_varint(p, &pos, end, &n)
+        v.value = n
+    v.next = pos
+    return v
 
 
 cdef inline int _uvarint_size(uint64_t z) noexcept nogil:
@@ -878,6 +901,7 @@ cdef int _decode_v2(Batch batch, int64_t fetch_offset, list out, _Columns cols, 
         cols.begin(&cur)
     cdef Record rec
     cdef Py_ssize_t key_pos, value_pos, hkey_pos
+    cdef _Var vr
     try:
         for i in range(batch.records_count):
             # Ask for the bytes a dozen records on: the walk from one record to the next is a
@@ -886,26 +910,44 @@ cdef int _decode_v2(Batch batch, int64_t fetch_offset, list out, _Columns cols, 
             # (20-30% of the decode time of a fresh 2 MiB Fetch answer, issue 16). A hint
             # past the end of the batch is harmless: a prefetch never faults.
             __builtin_prefetch(p + pos + 1024)
-            if not _loop_varint(p, pos, end, &length, &pos): _read_varint(p, &pos, end, &length)
+            vr = _loop_var(p, pos, end)
+            if vr.next < 0: vr = _var_at(p, pos, end, False)
+            length = <int32_t>vr.value
+            pos = vr.next
             if length < 0 or length > end - pos:
                 raise _corrupt("record length runs past the batch")
             rec_end = pos + length
             pos += 1  # record attributes: unused
-            _read_varlong(p, &pos, end, &ts_delta)
-            if not _loop_varint(p, pos, end, &off_delta, &pos): _read_varint(p, &pos, end, &off_delta)
-            if not _loop_varint(p, pos, end, &klen, &pos): _read_varint(p, &pos, end, &klen)
+            vr = _loop_var(p, pos, end)
+            if vr.next < 0: vr = _var_at(p, pos, end, True)
+            ts_delta = vr.value
+            pos = vr.next
+            vr = _loop_var(p, pos, end)
+            if vr.next < 0: vr = _var_at(p, pos, end, False)
+            off_delta = <int32_t>vr.value
+            pos = vr.next
+            vr = _loop_var(p, pos, end)
+            if vr.next < 0: vr = _var_at(p, pos, end, False)
+            klen = <int32_t>vr.value
+            pos = vr.next
             if klen < -1 or klen > rec_end - pos:
                 raise _corrupt("bad key length")
             key_pos = pos
             if klen > 0:
                 pos += klen
-            if not _loop_varint(p, pos, end, &vlen, &pos): _read_varint(p, &pos, end, &vlen)
+            vr = _loop_var(p, pos, end)
+            if vr.next < 0: vr = _var_at(p, pos, end, False)
+            vlen = <int32_t>vr.value
+            pos = vr.next
             if vlen < -1 or vlen > rec_end - pos:
                 raise _corrupt("bad value length")
             value_pos = pos
             if vlen > 0:
                 pos += vlen
-            if not _loop_varint(p, pos, end, &count, &pos): _read_varint(p, &pos, end, &count)
+            vr = _loop_var(p, pos, end)
+            if vr.next < 0: vr = _var_at(p, pos, end, False)
+            count = <int32_t>vr.value
+            pos = vr.next
             # A header takes at least 2 bytes (two length varints): a larger count is a lie,
             # and must be caught before anything is sized by it. (No division: cdivision
             # truncates a negative room towards 0, where the twin's // floors it.)
@@ -923,13 +965,19 @@ cdef int _decode_v2(Batch batch, int64_t fetch_offset, list out, _Columns cols, 
             if out is None:
                 # Columnar (copy straight into the column buffers) or only checking: no objects.
                 for h in range(count):
-                    if not _loop_varint(p, pos, end, &hklen, &pos): _read_varint(p, &pos, end, &hklen)
+                    vr = _loop_var(p, pos, end)
+                    if vr.next < 0: vr = _var_at(p, pos, end, False)
+                    hklen = <int32_t>vr.value
+                    pos = vr.next
                     if hklen < 0 or hklen > rec_end - pos:
                         raise _corrupt("bad header key length")
                     _check_utf8(p + pos, hklen)
                     hkey_pos = pos
                     pos += hklen
-                    if not _loop_varint(p, pos, end, &hvlen, &pos): _read_varint(p, &pos, end, &hvlen)
+                    vr = _loop_var(p, pos, end)
+                    if vr.next < 0: vr = _var_at(p, pos, end, False)
+                    hvlen = <int32_t>vr.value
+                    pos = vr.next
                     if hvlen < -1 or hvlen > rec_end - pos:
                         raise _corrupt("bad header value length")
                     if cols is not None and offset >= fetch_offset:
@@ -949,12 +997,18 @@ cdef int _decode_v2(Batch batch, int64_t fetch_offset, list out, _Columns cols, 
             if count:
                 headers = PyTuple_New(count)
                 for h in range(count):
-                    if not _loop_varint(p, pos, end, &hklen, &pos): _read_varint(p, &pos, end, &hklen)
+                    vr = _loop_var(p, pos, end)
+                    if vr.next < 0: vr = _var_at(p, pos, end, False)
+                    hklen = <int32_t>vr.value
+                    pos = vr.next
                     if hklen < 0 or hklen > rec_end - pos:
                         raise _corrupt("bad header key length")
                     hkey = keys.get(p + pos, hklen)
                     pos += hklen
-                    if not _loop_varint(p, pos, end, &hvlen, &pos): _read_varint(p, &pos, end, &hvlen)
+                    vr = _loop_var(p, pos, end)
+                    if vr.next < 0: vr = _var_at(p, pos, end, False)
+                    hvlen = <int32_t>vr.value
+                    pos = vr.next
                     if hvlen < -1 or hvlen > rec_end - pos:
                         raise _corrupt("bad header value length")
                     if hvlen < 0:
