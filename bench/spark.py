@@ -56,6 +56,19 @@ the sink against Spark-only floors.
    copy, the wake-up a Fetch request costs the broker) to the Python frames that make them.
    4 MiB answers then gave 0.81-0.83x, but only because the floor, which replays the
    source's batches, slows with 44k-row ones; kproto's own rate did not rise.
+   Twelfth session: a task whose leader's connection is open writes each Fetch and reads
+   its answer on its own thread with its event loop idle (``Connection.send_now`` and
+   ``wait_now``: ~8 syscalls per answer instead of ~20, no run of the loop). Ten
+   alternating runs of each against the code before: the workers' CPU 0.134 -> 0.121 s
+   per M rows, kproto 3.62 -> 3.78 M rows/s, the ratio's mean 0.774 -> 0.796x (by CPU
+   0.79 -> 0.81x). Timed inside the workers, a task's generator costs 57-80 ms per M rows
+   (the machine's speed moves by a fifth between runs) and pyspark's hand-over of its
+   batches 30-35 ms, as much as the floor's: the hand-over's and the JVM's shares are the
+   same in both rows. Tried and dropped then: minibroker writing a Fetch answer with one
+   ``writev`` (it made 3.3 sends: no change in the task's CPU), 4 MiB answers decoded and
+   handed over in 2 MiB parts (the broker's CPU -0.006 s per M rows, the task's +0.002 to
+   +0.004), 1 and 3 MiB answers (both costlier than 2 MiB), the record walk taking the
+   next record's start from its length alone (no change).
 3. Sink: rows/s of ``df.write.format("kproto")`` of a cached DataFrame of (key, value)
    rows like the source's, with Kafka's default producer batches and with bigger ones;
    the floor is the ``spark-only`` Arrow writer, which takes the same Arrow batches and
