@@ -642,15 +642,12 @@ class Connection:
         """
         writer = self._writer
         if (writer is None or writer._fd < 0 or self._fd < 0 or self._closed or self._held is not None
-                or self._raw is not None or writer.buffered
+                or self._raw is not None or writer.buffered or writer.transport.is_closing()
                 or (self._reauth_at is not None and (self._reauth is not None or time.monotonic() >= self._reauth_at))):
             return None
         api_key = _KEY_OF[type(body)]
         future, data = self._enqueue(api_key, self.version_for(api_key), body, True)
-        try:
-            writer.write(data)
-        except OSError as exc:
-            self._write_failed(exc)
+        writer.write(data)  # (a failed write fails the connection, and so the future)
         if self.metrics is not None:  # observability (kproto.metrics)
             self.metrics.sent(sum(map(len, data)))
         return future
@@ -702,7 +699,7 @@ class Connection:
                 self._received(n)
             else:
                 self._received_eof()
-        if self.metrics is not None and future.done() and not future.exception():
+        if self.metrics is not None and future.done() and not future.cancelled() and future.exception() is None:
             self.metrics.answered(time.monotonic() - started)
         if not future.done():  # (a future of send_now is failed when the connection fails)
             raise KafkaConnectionError(f"connection to {self.host}:{self.port} is closed: {self._failure}")
