@@ -58,9 +58,9 @@ the sink against Spark-only floors.
    source's batches, slows with 44k-row ones; kproto's own rate did not rise.
    Twelfth session: a task whose leader's connection is open writes each Fetch and reads
    its answer on its own thread with its event loop idle (``Connection.send_now`` and
-   ``wait_now``: ~8 syscalls per answer instead of ~20, no run of the loop). Ten
-   alternating runs of each against the code before: the workers' CPU 0.134 -> 0.121 s
-   per M rows, kproto 3.62 -> 3.78 M rows/s, the ratio's mean 0.774 -> 0.796x (by CPU
+   ``wait_now``: ~8 syscalls per answer instead of ~20, no run of the loop). Fourteen
+   alternating runs of each against the code before: the workers' CPU 0.130 -> 0.119 s
+   per M rows, kproto 3.67 -> 3.82 M rows/s, the ratio's mean 0.774 -> 0.793x (by CPU
    0.79 -> 0.81x). Timed inside the workers, a task's generator costs 57-80 ms per M rows
    (the machine's speed moves by a fifth between runs) and pyspark's hand-over of its
    batches 30-35 ms, as much as the floor's: the hand-over's and the JVM's shares are the

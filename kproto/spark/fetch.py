@@ -16,7 +16,7 @@ The event loop runs for what needs it: connecting, metadata, a retry's backoff, 
 connection. Once the leader's connection is open the task writes each Fetch and reads its
 answer itself, with the loop idle (:meth:`~kproto.io.connection.Connection.send_now`,
 ``wait_now``): a ``writev``, a ``poll`` and the reads per answer, where the loop took two
-runs and seven ``epoll_wait`` (issue 16: 7% of a task's CPU outside Spark, about a tenth
+runs and seven ``epoll_wait`` (issue 16: 7% of a task's CPU outside Spark, 8%
 of the workers' in ``bench/spark.py``).
 
 A Spark worker keeps its tasks' clients between tasks (:class:`TaskClients`, the data
