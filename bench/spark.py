@@ -276,9 +276,9 @@ class Rate(NamedTuple):
     def ratio(self, other: Rate) -> str:
         """How many times faster than ``other``: by wall time, by CPU time, and by CPU time
         without the broker's (when a broker was measured apart)."""
-        text = f"{self.per_second / other.per_second:.2f}x (CPU: {other.cpu / self.cpu:.2f}x"
+        text = f"{self.per_second / other.per_second:.2f}x (CPU: {other.cpu / self.cpu:.3f}x"
         if self.broker_cpu or other.broker_cpu:
-            text += f"; CPU without the broker's: {(other.cpu - other.broker_cpu) / (self.cpu - self.broker_cpu):.2f}x"
+            text += f"; CPU without the broker's: {(other.cpu - other.broker_cpu) / (self.cpu - self.broker_cpu):.3f}x"
         return text + ")"
 
 
@@ -308,10 +308,12 @@ def timed(actions: dict[str, Callable[[], object]], runs: int, count: int, label
     for name, times in seconds.items():
         rates[name] = rate = Rate(count / statistics.median(times), statistics.median(cpu[name]) / count,
                                   statistics.median(broker_cpu[name]) / count, statistics.median(workers_used[name]) / count)
-        broker_part = f"{rate.broker_cpu * 1e6:4.2f} the broker's, " if broker is not None else ""
-        apart = f" ({broker_part}{rate.workers_cpu * 1e6:4.2f} the Python workers')"
+        # Three decimals: a change of kproto's own work moves the workers' CPU by a hundredth
+        # (issue 16), as much as two decimals can show, while the ratio moves by +-0.03.
+        broker_part = f"{rate.broker_cpu * 1e6:5.3f} the broker's, " if broker is not None else ""
+        apart = f" ({broker_part}{rate.workers_cpu * 1e6:5.3f} the Python workers')"
         print(f"  {label:7} {name:13} {rate.per_second / 1e6:6.2f} M records/s, "
-              f"{rate.cpu * 1e6:5.2f} CPU s per M{apart}  (runs {', '.join(f'{s:.2f}' for s in times)} s)",
+              f"{rate.cpu * 1e6:5.3f} CPU s per M{apart}  (runs {', '.join(f'{s:.2f}' for s in times)} s)",
               flush=True)
     return rates
 
