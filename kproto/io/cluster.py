@@ -211,8 +211,8 @@ class Cluster:
             KafkaConnectionError: the broker is unknown or cannot be reached.
         """
         self._check_open()
-        conn = self._connections.get(node_id)
-        if conn is not None and not conn.closed:
+        conn = self.connected(node_id)
+        if conn is not None:
             return conn
         return await asyncio.shield(self._opening_task(node_id))
 
@@ -231,9 +231,10 @@ class Cluster:
         callers awaiting :meth:`connection` resume in no particular order with others.
         """
         self._check_open()
-        conn = self._connections.get(node_id)
-        if conn is not None and not conn.closed:
+        conn = self.connected(node_id)
+        if conn is not None:
             return conn
+
         def opened(task: asyncio.Task) -> None:
             if not task.cancelled():  # cancelled: the cluster is closing
                 wake(task.exception())

@@ -139,21 +139,15 @@ class _RangeReader:
             raise LeaderNotAvailableError(f"{t.topic}-{t.partition} has no leader")  # retriable
         return leader
 
-    async def fetch(self) -> Any:
+    async def fetch(self) -> tuple[Any, KafkaError | None]:
         """One Fetch through the event loop (connecting and refreshing the metadata as
-        needed); returns the partition's data, or None after a retriable error."""
+        needed): :meth:`_answer`'s pair."""
         try:
             leader = await self._leader()
-            data = (await fetch(self.cluster, leader, self.settings, {self.partition: self.position}))[self.partition]
+            answers = await fetch(self.cluster, leader, self.settings, {self.partition: self.position})
         except KafkaError as exc:
-            if not exc.retriable:
-                raise
-            await self._retry_later(exc)
-            return None
-        data, retry = self._answer(data)
-        if retry is not None:
-            await self._retry_later(retry)
-        return data
+            return self._answer(None, exc)
+        return self._answer(answers[self.partition])
 
     def send_now(self) -> _Sent | None:
         """The next Fetch, written at once on the open connection to the leader, without the
@@ -168,28 +162,25 @@ class _RangeReader:
         future = conn.send_now(fetch_request(self.cluster, self.settings, {self.partition: self.position}))
         return None if future is None else _Sent(conn, leader, future)
 
-    def wait_now(self, sent: _Sent, loop: asyncio.AbstractEventLoop) -> Any:
-        """The answer to :meth:`send_now`'s Fetch, read without the event loop, as
-        :meth:`fetch` returns it (a retry's backoff runs the loop)."""
+    def wait_now(self, sent: _Sent) -> tuple[Any, KafkaError | None]:
+        """:meth:`fetch` for a Fetch of :meth:`send_now`: its answer read without the event loop."""
         try:
-            data = fetch_answers(self.cluster, sent.leader, sent.conn.wait_now(sent.future, self.settings.timeout))
-            data = data[self.partition]
+            answers = fetch_answers(self.cluster, sent.leader, sent.conn.wait_now(sent.future, self.settings.timeout))
         except KafkaError as exc:
-            if not exc.retriable:
-                raise
-            loop.run_until_complete(self._retry_later(exc))
-            return None
-        data, retry = self._answer(data)
-        if retry is not None:
-            loop.run_until_complete(self._retry_later(retry))
-        return data
+            return self._answer(None, exc)
+        return self._answer(answers[self.partition])
 
-    def _answer(self, data: Any) -> tuple[Any, KafkaError | None]:
-        """The partition's answer to take, or the error to retry after a backoff.
+    def _answer(self, data: Any, error: KafkaError | None = None) -> tuple[Any, KafkaError | None]:
+        """A Fetch's outcome: ``(the partition's answer, None)`` to take, or ``(None, the
+        error)`` to retry after a backoff; ``error`` when the Fetch itself failed.
 
         Raises:
-            KafkaError: a partition error that fetching again does not mend.
+            KafkaError: one that fetching again does not mend.
         """
+        if error is not None:
+            if not error.retriable:
+                raise error
+            return None, error
         t = self.task
         action = partition_action(data.error_code)
         if action is Action.REFRESH or action is Action.RETRY:
@@ -256,12 +247,14 @@ class _RangeReader:
                 if ahead is None:
                     ahead = self.send_now()
                 if ahead is None:
-                    data = loop.run_until_complete(self.fetch())
+                    data, retry = loop.run_until_complete(self.fetch())
                 elif isinstance(ahead, _Sent):
-                    data = self.wait_now(ahead, loop)
+                    data, retry = self.wait_now(ahead)
                 else:
-                    data = loop.run_until_complete(ahead)
+                    data, retry = loop.run_until_complete(ahead)
                 ahead = None
+                if retry is not None:  # (the loop runs the backoff, whichever way the Fetch went)
+                    loop.run_until_complete(self._retry_later(retry))
                 batch = None if data is None else self.take(data)
                 # Let go of the answer (its records are a view of the response's frame): the
                 # connection fills that frame again with the next answer, rather than a fresh

@@ -65,26 +65,22 @@ def test_a_silent_broker_times_the_request_out_and_the_connection_closes(broker,
         loop.run_until_complete(conn.close())
 
 
-def test_a_connection_cut_under_a_request_fails_it():
+def test_a_connection_cut_under_a_request_fails_it(loop):
     def rule(key, version, request, n):
         return LOSE_ACK if key == ApiKey.METADATA else FORWARD
 
-    loop = asyncio.new_event_loop()
-    try:
-        with FaultProxy(rule) as proxy:
-            conn = opened(loop, proxy.port)
-            try:
-                future = conn.send_now(MetadataRequest(topics=[]))
-                with pytest.raises(KafkaConnectionError, match="closed the connection"):
-                    conn.wait_now(future, 10)
-                assert conn.closed and future.done()
-            finally:
-                loop.run_until_complete(conn.close())
-    finally:
-        loop.close()
+    with FaultProxy(rule) as proxy:
+        conn = opened(loop, proxy.port)
+        try:
+            future = conn.send_now(MetadataRequest(topics=[]))
+            with pytest.raises(KafkaConnectionError, match="closed the connection"):
+                conn.wait_now(future, 10)
+            assert conn.closed and future.done()
+        finally:
+            loop.run_until_complete(conn.close())
 
 
-def test_a_throttled_answer_holds_the_connection_for_the_loop():
+def test_a_throttled_answer_holds_the_connection_for_the_loop(loop):
     """KIP-219: requests after a throttled answer wait until the time is up, which only the
     loop can wait out: send_now declines them, and the loop's request goes out when it ends."""
     throttle_ms = 300
@@ -94,19 +90,15 @@ def test_a_throttled_answer_holds_the_connection_for_the_loop():
             return Edit(lambda body: setattr(body, "throttle_time_ms", throttle_ms) or body)
         return FORWARD
 
-    loop = asyncio.new_event_loop()
-    try:
-        with FaultProxy(rule) as proxy:
-            conn = opened(loop, proxy.port)
-            try:
-                answered = time.monotonic()
-                assert conn.wait_now(conn.send_now(MetadataRequest(topics=[]))).throttle_time_ms == throttle_ms
-                assert conn.throttled_until > answered
-                assert conn.send_now(MetadataRequest(topics=[])) is None
-                loop.run_until_complete(conn.request(MetadataRequest(topics=[])))
-                assert time.monotonic() - answered >= throttle_ms / 1000 - 0.05
-                assert conn.wait_now(conn.send_now(MetadataRequest(topics=[]))).throttle_time_ms == 0
-            finally:
-                loop.run_until_complete(conn.close())
-    finally:
-        loop.close()
+    with FaultProxy(rule) as proxy:
+        conn = opened(loop, proxy.port)
+        try:
+            answered = time.monotonic()
+            assert conn.wait_now(conn.send_now(MetadataRequest(topics=[]))).throttle_time_ms == throttle_ms
+            assert conn.throttled_until > answered
+            assert conn.send_now(MetadataRequest(topics=[])) is None
+            loop.run_until_complete(conn.request(MetadataRequest(topics=[])))
+            assert time.monotonic() - answered >= throttle_ms / 1000 - 0.05
+            assert conn.wait_now(conn.send_now(MetadataRequest(topics=[]))).throttle_time_ms == 0
+        finally:
+            loop.run_until_complete(conn.close())
