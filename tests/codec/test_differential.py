@@ -619,7 +619,9 @@ def test_decode_columnar_of_crafted_records_alike(crafted, timestamp_type, copie
     assert columns_of(py, buf) == columns_of(cy, buf)
 
 
-_BOUNDARY_SIZES = st.sampled_from([0, 1, 63, 64, 65, 127, 128, 8191, 8192, 8193, 70_000])
+# Where a length varint grows (64, 8192), and where the copy of a key or value changes
+# (16-byte moves up to 128 bytes when the payload goes on 16 bytes past it, else memcpy).
+_BOUNDARY_SIZES = st.sampled_from([0, 1, 15, 16, 17, 63, 64, 65, 127, 128, 129, 8191, 8192, 8193, 70_000])
 
 
 @settings(max_examples=60, deadline=None)
@@ -628,8 +630,9 @@ _BOUNDARY_SIZES = st.sampled_from([0, 1, 63, 64, 65, 127, 128, 8191, 8192, 8193,
        st.integers(0, 130))
 def test_columns_at_varint_boundaries_agree(batches, fetch_offset):
     """issue 16 (Spark source): keys and values of the sizes where a length varint grows
-    (1, 2, 3 bytes), nulls at every bit of the validity bytes, several batches in one set
-    (buffers grown between batches) and a fetch offset that drops the first records:
+    (1, 2, 3 bytes) or their copy changes, nulls at every bit of the validity bytes, several
+    batches in one set (buffers grown between batches, and keys of 70 kB grow theirs within
+    a batch) and a fetch offset that drops the first records:
     decode_columnar gives the twin's columns, and both agree with the records decoded one
     by one."""
     raw, offset = b"", 0
