@@ -69,18 +69,18 @@ the sink against Spark-only floors.
    handed over in 2 MiB parts (the broker's CPU -0.006 s per M rows, the task's +0.002 to
    +0.004), 1 and 3 MiB answers (both costlier than 2 MiB), the record walk taking the
    next record's start from its length alone (no change).
-   Thirteenth session (``perf record -a``, 4 runs of each row, samples of the Python
-   workers): inside Spark the per-byte work costs about twice what it costs in a task run
-   alone, as the JVM shares the caches: per M rows the decode ~26 ms (~15 alone), the
-   CRC-32C ~8 (~5), the socket's copy ~25 (~10, in fetch-only too). Against fetch-only,
-   kproto's workers add the codec (~26), the CRC (~8) and Python ~13, of which ~7 is the
-   ``gc.collect()`` pyspark runs after each task (30-35 ms CPU per task in both rows'
-   workers, ~105k objects; kproto's a few ms dearer). The JVM's C2 compiler still works in
-   the measured rounds and bills whichever row runs first after the warm-up (~27 ms per M
-   rows): the rounds alternate the rows, so it falls on each alike. Short keys and values
-   copied inline (the decode ~3% faster alone) left kproto's rate unchanged over six
-   alternating runs (3.64 M rows/s, ratios' mean 0.785 -> 0.797x). With
-   ``--source-option kafka.check.crcs=false`` three runs gave 0.78-0.83x (mean 0.807x).
+   Thirteenth session: inside Spark a task's decode with its CRC check cost 32-36 ms per M
+   rows against ~24 in a task run alone, and no less when timed again at once on the same
+   (now hot) answer: the cost was in its stores, whose lines were out of the caches (the
+   JVM ran between two answers); a decode after a 64 MB copy costs alone what it costs in
+   Spark. The column writes now ask for their lines a kilobyte ahead: 35-36 -> 29 ms per M
+   rows in the workers. Fourteen alternating runs of each against the code before
+   (7c1d96f): kproto 3.51 -> 3.58 M rows/s, the workers' CPU 0.123 -> 0.115 s per M rows,
+   the ratio's mean 0.794 -> 0.812x (median 0.79 -> 0.82x; by CPU 0.808 -> 0.825x); single
+   runs still spread 0.77-0.84x. Also seen: the JVM's C2 compiler still works in the
+   measured rounds and bills whichever row runs first after the warm-up (the rounds
+   alternate the rows, so it falls on each alike), and pyspark's ``gc.collect()`` after
+   each task costs 30-35 ms of CPU in both rows' workers (~105k objects).
 3. Sink: rows/s of ``df.write.format("kproto")`` of a cached DataFrame of (key, value)
    rows like the source's, with Kafka's default producer batches and with bigger ones;
    the floor is the ``spark-only`` Arrow writer, which takes the same Arrow batches and
