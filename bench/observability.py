@@ -115,12 +115,12 @@ def hook_costs() -> dict[str, float]:
     while builder.size_in_bytes() < 16000:
         builder.append(0, None, VALUE)
 
-    class Batch:  # what the sender hands over: a built batch, its count, its age
+    class Batch:  # what the sender hands over: a sealed batch, its count, its raw size, its age
         pass
 
     batch = Batch()
-    batch.data, batch.record_count, batch.created, batch.builder = (builder.build(), builder.record_count,
-                                                                    time.monotonic(), builder)
+    batch.data, batch.record_count, batch.raw_size, batch.created = (builder.build(), builder.record_count,
+                                                                     builder.size_in_bytes(), time.monotonic())
     batches = [batch]
     consumer = ConsumerMetrics(ClientConfig("consumer", {"bootstrap.servers": "127.0.0.1:9"}))
     records = [None] * 500
