@@ -57,7 +57,7 @@ import os
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator
+from collections.abc import Awaitable, Iterable, Iterator
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -238,20 +238,15 @@ class _RangeReader:
     def batches(self, loop: asyncio.AbstractEventLoop) -> Iterator[pa.RecordBatch]:
         timeout = self.options.poll_timeout_ms / 1000
         last_progress = time.monotonic()
-        # The next Fetch, sent before a batch is handed over: written at once (a _Sent) or,
-        # where only the event loop may send it, a task of the loop.
-        ahead: _Sent | asyncio.Task | None = None
+        # The next Fetch: written at once (a _Sent) or, where only the event loop may send
+        # it, for the loop to run (a task of it when sent before a batch is handed over).
+        ahead: _Sent | Awaitable[tuple[Any, KafkaError | None]] | None = None
         try:
             while self.position < self.task.end:
                 before = self.position
                 if ahead is None:
-                    ahead = self.send_now()
-                if ahead is None:
-                    data, retry = loop.run_until_complete(self.fetch())
-                elif isinstance(ahead, _Sent):
-                    data, retry = self.wait_now(ahead)
-                else:
-                    data, retry = loop.run_until_complete(ahead)
+                    ahead = self.send_now() or self.fetch()
+                data, retry = self.wait_now(ahead) if isinstance(ahead, _Sent) else loop.run_until_complete(ahead)
                 ahead = None
                 if retry is not None:  # (the loop runs the backoff, whichever way the Fetch went)
                     loop.run_until_complete(self._retry_later(retry))
